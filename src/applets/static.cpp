@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+// static IPAM (reference-behaviour 2.11): returns the configured addresses, routes and DNS.
+// CNI_ARGS IP (comma-separated CIDRs) is appended and CNI_ARGS GATEWAY applied to the addresses
+// containing it; args.cni.ips and then runtimeConfig.ips replace the addresses. No state: DEL
+// does nothing; CHECK compares the configured gateways with the prevResult.
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/netconf.hpp"
+
+namespace cni {
+namespace {
+
+struct StaticAddress {
+    std::string text;  // CIDR as written
+    std::optional<IpAddr> gateway;
+    IpNet address;     // parsed from text
+};
+
+struct StaticConf {
+    std::string cni_version;
+    std::vector<StaticAddress> addresses;
+    std::vector<Route> routes;
+    Dns dns;
+};
+
+Status decode_address(const json::Value& v, StaticAddress& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "main.Address"));
+    auto aw = w.in("Address");
+    CNI_TRY(json::field(v, "address", out.text, aw));
+    CNI_TRY(json::field(v, "gateway", out.gateway, aw));
+    return {};
+}
+
+Result<IpNet> parse_cidr(std::string_view text) {
+    auto n = IpNet::parse(text);
+    if (!n) return fail("invalid CIDR " + std::string(text) + ": invalid CIDR address: " + std::string(text));
+    return *n;
+}
+
+// args.cni.ips / runtimeConfig.ips: CIDRs that replace the configured addresses.
+Status replace_addresses(const json::Value* holder, StaticConf& c, const json::Where& w) {
+    if (!holder || !holder->IsObject()) return {};
+    std::vector<std::string> ips;
+    CNI_TRY(json::field(*holder, "ips", ips, w));
+    if (ips.empty()) return {};
+    c.addresses.clear();
+    for (auto& ip : ips) {
+        if (!IpNet::parse(ip)) return fail("an entry in the 'ips' field is NOT in CIDR notation, got " + go_quote(ip));
+        c.addresses.push_back(StaticAddress{ip, std::nullopt, {}});
+    }
+    return {};
+}
+
+Result<StaticConf> parse_static_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, parse_netconf(req.config, "Net"));
+    StaticConf c{nc.cni_version, {}, {}, {}};
+    json::Where top{"Net", ""};
+    const json::Value* ipam = nc.member("ipam");
+    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
+    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "main.IPAMConfig"));
+    auto iw = top.at("ipam").in("IPAMConfig");
+    if (const auto* addrs = json::find(*ipam, "addresses"); addrs && !addrs->IsNull()) {
+        if (!addrs->IsArray()) return std::unexpected(json::type_error(*addrs, iw.at("addresses"), "[]main.Address"));
+        for (const auto& e : addrs->GetArray()) {
+            StaticAddress a;
+            CNI_TRY(decode_address(e, a, iw.at("addresses")));
+            c.addresses.push_back(std::move(a));
+        }
+    }
+    if (const auto* routes = json::find(*ipam, "routes")) CNI_TRY(decode_routes(*routes, c.routes, iw.at("routes")));
+    if (const auto* dns = json::find(*ipam, "dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, iw.at("dns")));
+
+    // The configured addresses must be CIDRs before CNI_ARGS adds to them.
+    for (auto& a : c.addresses) {
+        CNI_TRY_ASSIGN(a.address, parse_cidr(a.text));
+    }
+    std::string env_ip, env_gw;
+    CniArgField fields[] = {
+        {"IP", [&](std::string_view v) -> Status { env_ip = v; return {}; }},
+        {"GATEWAY", [&](std::string_view v) -> Status { env_gw = v; return {}; }},
+    };
+    CNI_TRY(load_cni_args(req.args, fields));
+    auto each_item = [](std::string_view list, auto&& fn) -> Status {
+        std::size_t start = 0;
+        while (true) {
+            auto comma = list.find(',', start);
+            auto item = list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+            CNI_TRY(fn(item));
+            if (comma == std::string_view::npos) return {};
+            start = comma + 1;
+        }
+    };
+    auto trim = [](std::string_view s) {
+        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+        return s;
+    };
+    if (!env_ip.empty())
+        CNI_TRY(each_item(env_ip, [&](std::string_view item) -> Status {
+            auto text = trim(item);
+            CNI_TRY_ASSIGN(auto net, parse_cidr(text));
+            c.addresses.push_back(StaticAddress{std::string(text), std::nullopt, net});
+            return {};
+        }));
+    if (!env_gw.empty())
+        CNI_TRY(each_item(env_gw, [&](std::string_view item) -> Status {
+            auto gw = IpAddr::parse(trim(item));
+            if (!gw) return fail("invalid gateway address: " + std::string(item));
+            for (auto& a : c.addresses)
+                if (a.address.contains(*gw)) a.gateway = *gw;
+            return {};
+        }));
+    CNI_TRY(replace_addresses(json::find(nc.root(), "args") ? json::find(*json::find(nc.root(), "args"), "cni") : nullptr, c,
+                              top.at("args").at("cni").in("IPAMArgs")));
+    CNI_TRY(replace_addresses(nc.member("runtimeConfig"), c, top.at("runtimeConfig")));
+
+    int v4 = 0, v6 = 0;
+    for (auto& a : c.addresses) {
+        CNI_TRY_ASSIGN(a.address, parse_cidr(a.text));
+        (a.address.ip.is_v4() ? v4 : v6)++;
+    }
+    if (v4 > 1 || v6 > 1) {
+        auto ok = version_at_least(c.cni_version, "0.3.0");
+        if (!ok || !*ok) return fail("CNI version " + c.cni_version + " does not support more than 1 address per family");
+    }
+    return c;
+}
+
+Result<CniResult> static_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_static_conf(ctx.req));
+    CniResult r;
+    for (auto& a : c.addresses) r.ips.push_back(IpConfig{std::nullopt, a.address, a.gateway});
+    r.routes = c.routes;
+    r.dns = c.dns;
+    return r;
+}
+
+Status static_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_static_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto nc, parse_netconf(ctx.req.config));
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(nc));
+    if (!prev) return fail("Required prevResult missing");
+    for (auto& a : c.addresses)
+        for (auto& ip : prev->ips)
+            if (ip.address.ip == a.address.ip) {
+                if (!a.gateway || (ip.gateway && *ip.gateway == *a.gateway)) break;
+                return fail("static: Failed to match addr " + ip.address.ip.str() + " on interface " + ctx.req.ifname);
+            }
+    return {};
+}
+
+constexpr std::string_view kHelp = R"(Returns fixed addresses; no state.
+ipam keys: addresses [{address: CIDR, gateway}], routes, dns {nameservers, domain, search, options}.
+CNI_ARGS IP=cidr[,cidr] appends, GATEWAY=ip[,ip] sets the gateway of the addresses containing it;
+args.cni.ips and runtimeConfig ips (CIDRs) replace the addresses.)";
+
+}  // namespace
+
+extern const Applet static_applet{
+    .name = "static",
+    .kind = AppletKind::ipam,
+    .summary = "return statically configured addresses",
+    .help = kHelp,
+    .versions = kAllVersions,
+    .add = static_add,
+    .check = static_check,
+};
+
+}  // namespace cni

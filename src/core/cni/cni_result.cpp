@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+// Encoding, decoding and version conversion of CNI results (see cni_result.hpp). The three
+// shapes are the Go packages types/020 (0.1.0, 0.2.0), types/040 (0.3.x, 0.4.0) and types/100
+// (1.0.0, 1.1.0); conversion rules follow their convert functions.
+#include "core/cni/cni_result.hpp"
+
+#include <algorithm>
+
+#include "core/cni/version.hpp"
+
+namespace cni {
+namespace {
+
+enum class Family { v020, v040, v100, unknown };
+
+constexpr std::string_view k020[] = {"", "0.1.0", "0.2.0"};
+constexpr std::string_view k040[] = {"0.3.0", "0.3.1", "0.4.0"};
+constexpr std::string_view k100[] = {"1.0.0", "1.1.0"};
+
+Family family_of(std::string_view v) {
+    auto in = [&](auto& list) { return std::find(std::begin(list), std::end(list), v) != std::end(list); };
+    if (in(k020)) return Family::v020;
+    if (in(k040)) return Family::v040;
+    if (in(k100)) return Family::v100;
+    return Family::unknown;
+}
+
+std::string go_list(std::span<const std::string_view> list) {  // fmt %v of []string
+    std::string s = "[";
+    for (std::size_t i = 0; i < list.size(); ++i) s += (i ? " " : "") + std::string(list[i]);
+    return s + "]";
+}
+
+using json::Alloc;
+using json::Value;
+
+Value str_array(const std::vector<std::string>& v, Alloc& a) {
+    Value arr(rapidjson::kArrayType);
+    for (auto& s : v) arr.PushBack(json::str(s, a), a);
+    return arr;
+}
+
+Value dns_json(const Dns& d, Alloc& a) {
+    Value o(rapidjson::kObjectType);
+    if (!d.nameservers.empty()) json::set(o, "nameservers", str_array(d.nameservers, a), a);
+    if (!d.domain.empty()) json::set(o, "domain", json::str(d.domain, a), a);
+    if (!d.search.empty()) json::set(o, "search", str_array(d.search, a), a);
+    if (!d.options.empty()) json::set(o, "options", str_array(d.options, a), a);
+    return o;
+}
+
+Value route_json(const Route& r, Alloc& a, bool dst_gw_only) {
+    Value o(rapidjson::kObjectType);
+    json::set(o, "dst", json::str(r.dst.str(), a), a);
+    if (r.gw) json::set(o, "gw", json::str(r.gw->str(), a), a);
+    if (dst_gw_only) return o;
+    if (r.mtu) json::set(o, "mtu", Value(r.mtu), a);
+    if (r.advmss) json::set(o, "advmss", Value(r.advmss), a);
+    if (r.priority) json::set(o, "priority", Value(r.priority), a);
+    if (r.table) json::set(o, "table", Value(*r.table), a);
+    if (r.scope) json::set(o, "scope", Value(*r.scope), a);
+    return o;
+}
+
+Value routes_json(const std::vector<Route>& routes, Alloc& a, bool dst_gw_only) {
+    Value arr(rapidjson::kArrayType);
+    for (auto& r : routes) arr.PushBack(route_json(r, a, dst_gw_only), a);
+    return arr;
+}
+
+std::string encode_100(const CniResult& r, std::string_view label) {
+    json::Document d(rapidjson::kObjectType);
+    auto& a = d.GetAllocator();
+    json::set(d, "cniVersion", json::str(label, a), a);
+    if (!r.interfaces.empty()) {
+        Value arr(rapidjson::kArrayType);
+        for (auto& i : r.interfaces) {
+            Value o(rapidjson::kObjectType);
+            json::set(o, "name", json::str(i.name, a), a);
+            if (!i.mac.empty()) json::set(o, "mac", json::str(i.mac, a), a);
+            if (i.mtu) json::set(o, "mtu", Value(i.mtu), a);
+            if (!i.sandbox.empty()) json::set(o, "sandbox", json::str(i.sandbox, a), a);
+            if (!i.socket_path.empty()) json::set(o, "socketPath", json::str(i.socket_path, a), a);
+            if (!i.pci_id.empty()) json::set(o, "pciID", json::str(i.pci_id, a), a);
+            arr.PushBack(o, a);
+        }
+        json::set(d, "interfaces", std::move(arr), a);
+    }
+    if (!r.ips.empty()) {
+        Value arr(rapidjson::kArrayType);
+        for (auto& ip : r.ips) {
+            Value o(rapidjson::kObjectType);
+            if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
+            json::set(o, "address", json::str(ip.address.str(), a), a);
+            if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
+            arr.PushBack(o, a);
+        }
+        json::set(d, "ips", std::move(arr), a);
+    }
+    if (!r.routes.empty()) json::set(d, "routes", routes_json(r.routes, a, false), a);
+    if (!r.dns.empty()) json::set(d, "dns", dns_json(r.dns, a), a);
+    return json::write(d, json::Style::indented, true);  // Go map round trip: sorted keys
+}
+
+std::string encode_040(const CniResult& r, std::string_view label) {
+    json::Document d(rapidjson::kObjectType);
+    auto& a = d.GetAllocator();
+    json::set(d, "cniVersion", json::str(label, a), a);
+    if (!r.interfaces.empty()) {
+        Value arr(rapidjson::kArrayType);
+        for (auto& i : r.interfaces) {
+            Value o(rapidjson::kObjectType);
+            json::set(o, "name", json::str(i.name, a), a);
+            if (!i.mac.empty()) json::set(o, "mac", json::str(i.mac, a), a);
+            if (!i.sandbox.empty()) json::set(o, "sandbox", json::str(i.sandbox, a), a);
+            arr.PushBack(o, a);
+        }
+        json::set(d, "interfaces", std::move(arr), a);
+    }
+    if (!r.ips.empty()) {
+        Value arr(rapidjson::kArrayType);
+        for (auto& ip : r.ips) {
+            Value o(rapidjson::kObjectType);
+            json::set(o, "version", json::str(ip.address.ip.is_v4() ? "4" : "6", a), a);
+            if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
+            json::set(o, "address", json::str(ip.address.str(), a), a);
+            if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
+            arr.PushBack(o, a);
+        }
+        json::set(d, "ips", std::move(arr), a);
+    }
+    if (!r.routes.empty()) json::set(d, "routes", routes_json(r.routes, a, false), a);
+    json::set(d, "dns", dns_json(r.dns, a), a);  // a struct: always present
+    return json::write(d, json::Style::indented, false);
+}
+
+Result<std::string> encode_020(const CniResult& r, std::string_view label) {
+    const IpConfig* ip4 = nullptr;
+    const IpConfig* ip6 = nullptr;
+    for (auto& ip : r.ips) {
+        if (ip.address.ip.is_v4()) {
+            if (!ip4) ip4 = &ip;
+        } else if (!ip6) {
+            ip6 = &ip;
+        }
+        if (ip4 && ip6) break;
+    }
+    if (!ip4 && !ip6) return fail("cannot convert: no valid IP addresses");
+    json::Document d(rapidjson::kObjectType);
+    auto& a = d.GetAllocator();
+    json::set(d, "cniVersion", json::str(label, a), a);
+    auto ipconf = [&](const IpConfig& ip, bool v4) {
+        Value o(rapidjson::kObjectType);
+        json::set(o, "ip", json::str(ip.address.str(), a), a);
+        if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
+        std::vector<Route> mine;
+        for (auto& rt : r.routes)
+            if (rt.dst.ip.is_v4() == v4) mine.push_back(rt);
+        if (!mine.empty()) json::set(o, "routes", routes_json(mine, a, true), a);
+        return o;
+    };
+    if (ip4) json::set(d, "ip4", ipconf(*ip4, true), a);
+    if (ip6) json::set(d, "ip6", ipconf(*ip6, false), a);
+    json::set(d, "dns", dns_json(r.dns, a), a);
+    return json::write(d, json::Style::indented, false);
+}
+
+// ---- decoding ----------------------------------------------------------------------------------
+
+Status decode_route(const Value& v, Route& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "types.Route"));
+    auto rw = w.in("Route");
+    CNI_TRY(json::field(v, "dst", out.dst, rw));
+    CNI_TRY(json::field(v, "gw", out.gw, rw));
+    CNI_TRY(json::field(v, "mtu", out.mtu, rw));
+    CNI_TRY(json::field(v, "advmss", out.advmss, rw));
+    CNI_TRY(json::field(v, "priority", out.priority, rw));
+    CNI_TRY(json::field(v, "table", out.table, rw));
+    CNI_TRY(json::field(v, "scope", out.scope, rw));
+    return {};
+}
+
+Status decode_ip_config(const Value& v, IpConfig& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "IPConfig"));
+    auto iw = w.in("ipConfig");
+    CNI_TRY(json::field(v, "interface", out.interface, iw));
+    CNI_TRY(json::field(v, "address", out.address, iw));
+    CNI_TRY(json::field(v, "gateway", out.gateway, iw));
+    return {};
+}
+
+Status decode_interface(const Value& v, Interface& out, const json::Where& w, bool full) {
+    CNI_TRY(json::expect_object(v, w, "Interface"));
+    auto iw = w.in("Interface");
+    CNI_TRY(json::field(v, "name", out.name, iw));
+    CNI_TRY(json::field(v, "mac", out.mac, iw));
+    CNI_TRY(json::field(v, "sandbox", out.sandbox, iw));
+    if (full) {
+        CNI_TRY(json::field(v, "mtu", out.mtu, iw));
+        CNI_TRY(json::field(v, "socketPath", out.socket_path, iw));
+        CNI_TRY(json::field(v, "pciID", out.pci_id, iw));
+    }
+    return {};
+}
+
+template <class T, class F>
+Status decode_list(const Value& obj, std::string_view key, std::vector<T>& out, const json::Where& w, F&& one) {
+    const Value* m = json::find(obj, key);
+    if (!m || m->IsNull()) return {};
+    auto kw = w.at(key);
+    if (!m->IsArray()) return std::unexpected(json::type_error(*m, kw, "[]"));
+    for (const auto& e : m->GetArray()) {
+        if (e.IsNull()) continue;  // a nil pointer element
+        T item{};
+        CNI_TRY(one(e, item, kw));
+        out.push_back(std::move(item));
+    }
+    return {};
+}
+
+Status decode_020_ip(const Value& obj, std::string_view key, CniResult& r, const json::Where& w) {
+    const Value* m = json::find(obj, key);
+    if (!m || m->IsNull()) return {};
+    auto kw = w.at(key);
+    CNI_TRY(json::expect_object(*m, kw, "types020.IPConfig"));
+    auto iw = kw.in("ipConfig");
+    IpConfig ip;
+    CNI_TRY(json::field(*m, "ip", ip.address, iw));
+    CNI_TRY(json::field(*m, "gateway", ip.gateway, iw));
+    r.ips.push_back(ip);
+    return decode_list(*m, "routes", r.routes, iw, decode_route);
+}
+
+}  // namespace
+
+Status decode_routes(const Value& v, std::vector<Route>& out, const json::Where& w) {
+    out.clear();
+    if (v.IsNull()) return {};
+    if (!v.IsArray()) return std::unexpected(json::type_error(v, w, "[]*types.Route"));
+    for (const auto& e : v.GetArray()) {
+        if (e.IsNull()) continue;
+        Route r;
+        CNI_TRY(decode_route(e, r, w));
+        out.push_back(std::move(r));
+    }
+    return {};
+}
+
+Status decode_dns(const Value& v, Dns& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "types.DNS"));
+    auto dw = w.in("DNS");
+    CNI_TRY(json::field(v, "nameservers", out.nameservers, dw));
+    CNI_TRY(json::field(v, "domain", out.domain, dw));
+    CNI_TRY(json::field(v, "search", out.search, dw));
+    CNI_TRY(json::field(v, "options", out.options, dw));
+    return {};
+}
+
+Result<std::string> encode_result(const CniResult& r, std::string_view version) {
+    std::string_view from = r.cni_version.empty() ? kCurrentVersion : std::string_view(r.cni_version);
+    std::string_view to = version.empty() ? "0.1.0" : version;
+    if (from == to) return encode_100(r, to);
+    switch (family_of(to)) {
+    case Family::v100: return encode_100(r, to);
+    case Family::v040: return encode_040(r, to);
+    case Family::v020: return encode_020(r, to);
+    case Family::unknown: break;
+    }
+    return fail("no converter for CNI result version " + std::string(from) + " to " + std::string(to));
+}
+
+Result<CniResult> decode_result(const Value& v, std::string_view version, std::optional<std::string> label_override) {
+    Family fam = family_of(version);
+    if (fam == Family::unknown) return fail("unsupported CNI result version \"" + std::string(version) + "\"");
+    json::Where w{"Result", ""};
+    if (!v.IsObject()) return std::unexpected(json::type_error(v, w, "Result"));
+    std::string label(version);
+    if (label_override) label = *label_override;
+    else CNI_TRY(json::field(v, "cniVersion", label, w));
+    using List = std::span<const std::string_view>;
+    List accepted = fam == Family::v020 ? List(k020) : fam == Family::v040 ? List(k040) : List(k100);
+    if (std::find(accepted.begin(), accepted.end(), label) == accepted.end())
+        return fail("result type supports " + go_list(accepted) + " but unmarshalled CNIVersion is \"" + label + "\"");
+
+    CniResult r;  // converted to the current version, as NewResultFromResult does
+    if (fam == Family::v020) {
+        CNI_TRY(decode_020_ip(v, "ip4", r, w));
+        CNI_TRY(decode_020_ip(v, "ip6", r, w));
+    } else {
+        bool full = fam == Family::v100;
+        CNI_TRY(decode_list(v, "interfaces", r.interfaces, w,
+                            [full](const Value& e, Interface& i, const json::Where& iw) { return decode_interface(e, i, iw, full); }));
+        CNI_TRY(decode_list(v, "ips", r.ips, w, decode_ip_config));
+        CNI_TRY(decode_list(v, "routes", r.routes, w, decode_route));
+    }
+    if (const Value* d = json::find(v, "dns"); d && !d->IsNull()) CNI_TRY(decode_dns(*d, r.dns, w.at("dns")));
+    return r;
+}
+
+Result<CniResult> round_trip(const CniResult& r, std::string_view version) {
+    CNI_TRY_ASSIGN(auto text, encode_result(r, version));
+    CNI_TRY_ASSIGN(auto doc, json::parse(text));
+    return decode_result(doc, version.empty() ? "0.1.0" : version);
+}
+
+std::string encode_error(const Error& e) {
+    json::Document d(rapidjson::kObjectType);
+    auto& a = d.GetAllocator();
+    json::set(d, "code", Value(e.code), a);
+    json::set(d, "msg", json::str(e.msg, a), a);
+    if (!e.details.empty()) json::set(d, "details", json::str(e.details, a), a);
+    return json::write(d, json::Style::indented, false);
+}
+
+}  // namespace cni

@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CNI Result (spec "Success" section) held once, in its 1.1.0 shape, and converted at the
+// edges exactly as the Go types packages do (reference-behaviour 1.3): encode to any version
+// (0.1.0/0.2.0 "ip4/ip6", 0.3.x/0.4.0 with "version", 1.x with every key sorted), decode a
+// prevResult or a delegate's output by the family of the config version, and the error JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/cni/json.hpp"
+#include "core/result.hpp"
+
+namespace cni {
+
+struct Interface {
+    std::string name;
+    std::string mac;
+    int mtu = 0;
+    std::string sandbox;
+    std::string socket_path;
+    std::string pci_id;
+    bool operator==(const Interface&) const = default;
+};
+
+struct IpConfig {
+    std::optional<int> interface;  // index into interfaces
+    IpNet address;                 // keeps host bits
+    std::optional<IpAddr> gateway;
+    bool operator==(const IpConfig&) const = default;
+};
+
+struct Route {
+    IpNet dst;
+    std::optional<IpAddr> gw;
+    int mtu = 0;
+    int advmss = 0;
+    int priority = 0;
+    std::optional<int> table;
+    std::optional<int> scope;
+    bool operator==(const Route&) const = default;
+};
+
+struct Dns {
+    std::vector<std::string> nameservers;
+    std::string domain;
+    std::vector<std::string> search;
+    std::vector<std::string> options;
+    bool empty() const { return nameservers.empty() && domain.empty() && search.empty() && options.empty(); }
+    bool operator==(const Dns&) const = default;
+};
+
+struct CniResult {
+    // The version label of this value. Plugins build results labelled kCurrentVersion; printing
+    // at the label's own version keeps the 1.x shape (Go's "same version" shortcut, which is
+    // what gives loopback its quirk).
+    std::string cni_version = "1.1.0";
+    std::vector<Interface> interfaces;
+    std::vector<IpConfig> ips;
+    std::vector<Route> routes;
+    Dns dns;
+    bool operator==(const CniResult&) const = default;
+};
+
+// Go types.PrintResult(result, version): convert, then MarshalIndent with 4 spaces.
+Result<std::string> encode_result(const CniResult& r, std::string_view version);
+
+// Go create.Create(version, json) followed by conversion to 1.1.0: parse a result object in the
+// shape of `version`'s family; its own cniVersion must belong to that family. The label is the
+// object's cniVersion, or `version` when it has none (as invoke does for delegates), unless the
+// caller determined it otherwise (the prevResult quirk, netconf.cpp).
+Result<CniResult> decode_result(const json::Value& v, std::string_view version,
+                                std::optional<std::string> label = std::nullopt);
+
+// Go's round trip of a result through a version: what a caller sees after the result is
+// printed at `version` and parsed back (used for in-process delegation).
+Result<CniResult> round_trip(const CniResult& r, std::string_view version);
+
+// {"code": N, "msg": "...", "details": "..."} as the Go plugins print it.
+std::string encode_error(const Error& e);
+
+// The routes and DNS of a config, which several applets copy into their result verbatim.
+Status decode_routes(const json::Value& v, std::vector<Route>& out, const json::Where& w);
+Status decode_dns(const json::Value& v, Dns& out, const json::Where& w);
+
+}  // namespace cni

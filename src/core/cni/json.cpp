@@ -1,0 +1,312 @@
+// SPDX-License-Identifier: Apache-2.0
+// Go-compatible JSON reading and writing (see json.hpp).
+#include "core/cni/json.hpp"
+
+#include <rapidjson/error/error.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <cstdio>
+
+namespace cni::json {
+namespace {
+
+bool equal_fold(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+        char x = a[i], y = b[i];
+        if (x >= 'A' && x <= 'Z') x = char(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z') y = char(y - 'A' + 'a');
+        if (x != y) return false;
+    }
+    return true;
+}
+
+std::string_view name_of(const Value& v) { return {v.GetString(), v.GetStringLength()}; }
+
+// Go quotes the offending byte like strconv.QuoteRune inside single quotes.
+std::string quote_char(unsigned char c) {
+    char buf[16];
+    if (c == '\'') return "'\\''";
+    if (c == '"') return "'\"'";
+    if (c >= 0x20 && c < 0x7f) { std::snprintf(buf, sizeof buf, "'%c'", c); return buf; }
+    if (c == '\n') return "'\\n'";
+    if (c == '\t') return "'\\t'";
+    if (c == '\r') return "'\\r'";
+    std::snprintf(buf, sizeof buf, "'\\x%02x'", c);
+    return buf;
+}
+
+std::string go_syntax_error(rapidjson::ParseErrorCode code, std::size_t offset, std::string_view text) {
+    if (offset >= text.size()) return "unexpected end of JSON input";
+    std::string c = quote_char(static_cast<unsigned char>(text[offset]));
+    switch (code) {
+    case rapidjson::kParseErrorDocumentRootNotSingular: return "invalid character " + c + " after top-level value";
+    case rapidjson::kParseErrorObjectMissName: return "invalid character " + c + " looking for beginning of object key string";
+    case rapidjson::kParseErrorObjectMissColon: return "invalid character " + c + " after object key";
+    case rapidjson::kParseErrorObjectMissCommaOrCurlyBracket: return "invalid character " + c + " after object key:value pair";
+    case rapidjson::kParseErrorArrayMissCommaOrSquareBracket: return "invalid character " + c + " after array element";
+    case rapidjson::kParseErrorStringMissQuotationMark: return "unexpected end of JSON input";
+    case rapidjson::kParseErrorStringEscapeInvalid: return "invalid character " + c + " in string escape code";
+    case rapidjson::kParseErrorStringInvalidEncoding:
+    case rapidjson::kParseErrorStringUnicodeEscapeInvalidHex:
+    case rapidjson::kParseErrorStringUnicodeSurrogateInvalid: return "invalid character " + c + " in string literal";
+    case rapidjson::kParseErrorNumberMissFraction: return "invalid character " + c + " after decimal point in numeric literal";
+    case rapidjson::kParseErrorNumberMissExponent: return "invalid character " + c + " in exponent of numeric literal";
+    case rapidjson::kParseErrorNumberTooBig: return "number out of range";
+    default:
+        if (text[offset] >= 0 && text[offset] < 0x20 && text[offset] != '\n' && text[offset] != '\t' && text[offset] != '\r')
+            return "invalid character " + c + " in string literal";
+        return "invalid character " + c + " looking for beginning of value";
+    }
+}
+
+}  // namespace
+
+Result<Document> parse(std::string_view text) {
+    Document d;
+    // Go treats leading/trailing whitespace as fine and anything after the value as an error.
+    d.Parse<rapidjson::kParseFullPrecisionFlag>(text.data(), text.size());
+    if (d.HasParseError())
+        return fail(code::decoding_failure, go_syntax_error(d.GetParseError(), d.GetErrorOffset(), text));
+    return d;
+}
+
+const Value* find(const Value& obj, std::string_view key) {
+    if (!obj.IsObject()) return nullptr;
+    const Value* hit = nullptr;
+    for (const auto& m : obj.GetObject())
+        if (equal_fold(name_of(m.name), key)) hit = &m.value;
+    return hit;
+}
+
+const Value* find_exact(const Value& obj, std::string_view key) {
+    if (!obj.IsObject()) return nullptr;
+    const Value* hit = nullptr;
+    for (const auto& m : obj.GetObject())
+        if (name_of(m.name) == key) hit = &m.value;
+    return hit;
+}
+
+std::string_view kind(const Value& v) {
+    switch (v.GetType()) {
+    case rapidjson::kNullType: return "null";
+    case rapidjson::kFalseType:
+    case rapidjson::kTrueType: return "bool";
+    case rapidjson::kObjectType: return "object";
+    case rapidjson::kArrayType: return "array";
+    case rapidjson::kStringType: return "string";
+    case rapidjson::kNumberType: return "number";
+    }
+    return "value";
+}
+
+Error type_error(const Value& v, const Where& w, std::string_view go_type) {
+    std::string what(kind(v));
+    if (w.path.empty())
+        return Error{code::internal, "json: cannot unmarshal " + what + " into Go value of type " + std::string(go_type), {}};
+    return Error{code::internal,
+                 "json: cannot unmarshal " + what + " into Go struct field " + w.type + "." + w.path + " of type " +
+                     std::string(go_type),
+                 {}};
+}
+
+Status expect_object(const Value& v, const Where& w, std::string_view go_type) {
+    if (v.IsNull() || v.IsObject()) return {};
+    return std::unexpected(type_error(v, w, go_type));
+}
+
+Status decode(const Value& v, std::string& out, const Where& w) {
+    if (v.IsNull()) return {};
+    if (!v.IsString()) return std::unexpected(type_error(v, w, "string"));
+    out.assign(v.GetString(), v.GetStringLength());
+    return {};
+}
+
+Status decode(const Value& v, bool& out, const Where& w) {
+    if (v.IsNull()) return {};
+    if (!v.IsBool()) return std::unexpected(type_error(v, w, "bool"));
+    out = v.GetBool();
+    return {};
+}
+
+namespace {
+// Integers: Go rejects fractions and exponents ("number 1.5") and out-of-range values.
+template <class T>
+Status decode_int(const Value& v, T& out, const Where& w, std::string_view go_type) {
+    if (v.IsNull()) return {};
+    if (!v.IsNumber()) return std::unexpected(type_error(v, w, go_type));
+    auto range_error = [&](std::string literal) {
+        return std::unexpected(Error{code::internal,
+                                     "json: cannot unmarshal number " + literal + " into Go struct field " + w.type +
+                                         "." + w.path + " of type " + std::string(go_type),
+                                     {}});
+    };
+    if (v.IsDouble()) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%g", v.GetDouble());
+        return range_error(buf);
+    }
+    if (v.IsInt64()) {
+        auto x = v.GetInt64();
+        if (x < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
+            (x > 0 && static_cast<std::uint64_t>(x) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+            return range_error(std::to_string(x));
+        out = static_cast<T>(x);
+        return {};
+    }
+    auto x = v.GetUint64();
+    if (x > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) return range_error(std::to_string(x));
+    out = static_cast<T>(x);
+    return {};
+}
+}  // namespace
+
+Status decode(const Value& v, int& out, const Where& w) { return decode_int(v, out, w, "int"); }
+Status decode(const Value& v, std::int64_t& out, const Where& w) { return decode_int(v, out, w, "int64"); }
+Status decode(const Value& v, std::uint32_t& out, const Where& w) { return decode_int(v, out, w, "uint32"); }
+Status decode(const Value& v, std::uint64_t& out, const Where& w) { return decode_int(v, out, w, "uint64"); }
+
+Status decode(const Value& v, IpAddr& out, const Where& w) {
+    if (v.IsNull()) return {};
+    if (!v.IsString()) return std::unexpected(type_error(v, w, "net.IP"));
+    std::string_view s(v.GetString(), v.GetStringLength());
+    if (s.empty()) return {};  // Go: an empty string leaves a nil net.IP
+    auto ip = IpAddr::parse(s);
+    if (!ip) return fail("invalid IP address: " + std::string(s));
+    out = *ip;
+    return {};
+}
+
+Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w) {
+    if (v.IsString() && v.GetStringLength() == 0) return {};
+    IpAddr ip;
+    CNI_TRY(decode(v, ip, w));
+    if (!v.IsNull()) out = ip;
+    return {};
+}
+
+Status decode(const Value& v, IpNet& out, const Where& w) {
+    if (v.IsNull()) return {};
+    if (!v.IsString()) return std::unexpected(type_error(v, w, "string"));
+    std::string_view s(v.GetString(), v.GetStringLength());
+    auto n = IpNet::parse(s);
+    if (!n) return fail("invalid CIDR address: " + std::string(s));
+    out = *n;
+    return {};
+}
+
+void set(Value& obj, std::string_view key, Value v, Alloc& a) { obj.AddMember(str(key, a), v, a); }
+
+// ---- output ----------------------------------------------------------------------------------
+namespace {
+
+void write_string(std::string& out, std::string_view s) {
+    static const char* hex = "0123456789abcdef";
+    out += '"';
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        auto c = static_cast<unsigned char>(s[i]);
+        switch (c) {
+        case '"': out += "\\\""; continue;
+        case '\\': out += "\\\\"; continue;
+        case '\n': out += "\\n"; continue;
+        case '\r': out += "\\r"; continue;
+        case '\t': out += "\\t"; continue;
+        case '\b': out += "\\b"; continue;
+        case '\f': out += "\\f"; continue;
+        case '<':
+        case '>':
+        case '&':
+            out += "\\u00";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+            continue;
+        default: break;
+        }
+        if (c < 0x20) {
+            out += "\\u00";
+            out += hex[c >> 4];
+            out += hex[c & 15];
+            continue;
+        }
+        // U+2028 and U+2029 are escaped by Go (e2 80 a8 / e2 80 a9).
+        if (c == 0xe2 && i + 2 < s.size() && static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+            (static_cast<unsigned char>(s[i + 2]) == 0xa8 || static_cast<unsigned char>(s[i + 2]) == 0xa9)) {
+            out += static_cast<unsigned char>(s[i + 2]) == 0xa8 ? "\\u2028" : "\\u2029";
+            i += 2;
+            continue;
+        }
+        out += static_cast<char>(c);
+    }
+    out += '"';
+}
+
+void write_value(std::string& out, const Value& v, Style style, bool sort_keys, int depth) {
+    auto newline = [&](int d) {
+        if (style == Style::compact) return;
+        out += '\n';
+        out.append(std::size_t(d) * 4, ' ');
+    };
+    switch (v.GetType()) {
+    case rapidjson::kNullType: out += "null"; return;
+    case rapidjson::kFalseType: out += "false"; return;
+    case rapidjson::kTrueType: out += "true"; return;
+    case rapidjson::kStringType: write_string(out, {v.GetString(), v.GetStringLength()}); return;
+    case rapidjson::kNumberType:
+        if (v.IsInt64()) out += std::to_string(v.GetInt64());
+        else if (v.IsUint64()) out += std::to_string(v.GetUint64());
+        else {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%.17g", v.GetDouble());
+            out += buf;
+        }
+        return;
+    case rapidjson::kArrayType: {
+        if (v.Empty()) { out += "[]"; return; }
+        out += '[';
+        bool first = true;
+        for (const auto& e : v.GetArray()) {
+            if (!first) out += ',';
+            first = false;
+            newline(depth + 1);
+            write_value(out, e, style, sort_keys, depth + 1);
+        }
+        newline(depth);
+        out += ']';
+        return;
+    }
+    case rapidjson::kObjectType: {
+        if (v.ObjectEmpty()) { out += "{}"; return; }
+        std::vector<const rapidjson::Value::Member*> members;
+        for (const auto& m : v.GetObject()) members.push_back(&m);
+        if (sort_keys)
+            std::stable_sort(members.begin(), members.end(), [](auto* a, auto* b) {
+                return name_of(a->name) < name_of(b->name);
+            });
+        out += '{';
+        bool first = true;
+        for (auto* m : members) {
+            if (!first) out += ',';
+            first = false;
+            newline(depth + 1);
+            write_string(out, name_of(m->name));
+            out += style == Style::compact ? ":" : ": ";
+            write_value(out, m->value, style, sort_keys, depth + 1);
+        }
+        newline(depth);
+        out += '}';
+        return;
+    }
+    }
+}
+
+}  // namespace
+
+std::string write(const Value& v, Style style, bool sort_keys) {
+    std::string out;
+    write_value(out, v, style, sort_keys, 0);
+    return out;
+}
+
+}  // namespace cni::json

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// JSON with Go encoding/json semantics on top of RapidJSON, because configs are written for the
+// Go plugins and results are compared byte for byte (reference-behaviour 1.3, 1.12).
+// Reading: keys match case-insensitively and the last duplicate wins; null leaves a default;
+// type mismatches give Go's "cannot unmarshal X into Go struct field S.path of type T" text;
+// syntax errors give Go's text. Writing: MarshalIndent with 4 spaces (or the compact Encoder
+// form), Go's string escaping (<, >, & as \u003c...), optionally keys sorted like a Go map.
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/result.hpp"
+
+namespace cni::json {
+
+using Value = rapidjson::Value;
+using Document = rapidjson::Document;
+using Alloc = Document::AllocatorType;
+
+// Parse a whole document; the error message is Go's (e.g. "unexpected end of JSON input").
+Result<Document> parse(std::string_view text);
+
+// The member Go would decode into a field named `key`: the last one equal ignoring ASCII case.
+const Value* find(const Value& obj, std::string_view key);
+// Exact-name lookup, for the few places Go matches exactly (map keys).
+const Value* find_exact(const Value& obj, std::string_view key);
+
+// Go's name for a JSON value's kind in error messages: "string", "number", "object", ...
+std::string_view kind(const Value& v);
+
+// Where a value sits, for error messages: the innermost Go struct type and the dotted key path.
+struct Where {
+    std::string type;  // e.g. "IPAMConfig"
+    std::string path;  // e.g. "ipam.dataDir"
+    Where at(std::string_view key) const { return {type, path.empty() ? std::string(key) : path + "." + std::string(key)}; }
+    Where in(std::string_view struct_type) const { return {std::string(struct_type), path}; }
+};
+Error type_error(const Value& v, const Where& w, std::string_view go_type);
+
+// decode(value, out, where) for each Go field type used by the applets.
+Status decode(const Value& v, std::string& out, const Where& w);
+Status decode(const Value& v, bool& out, const Where& w);
+Status decode(const Value& v, int& out, const Where& w);
+Status decode(const Value& v, std::int64_t& out, const Where& w);
+Status decode(const Value& v, std::uint32_t& out, const Where& w);
+Status decode(const Value& v, std::uint64_t& out, const Where& w);
+Status decode(const Value& v, IpAddr& out, const Where& w);  // Go net.IP
+Status decode(const Value& v, IpNet& out, const Where& w);   // CNI types.IPNet
+Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w);  // "" stays nil
+
+template <class T>
+Status decode(const Value& v, std::optional<T>& out, const Where& w) {
+    if (v.IsNull()) return {};
+    T tmp{};
+    CNI_TRY(decode(v, tmp, w));
+    out = std::move(tmp);
+    return {};
+}
+
+template <class T>
+Status decode(const Value& v, std::vector<T>& out, const Where& w) {
+    out.clear();
+    if (v.IsNull()) return {};
+    if (!v.IsArray()) return std::unexpected(type_error(v, w, "[]"));
+    out.reserve(v.Size());
+    for (const auto& e : v.GetArray()) {
+        T item{};
+        CNI_TRY(decode(e, item, w));
+        out.push_back(std::move(item));
+    }
+    return {};
+}
+
+// Decode obj[key] into out if present and not null; out keeps its default otherwise.
+template <class T>
+Status field(const Value& obj, std::string_view key, T& out, const Where& w) {
+    const Value* m = find(obj, key);
+    if (!m || m->IsNull()) return {};
+    return decode(*m, out, w.at(key));
+}
+
+// An object member must be an object (or null/absent): Go's error when it is not.
+Status expect_object(const Value& v, const Where& w, std::string_view go_type);
+
+// Output.
+enum class Style { indented, compact };
+std::string write(const Value& v, Style style, bool sort_keys);
+
+// Helpers to build values.
+inline Value str(std::string_view s, Alloc& a) { return Value(s.data(), rapidjson::SizeType(s.size()), a); }
+void set(Value& obj, std::string_view key, Value v, Alloc& a);  // append a member (no lookup)
+
+}  // namespace cni::json

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// Common network configuration keys and the prevResult rules (see netconf.hpp).
+#include "core/cni/netconf.hpp"
+
+#include <map>
+
+namespace cni {
+
+Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type) {
+    NetConf c;
+    CNI_TRY_ASSIGN(c.doc, json::parse(config));
+    json::Where w{std::string(go_type), ""};
+    if (!c.doc.IsObject()) return std::unexpected(json::type_error(c.doc, w, "types.NetConf"));
+    CNI_TRY(json::field(c.doc, "cniVersion", c.cni_version, w));
+    CNI_TRY(json::field(c.doc, "name", c.name, w));
+    CNI_TRY(json::field(c.doc, "type", c.type, w));
+    if (const auto* ipam = c.member("ipam"); ipam && !ipam->IsNull()) {
+        CNI_TRY(json::expect_object(*ipam, w.at("ipam"), "types.IPAM"));
+        CNI_TRY(json::field(*ipam, "type", c.ipam_type, w.at("ipam").in("IPAM")));
+    }
+    if (const auto* prev = c.member("prevResult"); prev && !prev->IsNull() && !prev->IsObject())
+        return std::unexpected(json::type_error(*prev, w.at("prevResult"), "map[string]interface {}"));
+    if (const auto* va = c.member("cni.dev/valid-attachments"); va && !va->IsNull()) {
+        auto vw = w.at("cni.dev/valid-attachments");
+        if (!va->IsArray()) return std::unexpected(json::type_error(*va, vw, "[]types.GCAttachment"));
+        std::vector<Attachment> list;
+        for (const auto& e : va->GetArray()) {
+            CNI_TRY(json::expect_object(e, vw, "types.GCAttachment"));
+            Attachment a;
+            CNI_TRY(json::field(e, "containerID", a.container_id, vw.in("GCAttachment")));
+            CNI_TRY(json::field(e, "ifname", a.ifname, vw.in("GCAttachment")));
+            list.push_back(std::move(a));
+        }
+        c.valid_attachments = std::move(list);
+    }
+    return c;
+}
+
+Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
+    const json::Value* prev = conf.member("prevResult");
+    if (!prev || prev->IsNull()) return std::optional<CniResult>{};
+    // version.ParsePrevResult: when the map has no exact "CNIVersion" key it injects one with
+    // the config's version, re-marshals (keys sorted) and decodes case-insensitively, so the
+    // winner is the version-ish key that sorts last.
+    std::map<std::string, const json::Value*> versions;
+    for (const auto& m : prev->GetObject()) {
+        std::string key(m.name.GetString(), m.name.GetStringLength());
+        std::string lower = key;
+        for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        if (lower == "cniversion") versions[key] = &m.value;
+    }
+    std::optional<std::string> label;
+    if (!versions.contains("CNIVersion")) label = conf.cni_version;
+    if (!versions.empty() && versions.rbegin()->first > "CNIVersion") label.reset();
+    if (!label) {
+        const json::Value* v = versions.rbegin()->second;
+        if (!v->IsString()) return fail("json: cannot unmarshal " +
+                                        std::string(json::kind(*v)) + " into Go struct field Result.cniVersion of type string");
+        label = std::string(v->GetString(), v->GetStringLength());
+    }
+    CNI_TRY_ASSIGN(auto r, decode_result(*prev, conf.cni_version.empty() ? "0.1.0" : conf.cni_version, label));
+    return std::optional<CniResult>(std::move(r));
+}
+
+}  // namespace cni

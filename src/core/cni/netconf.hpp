@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The network configuration every applet receives on stdin (CNI spec "Network configuration"):
+// the parsed document plus the common keys of Go types.NetConf (cniVersion, name, type,
+// ipam.type, prevResult, cni.dev/valid-attachments). Applets read their own keys from `root()`
+// with the json helpers. prevResult is decoded with the reference's CNIVersion quirk (1.5).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cni/cni_result.hpp"
+#include "core/cni/json.hpp"
+
+namespace cni {
+
+struct Attachment {
+    std::string container_id;
+    std::string ifname;
+    bool operator==(const Attachment&) const = default;
+};
+
+struct NetConf {
+    json::Document doc;
+    std::string cni_version;  // as written; "" when absent
+    std::string name;
+    std::string type;
+    std::string ipam_type;
+    std::optional<std::vector<Attachment>> valid_attachments;  // GC only; nullopt when absent
+
+    const json::Value& root() const { return doc; }
+    const json::Value* member(std::string_view key) const { return json::find(doc, key); }
+};
+
+// Parse stdin into a NetConf. `go_type` names the applet's Go struct for type errors.
+Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type = "NetConf");
+
+// The prevResult, if any, decoded for conf.cni_version and converted to the current version.
+// Errors carry no prefix; applets wrap them with their reference's wording.
+Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf);
+
+}  // namespace cni

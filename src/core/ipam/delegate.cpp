@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// Plugin delegation, in-process or by exec (see delegate.hpp).
+#include "core/ipam/delegate.hpp"
+
+#include <sys/stat.h>
+
+#include "core/cni/cni_args.hpp"
+#include "core/os/exec.hpp"
+#include "core/os/self_exe.hpp"
+#include "core/run.hpp"
+#include "registry.hpp"
+
+namespace cni::ipam {
+namespace {
+
+std::vector<std::string> split_path(std::string_view p) {
+    std::vector<std::string> out;
+    if (p.empty()) return out;
+    std::size_t start = 0;
+    while (true) {
+        auto pos = p.find(':', start);
+        out.emplace_back(p.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
+        if (pos == std::string_view::npos) return out;
+        start = pos + 1;
+    }
+}
+
+Result<std::optional<CniResult>> run_in_process(const Applet& a, const Context& ctx, Command cmd, std::string_view config) {
+    Request derived = ctx.req.with_command(cmd);
+    auto req = read_request(derived.environ, [&](std::size_t) { return Result<std::string>(std::string(config)); });
+    if (!req) return std::unexpected(req.error().error);
+    Context inner{*req, ctx.warn};
+    CNI_TRY_ASSIGN(auto outcome, run_verb(a, inner));
+    if (!outcome.result) return std::optional<CniResult>{};
+    // What the caller would have parsed from the delegate's stdout.
+    CNI_TRY_ASSIGN(auto parsed, round_trip(*outcome.result, outcome.conf_version));
+    return std::optional<CniResult>(std::move(parsed));
+}
+
+// Go RawExec.pluginErr: the delegate's error JSON, or a description of its failure.
+Error plugin_error(const os::ExecOutput& res) {
+    if (res.out.empty()) {
+        if (res.err.empty()) return Error{0, "netplugin failed with no error message: " + res.status_text(), {}};
+        return Error{0, "netplugin failed: " + go_quote(res.err), {}};
+    }
+    auto doc = json::parse(res.out);
+    if (!doc)
+        return Error{0, "netplugin failed but error parsing its diagnostic message " + go_quote(res.out) + ": " + doc.error().msg, {}};
+    Error e{0, {}, {}};
+    json::Where w{"Error", ""};
+    std::uint32_t c = 0;
+    (void)json::field(*doc, "code", c, w);
+    (void)json::field(*doc, "msg", e.msg, w);
+    (void)json::field(*doc, "details", e.details, w);
+    e.code = int(c);
+    return e;
+}
+
+Result<std::optional<CniResult>> run_exec(const std::string& path, const Context& ctx, Command cmd, std::string_view config) {
+    Request derived = ctx.req.with_command(cmd);
+    CNI_TRY_ASSIGN(auto res, os::run_process(path, derived.environ, config));
+    if (!res.ok()) return std::unexpected(plugin_error(res));
+    if (!res.err.empty()) {
+        std::string_view e = res.err;
+        if (e.back() == '\n') e.remove_suffix(1);
+        ctx.warn(e);
+    }
+    if (cmd != Command::add) return std::optional<CniResult>{};
+    // invoke.fixupResultVersion: the result's own cniVersion, else the config's.
+    CNI_TRY_ASSIGN(auto conf_version, config_version(config));
+    auto doc = json::parse(res.out);
+    if (!doc) return fail("failed to unmarshal raw result: " + doc.error().msg);
+    if (doc->IsNull()) return fail("plugin output was empty");
+    std::string label = conf_version;
+    if (const auto* v = json::find_exact(*doc, "cniVersion"); v && v->IsString() && v->GetStringLength() > 0)
+        label.assign(v->GetString(), v->GetStringLength());
+    CNI_TRY_ASSIGN(auto result, decode_result(*doc, label, label));
+    return std::optional<CniResult>(std::move(result));
+}
+
+Result<std::optional<CniResult>> delegate(const Context& ctx, Command cmd, std::string_view type, std::string_view config) {
+    CNI_TRY_ASSIGN(auto path, find_in_path(type, ctx.req.path));
+    if (const Applet* a = find_applet(type); a && os::is_self_exe(path)) return run_in_process(*a, ctx, cmd, config);
+    return run_exec(path, ctx, cmd, config);
+}
+
+}  // namespace
+
+Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_path) {
+    if (plugin.empty()) return fail("no plugin name provided");
+    if (plugin.find('/') != std::string_view::npos) return fail("invalid plugin name: " + std::string(plugin));
+    auto dirs = split_path(cni_path);
+    if (dirs.empty()) return fail("no paths provided");
+    for (auto& d : dirs) {
+        std::string full = d.empty() ? std::string(plugin) : (d.back() == '/' ? d : d + "/") + std::string(plugin);
+        struct stat st{};
+        if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return full;
+    }
+    std::string list = "[";
+    for (std::size_t i = 0; i < dirs.size(); ++i) list += (i ? " " : "") + dirs[i];
+    return fail("failed to find plugin " + go_quote(plugin) + " in path " + list + "]");
+}
+
+Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::string_view config) {
+    CNI_TRY_ASSIGN(auto r, delegate(ctx, Command::add, type, config));
+    if (!r) return fail("delegate " + std::string(type) + " returned no result");
+    return std::move(*r);
+}
+
+#define CNI_DELEGATE_VOID(fn, cmd)                                                                   \
+    Status fn(const Context& ctx, std::string_view type, std::string_view config) {                \
+        CNI_TRY(delegate(ctx, cmd, type, config));                                                  \
+        return {};                                                                                  \
+    }
+CNI_DELEGATE_VOID(delegate_del, Command::del)
+CNI_DELEGATE_VOID(delegate_check, Command::check)
+CNI_DELEGATE_VOID(delegate_status, Command::status)
+CNI_DELEGATE_VOID(delegate_gc, Command::gc)
+#undef CNI_DELEGATE_VOID
+
+}  // namespace cni::ipam

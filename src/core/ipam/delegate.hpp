@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: Apache-2.0
+// Delegating to another plugin (IPAM, or flannel's delegate), as Go invoke.Delegate* does
+// (reference-behaviour 1.9): find `type` in CNI_PATH (a '/' in the name is refused, the
+// CVE-2021-20206 class), and run it with the same config and environment but CNI_COMMAND
+// replaced. When the file found is this very binary and `type` is one of our applets, the
+// applet runs in-process: same validation, same version gates, same result round trip through
+// the config's version, no fork/exec.
+#pragma once
+
+#include <string>
+
+#include "core/applet.hpp"
+
+namespace cni::ipam {
+
+// Go invoke.FindInPath over a ':'-separated CNI_PATH.
+Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_path);
+
+Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::string_view config);
+Status delegate_del(const Context& ctx, std::string_view type, std::string_view config);
+Status delegate_check(const Context& ctx, std::string_view type, std::string_view config);
+Status delegate_status(const Context& ctx, std::string_view type, std::string_view config);
+Status delegate_gc(const Context& ctx, std::string_view type, std::string_view config);
+
+}  // namespace cni::ipam

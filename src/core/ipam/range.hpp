@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// host-local ranges and range sets (reference-behaviour 2.10): a subnet with an inclusive
+// rangeStart..rangeEnd and a gateway, canonicalised with the reference's defaults (start =
+// subnet+1, end = broadcast-1 for IPv4 and the last address for IPv6, gateway = subnet+1) and
+// its validation messages; a range set is one address family with no overlaps.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/cni/json.hpp"
+#include "core/result.hpp"
+
+namespace cni::ipam {
+
+struct Range {
+    std::optional<IpNet> subnet;
+    std::optional<IpAddr> range_start, range_end, gateway;
+
+    Status canonicalize();
+    bool contains(const IpAddr& a) const;
+    bool overlaps(const Range& o) const;
+    std::string str() const;  // "start-end"
+    IpNet with_prefix(const IpAddr& a) const { return IpNet{a, subnet->prefix, subnet->mask_bits}; }
+};
+
+using RangeSet = std::vector<Range>;
+
+Status canonicalize(RangeSet& set);
+bool contains(const RangeSet& set, const IpAddr& a);
+const Range* range_for(const RangeSet& set, const IpAddr& a);
+bool overlaps(const RangeSet& a, const RangeSet& b);
+std::string str(const RangeSet& set);  // "r1,r2"
+U128 size(const RangeSet& set);  // number of addresses in the ranges
+
+Status decode(const json::Value& v, Range& out, const json::Where& w);
+
+}  // namespace cni::ipam

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: Apache-2.0
+// host-local on-disk store with an inode-checked index (see store.hpp).
+#include "core/ipam/store.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+#include <sstream>
+#include <unordered_map>
+
+#include "core/os/errno_error.hpp"
+#include "core/os/unique_fd.hpp"
+
+namespace cni::ipam {
+namespace {
+
+constexpr std::string_view kIndexHeader = "cni-all host-local index 1";
+constexpr const char* kLastReservedPrefix = "last_reserved_ip.";
+
+std::string_view trim_space(std::string_view s) {
+    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+    while (!s.empty() && space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && space(s.back())) s.remove_suffix(1);
+    return s;
+}
+
+bool printable_token(std::string_view s) {
+    if (s.empty()) return false;
+    for (unsigned char c : s)
+        if (c <= 0x20 || c == 0x7f) return false;
+    return true;
+}
+
+Status mkdir_all(const std::string& path, mode_t mode) {
+    std::string cur;
+    std::size_t pos = 0;
+    while (pos != std::string::npos) {
+        pos = path.find('/', pos + 1);
+        cur = path.substr(0, pos);
+        if (cur.empty()) continue;
+        if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) return os::sys_fail("mkdir", cur);
+    }
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return fail("mkdir " + path + ": not a directory");
+    return {};
+}
+
+std::string join(std::string a, std::string_view b) {
+    while (a.size() > 1 && a.back() == '/') a.pop_back();
+    return a + "/" + std::string(b);
+}
+
+Result<std::string> read_small(const std::string& path, ino_t* ino = nullptr) {
+    os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return os::sys_fail("open", path);
+    if (ino) {
+        struct stat st{};
+        if (::fstat(fd.get(), &st) == 0) *ino = st.st_ino;
+    }
+    std::string out;
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && out.size() < (1u << 20)) out.append(buf, std::size_t(n));
+    if (n < 0) return os::sys_fail("read", path);
+    return out;
+}
+
+}  // namespace
+
+Owner Owner::parse(std::string_view content) {
+    auto t = trim_space(content);
+    Owner o;
+    if (auto pos = t.find("\r\n"); pos != std::string_view::npos) {
+        auto id = t.substr(0, pos), ifn = t.substr(pos + 2);
+        if (printable_token(id) && printable_token(ifn)) o = Owner{Kind::current, std::string(id), std::string(ifn)};
+    } else if (printable_token(t)) {
+        o = Owner{Kind::legacy, std::string(t), {}};
+    }
+    return o;
+}
+
+bool Owner::matches(std::string_view want_id, std::string_view want_if) const {
+    return kind == Kind::current && id == trim_space(want_id) && ifname == want_if;
+}
+
+bool Owner::matches_legacy(std::string_view want_id) const { return kind == Kind::legacy && id == trim_space(want_id); }
+
+Result<Store> Store::open(const std::string& data_dir, const std::string& network, Warn warn) {
+    std::string dir = join(data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir, network);
+    CNI_TRY(mkdir_all(dir, 0755));
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(join(dir, "lock")));
+    Store s(dir, std::move(lock), std::move(warn));
+    CNI_TRY(s.scan());
+    return s;
+}
+
+Status Store::scan() {
+    // The index: name -> (inode, owner) as this implementation last saw it.
+    std::unordered_map<std::string, Entry> index;
+    if (auto text = read_small(join(dir_, kIndexName)); text) {
+        std::istringstream in(*text);
+        std::string line;
+        if (std::getline(in, line) && line == kIndexHeader) {
+            while (std::getline(in, line)) {
+                std::istringstream f(line);
+                std::string name, kind, id, ifn;
+                unsigned long long ino = 0;
+                if (!(f >> name >> ino >> kind)) continue;
+                f >> id >> ifn;
+                Owner o;
+                if (kind == "c") o = Owner{Owner::Kind::current, id, ifn};
+                else if (kind == "l") o = Owner{Owner::Kind::legacy, id, {}};
+                index[name] = Entry{o, ino_t(ino)};
+            }
+        } else {
+            dirty_ = true;  // unreadable or another format: rebuilt from the files
+        }
+    } else {
+        dirty_ = true;
+    }
+
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir_.c_str()), ::closedir);
+    if (!d) return os::sys_fail("open", dir_);
+    std::size_t seen_indexed = 0;
+    while (dirent* e = ::readdir(d.get())) {
+        std::string_view name = e->d_name;
+        if (name == "." || name == ".." || name == "lock" || name.starts_with(kLastReservedPrefix) ||
+            name.starts_with(kIndexName))
+            continue;
+        auto ip = IpAddr::parse(name);
+        if (!ip || ip->str() != name) {
+            warn_("host-local: skipping " + join(dir_, name) + ": not an address reservation");
+            continue;
+        }
+        auto it = index.find(std::string(name));
+        if (it != index.end() && it->second.ino == e->d_ino) {
+            entries_[*ip] = it->second;
+            ++seen_indexed;
+            continue;
+        }
+        dirty_ = true;
+        Entry entry;
+        entry.ino = e->d_ino;
+        if (e->d_type == DT_DIR) {
+            warn_("host-local: " + join(dir_, name) + " is a directory; its address stays unavailable");
+        } else if (auto content = read_small(join(dir_, name), &entry.ino); !content) {
+            warn_("host-local: " + content.error().msg + "; its address stays unavailable");
+        } else {
+            entry.owner = Owner::parse(*content);
+            if (entry.owner.kind == Owner::Kind::foreign)
+                warn_("host-local: " + join(dir_, name) + " does not hold \"<containerID>\\r\\n<ifname>\"; its address stays unavailable");
+        }
+        entries_[*ip] = std::move(entry);
+    }
+    if (seen_indexed != index.size()) dirty_ = true;
+    return {};
+}
+
+std::size_t Store::count_taken_in(const std::function<bool(const IpAddr&)>& pred) const {
+    std::size_t n = 0;
+    for (auto& [ip, e] : entries_)
+        if (pred(ip)) ++n;
+    return n;
+}
+
+Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index) {
+    std::string path = join(dir_, ip.str());
+    os::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (!fd) {
+        if (errno != EEXIST) return os::sys_fail("open", path);
+        Entry e;
+        if (auto content = read_small(path, &e.ino)) e.owner = Owner::parse(*content);
+        entries_[ip] = e;
+        dirty_ = true;
+        return false;
+    }
+    std::string content = std::string(trim_space(id)) + "\r\n" + std::string(ifname);
+    struct stat st{};
+    if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
+        ::fstat(fd.get(), &st) != 0) {
+        int err = errno;
+        ::unlink(path.c_str());
+        return os::sys_fail("write", path, err);
+    }
+    fd.reset();
+    entries_[ip] = Entry{Owner{Owner::Kind::current, std::string(trim_space(id)), std::string(ifname)}, st.st_ino};
+    dirty_ = true;
+    std::string last = join(dir_, kLastReservedPrefix + std::to_string(set_index));
+    os::UniqueFd lf(::open(last.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    std::string text = ip.str();
+    if (!lf || ::write(lf.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+        return os::sys_fail("write", last);
+    return true;
+}
+
+std::optional<IpAddr> Store::last_reserved(int set_index) const {
+    auto text = read_small(join(dir_, kLastReservedPrefix + std::to_string(set_index)));
+    if (!text) return std::nullopt;
+    return IpAddr::parse(*text);
+}
+
+std::vector<IpAddr> Store::find_by_id(std::string_view id, std::string_view ifname) const {
+    std::vector<IpAddr> out;
+    for (auto& [ip, e] : entries_)
+        if (e.owner.matches(id, ifname) || e.owner.matches_legacy(id)) out.push_back(ip);
+    return out;
+}
+
+bool Store::has_id(std::string_view id, std::string_view ifname) const {
+    for (auto& [ip, e] : entries_)
+        if (e.owner.matches(id, ifname)) return true;
+    for (auto& [ip, e] : entries_)
+        if (e.owner.matches_legacy(id)) return true;
+    return false;
+}
+
+std::optional<Owner> Store::read_owner(const IpAddr& ip) const {
+    auto content = read_small(join(dir_, ip.str()));
+    if (!content) return std::nullopt;
+    return Owner::parse(*content);
+}
+
+Result<bool> Store::release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned) {
+    auto it = entries_.find(ip);
+    dirty_ = true;
+    auto owner = read_owner(ip);
+    if (!owner) {
+        if (it != entries_.end()) entries_.erase(it);
+        return false;
+    }
+    if (!still_owned(*owner)) {
+        if (it != entries_.end()) it->second.owner = *owner;
+        return false;
+    }
+    std::string path = join(dir_, ip.str());
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return os::sys_fail("remove", path);
+    if (it != entries_.end()) entries_.erase(it);
+    return true;
+}
+
+Status Store::release_by_id(std::string_view id, std::string_view ifname) {
+    std::vector<IpAddr> current, legacy;
+    for (auto& [ip, e] : entries_) {
+        if (e.owner.matches(id, ifname)) current.push_back(ip);
+        else if (e.owner.matches_legacy(id)) legacy.push_back(ip);
+    }
+    bool found = false;
+    for (auto& ip : current) {
+        CNI_TRY_ASSIGN(bool removed, release_if(ip, [&](const Owner& o) { return o.matches(id, ifname); }));
+        found |= removed;
+    }
+    if (!found)
+        for (auto& ip : legacy) CNI_TRY(release_if(ip, [&](const Owner& o) { return o.matches_legacy(id); }));
+    return {};
+}
+
+std::vector<std::pair<IpAddr, Owner>> Store::reservations() const {
+    std::vector<std::pair<IpAddr, Owner>> out;
+    for (auto& [ip, e] : entries_) out.emplace_back(ip, e.owner);
+    return out;
+}
+
+void Store::flush() {
+    if (!dirty_) return;
+    std::string text(kIndexHeader);
+    text += '\n';
+    for (auto& [ip, e] : entries_) {
+        const char* kind = e.owner.kind == Owner::Kind::current ? "c" : e.owner.kind == Owner::Kind::legacy ? "l" : "f";
+        text += ip.str() + ' ' + std::to_string(e.ino) + ' ' + kind;
+        if (e.owner.kind != Owner::Kind::foreign) text += ' ' + e.owner.id;
+        if (e.owner.kind == Owner::Kind::current) text += ' ' + e.owner.ifname;
+        text += '\n';
+    }
+    std::string tmp = join(dir_, std::string(kIndexName) + ".tmp");
+    os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+        warn_("host-local: cannot write the index " + tmp + ": " + os::errno_text(errno));
+        ::unlink(tmp.c_str());
+        return;
+    }
+    fd.reset();
+    if (::rename(tmp.c_str(), join(dir_, kIndexName).c_str()) != 0) {
+        warn_("host-local: cannot replace the index: " + os::errno_text(errno));
+        ::unlink(tmp.c_str());
+        return;
+    }
+    dirty_ = false;
+}
+
+}  // namespace cni::ipam

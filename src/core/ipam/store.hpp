@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// host-local's on-disk state, byte-compatible with the reference (reference-behaviour 2.10) so
+// a node can switch implementations: <dataDir>/<network>/<ip> files holding "<id>\r\n<ifname>"
+// (legacy: "<id>"), created O_EXCL mode 0600; last_reserved_ip.<set>; an exclusive flock on
+// <dir>/lock held for the Store's lifetime (the reference takes the same lock per range set).
+// Unlike the reference, a call does not read every reservation file: the directory is listed
+// once and an index file (.cni-all-index: name, inode, owner) supplies the owner of every file
+// whose inode is unchanged; only new or replaced files are read. Owners are re-read before a
+// file is removed, so a stale index can never release someone else's address. Files that are
+// not reservations are skipped with a warning.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/os/file_lock.hpp"
+#include "core/result.hpp"
+
+namespace cni::ipam {
+
+struct Owner {
+    enum class Kind { current, legacy, foreign };  // "<id>\r\n<if>", "<id>", anything else
+    Kind kind = Kind::foreign;
+    std::string id, ifname;
+
+    static Owner parse(std::string_view content);
+    bool matches(std::string_view id, std::string_view ifname) const;         // current format
+    bool matches_legacy(std::string_view id) const;
+};
+
+class Store {
+public:
+    using Warn = std::function<void(std::string_view)>;
+    static constexpr const char* kIndexName = ".cni-all-index";
+
+    static Result<Store> open(const std::string& data_dir, const std::string& network, Warn warn);
+
+    const std::string& dir() const { return dir_; }
+    bool taken(const IpAddr& ip) const { return entries_.contains(ip); }
+    std::size_t count_taken_in(const std::function<bool(const IpAddr&)>& pred) const;
+
+    // Reference Store.Reserve: false if the file exists already.
+    Result<bool> reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index);
+    std::optional<IpAddr> last_reserved(int set_index) const;
+
+    // Reference GetByID: addresses held by (id, ifname), or by a legacy file of `id`.
+    std::vector<IpAddr> find_by_id(std::string_view id, std::string_view ifname) const;
+    // Reference FindByID: any current-format match, else any legacy match.
+    bool has_id(std::string_view id, std::string_view ifname) const;
+    // Reference ReleaseByID: remove the current-format matches, or, if none, the legacy ones.
+    Status release_by_id(std::string_view id, std::string_view ifname);
+    // Remove one reservation after checking (on disk) that `still_owned` accepts its owner.
+    Result<bool> release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned);
+
+    // Every reservation and its owner (GC).
+    std::vector<std::pair<IpAddr, Owner>> reservations() const;
+
+    // Persist the index; done by the applets at the end of each call (a cache, so failures warn).
+    void flush();
+
+private:
+    struct Entry {
+        Owner owner;
+        ino_t ino = 0;
+    };
+    Store(std::string dir, os::FileLock lock, Warn warn) : dir_(std::move(dir)), lock_(std::move(lock)), warn_(std::move(warn)) {}
+    Status scan();
+    std::optional<Owner> read_owner(const IpAddr& ip) const;
+
+    std::string dir_;
+    os::FileLock lock_;
+    Warn warn_;
+    std::map<IpAddr, Entry> entries_;
+    bool dirty_ = false;
+};
+
+}  // namespace cni::ipam

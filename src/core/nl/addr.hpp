@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// Interface addresses (rtnetlink RTM_*ADDR) as plain values, in the kernel's dump order.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/nl/socket.hpp"
+
+namespace cni::nl {
+
+struct AddrInfo {
+    IpNet local;   // address with its prefix length
+    int scope = 0;
+    unsigned flags = 0;  // IFA_F_*
+};
+
+// Addresses on link `ifindex` of `family` (AF_INET, AF_INET6, or AF_UNSPEC for both).
+Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int family = AF_UNSPEC);
+
+}  // namespace cni::nl

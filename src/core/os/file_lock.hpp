@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// An exclusive flock(2) on a file, held for the lifetime of the object. It is the lock the
+// reference plugins take (host-local's <dir>/lock), so Go and C++ plugins exclude each other.
+#pragma once
+
+#include <string>
+
+#include "core/os/unique_fd.hpp"
+#include "core/result.hpp"
+
+namespace cni::os {
+
+class FileLock {
+public:
+    // Opens (creating with `mode` if needed) and blocks until the lock is held.
+    static Result<FileLock> acquire(const std::string& path, int mode = 0600);
+
+private:
+    explicit FileLock(UniqueFd fd) : fd_(std::move(fd)) {}
+    UniqueFd fd_;  // closing the fd releases the lock
+};
+
+}  // namespace cni::os

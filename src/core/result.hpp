@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// Errors are values. Every fallible function returns Result<T> (std::expected) whose error is a
+// CNI error: a spec code (CNI spec "Error" section: 1-11, 50, 51; 999 is the Go plugins'
+// catch-all for untyped errors), a message and optional details. context() prefixes the
+// message as the error propagates ("bridge: setting up veth: ..."), the way Go wraps errors.
+#pragma once
+
+#include <expected>
+#include <string>
+#include <utility>
+
+namespace cni {
+
+namespace code {
+inline constexpr int incompatible_version = 1;
+inline constexpr int unsupported_field = 2;
+inline constexpr int unknown_container = 3;
+inline constexpr int invalid_env = 4;
+inline constexpr int io_failure = 5;
+inline constexpr int decoding_failure = 6;
+inline constexpr int invalid_config = 7;
+inline constexpr int invalid_netns = 8;
+inline constexpr int try_again_later = 11;
+inline constexpr int plugin_not_available = 50;
+inline constexpr int limited_connectivity = 51;
+inline constexpr int internal = 999;
+}  // namespace code
+
+struct Error {
+    int code = code::internal;
+    std::string msg;
+    std::string details;
+
+    // Prefix the message, keeping the code: "what: <msg>".
+    [[nodiscard]] Error context(std::string_view what) const& {
+        return Error{code, std::string(what) + ": " + msg, details};
+    }
+    [[nodiscard]] Error context(std::string_view what) && {
+        msg = std::string(what) + ": " + msg;
+        return std::move(*this);
+    }
+};
+
+template <class T>
+using Result = std::expected<T, Error>;
+using Status = Result<void>;
+
+// An error value ready to return from a function returning any Result<T>.
+inline std::unexpected<Error> fail(int c, std::string msg, std::string details = {}) {
+    return std::unexpected(Error{c, std::move(msg), std::move(details)});
+}
+// The common case: an untyped plugin error, code 999 like the Go plugins.
+inline std::unexpected<Error> fail(std::string msg) {
+    return fail(code::internal, std::move(msg));
+}
+
+// Propagate an error with a context prefix: `return propagate(r, "loading config");`
+template <class T>
+std::unexpected<Error> propagate(const Result<T>& r, std::string_view what) {
+    return std::unexpected(r.error().context(what));
+}
+
+}  // namespace cni
+
+// Early return on error, like Rust's `?`. The expression must be a Result<T>; on success the
+// macro yields nothing (use TRY_ASSIGN to keep the value).
+#define CNI_TRY(expr)                                         \
+    do {                                                      \
+        if (auto cni_try_r_ = (expr); !cni_try_r_)            \
+            return std::unexpected(std::move(cni_try_r_).error()); \
+    } while (0)
+
+#define CNI_CONCAT_INNER(a, b) a##b
+#define CNI_CONCAT(a, b) CNI_CONCAT_INNER(a, b)
+#define CNI_TRY_ASSIGN_IMPL(tmp, lhs, expr)               \
+    auto tmp = (expr);                                    \
+    if (!tmp) return std::unexpected(std::move(tmp).error()); \
+    lhs = std::move(*tmp)
+#define CNI_TRY_ASSIGN(lhs, expr) CNI_TRY_ASSIGN_IMPL(CNI_CONCAT(cni_try_v_, __COUNTER__), lhs, expr)

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// cni-all entry point: busybox-style dispatch on basename(argv[0]) (a symlink named after an
+// applet), or `cni-all <applet>`, plus the multi-call commands --list, --help, --version and
+// install. Everything CNI happens in run_cni (dispatch.cpp).
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dispatch.hpp"
+#include "install.hpp"
+#include "registry.hpp"
+
+extern char** environ;
+
+namespace {
+
+std::string_view kind_name(cni::AppletKind k) {
+    switch (k) {
+    case cni::AppletKind::main: return "main";
+    case cni::AppletKind::ipam: return "ipam";
+    case cni::AppletKind::meta: return "meta";
+    }
+    return "";
+}
+
+void print_list(std::FILE* f) {
+    for (const cni::Applet* a : cni::all_applets())
+        std::fprintf(f, "%-12.*s %-5.*s %.*s\n", int(a->name.size()), a->name.data(), int(kind_name(a->kind).size()),
+                     kind_name(a->kind).data(), int(a->summary.size()), a->summary.data());
+}
+
+void print_usage(std::FILE* f) {
+    std::fputs("usage: cni-all <applet>          run an applet as a CNI plugin (CNI_COMMAND etc. in the environment)\n"
+               "       <applet>                  the same through a symlink named after the applet\n"
+               "       cni-all --list            list the applets\n"
+               "       cni-all <applet> --help   describe an applet's configuration\n"
+               "       cni-all --version\n"
+               "       cni-all install DIR [--force]\n"
+               "                                 install cni-all and one symlink per applet into DIR\n",
+               f);
+}
+
+void print_applet_help(const cni::Applet& a) {
+    std::printf("%.*s (%.*s): %.*s\n", int(a.name.size()), a.name.data(), int(kind_name(a.kind).size()),
+                kind_name(a.kind).data(), int(a.summary.size()), a.summary.data());
+    std::string versions;
+    for (auto v : a.versions) versions += (versions.empty() ? "" : ", ") + std::string(v);
+    std::printf("CNI versions: %s\n\n%.*s\n", versions.c_str(), int(a.help.size()), a.help.data());
+}
+
+int unknown_applet(std::string_view name) {
+    std::fprintf(stderr, "cni-all: unknown applet '%.*s'; the applets are:\n", int(name.size()), name.data());
+    print_list(stderr);
+    return 2;
+}
+
+int run_applet(const cni::Applet& a) {
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+    return cni::run_cni(a, env, STDIN_FILENO, stdout, stderr);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    std::string_view self = argc > 0 ? argv[0] : "cni-all";
+    if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
+
+    if (const cni::Applet* a = cni::find_applet(self)) {
+        if (argc > 1 && std::strcmp(argv[1], "--help") == 0) {
+            print_applet_help(*a);
+            return 0;
+        }
+        return run_applet(*a);
+    }
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    std::string_view cmd = argv[1];
+    if (cmd == "--list") {
+        print_list(stdout);
+        return 0;
+    }
+    if (cmd == "--help" || cmd == "-h") {
+        print_usage(stdout);
+        std::puts("\napplets:");
+        print_list(stdout);
+        return 0;
+    }
+    if (cmd == "--version") {
+        std::printf("cni-all %.*s\n", int(cni::cni_all_version().size()), cni::cni_all_version().data());
+        return 0;
+    }
+    if (cmd == "install") {
+        bool force = false;
+        std::string dir;
+        for (int i = 2; i < argc; ++i) {
+            if (std::strcmp(argv[i], "--force") == 0) force = true;
+            else if (dir.empty()) dir = argv[i];
+            else {
+                print_usage(stderr);
+                return 2;
+            }
+        }
+        if (dir.empty()) {
+            print_usage(stderr);
+            return 2;
+        }
+        return cni::install_applets(dir, force, stdout, stderr);
+    }
+    const cni::Applet* a = cni::find_applet(cmd);
+    if (!a) return unknown_applet(cmd);
+    if (argc > 2 && std::strcmp(argv[2], "--help") == 0) {
+        print_applet_help(*a);
+        return 0;
+    }
+    return run_applet(*a);
+}

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// The applet registry: the table generated from meson.build's one list (design principle 2),
+// in the list's order (sorted; a unit test holds it to that). No static self-registration.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+#include "core/applet.hpp"
+
+namespace cni {
+
+std::span<const Applet* const> all_applets();
+const Applet* find_applet(std::string_view name);
+std::string_view cni_all_version();
+
+}  // namespace cni
