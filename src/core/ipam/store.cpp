@@ -17,7 +17,7 @@
 namespace cni::ipam {
 namespace {
 
-constexpr std::string_view kIndexHeader = "cni-all host-local index 1";
+constexpr std::string_view kIndexHeader = "cni-all host-local index 2";
 constexpr const char* kLastReservedPrefix = "last_reserved_ip.";
 
 std::string_view trim_space(std::string_view s) {
@@ -97,30 +97,46 @@ Result<Store> Store::open(const std::string& data_dir, const std::string& networ
     return s;
 }
 
+// The directory's mtime and ctime: any file created or removed in it changes them.
+std::string dir_stamp(const std::string& dir) {
+    struct stat st{};
+    if (::stat(dir.c_str(), &st) != 0) return "?";
+    return std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "/" +
+           std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
+}
+
 Status Store::scan() {
-    // The index: name -> (inode, owner) as this implementation last saw it.
+    // The index exists before the directory is stamped, so writing it later in place does not
+    // change the stamp.
+    std::string index_path = join(dir_, kIndexName);
+    if (os::UniqueFd fd(::open(index_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600)); !fd)
+        warn_("host-local: cannot create the index " + index_path + ": " + os::errno_text(errno));
+    std::string stamp = dir_stamp(dir_);
+
+    // The index: name -> (inode, owner) as this implementation last left the directory. It is
+    // trusted only if nothing created or removed a file since (same stamp); otherwise every
+    // reservation is read again, as the reference does on every call.
     std::unordered_map<std::string, Entry> index;
-    if (auto text = read_small(join(dir_, kIndexName)); text) {
+    bool trusted = false;
+    if (auto text = read_small(index_path); text) {
         std::istringstream in(*text);
         std::string line;
-        if (std::getline(in, line) && line == kIndexHeader) {
+        if (std::getline(in, line) && line == std::string(kIndexHeader) + " " + stamp) {
+            trusted = true;
             while (std::getline(in, line)) {
                 std::istringstream f(line);
-                std::string name, kind, id, ifn;
+                std::string name, kind, id, ifn, end;
                 unsigned long long ino = 0;
                 if (!(f >> name >> ino >> kind)) continue;
-                f >> id >> ifn;
                 Owner o;
-                if (kind == "c") o = Owner{Owner::Kind::current, id, ifn};
-                else if (kind == "l") o = Owner{Owner::Kind::legacy, id, {}};
+                if (kind == "c" && f >> id >> ifn >> end && end == ";") o = Owner{Owner::Kind::current, id, ifn};
+                else if (kind == "l" && f >> id >> end && end == ";") o = Owner{Owner::Kind::legacy, id, {}};
+                else if (kind != "f" || !(f >> end) || end != ";") continue;  // torn line: read the file
                 index[name] = Entry{o, ino_t(ino)};
             }
-        } else {
-            dirty_ = true;  // unreadable or another format: rebuilt from the files
         }
-    } else {
-        dirty_ = true;
     }
+    dirty_ = !trusted;
 
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir_.c_str()), ::closedir);
     if (!d) return os::sys_fail("open", dir_);
@@ -136,7 +152,7 @@ Status Store::scan() {
             continue;
         }
         auto it = index.find(std::string(name));
-        if (it != index.end() && it->second.ino == e->d_ino) {
+        if (trusted && it != index.end() && it->second.ino == e->d_ino) {
             entries_[*ip] = it->second;
             ++seen_indexed;
             continue;
@@ -146,12 +162,17 @@ Status Store::scan() {
         entry.ino = e->d_ino;
         if (e->d_type == DT_DIR) {
             warn_("host-local: " + join(dir_, name) + " is a directory; its address stays unavailable");
-        } else if (auto content = read_small(join(dir_, name), &entry.ino); !content) {
-            warn_("host-local: " + content.error().msg + "; its address stays unavailable");
         } else {
-            entry.owner = Owner::parse(*content);
-            if (entry.owner.kind == Owner::Kind::foreign)
-                warn_("host-local: " + join(dir_, name) + " does not hold \"<containerID>\\r\\n<ifname>\"; its address stays unavailable");
+            ++files_read_;
+            auto content = read_small(join(dir_, name), &entry.ino);
+            if (!content) {
+                warn_("host-local: " + content.error().msg + "; its address stays unavailable");
+            } else {
+                entry.owner = Owner::parse(*content);
+                if (entry.owner.kind == Owner::Kind::foreign)
+                    warn_("host-local: " + join(dir_, name) +
+                          " does not hold \"<containerID>\\r\\n<ifname>\"; its address stays unavailable");
+            }
         }
         entries_[*ip] = std::move(entry);
     }
@@ -266,25 +287,20 @@ std::vector<std::pair<IpAddr, Owner>> Store::reservations() const {
 void Store::flush() {
     if (!dirty_) return;
     std::string text(kIndexHeader);
-    text += '\n';
+    text += " " + dir_stamp(dir_) + "\n";
     for (auto& [ip, e] : entries_) {
         const char* kind = e.owner.kind == Owner::Kind::current ? "c" : e.owner.kind == Owner::Kind::legacy ? "l" : "f";
         text += ip.str() + ' ' + std::to_string(e.ino) + ' ' + kind;
         if (e.owner.kind != Owner::Kind::foreign) text += ' ' + e.owner.id;
         if (e.owner.kind == Owner::Kind::current) text += ' ' + e.owner.ifname;
-        text += '\n';
+        text += " ;\n";
     }
-    std::string tmp = join(dir_, std::string(kIndexName) + ".tmp");
-    os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    // Written in place (no rename), so the directory's stamp stays what the header says.
+    std::string path = join(dir_, kIndexName);
+    os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
     if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
-        warn_("host-local: cannot write the index " + tmp + ": " + os::errno_text(errno));
-        ::unlink(tmp.c_str());
-        return;
-    }
-    fd.reset();
-    if (::rename(tmp.c_str(), join(dir_, kIndexName).c_str()) != 0) {
-        warn_("host-local: cannot replace the index: " + os::errno_text(errno));
-        ::unlink(tmp.c_str());
+        warn_("host-local: cannot write the index " + path + ": " + os::errno_text(errno));
+        if (fd) (void)::ftruncate(fd.get(), 0);
         return;
     }
     dirty_ = false;

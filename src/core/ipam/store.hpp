@@ -4,10 +4,13 @@
 // (legacy: "<id>"), created O_EXCL mode 0600; last_reserved_ip.<set>; an exclusive flock on
 // <dir>/lock held for the Store's lifetime (the reference takes the same lock per range set).
 // Unlike the reference, a call does not read every reservation file: the directory is listed
-// once and an index file (.cni-all-index: name, inode, owner) supplies the owner of every file
-// whose inode is unchanged; only new or replaced files are read. Owners are re-read before a
-// file is removed, so a stale index can never release someone else's address. Files that are
-// not reservations are skipped with a warning.
+// once and an index file (.cni-all-index: name, inode, owner per line, headed by the directory's
+// mtime/ctime when it was written) supplies the owner of every file whose inode is unchanged, as
+// long as nothing else created or removed a file since; only new files are read then. After a
+// foreign change (the Go plugin, a crash before the index was written) every file is read once,
+// as the reference always does. Owners are re-read before a file is removed, so a stale index
+// can never release someone else's address. Files that are not reservations are skipped with a
+// warning.
 #pragma once
 
 #include <sys/types.h>
@@ -64,6 +67,9 @@ public:
     // Persist the index; done by the applets at the end of each call (a cache, so failures warn).
     void flush();
 
+    // How many reservation files this Store had to read (the index spares the others).
+    std::size_t files_read() const { return files_read_; }
+
 private:
     struct Entry {
         Owner owner;
@@ -78,6 +84,7 @@ private:
     Warn warn_;
     std::map<IpAddr, Entry> entries_;
     bool dirty_ = false;
+    std::size_t files_read_ = 0;
 };
 
 }  // namespace cni::ipam

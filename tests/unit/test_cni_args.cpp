@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// CNI_ARGS parsing with the reference's pair rules, field matching and messages.
+#include <catch2/catch.hpp>
+
+#include "core/cni/cni_args.hpp"
+
+namespace {
+struct Parsed {
+    std::string ip, mac;
+};
+cni::Status load(std::string_view args, Parsed& p) {
+    cni::CniArgField fields[] = {
+        {"IP", [&](std::string_view v) -> cni::Status { CNI_TRY(cni::parse_arg_ip(v)); p.ip = v; return {}; }},
+        {"MAC", [&](std::string_view v) -> cni::Status { p.mac = v; return {}; }},
+    };
+    return cni::load_cni_args(args, fields);
+}
+std::string error_of(std::string_view args) {
+    Parsed p;
+    auto st = load(args, p);
+    return st ? "" : st.error().msg;
+}
+}  // namespace
+
+TEST_CASE("known keys are set; empty CNI_ARGS is nothing") {
+    Parsed p;
+    REQUIRE(load("IP=10.0.0.5;MAC=aa:bb:cc:dd:ee:ff", p));
+    CHECK(p.ip == "10.0.0.5");
+    CHECK(p.mac == "aa:bb:cc:dd:ee:ff");
+    REQUIRE(load("", p));
+}
+
+TEST_CASE("pairs must split into exactly two parts") {
+    CHECK(error_of("FOO") == "ARGS: invalid pair \"FOO\"");
+    CHECK(error_of("IP=1=2") == "ARGS: invalid pair \"IP=1=2\"");
+    CHECK(error_of("IP=10.0.0.1;") == "ARGS: invalid pair \"\"");
+}
+
+TEST_CASE("unknown keys fail unless IgnoreUnknown is true") {
+    CHECK(error_of("K8S_POD_NAME=a;X=b") == "ARGS: unknown args [\"K8S_POD_NAME=a\" \"X=b\"]");
+    CHECK(error_of("IgnoreUnknown=1;K8S_POD_NAME=a") == "");
+    CHECK(error_of("IgnoreUnknown=TRUE;K8S_POD_NAME=a") == "");
+    CHECK(error_of("K8S_POD_NAME=a;IgnoreUnknown=true") == "");
+    CHECK(error_of("IgnoreUnknown=0;K8S_POD_NAME=a") == "ARGS: unknown args [\"K8S_POD_NAME=a\"]");
+    CHECK(error_of("ip=10.0.0.1") == "ARGS: unknown args [\"ip=10.0.0.1\"]");  // case-sensitive
+    CHECK(error_of("IgnoreUnknown=maybe") ==
+          "ARGS: error parsing value of pair \"IgnoreUnknown=maybe\": boolean unmarshal error: invalid input maybe");
+}
+
+TEST_CASE("values are parsed by the field's type") {
+    CHECK(error_of("IP=zz") == "ARGS: error parsing value of pair \"IP=zz\": invalid IP address zz");
+    Parsed p;
+    REQUIRE(load("IP=10.0.0.5/24", p));  // pkg/ip.IP accepts a prefix and ignores it
+    CHECK(cni::parse_arg_ip("10.0.0.5/24")->str() == "10.0.0.5");
+    CHECK(cni::go_quote("a\"b\\c\n") == "\"a\\\"b\\\\c\\n\"");
+}

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0
+// host-local ranges, allocator and on-disk store against temporary directories: reference
+// defaults and messages, allocation order, exhaustion, files written by the Go plugin, the
+// index, and 10,000 allocations in a /16.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "core/ipam/allocator.hpp"
+#include "core/ipam/resolv_conf.hpp"
+#include "temp_dir.hpp"
+
+using namespace cni;
+using namespace cni::ipam;
+
+namespace {
+
+Range range(std::string subnet, std::string start = "", std::string end = "", std::string gw = "") {
+    Range r;
+    r.subnet = IpNet::parse(subnet);
+    if (!start.empty()) r.range_start = IpAddr::parse(start);
+    if (!end.empty()) r.range_end = IpAddr::parse(end);
+    if (!gw.empty()) r.gateway = IpAddr::parse(gw);
+    return r;
+}
+
+RangeSet set_of(std::vector<Range> rs) {
+    RangeSet s(rs.begin(), rs.end());
+    auto st = canonicalize(s);
+    REQUIRE(st);
+    return s;
+}
+
+std::vector<std::string> warnings;
+Store open_store(const TempDir& d, const std::string& net = "net1") {
+    warnings.clear();
+    auto s = Store::open(d.path, net, [](std::string_view w) { warnings.emplace_back(w); });
+    REQUIRE(s);
+    return std::move(*s);
+}
+
+std::string alloc(Store& s, const RangeSet& set, std::string id, std::optional<std::string> want = std::nullopt, int idx = 0) {
+    std::optional<IpAddr> req;
+    if (want) req = IpAddr::parse(*want);
+    auto r = allocate(s, set, idx, id, "eth0", req);
+    return r ? r->address.str() + (r->gateway ? " gw " + r->gateway->str() : "") : "ERR " + r.error().msg;
+}
+
+}  // namespace
+
+TEST_CASE("ranges get the reference's defaults") {
+    auto v4 = set_of({range("10.1.2.0/24")});
+    CHECK(str(v4) == "10.1.2.1-10.1.2.254");
+    CHECK(v4[0].gateway->str() == "10.1.2.1");
+    auto v6 = set_of({range("fd00::/120")});
+    CHECK(str(v6) == "fd00::1-fd00::ff");  // IPv6 keeps the last address
+    auto custom = set_of({range("10.1.0.0/16", "10.1.1.20", "10.1.3.50", "10.1.0.254")});
+    CHECK(str(custom) == "10.1.1.20-10.1.3.50");
+    CHECK(size(custom) == 543);
+}
+
+TEST_CASE("range validation messages") {
+    auto err = [](Range r) {
+        RangeSet s{r};
+        auto st = canonicalize(s);
+        return st ? std::string("ok") : st.error().msg;
+    };
+    CHECK(err(range("10.0.0.0/31")) == "Network 10.0.0.0/31 too small to allocate from");
+    CHECK(err(range("10.0.0.5/24")) == "Network has host bits set. For a subnet mask of length 24 the network address is 10.0.0.0");
+    CHECK(err(range("10.0.0.0/24", "10.0.1.1")) == "RangeStart 10.0.1.1 not in network 10.0.0.0/24");
+    CHECK(err(range("10.0.0.0/24", "", "10.0.1.10")) == "RangeEnd 10.0.1.10 not in network 10.0.0.0/24");
+    // Like the reference, a start after the end fails the start's check.
+    CHECK(err(range("10.0.0.0/24", "10.0.0.50", "10.0.0.10")) == "RangeStart 10.0.0.50 not in network 10.0.0.0/24");
+    CHECK(err(Range{}) == "IP <nil> not v4 nor v6");
+    RangeSet mixed{range("10.0.0.0/24"), range("fd00::/64")};
+    CHECK(canonicalize(mixed).error().msg == "mixed address families");
+    RangeSet overlap{range("10.0.0.0/24"), range("10.0.0.0/25")};
+    CHECK(canonicalize(overlap).error().msg == "subnets 10.0.0.1-10.0.0.254 and 10.0.0.1-10.0.0.126 overlap");
+    RangeSet empty;
+    CHECK(canonicalize(empty).error().msg == "empty range set");
+}
+
+TEST_CASE("allocation walks round-robin from last_reserved_ip, skipping the gateway") {
+    TempDir d;
+    auto set = set_of({range("10.9.0.0/29")});  // .1 gateway, .2-.6 usable
+    {
+        auto s = open_store(d);
+        CHECK(alloc(s, set, "a") == "10.9.0.2/29 gw 10.9.0.1");
+        CHECK(alloc(s, set, "b") == "10.9.0.3/29 gw 10.9.0.1");
+        s.flush();
+    }
+    CHECK(d.read("net1/10.9.0.2") == "a\r\neth0");
+    CHECK(d.read("net1/last_reserved_ip.0") == "10.9.0.3");
+    CHECK((std::filesystem::status(d / "net1/10.9.0.2").permissions() & std::filesystem::perms::all) ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    {
+        auto s = open_store(d);
+        REQUIRE(s.release_by_id("a", "eth0"));
+        CHECK(alloc(s, set, "c") == "10.9.0.4/29 gw 10.9.0.1");  // continues after .3, not reusing .2 first
+        CHECK(alloc(s, set, "d") == "10.9.0.5/29 gw 10.9.0.1");
+        CHECK(alloc(s, set, "e") == "10.9.0.6/29 gw 10.9.0.1");
+        CHECK(alloc(s, set, "f") == "10.9.0.2/29 gw 10.9.0.1");  // wraps around
+        CHECK(alloc(s, set, "g") == "ERR no IP addresses available in range set: 10.9.0.1-10.9.0.6");
+        CHECK_FALSE(has_free_address(s, set));
+    }
+}
+
+TEST_CASE("requested addresses, the gateway and duplicates") {
+    TempDir d;
+    auto set = set_of({range("10.9.0.0/24")});
+    auto s = open_store(d);
+    CHECK(alloc(s, set, "a", "10.9.0.77") == "10.9.0.77/24 gw 10.9.0.1");
+    CHECK(d.read("net1/last_reserved_ip.0") == "10.9.0.77");
+    CHECK(alloc(s, set, "b", "10.9.0.77") == "ERR requested IP address 10.9.0.77 is not available in range set 10.9.0.1-10.9.0.254");
+    CHECK(alloc(s, set, "b", "10.9.0.1") == "ERR requested ip 10.9.0.1 is subnet's gateway");
+    CHECK(alloc(s, set, "a") == "ERR 10.9.0.77 has been allocated to a, duplicate allocation is not allowed");
+    CHECK(alloc(s, set, "b") == "10.9.0.78/24 gw 10.9.0.1");
+}
+
+TEST_CASE("several ranges in a set are walked in order") {
+    TempDir d;
+    auto set = set_of({range("10.1.0.0/24", "10.1.0.253"), range("10.2.0.0/24", "", "10.2.0.3")});
+    auto s = open_store(d);
+    CHECK(alloc(s, set, "a") == "10.1.0.253/24 gw 10.1.0.1");
+    CHECK(alloc(s, set, "b") == "10.1.0.254/24 gw 10.1.0.1");
+    CHECK(alloc(s, set, "c") == "10.2.0.2/24 gw 10.2.0.1");  // 10.2.0.1 is that range's gateway
+    CHECK(alloc(s, set, "d") == "10.2.0.3/24 gw 10.2.0.1");
+    CHECK(alloc(s, set, "e").starts_with("ERR no IP addresses available in range set: 10.1.0.253-10.1.0.254,10.2.0.1-10.2.0.3"));
+}
+
+TEST_CASE("exhaustion of a huge IPv6 range is decided without walking it") {
+    TempDir d;
+    auto set = set_of({range("fd00::/64", "fd00::ffff:ffff:ffff:fffe")});
+    auto s = open_store(d);
+    CHECK(alloc(s, set, "a") == "fd00::ffff:ffff:ffff:fffe/64 gw fd00::1");
+    CHECK(alloc(s, set, "b") == "fd00::ffff:ffff:ffff:ffff/64 gw fd00::1");
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(alloc(s, set, "c").starts_with("ERR no IP addresses available"));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
+}
+
+TEST_CASE("files written by the reference plugin are read, matched and released alike") {
+    TempDir d;
+    d.write("net1/10.5.0.2", "ref-a\r\neth0");
+    d.write("net1/10.5.0.3", "legacy-b");
+    d.write("net1/10.5.0.4", "ref-a\r\neth1");
+    d.write("net1/last_reserved_ip.0", "10.5.0.4");
+    d.write("net1/lock", "");
+    auto set = set_of({range("10.5.0.0/24")});
+    auto s = open_store(d);
+    CHECK(warnings.empty());
+    CHECK(s.taken(*IpAddr::parse("10.5.0.3")));
+    CHECK(alloc(s, set, "new") == "10.5.0.5/24 gw 10.5.0.1");  // after the reference's last_reserved_ip
+    CHECK(s.has_id("ref-a", "eth0"));
+    CHECK(s.has_id("legacy-b", "eth0"));  // legacy files match any ifname
+    CHECK_FALSE(s.has_id("nobody", "eth0"));
+    CHECK(alloc(s, set, "ref-a").starts_with("ERR 10.5.0.2 has been allocated to ref-a"));
+    REQUIRE(s.release_by_id("ref-a", "eth0"));
+    CHECK_FALSE(d.exists("net1/10.5.0.2"));
+    CHECK(d.exists("net1/10.5.0.4"));  // eth1 is another attachment
+    REQUIRE(s.release_by_id("legacy-b", "eth0"));
+    CHECK_FALSE(d.exists("net1/10.5.0.3"));
+}
+
+TEST_CASE("foreign files are skipped with a warning and keep their address unavailable") {
+    TempDir d;
+    d.write("net1/notes.txt", "hello");
+    d.write("net1/10.5.0.2", "");
+    d.write("net1/010.5.0.3", "x\r\neth0");  // not how Go names a file
+    auto s = open_store(d);
+    CHECK(warnings.size() == 3);
+    CHECK(s.taken(*IpAddr::parse("10.5.0.2")));
+    CHECK_FALSE(s.taken(*IpAddr::parse("10.5.0.3")));
+    auto set = set_of({range("10.5.0.0/24")});
+    CHECK(alloc(s, set, "a") == "10.5.0.3/24 gw 10.5.0.1");
+}
+
+TEST_CASE("the index spares re-reading files, and notices files replaced behind its back") {
+    TempDir d;
+    auto set = set_of({range("10.7.0.0/24")});
+    {
+        auto s = open_store(d);
+        for (int i = 0; i < 20; ++i) REQUIRE(alloc(s, set, "c" + std::to_string(i)).starts_with("10.7.0."));
+        s.flush();
+    }
+    {
+        auto s = open_store(d);
+        CHECK(s.files_read() == 0);
+        CHECK(s.has_id("c7", "eth0"));
+    }
+    // The Go plugin (a separate process, milliseconds later) releases c3's address and gives it
+    // to someone else; the file system may even hand the new file the old inode number.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::filesystem::remove(d / "net1/10.7.0.5");
+    d.write("net1/10.7.0.5", "other\r\neth0");
+    {
+        auto s = open_store(d);
+        CHECK(s.files_read() == 20);  // a foreign change: everything is read once
+        CHECK(s.has_id("other", "eth0"));
+        CHECK_FALSE(s.has_id("c3", "eth0"));
+        s.flush();
+    }
+    {
+        auto s = open_store(d);
+        CHECK(s.files_read() == 0);  // and the index is trusted again
+        CHECK(s.has_id("other", "eth0"));
+    }
+    // A corrupt index is ignored and rebuilt.
+    d.write("net1/.cni-all-index", "garbage");
+    {
+        auto s = open_store(d);
+        CHECK(s.files_read() == 20);
+        s.flush();
+    }
+    CHECK(d.read("net1/.cni-all-index").starts_with("cni-all host-local index 2 "));
+}
+
+TEST_CASE("a stale index never releases someone else's address") {
+    TempDir d;
+    auto set = set_of({range("10.7.0.0/24")});
+    auto s = open_store(d);
+    REQUIRE(alloc(s, set, "a") == "10.7.0.2/24 gw 10.7.0.1");
+    // Rewritten in place (same inode) by something else: the store still believes "a".
+    d.write("net1/10.7.0.2", "b\r\neth0");
+    REQUIRE(s.release_by_id("a", "eth0"));
+    CHECK(d.read("net1/10.7.0.2") == "b\r\neth0");
+}
+
+TEST_CASE("10,000 allocations in a /16, and a new call does not re-read them") {
+    TempDir d;
+    auto set = set_of({range("10.200.0.0/16")});
+    {
+        auto s = open_store(d);
+        for (int i = 0; i < 10000; ++i) {
+            auto r = allocate(s, set, 0, "c" + std::to_string(i), "eth0", std::nullopt);
+            REQUIRE(r);
+        }
+        s.flush();
+    }
+    CHECK(d.read("net1/last_reserved_ip.0") == "10.200.39.17");  // .2 + 9999, the gateway .1 skipped
+    auto t0 = std::chrono::steady_clock::now();
+    auto s = open_store(d);
+    auto r = allocate(s, set, 0, "one-more", "eth0", std::nullopt);
+    s.flush();
+    auto elapsed = std::chrono::steady_clock::now() - t0;
+    REQUIRE(r);
+    CHECK(r->address.str() == "10.200.39.18/16");
+    CHECK(s.files_read() == 0);
+    CHECK(elapsed < std::chrono::milliseconds(250));
+    CHECK(s.has_id("c9999", "eth0"));
+}
+
+TEST_CASE("resolv.conf parsing") {
+    auto dns = parse_resolv_conf_text("# comment\nnameserver 10.0.0.1\n; other\nnameserver 10.0.0.2\ndomain example.com\n"
+                                      "search a.example b.example\noptions ndots:5 edns0\nnameserver\n");
+    CHECK(dns.nameservers == std::vector<std::string>{"10.0.0.1", "10.0.0.2"});
+    CHECK(dns.domain == "example.com");
+    CHECK(dns.search == std::vector<std::string>{"a.example", "b.example"});
+    CHECK(dns.options == std::vector<std::string>{"ndots:5", "edns0"});
+    CHECK(parse_resolv_conf("/nonexistent/resolv.conf").error().msg == "open /nonexistent/resolv.conf: no such file or directory");
+}

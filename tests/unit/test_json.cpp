@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// Go encoding/json compatibility of the JSON layer: errors, lookups, decoding, output format.
+#include <catch2/catch.hpp>
+
+#include "core/cni/json.hpp"
+
+namespace json = cni::json;
+
+static std::string parse_error(std::string_view text) {
+    auto d = json::parse(text);
+    return d ? "" : d.error().msg;
+}
+
+TEST_CASE("syntax errors read like Go's") {
+    CHECK(parse_error("") == "unexpected end of JSON input");
+    CHECK(parse_error("{\"a\":") == "unexpected end of JSON input");
+    CHECK(parse_error("{\"name\": x}") == "invalid character 'x' looking for beginning of value");
+    CHECK(parse_error("{\"a\" 1}") == "invalid character '1' after object key");
+    CHECK(parse_error("{\"a\":1 \"b\":2}") == "invalid character '\"' after object key:value pair");
+    CHECK(parse_error("{} x") == "invalid character 'x' after top-level value");
+    CHECK(parse_error("{a:1}") == "invalid character 'a' looking for beginning of object key string");
+    CHECK(json::parse("  {\"a\":1}\n").has_value());
+    CHECK(json::parse("x").error().code == cni::code::decoding_failure);
+}
+
+TEST_CASE("keys match case-insensitively and the last duplicate wins") {
+    auto d = json::parse(R"({"Bridge":"a","MTU":1,"bridge":"b"})");
+    REQUIRE(d);
+    std::string bridge;
+    int mtu = 0;
+    json::Where w{"NetConf", ""};
+    REQUIRE(json::field(*d, "bridge", bridge, w));
+    REQUIRE(json::field(*d, "mtu", mtu, w));
+    CHECK(bridge == "b");
+    CHECK(mtu == 1);
+    CHECK(json::find(*d, "absent") == nullptr);
+    CHECK(json::find_exact(*d, "mtu") == nullptr);
+}
+
+TEST_CASE("type mismatches name the Go struct field and type") {
+    auto d = json::parse(R"({"mtu":"1500","ipam":{"dataDir":5},"n":1.5,"u":-1,"ok":null})");
+    REQUIRE(d);
+    json::Where w{"NetConf", ""};
+    int mtu = 7;
+    auto st = json::field(*d, "mtu", mtu, w);
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "json: cannot unmarshal string into Go struct field NetConf.mtu of type int");
+    std::string dir;
+    st = json::field(*json::find(*d, "ipam"), "dataDir", dir, w.at("ipam").in("IPAMConfig"));
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "json: cannot unmarshal number into Go struct field IPAMConfig.ipam.dataDir of type string");
+    int n = 0;
+    st = json::field(*d, "n", n, w);
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "json: cannot unmarshal number 1.5 into Go struct field NetConf.n of type int");
+    std::uint32_t u = 0;
+    st = json::field(*d, "u", u, w);
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "json: cannot unmarshal number -1 into Go struct field NetConf.u of type uint32");
+    int keep = 42;
+    REQUIRE(json::field(*d, "ok", keep, w));
+    CHECK(keep == 42);  // null leaves the default
+}
+
+TEST_CASE("IP and CIDR fields use net.ParseIP and ParseCIDR errors") {
+    auto d = json::parse(R"({"gw":"10.0.0.300","subnet":"10.0.0.0","empty":""})");
+    REQUIRE(d);
+    json::Where w{"Range", ""};
+    cni::IpAddr ip;
+    auto st = json::field(*d, "gw", ip, w);
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "invalid IP address: 10.0.0.300");
+    cni::IpNet net;
+    st = json::field(*d, "subnet", net, w);
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "invalid CIDR address: 10.0.0.0");
+    std::optional<cni::IpAddr> opt;
+    REQUIRE(json::field(*d, "empty", opt, w));
+    CHECK_FALSE(opt);
+}
+
+TEST_CASE("output is Go MarshalIndent: 4 spaces, Go escaping, optional sorted keys") {
+    auto d = json::parse(R"({"z":1,"a":["<x>&",{}],"m":{"b":[],"a":"\u2028"}})");
+    REQUIRE(d);
+    CHECK(json::write(*d, json::Style::indented, false) ==
+          "{\n    \"z\": 1,\n    \"a\": [\n        \"\\u003cx\\u003e\\u0026\",\n        {}\n    ],\n"
+          "    \"m\": {\n        \"b\": [],\n        \"a\": \"\\u2028\"\n    }\n}");
+    CHECK(json::write(*d, json::Style::compact, true) == R"({"a":["\u003cx\u003e\u0026",{}],"m":{"a":"\u2028","b":[]},"z":1})");
+    auto ctl = json::parse("{\"s\":\"a\\u0001\\t\\\"\\\\\"}");
+    REQUIRE(ctl);
+    CHECK(json::write(*ctl, json::Style::compact, false) == R"({"s":"a\u0001\t\"\\"})");
+}

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+// Result encoding at every spec version (literal expected JSON), decoding per version family,
+// every conversion pair, the loopback label quirk, and the error JSON.
+#include <catch2/catch.hpp>
+
+#include "core/cni/cni_result.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/cni/version.hpp"
+
+using namespace cni;
+
+namespace {
+
+CniResult sample() {
+    CniResult r;
+    Interface eth0;
+    eth0.name = "eth0";
+    eth0.mac = "0a:58:0a:01:00:05";
+    eth0.mtu = 1450;
+    eth0.sandbox = "/run/netns/c1";
+    r.interfaces.push_back(eth0);
+    r.ips.push_back(IpConfig{0, *IpNet::parse("10.1.0.5/16"), IpAddr::parse("10.1.0.1")});
+    r.ips.push_back(IpConfig{0, *IpNet::parse("fd00::5/64"), std::nullopt});
+    Route def{*IpNet::parse("0.0.0.0/0"), IpAddr::parse("10.1.0.1"), 0, 0, 0, std::nullopt, std::nullopt};
+    Route v6{*IpNet::parse("::/0"), std::nullopt, 0, 0, 100, 10, 0};
+    r.routes = {def, v6};
+    r.dns.nameservers = {"10.96.0.10"};
+    r.dns.search = {"svc.cluster.local"};
+    return r;
+}
+
+std::string enc(const CniResult& r, std::string_view v) {
+    auto t = encode_result(r, v);
+    return t ? *t : "ERROR: " + t.error().msg;
+}
+
+}  // namespace
+
+TEST_CASE("1.1.0 and 1.0.0 results have every key sorted and no empty dns") {
+    const char* want = R"({
+    "cniVersion": "1.1.0",
+    "dns": {
+        "nameservers": [
+            "10.96.0.10"
+        ],
+        "search": [
+            "svc.cluster.local"
+        ]
+    },
+    "interfaces": [
+        {
+            "mac": "0a:58:0a:01:00:05",
+            "mtu": 1450,
+            "name": "eth0",
+            "sandbox": "/run/netns/c1"
+        }
+    ],
+    "ips": [
+        {
+            "address": "10.1.0.5/16",
+            "gateway": "10.1.0.1",
+            "interface": 0
+        },
+        {
+            "address": "fd00::5/64",
+            "interface": 0
+        }
+    ],
+    "routes": [
+        {
+            "dst": "0.0.0.0/0",
+            "gw": "10.1.0.1"
+        },
+        {
+            "dst": "::/0",
+            "priority": 100,
+            "scope": 0,
+            "table": 10
+        }
+    ]
+})";
+    CHECK(enc(sample(), "1.1.0") == want);
+    std::string v100 = want;
+    v100.replace(v100.find("1.1.0"), 5, "1.0.0");
+    CHECK(enc(sample(), "1.0.0") == v100);
+    CniResult bare;
+    bare.ips.push_back(IpConfig{std::nullopt, *IpNet::parse("10.0.0.2/24"), std::nullopt});
+    CHECK(enc(bare, "1.1.0") == "{\n    \"cniVersion\": \"1.1.0\",\n    \"ips\": [\n        {\n            \"address\": \"10.0.0.2/24\"\n        }\n    ]\n}");
+}
+
+TEST_CASE("0.3.x and 0.4.0 results keep struct order, add version, drop 1.x interface keys") {
+    const char* want = R"({
+    "cniVersion": "0.4.0",
+    "interfaces": [
+        {
+            "name": "eth0",
+            "mac": "0a:58:0a:01:00:05",
+            "sandbox": "/run/netns/c1"
+        }
+    ],
+    "ips": [
+        {
+            "version": "4",
+            "interface": 0,
+            "address": "10.1.0.5/16",
+            "gateway": "10.1.0.1"
+        },
+        {
+            "version": "6",
+            "interface": 0,
+            "address": "fd00::5/64"
+        }
+    ],
+    "routes": [
+        {
+            "dst": "0.0.0.0/0",
+            "gw": "10.1.0.1"
+        },
+        {
+            "dst": "::/0",
+            "priority": 100,
+            "table": 10,
+            "scope": 0
+        }
+    ],
+    "dns": {
+        "nameservers": [
+            "10.96.0.10"
+        ],
+        "search": [
+            "svc.cluster.local"
+        ]
+    }
+})";
+    CHECK(enc(sample(), "0.4.0") == want);
+    for (std::string v : {"0.3.0", "0.3.1"}) {
+        std::string w = want;
+        w.replace(w.find("0.4.0"), 5, v);
+        CHECK(enc(sample(), v) == w);
+    }
+    CniResult empty_dns;
+    empty_dns.ips.push_back(IpConfig{std::nullopt, *IpNet::parse("10.0.0.2/24"), IpAddr::parse("10.0.0.1")});
+    CHECK(enc(empty_dns, "0.3.1") == R"({
+    "cniVersion": "0.3.1",
+    "ips": [
+        {
+            "version": "4",
+            "address": "10.0.0.2/24",
+            "gateway": "10.0.0.1"
+        }
+    ],
+    "dns": {}
+})");
+}
+
+TEST_CASE("0.1.0 and 0.2.0 results keep the first address per family with its routes") {
+    CniResult r = sample();
+    r.ips.push_back(IpConfig{0, *IpNet::parse("10.2.0.5/16"), std::nullopt});  // a second v4 is dropped
+    const char* want = R"({
+    "cniVersion": "0.2.0",
+    "ip4": {
+        "ip": "10.1.0.5/16",
+        "gateway": "10.1.0.1",
+        "routes": [
+            {
+                "dst": "0.0.0.0/0",
+                "gw": "10.1.0.1"
+            }
+        ]
+    },
+    "ip6": {
+        "ip": "fd00::5/64",
+        "routes": [
+            {
+                "dst": "::/0"
+            }
+        ]
+    },
+    "dns": {
+        "nameservers": [
+            "10.96.0.10"
+        ],
+        "search": [
+            "svc.cluster.local"
+        ]
+    }
+})";
+    CHECK(enc(r, "0.2.0") == want);
+    std::string w1 = want;
+    w1.replace(w1.find("0.2.0"), 5, "0.1.0");
+    CHECK(enc(r, "0.1.0") == w1);
+    CHECK(enc(r, "") == w1);  // an absent version means 0.1.0
+    CniResult none;
+    CHECK(enc(none, "0.2.0") == "ERROR: cannot convert: no valid IP addresses");
+}
+
+TEST_CASE("a result labelled with the target version keeps the 1.x shape (loopback quirk)") {
+    CniResult r;
+    r.cni_version = "0.3.1";
+    Interface lo;
+    lo.name = "lo";
+    lo.mac = "00:00:00:00:00:00";
+    r.interfaces.push_back(lo);
+    r.ips.push_back(IpConfig{0, *IpNet::parse("127.0.0.1/8"), std::nullopt});
+    CHECK(enc(r, "0.3.1") == R"({
+    "cniVersion": "0.3.1",
+    "interfaces": [
+        {
+            "mac": "00:00:00:00:00:00",
+            "name": "lo"
+        }
+    ],
+    "ips": [
+        {
+            "address": "127.0.0.1/8",
+            "interface": 0
+        }
+    ]
+})");
+    CHECK(enc(r, "9.9.9") == "ERROR: no converter for CNI result version 0.3.1 to 9.9.9");
+}
+
+TEST_CASE("every conversion pair round-trips through the printed form") {
+    for (auto from : kAllVersions) {
+        auto printed = encode_result(sample(), from);
+        REQUIRE(printed);
+        auto doc = json::parse(*printed);
+        REQUIRE(doc);
+        auto parsed = decode_result(*doc, from);
+        INFO("from " << from);
+        REQUIRE(parsed);
+        for (auto to : kAllVersions) {
+            INFO("to " << to);
+            auto out = encode_result(*parsed, to);
+            REQUIRE(out);
+            auto direct = round_trip(sample(), from);
+            REQUIRE(direct);
+            CHECK(*out == *encode_result(*direct, to));
+            auto reparsed = json::parse(*out);
+            REQUIRE(reparsed);
+            auto back = decode_result(*reparsed, to);
+            REQUIRE(back);
+            // The first address of each family survives every conversion.
+            CHECK(back->ips.front().address.str() == "10.1.0.5/16");
+            bool v6_kept = std::any_of(back->ips.begin(), back->ips.end(), [](auto& ip) { return !ip.address.ip.is_v4(); });
+            CHECK(v6_kept);
+            CHECK(back->dns == sample().dns);
+        }
+    }
+}
+
+TEST_CASE("decoding requires the result's cniVersion to be of the config version's family") {
+    auto doc = json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.0.0.2/24"}]})");
+    REQUIRE(doc);
+    auto r = decode_result(*doc, "1.0.0");
+    REQUIRE_FALSE(r);
+    CHECK(r.error().msg == "result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is \"0.4.0\"");
+    REQUIRE(decode_result(*doc, "0.3.1"));
+    CHECK(decode_result(*doc, "7.0.0").error().msg == "unsupported CNI result version \"7.0.0\"");
+    auto v02 = json::parse(R"({"cniVersion":"0.2.0","ip4":{"ip":"10.0.0.2/24","gateway":"10.0.0.1","routes":[{"dst":"0.0.0.0/0"}]}})");
+    auto r02 = decode_result(*v02, "0.2.0");
+    REQUIRE(r02);
+    CHECK(r02->ips.size() == 1);
+    CHECK(r02->routes.size() == 1);
+    CHECK(r02->ips[0].gateway->str() == "10.0.0.1");
+}
+
+TEST_CASE("prevResult: a missing cniVersion takes the config's; a lowercase one wins") {
+    auto conf = parse_netconf(R"({"cniVersion":"1.0.0","name":"n","prevResult":{"ips":[{"address":"10.0.0.2/24"}]}})");
+    REQUIRE(conf);
+    auto prev = parse_prev_result(*conf);
+    REQUIRE(prev);
+    REQUIRE(*prev);
+    CHECK((*prev)->ips[0].address.str() == "10.0.0.2/24");
+    auto mixed = parse_netconf(R"({"cniVersion":"1.0.0","name":"n","prevResult":{"cniVersion":"0.4.0","ips":[]}})");
+    auto bad = parse_prev_result(*mixed);
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().msg == "result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is \"0.4.0\"");
+    // "CNIVERSION" sorts before the injected "CNIVersion", so the config's version wins.
+    auto upper = parse_netconf(R"({"cniVersion":"1.0.0","name":"n","prevResult":{"CNIVERSION":"0.4.0"}})");
+    REQUIRE(parse_prev_result(*upper));
+    auto none = parse_netconf(R"({"cniVersion":"1.0.0","name":"n"})");
+    CHECK_FALSE(*parse_prev_result(*none));
+}
+
+TEST_CASE("netconf: valid attachments and common keys") {
+    auto c = parse_netconf(R"({"cniVersion":"1.1.0","name":"n","type":"bridge","ipam":{"type":"host-local"},
+        "cni.dev/valid-attachments":[{"containerID":"c1","ifname":"eth0"}]})");
+    REQUIRE(c);
+    CHECK(c->type == "bridge");
+    CHECK(c->ipam_type == "host-local");
+    REQUIRE(c->valid_attachments);
+    CHECK(*c->valid_attachments == std::vector<Attachment>{{"c1", "eth0"}});
+    CHECK_FALSE(parse_netconf(R"({"name":"n"})")->valid_attachments);
+    auto bad = parse_netconf(R"({"name":"n","type":5})");
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().msg == "json: cannot unmarshal number into Go struct field NetConf.type of type string");
+}
+
+TEST_CASE("errors print as {code, msg, details} without cniVersion") {
+    CHECK(encode_error(Error{4, "interface name is too long", "interface name should be less than 16 characters"}) ==
+          "{\n    \"code\": 4,\n    \"msg\": \"interface name is too long\",\n    \"details\": \"interface name should be less than 16 characters\"\n}");
+    CHECK(encode_error(Error{999, "x <y>", ""}) == "{\n    \"code\": 999,\n    \"msg\": \"x \\u003cy\\u003e\"\n}");
+}
