@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // static IPAM (reference-behaviour 2.11): returns the configured addresses, routes and DNS.
-// CNI_ARGS IP (comma-separated CIDRs) is appended and CNI_ARGS GATEWAY applied to the addresses
-// containing it; args.cni.ips and then runtimeConfig.ips replace the addresses. No state: DEL
+// CNI_ARGS IP (comma-separated CIDRs) is appended and CNI_ARGS GATEWAY applied to those of them
+// containing it (the configured ones are parsed later, so the reference never matches them);
+// args.cni.ips and then runtimeConfig.ips replace the addresses. No state: DEL
 // does nothing; CHECK compares the configured gateways with the prevResult.
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
@@ -13,7 +14,7 @@ namespace {
 struct StaticAddress {
     std::string text;  // CIDR as written
     std::optional<IpAddr> gateway;
-    IpNet address;     // parsed from text
+    std::optional<IpNet> address;  // parsed from text; configured ones only at the end
 };
 
 struct StaticConf {
@@ -31,9 +32,10 @@ Status decode_address(const json::Value& v, StaticAddress& out, const json::Wher
     return {};
 }
 
-Result<IpNet> parse_cidr(std::string_view text) {
+// The reference's message for each place a CIDR can come from.
+Result<IpNet> parse_cidr(std::string_view text, std::string_view field) {
     auto n = IpNet::parse(text);
-    if (!n) return fail("invalid CIDR " + std::string(text) + ": invalid CIDR address: " + std::string(text));
+    if (!n) return fail("the '" + std::string(field) + "' field is expected to be in CIDR notation, got: '" + std::string(text) + "'");
     return *n;
 }
 
@@ -45,8 +47,9 @@ Status replace_addresses(const json::Value* holder, StaticConf& c, const json::W
     if (ips.empty()) return {};
     c.addresses.clear();
     for (auto& ip : ips) {
-        if (!IpNet::parse(ip)) return fail("an entry in the 'ips' field is NOT in CIDR notation, got " + go_quote(ip));
-        c.addresses.push_back(StaticAddress{ip, std::nullopt, {}});
+        auto net = IpNet::parse(ip);
+        if (!net) return fail("an entry in the 'ips' field is NOT in CIDR notation, got: '" + ip + "'");
+        c.addresses.push_back(StaticAddress{ip, std::nullopt, net});
     }
     return {};
 }
@@ -70,10 +73,6 @@ Result<StaticConf> parse_static_conf(const Request& req) {
     if (const auto* routes = json::find(*ipam, "routes")) CNI_TRY(decode_routes(*routes, c.routes, iw.at("routes")));
     if (const auto* dns = json::find(*ipam, "dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, iw.at("dns")));
 
-    // The configured addresses must be CIDRs before CNI_ARGS adds to them.
-    for (auto& a : c.addresses) {
-        CNI_TRY_ASSIGN(a.address, parse_cidr(a.text));
-    }
     std::string env_ip, env_gw;
     CniArgField fields[] = {
         {"IP", [&](std::string_view v) -> Status { env_ip = v; return {}; }},
@@ -98,7 +97,7 @@ Result<StaticConf> parse_static_conf(const Request& req) {
     if (!env_ip.empty())
         CNI_TRY(each_item(env_ip, [&](std::string_view item) -> Status {
             auto text = trim(item);
-            CNI_TRY_ASSIGN(auto net, parse_cidr(text));
+            CNI_TRY_ASSIGN(auto net, parse_cidr(text, "ip"));
             c.addresses.push_back(StaticAddress{std::string(text), std::nullopt, net});
             return {};
         }));
@@ -106,8 +105,8 @@ Result<StaticConf> parse_static_conf(const Request& req) {
         CNI_TRY(each_item(env_gw, [&](std::string_view item) -> Status {
             auto gw = IpAddr::parse(trim(item));
             if (!gw) return fail("invalid gateway address: " + std::string(item));
-            for (auto& a : c.addresses)
-                if (a.address.contains(*gw)) a.gateway = *gw;
+            for (auto& a : c.addresses)  // configured addresses are not parsed yet: CNI_ARGS ones only
+                if (a.address && a.address->contains(*gw)) a.gateway = *gw;
             return {};
         }));
     CNI_TRY(replace_addresses(json::find(nc.root(), "args") ? json::find(*json::find(nc.root(), "args"), "cni") : nullptr, c,
@@ -116,8 +115,10 @@ Result<StaticConf> parse_static_conf(const Request& req) {
 
     int v4 = 0, v6 = 0;
     for (auto& a : c.addresses) {
-        CNI_TRY_ASSIGN(a.address, parse_cidr(a.text));
-        (a.address.ip.is_v4() ? v4 : v6)++;
+        if (!a.address) {
+            CNI_TRY_ASSIGN(a.address, parse_cidr(a.text, "address"));
+        }
+        (a.address->ip.is_v4() ? v4 : v6)++;
     }
     if (v4 > 1 || v6 > 1) {
         auto ok = version_at_least(c.cni_version, "0.3.0");
@@ -129,7 +130,7 @@ Result<StaticConf> parse_static_conf(const Request& req) {
 Result<CniResult> static_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_static_conf(ctx.req));
     CniResult r;
-    for (auto& a : c.addresses) r.ips.push_back(IpConfig{std::nullopt, a.address, a.gateway});
+    for (auto& a : c.addresses) r.ips.push_back(IpConfig{std::nullopt, *a.address, a.gateway});
     r.routes = c.routes;
     r.dns = c.dns;
     return r;
@@ -142,7 +143,7 @@ Status static_check(const Context& ctx) {
     if (!prev) return fail("Required prevResult missing");
     for (auto& a : c.addresses)
         for (auto& ip : prev->ips)
-            if (ip.address.ip == a.address.ip) {
+            if (ip.address.ip == a.address->ip) {
                 if (!a.gateway || (ip.gateway && *ip.gateway == *a.gateway)) break;
                 return fail("static: Failed to match addr " + ip.address.ip.str() + " on interface " + ctx.req.ifname);
             }

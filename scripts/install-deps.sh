@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs what cni-all needs to build, test and demo on Debian 12, from Debian's packages only.
+# Idempotent: apt runs only when something is missing. Uses sudo when not run as root.
+set -euo pipefail
+packages=(
+  meson ninja-build pkg-config g++            # build
+  libnl-3-dev libnl-route-3-dev libiptc-dev   # netlink and iptables
+  rapidjson-dev catch2                        # JSON, unit tests
+  python3 iproute2                            # root and e2e tests, demo
+  containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo=sudo
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

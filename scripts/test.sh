@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs every test suite on a Debian 12 machine: installs the dependencies, builds into
+# build-test/, runs `meson test` (unit, root, e2e; the root suite needs root, so meson runs
+# under sudo when this script is not root), and ends with one line "N passed, N failed" that
+# counts individual tests. Extra arguments go to `meson test` (e.g. --suite unit).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+[ -f build-test/build.ninja ] || meson setup build-test --buildtype=release >/dev/null
+ninja -C build-test
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo=sudo
+set +e
+$sudo meson test -C build-test --no-rebuild --print-errorlogs "$@"
+rc=$?
+set -e
+python3 scripts/test_summary.py build-test/meson-logs/testlog.json
+exit $rc

@@ -1,0 +1,152 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Helpers for the root and e2e suites: a TAP runner (one line per test, so meson counts
+tests), throwaway network namespaces that are removed even when a test fails, and running a
+plugin binary the way a runtime does (CNI_* environment, config on stdin) inside a namespace."""
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+import uuid
+
+_TESTS = []
+
+
+def test(fn):
+    _TESTS.append(fn)
+    return fn
+
+
+def run_all():
+    only = os.environ.get("CNI_TEST_FILTER")
+    tests = [t for t in _TESTS if not only or only in t.__name__]
+    failed = 0
+    for n, t in enumerate(tests, 1):
+        name = (t.__doc__ or t.__name__).strip().splitlines()[0]
+        try:
+            t()
+            print(f"ok {n} - {name}", flush=True)
+        except Exception:  # noqa: BLE001 - every failure is reported as TAP
+            failed += 1
+            print(f"not ok {n} - {name}", flush=True)
+            for line in traceback.format_exc().splitlines():
+                print(f"# {line}", flush=True)
+    print(f"1..{len(tests)}", flush=True)
+    sys.exit(1 if failed else 0)
+
+
+def check(cond, what=""):
+    if not cond:
+        raise AssertionError(what)
+
+
+def eq(got, want, what=""):
+    if got != want:
+        raise AssertionError(f"{what}\n--- got:\n{got}\n--- want:\n{want}")
+
+
+def sh(*args, check_rc=True, **kw):
+    r = subprocess.run(list(args), capture_output=True, text=True, **kw)
+    if check_rc and r.returncode != 0:
+        raise AssertionError(f"{args} failed ({r.returncode}): {r.stderr}{r.stdout}")
+    return r
+
+
+@contextlib.contextmanager
+def netns(prefix="cnit"):
+    """A named network namespace under /run/netns, deleted on exit."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    sh("ip", "netns", "add", name)
+    try:
+        yield name
+    finally:
+        sh("ip", "netns", "del", name, check_rc=False)
+
+
+def ns_path(name):
+    return f"/run/netns/{name}"
+
+
+def ip_json(ns, *args):
+    out = sh("ip", "-n", ns, "-j", *args).stdout
+    return json.loads(out) if out.strip() else []
+
+
+def link(ns, name):
+    links = ip_json(ns, "link", "show", "dev", name)
+    return links[0] if links else None
+
+
+def addrs(ns, dev):
+    info = ip_json(ns, "addr", "show", "dev", dev)
+    return [f"{a['local']}/{a['prefixlen']}" for i in info for a in i.get("addr_info", [])]
+
+
+class Plugin:
+    """Runs one plugin binary (ours through a symlink, or a reference one)."""
+
+    def __init__(self, path, cni_path=None):
+        self.path = path
+        self.cni_path = cni_path or os.path.dirname(path)
+
+    def run(self, command, conf, *, host_ns=None, container_id="c1", netns="", ifname="eth0",
+            args=None, extra_env=None, raw_env=None):
+        if raw_env is not None:
+            env = dict(raw_env)
+        else:
+            env = {"CNI_COMMAND": command, "CNI_CONTAINERID": container_id, "CNI_NETNS": netns,
+                   "CNI_IFNAME": ifname, "CNI_PATH": self.cni_path}
+            if args is not None:
+                env["CNI_ARGS"] = args
+        env["PATH"] = os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
+        env.update(extra_env or {})
+        stdin = conf if isinstance(conf, str) else json.dumps(conf)
+        cmd = [self.path]
+        if host_ns:
+            cmd = ["ip", "netns", "exec", host_ns] + cmd
+        r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env)
+        return Outcome(r.returncode, r.stdout, r.stderr)
+
+
+class Outcome:
+    def __init__(self, rc, out, err):
+        self.rc, self.out, self.err = rc, out, err
+
+    def json(self):
+        return json.loads(self.out)
+
+    def ok(self):
+        if self.rc != 0:
+            raise AssertionError(f"plugin failed rc={self.rc}: {self.out} {self.err}")
+        return self
+
+    def error(self):
+        if self.rc == 0:
+            raise AssertionError(f"plugin unexpectedly succeeded: {self.out}")
+        return json.loads(self.out)
+
+    def __repr__(self):
+        return f"Outcome(rc={self.rc}, out={self.out!r}, err={self.err!r})"
+
+
+def install_dir(cni_all):
+    """A fresh plugin directory populated by `cni-all install` (symlinks to a copy of cni-all)."""
+    d = tempfile.mkdtemp(prefix="cni-all-bin.")
+    sh(cni_all, "install", d)
+    return d
+
+
+def reference_dir():
+    d = "/usr/lib/cni"
+    return d if os.path.exists(os.path.join(d, "host-local")) else None
+
+
+def canonical_result(text):
+    """A result as a 1.x consumer sees it: parsed, with an empty dns block removed (Go v1.1
+    printed "dns": {} at 1.x; v1.9 omits it)."""
+    obj = json.loads(text)
+    if obj.get("dns") == {}:
+        del obj["dns"]
+    return obj

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests: each builds its own "host" and "container" network namespaces, runs the applets
+through their installed symlinks inside the host one (as a runtime would), and asserts on
+kernel and disk state. Needs root; never touches the machine's own network."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+import concurrent.futures
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import (Plugin, addrs, canonical_result, check, eq, install_dir, link, netns,  # noqa: E402
+                     ns_path, reference_dir, run_all, sh, test)
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+REF = reference_dir()
+
+
+def ours(applet):
+    return Plugin(os.path.join(BIN, applet))
+
+
+def is_up(ns, dev="lo"):
+    return "UP" in link(ns, dev)["flags"]
+
+
+@test
+def loopback_add_check_del():
+    """loopback: ADD brings lo up and reports it, CHECK passes, DEL brings it down"""
+    with netns("host") as host, netns("ctr") as ctr:
+        check(not is_up(ctr), "lo starts down in a new namespace")
+        conf = {"cniVersion": "1.1.0", "name": "lo-net", "type": "loopback"}
+        res = ours("loopback").run("ADD", conf, host_ns=host, netns=ns_path(ctr)).ok().json()
+        check(is_up(ctr), "lo is up after ADD")
+        check(not is_up(host), "the host namespace's lo is untouched")
+        eq(res["cniVersion"], "1.1.0")
+        eq(res["interfaces"], [{"mac": "00:00:00:00:00:00", "name": "lo", "sandbox": ns_path(ctr)}])
+        check({"address": "127.0.0.1/8", "interface": 0} in res["ips"], res)
+        eq(set(addrs(ctr, "lo")) >= {"127.0.0.1/8"}, True)
+        ours("loopback").run("CHECK", conf, host_ns=host, netns=ns_path(ctr)).ok()
+        ours("loopback").run("DEL", conf, host_ns=host, netns=ns_path(ctr)).ok()
+        check(not is_up(ctr), "lo is down after DEL")
+        err = ours("loopback").run("CHECK", conf, host_ns=host, netns=ns_path(ctr)).error()
+        eq(err, {"code": 999, "msg": "loopback interface is down"})
+        ours("loopback").run("DEL", conf, host_ns=host, netns=ns_path(ctr)).ok()  # idempotent
+
+
+@test
+def loopback_del_is_idempotent():
+    """loopback: DEL succeeds with an empty CNI_NETNS and with a namespace that is gone"""
+    with netns("host") as host:
+        conf = {"cniVersion": "0.4.0", "name": "lo-net", "type": "loopback"}
+        ours("loopback").run("DEL", conf, host_ns=host, netns="").ok()
+        ours("loopback").run("DEL", conf, host_ns=host, netns="/run/netns/cnit-gone-123").ok()
+        with netns("ctr") as ctr:
+            gone = ns_path(ctr)
+        ours("loopback").run("DEL", conf, host_ns=host, netns=gone).ok()
+
+
+@test
+def loopback_result_quirk_matches_reference():
+    """loopback: results at every version match Debian's Go loopback (1.x label quirk included)"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    for version in ["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0"]:
+        with netns("host") as host, netns("ctr") as ctr:
+            conf = {"cniVersion": version, "name": "lo-net", "type": "loopback"}
+            mine = ours("loopback").run("ADD", conf, host_ns=host, netns=ns_path(ctr)).ok()
+            theirs = Plugin(os.path.join(REF, "loopback")).run("ADD", conf, host_ns=host, netns=ns_path(ctr)).ok()
+            eq(canonical_result(mine.out), canonical_result(theirs.out), f"loopback at {version}")
+            check("version" not in mine.out, "the quirk: a 1.x-shaped result under an old label")
+
+
+@test
+def loopback_passes_prev_result_through():
+    """loopback: a prevResult is passed through, converted to the config's version"""
+    with netns("host") as host, netns("ctr") as ctr:
+        prev = {"cniVersion": "0.3.1", "ips": [{"version": "4", "address": "10.1.0.5/16", "interface": 0}],
+                "interfaces": [{"name": "eth0", "sandbox": ns_path(ctr)}]}
+        conf = {"cniVersion": "0.3.1", "name": "lo-net", "type": "loopback", "prevResult": prev}
+        out = ours("loopback").run("ADD", conf, host_ns=host, netns=ns_path(ctr)).ok()
+        eq(out.json(), dict(prev, dns={}))
+        check(is_up(ctr))
+
+
+@test
+def loopback_refuses_non_loopback_address():
+    """loopback: a non-loopback address on lo is an error naming it"""
+    with netns("host") as host, netns("ctr") as ctr:
+        sh("ip", "-n", ctr, "addr", "add", "192.0.2.9/32", "dev", "lo")
+        conf = {"cniVersion": "1.0.0", "name": "lo-net", "type": "loopback"}
+        err = ours("loopback").run("ADD", conf, host_ns=host, netns=ns_path(ctr)).error()
+        eq(err, {"code": 999, "msg": "loopback interface found with non-loopback address \"192.0.2.9\""})
+
+
+@test
+def netns_override_check_runs_before_any_change():
+    """CNI_NETNS naming the plugin's own namespace is refused (code 8) before anything changes"""
+    with netns("host") as host:
+        sh("ip", "-n", host, "link", "set", "lo", "up")
+        conf = {"cniVersion": "1.0.0", "name": "lo-net", "type": "loopback"}
+        err = ours("loopback").run("DEL", conf, host_ns=host, netns=ns_path(host)).error()
+        eq(err, {"code": 8, "msg": "plugin's netns and netns from CNI_NETNS should not be the same"})
+        check(is_up(host), "lo of the plugin's own namespace was NOT taken down (the reference checks afterwards)")
+        ours("loopback").run("DEL", conf, host_ns=host, netns=ns_path(host),
+                             extra_env={"CNI_NETNS_OVERRIDE": "true"}).ok()
+        check(not is_up(host), "with CNI_NETNS_OVERRIDE the caller asked for it")
+
+
+@test
+def netns_that_is_not_a_namespace():
+    """a CNI_NETNS that is not a network namespace is code 8 naming the path"""
+    with netns("host") as host, tempfile.NamedTemporaryFile() as f:
+        conf = {"cniVersion": "1.0.0", "name": "lo-net", "type": "loopback"}
+        err = ours("loopback").run("ADD", conf, host_ns=host, netns=f.name).error()
+        eq(err["code"], 8)
+        check(f.name in err["msg"], err)
+        err = ours("loopback").run("ADD", conf, host_ns=host, netns="/proc/self/ns/mnt").error()
+        eq(err["code"], 8)
+        check("not a network namespace" in err["msg"], err)
+
+
+def host_local_conf(data_dir, version="1.1.0", **ipam):
+    body = {"type": "host-local", "subnet": "10.88.0.0/16", "dataDir": data_dir}
+    body.update(ipam)
+    return {"cniVersion": version, "name": "pool", "type": "bridge", "ipam": body}
+
+
+@test
+def host_local_through_the_dispatcher():
+    """host-local: ADD/CHECK/DEL/GC/STATUS with real env and stdin; files as the reference writes them"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            hl = ours("host-local")
+            conf = host_local_conf(data, routes=[{"dst": "0.0.0.0/0"}])
+            res = hl.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a").ok().json()
+            eq(res, {"cniVersion": "1.1.0", "ips": [{"address": "10.88.0.2/16", "gateway": "10.88.0.1"}],
+                     "routes": [{"dst": "0.0.0.0/0"}]})
+            with open(os.path.join(data, "pool", "10.88.0.2"), "rb") as f:
+                eq(f.read(), b"pod-a\r\neth0")
+            eq(oct(os.stat(os.path.join(data, "pool", "10.88.0.2")).st_mode & 0o777), "0o600")
+            hl.run("CHECK", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a").ok()
+            hl.run("STATUS", conf, host_ns=host, raw_env={"CNI_COMMAND": "STATUS", "CNI_PATH": BIN}).ok()
+            hl.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-b").ok()
+            gc = dict(conf, **{"cni.dev/valid-attachments": [{"containerID": "pod-b", "ifname": "eth0"}]})
+            hl.run("GC", gc, host_ns=host, raw_env={"CNI_COMMAND": "GC", "CNI_PATH": BIN}).ok()
+            check(not os.path.exists(os.path.join(data, "pool", "10.88.0.2")), "GC released pod-a")
+            check(os.path.exists(os.path.join(data, "pool", "10.88.0.3")), "GC kept pod-b")
+            hl.run("DEL", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-b").ok()
+            hl.run("DEL", conf, host_ns=host, netns="", container_id="pod-b").ok()
+            eq(sorted(f for f in os.listdir(os.path.join(data, "pool")) if f[0].isdigit() and "." in f[1:4]), [])
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def static_through_the_dispatcher():
+    """static: ADD with CNI_ARGS through the dispatcher; unknown CNI_ARGS keys refused"""
+    with netns("host") as host, netns("ctr") as ctr:
+        conf = {"cniVersion": "0.4.0", "name": "st", "type": "bridge",
+                "ipam": {"type": "static", "addresses": [{"address": "10.66.0.2/24", "gateway": "10.66.0.1"}]}}
+        res = ours("static").run("ADD", conf, host_ns=host, netns=ns_path(ctr),
+                                 args="IgnoreUnknown=1;K8S_POD_NAME=p;IP=fd66::2/64").ok().json()
+        eq([ip["address"] for ip in res["ips"]], ["10.66.0.2/24", "fd66::2/64"])
+        eq(res["ips"][1]["version"], "6")
+        err = ours("static").run("ADD", conf, host_ns=host, netns=ns_path(ctr), args="K8S_POD_NAME=p").error()
+        eq(err, {"code": 999, "msg": "ARGS: unknown args [\"K8S_POD_NAME=p\"]"})
+
+
+def _add(args):
+    path, conf, cid, host, ctr = args
+    return Plugin(path).run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id=cid)
+
+
+@test
+def concurrent_adds_never_duplicate():
+    """host-local: 8 concurrent ADD processes (plus 8 of the Go plugin, sharing the lock) get distinct IPs"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            conf = json.dumps(host_local_conf(data, "0.4.0", subnet="10.89.0.0/24"))
+            jobs = [(os.path.join(BIN, "host-local"), conf, f"ours-{i}", host, ctr) for i in range(8)]
+            if REF:
+                jobs += [(os.path.join(REF, "host-local"), conf, f"go-{i}", host, ctr) for i in range(8)]
+            with concurrent.futures.ThreadPoolExecutor(len(jobs)) as pool:
+                results = list(pool.map(_add, jobs))
+            ips = [r.ok().json()["ips"][0]["address"] for r in results]
+            eq(len(set(ips)), len(jobs), f"distinct addresses: {ips}")
+            files = [f for f in os.listdir(os.path.join(data, "pool")) if f.startswith("10.89.")]
+            eq(len(files), len(jobs))
+            owners = set()
+            for f in files:
+                with open(os.path.join(data, "pool", f), "rb") as fh:
+                    owners.add(fh.read().split(b"\r\n")[0].decode())
+            eq(owners, {j[2] for j in jobs})
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def switching_implementations_keeps_state():
+    """host-local: the Go plugin and cni-all read and release each other's reservations"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            conf = host_local_conf(data, "0.4.0", subnet="10.90.0.0/24")
+            go = Plugin(os.path.join(REF, "host-local"))
+            mine = ours("host-local")
+            a = go.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="by-go").ok().json()
+            b = mine.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="by-us").ok().json()
+            eq(a["ips"][0]["address"], "10.90.0.2/24")
+            eq(b["ips"][0]["address"], "10.90.0.3/24", "round robin continues from the Go plugin's last_reserved_ip")
+            mine.run("CHECK", conf, host_ns=host, netns=ns_path(ctr), container_id="by-go").ok()
+            go.run("CHECK", conf, host_ns=host, netns=ns_path(ctr), container_id="by-us").ok()
+            dup = mine.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="by-go").error()
+            eq(dup["msg"], "failed to allocate for range 0: 10.90.0.2 has been allocated to by-go, duplicate allocation is not allowed")
+            go.run("DEL", conf, host_ns=host, netns=ns_path(ctr), container_id="by-us").ok()
+            mine.run("DEL", conf, host_ns=host, netns=ns_path(ctr), container_id="by-go").ok()
+            c = mine.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="third").ok().json()
+            eq(c["ips"][0]["address"], "10.90.0.4/24")
+            left = sorted(f for f in os.listdir(os.path.join(data, "pool")) if f.startswith("10.90."))
+            eq(left, ["10.90.0.4"])
+    finally:
+        shutil.rmtree(data)
+
+
+if __name__ == "__main__":
+    try:
+        run_all()
+    finally:
+        shutil.rmtree(BIN, ignore_errors=True)
