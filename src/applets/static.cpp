@@ -7,6 +7,7 @@
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {
@@ -79,36 +80,19 @@ Result<StaticConf> parse_static_conf(const Request& req) {
         {"GATEWAY", [&](std::string_view v) -> Status { env_gw = v; return {}; }},
     };
     CNI_TRY(load_cni_args(req.args, fields));
-    auto each_item = [](std::string_view list, auto&& fn) -> Status {
-        std::size_t start = 0;
-        while (true) {
-            auto comma = list.find(',', start);
-            auto item = list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-            CNI_TRY(fn(item));
-            if (comma == std::string_view::npos) return {};
-            start = comma + 1;
-        }
-    };
-    auto trim = [](std::string_view s) {
-        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-        while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-        return s;
-    };
     if (!env_ip.empty())
-        CNI_TRY(each_item(env_ip, [&](std::string_view item) -> Status {
-            auto text = trim(item);
+        for (auto item : split(env_ip, ',')) {
+            auto text = trim_space(item);
             CNI_TRY_ASSIGN(auto net, parse_cidr(text, "ip"));
             c.addresses.push_back(StaticAddress{std::string(text), std::nullopt, net});
-            return {};
-        }));
+        }
     if (!env_gw.empty())
-        CNI_TRY(each_item(env_gw, [&](std::string_view item) -> Status {
-            auto gw = IpAddr::parse(trim(item));
+        for (auto item : split(env_gw, ',')) {
+            auto gw = IpAddr::parse(trim_space(item));
             if (!gw) return fail("invalid gateway address: " + std::string(item));
             for (auto& a : c.addresses)  // configured addresses are not parsed yet: CNI_ARGS ones only
                 if (a.address && a.address->contains(*gw)) a.gateway = *gw;
-            return {};
-        }));
+        }
     CNI_TRY(replace_addresses(json::find(nc.root(), "args") ? json::find(*json::find(nc.root(), "args"), "cni") : nullptr, c,
                               top.at("args").at("cni").in("IPAMArgs")));
     CNI_TRY(replace_addresses(nc.member("runtimeConfig"), c, top.at("runtimeConfig")));

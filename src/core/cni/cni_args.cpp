@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "core/strings.hpp"
+
 namespace cni {
 
 std::string go_quote(std::string_view s) {
@@ -30,17 +32,6 @@ std::string go_quote(std::string_view s) {
 }
 
 namespace {
-
-std::vector<std::string_view> split(std::string_view s, char sep) {
-    std::vector<std::string_view> out;
-    std::size_t start = 0;
-    while (true) {
-        auto pos = s.find(sep, start);
-        out.push_back(s.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
-        if (pos == std::string_view::npos) return out;
-        start = pos + 1;
-    }
-}
 
 Result<bool> parse_go_bool(std::string_view v) {  // types.UnmarshallableBool
     std::string lower(v);

@@ -68,41 +68,13 @@ Value routes_json(const std::vector<Route>& routes, Alloc& a, bool dst_gw_only) 
     return arr;
 }
 
-std::string encode_100(const CniResult& r, std::string_view label) {
-    json::Document d(rapidjson::kObjectType);
-    auto& a = d.GetAllocator();
-    json::set(d, "cniVersion", json::str(label, a), a);
-    if (!r.interfaces.empty()) {
-        Value arr(rapidjson::kArrayType);
-        for (auto& i : r.interfaces) {
-            Value o(rapidjson::kObjectType);
-            json::set(o, "name", json::str(i.name, a), a);
-            if (!i.mac.empty()) json::set(o, "mac", json::str(i.mac, a), a);
-            if (i.mtu) json::set(o, "mtu", Value(i.mtu), a);
-            if (!i.sandbox.empty()) json::set(o, "sandbox", json::str(i.sandbox, a), a);
-            if (!i.socket_path.empty()) json::set(o, "socketPath", json::str(i.socket_path, a), a);
-            if (!i.pci_id.empty()) json::set(o, "pciID", json::str(i.pci_id, a), a);
-            arr.PushBack(o, a);
-        }
-        json::set(d, "interfaces", std::move(arr), a);
-    }
-    if (!r.ips.empty()) {
-        Value arr(rapidjson::kArrayType);
-        for (auto& ip : r.ips) {
-            Value o(rapidjson::kObjectType);
-            if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
-            json::set(o, "address", json::str(ip.address.str(), a), a);
-            if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
-            arr.PushBack(o, a);
-        }
-        json::set(d, "ips", std::move(arr), a);
-    }
-    if (!r.routes.empty()) json::set(d, "routes", routes_json(r.routes, a, false), a);
-    if (!r.dns.empty()) json::set(d, "dns", dns_json(r.dns, a), a);
-    return json::write(d, json::Style::indented, true);  // Go map round trip: sorted keys
-}
+// The 0.3.x/0.4.0 (types040) and 1.x (types100) shapes differ only in a few keys: 1.x
+// interfaces carry mtu/socketPath/pciID, 0.x addresses carry "version", 0.x always prints dns,
+// and 1.x goes through a Go map (every key sorted, an empty dns dropped).
+enum class Shape { v040, v100 };
 
-std::string encode_040(const CniResult& r, std::string_view label) {
+std::string encode_list_shape(const CniResult& r, std::string_view label, Shape shape) {
+    const bool v100 = shape == Shape::v100;
     json::Document d(rapidjson::kObjectType);
     auto& a = d.GetAllocator();
     json::set(d, "cniVersion", json::str(label, a), a);
@@ -112,7 +84,10 @@ std::string encode_040(const CniResult& r, std::string_view label) {
             Value o(rapidjson::kObjectType);
             json::set(o, "name", json::str(i.name, a), a);
             if (!i.mac.empty()) json::set(o, "mac", json::str(i.mac, a), a);
+            if (v100 && i.mtu) json::set(o, "mtu", Value(i.mtu), a);
             if (!i.sandbox.empty()) json::set(o, "sandbox", json::str(i.sandbox, a), a);
+            if (v100 && !i.socket_path.empty()) json::set(o, "socketPath", json::str(i.socket_path, a), a);
+            if (v100 && !i.pci_id.empty()) json::set(o, "pciID", json::str(i.pci_id, a), a);
             arr.PushBack(o, a);
         }
         json::set(d, "interfaces", std::move(arr), a);
@@ -121,7 +96,7 @@ std::string encode_040(const CniResult& r, std::string_view label) {
         Value arr(rapidjson::kArrayType);
         for (auto& ip : r.ips) {
             Value o(rapidjson::kObjectType);
-            json::set(o, "version", json::str(ip.address.ip.is_v4() ? "4" : "6", a), a);
+            if (!v100) json::set(o, "version", json::str(ip.address.ip.is_v4() ? "4" : "6", a), a);
             if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
             json::set(o, "address", json::str(ip.address.str(), a), a);
             if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
@@ -130,8 +105,8 @@ std::string encode_040(const CniResult& r, std::string_view label) {
         json::set(d, "ips", std::move(arr), a);
     }
     if (!r.routes.empty()) json::set(d, "routes", routes_json(r.routes, a, false), a);
-    json::set(d, "dns", dns_json(r.dns, a), a);  // a struct: always present
-    return json::write(d, json::Style::indented, false);
+    if (!v100 || !r.dns.empty()) json::set(d, "dns", dns_json(r.dns, a), a);
+    return json::write(d, json::Style::indented, v100);
 }
 
 Result<std::string> encode_020(const CniResult& r, std::string_view label) {
@@ -259,10 +234,10 @@ Status decode_dns(const Value& v, Dns& out, const json::Where& w) {
 Result<std::string> encode_result(const CniResult& r, std::string_view version) {
     std::string_view from = r.cni_version.empty() ? kCurrentVersion : std::string_view(r.cni_version);
     std::string_view to = version.empty() ? "0.1.0" : version;
-    if (from == to) return encode_100(r, to);
+    if (from == to) return encode_list_shape(r, to, Shape::v100);
     switch (family_of(to)) {
-    case Family::v100: return encode_100(r, to);
-    case Family::v040: return encode_040(r, to);
+    case Family::v100: return encode_list_shape(r, to, Shape::v100);
+    case Family::v040: return encode_list_shape(r, to, Shape::v040);
     case Family::v020: return encode_020(r, to);
     case Family::unknown: break;
     }

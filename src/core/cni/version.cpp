@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/cni/json.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {
@@ -38,14 +39,7 @@ Result<int> go_atoi(std::string_view s) {
 
 Result<SpecVersion> parse_version(std::string_view v) {
     if (v.empty()) return fail(code::decoding_failure, "invalid version \"\": the version is empty");
-    std::vector<std::string_view> parts;
-    std::size_t start = 0;
-    while (true) {
-        auto dot = v.find('.', start);
-        parts.push_back(v.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-        if (dot == std::string_view::npos) break;
-        start = dot + 1;
-    }
+    auto parts = split(v, '.');
     if (parts.size() >= 4) return fail(code::decoding_failure, "invalid version \"" + std::string(v) + "\": too many parts");
     static constexpr const char* names[] = {"major", "minor", "micro"};
     int out[3] = {0, 0, 0};

@@ -8,22 +8,11 @@
 #include "core/os/exec.hpp"
 #include "core/os/self_exe.hpp"
 #include "core/run.hpp"
+#include "core/strings.hpp"
 #include "registry.hpp"
 
 namespace cni::ipam {
 namespace {
-
-std::vector<std::string> split_path(std::string_view p) {
-    std::vector<std::string> out;
-    if (p.empty()) return out;
-    std::size_t start = 0;
-    while (true) {
-        auto pos = p.find(':', start);
-        out.emplace_back(p.substr(start, pos == std::string_view::npos ? std::string_view::npos : pos - start));
-        if (pos == std::string_view::npos) return out;
-        start = pos + 1;
-    }
-}
 
 Result<std::optional<CniResult>> run_in_process(const Applet& a, const Context& ctx, Command cmd, std::string_view config) {
     Request derived = ctx.req.with_command(cmd);
@@ -89,8 +78,9 @@ Result<std::optional<CniResult>> delegate(const Context& ctx, Command cmd, std::
 Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_path) {
     if (plugin.empty()) return fail("no plugin name provided");
     if (plugin.find('/') != std::string_view::npos) return fail("invalid plugin name: " + std::string(plugin));
-    auto dirs = split_path(cni_path);
-    if (dirs.empty()) return fail("no paths provided");
+    if (cni_path.empty()) return fail("no paths provided");  // Go filepath.SplitList("") is empty
+    std::vector<std::string> dirs;
+    for (auto d : split(cni_path, ':')) dirs.emplace_back(d);
     for (auto& d : dirs) {
         std::string full = d.empty() ? std::string(plugin) : (d.back() == '/' ? d : d + "/") + std::string(plugin);
         struct stat st{};

@@ -13,19 +13,13 @@
 
 #include "core/os/errno_error.hpp"
 #include "core/os/unique_fd.hpp"
+#include "core/strings.hpp"
 
 namespace cni::ipam {
 namespace {
 
 constexpr std::string_view kIndexHeader = "cni-all host-local index 2";
 constexpr const char* kLastReservedPrefix = "last_reserved_ip.";
-
-std::string_view trim_space(std::string_view s) {
-    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-    while (!s.empty() && space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && space(s.back())) s.remove_suffix(1);
-    return s;
-}
 
 bool printable_token(std::string_view s) {
     if (s.empty()) return false;

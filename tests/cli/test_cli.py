@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The multi-call binary's own commands: dispatch by argv[0] or first argument, --list, --help,
+--version, unknown applets (exit 2 with the list), `cni-all install DIR [--force]`, and the
+symlinks `meson install` lays down. No root needed."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import check, eq, run_all, sh, test  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BUILD_ROOT = os.environ["BUILD_ROOT"]
+APPLETS = ["host-local", "loopback", "static"]
+
+
+def cli(*args, argv0=None, env=None):
+    return subprocess.run([argv0 or CNI_ALL, *args], capture_output=True, text=True,
+                          env=env or {"PATH": "/usr/bin:/bin"}, executable=CNI_ALL)
+
+
+@test
+def list_and_version():
+    """--list names every applet with its kind; --version prints the version"""
+    r = cli("--list")
+    eq(r.returncode, 0)
+    eq([line.split()[0] for line in r.stdout.splitlines()], APPLETS)
+    check("ipam" in r.stdout and "main" in r.stdout, r.stdout)
+    v = cli("--version")
+    eq(v.returncode, 0)
+    check(v.stdout.startswith("cni-all "), v.stdout)
+
+
+@test
+def help_texts():
+    """--help describes the commands; <applet> --help describes an applet's keys"""
+    r = cli("--help")
+    eq(r.returncode, 0)
+    check("cni-all install DIR" in r.stdout and "host-local" in r.stdout, r.stdout)
+    a = cli("host-local", "--help")
+    eq(a.returncode, 0)
+    check("rangeStart" in a.stdout and "CNI versions: 0.1.0" in a.stdout, a.stdout)
+    b = cli("--help", argv0="/opt/cni/bin/static")
+    check(b.stdout.startswith("static (ipam)"), b.stdout)
+
+
+@test
+def unknown_applet_exits_2_with_the_list():
+    """an unknown applet name prints what exists and exits 2"""
+    r = cli("bridgeX")
+    eq(r.returncode, 2)
+    check("unknown applet 'bridgeX'" in r.stderr and "host-local" in r.stderr, r.stderr)
+    eq(cli().returncode, 2)
+    eq(cli("install").returncode, 2)
+
+
+@test
+def dispatch_by_first_argument_and_by_argv0():
+    """`cni-all static` and a program named `static` run the same applet"""
+    env = {"CNI_COMMAND": "VERSION", "PATH": "/usr/bin:/bin"}
+    a = cli("static", env=env)
+    b = cli(argv0="/some/dir/static", env=env)
+    eq(a.returncode, 0)
+    eq(a.stdout, b.stdout)
+    check('"supportedVersions"' in a.stdout, a.stdout)
+
+
+@test
+def install_is_idempotent_and_careful():
+    """install: creates the binary and symlinks, is idempotent, refuses non-symlinks unless --force"""
+    d = tempfile.mkdtemp()
+    try:
+        r = cli("install", d)
+        eq(r.returncode, 0, r.stderr)
+        eq(sorted(os.listdir(d)), sorted(APPLETS + ["cni-all"]))
+        for a in APPLETS:
+            eq(os.readlink(os.path.join(d, a)), "cni-all")
+        check(f"created {d}/host-local -> cni-all" in r.stdout, r.stdout)
+        again = cli("install", d)
+        eq(again.returncode, 0)
+        check(f"unchanged {d}/host-local -> cni-all" in again.stdout, again.stdout)
+        # The installed copy runs applets by its symlinks.
+        v = subprocess.run([os.path.join(d, "loopback")], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True)
+        check('"cniVersion":"1.1.0"' in v.stdout, v.stdout)
+        # A regular file where a symlink should go is left alone without --force.
+        os.unlink(os.path.join(d, "static"))
+        with open(os.path.join(d, "static"), "w") as f:
+            f.write("not ours")
+        r = cli("install", d)
+        eq(r.returncode, 1)
+        check("refusing to replace" in r.stderr and "static" in r.stderr, r.stderr)
+        with open(os.path.join(d, "static")) as f:
+            eq(f.read(), "not ours")
+        r = cli("install", d, "--force")
+        eq(r.returncode, 0, r.stderr)
+        eq(os.readlink(os.path.join(d, "static")), "cni-all")
+        # A symlink pointing elsewhere is replaced.
+        os.unlink(os.path.join(d, "loopback"))
+        os.symlink("/usr/lib/cni/loopback", os.path.join(d, "loopback"))
+        r = cli("install", d)
+        check(f"replaced {d}/loopback -> cni-all" in r.stdout, r.stdout)
+    finally:
+        shutil.rmtree(d)
+
+
+@test
+def meson_install_lays_down_symlinks():
+    """meson install puts cni-all and one symlink per applet into the plugin directory"""
+    dest = tempfile.mkdtemp()
+    try:
+        sh("meson", "install", "-C", BUILD_ROOT, "--no-rebuild", "--quiet", "--destdir", dest)
+        bindir = os.path.join(dest, "opt/cni/bin")
+        eq(sorted(os.listdir(bindir)), sorted(APPLETS + ["cni-all"]))
+        for a in APPLETS:
+            eq(os.readlink(os.path.join(bindir, a)), "cni-all")
+    finally:
+        shutil.rmtree(dest)
+
+
+if __name__ == "__main__":
+    run_all()
