@@ -55,6 +55,10 @@ def unknown_applet_exits_2_with_the_list():
     check("unknown applet 'bridgeX'" in r.stderr and "host-local" in r.stderr, r.stderr)
     eq(cli().returncode, 2)
     eq(cli("install").returncode, 2)
+    # A symlink named after an applet this build does not have.
+    r = cli(argv0="/opt/cni/bin/no-such-plugin", env={"CNI_COMMAND": "VERSION"})
+    eq(r.returncode, 2)
+    check("unknown applet 'no-such-plugin'" in r.stderr, r.stderr)
 
 
 @test

@@ -33,3 +33,11 @@ TEST_CASE("VERSION output is compact, says 1.1.0 and ends with a newline") {
     CHECK(cni::version_info_json(cni::kAllVersions) ==
           "{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"0.1.0\",\"0.2.0\",\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n");
 }
+
+#include "core/os/sysctl.hpp"
+
+TEST_CASE("sysctl names: dots become slashes only before the first slash") {
+    CHECK(cni::os::sysctl_path("net.ipv4.ip_forward") == "/proc/sys/net/ipv4/ip_forward");
+    CHECK(cni::os::sysctl_path("net/ipv4/conf/eth0.100/forwarding") == "/proc/sys/net/ipv4/conf/eth0.100/forwarding");
+    CHECK(cni::os::sysctl_path("net.ipv6.conf.all.forwarding") == "/proc/sys/net/ipv6/conf/all/forwarding");
+}

@@ -135,11 +135,19 @@ std::uint32_t IpAddr::v4() const {
 }
 
 std::string IpAddr::str() const {
-    char buf[64];
-    if (is_v4()) {
-        std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", b_[12], b_[13], b_[14], b_[15]);
-        return buf;
+    if (is_v4()) {  // by hand: this runs once per reservation file in host-local
+        char buf[16];
+        char* p = buf;
+        for (int k = 12; k < 16; ++k) {
+            unsigned v = b_[k];
+            if (v >= 100) *p++ = char('0' + v / 100);
+            if (v >= 10) *p++ = char('0' + v / 10 % 10);
+            *p++ = char('0' + v % 10);
+            if (k < 15) *p++ = '.';
+        }
+        return std::string(buf, std::size_t(p - buf));
     }
+    static constexpr char kHex[] = "0123456789abcdef";
     // RFC 5952: compress the longest run (>= 2 groups, first on ties) of zero groups.
     int best = -1, best_len = 0;
     for (int g = 0; g < 8;) {
@@ -161,8 +169,15 @@ std::string IpAddr::str() const {
             continue;
         }
         if (!out.empty() && out.back() != ':') out += ':';
-        std::snprintf(buf, sizeof buf, "%x", unsigned(b_[2 * g]) << 8 | b_[2 * g + 1]);
-        out += buf;
+        unsigned v = unsigned(b_[2 * g]) << 8 | b_[2 * g + 1];
+        bool started = false;
+        for (int shift = 12; shift >= 0; shift -= 4) {
+            unsigned nibble = (v >> shift) & 15;
+            if (nibble || started || shift == 0) {
+                out += kHex[nibble];
+                started = true;
+            }
+        }
     }
     return out;
 }
@@ -228,23 +243,36 @@ std::optional<IpNet> IpNet::parse(std::string_view text) {
     return IpNet{*ip, prefix, mask_bits};
 }
 
+namespace {
+// The mask of a prefix in the 16-byte form: `ones` leading one bits.
+std::array<std::uint8_t, 16> mask_of(int ones) {
+    std::array<std::uint8_t, 16> m{};
+    for (int k = 0; k < 16; ++k, ones -= 8)
+        m[k] = ones >= 8 ? 0xff : ones <= 0 ? 0 : std::uint8_t(0xff << (8 - ones));
+    return m;
+}
+}  // namespace
+
 IpAddr IpNet::network() const {
     auto b = ip.bytes();
-    int host_start = (128 - mask_bits) + prefix;  // bit index in the 16-byte form
-    for (int bit = host_start; bit < 128; ++bit) b[bit / 8] &= std::uint8_t(~(0x80u >> (bit % 8)));
+    auto m = mask_of((128 - mask_bits) + prefix);
+    for (int k = 0; k < 16; ++k) b[k] &= m[k];
     return IpAddr::from_bytes(b);
 }
 
 IpAddr IpNet::last() const {
     auto b = ip.bytes();
-    int host_start = (128 - mask_bits) + prefix;
-    for (int bit = host_start; bit < 128; ++bit) b[bit / 8] |= std::uint8_t(0x80u >> (bit % 8));
+    auto m = mask_of((128 - mask_bits) + prefix);
+    for (int k = 0; k < 16; ++k) b[k] |= std::uint8_t(~m[k]);
     return IpAddr::from_bytes(b);
 }
 
 bool IpNet::contains(const IpAddr& a) const {
     if (a.is_v4() != ip.is_v4()) return false;
-    return IpNet{a, prefix, mask_bits}.network() == network();
+    auto m = mask_of((128 - mask_bits) + prefix);
+    for (int k = 0; k < 16; ++k)
+        if ((a.bytes()[k] & m[k]) != (ip.bytes()[k] & m[k])) return false;
+    return true;
 }
 
 std::string IpNet::str() const { return ip.str() + "/" + std::to_string(prefix); }

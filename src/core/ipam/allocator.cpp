@@ -54,9 +54,11 @@ private:
 }  // namespace
 
 bool has_free_address(const Store& store, const RangeSet& set) {
-    U128 unusable = store.count_taken_in([&](const IpAddr& ip) { return contains(set, ip); });
-    for (auto& r : set)
+    U128 unusable = 0;  // ranges in a set do not overlap, so counting per range counts each once
+    for (auto& r : set) {
+        unusable += store.count_taken_between(*r.range_start, *r.range_end);
         if (r.contains(*r.gateway) && !store.taken(*r.gateway)) ++unusable;
+    }
     return size(set) > unusable;
 }
 

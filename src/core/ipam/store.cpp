@@ -7,8 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <charconv>
 #include <memory>
-#include <sstream>
 #include <unordered_map>
 
 #include "core/os/errno_error.hpp"
@@ -64,6 +65,32 @@ Result<std::string> read_small(const std::string& path, ino_t* ino = nullptr) {
 
 }  // namespace
 
+// One index line: "<ip> <inode> c <id> <ifname> ;", "<ip> <inode> l <id> ;" or
+// "<ip> <inode> f ;". A line without its terminator (a torn write) is ignored.
+std::optional<std::pair<std::string_view, Store::Entry>> Store::parse_index_line(std::string_view line) {
+    std::array<std::string_view, 7> f;  // no allocation: this runs once per reservation
+    std::size_t n = 0;
+    for (std::size_t pos = 0; pos < line.size();) {
+        auto end = line.find(' ', pos);
+        if (end == std::string_view::npos) end = line.size();
+        if (end > pos) {
+            if (n == f.size()) return std::nullopt;
+            f[n++] = line.substr(pos, end - pos);
+        }
+        pos = end + 1;
+    }
+    if (n < 4 || f[n - 1] != ";") return std::nullopt;
+    unsigned long long ino = 0;
+    auto [ptr, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), ino);
+    if (ec != std::errc() || ptr != f[1].data() + f[1].size()) return std::nullopt;
+    Entry e;
+    e.ino = ino_t(ino);
+    if (f[2] == "c" && n == 6) e.owner = Owner{Owner::Kind::current, std::string(f[3]), std::string(f[4])};
+    else if (f[2] == "l" && n == 5) e.owner = Owner{Owner::Kind::legacy, std::string(f[3]), {}};
+    else if (f[2] != "f" || n != 4) return std::nullopt;
+    return std::pair{f[0], std::move(e)};
+}
+
 Owner Owner::parse(std::string_view content) {
     auto t = trim_space(content);
     Owner o;
@@ -110,24 +137,16 @@ Status Store::scan() {
     // The index: name -> (inode, owner) as this implementation last left the directory. It is
     // trusted only if nothing created or removed a file since (same stamp); otherwise every
     // reservation is read again, as the reference does on every call.
-    std::unordered_map<std::string, Entry> index;
+    std::unordered_map<std::string_view, Entry> index;
     bool trusted = false;
-    if (auto text = read_small(index_path); text) {
-        std::istringstream in(*text);
-        std::string line;
-        if (std::getline(in, line) && line == std::string(kIndexHeader) + " " + stamp) {
+    auto text = read_small(index_path);
+    if (text) {
+        auto lines = split(*text, '\n');
+        if (!lines.empty() && lines[0] == std::string(kIndexHeader) + " " + stamp) {
             trusted = true;
-            while (std::getline(in, line)) {
-                std::istringstream f(line);
-                std::string name, kind, id, ifn, end;
-                unsigned long long ino = 0;
-                if (!(f >> name >> ino >> kind)) continue;
-                Owner o;
-                if (kind == "c" && f >> id >> ifn >> end && end == ";") o = Owner{Owner::Kind::current, id, ifn};
-                else if (kind == "l" && f >> id >> end && end == ";") o = Owner{Owner::Kind::legacy, id, {}};
-                else if (kind != "f" || !(f >> end) || end != ";") continue;  // torn line: read the file
-                index[name] = Entry{o, ino_t(ino)};
-            }
+            index.reserve(lines.size());
+            for (std::size_t i = 1; i < lines.size(); ++i)
+                if (auto parsed = parse_index_line(lines[i])) index.emplace(parsed->first, std::move(parsed->second));
         }
     }
     dirty_ = !trusted;
@@ -141,12 +160,13 @@ Status Store::scan() {
             name.starts_with(kIndexName))
             continue;
         auto ip = IpAddr::parse(name);
-        if (!ip || ip->str() != name) {
+        auto it = index.find(name);
+        bool indexed = ip && it != index.end() && it->second.ino == e->d_ino;  // indexed names are canonical
+        if (!ip || (!indexed && ip->str() != name)) {
             warn_("host-local: skipping " + join(dir_, name) + ": not an address reservation");
             continue;
         }
-        auto it = index.find(std::string(name));
-        if (trusted && it != index.end() && it->second.ino == e->d_ino) {
+        if (indexed) {
             entries_[*ip] = it->second;
             ++seen_indexed;
             continue;
@@ -174,10 +194,9 @@ Status Store::scan() {
     return {};
 }
 
-std::size_t Store::count_taken_in(const std::function<bool(const IpAddr&)>& pred) const {
+std::size_t Store::count_taken_between(const IpAddr& first, const IpAddr& last) const {
     std::size_t n = 0;
-    for (auto& [ip, e] : entries_)
-        if (pred(ip)) ++n;
+    for (auto it = entries_.lower_bound(first); it != entries_.end() && !(last < it->first); ++it) ++n;
     return n;
 }
 
@@ -282,11 +301,15 @@ void Store::flush() {
     if (!dirty_) return;
     std::string text(kIndexHeader);
     text += " " + dir_stamp(dir_) + "\n";
+    text.reserve(entries_.size() * 48);
     for (auto& [ip, e] : entries_) {
-        const char* kind = e.owner.kind == Owner::Kind::current ? "c" : e.owner.kind == Owner::Kind::legacy ? "l" : "f";
-        text += ip.str() + ' ' + std::to_string(e.ino) + ' ' + kind;
-        if (e.owner.kind != Owner::Kind::foreign) text += ' ' + e.owner.id;
-        if (e.owner.kind == Owner::Kind::current) text += ' ' + e.owner.ifname;
+        const char* kind = e.owner.kind == Owner::Kind::current ? " c" : e.owner.kind == Owner::Kind::legacy ? " l" : " f";
+        text += ip.str();
+        text += ' ';
+        text += std::to_string(e.ino);
+        text += kind;
+        if (e.owner.kind != Owner::Kind::foreign) (text += ' ') += e.owner.id;
+        if (e.owner.kind == Owner::Kind::current) (text += ' ') += e.owner.ifname;
         text += " ;\n";
     }
     // Written in place (no rename), so the directory's stamp stays what the header says.

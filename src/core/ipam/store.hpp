@@ -46,7 +46,7 @@ public:
 
     const std::string& dir() const { return dir_; }
     bool taken(const IpAddr& ip) const { return entries_.contains(ip); }
-    std::size_t count_taken_in(const std::function<bool(const IpAddr&)>& pred) const;
+    std::size_t count_taken_between(const IpAddr& first, const IpAddr& last) const;  // inclusive
 
     // Reference Store.Reserve: false if the file exists already.
     Result<bool> reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index);
@@ -77,6 +77,7 @@ private:
     };
     Store(std::string dir, os::FileLock lock, Warn warn) : dir_(std::move(dir)), lock_(std::move(lock)), warn_(std::move(warn)) {}
     Status scan();
+    static std::optional<std::pair<std::string_view, Entry>> parse_index_line(std::string_view line);
     std::optional<Owner> read_owner(const IpAddr& ip) const;
 
     std::string dir_;

@@ -53,6 +53,7 @@ Result<ExecOutput> attempt(const std::string& path, const std::vector<std::strin
     pid_t pid = ::fork();
     if (pid < 0) return sys_fail("fork", path);
     if (pid == 0) {
+        ::signal(SIGPIPE, SIG_DFL);  // an ignored disposition would survive execve
         ::dup2(in.r.get(), 0);
         ::dup2(out.w.get(), 1);
         ::dup2(err.w.get(), 2);
@@ -69,7 +70,10 @@ Result<ExecOutput> attempt(const std::string& path, const std::vector<std::strin
     ExecOutput res;
     std::size_t written = 0;
     if (input.empty()) in.w.reset();
-    ::signal(SIGPIPE, SIG_IGN);
+    // A delegate that exits without reading all of stdin must not kill us with SIGPIPE.
+    struct sigaction ignore{}, previous{};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGPIPE, &ignore, &previous);
     while (out.r || err.r) {
         pollfd fds[3];
         int n = 0;
@@ -96,6 +100,7 @@ Result<ExecOutput> attempt(const std::string& path, const std::vector<std::strin
         if (idx_err >= 0 && fds[idx_err].revents) drain(err.r, res.err);
     }
     in.w.reset();
+    ::sigaction(SIGPIPE, &previous, nullptr);
     while (::waitpid(pid, &res.status, 0) < 0)
         if (errno != EINTR) return sys_fail("wait", path);
     int e = 0;

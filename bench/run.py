@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Side-by-side benchmark of cni-all against Debian's Go plugins (/usr/lib/cni) in one run.
+
+Each scenario alternates the two implementations iteration by iteration and reports the median
+and p95 wall time per call and the ratio (reference / cni-all; > 1 means cni-all is faster).
+Every call is timed by bench/spawn-timer (built by meson): posix_spawn to wait4, the plugin
+process's own CPU time and peak RSS, none of the harness's overhead.
+Scenarios: VERSION; loopback ADD+DEL in a throwaway namespace; host-local ADD+DEL on an empty
+network; host-local ADD+DEL with 10,000 existing reservations (both implementations get an
+identical copy of the same reservation directory, written in the reference's format).
+Needs root (namespaces). Not a test: it measures, it does not assert.
+
+usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--markdown out.md]"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+p = argparse.ArgumentParser()
+p.add_argument("--cni-all", default=os.path.join(os.path.dirname(__file__), "..", "build", "cni-all"))
+p.add_argument("--spawn-timer", default=os.path.join(os.path.dirname(__file__), "..", "build", "bench", "spawn-timer"))
+p.add_argument("--reference", default="/usr/lib/cni")
+p.add_argument("--iterations", type=int, default=50)
+p.add_argument("--markdown")
+opts = p.parse_args()
+
+ours_dir = tempfile.mkdtemp(prefix="cni-bench-bin.")
+subprocess.run([opts.cni_all, "install", ours_dir], check=True, capture_output=True)
+IMPLS = {"cni-all": ours_dir, "reference": opts.reference}
+
+
+def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench"):
+    env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0",
+           "CNI_PATH": plugin_dir, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    r = subprocess.run([opts.spawn_timer, os.path.join(plugin_dir, applet)], input=json.dumps(conf), env=env,
+                       capture_output=True, text=True)
+    last = r.stderr.strip().splitlines()[-1].split() if r.stderr.strip() else []
+    if len(last) != 5 or last[0] != "spawn-timer" or last[1] != "0":
+        sys.exit(f"{plugin_dir}/{applet} {command} failed: {r.stdout}{r.stderr}")
+    return Sample(int(last[2]) / 1e9, int(last[3]) / 1e9, int(last[4]))
+
+
+class Sample:
+    """Wall time from spawn to exit, the process's CPU time, and its peak RSS; summed over the
+    calls of one iteration (peak RSS: the larger)."""
+
+    def __init__(self, wall, cpu, rss_kib):
+        self.wall, self.cpu, self.rss = wall, cpu, rss_kib
+
+    def __add__(self, other):
+        return Sample(self.wall + other.wall, self.cpu + other.cpu, max(self.rss, other.rss))
+
+
+def populate(data_dir, network, count):
+    d = os.path.join(data_dir, network)
+    os.makedirs(d)
+    for i in range(count):
+        ip = f"10.200.{(i + 2) // 256}.{(i + 2) % 256}"
+        with open(os.path.join(d, ip), "w") as f:
+            f.write(f"existing-{i}\r\neth0")
+    with open(os.path.join(d, "last_reserved_ip.0"), "w") as f:
+        f.write(f"10.200.{(count + 1) // 256}.{(count + 1) % 256}")
+
+
+def scenario(name, setup, step, teardown=lambda impl, state: None):
+    """setup(impl) -> state; step(impl, state) -> seconds for the measured calls."""
+    samples = {k: [] for k in IMPLS}
+    states = {k: setup(k) for k in IMPLS}
+    try:
+        for _ in range(opts.iterations):
+            for impl in IMPLS:
+                samples[impl].append(step(impl, states[impl]))
+    finally:
+        for impl in IMPLS:
+            teardown(impl, states[impl])
+    return name, samples
+
+
+def netns_setup(_impl):
+    name = f"cni-bench-{uuid.uuid4().hex[:8]}"
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    return name
+
+
+def netns_teardown(_impl, name):
+    subprocess.run(["ip", "netns", "del", name])
+
+
+def host_local_setup(existing):
+    def setup(_impl):
+        data = tempfile.mkdtemp(prefix="cni-bench-data.")
+        if existing:
+            populate(data, "bench-net", existing)
+        return data
+    return setup
+
+
+def host_local_step(impl, data):
+    conf = {"cniVersion": "0.4.0", "name": "bench-net", "ipam": {"type": "host-local", "subnet": "10.200.0.0/16", "dataDir": data}}
+    return call(IMPLS[impl], "host-local", "ADD", conf) + call(IMPLS[impl], "host-local", "DEL", conf)
+
+
+results = [
+    scenario("VERSION", lambda i: None,
+             lambda impl, _: call(IMPLS[impl], "host-local", "VERSION", {})),
+    scenario("loopback ADD+DEL", netns_setup,
+             lambda impl, ns: call(IMPLS[impl], "loopback", "ADD", {"cniVersion": "0.4.0", "name": "lo"}, f"/run/netns/{ns}")
+             + call(IMPLS[impl], "loopback", "DEL", {"cniVersion": "0.4.0", "name": "lo"}, f"/run/netns/{ns}"),
+             netns_teardown),
+    scenario("host-local ADD+DEL, empty network", host_local_setup(0), host_local_step,
+             lambda impl, d: shutil.rmtree(d)),
+    scenario("host-local ADD+DEL, 10,000 existing reservations", host_local_setup(10000), host_local_step,
+             lambda impl, d: shutil.rmtree(d)),
+]
+
+
+def p95(xs):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
+
+
+ref_bytes = sum(os.path.getsize(os.path.join(opts.reference, f)) for f in os.listdir(opts.reference))
+lines = [f"# cni-all vs {opts.reference} ({opts.iterations} iterations, alternating)", "",
+         "| scenario | cni-all median (p95) | reference median (p95) | wall ratio | cni-all CPU | reference CPU | CPU ratio | peak RSS cni-all / reference |",
+         "|---|---|---|---|---|---|---|---|"]
+for name, s in results:
+    wo, wr = [x.wall for x in s["cni-all"]], [x.wall for x in s["reference"]]
+    co, cr = [x.cpu for x in s["cni-all"]], [x.cpu for x in s["reference"]]
+    m_o, m_r = statistics.median(wo), statistics.median(wr)
+    c_o, c_r = statistics.mean(co), statistics.mean(cr)
+    lines.append(f"| {name} | {m_o * 1e3:.2f} ms ({p95(wo) * 1e3:.2f}) | {m_r * 1e3:.2f} ms ({p95(wr) * 1e3:.2f}) | "
+                 f"{m_r / m_o:.1f}x | {c_o * 1e3:.2f} ms | {c_r * 1e3:.2f} ms | {c_r / max(c_o, 1e-6):.1f}x | "
+                 f"{max(x.rss for x in s['cni-all']) / 1024:.1f} / {max(x.rss for x in s['reference']) / 1024:.1f} MiB |")
+lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build, not stripped); "
+          f"reference {ref_bytes / 1e6:.1f} MB in {len(os.listdir(opts.reference))} files.",
+          "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration."]
+report = "\n".join(lines)
+print(report)
+if opts.markdown:
+    with open(opts.markdown, "w") as f:
+        f.write(report + "\n")
+shutil.rmtree(ours_dir)

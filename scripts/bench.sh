@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Builds the static cni-all (what ships) into build-static/ and runs the side-by-side benchmark
+# against Debian's Go plugins in /usr/lib/cni; extra arguments go to bench/run.py
+# (e.g. --iterations 100 --markdown report.md). Needs root for the namespace scenarios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+[ -f build-static/build.ninja ] || meson setup build-static -Dstatic=true -Dtests=false >/dev/null
+ninja -C build-static >/dev/null
+if [ "$(id -u)" -ne 0 ]; then exec sudo "$0" "$@"; fi
+exec python3 bench/run.py --cni-all build-static/cni-all --spawn-timer build-static/bench/spawn-timer "$@"

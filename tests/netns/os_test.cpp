@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// Root tests of the OS and netlink layers against throwaway network namespaces: the namespace
+// guard, sysctl inside a namespace, netns validation, flock exclusion between processes, and
+// link/address calls. Nothing here touches the machine's own network: sysctls are written only
+// inside the test's namespace.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "core/nl/addr.hpp"
+#include "core/nl/link.hpp"
+#include "core/os/file_lock.hpp"
+#include "core/os/netns.hpp"
+#include "core/os/sysctl.hpp"
+
+using namespace cni;
+
+namespace {
+
+// A named namespace under /run/netns, removed when the test ends.
+struct TestNs {
+    std::string name, path;
+    TestNs() {
+        std::random_device rd;
+        name = "cnit-os-" + std::to_string(rd() % 1000000);
+        path = "/run/netns/" + name;
+        REQUIRE(std::system(("ip netns add " + name).c_str()) == 0);
+    }
+    ~TestNs() { (void)std::system(("ip netns del " + name + " 2>/dev/null").c_str()); }
+};
+
+ino_t current_netns_inode() {
+    struct stat st{};
+    ::stat("/proc/thread-self/ns/net", &st);
+    return st.st_ino;
+}
+
+}  // namespace
+
+TEST_CASE("the namespace guard enters a namespace and restores the original") {
+    TestNs t;
+    ino_t outer = current_netns_inode();
+    auto ns = os::Netns::open(t.path);
+    REQUIRE(ns);
+    std::string outer_forward = *os::sysctl_get("net.ipv4.ip_forward");
+    {
+        auto guard = os::NetnsGuard::enter(*ns);
+        REQUIRE(guard);
+        struct stat st{};
+        ::stat(t.path.c_str(), &st);
+        CHECK(current_netns_inode() == st.st_ino);
+        REQUIRE(os::sysctl_set("net.ipv4.ip_forward", "1"));
+        CHECK(*os::sysctl_get("net/ipv4/ip_forward") == "1");
+    }
+    CHECK(current_netns_inode() == outer);
+    CHECK(*os::sysctl_get("net.ipv4.ip_forward") == outer_forward);  // only the test namespace changed
+    auto again = os::NetnsGuard::enter(*ns);
+    REQUIRE(again);
+    CHECK(*os::sysctl_get("net.ipv4.ip_forward") == "1");
+}
+
+TEST_CASE("netns validation: missing paths, files and other namespace types") {
+    auto missing = os::Netns::open_if_exists("/run/netns/cnit-does-not-exist");
+    REQUIRE(missing);
+    CHECK_FALSE(*missing);
+    auto err = os::Netns::open("/run/netns/cnit-does-not-exist");
+    REQUIRE_FALSE(err);
+    CHECK(err.error().code == code::invalid_netns);
+    CHECK(err.error().msg.find("/run/netns/cnit-does-not-exist") != std::string::npos);
+    auto file = os::Netns::open("/etc/hostname");
+    REQUIRE_FALSE(file);
+    CHECK(file.error().code == code::invalid_netns);
+    CHECK(file.error().msg.starts_with("\"/etc/hostname\" is not a network namespace (unknown FS magic "));
+    auto mnt = os::Netns::open("/proc/self/ns/mnt");
+    REQUIRE_FALSE(mnt);
+    CHECK(mnt.error().msg.find("not a network namespace") != std::string::npos);
+    CHECK(os::is_own_netns("/proc/self/ns/net"));
+    TestNs t;
+    CHECK_FALSE(os::is_own_netns(t.path));
+    CHECK_FALSE(os::is_own_netns("/nonexistent"));
+}
+
+TEST_CASE("netlink: a socket opened in a namespace works on that namespace") {
+    TestNs t;
+    auto ns = os::Netns::open(t.path);
+    REQUIRE(ns);
+    auto sock = nl::Socket::open_in(*ns);
+    REQUIRE(sock);
+    auto lo = nl::find_link(*sock, "lo");
+    REQUIRE(lo);
+    REQUIRE(*lo);
+    CHECK_FALSE((*lo)->up());
+    CHECK((*lo)->mac == "00:00:00:00:00:00");
+    REQUIRE(nl::set_link_up(*sock, **lo, true));
+    auto now = nl::find_link(*sock, "lo");
+    CHECK((*now)->up());
+    auto addrs = nl::list_addrs(*sock, (*lo)->index, AF_INET);
+    REQUIRE(addrs);
+    REQUIRE_FALSE(addrs->empty());
+    CHECK((*addrs)[0].local.str() == "127.0.0.1/8");
+    auto none = nl::find_link(*sock, "cnit-nope0");
+    REQUIRE(none);
+    CHECK_FALSE(*none);
+    // The namespace's lo changed; ours did not move (the socket was bound there).
+    CHECK(std::system(("ip -n " + t.name + " link show lo | grep -q UP").c_str()) == 0);
+}
+
+TEST_CASE("the file lock excludes another process until it lets go") {
+    char tmpl[] = "/tmp/cni-all-lock.XXXXXX";
+    std::string dir = ::mkdtemp(tmpl);
+    std::string path = dir + "/lock";
+    int sync[2];
+    REQUIRE(::pipe(sync) == 0);
+    pid_t child = ::fork();
+    if (child == 0) {
+        auto held = os::FileLock::acquire(path);
+        char c = held ? 'y' : 'n';
+        (void)::write(sync[1], &c, 1);
+        ::usleep(300000);
+        ::_exit(0);
+    }
+    char c = 0;
+    REQUIRE(::read(sync[0], &c, 1) == 1);
+    REQUIRE(c == 'y');
+    auto t0 = std::chrono::steady_clock::now();
+    auto mine = os::FileLock::acquire(path);
+    auto waited = std::chrono::steady_clock::now() - t0;
+    REQUIRE(mine);
+    CHECK(waited > std::chrono::milliseconds(150));
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ::close(sync[0]);
+    ::close(sync[1]);
+    std::filesystem::remove_all(dir);
+}
