@@ -28,11 +28,7 @@ Result<LoopbackConf> parse_loopback_conf(const Request& req) {
     return c;
 }
 
-Result<nl::LinkInfo> find_lo(const nl::Socket& s) {
-    CNI_TRY_ASSIGN(auto lo, nl::find_link(s, kLo));
-    if (!lo) return fail("Link not found");
-    return *lo;
-}
+Result<nl::LinkInfo> find_lo(const nl::Socket& s) { return nl::require_link(s, kLo); }
 
 Result<CniResult> loopback_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto conf, parse_loopback_conf(ctx.req));

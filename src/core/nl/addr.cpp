@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// Address dumps over libnl-route (see addr.hpp).
+// Address dumps and changes over libnl-route (see addr.hpp).
 #include "core/nl/addr.hpp"
 
+#include <netlink/errno.h>
+
 #include <cstring>
+
+#include "core/nl/nl_addr.hpp"
 
 namespace cni::nl {
 
 Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int family) {
     nl_cache* raw = nullptr;
-    if (int err = rtnl_addr_alloc_cache(s.get(), &raw); err < 0) return std::unexpected(nl_error("listing addresses", err));
+    CNI_TRY(s.check(rtnl_addr_alloc_cache(s.get(), &raw), "listing addresses"));
     CachePtr cache(raw);
     std::vector<AddrInfo> out;
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
@@ -16,24 +20,41 @@ Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int famil
         if (rtnl_addr_get_ifindex(a) != ifindex) continue;
         int fam = rtnl_addr_get_family(a);
         if (family != AF_UNSPEC && fam != family) continue;
-        nl_addr* local = rtnl_addr_get_local(a);
+        auto local = from_nl_addr(rtnl_addr_get_local(a));
         if (!local) continue;
-        std::array<std::uint8_t, 16> b{};
-        int bits;
-        if (fam == AF_INET) {
-            b[10] = b[11] = 0xff;
-            std::memcpy(&b[12], nl_addr_get_binary_addr(local), 4);
-            bits = 32;
-        } else if (fam == AF_INET6) {
-            std::memcpy(b.data(), nl_addr_get_binary_addr(local), 16);
-            bits = 128;
-        } else {
-            continue;
-        }
-        out.push_back(AddrInfo{IpNet{IpAddr::from_bytes(b), int(nl_addr_get_prefixlen(local)), bits},
-                               rtnl_addr_get_scope(a), rtnl_addr_get_flags(a)});
+        out.push_back(AddrInfo{*local, rtnl_addr_get_scope(a), rtnl_addr_get_flags(a)});
     }
     return out;
+}
+
+namespace {
+Result<AddrPtr> build(int ifindex, const IpNet& addr) {
+    AddrPtr a(rtnl_addr_alloc());
+    if (!a) return fail("netlink: out of memory");
+    rtnl_addr_set_ifindex(a.get(), ifindex);
+    CNI_TRY_ASSIGN(auto local, to_nl_addr(addr));
+    rtnl_addr_set_local(a.get(), local.get());
+    if (addr.ip.is_v4() && addr.prefix < 31) {
+        CNI_TRY_ASSIGN(auto brd, to_nl_addr(IpNet{addr.last(), 32, 32}));
+        rtnl_addr_set_broadcast(a.get(), brd.get());
+    }
+    return a;
+}
+}  // namespace
+
+Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags) {
+    CNI_TRY_ASSIGN(auto a, build(ifindex, addr));
+    if (flags) rtnl_addr_set_flags(a.get(), flags);
+    return s.check(rtnl_addr_add(s.get(), a.get(), NLM_F_CREATE | NLM_F_EXCL),
+                   "adding address " + addr.str() + " to " + ifname);
+}
+
+Result<bool> del_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr) {
+    CNI_TRY_ASSIGN(auto a, build(ifindex, addr));
+    int err = rtnl_addr_delete(s.get(), a.get(), 0);
+    if (err == -NLE_NOADDR || err == -NLE_OBJ_NOTFOUND || err == -NLE_NODEV) return false;
+    CNI_TRY(s.check(err, "deleting address " + addr.str() + " from " + ifname));
+    return true;
 }
 
 }  // namespace cni::nl

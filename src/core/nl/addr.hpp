@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Interface addresses (rtnetlink RTM_*ADDR) as plain values, in the kernel's dump order.
+// Interface addresses (rtnetlink RTM_*ADDR) as plain values, in the kernel's dump order. New
+// IPv4 addresses get a broadcast address (prefix < 31) like Go netlink's AddrAdd, so kernel
+// state matches the reference's.
 #pragma once
 
 #include <sys/socket.h>
@@ -12,12 +14,14 @@
 namespace cni::nl {
 
 struct AddrInfo {
-    IpNet local;   // address with its prefix length
+    IpNet local;         // address with its prefix length
     int scope = 0;
     unsigned flags = 0;  // IFA_F_*
 };
 
 // Addresses on link `ifindex` of `family` (AF_INET, AF_INET6, or AF_UNSPEC for both).
 Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int family = AF_UNSPEC);
+Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags = 0);
+Result<bool> del_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr);
 
 }  // namespace cni::nl

@@ -1,53 +1,196 @@
 // SPDX-License-Identifier: Apache-2.0
-// Link lookup and state changes over libnl-route (see link.hpp).
+// Link lookup, creation and changes over libnl-route (see link.hpp).
 #include "core/nl/link.hpp"
 
 #include <net/if.h>
 #include <netlink/errno.h>
+#include <netlink/route/link/veth.h>
 
 #include <cstdio>
+#include <fstream>
+#include <random>
 
 namespace cni::nl {
 
 bool LinkInfo::up() const { return (flags & IFF_UP) != 0; }
 
 namespace {
+
+std::string mac_text(nl_addr* a) {
+    std::string out;
+    if (!a) return out;
+    auto* b = static_cast<const unsigned char*>(nl_addr_get_binary_addr(a));
+    for (unsigned i = 0; i < nl_addr_get_len(a); ++i) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, i ? ":%02x" : "%02x", b[i]);
+        out += buf;
+    }
+    return out;
+}
+
 LinkInfo to_info(rtnl_link* l) {
     LinkInfo info;
     info.index = rtnl_link_get_ifindex(l);
     if (const char* n = rtnl_link_get_name(l)) info.name = n;
+    if (const char* t = rtnl_link_get_type(l)) info.kind = t;
     info.flags = rtnl_link_get_flags(l);
     info.mtu = int(rtnl_link_get_mtu(l));
-    if (nl_addr* a = rtnl_link_get_addr(l)) {
-        auto* b = static_cast<const unsigned char*>(nl_addr_get_binary_addr(a));
-        for (unsigned i = 0; i < nl_addr_get_len(a); ++i) {
-            char buf[4];
-            std::snprintf(buf, sizeof buf, i ? ":%02x" : "%02x", b[i]);
-            info.mac += buf;
-        }
-    }
+    info.mac = mac_text(rtnl_link_get_addr(l));
+    info.master = rtnl_link_get_master(l);
+    info.peer_index = rtnl_link_get_link(l);
+    info.oper_state = rtnl_link_get_operstate(l);
     return info;
 }
-}  // namespace
 
-Result<std::optional<LinkInfo>> find_link(const Socket& s, const std::string& name) {
+Result<std::optional<LinkInfo>> lookup(const Socket& s, int index, const char* name, const std::string& what) {
     rtnl_link* raw = nullptr;
-    int err = rtnl_link_get_kernel(s.get(), 0, name.c_str(), &raw);
+    int err = rtnl_link_get_kernel(s.get(), index, name, &raw);
     LinkPtr link(raw);
-    if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) return std::optional<LinkInfo>{};
-    if (err < 0) return std::unexpected(nl_error("looking up link " + name, err));
+    if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) {
+        (void)s.check(0, "");  // forget the kernel's complaint
+        return std::optional<LinkInfo>{};
+    }
+    if (err < 0) return std::unexpected(s.error(err, "looking up link " + what));
     return std::optional<LinkInfo>(to_info(link.get()));
 }
 
-Status set_link_up(const Socket& s, const LinkInfo& link, bool up) {
-    LinkPtr orig(rtnl_link_alloc()), change(rtnl_link_alloc());
-    if (!orig || !change) return fail("netlink: out of memory");
-    rtnl_link_set_ifindex(orig.get(), link.index);
-    if (up) rtnl_link_set_flags(change.get(), IFF_UP);
-    else rtnl_link_unset_flags(change.get(), IFF_UP);
-    if (int err = rtnl_link_change(s.get(), orig.get(), change.get(), 0); err < 0)
-        return std::unexpected(nl_error(std::string(up ? "setting up " : "setting down ") + link.name, err));
+Status apply(rtnl_link* l, const NewLink& a) {
+    if (!a.name.empty()) rtnl_link_set_name(l, a.name.c_str());
+    if (a.mtu > 0) rtnl_link_set_mtu(l, unsigned(a.mtu));
+    if (!a.mac.empty()) {
+        nl_addr* mac = nullptr;
+        if (nl_addr_parse(a.mac.c_str(), AF_LLC, &mac) < 0) return fail("invalid MAC address " + a.mac);
+        NlAddrPtr owned(mac);
+        rtnl_link_set_addr(l, mac);
+    }
+    if (a.master > 0) rtnl_link_set_master(l, a.master);
+    if (a.netns_fd >= 0) rtnl_link_set_ns_fd(l, a.netns_fd);
     return {};
+}
+
+Status create(const Socket& s, rtnl_link* l, std::string_view kind, const std::string& name) {
+    return s.check(rtnl_link_add(s.get(), l, NLM_F_CREATE | NLM_F_EXCL), "creating " + std::string(kind) + " " + name);
+}
+
+// RTM_NEWLINK on an existing link with only the attributes `fill` sets.
+template <class Fill>
+Status change(const Socket& s, const LinkInfo& link, std::string_view what, Fill&& fill) {
+    LinkPtr orig(rtnl_link_alloc()), delta(rtnl_link_alloc());
+    if (!orig || !delta) return fail("netlink: out of memory");
+    rtnl_link_set_ifindex(orig.get(), link.index);
+    rtnl_link_set_name(orig.get(), link.name.c_str());
+    CNI_TRY(fill(delta.get()));
+    return s.check(rtnl_link_change(s.get(), orig.get(), delta.get(), 0), std::string(what) + " " + link.name);
+}
+
+}  // namespace
+
+Result<std::optional<LinkInfo>> find_link(const Socket& s, const std::string& name) { return lookup(s, 0, name.c_str(), name); }
+Result<std::optional<LinkInfo>> find_link(const Socket& s, int index) { return lookup(s, index, nullptr, "#" + std::to_string(index)); }
+
+Result<LinkInfo> require_link(const Socket& s, const std::string& name) {
+    CNI_TRY_ASSIGN(auto l, find_link(s, name));
+    if (!l) return fail("failed to find link " + name + ": Link not found");
+    return *l;
+}
+
+Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer) {
+    LinkPtr veth(rtnl_link_veth_alloc());
+    if (!veth) return fail("netlink: out of memory");
+    LinkPtr p(rtnl_link_veth_get_peer(veth.get()));
+    CNI_TRY(apply(veth.get(), self));
+    CNI_TRY(apply(p.get(), peer));
+    return create(s, veth.get(), "veth", self.name);
+}
+
+Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering) {
+    LinkPtr br(rtnl_link_alloc());
+    if (!br) return fail("netlink: out of memory");
+    CNI_TRY(s.check(rtnl_link_set_type(br.get(), "bridge"), "creating bridge " + attrs.name));
+    CNI_TRY(apply(br.get(), attrs));
+    CNI_TRY(create(s, br.get(), "bridge", attrs.name));
+    if (!vlan_filtering) return {};
+    // libnl 3.7 cannot set IFLA_BR_VLAN_FILTERING; the bridge's sysfs knob is the same switch.
+    std::ofstream f("/sys/class/net/" + attrs.name + "/bridge/vlan_filtering");
+    if (!(f << "1" << std::flush)) return fail("enabling vlan_filtering on bridge " + attrs.name);
+    return {};
+}
+
+Status add_dummy(const Socket& s, const NewLink& attrs) {
+    LinkPtr d(rtnl_link_alloc());
+    if (!d) return fail("netlink: out of memory");
+    CNI_TRY(s.check(rtnl_link_set_type(d.get(), "dummy"), "creating dummy " + attrs.name));
+    CNI_TRY(apply(d.get(), attrs));
+    return create(s, d.get(), "dummy", attrs.name);
+}
+
+Status set_link_up(const Socket& s, const LinkInfo& link, bool up) {
+    return change(s, link, up ? "setting up" : "setting down", [&](rtnl_link* d) -> Status {
+        if (up) rtnl_link_set_flags(d, IFF_UP);
+        else rtnl_link_unset_flags(d, IFF_UP);
+        return {};
+    });
+}
+
+Status set_mtu(const Socket& s, const LinkInfo& link, int mtu) {
+    return change(s, link, "setting the MTU " + std::to_string(mtu) + " of", [&](rtnl_link* d) -> Status {
+        rtnl_link_set_mtu(d, unsigned(mtu));
+        return {};
+    });
+}
+
+Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac) {
+    NewLink attrs;
+    attrs.mac = mac;
+    return change(s, link, "setting MAC " + mac + " on", [&](rtnl_link* d) { return apply(d, attrs); });
+}
+
+Status set_master(const Socket& s, const LinkInfo& link, int master_index) {
+    return change(s, link, "setting the master of", [&](rtnl_link* d) -> Status {
+        rtnl_link_set_master(d, master_index);
+        return {};
+    });
+}
+
+Status set_promisc(const Socket& s, const LinkInfo& link, bool on) {
+    return change(s, link, on ? "setting promisc on" : "clearing promisc on", [&](rtnl_link* d) -> Status {
+        if (on) rtnl_link_set_flags(d, IFF_PROMISC);
+        else rtnl_link_unset_flags(d, IFF_PROMISC);
+        return {};
+    });
+}
+
+Status rename_link(const Socket& s, const LinkInfo& link, const std::string& name) {
+    return change(s, link, "renaming to " + name + ":", [&](rtnl_link* d) -> Status {
+        rtnl_link_set_name(d, name.c_str());
+        return {};
+    });
+}
+
+Status move_link(const Socket& s, const LinkInfo& link, int netns_fd) {
+    return change(s, link, "moving to another namespace:", [&](rtnl_link* d) -> Status {
+        rtnl_link_set_ns_fd(d, netns_fd);
+        return {};
+    });
+}
+
+Result<bool> delete_link(const Socket& s, const std::string& name) {
+    CNI_TRY_ASSIGN(auto link, find_link(s, name));
+    if (!link) return false;
+    LinkPtr l(rtnl_link_alloc());
+    if (!l) return fail("netlink: out of memory");
+    rtnl_link_set_ifindex(l.get(), link->index);
+    int err = rtnl_link_delete(s.get(), l.get());
+    if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) return false;  // gone meanwhile
+    CNI_TRY(s.check(err, "deleting link " + name));
+    return true;
+}
+
+std::string random_veth_name() {
+    std::random_device rd;
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "veth%08x", rd());
+    return buf;
 }
 
 }  // namespace cni::nl

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// Links (rtnetlink RTM_*LINK) as plain values. "Not found" is part of the signature
-// (design principle 5): find_link returns nullopt for a missing link, so DEL paths need no
-// errno matching.
+// Links (rtnetlink RTM_*LINK) as plain values, and the operations the applets compose: find,
+// create per kind, change (up, mtu, mac, master, name, namespace, promisc), delete. "Not found"
+// is part of the signature (design principle 5): find_link returns nullopt and delete_link
+// returns false for a missing link, so DEL paths need no errno matching.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/nl/socket.hpp"
 
@@ -14,13 +16,46 @@ namespace cni::nl {
 struct LinkInfo {
     int index = 0;
     std::string name;
-    unsigned flags = 0;  // IFF_*
+    std::string kind;     // "veth", "bridge", ... ("" for kinds without IFLA_INFO_KIND, e.g. lo)
+    unsigned flags = 0;   // IFF_*
     int mtu = 0;
-    std::string mac;     // lowercase, colon separated
+    std::string mac;      // lowercase, colon separated
+    int master = 0;       // ifindex of the master, 0 if none
+    int peer_index = 0;   // IFLA_LINK: a veth's peer (in its own namespace)
+    int oper_state = 0;   // IF_OPER_*
     bool up() const;
 };
 
+// Attributes common to every new link.
+struct NewLink {
+    std::string name;
+    int mtu = 0;
+    std::string mac;
+    int master = 0;
+    int netns_fd = -1;  // create it directly in this namespace
+};
+
 Result<std::optional<LinkInfo>> find_link(const Socket& s, const std::string& name);
+Result<std::optional<LinkInfo>> find_link(const Socket& s, int index);
+Result<LinkInfo> require_link(const Socket& s, const std::string& name);  // "Link not found" otherwise
+
+// Creation; the error names the kind and the name: "creating veth eth0: File exists (...)".
+Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer);
+Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering);
+Status add_dummy(const Socket& s, const NewLink& attrs);
+
 Status set_link_up(const Socket& s, const LinkInfo& link, bool up);
+Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);
+Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac);
+Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 0 releases it
+Status set_promisc(const Socket& s, const LinkInfo& link, bool on);
+Status rename_link(const Socket& s, const LinkInfo& link, const std::string& name);
+Status move_link(const Socket& s, const LinkInfo& link, int netns_fd);
+
+// Deletes by name; false when there was no such link.
+Result<bool> delete_link(const Socket& s, const std::string& name);
+
+// "vethXXXXXXXX" with 4 random bytes, as the reference names host-side veths.
+std::string random_veth_name();
 
 }  // namespace cni::nl

@@ -1,25 +1,75 @@
 // SPDX-License-Identifier: Apache-2.0
-// Route netlink sockets (see socket.hpp).
+// Route netlink sockets with extended-ack error reporting (see socket.hpp).
 #include "core/nl/socket.hpp"
 
+#include <linux/netlink.h>
 #include <netlink/errno.h>
+#include <netlink/msg.h>
+#include <sys/socket.h>
+
+#include "core/os/errno_error.hpp"
 
 namespace cni::nl {
+namespace {
 
-Error nl_error(std::string_view what, int nl_err) {
-    return Error{code::internal, std::string(what) + ": " + nl_geterror(nl_err), {}};
+// libnl 3.7 has no extended-ack API: read NLMSGERR_ATTR_MSG from the error message ourselves.
+int on_error(sockaddr_nl*, nlmsgerr* e, void* arg) {
+    auto* last = static_cast<Socket::LastError*>(arg);
+    last->errnum = -e->error;
+    last->message.clear();
+    auto* hdr = reinterpret_cast<nlmsghdr*>(reinterpret_cast<char*>(e) - NLMSG_HDRLEN);
+    if (hdr->nlmsg_flags & NLM_F_ACK_TLVS) {
+        std::size_t offset = sizeof(nlmsgerr);
+        if (!(hdr->nlmsg_flags & NLM_F_CAPPED)) offset += e->msg.nlmsg_len - NLMSG_HDRLEN;
+        std::size_t total = hdr->nlmsg_len - NLMSG_HDRLEN;
+        if (offset < total) {
+            auto* attrs = reinterpret_cast<nlattr*>(reinterpret_cast<char*>(e) + offset);
+            int remaining = int(total - offset);
+            nlattr* a;
+            int rem;
+            nla_for_each_attr(a, attrs, remaining, rem) {
+                if (nla_type(a) == NLMSGERR_ATTR_MSG) last->message = nla_get_string(a);
+            }
+        }
+    }
+    return NL_STOP;  // libnl still returns the converted error code
 }
+
+}  // namespace
 
 Result<Socket> Socket::open() {
     SockPtr s(nl_socket_alloc());
-    if (!s) return fail("netlink: cannot allocate socket");
-    if (int err = nl_connect(s.get(), NETLINK_ROUTE); err < 0) return std::unexpected(nl_error("netlink: connect", err));
-    return Socket(std::move(s));
+    if (!s) return fail("netlink: cannot allocate a socket");
+    if (int err = nl_connect(s.get(), NETLINK_ROUTE); err < 0) return fail(std::string("netlink: connect: ") + nl_geterror(err));
+    int one = 1;
+    (void)::setsockopt(nl_socket_get_fd(s.get()), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
+    auto last = std::make_unique<LastError>();
+    nl_socket_modify_err_cb(s.get(), NL_CB_CUSTOM, on_error, last.get());
+    return Socket(std::move(s), std::move(last));
 }
 
 Result<Socket> Socket::open_in(const os::Netns& ns) {
     CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
     return open();
+}
+
+Error Socket::error(int rc, std::string_view what) const {
+    std::string text;
+    if (last_->errnum > 0) text = os::errno_text(last_->errnum);
+    else text = nl_geterror(rc);
+    if (!last_->message.empty()) text += " (kernel: " + last_->message + ")";
+    last_->errnum = 0;
+    last_->message.clear();
+    return Error{code::internal, std::string(what) + ": " + text, {}};
+}
+
+Status Socket::check(int rc, std::string_view what) const {
+    if (rc >= 0) {
+        last_->errnum = 0;
+        last_->message.clear();
+        return {};
+    }
+    return std::unexpected(error(rc, what));
 }
 
 }  // namespace cni::nl

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // A route netlink socket bound to one network namespace. A socket opened inside a namespace
 // keeps talking to it after the thread leaves (design principle 8), so applets open one per
-// namespace up front and switch namespaces only for /proc/sys and firewall work.
+// namespace up front and switch namespaces only for /proc/sys and firewall work. The socket
+// asks the kernel for extended acks, and errors carry the kernel's own explanation:
+// "creating dummy d0: operation not supported (kernel: Unknown device type)" (errno text
+// spelled as Go prints it).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "core/nl/ptr.hpp"
@@ -18,12 +22,20 @@ public:
     static Result<Socket> open_in(const os::Netns& ns);
     nl_sock* get() const { return sock_.get(); }
 
-private:
-    explicit Socket(SockPtr s) : sock_(std::move(s)) {}
-    SockPtr sock_;
-};
+    // Turn a libnl return code into a Status: "<what>: <errno text> (kernel: <ext ack>)".
+    Status check(int rc, std::string_view what) const;
+    Error error(int rc, std::string_view what) const;
 
-// "<what>: <libnl reason>" as a code 999 error.
-Error nl_error(std::string_view what, int nl_err);
+    // What the kernel said about the last failed request (errno and extended-ack message).
+    struct LastError {
+        int errnum = 0;
+        std::string message;
+    };
+
+private:
+    Socket(SockPtr s, std::unique_ptr<LastError> last) : sock_(std::move(s)), last_(std::move(last)) {}
+    SockPtr sock_;
+    std::unique_ptr<LastError> last_;  // stable address for libnl's error callback
+};
 
 }  // namespace cni::nl

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// IpNet <-> nl_addr (see nl_addr.hpp).
+#include "core/nl/nl_addr.hpp"
+
+#include <sys/socket.h>
+
+#include <cstring>
+
+namespace cni::nl {
+
+Result<NlAddrPtr> to_nl_addr(const IpNet& net) {
+    bool v4 = net.ip.is_v4();
+    const auto& b = net.ip.bytes();
+    NlAddrPtr a(nl_addr_build(v4 ? AF_INET : AF_INET6, v4 ? &b[12] : b.data(), v4 ? 4 : 16));
+    if (!a) return fail("netlink: out of memory");
+    nl_addr_set_prefixlen(a.get(), unsigned(net.prefix));
+    return a;
+}
+
+Result<NlAddrPtr> to_nl_addr(const IpAddr& ip) { return to_nl_addr(IpNet{ip, ip.bits(), ip.bits()}); }
+
+std::optional<IpNet> from_nl_addr(nl_addr* a) {
+    if (!a) return std::nullopt;
+    std::array<std::uint8_t, 16> b{};
+    int fam = nl_addr_get_family(a);
+    unsigned len = nl_addr_get_len(a);
+    int bits;
+    if (fam == AF_INET && len == 4) {
+        b[10] = b[11] = 0xff;
+        std::memcpy(&b[12], nl_addr_get_binary_addr(a), 4);
+        bits = 32;
+    } else if (fam == AF_INET6 && len == 16) {
+        std::memcpy(b.data(), nl_addr_get_binary_addr(a), 16);
+        bits = 128;
+    } else if ((fam == AF_INET || fam == AF_INET6) && len == 0) {  // a default route's empty dst
+        if (fam == AF_INET) b[10] = b[11] = 0xff;
+        bits = fam == AF_INET ? 32 : 128;
+    } else {
+        return std::nullopt;
+    }
+    return IpNet{IpAddr::from_bytes(b), int(nl_addr_get_prefixlen(a)), bits};
+}
+
+}  // namespace cni::nl

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// Conversions between our IpNet/IpAddr and libnl's struct nl_addr.
+#pragma once
+
+#include <optional>
+
+#include "core/cni/ip.hpp"
+#include "core/nl/ptr.hpp"
+#include "core/result.hpp"
+
+namespace cni::nl {
+
+Result<NlAddrPtr> to_nl_addr(const IpNet& net);
+Result<NlAddrPtr> to_nl_addr(const IpAddr& ip);  // a host address (/32 or /128)
+std::optional<IpNet> from_nl_addr(nl_addr* a);    // nullopt for non-IP or empty addresses
+
+}  // namespace cni::nl

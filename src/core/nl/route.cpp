@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// Route changes and dumps over libnl-route (see route.hpp).
+#include "core/nl/route.hpp"
+
+#include <netlink/errno.h>
+#include <netlink/route/route.h>
+
+#include "core/nl/nl_addr.hpp"
+
+namespace cni::nl {
+namespace {
+
+using RoutePtr = std::unique_ptr<rtnl_route, Deleter<rtnl_route_put>>;
+
+Result<RoutePtr> build(const RouteSpec& r) {
+    RoutePtr route(rtnl_route_alloc());
+    if (!route) return fail("netlink: out of memory");
+    rtnl_route_set_family(route.get(), r.dst.ip.is_v4() ? AF_INET : AF_INET6);
+    CNI_TRY_ASSIGN(auto dst, to_nl_addr(r.dst.masked()));
+    rtnl_route_set_dst(route.get(), dst.get());
+    rtnl_route_set_table(route.get(), unsigned(r.table));
+    rtnl_route_set_scope(route.get(), std::uint8_t(r.scope));
+    rtnl_route_set_protocol(route.get(), RTPROT_BOOT);
+    rtnl_route_set_type(route.get(), std::uint8_t(r.type));
+    if (r.metric) rtnl_route_set_priority(route.get(), unsigned(r.metric));
+    if (r.src) {
+        CNI_TRY_ASSIGN(auto src, to_nl_addr(*r.src));
+        rtnl_route_set_pref_src(route.get(), src.get());
+    }
+    if (r.mtu) rtnl_route_set_metric(route.get(), RTAX_MTU, unsigned(r.mtu));
+    if (r.advmss) rtnl_route_set_metric(route.get(), RTAX_ADVMSS, unsigned(r.advmss));
+    if (r.oif || r.gw) {
+        rtnl_nexthop* nh = rtnl_route_nh_alloc();
+        if (!nh) return fail("netlink: out of memory");
+        if (r.oif) rtnl_route_nh_set_ifindex(nh, r.oif);
+        if (r.gw) {
+            auto gw = to_nl_addr(*r.gw);
+            if (!gw) {
+                rtnl_route_nh_free(nh);
+                return std::unexpected(gw.error());
+            }
+            rtnl_route_nh_set_gateway(nh, gw->get());
+        }
+        rtnl_route_add_nexthop(route.get(), nh);  // the route owns it now
+    }
+    return route;
+}
+
+}  // namespace
+
+std::string describe(const RouteSpec& r) {
+    std::string s = r.dst.masked().str();
+    if (r.gw) s += " via " + r.gw->str();
+    if (r.oif) s += " dev #" + std::to_string(r.oif);
+    if (r.src) s += " src " + r.src->str();
+    if (r.table != RT_TABLE_MAIN) s += " table " + std::to_string(r.table);
+    return s;
+}
+
+Status add_route(const Socket& s, const RouteSpec& r) {
+    CNI_TRY_ASSIGN(auto route, build(r));
+    return s.check(rtnl_route_add(s.get(), route.get(), NLM_F_CREATE | NLM_F_EXCL), "adding route " + describe(r));
+}
+
+Result<bool> del_route(const Socket& s, const RouteSpec& r) {
+    CNI_TRY_ASSIGN(auto route, build(r));
+    int err = rtnl_route_delete(s.get(), route.get(), 0);
+    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_NOADDR || err == -NLE_FAILURE) {
+        (void)s.check(0, "");
+        return false;
+    }
+    CNI_TRY(s.check(err, "deleting route " + describe(r)));
+    return true;
+}
+
+Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table) {
+    nl_cache* raw = nullptr;
+    CNI_TRY(s.check(rtnl_route_alloc_cache(s.get(), family, 0, &raw), "listing routes"));
+    CachePtr cache(raw);
+    std::vector<RouteSpec> out;
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
+        auto* rt = reinterpret_cast<rtnl_route*>(o);
+        if (rtnl_route_get_type(rt) != RTN_UNICAST) continue;
+        if (table && int(rtnl_route_get_table(rt)) != *table) continue;
+        auto dst = from_nl_addr(rtnl_route_get_dst(rt));
+        if (!dst) continue;
+        RouteSpec r;
+        r.dst = *dst;
+        r.table = int(rtnl_route_get_table(rt));
+        r.scope = rtnl_route_get_scope(rt);
+        r.metric = int(rtnl_route_get_priority(rt));
+        if (auto src = from_nl_addr(rtnl_route_get_pref_src(rt))) r.src = src->ip;
+        if (rtnl_route_get_nnexthops(rt) > 0) {
+            rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, 0);
+            r.oif = rtnl_route_nh_get_ifindex(nh);
+            if (auto gw = from_nl_addr(rtnl_route_nh_get_gateway(nh))) r.gw = gw->ip;
+        }
+        out.push_back(r);
+    }
+    return out;
+}
+
+}  // namespace cni::nl

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Routes (rtnetlink RTM_*ROUTE) as plain values: destination, gateway, output link, preferred
+// source, scope, table, metric and the MTU/advmss metrics. New routes use protocol "boot" and
+// NLM_F_EXCL, as Go netlink's RouteAdd (and `ip route add`) do.
+#pragma once
+
+#include <linux/rtnetlink.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/nl/socket.hpp"
+
+namespace cni::nl {
+
+struct RouteSpec {
+    IpNet dst;                      // the network (host bits cleared)
+    std::optional<IpAddr> gw;
+    int oif = 0;                    // output link index, 0 if none
+    std::optional<IpAddr> src;      // preferred source
+    int scope = RT_SCOPE_UNIVERSE;
+    int table = RT_TABLE_MAIN;
+    int metric = 0;
+    int mtu = 0;
+    int advmss = 0;
+    int type = RTN_UNICAST;
+    bool operator==(const RouteSpec&) const = default;
+};
+
+Status add_route(const Socket& s, const RouteSpec& r);
+Result<bool> del_route(const Socket& s, const RouteSpec& r);  // false when it was not there
+// Routes of `family` (AF_INET/AF_INET6) in `table` (all tables when nullopt), unicast only.
+Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table = RT_TABLE_MAIN);
+
+std::string describe(const RouteSpec& r);  // "10.0.0.0/24 via 10.0.0.1 dev #3" for messages
+
+}  // namespace cni::nl

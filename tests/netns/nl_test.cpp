@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// Root tests of the typed netlink layer and the interface helpers built on it, between two
+// throwaway namespaces standing for a host and a container: veth setup, bridge ports,
+// addresses, routes, kernel extended-ack text in errors, idempotent deletes, ConfigureIface.
+#include <catch2/catch.hpp>
+
+#include <linux/if.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "core/iface/configure.hpp"
+#include "core/iface/veth.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/sysctl.hpp"
+
+using namespace cni;
+
+namespace {
+
+struct TestNs {
+    std::string name, path;
+    TestNs() {
+        std::random_device rd;
+        name = "cnit-nl-" + std::to_string(rd() % 1000000);
+        path = "/run/netns/" + name;
+        REQUIRE(std::system(("ip netns add " + name).c_str()) == 0);
+    }
+    ~TestNs() { (void)std::system(("ip netns del " + name + " 2>/dev/null").c_str()); }
+};
+
+struct Pair {
+    TestNs host_ns, ctr_ns;
+    os::Netns host = *os::Netns::open(host_ns.path);
+    os::Netns ctr = *os::Netns::open(ctr_ns.path);
+    nl::Socket hs = *nl::Socket::open_in(host);
+    nl::Socket cs = *nl::Socket::open_in(ctr);
+};
+
+IpNet net(const char* s) { return *IpNet::parse(s); }
+
+}  // namespace
+
+TEST_CASE("setup_veth puts the peer straight into the host namespace") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 1400, "0a:58:0a:01:00:05");
+    REQUIRE(veth);
+    CHECK(veth->container.name == "eth0");
+    CHECK(veth->container.kind == "veth");
+    CHECK(veth->container.mtu == 1400);
+    CHECK(veth->container.mac == "0a:58:0a:01:00:05");
+    CHECK_FALSE(veth->container.up());
+    CHECK(veth->host.name.size() == 12);
+    CHECK(veth->host.name.starts_with("veth"));
+    CHECK(veth->host.up());
+    CHECK(veth->host.mtu == 1400);
+    CHECK(veth->container.peer_index == veth->host.index);
+    auto again = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    REQUIRE_FALSE(again);
+    CHECK(again.error().msg == "container veth name provided (eth0) already exists");
+    // Deleting one end removes both; a second delete reports "not there".
+    CHECK(*nl::delete_link(p.cs, "eth0"));
+    CHECK_FALSE(*nl::find_link(p.hs, veth->host.name));
+    CHECK_FALSE(*nl::delete_link(p.cs, "eth0"));
+}
+
+TEST_CASE("bridge ports, MTU, MAC and promisc changes") {
+    Pair p;
+    REQUIRE(nl::add_bridge(p.hs, nl::NewLink{"cnitbr0", 1450, "", 0, -1}, false));
+    auto br = nl::require_link(p.hs, "cnitbr0");
+    REQUIRE(br);
+    CHECK(br->kind == "bridge");
+    auto dup = nl::add_bridge(p.hs, nl::NewLink{"cnitbr0", 0, "", 0, -1}, false);
+    REQUIRE_FALSE(dup);
+    CHECK(dup.error().msg == "creating bridge cnitbr0: file exists");  // errno text as Go prints it
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    REQUIRE(veth);
+    REQUIRE(nl::set_master(p.hs, veth->host, br->index));
+    REQUIRE(nl::set_promisc(p.hs, *br, true));
+    REQUIRE(nl::set_mtu(p.hs, veth->host, 1300));
+    REQUIRE(nl::set_mac(p.hs, veth->host, "0a:00:00:00:00:09"));
+    auto port = nl::require_link(p.hs, veth->host.name);
+    CHECK(port->master == br->index);
+    CHECK(port->mtu == 1300);
+    CHECK(port->mac == "0a:00:00:00:00:09");
+    CHECK((nl::require_link(p.hs, "cnitbr0")->flags & IFF_PROMISC) != 0);
+    REQUIRE(nl::rename_link(p.cs, veth->container, "net1"));
+    CHECK(*nl::find_link(p.cs, "net1"));
+}
+
+TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    REQUIRE(veth);
+    REQUIRE(nl::set_link_up(p.cs, veth->container, true));
+    REQUIRE(nl::add_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
+    auto dup = nl::add_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24"));
+    REQUIRE_FALSE(dup);
+    CHECK(dup.error().msg == "adding address 10.61.0.5/24 to eth0: file exists (kernel: ipv4: Address already assigned)");
+    CHECK(std::system(("ip -n " + p.ctr_ns.name + " addr show eth0 | grep -q 'inet 10.61.0.5/24 brd 10.61.0.255'").c_str()) == 0);
+    nl::RouteSpec r;
+    r.dst = net("10.99.0.0/16");
+    r.gw = IpAddr::parse("10.61.0.1");
+    r.oif = veth->container.index;
+    r.metric = 7;
+    REQUIRE(nl::add_route(p.cs, r));
+    auto routes = nl::list_routes(p.cs, AF_INET);
+    REQUIRE(routes);
+    bool found = false;
+    for (auto& x : *routes)
+        if (x.dst.str() == "10.99.0.0/16" && x.gw && x.gw->str() == "10.61.0.1" && x.metric == 7) found = true;
+    CHECK(found);
+    nl::RouteSpec bad;
+    bad.dst = net("10.98.0.0/16");
+    bad.gw = IpAddr::parse("192.0.2.1");  // not on any connected network
+    bad.oif = veth->container.index;
+    auto err = nl::add_route(p.cs, bad);
+    REQUIRE_FALSE(err);
+    INFO(err.error().msg);
+    CHECK(err.error().msg.starts_with("adding route 10.98.0.0/16 via 192.0.2.1"));
+    CHECK(err.error().msg.find("(kernel: ") != std::string::npos);
+    CHECK(*nl::del_route(p.cs, r));
+    CHECK_FALSE(*nl::del_route(p.cs, r));
+    CHECK(*nl::del_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
+    CHECK_FALSE(*nl::del_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
+}
+
+TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD, routes") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    REQUIRE(veth);
+    CniResult res;
+    Interface eth0;
+    eth0.name = "eth0";
+    res.interfaces.push_back(eth0);
+    res.ips.push_back(IpConfig{0, net("10.62.0.5/24"), IpAddr::parse("10.62.0.1")});
+    res.ips.push_back(IpConfig{0, net("fd62::5/64"), IpAddr::parse("fd62::1")});
+    res.routes.push_back(Route{net("0.0.0.0/0"), std::nullopt, 0, 0, 0, std::nullopt, std::nullopt});
+    res.routes.push_back(Route{net("10.200.0.0/16"), IpAddr::parse("10.62.0.254"), 0, 0, 50, std::nullopt, std::nullopt});
+    res.routes.push_back(Route{net("::/0"), std::nullopt, 0, 0, 0, std::nullopt, std::nullopt});
+    REQUIRE(iface::configure_iface(p.cs, p.ctr, "eth0", res));
+    auto link = nl::require_link(p.cs, "eth0");
+    CHECK(link->up());
+    auto addrs = nl::list_addrs(p.cs, link->index);
+    std::vector<std::string> got;
+    for (auto& a : *addrs) got.push_back(a.local.str());
+    CHECK(std::find(got.begin(), got.end(), "10.62.0.5/24") != got.end());
+    CHECK(std::find(got.begin(), got.end(), "fd62::5/64") != got.end());
+    auto v4 = *nl::list_routes(p.cs, AF_INET);
+    auto has = [](const std::vector<nl::RouteSpec>& rs, std::string dst, std::string gw, int metric) {
+        for (auto& r : rs)
+            if (r.dst.str() == dst && r.gw && r.gw->str() == gw && r.metric == metric) return true;
+        return false;
+    };
+    CHECK(has(v4, "0.0.0.0/0", "10.62.0.1", 0));
+    CHECK(has(v4, "10.200.0.0/16", "10.62.0.254", 50));
+    CHECK(has(*nl::list_routes(p.cs, AF_INET6), "::/0", "fd62::1", 1024));  // the kernel's default IPv6 metric
+    {
+        auto g = os::NetnsGuard::enter(p.ctr);
+        CHECK(*os::sysctl_get("net/ipv6/conf/eth0/keep_addr_on_down") == "1");
+    }
+    // An interface index outside the result is refused.
+    CniResult bad = res;
+    bad.ips[0].interface = 5;
+    CHECK(iface::configure_iface(p.cs, p.ctr, "eth0", bad).error().msg ==
+          "failed to add IP addr 10.62.0.5/24 to \"eth0\": invalid interface index");
+}
+
+TEST_CASE("enable_forwarding writes only the families present, in the current namespace") {
+    TestNs t;
+    auto ns = os::Netns::open(t.path);
+    auto outer4 = *os::sysctl_get("net/ipv4/ip_forward");
+    auto guard = os::NetnsGuard::enter(*ns);
+    REQUIRE(guard);
+    REQUIRE(*os::sysctl_get("net/ipv4/ip_forward") == "0");
+    REQUIRE(iface::enable_forwarding({IpConfig{std::nullopt, net("10.0.0.2/24"), std::nullopt}}));
+    CHECK(*os::sysctl_get("net/ipv4/ip_forward") == "1");
+    CHECK(*os::sysctl_get("net/ipv6/conf/all/forwarding") == "0");
+    (void)outer4;
+}
