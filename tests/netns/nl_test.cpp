@@ -15,24 +15,14 @@
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
 #include "core/os/sysctl.hpp"
+#include "test_ns.hpp"
 
 using namespace cni;
 
 namespace {
 
-struct TestNs {
-    std::string name, path;
-    TestNs() {
-        std::random_device rd;
-        name = "cnit-nl-" + std::to_string(rd() % 1000000);
-        path = "/run/netns/" + name;
-        REQUIRE(std::system(("ip netns add " + name).c_str()) == 0);
-    }
-    ~TestNs() { (void)std::system(("ip netns del " + name + " 2>/dev/null").c_str()); }
-};
-
 struct Pair {
-    TestNs host_ns, ctr_ns;
+    TestNs host_ns{"cnit-host"}, ctr_ns{"cnit-ctr"};
     os::Netns host = *os::Netns::open(host_ns.path);
     os::Netns ctr = *os::Netns::open(ctr_ns.path);
     nl::Socket hs = *nl::Socket::open_in(host);
@@ -169,7 +159,7 @@ TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD,
 }
 
 TEST_CASE("enable_forwarding writes only the families present, in the current namespace") {
-    TestNs t;
+    TestNs t("cnit-nl");
     auto ns = os::Netns::open(t.path);
     auto outer4 = *os::sysctl_get("net/ipv4/ip_forward");
     auto guard = os::NetnsGuard::enter(*ns);

@@ -20,22 +20,11 @@
 #include "core/os/file_lock.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
+#include "test_ns.hpp"
 
 using namespace cni;
 
 namespace {
-
-// A named namespace under /run/netns, removed when the test ends.
-struct TestNs {
-    std::string name, path;
-    TestNs() {
-        std::random_device rd;
-        name = "cnit-os-" + std::to_string(rd() % 1000000);
-        path = "/run/netns/" + name;
-        REQUIRE(std::system(("ip netns add " + name).c_str()) == 0);
-    }
-    ~TestNs() { (void)std::system(("ip netns del " + name + " 2>/dev/null").c_str()); }
-};
 
 ino_t current_netns_inode() {
     struct stat st{};
@@ -46,7 +35,7 @@ ino_t current_netns_inode() {
 }  // namespace
 
 TEST_CASE("the namespace guard enters a namespace and restores the original") {
-    TestNs t;
+    TestNs t("cnit-os");
     ino_t outer = current_netns_inode();
     auto ns = os::Netns::open(t.path);
     REQUIRE(ns);
@@ -83,13 +72,13 @@ TEST_CASE("netns validation: missing paths, files and other namespace types") {
     REQUIRE_FALSE(mnt);
     CHECK(mnt.error().msg.find("not a network namespace") != std::string::npos);
     CHECK(os::is_own_netns("/proc/self/ns/net"));
-    TestNs t;
+    TestNs t("cnit-os");
     CHECK_FALSE(os::is_own_netns(t.path));
     CHECK_FALSE(os::is_own_netns("/nonexistent"));
 }
 
 TEST_CASE("netlink: a socket opened in a namespace works on that namespace") {
-    TestNs t;
+    TestNs t("cnit-os");
     auto ns = os::Netns::open(t.path);
     REQUIRE(ns);
     auto sock = nl::Socket::open_in(*ns);

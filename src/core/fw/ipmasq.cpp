@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// ipMasq chains and rules through libiptc (see ipmasq.hpp).
+#include "core/fw/ipmasq.hpp"
+
+#include "core/cni/cni_args.hpp"
+#include "core/fw/iptables.hpp"
+#include "core/fw/names.hpp"
+#include "core/os/file_lock.hpp"
+
+namespace cni::fw {
+namespace {
+
+const char* kPostrouting = "POSTROUTING";
+
+IpNet multicast(Family f) { return *IpNet::parse(f == Family::v4 ? "224.0.0.0/4" : "ff00::/8"); }
+Family family_of(const IpNet& n) { return n.ip.is_v4() ? Family::v4 : Family::v6; }
+IpNet host(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+
+// The three rules the reference writes for one address.
+struct MasqRules {
+    IptRule accept, masquerade, jump;
+};
+MasqRules rules_for(const IpNet& ip, const std::string& chain, const std::string& comment) {
+    Family f = family_of(ip);
+    return {IptRule{std::nullopt, ip.masked(), false, comment, "ACCEPT"},
+            IptRule{std::nullopt, multicast(f), true, comment, "MASQUERADE"},
+            IptRule{host(ip.ip), std::nullopt, false, comment, chain}};
+}
+
+template <class Fn>
+Status per_family(const std::vector<IpNet>& ips, Fn&& fn) {
+    for (Family f : {Family::v4, Family::v6}) {
+        std::vector<IpNet> mine;
+        for (auto& ip : ips)
+            if (family_of(ip) == f) mine.push_back(ip);
+        if (!mine.empty()) CNI_TRY(fn(f, mine));
+    }
+    return {};
+}
+
+}  // namespace
+
+Status validate_ipmasq_backend(std::string_view backend) {
+    if (backend.empty() || backend == "iptables") return {};
+    if (backend == "nftables")
+        return fail(code::unsupported_field, "ipMasqBackend \"nftables\" is not supported yet: use \"iptables\"");
+    return fail("unknown ipmasq backend " + go_quote(backend));
+}
+
+Status setup_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
+    std::string chain = chain_name("CNI-", network, container_id);
+    std::string comment = masq_comment(network, container_id);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
+        CNI_TRY_ASSIGN(auto nat, IptTable::open(f, "nat"));
+        if (!nat.has_chain(chain)) CNI_TRY(nat.create_chain(chain));
+        for (auto& ip : mine) {
+            auto r = rules_for(ip, chain, comment);
+            CNI_TRY(nat.append_unique(chain, r.accept));
+            CNI_TRY(nat.append_unique(chain, r.masquerade));
+            CNI_TRY(nat.append_unique(kPostrouting, r.jump));
+        }
+        return nat.commit();
+    });
+}
+
+Status teardown_ipmasq(std::string_view network, std::string_view container_id) {
+    std::string chain = chain_name("CNI-", network, container_id);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    for (Family f : {Family::v4, Family::v6}) {
+        auto nat = IptTable::open(f, "nat");
+        if (!nat) continue;  // no nat table for this family: nothing of ours can be there
+        CNI_TRY(nat->delete_if(kPostrouting, [&](const IptRule& r) { return r.target == chain; }));
+        if (nat->has_chain(chain)) {
+            CNI_TRY(nat->flush_chain(chain));
+            CNI_TRY(nat->delete_chain(chain));
+        }
+        CNI_TRY(nat->commit());
+    }
+    return {};
+}
+
+Status check_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
+    std::string chain = chain_name("CNI-", network, container_id);
+    std::string comment = masq_comment(network, container_id);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
+        CNI_TRY_ASSIGN(auto nat, IptTable::open(f, "nat"));
+        if (!nat.has_chain(chain)) return fail("ipMasq chain " + chain + " is missing");
+        CNI_TRY_ASSIGN(auto in_chain, nat.rules(chain));
+        CNI_TRY_ASSIGN(auto in_post, nat.rules(kPostrouting));
+        auto has = [](const std::vector<IptTable::Listed>& list, const IptRule& want) {
+            for (auto& l : list)
+                if (!l.foreign && l.rule == want) return true;
+            return false;
+        };
+        for (auto& ip : mine) {
+            auto r = rules_for(ip, chain, comment);
+            if (!has(in_chain, r.accept) || !has(in_chain, r.masquerade))
+                return fail("ipMasq chain " + chain + " lacks the rules for " + ip.str());
+            if (!has(in_post, r.jump)) return fail("POSTROUTING lacks the jump to " + chain + " for " + ip.ip.str());
+        }
+        return {};
+    });
+}
+
+}  // namespace cni::fw

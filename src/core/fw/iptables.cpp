@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// IptTable's family dispatch (see iptables.hpp and iptables_impl.hpp).
+#include "core/fw/iptables.hpp"
+
+#include "core/fw/iptables_impl.hpp"
+
+namespace cni::fw {
+
+IptTable::IptTable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+IptTable::IptTable(IptTable&&) noexcept = default;
+IptTable::~IptTable() = default;
+
+Result<IptTable> IptTable::open(Family family, const std::string& table) {
+    CNI_TRY_ASSIGN(auto impl, family == Family::v4 ? detail::open_v4(table) : detail::open_v6(table));
+    return IptTable(std::move(impl));
+}
+
+bool IptTable::has_chain(const std::string& chain) const { return impl_->has_chain(chain); }
+Status IptTable::create_chain(const std::string& chain) { return impl_->create_chain(chain); }
+Status IptTable::flush_chain(const std::string& chain) { return impl_->flush_chain(chain); }
+Status IptTable::delete_chain(const std::string& chain) { return impl_->delete_chain(chain); }
+Result<std::vector<IptTable::Listed>> IptTable::rules(const std::string& chain) const { return impl_->rules(chain); }
+Status IptTable::append_unique(const std::string& chain, const IptRule& rule) { return impl_->append_unique(chain, rule); }
+Result<int> IptTable::delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred) {
+    return impl_->delete_if(chain, pred);
+}
+Status IptTable::commit() { return impl_->commit(); }
+
+}  // namespace cni::fw

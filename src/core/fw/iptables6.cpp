@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// The IPv6 family of IptTable: libip6tc and ip6t_entry (see iptables_impl.hpp).
+// libip6tc.h, unlike libiptc.h, has no extern "C" guard of its own.
+extern "C" {
+#include <libiptc/libip6tc.h>
+}
+
+#include "core/fw/iptables_impl.hpp"
+
+namespace cni::fw::detail {
+namespace {
+
+struct V6 {
+    using Handle = xtc_handle;
+    using Entry = ip6t_entry;
+    static constexpr const char* kName = "ip6tables";
+    static constexpr int kBytes = 16;
+    static constexpr std::uint8_t kInvDst = IP6T_INV_DSTIP;
+    static constexpr std::size_t kMasqSize = sizeof(nf_nat_range);
+
+    static Handle* init(const char* t) { return ip6tc_init(t); }
+    static void free(Handle* h) { ip6tc_free(h); }
+    static int commit(Handle* h) { return ip6tc_commit(h); }
+    static int is_chain(const char* c, Handle* h) { return ip6tc_is_chain(c, h); }
+    static int create_chain(const char* c, Handle* h) { return ip6tc_create_chain(c, h); }
+    static int flush(const char* c, Handle* h) { return ip6tc_flush_entries(c, h); }
+    static int delete_chain(const char* c, Handle* h) { return ip6tc_delete_chain(c, h); }
+    static const Entry* first(const char* c, Handle* h) { return ip6tc_first_rule(c, h); }
+    static const Entry* next(const Entry* e, Handle* h) { return ip6tc_next_rule(e, h); }
+    static const char* get_target(const Entry* e, Handle* h) { return ip6tc_get_target(e, h); }
+    static int append(const char* c, const Entry* e, Handle* h) { return ip6tc_append_entry(c, e, h); }
+    static int delete_num(const char* c, unsigned n, Handle* h) { return ip6tc_delete_num_entry(c, n, h); }
+    static const char* strerror(int e) { return ip6tc_strerror(e); }
+
+    static unsigned char* src(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ipv6.src); }
+    static unsigned char* smsk(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ipv6.smsk); }
+    static unsigned char* dst(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ipv6.dst); }
+    static unsigned char* dmsk(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ipv6.dmsk); }
+    static const unsigned char* src(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ipv6.src); }
+    static const unsigned char* smsk(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ipv6.smsk); }
+    static const unsigned char* dst(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ipv6.dst); }
+    static const unsigned char* dmsk(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ipv6.dmsk); }
+    static std::uint8_t& invflags(Entry* e) { return e->ipv6.invflags; }
+    static std::uint8_t invflags(const Entry* e) { return e->ipv6.invflags; }
+    static void prepare(Entry*) {}
+    static bool has_other_fields(const Entry* e) {
+        return e->ipv6.proto != 0 || e->ipv6.iniface[0] || e->ipv6.outiface[0] || e->ipv6.flags || e->ipv6.tos;
+    }
+    static void fill_masq(unsigned char*) {}  // an all-zero nf_nat_range, as ip6tables -j MASQUERADE writes
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IptTable::Impl>> open_v6(const std::string& table) { return open_table<V6>(table); }
+
+}  // namespace cni::fw::detail

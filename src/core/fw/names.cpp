@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reference chain names and rule comments (see names.hpp).
+#include "core/fw/names.hpp"
+
+#include "core/cni/cni_args.hpp"
+#include "core/fw/sha512.hpp"
+
+namespace cni::fw {
+
+std::string chain_name(std::string_view prefix, std::string_view network, std::string_view container_id) {
+    std::string name = std::string(prefix) + sha512_hex(std::string(network) + std::string(container_id));
+    return name.substr(0, 28);
+}
+
+std::string masq_comment(std::string_view network, std::string_view container_id) {
+    return "name: " + go_quote(network) + " id: " + go_quote(container_id);
+}
+
+}  // namespace cni::fw

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// Names shared with the reference plugins, bit for bit (reference-behaviour 2.0), so either
+// implementation can find and remove what the other made.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace cni::fw {
+
+// (prefix + hex(sha512(network + containerID)))[:28]; prefix "CNI-" for ipMasq, "CNI-DN-" for
+// portmap's DNAT chain.
+std::string chain_name(std::string_view prefix, std::string_view network, std::string_view container_id);
+// Go fmt.Sprintf("name: %q id: %q", network, containerID).
+std::string masq_comment(std::string_view network, std::string_view container_id);
+
+}  // namespace cni::fw
