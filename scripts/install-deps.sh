@@ -7,7 +7,7 @@ packages=(
   meson ninja-build pkg-config g++            # build
   libnl-3-dev libnl-route-3-dev libiptc-dev   # netlink and iptables
   rapidjson-dev catch2                        # JSON, unit tests
-  python3 iproute2                            # root and e2e tests, demo
+  python3 iproute2 iputils-ping iptables      # root and e2e tests (traffic, rule dumps), demo
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
 )
 missing=()

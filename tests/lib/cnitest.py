@@ -75,8 +75,11 @@ def ip_json(ns, *args):
 
 
 def link(ns, name):
-    links = ip_json(ns, "link", "show", "dev", name)
-    return links[0] if links else None
+    """The link as `ip -j link` reports it, or None if there is no such link."""
+    r = sh("ip", "-n", ns, "-j", "link", "show", "dev", name, check_rc=False)
+    if r.returncode != 0 or not r.stdout.strip():
+        return None
+    return json.loads(r.stdout)[0]
 
 
 def addrs(ns, dev):

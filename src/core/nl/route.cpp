@@ -12,16 +12,23 @@ namespace {
 
 using RoutePtr = std::unique_ptr<rtnl_route, Deleter<rtnl_route_put>>;
 
-Result<RoutePtr> build(const RouteSpec& r) {
+// A route message; deletes leave protocol and type unset and use scope NOWHERE, as `ip route
+// del` does, so the kernel matches a route whatever installed it (e.g. a prefix route).
+Result<RoutePtr> build(const RouteSpec& r, bool for_delete = false) {
     RoutePtr route(rtnl_route_alloc());
     if (!route) return fail("netlink: out of memory");
     rtnl_route_set_family(route.get(), r.dst.ip.is_v4() ? AF_INET : AF_INET6);
     CNI_TRY_ASSIGN(auto dst, to_nl_addr(r.dst.masked()));
     rtnl_route_set_dst(route.get(), dst.get());
     rtnl_route_set_table(route.get(), unsigned(r.table));
-    rtnl_route_set_scope(route.get(), std::uint8_t(r.scope));
-    rtnl_route_set_protocol(route.get(), RTPROT_BOOT);
-    rtnl_route_set_type(route.get(), std::uint8_t(r.type));
+    if (for_delete) {
+        rtnl_route_set_scope(route.get(), RT_SCOPE_NOWHERE);
+        rtnl_route_set_protocol(route.get(), RTPROT_UNSPEC);  // libnl's default is "static"
+    } else {
+        rtnl_route_set_scope(route.get(), std::uint8_t(r.scope));
+        rtnl_route_set_protocol(route.get(), RTPROT_BOOT);
+        rtnl_route_set_type(route.get(), std::uint8_t(r.type));
+    }
     if (r.metric) rtnl_route_set_priority(route.get(), unsigned(r.metric));
     if (r.src) {
         CNI_TRY_ASSIGN(auto src, to_nl_addr(*r.src));
@@ -63,7 +70,7 @@ Status add_route(const Socket& s, const RouteSpec& r) {
 }
 
 Result<bool> del_route(const Socket& s, const RouteSpec& r) {
-    CNI_TRY_ASSIGN(auto route, build(r));
+    CNI_TRY_ASSIGN(auto route, build(r, true));
     int err = rtnl_route_delete(s.get(), route.get(), 0);
     if (err == -NLE_OBJ_NOTFOUND || err == -NLE_NOADDR || err == -NLE_FAILURE) {
         (void)s.check(0, "");

@@ -30,7 +30,8 @@ struct RouteSpec {
 };
 
 Status add_route(const Socket& s, const RouteSpec& r);
-Result<bool> del_route(const Socket& s, const RouteSpec& r);  // false when it was not there
+// Matches on dst, table, oif, gw, metric, src (scope and protocol are wildcards); false when absent.
+Result<bool> del_route(const Socket& s, const RouteSpec& r);
 // Routes of `family` (AF_INET/AF_INET6) in `table` (all tables when nullopt), unicast only.
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table = RT_TABLE_MAIN);
 

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// ptp (reference-behaviour 2.2): a veth pair per container with point-to-point routing. IPAM
+// runs first; in the container each address gets a /32 (/128) link route to its gateway and its
+// subnet via that gateway; on the host the veth carries the gateway as /32 (/128) and a host
+// route to the container's address; optional ipMasq. Keys: ipMasq, ipMasqBackend, mtu, ipam
+// (required), dns. A failed ADD undoes everything (link, rules, IPAM allocation). DEL is
+// idempotent: IPAM DEL, then the link if the namespace still exists, then the ipMasq rules by
+// chain name (the reference skips those when the link is gone and leaks them).
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/fw/ipmasq.hpp"
+#include "core/iface/configure.hpp"
+#include "core/iface/veth.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/route.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct PtpConf {
+    NetConf net;
+    bool ip_masq = false;
+    std::string ip_masq_backend;
+    int mtu = 0;
+    Dns dns;
+};
+
+Result<PtpConf> parse_ptp_conf(const Request& req) {
+    auto nc = parse_netconf(req.config);
+    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    PtpConf c{std::move(*nc), false, {}, 0, {}};
+    const json::Value& root = c.net.root();
+    json::Where w{"NetConf", ""};
+    CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
+    CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));
+    return c;
+}
+
+IpNet host_prefix(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+
+// Container side: replace the kernel's subnet route by "gw/32 scope link" and "subnet via gw".
+Status route_via_gateway(const nl::Socket& s, const nl::LinkInfo& link, const IpConfig& ip) {
+    nl::RouteSpec subnet;
+    subnet.dst = ip.address.masked();
+    subnet.oif = link.index;
+    CNI_TRY(nl::del_route(s, subnet));
+    nl::RouteSpec to_gw;
+    to_gw.dst = host_prefix(*ip.gateway);
+    to_gw.oif = link.index;
+    to_gw.scope = RT_SCOPE_LINK;
+    to_gw.src = ip.address.ip;
+    CNI_TRY(nl::add_route(s, to_gw));
+    nl::RouteSpec via;
+    via.dst = ip.address.masked();
+    via.oif = link.index;
+    via.gw = ip.gateway;
+    via.src = ip.address.ip;
+    return nl::add_route(s, via);
+}
+
+// Host side: the gateway address on the host veth and a host route to the container.
+Status host_side(const nl::Socket& s, const nl::LinkInfo& veth, const IpConfig& ip) {
+    if (auto st = nl::add_addr(s, veth.index, veth.name, host_prefix(*ip.gateway)); !st)
+        return fail("failed to add IP addr " + host_prefix(*ip.gateway).str() + " to veth: " + st.error().msg);
+    nl::RouteSpec to_container;
+    to_container.dst = host_prefix(ip.address.ip);
+    to_container.oif = veth.index;
+    to_container.scope = RT_SCOPE_HOST;
+    if (auto st = nl::add_route(s, to_container); !st && st.error().msg.find("file exists") == std::string::npos)
+        return fail("failed to add route on host: " + st.error().msg);
+    return {};
+}
+
+Result<CniResult> ptp_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+
+    Rollback undo;
+    CNI_TRY_ASSIGN(auto result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
+    undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
+    if (result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+    for (auto& ip : result.ips)
+        if (!ip.gateway) return fail("ptp: IPAM returned " + ip.address.str() + " without a gateway");
+    CNI_TRY(iface::enable_forwarding(result.ips));
+
+    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, r.ifname, c.mtu, ""));
+    undo.push([&] { (void)nl::delete_link(container, r.ifname); });
+    Interface host_if, cont_if;
+    host_if.name = veth.host.name;
+    host_if.mac = veth.host.mac;
+    cont_if.name = r.ifname;
+    cont_if.mac = veth.container.mac;
+    cont_if.sandbox = r.netns;
+    result.interfaces = {host_if, cont_if};
+    for (auto& ip : result.ips) ip.interface = 1;
+
+    CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+    for (auto& ip : result.ips) CNI_TRY(route_via_gateway(container, veth.container, ip));
+    for (auto& ip : result.ips) CNI_TRY(host_side(host, veth.host, ip));
+    if (c.ip_masq) {
+        std::vector<IpNet> nets;
+        for (auto& ip : result.ips) nets.push_back(ip.address);
+        undo.push([&] { (void)fw::teardown_ipmasq(c.net.name, r.container_id); });
+        CNI_TRY(fw::setup_ipmasq(nets, c.net.name, r.container_id));
+    }
+    if (!c.dns.empty()) result.dns = c.dns;
+    undo.dismiss();
+    return result;
+}
+
+Status ptp_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    if (!r.netns.empty()) {
+        CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+        if (ns) {
+            CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
+            CNI_TRY(nl::delete_link(container, r.ifname));
+        }
+    }
+    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq(c.net.name, r.container_id));
+    return {};
+}
+
+Status ptp_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
+    if (!prev) return fail("ptp: Required prevResult missing");
+    const Interface* mine = nullptr;
+    for (auto& i : prev->interfaces)
+        if (i.name == r.ifname && i.sandbox == r.netns) mine = &i;
+    if (!mine) return fail("Sandbox in prevResult  doesn't match configured netns: " + r.netns);
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
+    if (link.kind != "veth") return fail("Error: Container interface " + r.ifname + " not of type veth/p2p");
+    if (!mine->mac.empty() && mine->mac != link.mac)
+        return fail("Interface " + r.ifname + " Mac " + mine->mac + " doesn't match container Mac: " + link.mac);
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index));
+    std::vector<IpNet> nets;
+    for (auto& ip : prev->ips) {
+        if (!iface::ip_is_for(*prev, ip, r.ifname)) continue;
+        nets.push_back(ip.address);
+        bool found = false;
+        for (auto& a : addrs) found |= a.local == ip.address;
+        if (!found) return fail("ptp: address " + ip.address.str() + " not found on " + r.ifname);
+    }
+    for (auto& want : prev->routes) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(container, want.dst.ip.is_v4() ? AF_INET : AF_INET6, std::nullopt));
+        bool found = false;
+        for (auto& have : routes) found |= have.dst == want.dst.masked() && (!want.gw || have.gw == want.gw);
+        if (!found) return fail("Failed to find route " + want.dst.str() + " in the container");
+    }
+    if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
+    return {};
+}
+
+Status ptp_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+constexpr std::string_view kHelp = R"(A veth pair with point-to-point routing: the container routes its subnet via the
+gateway, the host veth holds the gateway as /32 (/128) and a host route to the container.
+Keys: ipam (required), mtu, ipMasq, ipMasqBackend ("iptables"), dns.)";
+
+}  // namespace
+
+extern const Applet ptp_applet{
+    .name = "ptp",
+    .kind = AppletKind::main,
+    .summary = "veth pair with point-to-point routing to the host",
+    .help = kHelp,
+    .versions = kAllVersions,
+    .add = ptp_add,
+    .del = ptp_del,
+    .check = ptp_check,
+    .status = ptp_status,
+};
+
+}  // namespace cni

@@ -1,0 +1,221 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of the ptp applet: kernel state after ADD (container and host sides), traffic to
+the host and masqueraded traffic to another namespace, rollback of failed ADDs, idempotent
+DEL, and the same ADD through Debian's Go ptp giving the same state. Each test builds its own
+"host", "container" (and "remote") namespaces; the plugins run inside the host one."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import (Plugin, check, eq, install_dir, link, netns, ns_path, reference_dir,  # noqa: E402
+                     run_all, sh, test)
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+REF = reference_dir()
+
+
+def conf(data, version="1.0.0", masq=False, ranges=None, **extra):
+    c = {"cniVersion": version, "name": "ptp-test", "type": "ptp", "ipMasq": masq, "mtu": 1400,
+         "ipam": {"type": "host-local", "dataDir": data, "routes": [{"dst": "0.0.0.0/0"}],
+                  "ranges": ranges or [[{"subnet": "10.71.0.0/24"}], [{"subnet": "fd71::/64"}]]}}
+    c.update(extra)
+    return c
+
+
+def ptp(plugin_dir=BIN):
+    return Plugin(os.path.join(plugin_dir, "ptp"))
+
+
+def routes(ns, v6=False):
+    out = sh("ip", "-n", ns, "-6" if v6 else "-4", "route").stdout
+    return sorted(line.strip() for line in out.splitlines() if "fe80" not in line)
+
+
+def nat_rules(ns):
+    out = sh("ip", "netns", "exec", ns, "iptables-legacy-save", "-t", "nat").stdout
+    return [line for line in out.splitlines() if line.startswith("-A") or line.startswith(":CNI")]
+
+
+def reservations(data):
+    d = os.path.join(data, "ptp-test")
+    return sorted(f for f in os.listdir(d) if f[0].isdigit() or ":" in f) if os.path.isdir(d) else []
+
+
+@test
+def add_check_del_state():
+    """ptp ADD: addresses, p2p routes and host side as the reference; CHECK; DEL removes all"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            c = conf(data, masq=True)
+            res = ptp().run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-a").ok().json()
+            hostveth = res["interfaces"][0]["name"]
+            check(re.fullmatch(r"veth[0-9a-f]{8}", hostveth), hostveth)
+            eq(res["interfaces"][1]["name"], "eth0")
+            eq(res["interfaces"][1]["sandbox"], ns_path(ctr))
+            eq([(ip["address"], ip["gateway"], ip["interface"]) for ip in res["ips"]],
+               [("10.71.0.2/24", "10.71.0.1", 1), ("fd71::2/64", "fd71::1", 1)])
+            eq(link(ctr, "eth0")["mtu"], 1400)
+            eq(routes(ctr), ["10.71.0.0/24 via 10.71.0.1 dev eth0 src 10.71.0.2",
+                             "10.71.0.1 dev eth0 scope link src 10.71.0.2",
+                             "default via 10.71.0.1 dev eth0"])
+            check("fd71::/64 via fd71::1 dev eth0 src fd71::2 metric 1024 pref medium" in routes(ctr, True), routes(ctr, True))
+            host_addrs = sh("ip", "-n", host, "-br", "addr", "show", hostveth).stdout
+            check("10.71.0.1/32" in host_addrs and "fd71::1/128" in host_addrs, host_addrs)
+            check(f"10.71.0.2 dev {hostveth} scope host" in routes(host), routes(host))
+            eq(sh("ip", "netns", "exec", host, "cat", "/proc/sys/net/ipv4/ip_forward").stdout.strip(), "1")
+            eq(len([r for r in nat_rules(host) if "ptp-a" in r]), 3)
+            sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", "10.71.0.1")
+            sh("ip", "netns", "exec", ctr, "ping", "-c1", "-w5", "fd71::1")  # after the host side's DAD
+            check_conf = dict(c, prevResult=res)
+            ptp().run("CHECK", check_conf, host_ns=host, netns=ns_path(ctr), container_id="ptp-a").ok()
+            ptp().run("DEL", check_conf, host_ns=host, netns=ns_path(ctr), container_id="ptp-a").ok()
+            check(link(ctr, "eth0") is None, "container veth gone")
+            check(link(host, hostveth) is None, "host veth gone")
+            eq(nat_rules(host), [])
+            eq(reservations(data), [])
+            ptp().run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-a").ok()
+            ptp().run("DEL", c, host_ns=host, netns="", container_id="ptp-a").ok()
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def masqueraded_traffic_leaves_with_the_host_address():
+    """ptp ipMasq: a container reaches another namespace with the host's address as source"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr, netns("remote") as remote:
+            sh("ip", "-n", host, "link", "add", "up0", "type", "veth", "peer", "name", "down0", "netns", remote)
+            sh("ip", "-n", host, "addr", "add", "10.199.7.1/24", "dev", "up0")
+            sh("ip", "-n", host, "link", "set", "up0", "up")
+            sh("ip", "-n", remote, "addr", "add", "10.199.7.2/24", "dev", "down0")
+            sh("ip", "-n", remote, "link", "set", "down0", "up")
+            ptp().run("ADD", conf(data, masq=True), host_ns=host, netns=ns_path(ctr), container_id="ptp-m").ok()
+            server = subprocess.Popen(
+                ["ip", "netns", "exec", remote, "python3", "-c",
+                 "import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+                 "s.bind(('10.199.7.2',7777));s.listen(1);print('ready',flush=True);c,a=s.accept();print(a[0],flush=True)"],
+                stdout=subprocess.PIPE, text=True)
+            eq(server.stdout.readline().strip(), "ready")
+            sh("ip", "netns", "exec", ctr, "python3", "-c",
+               "import socket;socket.create_connection(('10.199.7.2',7777),timeout=5).close()")
+            eq(server.stdout.readline().strip(), "10.199.7.1", "source address seen by the remote side")
+            server.wait(timeout=5)
+            ptp().run("DEL", conf(data, masq=True), host_ns=host, netns=ns_path(ctr), container_id="ptp-m").ok()
+            eq(nat_rules(host), [])
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def failed_add_leaves_nothing_behind():
+    """ptp: ADD failing on an existing ifname, an unknown IPAM, or a failing IPAM undoes everything"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            sh("ip", "-n", ctr, "link", "add", "eth0", "type", "veth", "peer", "name", "other0")
+            before = sh("ip", "-n", host, "-br", "link").stdout
+            err = ptp().run("ADD", conf(data, masq=True), host_ns=host, netns=ns_path(ctr), container_id="ptp-f").error()
+            eq(err["msg"], "container veth name provided (eth0) already exists")
+            eq(reservations(data), [], "the IPAM allocation was released")
+            eq(nat_rules(host), [])
+            eq(sh("ip", "-n", host, "-br", "link").stdout, before, "no host veth left")
+            bad = conf(data)
+            bad["ipam"]["type"] = "no-such-ipam"
+            err = ptp().run("ADD", bad, host_ns=host, netns=ns_path(ctr), container_id="ptp-f", ifname="eth1").error()
+            check(err["msg"].startswith('failed to find plugin "no-such-ipam" in path'), err)
+            full = conf(data, ranges=[[{"subnet": "10.72.0.0/30"}]])  # one usable address
+            ptp().run("ADD", full, host_ns=host, netns=ns_path(ctr), container_id="ptp-1", ifname="eth1").ok()
+            err = ptp().run("ADD", full, host_ns=host, netns=ns_path(ctr), container_id="ptp-2", ifname="eth2").error()
+            check("no IP addresses available in range set" in err["msg"], err)
+            check(link(ctr, "eth2") is None, "no link for the failed ADD")
+            err = ptp().run("ADD", conf(data, ipMasqBackend="nftables", masq=True), host_ns=host,
+                            netns=ns_path(ctr), container_id="ptp-n", ifname="eth3").error()
+            eq(err["code"], 2)
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def del_after_the_namespace_is_gone_still_removes_the_rules():
+    """ptp DEL with the container namespace gone releases the address and the ipMasq rules"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host:
+            with netns("ctr") as ctr:
+                gone = ns_path(ctr)
+                ptp().run("ADD", conf(data, masq=True), host_ns=host, netns=gone, container_id="ptp-g").ok()
+            eq(len(nat_rules(host)), 4)
+            ptp().run("DEL", conf(data, masq=True), host_ns=host, netns=gone, container_id="ptp-g").ok()
+            eq(nat_rules(host), [], "the reference leaks these when the link is gone")
+            eq(reservations(data), [])
+    finally:
+        shutil.rmtree(data)
+
+
+def legacy_iptables_path():
+    """A PATH under which `iptables` is iptables-legacy, so the Go plugin writes where libiptc does."""
+    d = tempfile.mkdtemp()
+    for name in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
+        os.symlink(f"/usr/sbin/{name.replace('tables', 'tables-legacy', 1)}", os.path.join(d, name))
+    return d
+
+
+def normalise(text, names):
+    for real, alias in names.items():
+        text = text.replace(real, alias)
+    text = re.sub(r"fe80::[0-9a-f:]+/64", "LINKLOCAL", text)  # derived from the random MAC
+    return re.sub(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", "MAC", text)
+
+
+@test
+def same_state_as_the_go_ptp():
+    """ptp: the Go plugin and cni-all give the same result, routes, host side and ipMasq rules"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    shim = legacy_iptables_path()
+    try:
+        seen = {}
+        for impl, plugin_dir in [("go", REF), ("ours", BIN)]:
+            data = tempfile.mkdtemp()
+            try:
+                with netns("host") as host, netns("ctr") as ctr:
+                    c = conf(data, version="0.4.0", masq=True)
+                    out = ptp(plugin_dir).run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-diff",
+                                              extra_env={"PATH": f"{shim}:/usr/sbin:/usr/bin:/sbin:/bin"}).ok()
+                    hostveth = out.json()["interfaces"][0]["name"]
+                    names = {hostveth: "HOSTVETH", ns_path(ctr): "NETNS"}
+                    seen[impl] = {
+                        "result": normalise(out.out, names),
+                        "container routes": routes(ctr) + routes(ctr, True),
+                        "host routes": [normalise(r, names) for r in routes(host) + routes(host, True)],
+                        "host addrs": normalise(sh("ip", "-n", host, "-br", "addr", "show", hostveth).stdout, names),
+                        "nat": nat_rules(host),
+                    }
+                    # Each implementation's DEL must clean up the other's ADD too: swap them.
+                    other = BIN if impl == "go" else REF
+                    ptp(other).run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-diff",
+                                   extra_env={"PATH": f"{shim}:/usr/sbin:/usr/bin:/sbin:/bin"}).ok()
+                    eq(nat_rules(host), [], f"{impl}'s rules removed by the other implementation")
+                    eq(reservations(data), [])
+            finally:
+                shutil.rmtree(data)
+        for key in seen["go"]:
+            eq(seen["ours"][key], seen["go"][key], key)
+    finally:
+        shutil.rmtree(shim)
+
+
+if __name__ == "__main__":
+    try:
+        run_all()
+    finally:
+        shutil.rmtree(BIN, ignore_errors=True)
