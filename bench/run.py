@@ -8,7 +8,9 @@ Every call is timed by bench/spawn-timer (built by meson): posix_spawn to wait4,
 process's own CPU time and peak RSS, none of the harness's overhead.
 Scenarios: VERSION; loopback ADD+DEL in a throwaway namespace; host-local ADD+DEL on an empty
 network; host-local ADD+DEL with 10,000 existing reservations (both implementations get an
-identical copy of the same reservation directory, written in the reference's format).
+identical copy of the same reservation directory, written in the reference's format); ptp with
+host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq
+(the Go plugins run with iptables-legacy first in PATH, so both write the same tables).
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--markdown out.md]"""
@@ -36,11 +38,19 @@ subprocess.run([opts.cni_all, "install", ours_dir], check=True, capture_output=T
 IMPLS = {"cni-all": ours_dir, "reference": opts.reference}
 
 
-def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench"):
+# The Go plugins exec `iptables`; this PATH makes that iptables-legacy, where libiptc writes.
+LEGACY_PATH = tempfile.mkdtemp(prefix="cni-bench-path.")
+for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
+    os.symlink("/usr/sbin/" + tool.replace("tables", "tables-legacy", 1), os.path.join(LEGACY_PATH, tool))
+
+
+def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench", host_ns=None):
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0",
-           "CNI_PATH": plugin_dir, "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-    r = subprocess.run([opts.spawn_timer, os.path.join(plugin_dir, applet)], input=json.dumps(conf), env=env,
-                       capture_output=True, text=True)
+           "CNI_PATH": plugin_dir, "PATH": LEGACY_PATH + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+    cmd = [opts.spawn_timer, os.path.join(plugin_dir, applet)]
+    if host_ns:
+        cmd = ["ip", "netns", "exec", host_ns] + cmd
+    r = subprocess.run(cmd, input=json.dumps(conf), env=env, capture_output=True, text=True)
     last = r.stderr.strip().splitlines()[-1].split() if r.stderr.strip() else []
     if len(last) != 5 or last[0] != "spawn-timer" or last[1] != "0":
         sys.exit(f"{plugin_dir}/{applet} {command} failed: {r.stdout}{r.stderr}")
@@ -69,18 +79,21 @@ def populate(data_dir, network, count):
         f.write(f"10.200.{(count + 1) // 256}.{(count + 1) % 256}")
 
 
-def scenario(name, setup, step, teardown=lambda impl, state: None):
-    """setup(impl) -> state; step(impl, state) -> seconds for the measured calls."""
-    samples = {k: [] for k in IMPLS}
+def scenario(names, setup, step, teardown=lambda impl, state: None):
+    """setup(impl) -> state; step(impl, state) -> one Sample per name (e.g. ADD, then DEL)."""
+    names = [names] if isinstance(names, str) else names
+    samples = [{k: [] for k in IMPLS} for _ in names]
     states = {k: setup(k) for k in IMPLS}
     try:
         for _ in range(opts.iterations):
             for impl in IMPLS:
-                samples[impl].append(step(impl, states[impl]))
+                got = step(impl, states[impl])
+                for i, sample in enumerate(got if isinstance(got, list) else [got]):
+                    samples[i][impl].append(sample)
     finally:
         for impl in IMPLS:
             teardown(impl, states[impl])
-    return name, samples
+    return list(zip(names, samples))
 
 
 def netns_setup(_impl):
@@ -107,6 +120,28 @@ def host_local_step(impl, data):
     return call(IMPLS[impl], "host-local", "ADD", conf) + call(IMPLS[impl], "host-local", "DEL", conf)
 
 
+def ptp_setup(_impl):
+    host, ctr = netns_setup(None), netns_setup(None)
+    return host, ctr, tempfile.mkdtemp(prefix="cni-bench-data.")
+
+
+def ptp_teardown(_impl, state):
+    host, ctr, data = state
+    netns_teardown(None, ctr)
+    netns_teardown(None, host)
+    shutil.rmtree(data)
+
+
+def ptp_step(masq):
+    def step(impl, state):
+        host, ctr, data = state
+        conf = {"cniVersion": "0.4.0", "name": "bench-ptp", "type": "ptp", "ipMasq": masq,
+                "ipam": {"type": "host-local", "subnet": "10.201.0.0/16", "dataDir": data}}
+        return [call(IMPLS[impl], "ptp", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
+                call(IMPLS[impl], "ptp", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+    return step
+
+
 results = [
     scenario("VERSION", lambda i: None,
              lambda impl, _: call(IMPLS[impl], "host-local", "VERSION", {})),
@@ -118,7 +153,10 @@ results = [
              lambda impl, d: shutil.rmtree(d)),
     scenario("host-local ADD+DEL, 10,000 existing reservations", host_local_setup(10000), host_local_step,
              lambda impl, d: shutil.rmtree(d)),
+    scenario(["ptp + host-local ADD", "ptp + host-local DEL"], ptp_setup, ptp_step(False), ptp_teardown),
+    scenario(["ptp + host-local + ipMasq ADD", "ptp + host-local + ipMasq DEL"], ptp_setup, ptp_step(True), ptp_teardown),
 ]
+results = [row for rows in results for row in rows]
 
 
 def p95(xs):
@@ -140,10 +178,12 @@ for name, s in results:
                  f"{max(x.rss for x in s['cni-all']) / 1024:.1f} / {max(x.rss for x in s['reference']) / 1024:.1f} MiB |")
 lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build, not stripped); "
           f"reference {ref_bytes / 1e6:.1f} MB in {len(os.listdir(opts.reference))} files.",
-          "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration."]
+          "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration.",
+          "A DEL that removes a veth waits for the kernel (an RCU grace period), whichever plugin asks."]
 report = "\n".join(lines)
 print(report)
 if opts.markdown:
     with open(opts.markdown, "w") as f:
         f.write(report + "\n")
 shutil.rmtree(ours_dir)
+shutil.rmtree(LEGACY_PATH)

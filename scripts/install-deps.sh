@@ -9,6 +9,7 @@ packages=(
   rapidjson-dev catch2                        # JSON, unit tests
   python3 iproute2 iputils-ping iptables      # root and e2e tests (traffic, rule dumps), demo
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
+  dpkg-dev xz-utils                           # static build: libiptc from Debian's iptables source
 )
 missing=()
 for p in "${packages[@]}"; do

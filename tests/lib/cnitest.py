@@ -5,6 +5,7 @@ plugin binary the way a runtime does (CNI_* environment, config on stdin) inside
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,7 +20,16 @@ def test(fn):
     return fn
 
 
-def run_all():
+def run_all(cleanup=()):
+    """Runs the registered tests as TAP, then removes the directories in `cleanup`."""
+    try:
+        _run_tests()
+    finally:
+        for d in cleanup:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def _run_tests():
     only = os.environ.get("CNI_TEST_FILTER")
     tests = [t for t in _TESTS if not only or only in t.__name__]
     failed = 0

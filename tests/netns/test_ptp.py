@@ -215,7 +215,4 @@ def same_state_as_the_go_ptp():
 
 
 if __name__ == "__main__":
-    try:
-        run_all()
-    finally:
-        shutil.rmtree(BIN, ignore_errors=True)
+    run_all(cleanup=[BIN])

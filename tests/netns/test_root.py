@@ -231,7 +231,4 @@ def switching_implementations_keeps_state():
 
 
 if __name__ == "__main__":
-    try:
-        run_all()
-    finally:
-        shutil.rmtree(BIN, ignore_errors=True)
+    run_all(cleanup=[BIN])
