@@ -70,10 +70,11 @@ std::unexpected<Error> propagate(const Result<T>& r, std::string_view what) {
             return std::unexpected(std::move(cni_try_r_).error()); \
     } while (0)
 
-#define CNI_CONCAT_INNER(a, b) a##b
-#define CNI_CONCAT(a, b) CNI_CONCAT_INNER(a, b)
-#define CNI_TRY_ASSIGN_IMPL(tmp, lhs, expr)               \
-    auto tmp = (expr);                                    \
-    if (!tmp) return std::unexpected(std::move(tmp).error()); \
-    lhs = std::move(*tmp)
-#define CNI_TRY_ASSIGN(lhs, expr) CNI_TRY_ASSIGN_IMPL(CNI_CONCAT(cni_try_v_, __COUNTER__), lhs, expr)
+// Assign or return the error: `CNI_TRY_ASSIGN(auto x, make());` or `CNI_TRY_ASSIGN(y, make());`.
+// A GNU statement expression keeps it ONE expression, so it is safe as the body of an `if`.
+#define CNI_TRY_ASSIGN(lhs, expr)                                      \
+    lhs = __extension__({                                             \
+        auto cni_try_v_ = (expr);                                     \
+        if (!cni_try_v_) return std::unexpected(std::move(cni_try_v_).error()); \
+        std::move(*cni_try_v_);                                       \
+    })

@@ -2,6 +2,8 @@
 // ipMasq chains and rules through libiptc (see ipmasq.hpp).
 #include "core/fw/ipmasq.hpp"
 
+#include <algorithm>
+
 #include "core/cni/cni_args.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
@@ -77,6 +79,38 @@ Status teardown_ipmasq(std::string_view network, std::string_view container_id) 
         }
         CNI_TRY(nat->commit());
     }
+    return {};
+}
+
+Status gc_ipmasq(std::string_view network, const std::vector<std::string>& keep) {
+    std::string prefix = "name: " + go_quote(network) + " id: ";
+    std::vector<std::string> stale;
+    {
+        CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+        for (Family f : {Family::v4, Family::v6}) {
+            auto nat = IptTable::open(f, "nat");
+            if (!nat) continue;
+            for (auto& chain : nat->chains()) {
+                if (!chain.starts_with("CNI-") || chain.size() != 28 || chain.starts_with("CNI-DN-")) continue;
+                CNI_TRY_ASSIGN(auto rules, nat->rules(chain));
+                for (auto& l : rules) {
+                    if (!l.rule.comment.starts_with(prefix)) continue;
+                    std::string quoted = l.rule.comment.substr(prefix.size());
+                    if (quoted.size() < 2) continue;
+                    std::string id = quoted.substr(1, quoted.size() - 2);
+                    if (go_quote(id) != quoted || chain != chain_name("CNI-", network, id)) continue;
+                    if (std::find(keep.begin(), keep.end(), id) == keep.end() &&
+                        std::find(stale.begin(), stale.end(), id) == stale.end())
+                        stale.push_back(id);
+                    break;
+                }
+            }
+        }
+    }
+    std::string errors;
+    for (auto& id : stale)
+        if (auto st = teardown_ipmasq(network, id); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
+    if (!errors.empty()) return fail("ipMasq GC: " + errors);
     return {};
 }
 

@@ -22,4 +22,8 @@ Status setup_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std
 Status teardown_ipmasq(std::string_view network, std::string_view container_id);
 Status check_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id);
 
+// GC: tears down the ipMasq rules of `network` whose container is not in `keep` (found through
+// the chains' comments, so chains written by the reference count too).
+Status gc_ipmasq(std::string_view network, const std::vector<std::string>& keep);
+
 }  // namespace cni::fw

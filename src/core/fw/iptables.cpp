@@ -16,6 +16,7 @@ Result<IptTable> IptTable::open(Family family, const std::string& table) {
 }
 
 bool IptTable::has_chain(const std::string& chain) const { return impl_->has_chain(chain); }
+std::vector<std::string> IptTable::chains() const { return impl_->chains(); }
 Status IptTable::create_chain(const std::string& chain) { return impl_->create_chain(chain); }
 Status IptTable::flush_chain(const std::string& chain) { return impl_->flush_chain(chain); }
 Status IptTable::delete_chain(const std::string& chain) { return impl_->delete_chain(chain); }

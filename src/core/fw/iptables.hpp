@@ -40,6 +40,7 @@ public:
     ~IptTable();
 
     bool has_chain(const std::string& chain) const;
+    std::vector<std::string> chains() const;  // user-defined chains
     Status create_chain(const std::string& chain);
     Status flush_chain(const std::string& chain);
     Status delete_chain(const std::string& chain);

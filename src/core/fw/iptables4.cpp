@@ -19,6 +19,9 @@ struct V4 {
     static void free(Handle* h) { iptc_free(h); }
     static int commit(Handle* h) { return iptc_commit(h); }
     static int is_chain(const char* c, Handle* h) { return iptc_is_chain(c, h); }
+    static const char* first_chain(Handle* h) { return iptc_first_chain(h); }
+    static const char* next_chain(Handle* h) { return iptc_next_chain(h); }
+    static int is_builtin(const char* c, Handle* h) { return iptc_builtin(c, h); }
     static int create_chain(const char* c, Handle* h) { return iptc_create_chain(c, h); }
     static int flush(const char* c, Handle* h) { return iptc_flush_entries(c, h); }
     static int delete_chain(const char* c, Handle* h) { return iptc_delete_chain(c, h); }

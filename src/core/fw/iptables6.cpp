@@ -22,6 +22,9 @@ struct V6 {
     static void free(Handle* h) { ip6tc_free(h); }
     static int commit(Handle* h) { return ip6tc_commit(h); }
     static int is_chain(const char* c, Handle* h) { return ip6tc_is_chain(c, h); }
+    static const char* first_chain(Handle* h) { return ip6tc_first_chain(h); }
+    static const char* next_chain(Handle* h) { return ip6tc_next_chain(h); }
+    static int is_builtin(const char* c, Handle* h) { return ip6tc_builtin(c, h); }
     static int create_chain(const char* c, Handle* h) { return ip6tc_create_chain(c, h); }
     static int flush(const char* c, Handle* h) { return ip6tc_flush_entries(c, h); }
     static int delete_chain(const char* c, Handle* h) { return ip6tc_delete_chain(c, h); }

@@ -147,6 +147,7 @@ namespace cni::fw {
 struct IptTable::Impl {
     virtual ~Impl() = default;
     virtual bool has_chain(const std::string& chain) const = 0;
+    virtual std::vector<std::string> chains() const = 0;
     virtual Status create_chain(const std::string& chain) = 0;
     virtual Status flush_chain(const std::string& chain) = 0;
     virtual Status delete_chain(const std::string& chain) = 0;
@@ -162,6 +163,12 @@ template <class T>
 struct ImplFor final : IptTable::Impl {
     Table<T> t;
     bool has_chain(const std::string& c) const override { return T::is_chain(c.c_str(), t.h) != 0; }
+    std::vector<std::string> chains() const override {
+        std::vector<std::string> out;
+        for (const char* c = T::first_chain(t.h); c; c = T::next_chain(t.h))
+            if (!T::is_builtin(c, t.h)) out.emplace_back(c);
+        return out;
+    }
     Status create_chain(const std::string& c) override {
         if (!T::create_chain(c.c_str(), t.h)) return std::unexpected(t.err("creating chain " + t.name + "/" + c));
         return {};

@@ -100,6 +100,9 @@ Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer) {
     LinkPtr p(rtnl_link_veth_get_peer(veth.get()));
     CNI_TRY(apply(veth.get(), self));
     CNI_TRY(apply(p.get(), peer));
+    // Go netlink (and so the reference) creates both ends with txqueuelen 0.
+    rtnl_link_set_txqlen(veth.get(), 0);
+    rtnl_link_set_txqlen(p.get(), 0);
     return create(s, veth.get(), "veth", self.name);
 }
 
@@ -172,6 +175,24 @@ Status move_link(const Socket& s, const LinkInfo& link, int netns_fd) {
         rtnl_link_set_ns_fd(d, netns_fd);
         return {};
     });
+}
+
+Status set_bridge_port_flag(const std::string& port, const std::string& flag, bool on) {
+    std::ofstream f("/sys/class/net/" + port + "/brport/" + flag);
+    if (!(f << (on ? "1" : "0") << std::flush)) return fail("setting " + flag + " on bridge port " + port);
+    return {};
+}
+
+Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index) {
+    nl_cache* raw = nullptr;
+    CNI_TRY(s.check(rtnl_link_alloc_cache(s.get(), AF_UNSPEC, &raw), "listing links"));
+    CachePtr cache(raw);
+    std::vector<LinkInfo> out;
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
+        auto* l = reinterpret_cast<rtnl_link*>(o);
+        if (rtnl_link_get_master(l) == master_index) out.push_back(to_info(l));
+    }
+    return out;
 }
 
 Result<bool> delete_link(const Socket& s, const std::string& name) {

@@ -40,7 +40,7 @@ Result<std::optional<LinkInfo>> find_link(const Socket& s, int index);
 Result<LinkInfo> require_link(const Socket& s, const std::string& name);  // "Link not found" otherwise
 
 // Creation; the error names the kind and the name: "creating veth eth0: File exists (...)".
-Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer);
+Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer);  // txqueuelen 0, like Go netlink
 Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering);
 Status add_dummy(const Socket& s, const NewLink& attrs);
 
@@ -51,6 +51,13 @@ Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 
 Status set_promisc(const Socket& s, const LinkInfo& link, bool on);
 Status rename_link(const Socket& s, const LinkInfo& link, const std::string& name);
 Status move_link(const Socket& s, const LinkInfo& link, int netns_fd);
+
+// A bridge port's flag through /sys/class/net/<port>/brport/<flag> ("hairpin_mode",
+// "isolated"): the calling process's network namespace must own that sysfs view.
+Status set_bridge_port_flag(const std::string& port, const std::string& flag, bool on);
+
+// Every link whose master is `master_index`.
+Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index);
 
 // Deletes by name; false when there was no such link.
 Result<bool> delete_link(const Socket& s, const std::string& name);

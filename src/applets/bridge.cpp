@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+// bridge (reference-behaviour 2.1): a Linux bridge on the host (created if missing) with one
+// veth per container, optional IPAM (L2 when absent), the gateway on the bridge (isGateway,
+// isDefaultGateway, forceAddress), ipMasq, hairpin, promisc, port isolation, DAD sysctls,
+// disableContainerInterface, mtu and the container MAC (runtimeConfig > args > CNI_ARGS).
+// A failed ADD undoes the veth, the ipMasq rules and the IPAM allocation (the bridge is shared
+// and stays, as in the reference). DEL is idempotent and removes the ipMasq rules by chain name
+// even when the link is gone. CHECK verifies what ADD made; STATUS forwards to IPAM; GC removes
+// the ipMasq rules of attachments not in cni.dev/valid-attachments and forwards to IPAM.
+// Not yet served: vlan/vlanTrunk (they need VLAN-filtering bridges and their tests) and
+// macspoofchk (needs the nftables backend): both are refused with code 2.
+#include <linux/if.h>
+
+#include <chrono>
+#include <thread>
+
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/mac.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/fw/ipmasq.hpp"
+#include "core/iface/configure.hpp"
+#include "core/iface/veth.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct BridgeConf {
+    NetConf net;
+    std::string bridge = "cni0";
+    bool is_gateway = false;
+    bool is_default_gateway = false;
+    bool force_address = false;
+    bool ip_masq = false;
+    std::string ip_masq_backend;
+    int mtu = 0;
+    bool hairpin = false;
+    bool promisc = false;
+    bool enable_dad = false;
+    bool disable_container_interface = false;
+    bool port_isolation = false;
+    std::string mac;  // container MAC, normalised
+    Dns dns;
+};
+
+Result<std::string> checked_mac(std::string_view text) {
+    auto mac = parse_mac(text);
+    if (!mac) return fail("invalid MAC address " + go_quote(text));
+    return *mac;
+}
+
+Result<BridgeConf> parse_bridge_conf(const Request& req) {
+    auto nc = parse_netconf(req.config);
+    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    BridgeConf c;
+    c.net = std::move(*nc);
+    const json::Value& root = c.net.root();
+    json::Where w{"NetConf", ""};
+    CNI_TRY(json::field(root, "bridge", c.bridge, w));
+    if (c.bridge.empty()) c.bridge = "cni0";
+    CNI_TRY(json::field(root, "isGateway", c.is_gateway, w));
+    CNI_TRY(json::field(root, "isDefaultGateway", c.is_default_gateway, w));
+    CNI_TRY(json::field(root, "forceAddress", c.force_address, w));
+    CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
+    CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "hairpinMode", c.hairpin, w));
+    CNI_TRY(json::field(root, "promiscMode", c.promisc, w));
+    CNI_TRY(json::field(root, "enabledad", c.enable_dad, w));
+    CNI_TRY(json::field(root, "disableContainerInterface", c.disable_container_interface, w));
+    CNI_TRY(json::field(root, "portIsolation", c.port_isolation, w));
+    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+
+    int vlan = 0;
+    CNI_TRY(json::field(root, "vlan", vlan, w));
+    if (vlan < 0 || vlan > 4094) return fail("invalid VLAN ID " + std::to_string(vlan) + " (must be between 0 and 4094)");
+    const auto* trunk = c.net.member("vlanTrunk");
+    if (vlan != 0 || (trunk && !trunk->IsNull()))
+        return fail(code::unsupported_field, "bridge: \"vlan\"/\"vlanTrunk\" are not supported yet by cni-all");
+    bool spoofchk = false;
+    CNI_TRY(json::field(root, "macspoofchk", spoofchk, w));
+    if (spoofchk) return fail(code::unsupported_field, "bridge: \"macspoofchk\" needs the nftables backend, not supported yet");
+    CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));
+    if (c.hairpin && c.promisc) return fail("cannot set hairpin mode and promiscuous mode at the same time.");
+    if (c.disable_container_interface && !c.net.ipam_type.empty())
+        return fail("cannot use IPAM when DisableContainerInterface flag is set");
+    if (c.is_default_gateway) c.is_gateway = true;
+
+    // The container MAC: runtimeConfig, else args.cni, else CNI_ARGS MAC.
+    std::string env_mac;
+    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status { env_mac = v; return {}; }}};
+    CNI_TRY(load_cni_args(req.args, fields));
+    std::string mac = env_mac;
+    if (const auto* args = c.net.member("args"); args && args->IsObject())
+        if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) CNI_TRY(json::field(*a, "mac", mac, w.at("args").at("cni")));
+    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) CNI_TRY(json::field(*rc, "mac", mac, w.at("runtimeConfig")));
+    if (!mac.empty()) {
+        CNI_TRY_ASSIGN(c.mac, checked_mac(mac));
+    }
+    return c;
+}
+
+// The bridge, created if missing (MTU only at creation), promisc as configured, accept_ra=0, up.
+Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const BridgeConf& c) {
+    CNI_TRY_ASSIGN(auto existing, nl::find_link(host, c.bridge));
+    if (!existing) {
+        auto made = nl::add_bridge(host, nl::NewLink{c.bridge, c.mtu, "", 0, -1}, false);
+        if (!made && made.error().msg.find("file exists") == std::string::npos)
+            return fail("could not add \"" + c.bridge + "\": " + made.error().msg);
+        CNI_TRY_ASSIGN(existing, nl::find_link(host, c.bridge));
+        if (!existing) return fail("could not add \"" + c.bridge + "\": it vanished");
+    }
+    if (existing->kind != "bridge") return fail("\"" + c.bridge + "\" already exists but is not a bridge");
+    if (c.promisc) CNI_TRY(nl::set_promisc(host, *existing, true));
+    (void)os::sysctl_set("net/ipv6/conf/" + c.bridge + "/accept_ra", "0");
+    CNI_TRY(nl::set_link_up(host, *existing, true));
+    return nl::require_link(host, c.bridge);
+}
+
+// The reference's ensureAddr: the gateway on the bridge; a different IPv4 address (or an
+// overlapping IPv6 one) is an error unless forceAddress, which replaces it.
+Status ensure_gateway_addr(const nl::Socket& host, const nl::LinkInfo& br, const IpNet& gw, bool force) {
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(host, br.index, gw.ip.is_v4() ? AF_INET : AF_INET6));
+    for (auto& a : addrs) {
+        if (a.local == gw) return {};
+        if (gw.ip.is_v4() || a.local.contains(gw.ip) || gw.contains(a.local.ip)) {
+            if (!force) return fail("\"" + br.name + "\" already has an IP address different from " + gw.str());
+            CNI_TRY(nl::del_addr(host, br.index, br.name, a.local));
+        }
+    }
+    auto added = nl::add_addr(host, br.index, br.name, gw);
+    if (!added && added.error().msg.find("file exists") == std::string::npos)
+        return fail("could not add IP address to \"" + br.name + "\": " + added.error().msg);
+    // Pin the bridge's MAC: otherwise it follows the lowest port MAC as ports churn.
+    if (auto st = nl::set_mac(host, br, br.mac); !st) return fail("could not set bridge's mac: " + st.error().msg);
+    return {};
+}
+
+// Fill in gateways (isGateway) and the default routes (isDefaultGateway) like calcGateways.
+std::vector<IpNet> plan_gateways(const BridgeConf& c, CniResult& result) {
+    std::vector<IpNet> gws;
+    bool default_found[2] = {false, false};
+    for (auto& ip : result.ips) {
+        ip.interface = 2;
+        bool v4 = ip.address.ip.is_v4();
+        if (!ip.gateway && c.is_gateway) ip.gateway = ip.address.network().next();
+        if (c.is_default_gateway && !default_found[v4]) {
+            IpNet def = *IpNet::parse(v4 ? "0.0.0.0/0" : "::/0");
+            for (auto& r : result.routes)
+                if (r.gw && r.dst == def) default_found[v4] = true;
+            if (!default_found[v4]) {
+                result.routes.push_back(Route{def, ip.gateway, 0, 0, 0, std::nullopt, std::nullopt});
+                default_found[v4] = true;
+            }
+        }
+        if (c.is_gateway) gws.push_back(IpNet{*ip.gateway, ip.address.prefix, ip.address.mask_bits});
+    }
+    return gws;
+}
+
+// Wait until the host end of the veth is operationally up (0, 50, 500, 1000, 1000 ms).
+Status wait_port_up(const nl::Socket& host, nl::LinkInfo port) {
+    for (int delay : {0, 50, 500, 1000, 1000}) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+        CNI_TRY_ASSIGN(port, nl::require_link(host, port.name));
+        if (port.oper_state == IF_OPER_UP) return {};
+    }
+    static const char* names[] = {"unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"};
+    int st = port.oper_state;
+    return fail(std::string("bridge port in error state: ") + (st >= 0 && st <= 6 ? names[st] : "unknown"));
+}
+
+Result<CniResult> bridge_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+
+    Rollback undo;
+    CNI_TRY_ASSIGN(auto br, ensure_bridge(host, c));
+    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, r.ifname, c.mtu, c.mac));
+    undo.push([&] { (void)nl::delete_link(container, r.ifname); });
+    CNI_TRY(nl::set_master(host, veth.host, br.index));
+    if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(veth.host.name, "hairpin_mode", true));
+    if (c.port_isolation) CNI_TRY(nl::set_bridge_port_flag(veth.host.name, "isolated", true));
+
+    CniResult result;
+    Interface br_if, host_if, cont_if;
+    br_if.name = br.name;
+    host_if.name = veth.host.name;
+    cont_if.name = r.ifname;
+    cont_if.mac = veth.container.mac;
+    cont_if.sandbox = r.netns;
+
+    if (!c.net.ipam_type.empty()) {
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
+        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
+        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+        result.dns = ipam_result.dns;
+        auto gateways = plan_gateways(c, result);
+        result.interfaces = {br_if, host_if, cont_if};
+        {
+            CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+            std::string v6 = "net/ipv6/conf/" + r.ifname + "/";
+            if (c.enable_dad) {
+                (void)os::sysctl_set(v6 + "enhanced_dad", "1");
+                (void)os::sysctl_set(v6 + "accept_dad", "1");
+            } else {
+                (void)os::sysctl_set(v6 + "accept_dad", "0");
+            }
+            (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
+        }
+        CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+        for (auto& gw : gateways) CNI_TRY(ensure_gateway_addr(host, br, gw, c.force_address));
+        if (c.is_gateway) CNI_TRY(iface::enable_forwarding(result.ips));
+        if (c.ip_masq) {
+            std::vector<IpNet> nets;
+            for (auto& ip : result.ips) nets.push_back(ip.address);
+            undo.push([&] { (void)fw::teardown_ipmasq(c.net.name, r.container_id); });
+            CNI_TRY(fw::setup_ipmasq(nets, c.net.name, r.container_id));
+        }
+    } else {
+        result.interfaces = {br_if, host_if, cont_if};
+        if (!c.disable_container_interface) CNI_TRY(nl::set_link_up(container, veth.container, true));
+    }
+    if (!c.disable_container_interface) CNI_TRY(wait_port_up(host, veth.host));
+
+    // The MACs as they ended up (the bridge's can change while ports join).
+    CNI_TRY_ASSIGN(auto br_now, nl::require_link(host, br.name));
+    CNI_TRY_ASSIGN(auto host_now, nl::require_link(host, veth.host.name));
+    result.interfaces[0].mac = br_now.mac;
+    result.interfaces[1].mac = host_now.mac;
+    if (!c.dns.empty()) result.dns = c.dns;
+    undo.dismiss();
+    return result;
+}
+
+Status bridge_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!r.netns.empty()) {
+        CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+        if (ns) {
+            CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
+            CNI_TRY(nl::delete_link(container, r.ifname));
+        }
+    }
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq(c.net.name, r.container_id));
+    return {};
+}
+
+Status bridge_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
+    if (!prev) return fail("Required prevResult missing");
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto br, nl::find_link(host, c.bridge));
+    if (!br) return fail("bridge: Failed to find bridge " + c.bridge);
+    if (br->kind != "bridge") return fail("\"" + c.bridge + "\" already exists but is not a bridge");
+    const Interface* br_prev = nullptr;
+    const Interface* cont_prev = nullptr;
+    for (auto& i : prev->interfaces) {
+        if (i.name == c.bridge && i.sandbox.empty()) br_prev = &i;
+        if (i.name == r.ifname && i.sandbox == r.netns) cont_prev = &i;
+    }
+    if (br_prev && !br_prev->mac.empty() && br_prev->mac != br->mac)
+        return fail("Bridge " + c.bridge + " Mac " + br_prev->mac + " doesn't match " + br->mac);
+    if (c.promisc != ((br->flags & IFF_PROMISC) != 0)) return fail("Bridge " + c.bridge + " promisc mode is not as configured");
+    if (!cont_prev) return fail("Sandbox in prevResult doesn't match configured netns: " + r.netns);
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
+    if (link.kind != "veth") return fail("Error: Container interface " + r.ifname + " not of type veth");
+    if (!cont_prev->mac.empty() && cont_prev->mac != link.mac)
+        return fail("Interface " + r.ifname + " Mac " + cont_prev->mac + " doesn't match container Mac: " + link.mac);
+    CNI_TRY_ASSIGN(auto peer, nl::find_link(host, link.peer_index));
+    if (!peer || peer->master != br->index)
+        return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index));
+    std::vector<IpNet> nets;
+    for (auto& ip : prev->ips) {
+        if (!iface::ip_is_for(*prev, ip, r.ifname)) continue;
+        nets.push_back(ip.address);
+        bool found = false;
+        for (auto& a : addrs) found |= a.local == ip.address;
+        if (!found) return fail("bridge: address " + ip.address.str() + " not found on " + r.ifname);
+    }
+    for (auto& want : prev->routes) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(container, want.dst.ip.is_v4() ? AF_INET : AF_INET6, std::nullopt));
+        bool found = false;
+        for (auto& have : routes) found |= have.dst == want.dst.masked() && (!want.gw || have.gw == want.gw);
+        if (!found) return fail("Failed to find route " + want.dst.str() + " in the container");
+    }
+    if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
+    return {};
+}
+
+Status bridge_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    if (c.net.ipam_type.empty()) return {};
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+Status bridge_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    std::string errors;
+    if (c.ip_masq && c.net.valid_attachments) {
+        std::vector<std::string> keep;
+        for (auto& a : *c.net.valid_attachments) keep.push_back(a.container_id);
+        if (auto st = fw::gc_ipmasq(c.net.name, keep); !st) errors = st.error().msg;
+    }
+    if (!c.net.ipam_type.empty())
+        if (auto st = ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config); !st)
+            errors += (errors.empty() ? "" : "; ") + st.error().msg;
+    if (!errors.empty()) return fail(errors);
+    return {};
+}
+
+constexpr std::string_view kHelp = R"(A host bridge (created if missing) with one veth per container.
+Keys: bridge (cni0), isGateway, isDefaultGateway, forceAddress, ipMasq, ipMasqBackend, mtu,
+hairpinMode, promiscMode, enabledad, disableContainerInterface, portIsolation, ipam
+(optional: L2 when absent), dns; the container MAC from runtimeConfig mac, args.cni.mac or
+CNI_ARGS MAC. Not yet: vlan, vlanTrunk, preserveDefaultVlan, macspoofchk (code 2).)";
+
+}  // namespace
+
+extern const Applet bridge_applet{
+    .name = "bridge",
+    .kind = AppletKind::main,
+    .summary = "a host bridge with one veth per container",
+    .help = kHelp,
+    .versions = kAllVersions,
+    .add = bridge_add,
+    .del = bridge_del,
+    .check = bridge_check,
+    .status = bridge_status,
+    .gc = bridge_gc,
+};
+
+}  // namespace cni

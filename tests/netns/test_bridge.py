@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of the bridge applet: two containers on one bridge reaching each other and the
+gateway, port flags, MAC sources, gateway options, L2 mode, rollback of failed ADDs, idempotent
+DEL, GC, refused keys, masqueraded traffic, and Debian's Go bridge giving the same state. Each
+test builds its own namespaces and bridge; plugins run inside the test's host namespace."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import (Plugin, check, eq, install_dir, link, netns, ns_path, reference_dir,  # noqa: E402
+                     run_all, sh, test)
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+REF = reference_dir()
+LEGACY = tempfile.mkdtemp(prefix="cni-legacy-path.")
+for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
+    os.symlink("/usr/sbin/" + tool.replace("tables", "tables-legacy", 1), os.path.join(LEGACY, tool))
+ENV = {"PATH": f"{LEGACY}:/usr/sbin:/usr/bin:/sbin:/bin"}
+
+
+def conf(data, version="1.0.0", ipam=True, **extra):
+    c = {"cniVersion": version, "name": "br-test", "type": "bridge", "bridge": "cnibr0"}
+    if ipam:
+        c["ipam"] = {"type": "host-local", "subnet": "10.74.0.0/24", "routes": [{"dst": "0.0.0.0/0"}], "dataDir": data}
+    c.update(extra)
+    return c
+
+
+def bridge(plugin_dir=BIN):
+    return Plugin(os.path.join(plugin_dir, "bridge"))
+
+
+def add(host, ctr, c, cid, plugin_dir=BIN, **kw):
+    return bridge(plugin_dir).run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id=cid, extra_env=ENV, **kw)
+
+
+def delete(host, ctr, c, cid, plugin_dir=BIN, netns=None):
+    return bridge(plugin_dir).run("DEL", c, host_ns=host, netns=ns_path(ctr) if netns is None else netns,
+                                  container_id=cid, extra_env=ENV)
+
+
+def details(ns, dev):
+    return sh("ip", "-n", ns, "-d", "link", "show", dev).stdout
+
+
+def nat_rules(ns):
+    out = sh("ip", "netns", "exec", ns, "iptables-legacy-save", "-t", "nat").stdout
+    return [line for line in out.splitlines() if line.startswith("-A") or line.startswith(":CNI")]
+
+
+def reservations(data, net="br-test"):
+    d = os.path.join(data, net)
+    return sorted(f for f in os.listdir(d) if f[0].isdigit()) if os.path.isdir(d) else []
+
+
+class Env:
+    """A host namespace, container namespaces and an IPAM data dir, all removed afterwards."""
+
+    def __init__(self, containers=1):
+        self.data = tempfile.mkdtemp()
+        self.stack = [netns("host")] + [netns("ctr") for _ in range(containers)]
+        self.names = [cm.__enter__() for cm in self.stack]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for cm in reversed(self.stack):
+            cm.__exit__(None, None, None)
+        shutil.rmtree(self.data)
+
+
+@test
+def two_containers_talk_through_the_bridge():
+    """bridge: two containers reach each other and the gateway; CHECK; DEL removes all but the bridge"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, isGateway=True, ipMasq=True, mtu=1400)
+        r1 = add(host, c1, c, "br-1").ok().json()
+        add(host, c2, c, "br-2").ok()
+        eq([i["name"] for i in r1["interfaces"]][0::2], ["cnibr0", "eth0"])
+        eq(r1["ips"], [{"address": "10.74.0.2/24", "gateway": "10.74.0.1", "interface": 2}])
+        hostveth = r1["interfaces"][1]["name"]
+        br = link(host, "cnibr0")
+        eq(br["linkinfo"]["info_kind"] if "linkinfo" in br else "bridge", "bridge")
+        eq(link(host, hostveth)["master"], "cnibr0")
+        eq(link(c1, "eth0")["mtu"], 1400)
+        check("10.74.0.1/24" in sh("ip", "-n", host, "-br", "addr", "show", "cnibr0").stdout)
+        eq(r1["interfaces"][0]["mac"], link(host, "cnibr0")["address"])
+        sh("ip", "netns", "exec", c1, "ping", "-c1", "-W2", "10.74.0.3")
+        sh("ip", "netns", "exec", c2, "ping", "-c1", "-W2", "10.74.0.1")
+        bridge().run("CHECK", dict(c, prevResult=r1), host_ns=host, netns=ns_path(c1), container_id="br-1").ok()
+        eq(len(nat_rules(host)), 8)
+        delete(host, c1, c, "br-1").ok()
+        delete(host, c2, c, "br-2").ok()
+        check(link(c1, "eth0") is None and link(host, hostveth) is None)
+        check(link(host, "cnibr0") is not None, "the bridge is shared and stays, as in the reference")
+        eq(nat_rules(host), [])
+        eq(reservations(e.data), [])
+        delete(host, c1, c, "br-1").ok()
+        delete(host, c1, c, "br-1", netns="").ok()
+
+
+@test
+def port_flags_promisc_and_mac_sources():
+    """bridge: hairpin, isolation, promisc, and the container MAC from CNI_ARGS < args < runtimeConfig"""
+    with Env(3) as e:
+        host, c1, c2, c3 = e.names
+        r = add(host, c1, conf(e.data, hairpinMode=True, portIsolation=True), "br-f",
+                args="IgnoreUnknown=1;MAC=0a:00:00:00:00:01").ok().json()
+        d = details(host, r["interfaces"][1]["name"])
+        check("hairpin on" in d and "isolated on" in d, d)
+        eq(link(c1, "eth0")["address"], "0a:00:00:00:00:01")
+        add(host, c2, conf(e.data, args={"cni": {"mac": "0a:00:00:00:00:02"}}), "br-g",
+            args="IgnoreUnknown=1;MAC=0a:00:00:00:00:01").ok()
+        eq(link(c2, "eth0")["address"], "0a:00:00:00:00:02")
+        add(host, c3, conf(e.data, promiscMode=True, args={"cni": {"mac": "0a:00:00:00:00:02"}},
+                           runtimeConfig={"mac": "0a:00:00:00:00:03"}), "br-h").ok()
+        eq(link(c3, "eth0")["address"], "0a:00:00:00:00:03")
+        check("promiscuity 1" in details(host, "cnibr0"))
+        err = add(host, c1, conf(e.data, hairpinMode=True, promiscMode=True), "br-x", ifname="eth1").error()
+        eq(err["msg"], "cannot set hairpin mode and promiscuous mode at the same time.")
+        err = add(host, c1, conf(e.data), "br-y", ifname="eth1", args="MAC=zz").error()
+        eq(err["msg"], 'invalid MAC address "zz"')
+
+
+@test
+def default_gateway_and_force_address():
+    """bridge: isDefaultGateway adds the default route; a foreign bridge address needs forceAddress"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, isDefaultGateway=True)
+        del c["ipam"]["routes"]
+        add(host, c1, c, "br-d").ok()
+        check("default via 10.74.0.1 dev eth0" in sh("ip", "-n", c1, "route").stdout)
+        sh("ip", "-n", host, "addr", "flush", "dev", "cnibr0")
+        sh("ip", "-n", host, "addr", "add", "10.74.0.254/24", "dev", "cnibr0")
+        err = add(host, c2, conf(e.data, isGateway=True), "br-e").error()
+        eq(err["msg"], '"cnibr0" already has an IP address different from 10.74.0.1/24')
+        eq(reservations(e.data), ["10.74.0.2"], "the failed ADD released its address")
+        add(host, c2, conf(e.data, isGateway=True, forceAddress=True), "br-e").ok()
+        addrs = sh("ip", "-n", host, "-br", "-4", "addr", "show", "cnibr0").stdout
+        check("10.74.0.1/24" in addrs and "10.74.0.254" not in addrs, addrs)
+
+
+@test
+def layer2_and_disabled_container_interface():
+    """bridge without IPAM: the container end is up with no address; disableContainerInterface leaves it down"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, ipam=False)
+        r = add(host, c1, c, "br-l2").ok().json()
+        check("UP" in link(c1, "eth0")["flags"])
+        check("ips" not in r, r)
+        bridge().run("CHECK", dict(c, prevResult=r), host_ns=host, netns=ns_path(c1), container_id="br-l2").ok()
+        add(host, c2, conf(e.data, ipam=False, disableContainerInterface=True), "br-off").ok()
+        check("UP" not in link(c2, "eth0")["flags"])
+        err = add(host, c2, conf(e.data, disableContainerInterface=True), "br-z", ifname="eth1").error()
+        eq(err["msg"], "cannot use IPAM when DisableContainerInterface flag is set")
+
+
+@test
+def failed_add_and_del_without_namespace_leave_nothing():
+    """bridge: failed ADDs undo veth and allocation; DEL with the netns gone removes rules and address"""
+    with Env(1) as e:
+        host, c1 = e.names
+        sh("ip", "-n", c1, "link", "add", "eth0", "type", "veth", "peer", "name", "x0")
+        err = add(host, c1, conf(e.data, ipMasq=True), "br-r").error()
+        eq(err["msg"], "container veth name provided (eth0) already exists")
+        eq(reservations(e.data), [])
+        eq(nat_rules(host), [])
+        bad = conf(e.data)
+        bad["ipam"]["subnet"] = "10.74.0.0/31"
+        err = add(host, c1, bad, "br-s", ifname="eth1").error()
+        check("too small" in err["msg"], err)
+        ports = sh("ip", "-n", host, "-br", "link", "show", "master", "cnibr0").stdout
+        eq(ports.strip(), "", "no port left on the bridge")
+        for flag, msg in [({"vlan": 10}, '"vlan"/"vlanTrunk" are not supported yet'),
+                          ({"macspoofchk": True}, '"macspoofchk" needs the nftables backend'),
+                          ({"ipMasq": True, "ipMasqBackend": "nftables"}, "not supported yet")]:
+            err = add(host, c1, conf(e.data, **flag), "br-t", ifname="eth2").error()
+            eq(err["code"], 2)
+            check(msg in err["msg"], err)
+        eq(add(host, c1, conf(e.data, vlan=5000), "br-t", ifname="eth2").error()["msg"],
+           "invalid VLAN ID 5000 (must be between 0 and 4094)")
+    with Env(0) as e:
+        host = e.names[0]
+        with netns("ctr") as gone:
+            add(host, gone, conf(e.data, ipMasq=True), "br-g").ok()
+        eq(len(nat_rules(host)), 4)
+        bridge().run("DEL", conf(e.data, ipMasq=True), host_ns=host, netns=f"/run/netns/{gone}",
+                     container_id="br-g", extra_env=ENV).ok()
+        eq(nat_rules(host), [])
+        eq(reservations(e.data), [])
+
+
+@test
+def gc_removes_what_no_valid_attachment_owns():
+    """bridge GC: ipMasq rules and IPAM reservations of attachments not in the valid list go"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, version="1.1.0", ipMasq=True)
+        add(host, c1, c, "keep-me").ok()
+        add(host, c2, c, "stale-one").ok()
+        gc = dict(c, **{"cni.dev/valid-attachments": [{"containerID": "keep-me", "ifname": "eth0"}]})
+        bridge().run("GC", gc, host_ns=host, raw_env={"CNI_COMMAND": "GC", "CNI_PATH": BIN}).ok()
+        rules = nat_rules(host)
+        check(any("keep-me" in r for r in rules) and not any("stale-one" in r for r in rules), rules)
+        eq(reservations(e.data), ["10.74.0.2"])
+        bridge().run("STATUS", c, host_ns=host, raw_env={"CNI_COMMAND": "STATUS", "CNI_PATH": BIN}).ok()
+
+
+@test
+def masqueraded_traffic():
+    """bridge ipMasq: a container reaches another namespace with the host's address as source"""
+    with Env(1) as e, netns("remote") as remote:
+        host, c1 = e.names
+        sh("ip", "-n", host, "link", "add", "up0", "type", "veth", "peer", "name", "down0", "netns", remote)
+        sh("ip", "-n", host, "addr", "add", "10.199.8.1/24", "dev", "up0")
+        sh("ip", "-n", host, "link", "set", "up0", "up")
+        sh("ip", "-n", remote, "addr", "add", "10.199.8.2/24", "dev", "down0")
+        sh("ip", "-n", remote, "link", "set", "down0", "up")
+        add(host, c1, conf(e.data, isGateway=True, ipMasq=True), "br-m").ok()
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", remote, "python3", "-c",
+             "import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+             "s.bind(('10.199.8.2',7778));s.listen(1);print('ready',flush=True);c,a=s.accept();print(a[0],flush=True)"],
+            stdout=subprocess.PIPE, text=True)
+        eq(server.stdout.readline().strip(), "ready")
+        sh("ip", "netns", "exec", c1, "python3", "-c",
+           "import socket;socket.create_connection(('10.199.8.2',7778),timeout=5).close()")
+        eq(server.stdout.readline().strip(), "10.199.8.1")
+        server.wait(timeout=5)
+
+
+def normalise(text, names):
+    for real, alias in names.items():
+        text = text.replace(real, alias)
+    text = re.sub(r"fe80::[0-9a-f:]+/64", "LINKLOCAL", text)
+    return re.sub(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", "MAC", text)
+
+
+@test
+def same_state_as_the_go_bridge():
+    """bridge: the Go plugin and cni-all give the same result, routes, bridge address and rules"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    seen = {}
+    for impl, plugin_dir in [("go", REF), ("ours", BIN)]:
+        with Env(1) as e:
+            host, c1 = e.names
+            c = conf(e.data, version="0.4.0", isGateway=True, ipMasq=True, hairpinMode=True)
+            out = add(host, c1, c, "br-diff", plugin_dir=plugin_dir).ok()
+            hostveth = out.json()["interfaces"][1]["name"]
+            names = {hostveth: "HOSTVETH", ns_path(c1): "NETNS"}
+            seen[impl] = {
+                "result": normalise(out.out, names),
+                "container routes": sh("ip", "-n", c1, "route").stdout,
+                "bridge addrs": normalise(sh("ip", "-n", host, "-br", "addr", "show", "cnibr0").stdout, names),
+                "port": normalise(re.sub(r"^\d+: ", "", details(host, hostveth).splitlines()[0]), names),
+                "container link": normalise(re.sub(r"^\d+: ", "", details(c1, "eth0").splitlines()[0]), names),
+                "hairpin": "hairpin on" in details(host, hostveth),
+                "nat": nat_rules(host),
+            }
+            other = BIN if impl == "go" else REF
+            delete(host, c1, c, "br-diff", plugin_dir=other).ok()
+            eq(nat_rules(host), [], f"{impl}'s rules removed by the other implementation")
+            eq(reservations(e.data), [])
+    for key in seen["go"]:
+        eq(seen["ours"][key], seen["go"][key], key)
+
+
+if __name__ == "__main__":
+    run_all(cleanup=[BIN, LEGACY])
