@@ -19,6 +19,7 @@
 #include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/ipmasq.hpp"
+#include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
@@ -270,39 +271,18 @@ Status bridge_check(const Context& ctx) {
     if (!br) return fail("bridge: Failed to find bridge " + c.bridge);
     if (br->kind != "bridge") return fail("\"" + c.bridge + "\" already exists but is not a bridge");
     const Interface* br_prev = nullptr;
-    const Interface* cont_prev = nullptr;
-    for (auto& i : prev->interfaces) {
+    for (auto& i : prev->interfaces)
         if (i.name == c.bridge && i.sandbox.empty()) br_prev = &i;
-        if (i.name == r.ifname && i.sandbox == r.netns) cont_prev = &i;
-    }
     if (br_prev && !br_prev->mac.empty() && br_prev->mac != br->mac)
         return fail("Bridge " + c.bridge + " Mac " + br_prev->mac + " doesn't match " + br->mac);
     if (c.promisc != ((br->flags & IFF_PROMISC) != 0)) return fail("Bridge " + c.bridge + " promisc mode is not as configured");
-    if (!cont_prev) return fail("Sandbox in prevResult doesn't match configured netns: " + r.netns);
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
-    if (link.kind != "veth") return fail("Error: Container interface " + r.ifname + " not of type veth");
-    if (!cont_prev->mac.empty() && cont_prev->mac != link.mac)
-        return fail("Interface " + r.ifname + " Mac " + cont_prev->mac + " doesn't match container Mac: " + link.mac);
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "veth"));
     CNI_TRY_ASSIGN(auto peer, nl::find_link(host, link.peer_index));
     if (!peer || peer->master != br->index)
         return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
-    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index));
-    std::vector<IpNet> nets;
-    for (auto& ip : prev->ips) {
-        if (!iface::ip_is_for(*prev, ip, r.ifname)) continue;
-        nets.push_back(ip.address);
-        bool found = false;
-        for (auto& a : addrs) found |= a.local == ip.address;
-        if (!found) return fail("bridge: address " + ip.address.str() + " not found on " + r.ifname);
-    }
-    for (auto& want : prev->routes) {
-        CNI_TRY_ASSIGN(auto routes, nl::list_routes(container, want.dst.ip.is_v4() ? AF_INET : AF_INET6, std::nullopt));
-        bool found = false;
-        for (auto& have : routes) found |= have.dst == want.dst.masked() && (!want.gw || have.gw == want.gw);
-        if (!found) return fail("Failed to find route " + want.dst.str() + " in the container");
-    }
+    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, *prev, r.ifname));
     if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
     return {};
 }

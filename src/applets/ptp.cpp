@@ -9,6 +9,7 @@
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/ipmasq.hpp"
+#include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
@@ -138,31 +139,10 @@ Status ptp_check(const Context& ctx) {
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
     if (!prev) return fail("ptp: Required prevResult missing");
-    const Interface* mine = nullptr;
-    for (auto& i : prev->interfaces)
-        if (i.name == r.ifname && i.sandbox == r.netns) mine = &i;
-    if (!mine) return fail("Sandbox in prevResult  doesn't match configured netns: " + r.netns);
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
-    if (link.kind != "veth") return fail("Error: Container interface " + r.ifname + " not of type veth/p2p");
-    if (!mine->mac.empty() && mine->mac != link.mac)
-        return fail("Interface " + r.ifname + " Mac " + mine->mac + " doesn't match container Mac: " + link.mac);
-    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index));
-    std::vector<IpNet> nets;
-    for (auto& ip : prev->ips) {
-        if (!iface::ip_is_for(*prev, ip, r.ifname)) continue;
-        nets.push_back(ip.address);
-        bool found = false;
-        for (auto& a : addrs) found |= a.local == ip.address;
-        if (!found) return fail("ptp: address " + ip.address.str() + " not found on " + r.ifname);
-    }
-    for (auto& want : prev->routes) {
-        CNI_TRY_ASSIGN(auto routes, nl::list_routes(container, want.dst.ip.is_v4() ? AF_INET : AF_INET6, std::nullopt));
-        bool found = false;
-        for (auto& have : routes) found |= have.dst == want.dst.masked() && (!want.gw || have.gw == want.gw);
-        if (!found) return fail("Failed to find route " + want.dst.str() + " in the container");
-    }
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "veth"));
+    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, *prev, r.ifname));
     if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
     return {};
 }

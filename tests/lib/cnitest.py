@@ -144,6 +144,33 @@ class Outcome:
         return f"Outcome(rc={self.rc}, out={self.out!r}, err={self.err!r})"
 
 
+def masquerade_source(host, ctr, subnet_prefix, port):
+    """Connects from `ctr` to a throwaway "remote" namespace wired to `host` through a veth
+    (<subnet_prefix>.1 on the host, .2 remote) and returns the source address the remote side
+    saw."""
+    with netns("remote") as remote:
+        sh("ip", "-n", host, "link", "add", "up0", "type", "veth", "peer", "name", "down0", "netns", remote)
+        sh("ip", "-n", host, "addr", "add", f"{subnet_prefix}.1/24", "dev", "up0")
+        sh("ip", "-n", host, "link", "set", "up0", "up")
+        sh("ip", "-n", remote, "addr", "add", f"{subnet_prefix}.2/24", "dev", "down0")
+        sh("ip", "-n", remote, "link", "set", "down0", "up")
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", remote, "python3", "-c",
+             "import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+             f"s.bind(('{subnet_prefix}.2',{port}));s.listen(1);print('ready',flush=True);"
+             "c,a=s.accept();print(a[0],flush=True)"],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            eq(server.stdout.readline().strip(), "ready")
+            sh("ip", "netns", "exec", ctr, "python3", "-c",
+               f"import socket;socket.create_connection(('{subnet_prefix}.2',{port}),timeout=5).close()")
+            return server.stdout.readline().strip()
+        finally:
+            server.kill()
+            server.wait()
+            sh("ip", "-n", host, "link", "del", "up0", check_rc=False)
+
+
 def install_dir(cni_all):
     """A fresh plugin directory populated by `cni-all install` (symlinks to a copy of cni-all)."""
     d = tempfile.mkdtemp(prefix="cni-all-bin.")

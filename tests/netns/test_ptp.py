@@ -8,12 +8,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, check, eq, install_dir, link, netns, ns_path, reference_dir,  # noqa: E402
+from cnitest import (Plugin, check, eq, install_dir, link, masquerade_source, netns, ns_path, reference_dir,  # noqa: E402
                      run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -92,23 +91,9 @@ def masqueraded_traffic_leaves_with_the_host_address():
     """ptp ipMasq: a container reaches another namespace with the host's address as source"""
     data = tempfile.mkdtemp()
     try:
-        with netns("host") as host, netns("ctr") as ctr, netns("remote") as remote:
-            sh("ip", "-n", host, "link", "add", "up0", "type", "veth", "peer", "name", "down0", "netns", remote)
-            sh("ip", "-n", host, "addr", "add", "10.199.7.1/24", "dev", "up0")
-            sh("ip", "-n", host, "link", "set", "up0", "up")
-            sh("ip", "-n", remote, "addr", "add", "10.199.7.2/24", "dev", "down0")
-            sh("ip", "-n", remote, "link", "set", "down0", "up")
+        with netns("host") as host, netns("ctr") as ctr:
             ptp().run("ADD", conf(data, masq=True), host_ns=host, netns=ns_path(ctr), container_id="ptp-m").ok()
-            server = subprocess.Popen(
-                ["ip", "netns", "exec", remote, "python3", "-c",
-                 "import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
-                 "s.bind(('10.199.7.2',7777));s.listen(1);print('ready',flush=True);c,a=s.accept();print(a[0],flush=True)"],
-                stdout=subprocess.PIPE, text=True)
-            eq(server.stdout.readline().strip(), "ready")
-            sh("ip", "netns", "exec", ctr, "python3", "-c",
-               "import socket;socket.create_connection(('10.199.7.2',7777),timeout=5).close()")
-            eq(server.stdout.readline().strip(), "10.199.7.1", "source address seen by the remote side")
-            server.wait(timeout=5)
+            eq(masquerade_source(host, ctr, "10.199.7", 7777), "10.199.7.1", "source address seen by the remote side")
             ptp().run("DEL", conf(data, masq=True), host_ns=host, netns=ns_path(ctr), container_id="ptp-m").ok()
             eq(nat_rules(host), [])
     finally:

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// CHECK helpers (see check.hpp).
+#include "core/iface/check.hpp"
+
+#include "core/iface/configure.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/route.hpp"
+
+namespace cni::iface {
+
+Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const CniResult& prev, const std::string& ifname,
+                                          const std::string& netns, std::string_view kind) {
+    const Interface* mine = nullptr;
+    for (auto& i : prev.interfaces)
+        if (i.name == ifname && i.sandbox == netns) mine = &i;
+    if (!mine) return fail("Sandbox in prevResult doesn't match configured netns: " + netns);
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, ifname));
+    if (link.kind != kind) return fail("Error: Container interface " + ifname + " not of type " + std::string(kind));
+    if (!mine->mac.empty() && mine->mac != link.mac)
+        return fail("Interface " + ifname + " Mac " + mine->mac + " doesn't match container Mac: " + link.mac);
+    return link;
+}
+
+Result<std::vector<IpNet>> check_addresses_and_routes(const nl::Socket& container, const nl::LinkInfo& link,
+                                                      const CniResult& prev, const std::string& ifname) {
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index));
+    std::vector<IpNet> nets;
+    for (auto& ip : prev.ips) {
+        if (!ip_is_for(prev, ip, ifname)) continue;
+        nets.push_back(ip.address);
+        bool found = false;
+        for (auto& a : addrs) found |= a.local == ip.address;
+        if (!found) return fail("Failed to match addr " + ip.address.str() + " on interface " + ifname);
+    }
+    for (auto& want : prev.routes) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(container, want.dst.ip.is_v4() ? AF_INET : AF_INET6, std::nullopt));
+        bool found = false;
+        for (auto& have : routes) found |= have.dst == want.dst.masked() && (!want.gw || have.gw == want.gw);
+        if (!found) return fail("Failed to match route " + want.dst.str() + " in the container");
+    }
+    return nets;
+}
+
+}  // namespace cni::iface
