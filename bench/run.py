@@ -9,8 +9,9 @@ process's own CPU time and peak RSS, none of the harness's overhead.
 Scenarios: VERSION; loopback ADD+DEL in a throwaway namespace; host-local ADD+DEL on an empty
 network; host-local ADD+DEL with 10,000 existing reservations (both implementations get an
 identical copy of the same reservation directory, written in the reference's format); ptp with
-host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq
-(the Go plugins run with iptables-legacy first in PATH, so both write the same tables).
+host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq;
+bridge (isGateway) with host-local and ipMasq (the Go plugins run with iptables-legacy first in
+PATH, so both write the same tables).
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--markdown out.md]"""
@@ -132,13 +133,14 @@ def ptp_teardown(_impl, state):
     shutil.rmtree(data)
 
 
-def ptp_step(masq):
+def veth_step(applet, masq, **keys):
+    """ADD then DEL of a veth-based applet with host-local, in the scenario's namespaces."""
     def step(impl, state):
         host, ctr, data = state
-        conf = {"cniVersion": "0.4.0", "name": "bench-ptp", "type": "ptp", "ipMasq": masq,
-                "ipam": {"type": "host-local", "subnet": "10.201.0.0/16", "dataDir": data}}
-        return [call(IMPLS[impl], "ptp", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
-                call(IMPLS[impl], "ptp", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+        conf = {"cniVersion": "0.4.0", "name": "bench-" + applet, "type": applet, "ipMasq": masq,
+                "ipam": {"type": "host-local", "subnet": "10.201.0.0/16", "dataDir": data}, **keys}
+        return [call(IMPLS[impl], applet, "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
+                call(IMPLS[impl], applet, "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
     return step
 
 
@@ -153,8 +155,11 @@ results = [
              lambda impl, d: shutil.rmtree(d)),
     scenario("host-local ADD+DEL, 10,000 existing reservations", host_local_setup(10000), host_local_step,
              lambda impl, d: shutil.rmtree(d)),
-    scenario(["ptp + host-local ADD", "ptp + host-local DEL"], ptp_setup, ptp_step(False), ptp_teardown),
-    scenario(["ptp + host-local + ipMasq ADD", "ptp + host-local + ipMasq DEL"], ptp_setup, ptp_step(True), ptp_teardown),
+    scenario(["ptp + host-local ADD", "ptp + host-local DEL"], ptp_setup, veth_step("ptp", False), ptp_teardown),
+    scenario(["ptp + host-local + ipMasq ADD", "ptp + host-local + ipMasq DEL"], ptp_setup, veth_step("ptp", True),
+             ptp_teardown),
+    scenario(["bridge + host-local + ipMasq ADD", "bridge + host-local + ipMasq DEL"], ptp_setup,
+             veth_step("bridge", True, bridge="benchbr0", isGateway=True), ptp_teardown),
 ]
 results = [row for rows in results for row in rows]
 
