@@ -4,6 +4,9 @@
 
 #include <net/if.h>
 #include <netlink/errno.h>
+#include <linux/if_link.h>
+#include <netlink/msg.h>
+#include <netlink/route/link/macvlan.h>
 #include <netlink/route/link/veth.h>
 
 #include <cstdio>
@@ -39,6 +42,7 @@ LinkInfo to_info(rtnl_link* l) {
     info.master = rtnl_link_get_master(l);
     info.peer_index = rtnl_link_get_link(l);
     info.oper_state = rtnl_link_get_operstate(l);
+    if (info.kind == "macvlan") info.macvlan_mode = rtnl_link_macvlan_get_mode(l);
     return info;
 }
 
@@ -125,6 +129,63 @@ Status add_dummy(const Socket& s, const NewLink& attrs) {
     CNI_TRY(s.check(rtnl_link_set_type(d.get(), "dummy"), "creating dummy " + attrs.name));
     CNI_TRY(apply(d.get(), attrs));
     return create(s, d.get(), "dummy", attrs.name);
+}
+
+Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_view kind, int parent,
+                          const std::function<Status(nl_msg*)>& info_data) {
+    std::string what = "creating " + std::string(kind) + " " + attrs.name;
+    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL));
+    if (!msg) return fail("netlink: out of memory");
+    ifinfomsg ifi{};
+    ifi.ifi_family = AF_UNSPEC;
+    bool ok = nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) == 0 &&
+              nla_put_string(msg.get(), IFLA_IFNAME, attrs.name.c_str()) == 0;
+    if (ok && attrs.mtu > 0) ok = nla_put_u32(msg.get(), IFLA_MTU, std::uint32_t(attrs.mtu)) == 0;
+    if (ok) ok = nla_put_u32(msg.get(), IFLA_TXQLEN, 0) == 0;  // as Go netlink's LinkAdd sends
+    if (ok && parent > 0) ok = nla_put_u32(msg.get(), IFLA_LINK, std::uint32_t(parent)) == 0;
+    if (ok && attrs.master > 0) ok = nla_put_u32(msg.get(), IFLA_MASTER, std::uint32_t(attrs.master)) == 0;
+    if (ok && attrs.netns_fd >= 0) ok = nla_put_u32(msg.get(), IFLA_NET_NS_FD, std::uint32_t(attrs.netns_fd)) == 0;
+    if (ok && !attrs.mac.empty()) {
+        nl_addr* mac = nullptr;
+        if (nl_addr_parse(attrs.mac.c_str(), AF_LLC, &mac) < 0) return fail("invalid MAC address " + attrs.mac);
+        NlAddrPtr owned(mac);
+        ok = nla_put_addr(msg.get(), IFLA_ADDRESS, mac) == 0;
+    }
+    nlattr* linkinfo = ok ? nla_nest_start(msg.get(), IFLA_LINKINFO) : nullptr;
+    ok = linkinfo && nla_put_string(msg.get(), IFLA_INFO_KIND, std::string(kind).c_str()) == 0;
+    nlattr* data = ok ? nla_nest_start(msg.get(), IFLA_INFO_DATA) : nullptr;
+    if (!data) return fail(what + ": netlink message too large");
+    CNI_TRY(info_data(msg.get()));
+    nla_nest_end(msg.get(), data);
+    nla_nest_end(msg.get(), linkinfo);
+    return s.check(nl_send_sync(s.get(), msg.release()), what);  // nl_send_sync frees the message
+}
+
+Status add_macvlan(const Socket& s, const NewLink& attrs, int parent, std::uint32_t mode, std::uint32_t bc_queue_len) {
+    return add_link_with_info(s, attrs, "macvlan", parent, [&](nl_msg* msg) -> Status {
+        if (nla_put_u32(msg, IFLA_MACVLAN_MODE, mode) < 0) return fail("netlink: message too large");
+        if (bc_queue_len && nla_put_u32(msg, IFLA_MACVLAN_BC_QUEUE_LEN, bc_queue_len) < 0)
+            return fail("netlink: message too large");
+        return {};
+    });
+}
+
+std::optional<std::uint32_t> macvlan_mode_from_name(std::string_view name) {
+    if (name.empty() || name == "bridge") return MACVLAN_MODE_BRIDGE;
+    if (name == "private") return MACVLAN_MODE_PRIVATE;
+    if (name == "vepa") return MACVLAN_MODE_VEPA;
+    if (name == "passthru") return MACVLAN_MODE_PASSTHRU;
+    return std::nullopt;
+}
+
+std::string macvlan_mode_name(std::uint32_t mode) {
+    switch (mode) {
+    case MACVLAN_MODE_BRIDGE: return "bridge";
+    case MACVLAN_MODE_PRIVATE: return "private";
+    case MACVLAN_MODE_VEPA: return "vepa";
+    case MACVLAN_MODE_PASSTHRU: return "passthru";
+    default: return "mode " + std::to_string(mode);
+    }
 }
 
 Status set_link_up(const Socket& s, const LinkInfo& link, bool up) {

@@ -5,6 +5,8 @@
 // returns false for a missing link, so DEL paths need no errno matching.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@ struct LinkInfo {
     int master = 0;       // ifindex of the master, 0 if none
     int peer_index = 0;   // IFLA_LINK: a veth's peer (in its own namespace)
     int oper_state = 0;   // IF_OPER_*
+    std::uint32_t macvlan_mode = 0;  // MACVLAN_MODE_* for a macvlan
     bool up() const;
 };
 
@@ -43,6 +46,15 @@ Result<LinkInfo> require_link(const Socket& s, const std::string& name);  // "Li
 Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer);  // txqueuelen 0, like Go netlink
 Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering);
 Status add_dummy(const Socket& s, const NewLink& attrs);
+// A link of `kind` on `parent` (IFLA_LINK), with IFLA_INFO_DATA written by `info_data`: the
+// general form the kinds libnl cannot fully describe go through (macvlan's bcqueuelen, ...).
+Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_view kind, int parent,
+                          const std::function<Status(nl_msg*)>& info_data);
+
+// macvlan: MACVLAN_MODE_* and an optional broadcast queue length (kernel >= 5.11).
+Status add_macvlan(const Socket& s, const NewLink& attrs, int parent, std::uint32_t mode, std::uint32_t bc_queue_len);
+std::optional<std::uint32_t> macvlan_mode_from_name(std::string_view name);  // "" -> bridge
+std::string macvlan_mode_name(std::uint32_t mode);
 
 Status set_link_up(const Socket& s, const LinkInfo& link, bool up);
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);

@@ -80,6 +80,15 @@ Result<bool> del_route(const Socket& s, const RouteSpec& r) {
     return true;
 }
 
+Result<std::optional<int>> default_route_link(const Socket& s) {
+    for (int family : {AF_INET, AF_INET6}) {
+        CNI_TRY_ASSIGN(auto routes, list_routes(s, family));
+        for (auto& r : routes)
+            if (r.dst.prefix == 0 && r.oif) return std::optional<int>(r.oif);
+    }
+    return std::optional<int>{};
+}
+
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table) {
     nl_cache* raw = nullptr;
     CNI_TRY(s.check(rtnl_route_alloc_cache(s.get(), family, 0, &raw), "listing routes"));

@@ -35,6 +35,10 @@ Result<bool> del_route(const Socket& s, const RouteSpec& r);
 // Routes of `family` (AF_INET/AF_INET6) in `table` (all tables when nullopt), unicast only.
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table = RT_TABLE_MAIN);
 
-std::string describe(const RouteSpec& r);  // "10.0.0.0/24 via 10.0.0.1 dev #3" for messages
+std::string describe(const RouteSpec& r);
+
+// The link of the first default route (IPv4, then IPv6) in the main table, as the reference
+// picks a macvlan/ipvlan master; nullopt when there is none.
+Result<std::optional<int>> default_route_link(const Socket& s);  // "10.0.0.0/24 via 10.0.0.1 dev #3" for messages
 
 }  // namespace cni::nl

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// macvlan (reference-behaviour 2.3): a macvlan child of `master` (default: the link of the
+// default route, looked up in the host namespace or, with linkInContainer, the container's),
+// created under a temporary vethXXXXXXXX name directly in the container namespace, then
+// renamed to CNI_IFNAME. Keys: master, mode (bridge|private|vepa|passthru),
+// mtu (0..master MTU), mac (then CNI_ARGS MAC, then runtimeConfig mac), linkInContainer,
+// bcqueuelen, ipam (optional: L2 when absent), dns (always replaces the result's). A failed ADD
+// deletes the link and releases the IPAM allocation; DEL needs neither the master nor the netns.
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/mac.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/iface/check.hpp"
+#include "core/iface/configure.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct MacvlanConf {
+    NetConf net;
+    std::string master;
+    std::string mode_name;
+    std::uint32_t mode = 0;
+    int mtu = 0;
+    std::string mac;
+    bool link_in_container = false;
+    std::uint32_t bc_queue_len = 0;
+    Dns dns;
+};
+
+Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
+    auto nc = parse_netconf(req.config);
+    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    MacvlanConf c;
+    c.net = std::move(*nc);
+    const json::Value& root = c.net.root();
+    json::Where w{"NetConf", ""};
+    CNI_TRY(json::field(root, "master", c.master, w));
+    CNI_TRY(json::field(root, "mode", c.mode_name, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "mac", c.mac, w));
+    CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
+    CNI_TRY(json::field(root, "bcqueuelen", c.bc_queue_len, w));
+    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    auto mode = nl::macvlan_mode_from_name(c.mode_name);
+    if (!mode) return fail("unknown macvlan mode: " + go_quote(c.mode_name));
+    c.mode = *mode;
+    // The MAC: the config's, then CNI_ARGS MAC, then runtimeConfig mac.
+    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status { c.mac = v; return {}; }}};
+    CNI_TRY(load_cni_args(req.args, fields));
+    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) CNI_TRY(json::field(*rc, "mac", c.mac, w.at("runtimeConfig")));
+    if (!c.mac.empty()) {
+        auto mac = parse_mac(c.mac);
+        if (!mac) return fail("invalid args " + c.mac + " for MAC addr: address " + c.mac + ": invalid MAC address");
+        c.mac = *mac;
+    }
+    return c;
+}
+
+// The parent link, by name or as the default route's link, where the config says it lives.
+Result<nl::LinkInfo> find_master(const MacvlanConf& c, const nl::Socket& where) {
+    std::string name = c.master;
+    if (name.empty()) {
+        CNI_TRY_ASSIGN(auto index, nl::default_route_link(where));
+        if (!index) return fail("failed to find master: no default route interface found");
+        CNI_TRY_ASSIGN(auto link, nl::find_link(where, *index));
+        if (!link) return fail("failed to find master: default route link vanished");
+        return *link;
+    }
+    CNI_TRY_ASSIGN(auto link, nl::find_link(where, name));
+    if (!link) return fail("failed to lookup master \"" + name + "\": Link not found");
+    return *link;
+}
+
+Result<CniResult> macvlan_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    const nl::Socket& master_side = c.link_in_container ? container : host;
+    CNI_TRY_ASSIGN(auto master, find_master(c, master_side));
+    if (c.mtu < 0 || c.mtu > master.mtu)
+        return fail("invalid MTU " + std::to_string(c.mtu) + ", must be [0, master MTU(" + std::to_string(master.mtu) + ")]");
+
+    Rollback undo;
+    std::string tmp = nl::random_veth_name();
+    nl::NewLink attrs{tmp, c.mtu, c.mac, 0, c.link_in_container ? -1 : ns.fd()};
+    if (auto st = nl::add_macvlan(master_side, attrs, master.index, c.mode, c.bc_queue_len); !st)
+        return fail("failed to create macvlan: " + st.error().msg);
+    std::string current = tmp;
+    undo.push([&] { (void)nl::delete_link(container, current); });
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, tmp));
+    if (auto st = nl::rename_link(container, link, r.ifname); !st)
+        return fail("failed to rename macvlan to \"" + r.ifname + "\": " + st.error().msg);
+    current = r.ifname;
+    CNI_TRY_ASSIGN(link, nl::require_link(container, r.ifname));
+
+    CniResult result;
+    Interface iface_entry;
+    iface_entry.name = r.ifname;
+    iface_entry.mac = link.mac;
+    iface_entry.sandbox = r.netns;
+    result.interfaces = {iface_entry};
+    if (!c.net.ipam_type.empty()) {
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
+        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
+        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+        for (auto& ip : result.ips) ip.interface = 0;
+        {
+            CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+            (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
+            (void)os::sysctl_set("net/ipv6/conf/" + r.ifname + "/ndisc_notify", "1");
+        }
+        CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+    } else {
+        CNI_TRY(nl::set_link_up(container, link, true));
+    }
+    result.dns = c.dns;  // the reference always replaces it, even with an empty one
+    undo.dismiss();
+    return result;
+}
+
+Status macvlan_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    if (r.netns.empty()) return {};
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    if (!ns) return {};
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
+    CNI_TRY(nl::delete_link(container, r.ifname));
+    return {};
+}
+
+Status macvlan_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
+    if (!prev) return fail("required prevResult missing");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY(find_master(c, c.link_in_container ? container : host));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "macvlan"));
+    if (link.macvlan_mode != c.mode)
+        return fail("container macvlan mode " + nl::macvlan_mode_name(link.macvlan_mode) + " does not match expected value: " +
+                    nl::macvlan_mode_name(c.mode));
+    CNI_TRY(iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    return {};
+}
+
+Status macvlan_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
+    if (c.net.ipam_type.empty()) return {};
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+constexpr std::string_view kHelp = R"(A macvlan child of a host link, moved into the container.
+Keys: master (default: the default route's link), mode (bridge|private|vepa|passthru), mtu,
+mac (then CNI_ARGS MAC, then runtimeConfig mac), linkInContainer, bcqueuelen, ipam (optional),
+dns (always replaces the IPAM result's).)";
+
+}  // namespace
+
+extern const Applet macvlan_applet{
+    .name = "macvlan",
+    .kind = AppletKind::main,
+    .summary = "a macvlan child of a host link in the container",
+    .help = kHelp,
+    .versions = kAllVersions,
+    .add = macvlan_add,
+    .del = macvlan_del,
+    .check = macvlan_check,
+    .status = macvlan_status,
+};
+
+}  // namespace cni
