@@ -10,6 +10,7 @@ packages=(
   python3 iproute2 iputils-ping iptables      # root and e2e tests (traffic, rule dumps), demo
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
   dpkg-dev xz-utils                           # static build: libiptc from Debian's iptables source
+  qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// dummy (reference-behaviour 2.7): a dummy link named CNI_IFNAME in the container namespace
+// with the IPAM result on it (ipam is required). A failed ADD deletes the link and releases the
+// allocation; DEL releases IPAM first, then deletes the link (a missing link or netns is fine).
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/iface/check.hpp"
+#include "core/iface/configure.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/link.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+Result<NetConf> parse_dummy_conf(const Request& req) {
+    auto nc = parse_netconf(req.config);
+    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    if (nc->ipam_type.empty()) return fail("dummy interface requires an IPAM configuration");
+    return std::move(*nc);
+}
+
+Result<CniResult> dummy_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    Rollback undo;
+    if (auto st = nl::add_dummy(container, nl::NewLink{r.ifname, 0, "", 0, -1}); !st)
+        return fail("failed to create dummy: " + st.error().msg);
+    undo.push([&] { (void)nl::delete_link(container, r.ifname); });
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
+    CNI_TRY_ASSIGN(auto result, ipam::delegate_add(ctx, c.ipam_type, r.config));
+    undo.push([&] { (void)ipam::delegate_del(ctx, c.ipam_type, r.config); });
+    if (result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+    Interface dummy_if;
+    dummy_if.name = r.ifname;
+    dummy_if.mac = link.mac;
+    dummy_if.sandbox = r.netns;
+    result.interfaces = {dummy_if};
+    for (auto& ip : result.ips) ip.interface = 0;
+    CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+    undo.dismiss();
+    return result;
+}
+
+Status dummy_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY(ipam::delegate_del(ctx, c.ipam_type, r.config));
+    if (r.netns.empty()) return {};
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    if (!ns) return {};
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
+    CNI_TRY(nl::delete_link(container, r.ifname));
+    return {};
+}
+
+Status dummy_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY(ipam::delegate_check(ctx, c.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c));
+    if (!prev) return fail("required prevResult missing");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "dummy"));
+    if (!link.up()) return fail("dummy: interface " + r.ifname + " is down");
+    CNI_TRY(iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    return {};
+}
+
+Status dummy_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
+    return ipam::delegate_status(ctx, c.ipam_type, ctx.req.config);
+}
+
+}  // namespace
+
+extern const Applet dummy_applet{
+    .name = "dummy",
+    .kind = AppletKind::main,
+    .summary = "a dummy interface in the container carrying the IPAM result",
+    .help = "Keys: ipam (required). Creates a dummy link named CNI_IFNAME in the container.",
+    .versions = kAllVersions,
+    .add = dummy_add,
+    .del = dummy_del,
+    .check = dummy_check,
+    .status = dummy_status,
+};
+
+}  // namespace cni

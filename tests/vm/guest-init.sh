@@ -1,0 +1,24 @@
+#!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
+# PID 1 of the test VM, on the host's root (over 9p). It keeps every change inside the guest:
+# /proc, /sys, tmpfs on /run and /tmp (network namespaces, the xtables lock, scratch files);
+# the guest's kernel modules come from the extracted package through a modprobe wrapper, for
+# the kernel's own autoloading and iptables' alike. It runs the job the host wrote, records
+# its output and exit code next to it, and powers off.
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+job=""
+for a in $(cat /proc/cmdline); do case $a in cniall.job=*) job=${a#cniall.job=};; esac; done
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+[ -d /var/lib/cni ] && mount -t tmpfs tmpfs /var/lib/cni
+dir=$(dirname "$job")
+printf '#!/bin/sh\nexec /usr/sbin/modprobe -d %s/kernel/root "$@"\n' "$(cat "$dir/kernel-dir")" > /run/modprobe
+chmod +x /run/modprobe
+echo /run/modprobe > /proc/sys/kernel/modprobe
+ip link set lo up
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin /bin/sh "$job" > "$dir/out" 2>&1
+echo $? > "$dir/rc"
+sync
+echo o > /proc/sysrq-trigger
+sleep 10  # the power-off is asynchronous; PID 1 must not exit before it
