@@ -11,11 +11,10 @@
 #include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
+#include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
-#include "core/nl/route.hpp"
-#include "core/os/sysctl.hpp"
 #include "core/rollback.hpp"
 
 namespace cni {
@@ -62,45 +61,22 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     return c;
 }
 
-// The parent link, by name or as the default route's link, where the config says it lives.
-Result<nl::LinkInfo> find_master(const MacvlanConf& c, const nl::Socket& where) {
-    std::string name = c.master;
-    if (name.empty()) {
-        CNI_TRY_ASSIGN(auto index, nl::default_route_link(where));
-        if (!index) return fail("failed to find master: no default route interface found");
-        CNI_TRY_ASSIGN(auto link, nl::find_link(where, *index));
-        if (!link) return fail("failed to find master: default route link vanished");
-        return *link;
-    }
-    CNI_TRY_ASSIGN(auto link, nl::find_link(where, name));
-    if (!link) return fail("failed to lookup master \"" + name + "\": Link not found");
-    return *link;
-}
-
 Result<CniResult> macvlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    const nl::Socket& master_side = c.link_in_container ? container : host;
-    CNI_TRY_ASSIGN(auto master, find_master(c, master_side));
+    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));
     if (c.mtu < 0 || c.mtu > master.mtu)
         return fail("invalid MTU " + std::to_string(c.mtu) + ", must be [0, master MTU(" + std::to_string(master.mtu) + ")]");
 
     Rollback undo;
-    std::string tmp = nl::random_veth_name();
-    nl::NewLink attrs{tmp, c.mtu, c.mac, 0, c.link_in_container ? -1 : ns.fd()};
-    if (auto st = nl::add_macvlan(master_side, attrs, master.index, c.mode, c.bc_queue_len); !st)
-        return fail("failed to create macvlan: " + st.error().msg);
-    std::string current = tmp;
-    undo.push([&] { (void)nl::delete_link(container, current); });
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, tmp));
-    if (auto st = nl::rename_link(container, link, r.ifname); !st)
-        return fail("failed to rename macvlan to \"" + r.ifname + "\": " + st.error().msg);
-    current = r.ifname;
-    CNI_TRY_ASSIGN(link, nl::require_link(container, r.ifname));
-
+    CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, c.mac, "macvlan",
+                                                  [&](const nl::Socket& s, const nl::NewLink& attrs) {
+                                                      return nl::add_macvlan(s, attrs, master.index, c.mode, c.bc_queue_len);
+                                                  },
+                                                  undo));
     CniResult result;
     Interface iface_entry;
     iface_entry.name = r.ifname;
@@ -113,13 +89,7 @@ Result<CniResult> macvlan_add(const Context& ctx) {
         if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
-        for (auto& ip : result.ips) ip.interface = 0;
-        {
-            CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-            (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
-            (void)os::sysctl_set("net/ipv6/conf/" + r.ifname + "/ndisc_notify", "1");
-        }
-        CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+        CNI_TRY(iface::configure_child(container, ns, r.ifname, result, true));
     } else {
         CNI_TRY(nl::set_link_up(container, link, true));
     }
@@ -149,7 +119,7 @@ Status macvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY(find_master(c, c.link_in_container ? container : host));
+    CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "macvlan"));
     if (link.macvlan_mode != c.mode)
         return fail("container macvlan mode " + nl::macvlan_mode_name(link.macvlan_mode) + " does not match expected value: " +

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
 # PID 1 of the test VM, on the host's root (over 9p). It keeps every change inside the guest:
-# /proc, /sys, tmpfs on /run and /tmp (network namespaces, the xtables lock, scratch files);
+# /proc, /sys, a tmpfs on /run (network namespaces, the xtables lock) and TMPDIR=/run/tmp for
+# scratch files (/tmp itself stays the host's: the build tree may live there);
 # the guest's kernel modules come from the extracted package through a modprobe wrapper, for
 # the kernel's own autoloading and iptables' alike. It runs the job the host wrote, records
 # its output and exit code next to it, and powers off.
@@ -10,7 +11,8 @@ mount -t sysfs sys /sys
 job=""
 for a in $(cat /proc/cmdline); do case $a in cniall.job=*) job=${a#cniall.job=};; esac; done
 mount -t tmpfs tmpfs /run
-mount -t tmpfs tmpfs /tmp
+mkdir -p /run/tmp
+export TMPDIR=/run/tmp
 [ -d /var/lib/cni ] && mount -t tmpfs tmpfs /var/lib/cni
 dir=$(dirname "$job")
 printf '#!/bin/sh\nexec /usr/sbin/modprobe -d %s/kernel/root "$@"\n' "$(cat "$dir/kernel-dir")" > /run/modprobe

@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Tests that need kernel features this machine lacks, run inside the test VM by
-tests/vm/run-in-vm.sh: the dummy applet, and the link kinds (dummy, vlan, ipvlan, vrf) through
-the kernel's module autoloading. Each test builds its own namespaces in the guest."""
+tests/vm/run-in-vm.sh: the dummy, vlan and ipvlan applets (kernel state, traffic, errors,
+rollback, idempotent DEL, and Debian's Go plugins side by side), and the link kinds through the
+kernel's module autoloading. Each test builds its own namespaces in the guest."""
+import re
 import os
 import shutil
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import (Plugin, check, eq, install_dir, link, netns, ns_path, reference_dir, run_all,  # noqa: E402
+                     sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
+REF = reference_dir()
 
 
 def dummy_conf(data, **extra):
@@ -81,6 +85,161 @@ def dummy_errors_and_rollback():
             check(link(ctr, "eth0") is None, "the link of the failed ADD was removed")
     finally:
         shutil.rmtree(data)
+
+
+def details(ns, dev):
+    text = sh("ip", "-n", ns, "-d", "link", "show", dev).stdout
+    text = re.sub(r"^\d+: ", "", text)
+    text = re.sub(r"(@if)\d+", r"\1N", text)
+    text = re.sub(r"link-netns \S+", "link-netns HOST", text)
+    return re.sub(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", "MAC", text).splitlines()[:3]
+
+
+def vlan_conf(data, **extra):
+    c = {"cniVersion": "0.4.0", "name": "vlan-test", "type": "vlan", "master": "up0", "vlanId": 10,
+         "ipam": {"type": "host-local", "subnet": "10.79.0.0/24", "dataDir": data}}
+    c.update(extra)
+    return c
+
+
+class VlanWorld:
+    """A host namespace whose up0 is wired to a "remote" namespace answering on VLAN 10."""
+
+    def __enter__(self):
+        self.data = tempfile.mkdtemp()
+        self.cms = [netns("host"), netns("ctr"), netns("remote")]
+        self.host, self.ctr, self.remote = [cm.__enter__() for cm in self.cms]
+        sh("ip", "-n", self.host, "link", "add", "up0", "type", "veth", "peer", "name", "down0", "netns", self.remote)
+        sh("ip", "-n", self.host, "link", "set", "up0", "up")
+        sh("ip", "-n", self.remote, "link", "set", "down0", "up")
+        sh("ip", "-n", self.remote, "link", "add", "link", "down0", "name", "down0.10", "type", "vlan", "id", "10")
+        sh("ip", "-n", self.remote, "addr", "add", "10.79.0.100/24", "dev", "down0.10")
+        sh("ip", "-n", self.remote, "link", "set", "down0.10", "up")
+        return self
+
+    def __exit__(self, *exc):
+        for cm in reversed(self.cms):
+            cm.__exit__(None, None, None)
+        shutil.rmtree(self.data)
+
+    def run(self, cmd, conf, plugin_dir=BIN, cid="v-1", **kw):
+        return Plugin(os.path.join(plugin_dir, conf["type"])).run(cmd, conf, host_ns=self.host, netns=ns_path(self.ctr),
+                                                                  container_id=cid, **kw)
+
+
+@test
+def vlan_tagged_traffic_check_del():
+    """vlan: the 802.1Q child reaches a peer on VLAN 10; CHECK; DEL, also after the master is gone"""
+    with VlanWorld() as w:
+        c = vlan_conf(w.data)
+        res = w.run("ADD", c).ok().json()
+        eq(res["ips"][0]["address"], "10.79.0.2/24")
+        check("vlan protocol 802.1Q id 10" in "\n".join(details(w.ctr, "eth0")))
+        sh("ip", "netns", "exec", w.ctr, "ping", "-c1", "-W3", "10.79.0.100")
+        w.run("CHECK", dict(c, prevResult=res)).ok()
+        sh("ip", "-n", w.host, "link", "del", "up0")  # the master goes away (and takes the vlan with it)
+        w.run("DEL", c).ok()  # the reference fails here: it looks up the master's MTU first
+        w.run("DEL", c).ok()
+        eq([f for f in os.listdir(os.path.join(w.data, "vlan-test")) if f.startswith("10.")], [])
+
+
+@test
+def vlan_errors_and_rollback():
+    """vlan: master required, VLAN id and MTU bounds; a failed ADD removes its link"""
+    with VlanWorld() as w:
+        c = vlan_conf(w.data)
+        del c["master"]
+        check(w.run("ADD", c).error()["msg"].startswith('"master" field is required'))
+        eq(w.run("ADD", vlan_conf(w.data, vlanId=5000)).error()["msg"], "invalid VLAN ID 5000 (must be between 0 and 4095 inclusive)")
+        eq(w.run("ADD", vlan_conf(w.data, mtu=9000)).error()["msg"], "invalid MTU 9000, must be [0, master MTU(1500)]")
+        bad = vlan_conf(w.data)
+        bad["ipam"]["subnet"] = "10.79.0.0/31"
+        check("failed to execute IPAM delegate" in w.run("ADD", bad).error()["msg"])
+        eq([l for l in sh("ip", "-n", w.ctr, "-br", "link").stdout.splitlines() if not l.startswith("lo")], [])
+
+
+@test
+def vlan_same_state_as_go():
+    """vlan: Debian's Go vlan and cni-all give the same result and link"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    seen = {}
+    for impl, plugin_dir in [("go", REF), ("ours", BIN)]:
+        with VlanWorld() as w:
+            out = w.run("ADD", vlan_conf(w.data, mtu=1400), plugin_dir=plugin_dir).ok()
+            seen[impl] = (out.out.replace(ns_path(w.ctr), "NETNS"), details(w.ctr, "eth0"),
+                          sh("ip", "-n", w.ctr, "-4", "-br", "addr").stdout)
+            w.run("DEL", vlan_conf(w.data, mtu=1400), plugin_dir=BIN if impl == "go" else REF).ok()
+            check(link(w.ctr, "eth0") is None)
+    eq(re.sub(r'"mac": "[^"]*"', "MAC", seen["ours"][0]), re.sub(r'"mac": "[^"]*"', "MAC", seen["go"][0]))
+    eq(seen["ours"][1:], seen["go"][1:])
+
+
+def ipvlan_conf(data, mode="l2", **extra):
+    c = {"cniVersion": "0.4.0", "name": "ipvlan-test", "type": "ipvlan", "master": "m0", "mode": mode,
+         "ipam": {"type": "host-local", "subnet": "10.80.0.0/24", "dataDir": data}}
+    c.update(extra)
+    return c
+
+
+@test
+def ipvlan_siblings_modes_and_chaining():
+    """ipvlan: l2 siblings talk; l3 mode; a chained prevResult names the master and gives the IPs"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as c1, netns("ctr") as c2:
+            sh("ip", "-n", host, "link", "add", "m0", "type", "dummy")
+            sh("ip", "-n", host, "link", "set", "m0", "up")
+            ipv = Plugin(os.path.join(BIN, "ipvlan"))
+            r1 = ipv.run("ADD", ipvlan_conf(data), host_ns=host, netns=ns_path(c1), container_id="i-1").ok().json()
+            ipv.run("ADD", ipvlan_conf(data), host_ns=host, netns=ns_path(c2), container_id="i-2").ok()
+            check("ipvlan  mode l2" in "\n".join(details(c1, "eth0")), details(c1, "eth0"))
+            sh("ip", "netns", "exec", c1, "ping", "-c1", "-W3", "10.80.0.3")
+            ipv.run("CHECK", dict(ipvlan_conf(data), prevResult=r1), host_ns=host, netns=ns_path(c1), container_id="i-1").ok()
+            err = ipv.run("CHECK", dict(ipvlan_conf(data, mode="l3"), prevResult=r1), host_ns=host, netns=ns_path(c1),
+                          container_id="i-1").error()
+            eq(err["msg"], "container ipvlan mode l2 does not match expected value: l3")
+            ipv.run("ADD", ipvlan_conf(data, mode="l3"), host_ns=host, netns=ns_path(c1), container_id="i-3", ifname="eth1").ok()
+            check("ipvlan  mode l3" in "\n".join(details(c1, "eth1")))
+            chained = {"cniVersion": "0.4.0", "name": "ipvlan-test", "type": "ipvlan",
+                       "prevResult": {"cniVersion": "0.4.0", "interfaces": [{"name": "m0"}],
+                                      "ips": [{"version": "4", "address": "10.81.0.9/24"}]}}
+            r = ipv.run("ADD", chained, host_ns=host, netns=ns_path(c2), container_id="i-4", ifname="eth1").ok().json()
+            eq(r["ips"][0]["address"], "10.81.0.9/24")
+            check("10.81.0.9/24" in sh("ip", "-n", c2, "-br", "addr", "show", "eth1").stdout)
+            del chained["prevResult"]["interfaces"]
+            chained["prevResult"]["interfaces"] = [{"name": "a"}, {"name": "b"}]
+            eq(ipv.run("ADD", chained, host_ns=host, netns=ns_path(c2), container_id="i-5", ifname="eth2").error()["msg"],
+               "chained master failure. PrevResult lacks a single named interface")
+            for cid, ns, ifn in [("i-1", c1, "eth0"), ("i-2", c2, "eth0"), ("i-3", c1, "eth1")]:
+                ipv.run("DEL", ipvlan_conf(data), host_ns=host, netns=ns_path(ns), container_id=cid, ifname=ifn).ok()
+                check(link(ns, ifn) is None)
+            eq([f for f in os.listdir(os.path.join(data, "ipvlan-test")) if f.startswith("10.")], [])
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def ipvlan_same_state_as_go():
+    """ipvlan: Debian's Go ipvlan and cni-all give the same result and link"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    seen = {}
+    for impl, plugin_dir in [("go", REF), ("ours", BIN)]:
+        data = tempfile.mkdtemp()
+        try:
+            with netns("host") as host, netns("ctr") as ctr:
+                sh("ip", "-n", host, "link", "add", "m0", "type", "dummy")
+                sh("ip", "-n", host, "link", "set", "m0", "up")
+                p = Plugin(os.path.join(plugin_dir, "ipvlan"))
+                out = p.run("ADD", ipvlan_conf(data, mode="l3", mtu=1400), host_ns=host, netns=ns_path(ctr), container_id="g").ok()
+                seen[impl] = (re.sub(r'"mac": "[^"]*"', "MAC", out.out.replace(ns_path(ctr), "NETNS")), details(ctr, "eth0"))
+                Plugin(os.path.join(BIN if impl == "go" else REF, "ipvlan")).run(
+                    "DEL", ipvlan_conf(data, mode="l3", mtu=1400), host_ns=host, netns=ns_path(ctr), container_id="g").ok()
+                check(link(ctr, "eth0") is None)
+        finally:
+            shutil.rmtree(data)
+    eq(seen["ours"], seen["go"])
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@
 #include <netlink/errno.h>
 #include <linux/if_link.h>
 #include <netlink/msg.h>
+#include <netlink/route/link/ipvlan.h>
 #include <netlink/route/link/macvlan.h>
+#include <netlink/route/link/vlan.h>
 #include <netlink/route/link/veth.h>
 
 #include <cstdio>
@@ -43,6 +45,8 @@ LinkInfo to_info(rtnl_link* l) {
     info.peer_index = rtnl_link_get_link(l);
     info.oper_state = rtnl_link_get_operstate(l);
     if (info.kind == "macvlan") info.macvlan_mode = rtnl_link_macvlan_get_mode(l);
+    if (info.kind == "vlan") info.vlan_id = rtnl_link_vlan_get_id(l);
+    if (std::uint16_t mode = 0; info.kind == "ipvlan" && rtnl_link_ipvlan_get_mode(l, &mode) == 0) info.ipvlan_mode = mode;
     return info;
 }
 
@@ -184,6 +188,36 @@ std::string macvlan_mode_name(std::uint32_t mode) {
     case MACVLAN_MODE_PRIVATE: return "private";
     case MACVLAN_MODE_VEPA: return "vepa";
     case MACVLAN_MODE_PASSTHRU: return "passthru";
+    default: return "mode " + std::to_string(mode);
+    }
+}
+
+Status add_vlan(const Socket& s, const NewLink& attrs, int parent, int vlan_id) {
+    return add_link_with_info(s, attrs, "vlan", parent, [&](nl_msg* msg) -> Status {
+        if (nla_put_u16(msg, IFLA_VLAN_ID, std::uint16_t(vlan_id)) < 0) return fail("netlink: message too large");
+        return {};
+    });
+}
+
+Status add_ipvlan(const Socket& s, const NewLink& attrs, int parent, int mode) {
+    return add_link_with_info(s, attrs, "ipvlan", parent, [&](nl_msg* msg) -> Status {
+        if (nla_put_u16(msg, IFLA_IPVLAN_MODE, std::uint16_t(mode)) < 0) return fail("netlink: message too large");
+        return {};
+    });
+}
+
+std::optional<int> ipvlan_mode_from_name(std::string_view name) {
+    if (name.empty() || name == "l2") return IPVLAN_MODE_L2;
+    if (name == "l3") return IPVLAN_MODE_L3;
+    if (name == "l3s") return IPVLAN_MODE_L3S;
+    return std::nullopt;
+}
+
+std::string ipvlan_mode_name(int mode) {
+    switch (mode) {
+    case IPVLAN_MODE_L2: return "l2";
+    case IPVLAN_MODE_L3: return "l3";
+    case IPVLAN_MODE_L3S: return "l3s";
     default: return "mode " + std::to_string(mode);
     }
 }

@@ -26,6 +26,8 @@ struct LinkInfo {
     int peer_index = 0;   // IFLA_LINK: a veth's peer (in its own namespace)
     int oper_state = 0;   // IF_OPER_*
     std::uint32_t macvlan_mode = 0;  // MACVLAN_MODE_* for a macvlan
+    int vlan_id = -1;                // 802.1Q id for a vlan
+    int ipvlan_mode = -1;            // IPVLAN_MODE_* for an ipvlan
     bool up() const;
 };
 
@@ -55,6 +57,12 @@ Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_vie
 Status add_macvlan(const Socket& s, const NewLink& attrs, int parent, std::uint32_t mode, std::uint32_t bc_queue_len);
 std::optional<std::uint32_t> macvlan_mode_from_name(std::string_view name);  // "" -> bridge
 std::string macvlan_mode_name(std::uint32_t mode);
+
+Status add_vlan(const Socket& s, const NewLink& attrs, int parent, int vlan_id);
+// ipvlan: IPVLAN_MODE_* ("l2", "l3", "l3s").
+Status add_ipvlan(const Socket& s, const NewLink& attrs, int parent, int mode);
+std::optional<int> ipvlan_mode_from_name(std::string_view name);  // "" -> l2
+std::string ipvlan_mode_name(int mode);
 
 Status set_link_up(const Socket& s, const LinkInfo& link, bool up);
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+// ipvlan (reference-behaviour 2.4): an ipvlan child of `master` in mode l2 (default), l3 or l3s,
+// created under a temporary name in the container namespace and renamed. The master defaults
+// to the single interface of a prevResult (chained) or the default route's link. With no
+// ipam.type, a prevResult's IPs are used as they are. mtu, linkInContainer, dns (always
+// replaces the result's). Unlike the reference, a failed ADD removes the link, and DEL never
+// needs a master or a default route.
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/iface/check.hpp"
+#include "core/iface/child_link.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/link.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct IpvlanConf {
+    NetConf net;
+    std::string master;
+    int mode = 0;
+    int mtu = 0;
+    bool link_in_container = false;
+    Dns dns;
+    std::optional<CniResult> prev;
+};
+
+Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
+    auto nc = parse_netconf(req.config);
+    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    IpvlanConf c;
+    c.net = std::move(*nc);
+    const json::Value& root = c.net.root();
+    json::Where w{"NetConf", ""};
+    std::string mode;
+    CNI_TRY(json::field(root, "master", c.master, w));
+    CNI_TRY(json::field(root, "mode", mode, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
+    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    auto m = nl::ipvlan_mode_from_name(mode);
+    if (!m) return fail("unknown ipvlan mode: " + go_quote(mode));
+    c.mode = *m;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
+    c.prev = std::move(*prev);
+    return c;
+}
+
+// The configured master, or a chained prevResult's single interface, or the default route's.
+Result<std::string> master_name(const IpvlanConf& c) {
+    if (!c.master.empty() || !c.prev) return c.master;
+    if (c.prev->interfaces.size() == 1 && !c.prev->interfaces[0].name.empty()) return c.prev->interfaces[0].name;
+    return fail("chained master failure. PrevResult lacks a single named interface");
+}
+
+Result<CniResult> ipvlan_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    bool have_prev_ips = c.prev && !c.prev->ips.empty();
+    if (c.net.ipam_type.empty() && !have_prev_ips)
+        return fail("ipvlan: neither an \"ipam\" type nor IPs in prevResult to configure");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto name, master_name(c));
+    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, name));
+    Rollback undo;
+    CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, "", "ipvlan",
+                                                  [&](const nl::Socket& s, const nl::NewLink& attrs) {
+                                                      return nl::add_ipvlan(s, attrs, master.index, c.mode);
+                                                  },
+                                                  undo));
+    CniResult result;
+    if (!c.net.ipam_type.empty()) {
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
+        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
+        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+    } else {
+        result.ips = c.prev->ips;
+        result.routes = c.prev->routes;
+    }
+    Interface entry;
+    entry.name = r.ifname;
+    entry.mac = link.mac;
+    entry.sandbox = r.netns;
+    result.interfaces = {entry};
+    CNI_TRY(iface::configure_child(container, ns, r.ifname, result, true));
+    result.dns = c.dns;
+    undo.dismiss();
+    return result;
+}
+
+Status ipvlan_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    if (r.netns.empty()) return {};
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    if (!ns) return {};
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
+    CNI_TRY(nl::delete_link(container, r.ifname));
+    return {};
+}
+
+Status ipvlan_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    if (!c.prev) return fail("required prevResult missing");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *c.prev, r.ifname, r.netns, "ipvlan"));
+    if (link.ipvlan_mode != c.mode)
+        return fail("container ipvlan mode " + nl::ipvlan_mode_name(link.ipvlan_mode) + " does not match expected value: " +
+                    nl::ipvlan_mode_name(c.mode));
+    CNI_TRY(iface::check_addresses_and_routes(container, link, *c.prev, r.ifname));
+    return {};
+}
+
+Status ipvlan_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
+    if (c.net.ipam_type.empty()) return {};
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+}  // namespace
+
+extern const Applet ipvlan_applet{
+    .name = "ipvlan",
+    .kind = AppletKind::main,
+    .summary = "an ipvlan child of a host link in the container",
+    .help = "Keys: master (default: a chained prevResult's single interface, else the default route's link),\n"
+            "mode (l2|l3|l3s), mtu, linkInContainer, ipam (or the IPs of a prevResult), dns.",
+    .versions = kAllVersions,
+    .add = ipvlan_add,
+    .del = ipvlan_del,
+    .check = ipvlan_check,
+    .status = ipvlan_status,
+};
+
+}  // namespace cni

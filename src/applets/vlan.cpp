@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// vlan (reference-behaviour 2.5): an 802.1Q child of `master` (required) with `vlanId`
+// (0..4094), created under a temporary name in the container namespace and renamed; IPAM is
+// required; mtu 0..master MTU; linkInContainer; dns always replaces the result's. Unlike the
+// reference, a failed ADD removes the link, and DEL needs neither the master (the reference
+// looks up its MTU and fails when it is gone) nor the namespace.
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/iface/check.hpp"
+#include "core/iface/child_link.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/link.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct VlanConf {
+    NetConf net;
+    std::string master;
+    int vlan_id = 0;
+    int mtu = 0;
+    bool link_in_container = false;
+    Dns dns;
+};
+
+Result<VlanConf> parse_vlan_conf(const Request& req) {
+    auto nc = parse_netconf(req.config);
+    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    VlanConf c;
+    c.net = std::move(*nc);
+    const json::Value& root = c.net.root();
+    json::Where w{"NetConf", ""};
+    CNI_TRY(json::field(root, "master", c.master, w));
+    CNI_TRY(json::field(root, "vlanId", c.vlan_id, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
+    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    if (c.master.empty())
+        return fail("\"master\" field is required. It specifies the host interface name to create the VLAN for");
+    if (c.vlan_id < 0 || c.vlan_id > 4094)
+        return fail("invalid VLAN ID " + std::to_string(c.vlan_id) + " (must be between 0 and 4095 inclusive)");
+    return c;
+}
+
+Result<CniResult> vlan_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));
+    if (c.mtu < 0 || c.mtu > master.mtu)
+        return fail("invalid MTU " + std::to_string(c.mtu) + ", must be [0, master MTU(" + std::to_string(master.mtu) + ")]");
+    Rollback undo;
+    CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, "", "vlan",
+                                                  [&](const nl::Socket& s, const nl::NewLink& attrs) {
+                                                      return nl::add_vlan(s, attrs, master.index, c.vlan_id);
+                                                  },
+                                                  undo));
+    auto ipam_result = ipam::delegate_add(ctx, c.net.ipam_type, r.config);
+    if (!ipam_result) return fail("failed to execute IPAM delegate: " + ipam_result.error().msg);
+    undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
+    if (ipam_result->ips.empty()) return fail("IPAM plugin returned missing IP config");
+    CniResult result;
+    Interface entry;
+    entry.name = r.ifname;
+    entry.mac = link.mac;
+    entry.sandbox = r.netns;
+    result.interfaces = {entry};
+    result.ips = ipam_result->ips;
+    result.routes = ipam_result->routes;
+    CNI_TRY(iface::configure_child(container, ns, r.ifname, result, false));
+    result.dns = c.dns;
+    undo.dismiss();
+    return result;
+}
+
+Status vlan_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    if (r.netns.empty()) return {};
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    if (!ns) return {};
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
+    CNI_TRY(nl::delete_link(container, r.ifname));
+    return {};
+}
+
+Status vlan_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
+    if (!prev) return fail("required prevResult missing");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "vlan"));
+    if (link.vlan_id != c.vlan_id)
+        return fail("vlan: " + r.ifname + " has VLAN id " + std::to_string(link.vlan_id) + ", the config says " +
+                    std::to_string(c.vlan_id));
+    CNI_TRY(iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    return {};
+}
+
+Status vlan_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+}  // namespace
+
+extern const Applet vlan_applet{
+    .name = "vlan",
+    .kind = AppletKind::main,
+    .summary = "an 802.1Q child of a host link in the container",
+    .help = "Keys: master (required), vlanId (0..4094), mtu (0..master MTU), linkInContainer, ipam (required), dns.",
+    .versions = kAllVersions,
+    .add = vlan_add,
+    .del = vlan_del,
+    .check = vlan_check,
+    .status = vlan_status,
+};
+
+}  // namespace cni

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Child links of a master moved into the container (see child_link.hpp).
+#include "core/iface/child_link.hpp"
+
+#include "core/iface/configure.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/sysctl.hpp"
+
+namespace cni::iface {
+
+Result<nl::LinkInfo> find_master(const nl::Socket& where, const std::string& name) {
+    if (name.empty()) {
+        CNI_TRY_ASSIGN(auto index, nl::default_route_link(where));
+        if (!index) return fail("failed to find master: no default route interface found");
+        CNI_TRY_ASSIGN(auto link, nl::find_link(where, *index));
+        if (!link) return fail("failed to find master: the default route's link vanished");
+        return *link;
+    }
+    CNI_TRY_ASSIGN(auto link, nl::find_link(where, name));
+    if (!link) return fail("failed to lookup master \"" + name + "\": Link not found");
+    return *link;
+}
+
+Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& container, const os::Netns& ns,
+                                  bool in_container, const std::string& ifname, int mtu, const std::string& mac,
+                                  std::string_view kind, const CreateChild& create, Rollback& undo) {
+    std::string tmp = nl::random_veth_name();
+    nl::NewLink attrs{tmp, mtu, mac, 0, in_container ? -1 : ns.fd()};
+    if (auto st = create(in_container ? container : host, attrs); !st)
+        return fail("failed to create " + std::string(kind) + ": " + st.error().msg);
+    auto name = std::make_shared<std::string>(tmp);
+    undo.push([&container, name] { (void)nl::delete_link(container, *name); });
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, tmp));
+    if (auto st = nl::rename_link(container, link, ifname); !st)
+        return fail("failed to rename " + std::string(kind) + " to \"" + ifname + "\": " + st.error().msg);
+    *name = ifname;
+    return nl::require_link(container, ifname);
+}
+
+Status configure_child(const nl::Socket& container, const os::Netns& ns, const std::string& ifname, CniResult& result,
+                       bool notify) {
+    for (auto& ip : result.ips) ip.interface = 0;
+    if (notify) {
+        CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+        (void)os::sysctl_set("net/ipv4/conf/" + ifname + "/arp_notify", "1");
+        (void)os::sysctl_set("net/ipv6/conf/" + ifname + "/ndisc_notify", "1");
+    }
+    return configure_iface(container, ns, ifname, result);
+}
+
+}  // namespace cni::iface

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// What macvlan, ipvlan and vlan share (reference-behaviour 2.3-2.5): the master (named, or the
+// default route's link) looked up in the host or, with linkInContainer, the container
+// namespace; the child created under a temporary vethXXXXXXXX name directly in the container
+// namespace and renamed to CNI_IFNAME (so it cannot collide with a host name); and the L3 or
+// L2 finish. Unlike the reference's ipvlan and vlan, a failed ADD always removes the link.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/applet.hpp"
+#include "core/nl/link.hpp"
+#include "core/os/netns.hpp"
+#include "core/rollback.hpp"
+
+namespace cni::iface {
+
+// `name` in `where`, or the link of the default route when `name` is empty.
+Result<nl::LinkInfo> find_master(const nl::Socket& where, const std::string& name);
+
+// Creates the child with `create(socket, attrs)` (attrs: the temporary name, mtu, mac and the
+// container netns when the master is on the host), renames it, and registers its removal with
+// `undo`. `kind` names it in errors: "failed to create vlan: ...", "failed to rename vlan to ...".
+using CreateChild = std::function<Status(const nl::Socket&, const nl::NewLink&)>;
+Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& container, const os::Netns& ns,
+                                  bool in_container, const std::string& ifname, int mtu, const std::string& mac,
+                                  std::string_view kind, const CreateChild& create, Rollback& undo);
+
+// L3 finish: the result's IPs (interface 0) on the link, with arp_notify/ndisc_notify when
+// `notify`. The result's interfaces must already list the link first.
+Status configure_child(const nl::Socket& container, const os::Netns& ns, const std::string& ifname, CniResult& result,
+                       bool notify);
+
+}  // namespace cni::iface
