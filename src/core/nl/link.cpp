@@ -47,6 +47,7 @@ LinkInfo to_info(rtnl_link* l) {
     if (info.kind == "macvlan") info.macvlan_mode = rtnl_link_macvlan_get_mode(l);
     if (info.kind == "vlan") info.vlan_id = rtnl_link_vlan_get_id(l);
     if (std::uint16_t mode = 0; info.kind == "ipvlan" && rtnl_link_ipvlan_get_mode(l, &mode) == 0) info.ipvlan_mode = mode;
+    if (const char* alias = rtnl_link_get_ifalias(l)) info.alias = alias;
     return info;
 }
 
@@ -288,6 +289,24 @@ Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index) {
         if (rtnl_link_get_master(l) == master_index) out.push_back(to_info(l));
     }
     return out;
+}
+
+Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias) {
+    return change(s, link, "setting the alias of", [&](rtnl_link* d) -> Status {
+        rtnl_link_set_ifalias(d, alias.c_str());
+        return {};
+    });
+}
+
+Result<std::optional<LinkInfo>> find_link_by_mac(const Socket& s, const std::string& mac) {
+    nl_cache* raw = nullptr;
+    CNI_TRY(s.check(rtnl_link_alloc_cache(s.get(), AF_UNSPEC, &raw), "listing links"));
+    CachePtr cache(raw);
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
+        auto info = to_info(reinterpret_cast<rtnl_link*>(o));
+        if (info.mac == mac) return std::optional<LinkInfo>(info);
+    }
+    return std::optional<LinkInfo>{};
 }
 
 Result<bool> delete_link(const Socket& s, const std::string& name) {

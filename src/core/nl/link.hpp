@@ -28,6 +28,7 @@ struct LinkInfo {
     std::uint32_t macvlan_mode = 0;  // MACVLAN_MODE_* for a macvlan
     int vlan_id = -1;                // 802.1Q id for a vlan
     int ipvlan_mode = -1;            // IPVLAN_MODE_* for an ipvlan
+    std::string alias;               // IFLA_IFALIAS
     bool up() const;
 };
 
@@ -71,6 +72,9 @@ Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 
 Status set_promisc(const Socket& s, const LinkInfo& link, bool on);
 Status rename_link(const Socket& s, const LinkInfo& link, const std::string& name);
 Status move_link(const Socket& s, const LinkInfo& link, int netns_fd);
+Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias);  // "" clears it
+// The link with this MAC, if any (host-device's hwaddr key).
+Result<std::optional<LinkInfo>> find_link_by_mac(const Socket& s, const std::string& mac);
 
 // A bridge port's flag through /sys/class/net/<port>/brport/<flag> ("hairpin_mode",
 // "isolated"): the calling process's network namespace must own that sysfs view.

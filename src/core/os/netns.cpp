@@ -47,6 +47,19 @@ Result<Netns> Netns::open(const std::string& path) {
 
 Result<Netns> Netns::current() { return open("/proc/thread-self/ns/net"); }
 
+Result<Netns> Netns::create_anonymous() {
+    CNI_TRY_ASSIGN(auto here, current());
+    if (::unshare(CLONE_NEWNET) != 0) return fail("creating a temporary network namespace: " + errno_text(errno));
+    UniqueFd fd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    int err = errno;
+    if (::setns(here.fd(), CLONE_NEWNET) != 0) {
+        std::fputs("cni-all: fatal: cannot return to the original network namespace\n", stderr);
+        std::abort();
+    }
+    if (!fd) return fail("opening the temporary network namespace: " + errno_text(err));
+    return Netns(std::move(fd), "(temporary)");
+}
+
 bool Netns::same_as(const Netns& other) const {
     struct stat a{}, b{};
     if (::fstat(fd(), &a) != 0 || ::fstat(other.fd(), &b) != 0) return false;

@@ -20,6 +20,9 @@ public:
     // Like open, but a path that does not exist yields nullopt (DEL must succeed then).
     static Result<std::optional<Netns>> open_if_exists(const std::string& path);
     static Result<Netns> current();
+    // A new, unnamed network namespace that lives as long as this handle (host-device parks a
+    // link there to rename it without clashing with names in either real namespace).
+    static Result<Netns> create_anonymous();
 
     int fd() const { return fd_.get(); }
     const std::string& path() const { return path_; }
