@@ -56,10 +56,9 @@ Result<std::string> checked_mac(std::string_view text) {
 }
 
 Result<BridgeConf> parse_bridge_conf(const Request& req) {
-    auto nc = parse_netconf(req.config);
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     BridgeConf c;
-    c.net = std::move(*nc);
+    c.net = std::move(nc);
     const json::Value& root = c.net.root();
     json::Where w{"NetConf", ""};
     CNI_TRY(json::field(root, "bridge", c.bridge, w));
@@ -75,7 +74,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY(json::field(root, "enabledad", c.enable_dad, w));
     CNI_TRY(json::field(root, "disableContainerInterface", c.disable_container_interface, w));
     CNI_TRY(json::field(root, "portIsolation", c.port_isolation, w));
-    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    CNI_TRY(decode_conf_dns(c.net, c.dns));
 
     int vlan = 0;
     CNI_TRY(json::field(root, "vlan", vlan, w));

@@ -6,6 +6,7 @@
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
@@ -14,10 +15,9 @@ namespace cni {
 namespace {
 
 Result<NetConf> parse_dummy_conf(const Request& req) {
-    auto nc = parse_netconf(req.config);
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
-    if (nc->ipam_type.empty()) return fail("dummy interface requires an IPAM configuration");
-    return std::move(*nc);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
+    if (nc.ipam_type.empty()) return fail("dummy interface requires an IPAM configuration");
+    return nc;
 }
 
 Result<CniResult> dummy_add(const Context& ctx) {
@@ -48,12 +48,7 @@ Status dummy_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_del(ctx, c.ipam_type, r.config));
-    if (r.netns.empty()) return {};
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
-    if (!ns) return {};
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
-    CNI_TRY(nl::delete_link(container, r.ifname));
-    return {};
+    return iface::remove_container_link(r.netns, r.ifname);
 }
 
 Status dummy_check(const Context& ctx) {

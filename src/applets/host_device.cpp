@@ -61,10 +61,9 @@ std::string pci_driver(const std::string& address) {
 }
 
 Result<HostDeviceConf> parse_host_device_conf(const Request& req) {
-    auto nc = parse_netconf(req.config);
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     HostDeviceConf c;
-    c.net = std::move(*nc);
+    c.net = std::move(nc);
     const json::Value& root = c.net.root();
     json::Where w{"NetConf", ""};
     CNI_TRY(json::field(root, "device", c.device, w));
@@ -72,7 +71,7 @@ Result<HostDeviceConf> parse_host_device_conf(const Request& req) {
     CNI_TRY(json::field(root, "kernelpath", c.kernelpath, w));
     CNI_TRY(json::field(root, "pciBusID", c.pci_bus_id, w));
     CNI_TRY(json::field(root, "DPDKMode", c.dpdk, w));
-    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    CNI_TRY(decode_conf_dns(c.net, c.dns));
     std::string device_id;
     if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject())
         CNI_TRY(json::field(*rc, "deviceID", device_id, w.at("runtimeConfig")));

@@ -10,6 +10,7 @@
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
+#include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
@@ -28,10 +29,9 @@ struct IpvlanConf {
 };
 
 Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
-    auto nc = parse_netconf(req.config);
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     IpvlanConf c;
-    c.net = std::move(*nc);
+    c.net = std::move(nc);
     const json::Value& root = c.net.root();
     json::Where w{"NetConf", ""};
     std::string mode;
@@ -39,7 +39,7 @@ Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "mode", mode, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
-    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    CNI_TRY(decode_conf_dns(c.net, c.dns));
     auto m = nl::ipvlan_mode_from_name(mode);
     if (!m) return fail("unknown ipvlan mode: " + go_quote(mode));
     c.mode = *m;
@@ -99,12 +99,7 @@ Status ipvlan_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    if (r.netns.empty()) return {};
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
-    if (!ns) return {};
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
-    CNI_TRY(nl::delete_link(container, r.ifname));
-    return {};
+    return iface::remove_container_link(r.netns, r.ifname);
 }
 
 Status ipvlan_check(const Context& ctx) {

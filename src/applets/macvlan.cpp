@@ -13,6 +13,7 @@
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
@@ -33,10 +34,9 @@ struct MacvlanConf {
 };
 
 Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
-    auto nc = parse_netconf(req.config);
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     MacvlanConf c;
-    c.net = std::move(*nc);
+    c.net = std::move(nc);
     const json::Value& root = c.net.root();
     json::Where w{"NetConf", ""};
     CNI_TRY(json::field(root, "master", c.master, w));
@@ -45,7 +45,7 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "mac", c.mac, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
     CNI_TRY(json::field(root, "bcqueuelen", c.bc_queue_len, w));
-    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    CNI_TRY(decode_conf_dns(c.net, c.dns));
     auto mode = nl::macvlan_mode_from_name(c.mode_name);
     if (!mode) return fail("unknown macvlan mode: " + go_quote(c.mode_name));
     c.mode = *mode;
@@ -102,12 +102,7 @@ Status macvlan_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    if (r.netns.empty()) return {};
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
-    if (!ns) return {};
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
-    CNI_TRY(nl::delete_link(container, r.ifname));
-    return {};
+    return iface::remove_container_link(r.netns, r.ifname);
 }
 
 Status macvlan_check(const Context& ctx) {

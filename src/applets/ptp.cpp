@@ -29,15 +29,14 @@ struct PtpConf {
 };
 
 Result<PtpConf> parse_ptp_conf(const Request& req) {
-    auto nc = parse_netconf(req.config);
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
-    PtpConf c{std::move(*nc), false, {}, 0, {}};
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
+    PtpConf c{std::move(nc), false, {}, 0, {}};
     const json::Value& root = c.net.root();
     json::Where w{"NetConf", ""};
     CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
     CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    if (const auto* dns = c.net.member("dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, w.at("dns")));
+    CNI_TRY(decode_conf_dns(c.net, c.dns));
     CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));
     return c;
 }

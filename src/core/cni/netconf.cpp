@@ -62,4 +62,16 @@ Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
     return std::optional<CniResult>(std::move(r));
 }
 
+Result<NetConf> load_netconf(std::string_view config) {
+    auto nc = parse_netconf(config);
+    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    return nc;
+}
+
+Status decode_conf_dns(const NetConf& conf, Dns& out) {
+    const json::Value* dns = conf.member("dns");
+    if (!dns || dns->IsNull()) return {};
+    return decode_dns(*dns, out, json::Where{"NetConf", "dns"});
+}
+
 }  // namespace cni

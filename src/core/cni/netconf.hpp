@@ -35,6 +35,12 @@ struct NetConf {
 // Parse stdin into a NetConf. `go_type` names the applet's Go struct for type errors.
 Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type = "NetConf");
 
+// parse_netconf with the main plugins' wording: "failed to load netconf: <why>".
+Result<NetConf> load_netconf(std::string_view config);
+
+// The optional top-level "dns" key into `out` (absent or null leaves it empty).
+Status decode_conf_dns(const NetConf& conf, Dns& out);
+
 // The prevResult, if any, decoded for conf.cni_version and converted to the current version.
 // Errors carry no prefix; applets wrap them with their reference's wording.
 Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf);

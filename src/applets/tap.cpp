@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// tap (reference-behaviour 2.9): a persistent tap device (IFF_TAP|IFF_VNET_HDR, optionally
+// IFF_MULTI_QUEUE, owner and group) created in the container namespace under a temporary name
+// and renamed to CNI_IFNAME; mtu and mac (config, then CNI_ARGS MAC, then runtimeConfig mac);
+// optionally enslaved to `bridge` inside the container; IPAM optional (L2 when absent).
+// Unlike the reference, the device is always made with the TUN ioctls (no `ip tuntap` exec);
+// selinuxContext is refused with code 2 (the binary does not change exec contexts). A failed
+// ADD deletes the device and releases the allocation; DEL is idempotent.
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sys/ioctl.h>
+
+#include <cstring>
+
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/mac.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/iface/check.hpp"
+#include "core/iface/configure.hpp"
+#include "core/iface/remove.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/link.hpp"
+#include "core/os/errno_error.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/os/unique_fd.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct TapConf {
+    NetConf net;
+    bool multi_queue = false;
+    int mtu = 0;
+    std::string mac;
+    std::optional<std::uint32_t> owner, group;
+    std::string bridge;
+    Dns dns;
+};
+
+Result<TapConf> parse_tap_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
+    TapConf c;
+    c.net = std::move(nc);
+    const json::Value& root = c.net.root();
+    json::Where w{"NetConf", ""};
+    CNI_TRY(json::field(root, "multiQueue", c.multi_queue, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "mac", c.mac, w));
+    CNI_TRY(json::field(root, "owner", c.owner, w));
+    CNI_TRY(json::field(root, "group", c.group, w));
+    CNI_TRY(json::field(root, "bridge", c.bridge, w));
+    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    std::string selinux;
+    CNI_TRY(json::field(root, "selinuxContext", selinux, w));
+    if (!selinux.empty())
+        return fail(code::unsupported_field, "tap: \"selinuxContext\" " + go_quote(selinux) + " is not supported by cni-all");
+    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status { c.mac = v; return {}; }}};
+    CNI_TRY(load_cni_args(req.args, fields));
+    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) CNI_TRY(json::field(*rc, "mac", c.mac, w.at("runtimeConfig")));
+    if (!c.mac.empty()) {
+        auto mac = parse_mac(c.mac);
+        if (!mac) return fail("invalid MAC address " + go_quote(c.mac));
+        c.mac = *mac;
+    }
+    return c;
+}
+
+// A persistent tap named `name` in the calling thread's namespace.
+Status make_tap(const std::string& name, const TapConf& c) {
+    os::UniqueFd tun(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
+    if (!tun) return os::sys_fail("open", "/dev/net/tun");
+    ifreq req{};
+    std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    req.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (c.multi_queue ? IFF_MULTI_QUEUE : 0);
+    if (::ioctl(tun.get(), TUNSETIFF, &req) != 0) return fail("failed to create tap " + name + ": " + os::errno_text(errno));
+    if (c.owner && ::ioctl(tun.get(), TUNSETOWNER, static_cast<unsigned long>(*c.owner)) != 0)
+        return fail("failed to set the owner of tap " + name + ": " + os::errno_text(errno));
+    if (c.group && ::ioctl(tun.get(), TUNSETGROUP, static_cast<unsigned long>(*c.group)) != 0)
+        return fail("failed to set the group of tap " + name + ": " + os::errno_text(errno));
+    if (::ioctl(tun.get(), TUNSETPERSIST, 1) != 0) return fail("failed to make tap " + name + " persistent: " + os::errno_text(errno));
+    return {};
+}
+
+Result<CniResult> tap_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    Rollback undo;
+    std::string tmp = nl::random_veth_name();
+    {
+        CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+        CNI_TRY(make_tap(tmp, c));
+    }
+    auto name = std::make_shared<std::string>(tmp);
+    undo.push([&container, name] { (void)nl::delete_link(container, *name); });
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, tmp));
+    if (c.mtu > 0) CNI_TRY(nl::set_mtu(container, link, c.mtu));
+    if (!c.mac.empty()) CNI_TRY(nl::set_mac(container, link, c.mac));
+    if (auto st = nl::rename_link(container, link, r.ifname); !st)
+        return fail("failed to rename tap to \"" + r.ifname + "\": " + st.error().msg);
+    *name = r.ifname;
+    CNI_TRY_ASSIGN(link, nl::require_link(container, r.ifname));
+    if (!c.bridge.empty()) {
+        CNI_TRY_ASSIGN(auto br, nl::find_link(container, c.bridge));
+        if (!br || br->kind != "bridge") return fail("tap: bridge \"" + c.bridge + "\" not found in the container namespace");
+        CNI_TRY(nl::set_master(container, link, br->index));
+    }
+    CNI_TRY(nl::set_link_up(container, link, true));
+    CNI_TRY_ASSIGN(link, nl::require_link(container, r.ifname));
+    CniResult result;
+    Interface entry;
+    entry.name = r.ifname;
+    entry.mac = link.mac;
+    entry.sandbox = r.netns;
+    result.interfaces = {entry};
+    if (!c.net.ipam_type.empty()) {
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
+        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
+        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+        for (auto& ip : result.ips) ip.interface = 0;
+        {
+            CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+            (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
+        }
+        CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+    }
+    if (!c.dns.empty()) result.dns = c.dns;
+    undo.dismiss();
+    return result;
+}
+
+Status tap_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    return iface::remove_container_link(r.netns, r.ifname);
+}
+
+Status tap_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
+    if (!prev) return fail("required prevResult missing");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "tun"));
+    CNI_TRY(iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    return {};
+}
+
+Status tap_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
+    if (c.net.ipam_type.empty()) return {};
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+constexpr std::string_view kHelp = R"(A persistent tap device in the container (for VM runtimes).
+Keys: multiQueue, mtu, mac (then CNI_ARGS MAC, then runtimeConfig mac), owner, group, bridge
+(in the container), ipam (optional), dns. selinuxContext is refused (code 2).)";
+
+}  // namespace
+
+extern const Applet tap_applet{
+    .name = "tap",
+    .kind = AppletKind::main,
+    .summary = "a persistent tap device in the container",
+    .help = kHelp,
+    .versions = kAllVersions,
+    .add = tap_add,
+    .del = tap_del,
+    .check = tap_check,
+    .status = tap_status,
+};
+
+}  // namespace cni
