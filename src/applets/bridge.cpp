@@ -2,13 +2,14 @@
 // bridge (reference-behaviour 2.1): a Linux bridge on the host (created if missing) with one
 // veth per container, optional IPAM (L2 when absent), the gateway on the bridge (isGateway,
 // isDefaultGateway, forceAddress), ipMasq, hairpin, promisc, port isolation, DAD sysctls,
-// disableContainerInterface, mtu and the container MAC (runtimeConfig > args > CNI_ARGS).
+// disableContainerInterface, mtu, the container MAC (runtimeConfig > args > CNI_ARGS) and
+// port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with vlan and isGateway the gateway lives
+// on a host veth "<bridge>.<vlan>" that is a port of that VLAN, shared and never removed).
 // A failed ADD undoes the veth, the ipMasq rules and the IPAM allocation (the bridge is shared
 // and stays, as in the reference). DEL is idempotent and removes the ipMasq rules by chain name
 // even when the link is gone. CHECK verifies what ADD made; STATUS forwards to IPAM; GC removes
 // the ipMasq rules of attachments not in cni.dev/valid-attachments and forwards to IPAM.
-// Not yet served: vlan/vlanTrunk (they need VLAN-filtering bridges and their tests) and
-// macspoofchk (needs the nftables backend): both are refused with code 2.
+// Not yet served: macspoofchk (needs the nftables backend), refused with code 2.
 #include <linux/if.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "core/fw/ipmasq.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/port_vlans.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
@@ -46,6 +48,7 @@ struct BridgeConf {
     bool disable_container_interface = false;
     bool port_isolation = false;
     std::string mac;  // container MAC, normalised
+    iface::PortVlans vlans;
     Dns dns;
 };
 
@@ -76,12 +79,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY(json::field(root, "portIsolation", c.port_isolation, w));
     CNI_TRY(decode_conf_dns(c.net, c.dns));
 
-    int vlan = 0;
-    CNI_TRY(json::field(root, "vlan", vlan, w));
-    if (vlan < 0 || vlan > 4094) return fail("invalid VLAN ID " + std::to_string(vlan) + " (must be between 0 and 4094)");
-    const auto* trunk = c.net.member("vlanTrunk");
-    if (vlan != 0 || (trunk && !trunk->IsNull()))
-        return fail(code::unsupported_field, "bridge: \"vlan\"/\"vlanTrunk\" are not supported yet by cni-all");
+    CNI_TRY_ASSIGN(c.vlans, iface::parse_port_vlans(c.net));
     bool spoofchk = false;
     CNI_TRY(json::field(root, "macspoofchk", spoofchk, w));
     if (spoofchk) return fail(code::unsupported_field, "bridge: \"macspoofchk\" needs the nftables backend, not supported yet");
@@ -109,7 +107,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
 Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const BridgeConf& c) {
     CNI_TRY_ASSIGN(auto existing, nl::find_link(host, c.bridge));
     if (!existing) {
-        auto made = nl::add_bridge(host, nl::NewLink{c.bridge, c.mtu, "", 0, -1}, false);
+        auto made = nl::add_bridge(host, nl::NewLink{c.bridge, c.mtu, "", 0, -1}, c.vlans.filtering());
         if (!made && made.error().msg.find("file exists") == std::string::npos)
             return fail("could not add \"" + c.bridge + "\": " + made.error().msg);
         CNI_TRY_ASSIGN(existing, nl::find_link(host, c.bridge));
@@ -139,6 +137,23 @@ Status ensure_gateway_addr(const nl::Socket& host, const nl::LinkInfo& br, const
     // Pin the bridge's MAC: otherwise it follows the lowest port MAC as ports churn.
     if (auto st = nl::set_mac(host, br, br.mac); !st) return fail("could not set bridge's mac: " + st.error().msg);
     return {};
+}
+
+// With a vlan, the gateway's link: the host veth "<bridge>.<vlan>" (created once, its peer a
+// port of that VLAN), else the bridge itself.
+Result<nl::LinkInfo> gateway_link(const nl::Socket& host, const os::Netns& host_ns, const nl::LinkInfo& br,
+                                  const BridgeConf& c) {
+    if (c.vlans.vlan == 0) return br;
+    std::string name = br.name + "." + std::to_string(c.vlans.vlan);
+    CNI_TRY_ASSIGN(auto existing, nl::find_link(host, name));
+    if (existing) return *existing;
+    auto made = iface::setup_veth(host, host, host_ns, name, br.mtu, "");
+    if (!made) return fail("failed to create vlan gateway \"" + name + "\": " + made.error().msg);
+    CNI_TRY(nl::set_master(host, made->host, br.index));
+    iface::PortVlans only_this{c.vlans.vlan, {}, false, c.vlans.preserve_default};
+    CNI_TRY(iface::apply_port_vlans(host, br.name, made->host.index, only_this));
+    CNI_TRY(nl::set_link_up(host, made->container, true));
+    return nl::require_link(host, name);
 }
 
 // Fill in gateways (isGateway) and the default routes (isDefaultGateway) like calcGateways.
@@ -190,6 +205,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY(nl::set_master(host, veth.host, br.index));
     if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(veth.host.name, "hairpin_mode", true));
     if (c.port_isolation) CNI_TRY(nl::set_bridge_port_flag(veth.host.name, "isolated", true));
+    CNI_TRY(iface::apply_port_vlans(host, br.name, veth.host.index, c.vlans));
 
     CniResult result;
     Interface br_if, host_if, cont_if;
@@ -220,7 +236,16 @@ Result<CniResult> bridge_add(const Context& ctx) {
             (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
         }
         CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
-        for (auto& gw : gateways) CNI_TRY(ensure_gateway_addr(host, br, gw, c.force_address));
+        if (!gateways.empty()) {
+            CNI_TRY_ASSIGN(auto gw_link, gateway_link(host, host_ns, br, c));
+            if (gw_link.index != br.index) {
+                Interface gw_if;
+                gw_if.name = gw_link.name;
+                gw_if.mac = gw_link.mac;
+                result.interfaces.push_back(gw_if);
+            }
+            for (auto& gw : gateways) CNI_TRY(ensure_gateway_addr(host, gw_link, gw, c.force_address));
+        }
         if (c.is_gateway) CNI_TRY(iface::enable_forwarding(result.ips));
         if (c.ip_masq) {
             std::vector<IpNet> nets;
@@ -311,7 +336,8 @@ constexpr std::string_view kHelp = R"(A host bridge (created if missing) with on
 Keys: bridge (cni0), isGateway, isDefaultGateway, forceAddress, ipMasq, ipMasqBackend, mtu,
 hairpinMode, promiscMode, enabledad, disableContainerInterface, portIsolation, ipam
 (optional: L2 when absent), dns; the container MAC from runtimeConfig mac, args.cni.mac or
-CNI_ARGS MAC. Not yet: vlan, vlanTrunk, preserveDefaultVlan, macspoofchk (code 2).)";
+CNI_ARGS MAC, vlan (0-4094), vlanTrunk ([{minID,maxID}|{id}]), preserveDefaultVlan. Not yet:
+macspoofchk (code 2).)";
 
 }  // namespace
 

@@ -31,6 +31,10 @@ def conf(data, version="1.0.0", ipam=True, **extra):
     return c
 
 
+def ports_now(host):
+    return sh("ip", "-n", host, "-br", "link", "show", "master", "cnibr0").stdout.strip()
+
+
 def bridge(plugin_dir=BIN):
     return Plugin(os.path.join(plugin_dir, "bridge"))
 
@@ -178,16 +182,22 @@ def failed_add_and_del_without_namespace_leave_nothing():
         bad["ipam"]["subnet"] = "10.74.0.0/31"
         err = add(host, c1, bad, "br-s", ifname="eth1").error()
         check("too small" in err["msg"], err)
-        ports = sh("ip", "-n", host, "-br", "link", "show", "master", "cnibr0").stdout
-        eq(ports.strip(), "", "no port left on the bridge")
-        for flag, msg in [({"vlan": 10}, '"vlan"/"vlanTrunk" are not supported yet'),
-                          ({"macspoofchk": True}, '"macspoofchk" needs the nftables backend'),
+        eq(ports_now(host), "", "no port left on the bridge")
+        for flag, msg in [({"macspoofchk": True}, '"macspoofchk" needs the nftables backend'),
                           ({"ipMasq": True, "ipMasqBackend": "nftables"}, "not supported yet")]:
             err = add(host, c1, conf(e.data, **flag), "br-t", ifname="eth2").error()
             eq(err["code"], 2)
             check(msg in err["msg"], err)
         eq(add(host, c1, conf(e.data, vlan=5000), "br-t", ifname="eth2").error()["msg"],
            "invalid VLAN ID 5000 (must be between 0 and 4094)")
+        for trunk, msg in [([{"minID": 10}], "minID and maxID should be configured simultaneously, maxID is missing"),
+                           ([{"maxID": 10}], "minID and maxID should be configured simultaneously, minID is missing"),
+                           ([{"minID": 0, "maxID": 10}], "incorrect trunk minID parameter: 0"),
+                           ([{"minID": 10, "maxID": 4095}], "incorrect trunk maxID parameter: 4095"),
+                           ([{"minID": 20, "maxID": 10}], "minID is greater than maxID in trunk parameter"),
+                           ([{"id": 5000}], "incorrect trunk id parameter: 5000")]:
+            eq(add(host, c1, conf(e.data, vlanTrunk=trunk), "br-t", ifname="eth2").error()["msg"], msg)
+        eq(ports_now(host), "", "bad VLAN keys touch nothing")
     with Env(0) as e:
         host = e.names[0]
         with netns("ctr") as gone:

@@ -124,7 +124,10 @@ Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering) {
     if (!vlan_filtering) return {};
     // libnl 3.7 cannot set IFLA_BR_VLAN_FILTERING; the bridge's sysfs knob is the same switch.
     std::ofstream f("/sys/class/net/" + attrs.name + "/bridge/vlan_filtering");
-    if (!(f << "1" << std::flush)) return fail("enabling vlan_filtering on bridge " + attrs.name);
+    if (!(f << "1" << std::flush)) {
+        (void)delete_link(s, attrs.name);  // a new bridge without the filtering asked for is no use
+        return fail("enabling vlan_filtering on bridge " + attrs.name + ": the kernel lacks VLAN-filtering bridges");
+    }
     return {};
 }
 

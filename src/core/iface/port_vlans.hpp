@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// The bridge applet's VLAN keys (reference-behaviour 2.1): "vlan" (0-4094, the port's PVID,
+// untagged), "vlanTrunk" ([{minID,maxID} | {id}], tagged VIDs 1-4094, deduplicated) and
+// "preserveDefaultVlan". Either VLAN key turns vlan_filtering on for a new bridge and, unless
+// the default VLAN is preserved, strips the VLAN a port gets on joining before adding its own.
+#pragma once
+
+#include <vector>
+
+#include "core/cni/netconf.hpp"
+#include "core/nl/bridge_vlan.hpp"
+
+namespace cni::iface {
+
+struct PortVlans {
+    int vlan = 0;
+    std::vector<nl::VidRange> trunk;  // sorted, disjoint, merged
+    bool trunk_set = false;           // "vlanTrunk" present (even as []), like Go's non-nil slice
+    bool preserve_default = false;
+
+    bool filtering() const { return vlan != 0 || trunk_set; }
+};
+
+Result<PortVlans> parse_port_vlans(const NetConf& conf);
+
+// The VLANs of `port`, which has just joined `bridge`.
+Status apply_port_vlans(const nl::Socket& s, const std::string& bridge, int port_index, const PortVlans& v);
+
+}  // namespace cni::iface

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bridge port VLANs over raw rtnetlink (see bridge_vlan.hpp); libnl 3.7 has no API for them.
+#include "core/nl/bridge_vlan.hpp"
+
+#include <linux/if_bridge.h>
+#include <linux/rtnetlink.h>
+#include <netlink/msg.h>
+
+#include <fstream>
+
+#include "core/nl/ptr.hpp"
+
+namespace cni::nl {
+namespace {
+
+Status send_vlan_msg(const Socket& s, int type, int port_index, VidRange vids, std::uint16_t flags,
+                     const std::string& what) {
+    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> msg(nlmsg_alloc_simple(type, 0));
+    if (!msg) return fail("netlink: out of memory");
+    ifinfomsg ifi{};
+    ifi.ifi_family = AF_BRIDGE;
+    ifi.ifi_index = port_index;
+    bool ok = nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) == 0;
+    nlattr* spec = ok ? nla_nest_start(msg.get(), IFLA_AF_SPEC) : nullptr;
+    ok = spec && nla_put_u16(msg.get(), IFLA_BRIDGE_FLAGS, BRIDGE_FLAGS_MASTER) == 0;
+    if (vids.first == vids.last) {
+        bridge_vlan_info info{flags, vids.first};
+        ok = ok && nla_put(msg.get(), IFLA_BRIDGE_VLAN_INFO, sizeof info, &info) == 0;
+    } else {
+        bridge_vlan_info begin{std::uint16_t(flags | BRIDGE_VLAN_INFO_RANGE_BEGIN), vids.first};
+        bridge_vlan_info end{std::uint16_t(flags | BRIDGE_VLAN_INFO_RANGE_END), vids.last};
+        ok = ok && nla_put(msg.get(), IFLA_BRIDGE_VLAN_INFO, sizeof begin, &begin) == 0 &&
+             nla_put(msg.get(), IFLA_BRIDGE_VLAN_INFO, sizeof end, &end) == 0;
+    }
+    if (!ok) return fail(what + ": netlink message too large");
+    nla_nest_end(msg.get(), spec);
+    return s.check(nl_send_sync(s.get(), msg.release()), what);  // nl_send_sync frees the message
+}
+
+std::string vid_text(VidRange v) {
+    return v.first == v.last ? std::to_string(v.first) : std::to_string(v.first) + "-" + std::to_string(v.last);
+}
+
+}  // namespace
+
+Status bridge_vlan_add(const Socket& s, int port_index, VidRange vids, bool pvid_untagged) {
+    std::uint16_t flags = pvid_untagged ? BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED : 0;
+    return send_vlan_msg(s, RTM_SETLINK, port_index, vids, flags,
+                         "adding vlan " + vid_text(vids) + " to bridge port " + std::to_string(port_index));
+}
+
+Status bridge_vlan_del(const Socket& s, int port_index, std::uint16_t vid) {
+    return send_vlan_msg(s, RTM_DELLINK, port_index, {vid, vid}, 0,
+                         "removing vlan " + std::to_string(vid) + " from bridge port " + std::to_string(port_index));
+}
+
+Result<std::uint16_t> bridge_default_pvid(const std::string& bridge) {
+    std::ifstream f("/sys/class/net/" + bridge + "/bridge/default_pvid");
+    unsigned pvid = 0;
+    if (!(f >> pvid) || pvid > 4094) return fail("reading default_pvid of bridge " + bridge);
+    return std::uint16_t(pvid);
+}
+
+}  // namespace cni::nl
