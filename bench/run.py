@@ -11,7 +11,7 @@ network; host-local ADD+DEL with 10,000 existing reservations (both implementati
 identical copy of the same reservation directory, written in the reference's format); ptp with
 host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq;
 bridge (isGateway) with host-local and ipMasq (the Go plugins run with iptables-legacy first in
-PATH, so both write the same tables).
+PATH, so both write the same tables); macvlan with host-local on a veth master.
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--markdown out.md]"""
@@ -133,11 +133,19 @@ def ptp_teardown(_impl, state):
     shutil.rmtree(data)
 
 
+def master_setup(_impl):
+    """ptp_setup plus a veth "benchup0" in the host namespace, the master of macvlan."""
+    host, ctr, data = ptp_setup(None)
+    subprocess.run(["ip", "-n", host, "link", "add", "benchup0", "type", "veth", "peer", "name", "benchup1"], check=True)
+    subprocess.run(["ip", "-n", host, "link", "set", "benchup0", "up"], check=True)
+    return host, ctr, data
+
+
 def veth_step(applet, masq, **keys):
-    """ADD then DEL of a veth-based applet with host-local, in the scenario's namespaces."""
+    """ADD then DEL of an applet with host-local (ipMasq when asked), in the scenario's namespaces."""
     def step(impl, state):
         host, ctr, data = state
-        conf = {"cniVersion": "0.4.0", "name": "bench-" + applet, "type": applet, "ipMasq": masq,
+        conf = {"cniVersion": "0.4.0", "name": "bench-" + applet, "type": applet, **({"ipMasq": True} if masq else {}),
                 "ipam": {"type": "host-local", "subnet": "10.201.0.0/16", "dataDir": data}, **keys}
         return [call(IMPLS[impl], applet, "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
                 call(IMPLS[impl], applet, "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
@@ -160,6 +168,8 @@ results = [
              ptp_teardown),
     scenario(["bridge + host-local + ipMasq ADD", "bridge + host-local + ipMasq DEL"], ptp_setup,
              veth_step("bridge", True, bridge="benchbr0", isGateway=True), ptp_teardown),
+    scenario(["macvlan + host-local ADD", "macvlan + host-local DEL"], master_setup,
+             veth_step("macvlan", False, master="benchup0"), ptp_teardown),
 ]
 results = [row for rows in results for row in rows]
 
