@@ -134,8 +134,13 @@ Status ensure_gateway_addr(const nl::Socket& host, const nl::LinkInfo& br, const
     auto added = nl::add_addr(host, br.index, br.name, gw);
     if (!added && added.error().msg.find("file exists") == std::string::npos)
         return fail("could not add IP address to \"" + br.name + "\": " + added.error().msg);
-    // Pin the bridge's MAC: otherwise it follows the lowest port MAC as ports churn.
-    if (auto st = nl::set_mac(host, br, br.mac); !st) return fail("could not set bridge's mac: " + st.error().msg);
+    return {};
+}
+
+// Set a link's MAC to itself: a bridge's MAC then stops following the lowest port MAC as ports
+// come and go (which would make CHECK fail and neighbours' ARP entries stale).
+Status pin_mac(const nl::Socket& host, const nl::LinkInfo& link) {
+    if (auto st = nl::set_mac(host, link, link.mac); !st) return fail("could not set bridge's mac: " + st.error().msg);
     return {};
 }
 
@@ -245,6 +250,9 @@ Result<CniResult> bridge_add(const Context& ctx) {
                 result.interfaces.push_back(gw_if);
             }
             for (auto& gw : gateways) CNI_TRY(ensure_gateway_addr(host, gw_link, gw, c.force_address));
+            CNI_TRY(pin_mac(host, gw_link));
+            // Unlike the reference, also pin the bridge when the gateway is on "<bridge>.<vlan>".
+            if (gw_link.index != br.index) CNI_TRY(pin_mac(host, br));
         }
         if (c.is_gateway) CNI_TRY(iface::enable_forwarding(result.ips));
         if (c.ip_masq) {
@@ -288,25 +296,24 @@ Status bridge_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
-    if (!prev) return fail("Required prevResult missing");
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "Required prevResult missing"));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto br, nl::find_link(host, c.bridge));
     if (!br) return fail("bridge: Failed to find bridge " + c.bridge);
     if (br->kind != "bridge") return fail("\"" + c.bridge + "\" already exists but is not a bridge");
     const Interface* br_prev = nullptr;
-    for (auto& i : prev->interfaces)
+    for (auto& i : prev.interfaces)
         if (i.name == c.bridge && i.sandbox.empty()) br_prev = &i;
     if (br_prev && !br_prev->mac.empty() && br_prev->mac != br->mac)
         return fail("Bridge " + c.bridge + " Mac " + br_prev->mac + " doesn't match " + br->mac);
     if (c.promisc != ((br->flags & IFF_PROMISC) != 0)) return fail("Bridge " + c.bridge + " promisc mode is not as configured");
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "veth"));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
     CNI_TRY_ASSIGN(auto peer, nl::find_link(host, link.peer_index));
     if (!peer || peer->master != br->index)
         return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
-    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
     return {};
 }

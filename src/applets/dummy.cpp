@@ -55,13 +55,12 @@ Status dummy_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.ipam_type, r.config));
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c));
-    if (!prev) return fail("required prevResult missing");
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c, "required prevResult missing"));
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "dummy"));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "dummy"));
     if (!link.up()) return fail("dummy: interface " + r.ifname + " is down");
-    CNI_TRY(iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
     return {};
 }
 

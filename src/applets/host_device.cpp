@@ -220,14 +220,13 @@ Status host_device_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_host_device_conf(ctx.req));
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
-    if (!prev) return fail("Required prevResult missing");
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "Required prevResult missing"));
     if (c.dpdk) return {};
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
-    CNI_TRY(iface::check_container_link(container, *prev, r.ifname, r.netns, link.kind));
-    CNI_TRY(iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    CNI_TRY(iface::check_container_link(container, prev, r.ifname, r.netns, link.kind));
+    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
     return {};
 }
 

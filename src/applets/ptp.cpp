@@ -136,12 +136,11 @@ Status ptp_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
-    if (!prev) return fail("ptp: Required prevResult missing");
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "ptp: Required prevResult missing"));
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "veth"));
-    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
+    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
     return {};
 }

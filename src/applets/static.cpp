@@ -123,10 +123,9 @@ Result<CniResult> static_add(const Context& ctx) {
 Status static_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_static_conf(ctx.req));
     CNI_TRY_ASSIGN(auto nc, parse_netconf(ctx.req.config));
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(nc));
-    if (!prev) return fail("Required prevResult missing");
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(nc, "Required prevResult missing"));
     for (auto& a : c.addresses)
-        for (auto& ip : prev->ips)
+        for (auto& ip : prev.ips)
             if (ip.address.ip == a.address->ip) {
                 if (!a.gateway || (ip.gateway && *ip.gateway == *a.gateway)) break;
                 return fail("static: Failed to match addr " + ip.address.ip.str() + " on interface " + ctx.req.ifname);

@@ -87,17 +87,16 @@ Status vlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
-    if (!prev) return fail("required prevResult missing");
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *prev, r.ifname, r.netns, "vlan"));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "vlan"));
     if (link.vlan_id != c.vlan_id)
         return fail("vlan: " + r.ifname + " has VLAN id " + std::to_string(link.vlan_id) + ", the config says " +
                     std::to_string(c.vlan_id));
-    CNI_TRY(iface::check_addresses_and_routes(container, link, *prev, r.ifname));
+    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
     return {};
 }
 

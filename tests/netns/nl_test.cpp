@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the typed netlink layer and the interface helpers built on it, between two
 // throwaway namespaces standing for a host and a container: veth setup, bridge ports,
-// addresses, routes, kernel extended-ack text in errors, idempotent deletes, ConfigureIface.
+// addresses, routes, kernel extended-ack text in errors, idempotent deletes, ConfigureIface,
+// retried interrupted dumps.
 #include <catch2/catch.hpp>
 
 #include <linux/if.h>
+
+#include <netlink/errno.h>
 
 #include <cstdlib>
 #include <random>
@@ -169,4 +172,24 @@ TEST_CASE("enable_forwarding writes only the families present, in the current na
     CHECK(*os::sysctl_get("net/ipv4/ip_forward") == "1");
     CHECK(*os::sysctl_get("net/ipv6/conf/all/forwarding") == "0");
     (void)outer4;
+}
+
+TEST_CASE("an interrupted dump is retried, a lasting one gives up with the reason") {
+    Pair p;
+    int calls = 0;
+    auto flaky = [&](nl_sock* sk, nl_cache** out) {
+        return ++calls < 3 ? -NLE_DUMP_INTR : rtnl_link_alloc_cache(sk, AF_UNSPEC, out);
+    };
+    auto cache = p.hs.dump(flaky, "listing links");
+    REQUIRE(cache);
+    CHECK(calls == 3);
+    CHECK(nl_cache_nitems(cache->get()) >= 1);  // lo
+
+    calls = 0;
+    auto always = [&](nl_sock*, nl_cache**) { ++calls; return -NLE_DUMP_INTR; };
+    auto failed = p.hs.dump(always, "listing links");
+    REQUIRE_FALSE(failed);
+    CHECK(calls == 5);
+    CHECK(failed.error().msg.rfind("listing links: ", 0) == 0);
+    CHECK(p.hs.dump([](nl_sock*, nl_cache**) { return -NLE_NOMEM; }, "x").error().msg.rfind("x: ", 0) == 0);
 }

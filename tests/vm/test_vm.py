@@ -391,6 +391,8 @@ def bridge_vlan_access_trunk_and_gateway():
         gw_port = host_port(w.host, w.host, "cnivbr0.100")
         eq(port_vlans(w.host, gw_port), {100: PVID})
         sh("ip", "netns", "exec", w.c1, "ping", "-c", "1", "-W", "2", "10.83.0.1")
+        for dev in ("cnivbr0", "cnivbr0.100"):  # 3: NET_ADDR_SET, the MAC no longer follows the ports
+            eq(sh("ip", "netns", "exec", w.host, "cat", f"/sys/class/net/{dev}/addr_assign_type").stdout.strip(), "3", dev)
         c2 = vbr_conf(w.data, vlan=101)
         w.run("ADD", c2, w.c2, "vb-2").ok()
         eq(port_vlans(w.host, host_port(w.host, w.c2)), {101: PVID})

@@ -62,6 +62,12 @@ Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
     return std::optional<CniResult>(std::move(r));
 }
 
+Result<CniResult> require_prev_result(const NetConf& conf, std::string_view missing) {
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(conf));
+    if (!prev) return fail(std::string(missing));
+    return std::move(*prev);
+}
+
 Result<NetConf> load_netconf(std::string_view config) {
     auto nc = parse_netconf(config);
     if (!nc) return fail("failed to load netconf: " + nc.error().msg);

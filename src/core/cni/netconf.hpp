@@ -45,4 +45,8 @@ Status decode_conf_dns(const NetConf& conf, Dns& out);
 // Errors carry no prefix; applets wrap them with their reference's wording.
 Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf);
 
+// The prevResult a CHECK needs; without one, an error worded `missing` (each reference plugin
+// words it its own way).
+Result<CniResult> require_prev_result(const NetConf& conf, std::string_view missing);
+
 }  // namespace cni

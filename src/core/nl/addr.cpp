@@ -11,9 +11,7 @@
 namespace cni::nl {
 
 Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int family) {
-    nl_cache* raw = nullptr;
-    CNI_TRY(s.check(rtnl_addr_alloc_cache(s.get(), &raw), "listing addresses"));
-    CachePtr cache(raw);
+    CNI_TRY_ASSIGN(auto cache, s.dump(rtnl_addr_alloc_cache, "listing addresses"));
     std::vector<AddrInfo> out;
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto* a = reinterpret_cast<rtnl_addr*>(o);

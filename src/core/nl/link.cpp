@@ -33,6 +33,8 @@ std::string mac_text(nl_addr* a) {
     return out;
 }
 
+int all_links(nl_sock* sk, nl_cache** out) { return rtnl_link_alloc_cache(sk, AF_UNSPEC, out); }
+
 LinkInfo to_info(rtnl_link* l) {
     LinkInfo info;
     info.index = rtnl_link_get_ifindex(l);
@@ -283,9 +285,7 @@ Status set_bridge_port_flag(const std::string& port, const std::string& flag, bo
 }
 
 Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index) {
-    nl_cache* raw = nullptr;
-    CNI_TRY(s.check(rtnl_link_alloc_cache(s.get(), AF_UNSPEC, &raw), "listing links"));
-    CachePtr cache(raw);
+    CNI_TRY_ASSIGN(auto cache, s.dump(all_links, "listing links"));
     std::vector<LinkInfo> out;
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto* l = reinterpret_cast<rtnl_link*>(o);
@@ -302,9 +302,7 @@ Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias
 }
 
 Result<std::optional<LinkInfo>> find_link_by_mac(const Socket& s, const std::string& mac) {
-    nl_cache* raw = nullptr;
-    CNI_TRY(s.check(rtnl_link_alloc_cache(s.get(), AF_UNSPEC, &raw), "listing links"));
-    CachePtr cache(raw);
+    CNI_TRY_ASSIGN(auto cache, s.dump(all_links, "listing links"));
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto info = to_info(reinterpret_cast<rtnl_link*>(o));
         if (info.mac == mac) return std::optional<LinkInfo>(info);

@@ -90,9 +90,8 @@ Result<std::optional<int>> default_route_link(const Socket& s) {
 }
 
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table) {
-    nl_cache* raw = nullptr;
-    CNI_TRY(s.check(rtnl_route_alloc_cache(s.get(), family, 0, &raw), "listing routes"));
-    CachePtr cache(raw);
+    CNI_TRY_ASSIGN(auto cache, s.dump([family](nl_sock* sk, nl_cache** c) { return rtnl_route_alloc_cache(sk, family, 0, c); },
+                                      "listing routes"));
     std::vector<RouteSpec> out;
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto* rt = reinterpret_cast<rtnl_route*>(o);

@@ -72,4 +72,15 @@ Status Socket::check(int rc, std::string_view what) const {
     return std::unexpected(error(rc, what));
 }
 
+Result<CachePtr> Socket::dump(const CacheAlloc& alloc, std::string_view what) const {
+    int rc = 0;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        nl_cache* raw = nullptr;
+        rc = alloc(sock_.get(), &raw);
+        if (rc >= 0) return CachePtr(raw);
+        if (rc != -NLE_DUMP_INTR) break;  // libnl frees the partial cache itself
+    }
+    return std::unexpected(error(rc, what));
+}
+
 }  // namespace cni::nl

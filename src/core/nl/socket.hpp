@@ -7,6 +7,7 @@
 // spelled as Go prints it).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -25,6 +26,11 @@ public:
     // Turn a libnl return code into a Status: "<what>: <errno text> (kernel: <ext ack>)".
     Status check(int rc, std::string_view what) const;
     Error error(int rc, std::string_view what) const;
+
+    // A dump into a new libnl cache by `alloc` (e.g. rtnl_link_alloc_cache). A dump the kernel
+    // marks interrupted (NLM_F_DUMP_INTR: the table changed under it) is retried, 5 times at most.
+    using CacheAlloc = std::function<int(nl_sock*, nl_cache**)>;
+    Result<CachePtr> dump(const CacheAlloc& alloc, std::string_view what) const;
 
     // What the kernel said about the last failed request (errno and extended-ack message).
     struct LastError {
