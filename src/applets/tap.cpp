@@ -3,16 +3,9 @@
 // IFF_MULTI_QUEUE, owner and group) created in the container namespace under a temporary name
 // and renamed to CNI_IFNAME; mtu and mac (config, then CNI_ARGS MAC, then runtimeConfig mac);
 // optionally enslaved to `bridge` inside the container; IPAM optional (L2 when absent).
-// Unlike the reference, the device is always made with the TUN ioctls (no `ip tuntap` exec);
+// Unlike the reference, the device is always made with the TUN ioctls (nl::add_persistent_tap);
 // selinuxContext is refused with code 2 (the binary does not change exec contexts). A failed
 // ADD deletes the device and releases the allocation; DEL is idempotent.
-#include <fcntl.h>
-#include <linux/if.h>
-#include <linux/if_tun.h>
-#include <sys/ioctl.h>
-
-#include <cstring>
-
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/mac.hpp"
@@ -22,9 +15,8 @@
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
-#include "core/os/errno_error.hpp"
+#include "core/nl/tap.hpp"
 #include "core/os/sysctl.hpp"
-#include "core/os/unique_fd.hpp"
 #include "core/rollback.hpp"
 
 namespace cni {
@@ -68,22 +60,6 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     return c;
 }
 
-// A persistent tap named `name` in the calling thread's namespace.
-Status make_tap(const std::string& name, const TapConf& c) {
-    os::UniqueFd tun(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
-    if (!tun) return os::sys_fail("open", "/dev/net/tun");
-    ifreq req{};
-    std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
-    req.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (c.multi_queue ? IFF_MULTI_QUEUE : 0);
-    if (::ioctl(tun.get(), TUNSETIFF, &req) != 0) return fail("failed to create tap " + name + ": " + os::errno_text(errno));
-    if (c.owner && ::ioctl(tun.get(), TUNSETOWNER, static_cast<unsigned long>(*c.owner)) != 0)
-        return fail("failed to set the owner of tap " + name + ": " + os::errno_text(errno));
-    if (c.group && ::ioctl(tun.get(), TUNSETGROUP, static_cast<unsigned long>(*c.group)) != 0)
-        return fail("failed to set the group of tap " + name + ": " + os::errno_text(errno));
-    if (::ioctl(tun.get(), TUNSETPERSIST, 1) != 0) return fail("failed to make tap " + name + " persistent: " + os::errno_text(errno));
-    return {};
-}
-
 Result<CniResult> tap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
     const Request& r = ctx.req;
@@ -93,7 +69,7 @@ Result<CniResult> tap_add(const Context& ctx) {
     std::string tmp = nl::random_veth_name();
     {
         CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-        CNI_TRY(make_tap(tmp, c));
+        CNI_TRY(nl::add_persistent_tap(nl::TapSpec{tmp, c.multi_queue, c.owner, c.group}));
     }
     auto name = std::make_shared<std::string>(tmp);
     undo.push([&container, name] { (void)nl::delete_link(container, *name); });

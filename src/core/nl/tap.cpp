@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// Persistent tap devices (see tap.hpp).
+#include "core/nl/tap.hpp"
+
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <sys/ioctl.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/os/errno_error.hpp"
+#include "core/os/unique_fd.hpp"
+
+namespace cni::nl {
+
+Status add_persistent_tap(const TapSpec& spec) {
+    os::UniqueFd tun(::open("/dev/net/tun", O_RDWR | O_CLOEXEC));
+    if (!tun) return os::sys_fail("open", "/dev/net/tun");
+    const std::string& name = spec.name;
+    ifreq req{};
+    std::strncpy(req.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    req.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR | (spec.multi_queue ? IFF_MULTI_QUEUE : 0);
+    if (::ioctl(tun.get(), TUNSETIFF, &req) != 0) return fail("failed to create tap " + name + ": " + os::errno_text(errno));
+    if (spec.owner && ::ioctl(tun.get(), TUNSETOWNER, static_cast<unsigned long>(*spec.owner)) != 0)
+        return fail("failed to set the owner of tap " + name + ": " + os::errno_text(errno));
+    if (spec.group && ::ioctl(tun.get(), TUNSETGROUP, static_cast<unsigned long>(*spec.group)) != 0)
+        return fail("failed to set the group of tap " + name + ": " + os::errno_text(errno));
+    if (::ioctl(tun.get(), TUNSETPERSIST, 1) != 0) return fail("failed to make tap " + name + " persistent: " + os::errno_text(errno));
+    return {};
+}
+
+}  // namespace cni::nl
