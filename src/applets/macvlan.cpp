@@ -68,8 +68,7 @@ Result<CniResult> macvlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));
-    if (c.mtu < 0 || c.mtu > master.mtu)
-        return fail("invalid MTU " + std::to_string(c.mtu) + ", must be [0, master MTU(" + std::to_string(master.mtu) + ")]");
+    CNI_TRY(iface::check_child_mtu(c.mtu, master));
 
     Rollback undo;
     CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, c.mac, "macvlan",

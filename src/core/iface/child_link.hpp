@@ -19,6 +19,9 @@ namespace cni::iface {
 // `name` in `where`, or the link of the default route when `name` is empty.
 Result<nl::LinkInfo> find_master(const nl::Socket& where, const std::string& name);
 
+// A child's MTU must lie in [0, master MTU] (macvlan and vlan; 0 keeps the kernel's choice).
+Status check_child_mtu(int mtu, const nl::LinkInfo& master);
+
 // Creates the child with `create(socket, attrs)` (attrs: the temporary name, mtu, mac and the
 // container netns when the master is on the host), renames it, and registers its removal with
 // `undo`. `kind` names it in errors: "failed to create vlan: ...", "failed to rename vlan to ...".
