@@ -14,7 +14,7 @@ bridge (isGateway) with host-local and ipMasq (the Go plugins run with iptables-
 PATH, so both write the same tables); macvlan with host-local on a veth master.
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
-usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--markdown out.md]"""
+usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]"""
 import argparse
 import json
 import os
@@ -32,6 +32,7 @@ p.add_argument("--spawn-timer", default=os.path.join(os.path.dirname(__file__), 
 p.add_argument("--reference", default="/usr/lib/cni")
 p.add_argument("--iterations", type=int, default=50)
 p.add_argument("--markdown")
+p.add_argument("--only", help="run only the scenarios whose name contains this text")
 opts = p.parse_args()
 
 ours_dir = tempfile.mkdtemp(prefix="cni-bench-bin.")
@@ -83,6 +84,8 @@ def populate(data_dir, network, count):
 def scenario(names, setup, step, teardown=lambda impl, state: None):
     """setup(impl) -> state; step(impl, state) -> one Sample per name (e.g. ADD, then DEL)."""
     names = [names] if isinstance(names, str) else names
+    if opts.only and not any(opts.only in n for n in names):
+        return []
     samples = [{k: [] for k in IMPLS} for _ in names]
     states = {k: setup(k) for k in IMPLS}
     try:

@@ -43,6 +43,16 @@ Status mkdir_all(const std::string& path, mode_t mode) {
     return {};
 }
 
+// Replaces a small file's content without truncating it to zero first: on ext4 a truncate to
+// zero makes close() flush the file synchronously (auto_da_alloc), which costs an ADD more than
+// all its netlink work. A crash between the write and the truncate leaves the old tail behind;
+// both callers tolerate that (the index is checked entry by entry against the directory, and
+// last_reserved_ip is only where the next search starts).
+bool overwrite_in_place(int fd, std::string_view text) {
+    return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
+           ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
+}
+
 std::string join(std::string a, std::string_view b) {
     while (a.size() > 1 && a.back() == '/') a.pop_back();
     return a + "/" + std::string(b);
@@ -223,9 +233,8 @@ Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_v
     entries_[ip] = Entry{Owner{Owner::Kind::current, std::string(trim_space(id)), std::string(ifname)}, st.st_ino};
     dirty_ = true;
     std::string last = join(dir_, kLastReservedPrefix + std::to_string(set_index));
-    os::UniqueFd lf(::open(last.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    std::string text = ip.str();
-    if (!lf || ::write(lf.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    os::UniqueFd lf(::open(last.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    if (!lf || !overwrite_in_place(lf.get(), ip.str()))
         return os::sys_fail("write", last);
     return true;
 }
@@ -314,8 +323,8 @@ void Store::flush() {
     }
     // Written in place (no rename), so the directory's stamp stays what the header says.
     std::string path = join(dir_, kIndexName);
-    os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
-    if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd || !overwrite_in_place(fd.get(), text)) {
         warn_("host-local: cannot write the index " + path + ": " + os::errno_text(errno));
         if (fd) (void)::ftruncate(fd.get(), 0);
         return;
