@@ -208,8 +208,9 @@ Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, r.ifname, c.mtu, c.mac));
     undo.push([&] { (void)nl::delete_link(container, r.ifname); });
     CNI_TRY(nl::set_master(host, veth.host, br.index));
-    if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(veth.host.name, "hairpin_mode", true));
-    if (c.port_isolation) CNI_TRY(nl::set_bridge_port_flag(veth.host.name, "isolated", true));
+    if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::hairpin, true));
+    if (c.port_isolation)
+        CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::isolated, true));
     CNI_TRY(iface::apply_port_vlans(host, br.name, veth.host.index, c.vlans));
 
     CniResult result;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the typed netlink layer and the interface helpers built on it, between two
 // throwaway namespaces standing for a host and a container: veth setup, bridge ports,
-// addresses, routes, kernel extended-ack text in errors, idempotent deletes, ConfigureIface,
-// retried interrupted dumps.
+// bridge port flags, addresses, routes, rules, neighbours (ARP and VXLAN forwarding entries),
+// kernel extended-ack text in errors, idempotent deletes, ConfigureIface, retried dumps.
 #include <catch2/catch.hpp>
 
 #include <linux/if.h>
@@ -15,8 +15,11 @@
 #include "core/iface/configure.hpp"
 #include "core/iface/veth.hpp"
 #include "core/nl/addr.hpp"
+#include "core/nl/bridge_port.hpp"
 #include "core/nl/link.hpp"
+#include "core/nl/neigh.hpp"
 #include "core/nl/route.hpp"
+#include "core/nl/rule.hpp"
 #include "core/os/sysctl.hpp"
 #include "test_ns.hpp"
 
@@ -81,6 +84,107 @@ TEST_CASE("bridge ports, MTU, MAC and promisc changes") {
     CHECK((nl::require_link(p.hs, "cnitbr0")->flags & IFF_PROMISC) != 0);
     REQUIRE(nl::rename_link(p.cs, veth->container, "net1"));
     CHECK(*nl::find_link(p.cs, "net1"));
+}
+
+TEST_CASE("bridge port flags go through the namespace's socket, not /sys") {
+    Pair p;  // this process's /sys shows the root namespace: sysfs could not reach these ports
+    REQUIRE(nl::add_bridge(p.hs, nl::NewLink{"cnitbr1", 0, "", 0, -1}, false));
+    auto br = nl::require_link(p.hs, "cnitbr1");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    REQUIRE(veth);
+    REQUIRE(nl::set_master(p.hs, veth->host, br->index));
+    auto shows = [&](const std::string& what) {
+        return std::system(("ip -n " + p.host_ns.name + " -d link show dev " + veth->host.name + " | grep -q '" + what + "'").c_str()) == 0;
+    };
+    CHECK(shows("hairpin off"));
+    CHECK(shows("learning on"));
+    CHECK(shows("isolated off"));
+    REQUIRE(nl::set_bridge_port_flag(p.hs, veth->host.index, veth->host.name, nl::PortFlag::hairpin, true));
+    REQUIRE(nl::set_bridge_port_flag(p.hs, veth->host.index, veth->host.name, nl::PortFlag::learning, false));
+    REQUIRE(nl::set_bridge_port_flag(p.hs, veth->host.index, veth->host.name, nl::PortFlag::isolated, true));
+    CHECK(shows("hairpin on"));
+    CHECK(shows("learning off"));
+    CHECK(shows("isolated on"));
+    auto not_a_port = nl::set_bridge_port_flag(p.hs, br->index, "cnitbr1", nl::PortFlag::hairpin, true);
+    REQUIRE_FALSE(not_a_port);
+    CHECK(not_a_port.error().msg.starts_with("setting hairpin on on bridge port cnitbr1: "));
+}
+
+TEST_CASE("rules: add, list, delete by selector, idempotent delete") {
+    Pair p;
+    nl::RuleSpec r;
+    r.src = net("10.63.0.5/32");
+    r.table = 100;
+    REQUIRE(nl::add_rule(p.cs, r));
+    nl::RuleSpec prio6;
+    prio6.src = net("fd00:63::5/128");
+    prio6.table = 1000;
+    prio6.priority = 500;
+    prio6.iif = "lo";
+    REQUIRE(nl::add_rule(p.cs, prio6));
+    CHECK(p.ctr_ns.sh("ip rule show | grep -q \"from 10.63.0.5 lookup 100\"") == 0);
+    CHECK(p.ctr_ns.sh("ip -6 rule show | grep -q \"^500:.*from fd00:63::5 iif lo lookup 1000\"") == 0);
+    auto dup = nl::add_rule(p.cs, prio6);  // without a priority the kernel would pick a new one
+    REQUIRE_FALSE(dup);
+    CHECK(dup.error().msg == "adding rule 500: from fd00:63::5/128 iif lo lookup 1000: file exists");
+
+    auto v4 = nl::list_rules(p.cs, AF_INET);
+    REQUIRE(v4);
+    int ours = 0;
+    for (auto& x : *v4) {
+        if (x.src && x.src->str() == "10.63.0.5/32") {
+            ++ours;
+            CHECK(x.table == 100);
+            CHECK(x.priority.has_value());
+        }
+        if (!x.src) CHECK((x.table == 255 || x.table == 254 || x.table == 253));  // the default rules
+    }
+    CHECK(ours == 1);
+    auto v6 = nl::list_rules(p.cs, AF_INET6);
+    REQUIRE(v6);
+    bool found6 = false;
+    for (auto& x : *v6)
+        if (x.src && x.src->str() == "fd00:63::5/128") found6 = x.table == 1000 && x.priority == 500u && x.iif == "lo";
+    CHECK(found6);
+
+    CHECK(*nl::del_rule(p.cs, r));
+    CHECK_FALSE(*nl::del_rule(p.cs, r));
+    CHECK(*nl::del_rule(p.cs, prio6));
+    CHECK(p.ctr_ns.sh("ip rule show | grep -q 10.63.0.5") != 0);
+}
+
+TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    REQUIRE(veth);
+    REQUIRE(nl::set_link_up(p.cs, veth->container, true));
+    nl::NeighSpec arp{0, veth->container.index, IpAddr::parse("10.64.0.9"), "0a:58:0a:40:00:09", NUD_PERMANENT, 0};
+    REQUIRE(nl::set_neigh(p.cs, arp));
+    REQUIRE(nl::set_neigh(p.cs, arp));  // replace: setting it again is fine
+    CHECK(p.ctr_ns.sh("ip neigh show dev eth0 | grep -q \"10.64.0.9 lladdr 0a:58:0a:40:00:09 PERMANENT\"") == 0);
+    auto listed = nl::list_neighs(p.cs, AF_INET, veth->container.index);
+    REQUIRE(listed);
+    REQUIRE(listed->size() == 1);
+    CHECK((*listed)[0].ip->str() == "10.64.0.9");
+    CHECK((*listed)[0].mac == "0a:58:0a:40:00:09");
+    CHECK((*listed)[0].state == NUD_PERMANENT);
+    CHECK(*nl::del_neigh(p.cs, arp));
+    CHECK_FALSE(*nl::del_neigh(p.cs, arp));
+
+    // What flanneld's VXLAN backend writes for a remote node: the remote VTEP's MAC behind its IP.
+    REQUIRE(p.ctr_ns.sh("ip link add cnitvx0 type vxlan id 4242 dstport 4789 nolearning dev eth0") == 0);
+    auto vx = nl::require_link(p.cs, "cnitvx0");
+    REQUIRE(vx);
+    nl::NeighSpec fdb{AF_BRIDGE, vx->index, IpAddr::parse("192.0.2.44"), "0e:00:00:00:00:44", NUD_PERMANENT, NTF_SELF};
+    REQUIRE(nl::set_neigh(p.cs, fdb));
+    CHECK(p.ctr_ns.sh("bridge fdb show dev cnitvx0 | grep -q \"0e:00:00:00:00:44 dst 192.0.2.44 self permanent\"") == 0);
+    auto entries = nl::list_neighs(p.cs, AF_BRIDGE, vx->index);
+    REQUIRE(entries);
+    bool found = false;
+    for (auto& e : *entries) found = found || (e.mac == "0e:00:00:00:00:44" && e.ip && e.ip->str() == "192.0.2.44");
+    CHECK(found);
+    CHECK(*nl::del_neigh(p.cs, fdb));
+    CHECK(p.ctr_ns.sh("bridge fdb show dev cnitvx0 | grep -q 0e:00:00:00:00:44") != 0);
 }
 
 TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
@@ -192,4 +296,25 @@ TEST_CASE("an interrupted dump is retried, a lasting one gives up with the reaso
     CHECK(calls == 5);
     CHECK(failed.error().msg.rfind("listing links: ", 0) == 0);
     CHECK(p.hs.dump([](nl_sock*, nl_cache**) { return -NLE_NOMEM; }, "x").error().msg.rfind("x: ", 0) == 0);
+}
+
+// Hidden: this machine's kernel has no vrf; tests/vm/test_vm.py runs it in the test VM.
+TEST_CASE("a vrf is created with its table and reads back as one", "[.vm]") {
+    Pair p;
+    REQUIRE(nl::add_vrf(p.cs, nl::NewLink{"cnitvrf0", 0, "", 0, -1}, 1234));
+    auto vrf = nl::require_link(p.cs, "cnitvrf0");
+    REQUIRE(vrf);
+    CHECK(vrf->kind == "vrf");
+    CHECK(vrf->vrf_table == 1234);
+    CHECK(p.ctr_ns.sh("ip -d link show cnitvrf0 | grep -q \"vrf table 1234\"") == 0);
+    auto dup = nl::add_vrf(p.cs, nl::NewLink{"cnitvrf0", 0, "", 0, -1}, 1234);
+    REQUIRE_FALSE(dup);
+    CHECK(dup.error().msg == "creating vrf cnitvrf0: file exists");
+    // A link enslaved to the vrf: its master is the vrf, and l3mdev rules exist.
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    REQUIRE(veth);
+    REQUIRE(nl::set_master(p.cs, veth->container, vrf->index));
+    CHECK(nl::require_link(p.cs, "eth0")->master == vrf->index);
+    CHECK(*nl::delete_link(p.cs, "cnitvrf0"));
+    CHECK(nl::require_link(p.cs, "eth0")->master == 0);
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Tests that need kernel features this machine lacks, run inside the test VM by
 tests/vm/run-in-vm.sh: the dummy, vlan, ipvlan and host-device applets and the bridge's
-VLAN-filtering ports (kernel state, traffic, errors, rollback, idempotent DEL, and Debian's Go
+VLAN-filtering ports, and the netlink layer's vrf links (kernel state, traffic, errors, rollback, idempotent DEL, and Debian's Go
 plugins side by side), and the link kinds through the kernel's module autoloading. Each test
 builds its own namespaces in the guest."""
 import json
@@ -45,6 +45,15 @@ def kernel_has_the_link_kinds():
         kinds = sh("ip", "-n", ns, "-d", "-o", "link").stdout
         for kind in ("dummy", "vlan protocol 802.1Q id 10", "ipvlan", "vrf table 10"):
             check(kind in kinds, kind)
+
+
+@test
+def netlink_layer_vm_cases():
+    """the netlink layer's Catch2 cases tagged [.vm] (vrf), which need this kernel"""
+    tests = os.path.join(os.path.dirname(CNI_ALL), "tests", "os-tests")
+    r = sh(tests, "[.vm]", check_rc=False)
+    check(r.returncode == 0, r.stdout[-3000:] + r.stderr[-1000:])
+    check("All tests passed" in r.stdout, r.stdout[-1000:])
 
 
 @test

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/cni/netconf.hpp"
-#include "core/nl/bridge_vlan.hpp"
+#include "core/nl/bridge_port.hpp"
 
 namespace cni::iface {
 

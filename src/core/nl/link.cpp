@@ -10,28 +10,19 @@
 #include <netlink/route/link/macvlan.h>
 #include <netlink/route/link/vlan.h>
 #include <netlink/route/link/veth.h>
+#include <netlink/route/link/vrf.h>
 
 #include <cstdio>
 #include <fstream>
 #include <random>
+
+#include "core/nl/nl_addr.hpp"
 
 namespace cni::nl {
 
 bool LinkInfo::up() const { return (flags & IFF_UP) != 0; }
 
 namespace {
-
-std::string mac_text(nl_addr* a) {
-    std::string out;
-    if (!a) return out;
-    auto* b = static_cast<const unsigned char*>(nl_addr_get_binary_addr(a));
-    for (unsigned i = 0; i < nl_addr_get_len(a); ++i) {
-        char buf[4];
-        std::snprintf(buf, sizeof buf, i ? ":%02x" : "%02x", b[i]);
-        out += buf;
-    }
-    return out;
-}
 
 int all_links(nl_sock* sk, nl_cache** out) { return rtnl_link_alloc_cache(sk, AF_UNSPEC, out); }
 
@@ -48,6 +39,7 @@ LinkInfo to_info(rtnl_link* l) {
     info.oper_state = rtnl_link_get_operstate(l);
     if (info.kind == "macvlan") info.macvlan_mode = rtnl_link_macvlan_get_mode(l);
     if (info.kind == "vlan") info.vlan_id = rtnl_link_vlan_get_id(l);
+    if (std::uint32_t table = 0; info.kind == "vrf" && rtnl_link_vrf_get_tableid(l, &table) == 0) info.vrf_table = table;
     if (std::uint16_t mode = 0; info.kind == "ipvlan" && rtnl_link_ipvlan_get_mode(l, &mode) == 0) info.ipvlan_mode = mode;
     if (const char* alias = rtnl_link_get_ifalias(l)) info.alias = alias;
     return info;
@@ -69,10 +61,8 @@ Status apply(rtnl_link* l, const NewLink& a) {
     if (!a.name.empty()) rtnl_link_set_name(l, a.name.c_str());
     if (a.mtu > 0) rtnl_link_set_mtu(l, unsigned(a.mtu));
     if (!a.mac.empty()) {
-        nl_addr* mac = nullptr;
-        if (nl_addr_parse(a.mac.c_str(), AF_LLC, &mac) < 0) return fail("invalid MAC address " + a.mac);
-        NlAddrPtr owned(mac);
-        rtnl_link_set_addr(l, mac);
+        CNI_TRY_ASSIGN(auto mac, mac_to_nl_addr(a.mac));
+        rtnl_link_set_addr(l, mac.get());
     }
     if (a.master > 0) rtnl_link_set_master(l, a.master);
     if (a.netns_fd >= 0) rtnl_link_set_ns_fd(l, a.netns_fd);
@@ -156,10 +146,8 @@ Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_vie
     if (ok && attrs.master > 0) ok = nla_put_u32(msg.get(), IFLA_MASTER, std::uint32_t(attrs.master)) == 0;
     if (ok && attrs.netns_fd >= 0) ok = nla_put_u32(msg.get(), IFLA_NET_NS_FD, std::uint32_t(attrs.netns_fd)) == 0;
     if (ok && !attrs.mac.empty()) {
-        nl_addr* mac = nullptr;
-        if (nl_addr_parse(attrs.mac.c_str(), AF_LLC, &mac) < 0) return fail("invalid MAC address " + attrs.mac);
-        NlAddrPtr owned(mac);
-        ok = nla_put_addr(msg.get(), IFLA_ADDRESS, mac) == 0;
+        CNI_TRY_ASSIGN(auto mac, mac_to_nl_addr(attrs.mac));
+        ok = nla_put_addr(msg.get(), IFLA_ADDRESS, mac.get()) == 0;
     }
     nlattr* linkinfo = ok ? nla_nest_start(msg.get(), IFLA_LINKINFO) : nullptr;
     ok = linkinfo && nla_put_string(msg.get(), IFLA_INFO_KIND, std::string(kind).c_str()) == 0;
@@ -208,6 +196,13 @@ Status add_vlan(const Socket& s, const NewLink& attrs, int parent, int vlan_id) 
 Status add_ipvlan(const Socket& s, const NewLink& attrs, int parent, int mode) {
     return add_link_with_info(s, attrs, "ipvlan", parent, [&](nl_msg* msg) -> Status {
         if (nla_put_u16(msg, IFLA_IPVLAN_MODE, std::uint16_t(mode)) < 0) return fail("netlink: message too large");
+        return {};
+    });
+}
+
+Status add_vrf(const Socket& s, const NewLink& attrs, std::uint32_t table) {
+    return add_link_with_info(s, attrs, "vrf", 0, [&](nl_msg* msg) -> Status {
+        if (nla_put_u32(msg, IFLA_VRF_TABLE, table) < 0) return fail("netlink: message too large");
         return {};
     });
 }
@@ -276,12 +271,6 @@ Status move_link(const Socket& s, const LinkInfo& link, int netns_fd) {
         rtnl_link_set_ns_fd(d, netns_fd);
         return {};
     });
-}
-
-Status set_bridge_port_flag(const std::string& port, const std::string& flag, bool on) {
-    std::ofstream f("/sys/class/net/" + port + "/brport/" + flag);
-    if (!(f << (on ? "1" : "0") << std::flush)) return fail("setting " + flag + " on bridge port " + port);
-    return {};
 }
 
 Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index) {

@@ -28,6 +28,7 @@ struct LinkInfo {
     std::uint32_t macvlan_mode = 0;  // MACVLAN_MODE_* for a macvlan
     int vlan_id = -1;                // 802.1Q id for a vlan
     int ipvlan_mode = -1;            // IPVLAN_MODE_* for an ipvlan
+    std::uint32_t vrf_table = 0;     // a vrf's routing table
     std::string alias;               // IFLA_IFALIAS
     bool up() const;
 };
@@ -63,6 +64,8 @@ Status add_vlan(const Socket& s, const NewLink& attrs, int parent, int vlan_id);
 // ipvlan: IPVLAN_MODE_* ("l2", "l3", "l3s").
 Status add_ipvlan(const Socket& s, const NewLink& attrs, int parent, int mode);
 std::optional<int> ipvlan_mode_from_name(std::string_view name);  // "" -> l2
+// A VRF (l3mdev) bound to routing table `table`.
+Status add_vrf(const Socket& s, const NewLink& attrs, std::uint32_t table);
 std::string ipvlan_mode_name(int mode);
 
 Status set_link_up(const Socket& s, const LinkInfo& link, bool up);
@@ -75,10 +78,6 @@ Status move_link(const Socket& s, const LinkInfo& link, int netns_fd);
 Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias);  // "" clears it
 // The link with this MAC, if any (host-device's hwaddr key).
 Result<std::optional<LinkInfo>> find_link_by_mac(const Socket& s, const std::string& mac);
-
-// A bridge port's flag through /sys/class/net/<port>/brport/<flag> ("hairpin_mode",
-// "isolated"): the calling process's network namespace must own that sysfs view.
-Status set_bridge_port_flag(const std::string& port, const std::string& flag, bool on);
 
 // Every link whose master is `master_index`.
 Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index);

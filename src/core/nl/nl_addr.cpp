@@ -4,6 +4,7 @@
 
 #include <sys/socket.h>
 
+#include <cstdio>
 #include <cstring>
 
 namespace cni::nl {
@@ -39,6 +40,24 @@ std::optional<IpNet> from_nl_addr(nl_addr* a) {
         return std::nullopt;
     }
     return IpNet{IpAddr::from_bytes(b), int(nl_addr_get_prefixlen(a)), bits};
+}
+
+std::string mac_text(nl_addr* a) {
+    std::string out;
+    if (!a) return out;
+    auto* b = static_cast<const unsigned char*>(nl_addr_get_binary_addr(a));
+    for (unsigned i = 0; i < nl_addr_get_len(a); ++i) {
+        char buf[4];
+        std::snprintf(buf, sizeof buf, i ? ":%02x" : "%02x", b[i]);
+        out += buf;
+    }
+    return out;
+}
+
+Result<NlAddrPtr> mac_to_nl_addr(const std::string& mac) {
+    nl_addr* a = nullptr;
+    if (nl_addr_parse(mac.c_str(), AF_LLC, &a) < 0) return fail("invalid MAC address " + mac);
+    return NlAddrPtr(a);
 }
 
 }  // namespace cni::nl

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Conversions between our IpNet/IpAddr and libnl's struct nl_addr.
+// Conversions between our IpNet/IpAddr (and MAC text) and libnl's struct nl_addr.
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "core/cni/ip.hpp"
 #include "core/nl/ptr.hpp"
@@ -13,5 +14,7 @@ namespace cni::nl {
 Result<NlAddrPtr> to_nl_addr(const IpNet& net);
 Result<NlAddrPtr> to_nl_addr(const IpAddr& ip);  // a host address (/32 or /128)
 std::optional<IpNet> from_nl_addr(nl_addr* a);    // nullopt for non-IP or empty addresses
+std::string mac_text(nl_addr* a);                 // "aa:bb:cc:dd:ee:ff"; "" for none
+Result<NlAddrPtr> mac_to_nl_addr(const std::string& mac);
 
 }  // namespace cni::nl

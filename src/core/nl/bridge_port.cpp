@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Bridge port VLANs over raw rtnetlink (see bridge_vlan.hpp); libnl 3.7 has no API for them.
-#include "core/nl/bridge_vlan.hpp"
+// Bridge port flags and VLANs over raw rtnetlink (see bridge_port.hpp).
+#include "core/nl/bridge_port.hpp"
 
 #include <linux/if_bridge.h>
 #include <linux/rtnetlink.h>
@@ -13,16 +13,24 @@
 namespace cni::nl {
 namespace {
 
-Status send_vlan_msg(const Socket& s, int type, int port_index, VidRange vids, std::uint16_t flags,
-                     const std::string& what) {
-    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> msg(nlmsg_alloc_simple(type, 0));
-    if (!msg) return fail("netlink: out of memory");
+using MsgPtr = std::unique_ptr<nl_msg, Deleter<nlmsg_free>>;
+
+// An AF_BRIDGE link message about one port, ready for its attributes.
+MsgPtr port_msg(int type, int port_index) {
+    MsgPtr msg(nlmsg_alloc_simple(type, 0));
     ifinfomsg ifi{};
     ifi.ifi_family = AF_BRIDGE;
     ifi.ifi_index = port_index;
-    bool ok = nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) == 0;
-    nlattr* spec = ok ? nla_nest_start(msg.get(), IFLA_AF_SPEC) : nullptr;
-    ok = spec && nla_put_u16(msg.get(), IFLA_BRIDGE_FLAGS, BRIDGE_FLAGS_MASTER) == 0;
+    if (msg && nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) != 0) msg.reset();
+    return msg;
+}
+
+Status send_vlan_msg(const Socket& s, int type, int port_index, VidRange vids, std::uint16_t flags,
+                     const std::string& what) {
+    auto msg = port_msg(type, port_index);
+    if (!msg) return fail("netlink: out of memory");
+    nlattr* spec = nla_nest_start(msg.get(), IFLA_AF_SPEC);
+    bool ok = spec && nla_put_u16(msg.get(), IFLA_BRIDGE_FLAGS, BRIDGE_FLAGS_MASTER) == 0;
     if (vids.first == vids.last) {
         bridge_vlan_info info{flags, vids.first};
         ok = ok && nla_put(msg.get(), IFLA_BRIDGE_VLAN_INFO, sizeof info, &info) == 0;
@@ -42,6 +50,22 @@ std::string vid_text(VidRange v) {
 }
 
 }  // namespace
+
+Status set_bridge_port_flag(const Socket& s, int port_index, const std::string& port_name, PortFlag flag, bool on) {
+    static constexpr struct {
+        int attr;
+        const char* name;
+    } kFlags[] = {{IFLA_BRPORT_MODE, "hairpin"}, {IFLA_BRPORT_ISOLATED, "isolated"}, {IFLA_BRPORT_LEARNING, "learning"}};
+    const auto& f = kFlags[static_cast<int>(flag)];
+    std::string what = std::string("setting ") + f.name + (on ? " on" : " off") + " on bridge port " + port_name;
+    auto msg = port_msg(RTM_SETLINK, port_index);
+    if (!msg) return fail("netlink: out of memory");
+    // NLA_F_NESTED tells the kernel this is the attribute form, not the old single-byte state.
+    nlattr* info = nla_nest_start(msg.get(), IFLA_PROTINFO | NLA_F_NESTED);
+    if (!info || nla_put_u8(msg.get(), f.attr, on ? 1 : 0) != 0) return fail(what + ": netlink message too large");
+    nla_nest_end(msg.get(), info);
+    return s.check(nl_send_sync(s.get(), msg.release()), what);  // nl_send_sync frees the message
+}
 
 Status bridge_vlan_add(const Socket& s, int port_index, VidRange vids, bool pvid_untagged) {
     std::uint16_t flags = pvid_untagged ? BRIDGE_VLAN_INFO_PVID | BRIDGE_VLAN_INFO_UNTAGGED : 0;

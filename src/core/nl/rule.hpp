@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// Policy routing rules (rtnetlink RTM_*RULE) as plain values: the selector (source, destination,
+// input/output interface, fwmark) and "lookup <table>" as the action, which is all sbr and vrf
+// need. A rule without a priority gets the kernel's choice, as `ip rule add` and Go netlink's
+// RuleAdd leave it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/nl/socket.hpp"
+
+namespace cni::nl {
+
+struct RuleSpec {
+    int family = 0;                        // AF_INET / AF_INET6; taken from src/dst when 0
+    std::optional<IpNet> src, dst;
+    std::string iif, oif;                  // interface names, "" for any
+    std::optional<std::uint32_t> priority;
+    std::optional<std::uint32_t> mark;     // fwmark (mask all ones)
+    std::uint32_t table = 0;
+    bool operator==(const RuleSpec&) const = default;
+};
+
+Status add_rule(const Socket& s, const RuleSpec& r);
+// Deletes the first rule matching every field set in `r`; false when there is none.
+Result<bool> del_rule(const Socket& s, const RuleSpec& r);
+// The rules of `family` that look up a table (the kernel's default rules included).
+Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family);
+
+std::string describe(const RuleSpec& r);  // "from 10.0.0.5/32 lookup 100" for messages
+
+}  // namespace cni::nl
