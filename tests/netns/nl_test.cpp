@@ -218,6 +218,19 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
     INFO(err.error().msg);
     CHECK(err.error().msg.starts_with("adding route 10.98.0.0/16 via 192.0.2.1"));
     CHECK(err.error().msg.find("(kernel: ") != std::string::npos);
+    nl::RouteSpec ecmp;  // two next hops, one weighted, in a table of their own
+    ecmp.dst = net("10.97.0.0/16");
+    ecmp.table = 200;
+    ecmp.multipath = {{IpAddr::parse("10.61.0.1"), veth->container.index, 1}, {IpAddr::parse("10.61.0.2"), veth->container.index, 3}};
+    REQUIRE(nl::add_route(p.cs, ecmp));
+    CHECK(p.ctr_ns.sh("ip route show table 200 | grep -q \"nexthop via 10.61.0.1 dev eth0 weight 1\"") == 0);
+    CHECK(p.ctr_ns.sh("ip route show table 200 | grep -q \"nexthop via 10.61.0.2 dev eth0 weight 3\"") == 0);
+    auto in200 = nl::list_routes(p.cs, AF_INET, 200);
+    REQUIRE(in200);
+    REQUIRE(in200->size() == 1);
+    CHECK((*in200)[0].multipath == ecmp.multipath);
+    CHECK_FALSE((*in200)[0].gw);
+    CHECK(*nl::del_route(p.cs, ecmp));
     CHECK(*nl::del_route(p.cs, r));
     CHECK_FALSE(*nl::del_route(p.cs, r));
     CHECK(*nl::del_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));

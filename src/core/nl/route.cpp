@@ -36,12 +36,13 @@ Result<RoutePtr> build(const RouteSpec& r, bool for_delete = false) {
     }
     if (r.mtu) rtnl_route_set_metric(route.get(), RTAX_MTU, unsigned(r.mtu));
     if (r.advmss) rtnl_route_set_metric(route.get(), RTAX_ADVMSS, unsigned(r.advmss));
-    if (r.oif || r.gw) {
+    auto add_hop = [&route](const NextHop& hop, bool weighted) -> Status {
         rtnl_nexthop* nh = rtnl_route_nh_alloc();
         if (!nh) return fail("netlink: out of memory");
-        if (r.oif) rtnl_route_nh_set_ifindex(nh, r.oif);
-        if (r.gw) {
-            auto gw = to_nl_addr(*r.gw);
+        if (hop.oif) rtnl_route_nh_set_ifindex(nh, hop.oif);
+        if (weighted) rtnl_route_nh_set_weight(nh, std::uint8_t(hop.weight - 1));
+        if (hop.gw) {
+            auto gw = to_nl_addr(*hop.gw);
             if (!gw) {
                 rtnl_route_nh_free(nh);
                 return std::unexpected(gw.error());
@@ -49,6 +50,12 @@ Result<RoutePtr> build(const RouteSpec& r, bool for_delete = false) {
             rtnl_route_nh_set_gateway(nh, gw->get());
         }
         rtnl_route_add_nexthop(route.get(), nh);  // the route owns it now
+        return {};
+    };
+    if (r.oif || r.gw) CNI_TRY(add_hop(NextHop{r.gw, r.oif, 1}, false));
+    for (auto& hop : r.multipath) {
+        if (hop.weight < 1 || hop.weight > 256) return fail("route " + describe(r) + ": weight must be 1-256");
+        CNI_TRY(add_hop(hop, true));
     }
     return route;
 }
@@ -60,6 +67,12 @@ std::string describe(const RouteSpec& r) {
     if (r.gw) s += " via " + r.gw->str();
     if (r.oif) s += " dev #" + std::to_string(r.oif);
     if (r.src) s += " src " + r.src->str();
+    for (auto& hop : r.multipath) {
+        s += " nexthop";
+        if (hop.gw) s += " via " + hop.gw->str();
+        if (hop.oif) s += " dev #" + std::to_string(hop.oif);
+        if (hop.weight != 1) s += " weight " + std::to_string(hop.weight);
+    }
     if (r.table != RT_TABLE_MAIN) s += " table " + std::to_string(r.table);
     return s;
 }
@@ -105,10 +118,16 @@ Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::opt
         r.scope = rtnl_route_get_scope(rt);
         r.metric = int(rtnl_route_get_priority(rt));
         if (auto src = from_nl_addr(rtnl_route_get_pref_src(rt))) r.src = src->ip;
-        if (rtnl_route_get_nnexthops(rt) > 0) {
-            rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, 0);
-            r.oif = rtnl_route_nh_get_ifindex(nh);
-            if (auto gw = from_nl_addr(rtnl_route_nh_get_gateway(nh))) r.gw = gw->ip;
+        for (int i = 0, n = rtnl_route_get_nnexthops(rt); i < n; ++i) {
+            rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, i);
+            NextHop hop{std::nullopt, rtnl_route_nh_get_ifindex(nh), rtnl_route_nh_get_weight(nh) + 1};
+            if (auto gw = from_nl_addr(rtnl_route_nh_get_gateway(nh))) hop.gw = gw->ip;
+            if (n == 1) {
+                r.gw = hop.gw;
+                r.oif = hop.oif;
+            } else {
+                r.multipath.push_back(hop);
+            }
         }
         out.push_back(r);
     }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Routes (rtnetlink RTM_*ROUTE) as plain values: destination, gateway, output link, preferred
-// source, scope, table, metric and the MTU/advmss metrics. New routes use protocol "boot" and
+// source, scope, table, metric, the MTU/advmss metrics and ECMP next hops. New routes use protocol "boot" and
 // NLM_F_EXCL, as Go netlink's RouteAdd (and `ip route add`) do.
 #pragma once
 
@@ -15,6 +15,13 @@
 
 namespace cni::nl {
 
+struct NextHop {
+    std::optional<IpAddr> gw;
+    int oif = 0;
+    int weight = 1;                 // as `ip route` counts it (the kernel stores weight - 1)
+    bool operator==(const NextHop&) const = default;
+};
+
 struct RouteSpec {
     IpNet dst;                      // the network (host bits cleared)
     std::optional<IpAddr> gw;
@@ -26,6 +33,7 @@ struct RouteSpec {
     int mtu = 0;
     int advmss = 0;
     int type = RTN_UNICAST;
+    std::vector<NextHop> multipath; // ECMP: set instead of gw/oif (a listed route with one next hop has none)
     bool operator==(const RouteSpec&) const = default;
 };
 
