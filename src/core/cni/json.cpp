@@ -124,6 +124,18 @@ Status decode(const Value& v, std::string& out, const Where& w) {
     return {};
 }
 
+Status decode(const Value& v, std::map<std::string, std::string>& out, const Where& w) {
+    if (v.IsNull()) return {};
+    if (!v.IsObject()) return std::unexpected(type_error(v, w, "map[string]string"));
+    for (const auto& m : v.GetObject()) {
+        std::string key(m.name.GetString(), m.name.GetStringLength());
+        std::string value;
+        if (!m.value.IsNull()) CNI_TRY(decode(m.value, value, w));  // Go names the map field, not the key
+        out[key] = std::move(value);
+    }
+    return {};
+}
+
 Status decode(const Value& v, bool& out, const Where& w) {
     if (v.IsNull()) return {};
     if (!v.IsBool()) return std::unexpected(type_error(v, w, "bool"));

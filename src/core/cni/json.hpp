@@ -10,6 +10,7 @@
 #include <rapidjson/document.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,8 @@ Status decode(const Value& v, std::uint64_t& out, const Where& w);
 Status decode(const Value& v, IpAddr& out, const Where& w);  // Go net.IP
 Status decode(const Value& v, IpNet& out, const Where& w);   // CNI types.IPNet
 Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w);  // "" stays nil
+// Go map[string]string: merged into `out` (as Go decodes into an existing map); a repeated key's last value wins.
+Status decode(const Value& v, std::map<std::string, std::string>& out, const Where& w);
 
 template <class T>
 Status decode(const Value& v, std::optional<T>& out, const Where& w) {

@@ -33,6 +33,7 @@ LinkInfo to_info(rtnl_link* l) {
     if (const char* t = rtnl_link_get_type(l)) info.kind = t;
     info.flags = rtnl_link_get_flags(l);
     info.mtu = int(rtnl_link_get_mtu(l));
+    info.txqlen = int(rtnl_link_get_txqlen(l));
     info.mac = mac_text(rtnl_link_get_addr(l));
     info.master = rtnl_link_get_master(l);
     info.peer_index = rtnl_link_get_link(l);
@@ -255,6 +256,21 @@ Status set_promisc(const Socket& s, const LinkInfo& link, bool on) {
     return change(s, link, on ? "setting promisc on" : "clearing promisc on", [&](rtnl_link* d) -> Status {
         if (on) rtnl_link_set_flags(d, IFF_PROMISC);
         else rtnl_link_unset_flags(d, IFF_PROMISC);
+        return {};
+    });
+}
+
+Status set_allmulti(const Socket& s, const LinkInfo& link, bool on) {
+    return change(s, link, on ? "setting allmulticast on" : "clearing allmulticast on", [&](rtnl_link* d) -> Status {
+        if (on) rtnl_link_set_flags(d, IFF_ALLMULTI);
+        else rtnl_link_unset_flags(d, IFF_ALLMULTI);
+        return {};
+    });
+}
+
+Status set_txqlen(const Socket& s, const LinkInfo& link, int txqlen) {
+    return change(s, link, "setting txqueuelen " + std::to_string(txqlen) + " on", [&](rtnl_link* d) -> Status {
+        rtnl_link_set_txqlen(d, unsigned(txqlen));
         return {};
     });
 }

@@ -21,6 +21,7 @@ struct LinkInfo {
     std::string kind;     // "veth", "bridge", ... ("" for kinds without IFLA_INFO_KIND, e.g. lo)
     unsigned flags = 0;   // IFF_*
     int mtu = 0;
+    int txqlen = 0;
     std::string mac;      // lowercase, colon separated
     int master = 0;       // ifindex of the master, 0 if none
     int peer_index = 0;   // IFLA_LINK: a veth's peer (in its own namespace)
@@ -73,6 +74,8 @@ Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);
 Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac);
 Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 0 releases it
 Status set_promisc(const Socket& s, const LinkInfo& link, bool on);
+Status set_allmulti(const Socket& s, const LinkInfo& link, bool on);
+Status set_txqlen(const Socket& s, const LinkInfo& link, int txqlen);
 Status rename_link(const Socket& s, const LinkInfo& link, const std::string& name);
 Status move_link(const Socket& s, const LinkInfo& link, int netns_fd);
 Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias);  // "" clears it

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: Apache-2.0
+// tuning (reference-behaviour 2.17): a chained plugin that writes network sysctls in the
+// container namespace and changes CNI_IFNAME's MAC, MTU, promisc, allmulti and txqueuelen.
+// Sysctl keys are dotted or slashed, IFNAME becomes CNI_IFNAME, and the resulting path must stay
+// under /proc/sys/net/ (".." is refused outright); /etc/cni/tuning/allowlist.conf, when present,
+// limits the keys to those matching one of its (unanchored) patterns. The original values go
+// to <dataDir>/<containerID>_<ifname>.json in the reference's format, so either implementation
+// restores them on DEL. Beyond the reference: the backup also holds the original sysctl values
+// (DEL restores them too) and the network name (GC removes this network's backups of
+// attachments that are gone); a failed ADD puts back what it changed; DEL with the netns or
+// the link gone still removes the backup. DEL, like the reference's, always succeeds.
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <dirent.h>
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/mac.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/iface/garp.hpp"
+#include "core/nl/link.hpp"
+#include "core/os/errno_error.hpp"
+#include "core/os/netns.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/os/unique_fd.hpp"
+#include "core/rollback.hpp"
+#include "core/strings.hpp"
+
+namespace cni {
+namespace {
+
+constexpr const char* kAllowlist = "/etc/cni/tuning/allowlist.conf";
+
+struct TuningConf {
+    NetConf net;
+    std::string data_dir = "/run/cni/tuning";
+    std::map<std::string, std::string> sysctl;  // key as configured -> value
+    std::string mac;                            // normalised; "" = leave alone
+    bool promisc = false;
+    int mtu = 0;
+    std::optional<int> txqlen;
+    std::optional<bool> allmulti;
+    bool changes_link() const { return !mac.empty() || promisc || mtu != 0 || txqlen || allmulti; }
+};
+
+// The original values, as the reference's configToRestore plus our two additions.
+struct Backup {
+    std::string mac;
+    std::optional<bool> promisc;
+    int mtu = 0;
+    std::optional<bool> allmulti;
+    std::optional<int> txqlen;
+    std::map<std::string, std::string> sysctl;  // /proc/sys path -> original value
+    std::string network;
+};
+
+Result<TuningConf> parse_tuning_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
+    TuningConf c;
+    c.net = std::move(nc);
+    const json::Value& root = c.net.root();
+    json::Where w{"TuningConf", ""};
+    CNI_TRY(json::field(root, "dataDir", c.data_dir, w));
+    if (c.data_dir.empty()) c.data_dir = "/run/cni/tuning";
+    CNI_TRY(json::field(root, "sysctl", c.sysctl, w));
+    CNI_TRY(json::field(root, "mac", c.mac, w));
+    CNI_TRY(json::field(root, "promisc", c.promisc, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "txQLen", c.txqlen, w));
+    CNI_TRY(json::field(root, "allmulti", c.allmulti, w));
+
+    // The MAC: CNI_ARGS MAC, then runtimeConfig mac, then args.cni.mac (the last one set wins).
+    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status {
+                                 if (!v.empty()) c.mac = v;
+                                 return {};
+                             }}};
+    CNI_TRY(load_cni_args(req.args, fields));
+    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) {
+        std::string mac;
+        CNI_TRY(json::field(*rc, "mac", mac, w.at("runtimeConfig")));
+        if (!mac.empty()) c.mac = mac;
+    }
+    if (const auto* args = c.net.member("args"); args && args->IsObject()) {
+        if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) {
+            json::Where wa{"IPAMArgs", "args.cni"};
+            CNI_TRY(json::field(*a, "sysctl", c.sysctl, wa));  // merged over the top-level map
+            std::optional<std::string> mac;
+            std::optional<bool> promisc;
+            std::optional<int> mtu;
+            CNI_TRY(json::field(*a, "mac", mac, wa));
+            CNI_TRY(json::field(*a, "promisc", promisc, wa));
+            CNI_TRY(json::field(*a, "mtu", mtu, wa));
+            CNI_TRY(json::field(*a, "txQLen", c.txqlen, wa));
+            CNI_TRY(json::field(*a, "allmulti", c.allmulti, wa));
+            if (mac) c.mac = *mac;
+            if (promisc) c.promisc = *promisc;
+            if (mtu) c.mtu = *mtu;
+        }
+    }
+    if (!c.mac.empty()) {
+        auto mac = parse_mac(c.mac);
+        if (!mac) return fail("invalid args " + c.mac + " for MAC addr: address " + c.mac + ": invalid MAC address");
+        c.mac = *mac;
+    }
+    if (c.mtu < 0) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not be negative");
+    if (c.txqlen && *c.txqlen < 0) return fail("invalid txQLen " + std::to_string(*c.txqlen) + ": it must not be negative");
+    return c;
+}
+
+// "net.ipv4.conf.IFNAME.arp_filter" -> "/proc/sys/net/ipv4/conf/eth0/arp_filter": separators
+// converted first, so a dotted interface name (eth0.100) stays one component.
+Result<std::string> sysctl_file(const std::string& key, const std::string& ifname) {
+    std::string path = os::sysctl_path(key);
+    if (auto at = path.find("IFNAME"); at != std::string::npos) path.replace(at, 6, ifname);
+    std::string clean;
+    for (auto part : split(path, '/')) {
+        if (part.empty() || part == ".") continue;
+        if (part == "..") return fail("invalid net sysctl key: " + go_quote(key) + ": \"..\" is not allowed");
+        clean += "/" + std::string(part);
+    }
+    if (!clean.starts_with("/proc/sys/net/")) return fail("invalid net sysctl key: " + go_quote(key));
+    return clean;
+}
+
+// The allowlist, when the file exists: every key must match one of its non-empty lines.
+Status check_allowlist(const std::map<std::string, std::string>& sysctl) {
+    std::ifstream f(kAllowlist);
+    if (!f || sysctl.empty()) return {};
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(f, line);)
+        if (auto t = trim_space(line); !t.empty()) lines.emplace_back(t);
+    std::vector<std::regex> patterns;
+    for (auto& l : lines) {
+        try {
+            patterns.emplace_back(l, std::regex::ECMAScript);
+        } catch (const std::regex_error&) {
+            return fail(std::string("invalid pattern ") + go_quote(l) + " in " + kAllowlist);
+        }
+    }
+    for (auto& [key, value] : sysctl) {
+        bool ok = false;
+        for (auto& p : patterns) ok = ok || std::regex_search(key, p);
+        if (!ok) {
+            std::string list = "[";
+            for (std::size_t i = 0; i < lines.size(); ++i) list += (i ? " " : "") + lines[i];
+            return fail("Sysctl " + key + " is not allowed. Only the following sysctls are allowed: " + list + "]");
+        }
+    }
+    return {};
+}
+
+Result<std::string> read_file(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) return os::sys_fail("open", path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+Status write_value(const std::string& path, const std::string& value) {
+    os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) return os::sys_fail("open", path);
+    if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) return os::sys_fail("write", path);
+    return {};
+}
+
+std::string current_value(const std::string& path) {
+    auto text = read_file(path);
+    std::string v = text ? *text : "";
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    return v;
+}
+
+std::string backup_path(const TuningConf& c, const Request& r) { return c.data_dir + "/" + r.container_id + "_" + r.ifname + ".json"; }
+
+// The reference writes json.MarshalIndent(config, "", " "); the same layout here.
+std::string encode_backup(const Backup& b) {
+    std::vector<std::string> fields;
+    if (!b.mac.empty()) fields.push_back("\"mac\": " + go_quote(b.mac));
+    if (b.promisc) fields.push_back(std::string("\"promisc\": ") + (*b.promisc ? "true" : "false"));
+    if (b.mtu) fields.push_back("\"mtu\": " + std::to_string(b.mtu));
+    if (b.allmulti) fields.push_back(std::string("\"allmulti\": ") + (*b.allmulti ? "true" : "false"));
+    if (b.txqlen) fields.push_back("\"txQLen\": " + std::to_string(*b.txqlen));
+    if (!b.sysctl.empty()) {
+        std::string m = "\"sysctl\": {";
+        bool first = true;
+        for (auto& [k, v] : b.sysctl) {
+            m += (first ? "\n  " : ",\n  ") + go_quote(k) + ": " + go_quote(v);
+            first = false;
+        }
+        fields.push_back(m + "\n }");
+    }
+    if (!b.network.empty()) fields.push_back("\"network\": " + go_quote(b.network));
+    std::string out = "{";
+    for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? ",\n " : "\n ") + fields[i];
+    return out + (fields.empty() ? "}" : "\n}");
+}
+
+Result<Backup> decode_backup(const std::string& text) {
+    CNI_TRY_ASSIGN(auto doc, json::parse(text));
+    Backup b;
+    json::Where w{"configToRestore", ""};
+    CNI_TRY(json::expect_object(doc, w, "configToRestore"));
+    CNI_TRY(json::field(doc, "mac", b.mac, w));
+    CNI_TRY(json::field(doc, "promisc", b.promisc, w));
+    CNI_TRY(json::field(doc, "mtu", b.mtu, w));
+    CNI_TRY(json::field(doc, "allmulti", b.allmulti, w));
+    CNI_TRY(json::field(doc, "txQLen", b.txqlen, w));
+    CNI_TRY(json::field(doc, "sysctl", b.sysctl, w));
+    CNI_TRY(json::field(doc, "network", b.network, w));
+    return b;
+}
+
+Status save_backup(const std::string& dir, const std::string& path, const Backup& b) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail("failed to create backup directory: " + os::errno_text(errno));
+    std::string tmp = path + ".tmp";
+    {
+        os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+        std::string text = encode_backup(b);
+        if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+            return fail("failed to save file " + path + ": " + os::errno_text(errno));
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("failed to save file " + path + ": " + os::errno_text(errno));
+    return {};
+}
+
+// Puts the link attributes and sysctls of a backup back; every failure is collected.
+std::vector<std::string> restore(const nl::Socket& s, const std::string& ifname, const Backup& b) {
+    std::vector<std::string> errors;
+    for (auto& [path, value] : b.sysctl)
+        if (::access(path.c_str(), F_OK) == 0)  // per-interface sysctls leave with their interface
+            if (auto st = write_value(path, value); !st) errors.push_back("failed to restore " + path + ": " + st.error().msg);
+    auto link = nl::find_link(s, ifname);
+    if (!link || !*link) return errors;
+    auto note = [&](const Status& st, const char* what) {
+        if (!st) errors.push_back(std::string("failed to restore ") + what + ": " + st.error().msg);
+    };
+    if (b.mtu) note(nl::set_mtu(s, **link, b.mtu), "MTU");
+    if (!b.mac.empty()) note(nl::set_mac(s, **link, b.mac), "MAC address");
+    if (b.promisc) note(nl::set_promisc(s, **link, *b.promisc), "promiscuous mode");
+    if (b.allmulti) note(nl::set_allmulti(s, **link, *b.allmulti), "all-multicast mode");
+    if (b.txqlen) note(nl::set_txqlen(s, **link, *b.txqlen), "transmit queue length");
+    return errors;
+}
+
+Result<CniResult> tuning_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
+    if (!prev) return fail("Required prevResult missing");
+    CniResult result = std::move(*prev);
+    CNI_TRY(check_allowlist(c.sysctl));
+    std::map<std::string, std::string> files;  // path -> value
+    for (auto& [key, value] : c.sysctl) {
+        CNI_TRY_ASSIGN(auto path, sysctl_file(key, r.ifname));
+        if (files.contains(path)) return fail("sysctl " + go_quote(key) + " names " + path + " again");
+        files[path] = value;
+    }
+
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));  // /proc/sys/net is the namespace's
+    std::optional<nl::LinkInfo> link;
+    if (c.changes_link()) {
+        CNI_TRY_ASSIGN(auto l, nl::find_link(sock, r.ifname));
+        if (!l) return fail("failed to get " + go_quote(r.ifname) + ": Link not found");
+        link = *l;
+    }
+
+    Backup orig;
+    orig.network = c.net.name;
+    for (auto& [path, value] : files) orig.sysctl[path] = current_value(path);
+    if (link) {
+        if (!c.mac.empty()) orig.mac = link->mac;
+        if (c.promisc) orig.promisc = (link->flags & IFF_PROMISC) != 0;
+        if (c.mtu) orig.mtu = link->mtu;
+        if (c.allmulti) orig.allmulti = (link->flags & IFF_ALLMULTI) != 0;
+        if (c.txqlen) orig.txqlen = link->txqlen;
+    }
+    std::string backup = backup_path(c, r);
+    Rollback undo;
+    if (c.changes_link() || !files.empty()) {
+        CNI_TRY(save_backup(c.data_dir, backup, orig));
+        undo.push([&] {
+            (void)restore(sock, r.ifname, orig);
+            ::unlink(backup.c_str());
+        });
+    }
+    for (auto& [path, value] : files) CNI_TRY(write_value(path, value));
+    if (link) {
+        if (!c.mac.empty()) {
+            CNI_TRY(nl::set_mac(sock, *link, c.mac));
+            for (auto& ip : result.ips)
+                if (ip.address.ip.is_v4()) (void)iface::send_gratuitous_arp(link->index, c.mac, ip.address.ip);
+            for (auto& i : result.interfaces)
+                if (i.name == r.ifname) i.mac = c.mac;
+        }
+        if (c.promisc) CNI_TRY(nl::set_promisc(sock, *link, true));
+        if (c.mtu) CNI_TRY(nl::set_mtu(sock, *link, c.mtu));
+        if (c.allmulti) CNI_TRY(nl::set_allmulti(sock, *link, *c.allmulti));
+        if (c.txqlen) CNI_TRY(nl::set_txqlen(sock, *link, *c.txqlen));
+    }
+    undo.dismiss();
+    return result;
+}
+
+Status tuning_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
+    const Request& r = ctx.req;
+    std::string path = backup_path(c, r);
+    auto text = read_file(path);
+    if (!text) return {};  // nothing was changed, or it was restored already
+    auto backup = decode_backup(*text);
+    auto ns = r.netns.empty() ? Result<std::optional<os::Netns>>(std::nullopt) : os::Netns::open_if_exists(r.netns);
+    if (backup && ns && *ns) {
+        auto sock = nl::Socket::open_in(**ns);
+        auto guard = os::NetnsGuard::enter(**ns);
+        if (sock && guard)
+            for (auto& e : restore(*sock, r.ifname, *backup)) ctx.warn("tuning: " + e);
+    }
+    ::unlink(path.c_str());
+    return {};
+}
+
+Status tuning_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY(require_prev_result(c.net, "Required prevResult missing"));
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+    for (auto& [key, value] : c.sysctl) {
+        CNI_TRY_ASSIGN(auto path, sysctl_file(key, r.ifname));
+        CNI_TRY(read_file(path));
+        if (auto cur = current_value(path); cur != value)
+            return fail("Error: Tuning configured value of " + path + " is " + value + ", current value is " + cur);
+    }
+    CNI_TRY_ASSIGN(auto found, nl::find_link(sock, r.ifname));
+    if (!found) return fail("Cannot find container link " + r.ifname);
+    const nl::LinkInfo& link = *found;
+    if (!c.mac.empty() && c.mac != link.mac)
+        return fail("Error: Tuning configured Ethernet of " + r.ifname + " is " + c.mac + ", current value is " + link.mac);
+    int promisc = (link.flags & IFF_PROMISC) ? 1 : 0;
+    if (c.promisc != (promisc != 0))
+        return fail("Error: Tuning link " + r.ifname + " configured promisc is " + (c.promisc ? "true" : "false") +
+                    ", current value is " + std::to_string(promisc));
+    if (c.mtu && c.mtu != link.mtu)
+        return fail("Error: Tuning configured MTU of " + r.ifname + " is " + std::to_string(c.mtu) + ", current value is " +
+                    std::to_string(link.mtu));
+    bool allmulti = (link.flags & IFF_ALLMULTI) != 0;
+    if (c.allmulti && *c.allmulti != allmulti)
+        return fail("Error: Tuning configured all-multicast mode of " + r.ifname + " is " + (*c.allmulti ? "true" : "false") +
+                    ", current value is " + (allmulti ? "true" : "false"));
+    if (c.txqlen && *c.txqlen != link.txqlen)
+        return fail("Error: Tuning configured Transmit Queue Length of " + r.ifname + " is " + std::to_string(*c.txqlen) +
+                    ", current value is " + std::to_string(link.txqlen));
+    return {};
+}
+
+// Backups this network wrote (they name it) for attachments no longer in the valid list.
+// Backups without a network (the reference's) are never collected: the directory is shared.
+Status tuning_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
+    if (!c.net.valid_attachments) return {};
+    std::set<std::string> keep;
+    for (auto& a : *c.net.valid_attachments) keep.insert(a.container_id + "_" + a.ifname + ".json");
+    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(c.data_dir.c_str()), ::closedir);
+    if (!d) return {};
+    std::vector<std::string> stale;
+    while (dirent* e = ::readdir(d.get())) {
+        std::string name = e->d_name;
+        if (!name.ends_with(".json") || keep.contains(name)) continue;
+        auto text = read_file(c.data_dir + "/" + name);
+        if (!text) continue;
+        if (auto b = decode_backup(*text); b && b->network == c.net.name) stale.push_back(name);
+    }
+    for (auto& name : stale) ::unlink((c.data_dir + "/" + name).c_str());
+    return {};
+}
+
+}  // namespace
+
+extern const Applet tuning_applet{
+    .name = "tuning",
+    .kind = AppletKind::meta,
+    .summary = "sysctls and link attributes of the container interface (chained)",
+    .help = "Keys: sysctl (map; dotted or slashed, IFNAME = CNI_IFNAME, only under /proc/sys/net/; "
+            "/etc/cni/tuning/allowlist.conf limits them), mac, promisc, mtu, txQLen, allmulti, dataDir "
+            "(/run/cni/tuning); runtimeConfig mac; CNI_ARGS MAC; args.cni.{sysctl,mac,promisc,mtu,txQLen,allmulti}. "
+            "Needs prevResult. DEL restores the saved originals (sysctls too).",
+    .versions = kAllVersions,
+    .add = tuning_add,
+    .del = tuning_del,
+    .check = tuning_check,
+    .gc = tuning_gc,
+};
+
+}  // namespace cni
