@@ -134,10 +134,9 @@ def _settle(ns):
 
 def _sysctls(ns, names, links):
     out = {}
-    keys = ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding"]
+    keys = ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/core/somaxconn"]
     for link in links:
-        keys.append(f"net/ipv6/conf/{link}/accept_ra")
-        keys.append(f"net/ipv4/conf/{link}/arp_notify")
+        keys += [f"net/ipv6/conf/{link}/accept_ra", f"net/ipv4/conf/{link}/arp_notify", f"net/ipv4/conf/{link}/arp_ignore"]
     for key in keys:
         r = sh("ip", "netns", "exec", ns, "cat", "/proc/sys/" + key, check_rc=False)
         if r.returncode == 0:
@@ -182,6 +181,7 @@ def snapshot(host, ctr, data, names):
         "host routes": _routes(host, names),
         "container routes": _routes(ctr, names),
         "host rules": _lines(host, "ip", "rule", names=names) + _lines(host, "ip", "-6", "rule", names=names),
+        "container rules": _lines(ctr, "ip", "rule", names=names) + _lines(ctr, "ip", "-6", "rule", names=names),
         "host sysctls": _sysctls(host, names, [real.get(n, n) for n in host_links]),
         "container sysctls": _sysctls(ctr, names, [real.get(n, n) for n in ctr_links]),
         "host iptables": _iptables(host, names),

@@ -4,8 +4,8 @@
 with Debian's Go plugins (/usr/lib/cni) and once with ours, each time in fresh namespaces. The
 result JSON and a normalised snapshot of the kernel (links and their flags, addresses, routes,
 rules, sysctls, legacy iptables tables) and of the host-local files must be the same, and DEL
-must bring the namespaces back to exactly what they were. Then the two are mixed: ADD by one
-implementation, DEL by the other, and again nothing may be left behind (a node can switch
+must leave no more behind than the reference's DEL does. Then the two are mixed: ADD by one
+implementation, DEL by the other, and again nothing more may be left behind (a node can switch
 implementations with pods running). Only this machine's kernel features are used; VLAN, ipvlan
 and dummy cases live in tests/vm."""
 import json
@@ -66,6 +66,15 @@ CASES = {
         "cniVersion": "1.0.0", "name": "diff-mv", "plugins": [{
             "type": "macvlan", "master": "cnidup0", "mode": "private", "mtu": 1400,
             "ipam": host_local(data, "10.84.0.0/24")}]}),
+    "bridge + tuning (sysctl, mac, mtu, promisc, allmulti)": (no_setup, lambda data: {
+        "cniVersion": "1.0.0", "name": "diff-brtune", "plugins": [
+            {"type": "bridge", "bridge": "cnidbr3", "isGateway": True, "ipam": host_local(data, "10.86.0.0/24")},
+            {"type": "tuning", "dataDir": data + ".tuning", "mac": "0a:58:0a:56:00:99", "mtu": 1400, "promisc": True,
+             "allmulti": True, "sysctl": {"net/ipv4/conf/eth0/arp_ignore": "2", "net.core.somaxconn": "321"}}]}),
+    "ptp + sbr, dual stack": (no_setup, lambda data: {
+        "cniVersion": "1.0.0", "name": "diff-ptpsbr", "plugins": [
+            {"type": "ptp", "ipam": host_local(data, "10.87.0.0/24", "fd00:87::/64", routes=["0.0.0.0/0", "::/0"])},
+            {"type": "sbr"}]}),
     "host-device with IPAM, 0.3.1": (uplink("cnidhd0"), lambda data: {
         "cniVersion": "0.3.1", "name": "diff-hd", "plugins": [{
             "type": "host-device", "device": "cnidhd0", "ipam": host_local(data, "10.85.0.0/24")}]}),
@@ -73,7 +82,10 @@ CASES = {
 
 
 # Reference bugs this test meets, by case: what the Go plugin's CHECK fails with (ours passes).
-GO_CHECK_BUGS = {"bridge, L2 only": "no plugin name provided"}  # it asks IPAM to CHECK even without IPAM
+GO_CHECK_BUGS = {
+    "bridge, L2 only": "no plugin name provided",  # it asks IPAM to CHECK even without IPAM
+    "ptp + sbr, dual stack": "Failed to find Gateway",  # ptp looks for its routes in main, where sbr took them from
+}
 
 
 def check_chain(case, plugin_dir, conflist, host, ctr, result):
@@ -109,6 +121,7 @@ def attach(case, add_dir, del_dir):
             return shown, after, diff(snapshot(host, ctr, data, names), before)
     finally:
         shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(data + ".tuning", ignore_errors=True)
 
 
 def json_text(obj):
@@ -122,9 +135,10 @@ def differential(case):
     our_result, our_state, our_left = attach(case, BIN, BIN)
     eq(our_result, go_result, f"{case}: result")
     eq(diff(our_state, go_state), [], f"{case}: kernel state after ADD (ours != Go)")
-    eq(our_left, go_left, f"{case}: what DEL leaves (ours, Go)")
-    eq(attach(case, BIN, REF)[2], go_left, f"{case}: what Go's DEL leaves of our ADD")
-    eq(attach(case, REF, BIN)[2], go_left, f"{case}: what our DEL leaves of Go's ADD")
+    # We may leave less than the reference (tuning restores sysctls), never more.
+    for what, left in [("ours, ours", our_left), ("Go's DEL of our ADD", attach(case, BIN, REF)[2]),
+                       ("our DEL of Go's ADD", attach(case, REF, BIN)[2])]:
+        eq([x for x in left if x not in go_left], [], f"{case}: {what} leaves more than the reference")
 
 
 for _case in CASES:

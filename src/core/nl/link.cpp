@@ -289,14 +289,18 @@ Status move_link(const Socket& s, const LinkInfo& link, int netns_fd) {
     });
 }
 
-Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index) {
+Result<std::vector<LinkInfo>> list_links(const Socket& s) {
     CNI_TRY_ASSIGN(auto cache, s.dump(all_links, "listing links"));
     std::vector<LinkInfo> out;
-    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
-        auto* l = reinterpret_cast<rtnl_link*>(o);
-        if (rtnl_link_get_master(l) == master_index) out.push_back(to_info(l));
-    }
+    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o))
+        out.push_back(to_info(reinterpret_cast<rtnl_link*>(o)));
     return out;
+}
+
+Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index) {
+    CNI_TRY_ASSIGN(auto links, list_links(s));
+    std::erase_if(links, [master_index](const LinkInfo& l) { return l.master != master_index; });
+    return links;
 }
 
 Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias) {

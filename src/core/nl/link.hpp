@@ -82,6 +82,8 @@ Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias
 // The link with this MAC, if any (host-device's hwaddr key).
 Result<std::optional<LinkInfo>> find_link_by_mac(const Socket& s, const std::string& mac);
 
+// Every link of the namespace.
+Result<std::vector<LinkInfo>> list_links(const Socket& s);
 // Every link whose master is `master_index`.
 Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index);
 

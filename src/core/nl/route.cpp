@@ -26,7 +26,7 @@ Result<RoutePtr> build(const RouteSpec& r, bool for_delete = false) {
         rtnl_route_set_protocol(route.get(), RTPROT_UNSPEC);  // libnl's default is "static"
     } else {
         rtnl_route_set_scope(route.get(), std::uint8_t(r.scope));
-        rtnl_route_set_protocol(route.get(), RTPROT_BOOT);
+        rtnl_route_set_protocol(route.get(), std::uint8_t(r.protocol));
         rtnl_route_set_type(route.get(), std::uint8_t(r.type));
     }
     if (r.metric) rtnl_route_set_priority(route.get(), unsigned(r.metric));
@@ -82,6 +82,11 @@ Status add_route(const Socket& s, const RouteSpec& r) {
     return s.check(rtnl_route_add(s.get(), route.get(), NLM_F_CREATE | NLM_F_EXCL), "adding route " + describe(r));
 }
 
+Status replace_route(const Socket& s, const RouteSpec& r) {
+    CNI_TRY_ASSIGN(auto route, build(r));
+    return s.check(rtnl_route_add(s.get(), route.get(), NLM_F_CREATE | NLM_F_REPLACE), "replacing route " + describe(r));
+}
+
 Result<bool> del_route(const Socket& s, const RouteSpec& r) {
     CNI_TRY_ASSIGN(auto route, build(r, true));
     int err = rtnl_route_delete(s.get(), route.get(), 0);
@@ -117,6 +122,7 @@ Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::opt
         r.table = int(rtnl_route_get_table(rt));
         r.scope = rtnl_route_get_scope(rt);
         r.metric = int(rtnl_route_get_priority(rt));
+        r.protocol = rtnl_route_get_protocol(rt);
         if (auto src = from_nl_addr(rtnl_route_get_pref_src(rt))) r.src = src->ip;
         for (int i = 0, n = rtnl_route_get_nnexthops(rt); i < n; ++i) {
             rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, i);

@@ -33,11 +33,14 @@ struct RouteSpec {
     int mtu = 0;
     int advmss = 0;
     int type = RTN_UNICAST;
+    int protocol = RTPROT_BOOT;     // who made it (RTPROT_KERNEL for prefix routes, ...)
     std::vector<NextHop> multipath; // ECMP: set instead of gw/oif (a listed route with one next hop has none)
     bool operator==(const RouteSpec&) const = default;
 };
 
 Status add_route(const Socket& s, const RouteSpec& r);
+// Adds or replaces the route with the same destination, table and metric (`ip route replace`).
+Status replace_route(const Socket& s, const RouteSpec& r);
 // Matches on dst, table, oif, gw, metric, src (scope and protocol are wildcards); false when absent.
 Result<bool> del_route(const Socket& s, const RouteSpec& r);
 // Routes of `family` (AF_INET/AF_INET6) in `table` (all tables when nullopt), unicast only.

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: Apache-2.0
+// sbr (reference-behaviour 2.16): source-based routing for CNI_IFNAME, chained after a main
+// plugin. With `table`, it only adds "from <ip> lookup <table>" per address. Otherwise, per
+// address of the interface in prevResult, it takes the first table from 100 up that no rule or
+// route uses, adds "from <ip>/32 lookup T", a default route via the gateway (the `gateways`
+// entry of that family, else the address's own gateway) and copies into T the interface's
+// main-table routes whose source or gateway is in the address's subnet (or that have neither);
+// finally the interface's main-table routes go (or, with addSourceHints, only those that are
+// not subnet routes, which get a source hint instead). The netns file is flock'ed as the
+// reference does, so Go and cni-all sbr exclude each other. Beyond the reference: DEL succeeds
+// with an empty or vanished netns; it also removes the interface's routes from the tables whose
+// rules it deletes; a configured gateway is not overwritten by a copy of the main table's default
+// route; a failed ADD removes the rules and routes it added; CHECK verifies the rules.
+#include <linux/rtnetlink.h>
+
+#include <set>
+
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/iface/configure.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/route.hpp"
+#include "core/nl/rule.hpp"
+#include "core/os/file_lock.hpp"
+#include "core/os/netns.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+constexpr int kFirstTable = 100;
+
+struct SbrConf {
+    NetConf net;
+    std::optional<int> table;
+    std::optional<IpAddr> gw4, gw6;  // `gateways`
+    bool add_source_hints = false;
+};
+
+Result<SbrConf> parse_sbr_conf(const Request& req) {
+    auto nc = parse_netconf(req.config, "PluginConf");
+    if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
+    SbrConf c;
+    c.net = std::move(*nc);
+    json::Where w{"PluginConf", ""};
+    CNI_TRY(json::field(c.net.root(), "table", c.table, w));
+    CNI_TRY(json::field(c.net.root(), "addSourceHints", c.add_source_hints, w));
+    std::vector<std::string> gateways;
+    CNI_TRY(json::field(c.net.root(), "gateways", gateways, w));
+    if (gateways.size() > 2) return fail("gateways list cannot contain more than 2 entries (one IPv4, one IPv6)");
+    for (auto& g : gateways) {
+        auto ip = IpAddr::parse(g);
+        if (!ip) return fail("invalid static gateway IP address: " + g);
+        auto& slot = ip->is_v4() ? c.gw4 : c.gw6;
+        if (slot) return fail(std::string("gateways list contains multiple ") + (ip->is_v4() ? "IPv4" : "IPv6") +
+                              " addresses: " + slot->str() + " and " + g);
+        slot = *ip;
+    }
+    return c;
+}
+
+// The prevResult's addresses on CNI_IFNAME (an address without an interface counts).
+Result<std::vector<IpConfig>> addresses_for(const CniResult& prev, const std::string& ifname) {
+    if (prev.ips.empty()) return fail("No IP addresses supplied on interface: " + ifname);
+    std::vector<IpConfig> out;
+    for (auto& ip : prev.ips)
+        if (iface::ip_is_for(prev, ip, ifname)) out.push_back(ip);
+    return out;
+}
+
+IpNet host_net(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+
+// Every table any rule or route of either family refers to.
+Result<std::set<int>> tables_in_use(const nl::Socket& s) {
+    std::set<int> used;
+    for (int family : {AF_INET, AF_INET6}) {
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family));
+        for (auto& r : rules) used.insert(int(r.table));
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, family, std::nullopt));
+        for (auto& r : routes) used.insert(r.table);
+    }
+    return used;
+}
+
+int next_free(const std::set<int>& used, int from) {
+    while (used.contains(from)) ++from;
+    return from;
+}
+
+Result<std::vector<nl::RouteSpec>> main_routes_of(const nl::Socket& s, int link_index) {
+    std::vector<nl::RouteSpec> out;
+    for (int family : {AF_INET, AF_INET6}) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, family, RT_TABLE_MAIN));
+        for (auto& r : routes)
+            if (r.oif == link_index) out.push_back(r);
+    }
+    return out;
+}
+
+Status add_rules_only(const nl::Socket& s, const std::vector<IpConfig>& ips, int table, Rollback& undo) {
+    for (auto& ip : ips) {
+        nl::RuleSpec rule;
+        rule.src = host_net(ip.address.ip);
+        rule.table = std::uint32_t(table);
+        if (auto st = nl::add_rule(s, rule); !st) return fail("failed to add rule: " + st.error().msg);
+        undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
+    }
+    return {};
+}
+
+Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vector<IpConfig>& ips, const nl::LinkInfo& link,
+                          Rollback& undo) {
+    CNI_TRY_ASSIGN(auto used, tables_in_use(s));
+    CNI_TRY_ASSIGN(auto routes, main_routes_of(s, link.index));
+    int table = next_free(used, kFirstTable);
+    for (auto& ip : ips) {
+        nl::RuleSpec rule;
+        rule.src = host_net(ip.address.ip);
+        rule.table = std::uint32_t(table);
+        if (auto st = nl::add_rule(s, rule); !st) return fail("Failed to add rule: " + st.error().msg);
+        undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
+
+        auto fixed_gw = ip.address.ip.is_v4() ? c.gw4 : c.gw6;
+        auto gw = fixed_gw ? fixed_gw : ip.gateway;
+        if (gw) {
+            nl::RouteSpec def;
+            def.dst = IpNet{ip.address.ip.is_v4() ? *IpAddr::parse("0.0.0.0") : *IpAddr::parse("::"), 0, ip.address.ip.bits()};
+            def.gw = gw;
+            def.oif = link.index;
+            def.table = table;
+            if (auto st = nl::add_route(s, def); !st)
+                return fail("Failed to add default route to " + gw->str() + ": " + st.error().msg);
+            undo.push([&s, def] { (void)nl::del_route(s, def); });
+        }
+        IpNet subnet = ip.address.masked();
+        for (auto r : routes) {
+            bool related = (r.src && subnet.contains(*r.src)) || (r.gw && subnet.contains(*r.gw)) || (!r.src && !r.gw);
+            // A configured gateway wins over the main table's default route (the reference
+            // copies that over the default it has just added).
+            bool replaces_fixed_default = fixed_gw && r.dst.prefix == 0 && r.dst.ip.is_v4() == fixed_gw->is_v4();
+            if (!related || replaces_fixed_default) continue;
+            r.table = table;
+            if (auto st = nl::replace_route(s, r); !st) return fail("Failed to readd route: " + st.error().msg);
+            undo.push([&s, r] { (void)nl::del_route(s, r); });
+        }
+        used.insert(table);
+        table = next_free(used, table + 1);
+    }
+
+    if (c.add_source_hints) {
+        for (auto& ip : ips) {
+            nl::RouteSpec hint;
+            hint.dst = ip.address.masked();
+            hint.src = ip.address.ip;
+            hint.oif = link.index;
+            hint.scope = RT_SCOPE_LINK;
+            (void)nl::replace_route(s, hint);  // as the reference: a warning at most
+        }
+        for (auto& r : routes)
+            if (r.scope != RT_SCOPE_LINK) (void)nl::del_route(s, r);
+        return {};
+    }
+    for (auto& r : routes) {
+        auto gone = nl::del_route(s, r);
+        if (!gone) return fail("Failed to delete route: " + gone.error().msg);
+        undo.push([&s, r] { (void)nl::add_route(s, r); });
+    }
+    return {};
+}
+
+Result<CniResult> sbr_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
+    if (!*prev) return fail("This plugin must be called as chained plugin");
+    CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
+
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(r.netns));
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
+    Rollback undo;
+    if (c.table) {
+        CNI_TRY(add_rules_only(s, ips, *c.table, undo));
+    } else {
+        auto link = nl::find_link(s, r.ifname);
+        if (!link || !*link)
+            return fail("Cannot find network interface " + r.ifname + ": " + (link ? "Link not found" : link.error().msg));
+        CNI_TRY(add_source_routing(s, c, ips, **link, undo));
+    }
+    undo.dismiss();
+    return std::move(**prev);
+}
+
+Status sbr_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (r.netns.empty()) return {};  // nothing can be left in a namespace that is gone
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    if (!ns) return {};
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(r.netns));
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(*ns));
+    CNI_TRY_ASSIGN(auto link, nl::find_link(s, r.ifname));
+    if (!link) return {};
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(s, link->index));
+    std::vector<std::string> errors;
+    for (int family : {AF_INET, AF_INET6}) {
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family));
+        for (auto& rule : rules) {
+            if (!rule.src || (c.table && int(rule.table) != *c.table)) continue;
+            bool ours = false;
+            for (auto& a : addrs) ours = ours || a.local.ip == rule.src->ip;
+            if (!ours) continue;
+            if (auto gone = nl::del_rule(s, rule); !gone) {
+                errors.push_back(gone.error().msg);
+                continue;
+            }
+            if (c.table) continue;  // a configured table is the operator's, its routes stay
+            for (int route_family : {AF_INET, AF_INET6}) {
+                CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, route_family, int(rule.table)));
+                for (auto& route : routes)
+                    if (route.oif == link->index)
+                        if (auto gone = nl::del_route(s, route); !gone) errors.push_back(gone.error().msg);
+            }
+        }
+    }
+    if (!errors.empty()) return fail(errors.back());
+    return {};
+}
+
+Status sbr_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
+    if (!*prev) return fail("This plugin must be called as chained plugin");
+    CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
+    for (auto& ip : ips) {
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, ip.address.ip.is_v4() ? AF_INET : AF_INET6));
+        bool found = false;
+        for (auto& rule : rules)
+            found = found || (rule.src && *rule.src == host_net(ip.address.ip) && (!c.table || int(rule.table) == *c.table));
+        if (!found) return fail("sbr: no rule \"from " + ip.address.ip.str() + " lookup ...\" for " + r.ifname);
+    }
+    return {};
+}
+
+}  // namespace
+
+extern const Applet sbr_applet{
+    .name = "sbr",
+    .kind = AppletKind::meta,
+    .summary = "source-based routing tables for the container interface (chained)",
+    .help = "Keys: table (only add \"from <ip> lookup <table>\" rules), gateways ([IPv4, IPv6] default gateways "
+            "for the new tables), addSourceHints. Needs prevResult. Tables are chosen from 100 up.",
+    .versions = kAllVersions,
+    .add = sbr_add,
+    .del = sbr_del,
+    .check = sbr_check,
+};
+
+}  // namespace cni

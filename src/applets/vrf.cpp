@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: Apache-2.0
+// vrf (reference-behaviour 2.18): puts CNI_IFNAME into the VRF `vrfname` in the container
+// namespace, chained after a main plugin. The VRF is reused or created (bound to `table`, or to
+// the lowest table from 1 that no other VRF uses) and set up; enslaving cycles the interface, so
+// the IPv6 addresses the kernel drops (without keep_addr_on_down) are added back and their
+// prefix routes awaited in the VRF's table, and the interface's gateway routes (universe scope)
+// are re-added there. Beyond the reference: a failed ADD releases the interface and removes a
+// VRF it created; DEL succeeds when the netns, the interface or the VRF is already gone (the
+// reference fails when the interface is gone, PR #1282); CHECK also checks the table.
+#include <linux/if.h>
+#include <linux/rtnetlink.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/netns.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+constexpr std::string_view kVrfVersions[] = {"0.3.1", "0.4.0", "1.0.0", "1.1.0"};
+
+struct VrfConf {
+    NetConf net;
+    std::string vrf_name;
+    std::uint32_t table = 0;  // 0: pick one
+};
+
+Result<VrfConf> parse_vrf_conf(const Request& req) {
+    auto nc = parse_netconf(req.config, "VRFNetConf");
+    if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
+    VrfConf c;
+    c.net = std::move(*nc);
+    json::Where w{"VRFNetConf", ""};
+    CNI_TRY(json::field(c.net.root(), "vrfname", c.vrf_name, w));
+    CNI_TRY(json::field(c.net.root(), "table", c.table, w));
+    if (c.vrf_name.empty()) return fail("configuration is expected to have a valid vrf name");
+    return c;
+}
+
+// The VRF named in the config, or nullopt; a link of another kind by that name is an error.
+Result<std::optional<nl::LinkInfo>> find_vrf(const nl::Socket& s, const std::string& name) {
+    CNI_TRY_ASSIGN(auto link, nl::find_link(s, name));
+    if (link && link->kind != "vrf") return fail("Netlink " + name + " is not a VRF");
+    return link;
+}
+
+Result<std::uint32_t> free_vrf_table(const nl::Socket& s) {
+    std::set<std::uint32_t> taken;
+    CNI_TRY_ASSIGN(auto links, nl::list_links(s));
+    for (auto& l : links)
+        if (l.kind == "vrf") taken.insert(l.vrf_table);
+    std::uint32_t t = 1;
+    while (taken.contains(t)) ++t;
+    return t;
+}
+
+// Waits (about 2.5 s at most, as the reference) until table `table` routes `addr`'s prefix.
+Status await_prefix_route(const nl::Socket& s, const IpNet& addr, std::uint32_t table) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, AF_INET6, int(table)));
+        for (auto& r : routes)
+            if (r.dst == addr.masked()) return {};
+        std::this_thread::sleep_for(std::chrono::milliseconds(10 << attempt));
+    }
+    return fail("failed to find the route of " + addr.str() + " in the VRF table " + std::to_string(table));
+}
+
+// Enslaves `link` to `vrf`, then restores what the kernel dropped when it cycled the link.
+Status enslave(const nl::Socket& s, const nl::LinkInfo& vrf, const nl::LinkInfo& link) {
+    CNI_TRY_ASSIGN(auto v6_before, nl::list_addrs(s, link.index, AF_INET6));
+    std::vector<nl::RouteSpec> gateway_routes;
+    for (int family : {AF_INET, AF_INET6}) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, family, RT_TABLE_MAIN));
+        for (auto& r : routes)
+            if (r.oif == link.index && r.scope == RT_SCOPE_UNIVERSE) gateway_routes.push_back(r);
+    }
+    if (auto st = nl::set_master(s, link, vrf.index); !st)
+        return fail("could not set vrf " + vrf.name + " as master of " + link.name + ": " + st.error().msg);
+
+    CNI_TRY_ASSIGN(auto v6_after, nl::list_addrs(s, link.index, AF_INET6));
+    for (auto& a : v6_before) {
+        if (a.scope != RT_SCOPE_UNIVERSE) continue;
+        bool kept = false;
+        for (auto& b : v6_after) kept = kept || b.local == a.local;
+        if (kept) continue;
+        if (auto st = nl::add_addr(s, link.index, link.name, a.local, a.flags); !st)
+            return fail("could not restore address " + a.local.str() + " to " + link.name + " @ " + vrf.name + ": " +
+                        st.error().msg);
+        CNI_TRY(await_prefix_route(s, a.local, vrf.vrf_table));
+    }
+    for (auto r : gateway_routes) {
+        (void)nl::del_route(s, r);  // usually gone already: the kernel flushed them with the link
+        r.table = int(vrf.vrf_table);
+        if (auto st = nl::replace_route(s, r); !st)
+            return fail("could not move route " + nl::describe(r) + " to the VRF table: " + st.error().msg);
+    }
+    return {};
+}
+
+Result<CniResult> vrf_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_vrf_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail(prev.error().msg);
+    if (!*prev) return fail("missing prevResult from earlier plugin");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
+    auto wrap = [](const Error& e) { return fail("cmdAdd failed: " + e.msg); };
+
+    Rollback undo;
+    auto vrf = find_vrf(s, c.vrf_name);
+    if (!vrf) return wrap(vrf.error());
+    if (*vrf && c.table && (*vrf)->vrf_table != c.table)
+        return fail("cmdAdd failed: VRF " + c.vrf_name + " already exists with a different table " +
+                    std::to_string((*vrf)->vrf_table) + ", not " + std::to_string(c.table));
+    if (!*vrf) {
+        std::uint32_t table = c.table;
+        if (!table) {
+            auto free = free_vrf_table(s);
+            if (!free) return wrap(free.error());
+            table = *free;
+        }
+        if (auto st = nl::add_vrf(s, nl::NewLink{c.vrf_name, 0, "", 0, -1}, table); !st)
+            return fail("cmdAdd failed: could not add VRF " + c.vrf_name + ": " + st.error().msg);
+        undo.push([&s, &c] { (void)nl::delete_link(s, c.vrf_name); });
+        CNI_TRY_ASSIGN(*vrf, nl::find_link(s, c.vrf_name));
+        if (!*vrf) return fail("cmdAdd failed: VRF " + c.vrf_name + " vanished");
+        if (auto st = nl::set_link_up(s, **vrf, true); !st)
+            return fail("cmdAdd failed: could not set link up for VRF " + c.vrf_name + ": " + st.error().msg);
+    }
+
+    auto link = nl::find_link(s, r.ifname);
+    if (!link) return wrap(link.error());
+    if (!*link) return fail("cmdAdd failed: could not get link by name " + r.ifname);
+    if ((*link)->master) {
+        auto master = nl::find_link(s, (*link)->master);
+        std::string name = master && *master ? (*master)->name : "#" + std::to_string((*link)->master);
+        return fail("cmdAdd failed: interface " + r.ifname + " has already a master set: " + name);
+    }
+    undo.push([&s, &r] {
+        if (auto l = nl::find_link(s, r.ifname); l && *l) (void)nl::set_master(s, **l, 0);
+    });
+    if (auto st = enslave(s, **vrf, **link); !st) return wrap(st.error());
+    undo.dismiss();
+    return std::move(**prev);
+}
+
+Status vrf_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_vrf_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (r.netns.empty()) return {};
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    if (!ns) return {};
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(*ns));
+    CNI_TRY_ASSIGN(auto vrf, find_vrf(s, c.vrf_name));
+    if (!vrf) return {};
+    CNI_TRY_ASSIGN(auto link, nl::find_link(s, r.ifname));
+    if (link && link->master == vrf->index)
+        if (auto st = nl::set_master(s, *link, 0); !st) return fail("resetMaster: could reset master to " + r.ifname + ": " + st.error().msg);
+    CNI_TRY_ASSIGN(auto slaves, nl::ports_of(s, vrf->index));
+    if (slaves.empty()) CNI_TRY(nl::delete_link(s, c.vrf_name));
+    return {};
+}
+
+Status vrf_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_vrf_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail(prev.error().msg);
+    if (!*prev) return fail("missing prevResult from earlier plugin");
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto vrf, find_vrf(s, c.vrf_name));
+    if (!vrf) return fail("failed to find VRF " + c.vrf_name);
+    if (c.table && vrf->vrf_table != c.table)
+        return fail("VRF " + c.vrf_name + " uses table " + std::to_string(vrf->vrf_table) + ", not " + std::to_string(c.table));
+    CNI_TRY_ASSIGN(auto link, nl::require_link(s, r.ifname));
+    if (link.master != vrf->index) return fail("interface " + r.ifname + " is not assigned to VRF " + c.vrf_name);
+    return {};
+}
+
+}  // namespace
+
+extern const Applet vrf_applet{
+    .name = "vrf",
+    .kind = AppletKind::meta,
+    .summary = "put the container interface into a VRF (chained)",
+    .help = "Keys: vrfname (required), table (0: the lowest table no other VRF uses). Needs prevResult. "
+            "The VRF is created if missing and removed with its last interface.",
+    .versions = kVrfVersions,
+    .add = vrf_add,
+    .del = vrf_del,
+    .check = vrf_check,
+};
+
+}  // namespace cni

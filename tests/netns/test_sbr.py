@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of the sbr applet: per-address routing tables and source rules in the container
+(dual stack: one table per address), traffic from each source through its own table, `table`
+mode (rules only), static `gateways`, addSourceHints, rollback of a failed ADD, idempotent DEL
+(twice, empty netns, netns or link gone), CHECK, and the Go sbr leaving the same rules and
+tables. The container interface is a veth the test wires to a throwaway host namespace."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+REF = reference_dir()
+
+
+def wire(host, ctr):
+    """eth0 in the container (10.87.0.2/24, fd00:87::2/64, default routes) to h0 in the host."""
+    sh("ip", "-n", host, "link", "add", "h0", "type", "veth", "peer", "name", "eth0", "netns", ctr)
+    sh("ip", "-n", host, "addr", "add", "10.87.0.1/24", "dev", "h0")
+    sh("ip", "-n", host, "addr", "add", "fd00:87::1/64", "dev", "h0", "nodad")
+    sh("ip", "-n", host, "link", "set", "h0", "up")
+    sh("ip", "-n", ctr, "link", "set", "lo", "up")
+    sh("ip", "-n", ctr, "addr", "add", "10.87.0.2/24", "dev", "eth0")
+    sh("ip", "-n", ctr, "addr", "add", "fd00:87::2/64", "dev", "eth0", "nodad")
+    sh("ip", "-n", ctr, "link", "set", "eth0", "up")
+    sh("ip", "-n", ctr, "route", "add", "default", "via", "10.87.0.1")
+
+
+def prev(ctr, v6=True):
+    ips = [{"address": "10.87.0.2/24", "gateway": "10.87.0.1", "interface": 0}]
+    if v6:
+        ips.append({"address": "fd00:87::2/64", "gateway": "fd00:87::1", "interface": 0})
+    return {"cniVersion": "0.4.0", "interfaces": [{"name": "eth0", "sandbox": ns_path(ctr)}], "ips": ips}
+
+
+def conf(ctr, v6=True, **extra):
+    c = {"cniVersion": "0.4.0", "name": "sbr-test", "type": "sbr", "prevResult": prev(ctr, v6)}
+    c.update(extra)
+    return c
+
+
+def run(cmd, c, host, ctr, plugin_dir=BIN, netns=None):
+    return Plugin(os.path.join(plugin_dir, "sbr")).run(cmd, c, host_ns=host, netns=ns_path(ctr) if netns is None else netns,
+                                                       container_id="s-1")
+
+
+def lines(ns, *args):
+    """Output lines of `ip -n ns ARGS`; none when it fails (a table that does not exist yet)."""
+    return [x.strip() for x in sh("ip", "-n", ns, *args, check_rc=False).stdout.splitlines() if x.strip()]
+
+
+def routing(ctr):
+    """Rules and every table's routes of eth0, without what the kernel adds on its own."""
+    def added(rules):  # all but the kernel's own rules (lookup local, main, default)
+        return [r for r in rules if not r.endswith(("lookup local", "lookup main", "lookup default"))]
+    out = {"rules4": added(lines(ctr, "rule")), "rules6": added(lines(ctr, "-6", "rule"))}
+    for t in ("main", "100", "101"):
+        out[t] = lines(ctr, "route", "show", "table", t) + [r for r in lines(ctr, "-6", "route", "show", "table", t)
+                                                              if not r.startswith("fe80::")]
+    return out
+
+
+@test
+def sbr_tables_rules_and_traffic():
+    """sbr: one table per address (100, 101), source rules, main routes moved; traffic per source; DEL"""
+    with netns("sh") as host, netns("sc") as ctr:
+        wire(host, ctr)
+        res = run("ADD", conf(ctr), host, ctr).ok().json()
+        eq([ip["address"] for ip in res["ips"]], ["10.87.0.2/24", "fd00:87::2/64"])
+        got = routing(ctr)
+        eq(got["rules4"], ["32765:\tfrom 10.87.0.2 lookup 100"])
+        eq(got["rules6"], ["32765:\tfrom fd00:87::2 lookup 101"])
+        eq(got["main"], [])
+        # The IPv6 prefix route has neither source nor gateway: the reference copies such a route
+        # into every address's table, so table 100 gets it too.
+        eq(got["100"], ["default via 10.87.0.1 dev eth0", "10.87.0.0/24 dev eth0 proto kernel scope link src 10.87.0.2",
+                        "fd00:87::/64 dev eth0 proto kernel metric 256 pref medium"])
+        check("default via fd00:87::1 dev eth0 metric 1024 pref medium" in got["101"], got["101"])
+        check("fd00:87::/64 dev eth0 proto kernel metric 256 pref medium" in got["101"], got["101"])
+        sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", "-I", "10.87.0.2", "10.87.0.1")
+        sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", "-I", "fd00:87::2", "fd00:87::1")
+        run("CHECK", conf(ctr), host, ctr).ok()
+
+        run("DEL", conf(ctr), host, ctr).ok()
+        after = routing(ctr)
+        eq((after["rules4"], after["rules6"], after["100"], after["101"]), ([], [], [], []))
+        run("DEL", conf(ctr), host, ctr).ok()
+        eq(run("CHECK", conf(ctr), host, ctr).error()["msg"], 'sbr: no rule "from 10.87.0.2 lookup ..." for eth0')
+        run("DEL", conf(ctr), host, ctr, netns="").ok()
+        run("DEL", conf(ctr), host, ctr, netns="/run/netns/sbr-gone-ns").ok()
+        sh("ip", "-n", ctr, "link", "del", "eth0")
+        run("DEL", conf(ctr), host, ctr).ok()
+
+
+@test
+def sbr_table_mode_gateways_and_hints():
+    """sbr: `table` adds rules only; `gateways` overrides the gateway; addSourceHints keeps subnet routes"""
+    with netns("sh") as host, netns("sc") as ctr:
+        wire(host, ctr)
+        run("ADD", conf(ctr, table=500), host, ctr).ok()
+        eq(routing(ctr)["rules4"], ["32765:\tfrom 10.87.0.2 lookup 500"])
+        check("default via 10.87.0.1 dev eth0" in lines(ctr, "route"), "main routes untouched")
+        run("CHECK", conf(ctr, table=500), host, ctr).ok()
+        run("DEL", conf(ctr, table=500), host, ctr).ok()
+        eq(routing(ctr)["rules4"], [])
+
+        sh("ip", "-n", host, "addr", "add", "10.87.0.254/24", "dev", "h0")
+        run("ADD", conf(ctr, v6=False, gateways=["10.87.0.254"], addSourceHints=True), host, ctr).ok()
+        got = routing(ctr)
+        eq(got["100"][0], "default via 10.87.0.254 dev eth0")
+        eq(got["main"], ["10.87.0.0/24 dev eth0 scope link src 10.87.0.2"])  # replaced with the hint
+        run("DEL", conf(ctr, v6=False), host, ctr).ok()
+        eq(run("ADD", conf(ctr, gateways=["10.0.0.1", "10.0.0.2"]), host, ctr).error()["msg"],
+           "gateways list contains multiple IPv4 addresses: 10.0.0.1 and 10.0.0.2")
+        eq(run("ADD", conf(ctr, gateways=["nope"]), host, ctr).error()["msg"], "invalid static gateway IP address: nope")
+
+
+@test
+def sbr_failed_add_is_undone():
+    """sbr: a gateway the kernel refuses fails the ADD; rules, tables and main routes are as before"""
+    with netns("sh") as host, netns("sc") as ctr:
+        wire(host, ctr)
+        before = routing(ctr)
+        err = run("ADD", conf(ctr, v6=False, gateways=["192.0.2.1"]), host, ctr).error()
+        check(err["msg"].startswith("Failed to add default route to 192.0.2.1: "), err["msg"])
+        eq(routing(ctr), before)
+        c = conf(ctr)
+        del c["prevResult"]
+        eq(run("ADD", c, host, ctr).error()["msg"], "This plugin must be called as chained plugin")
+        eq(run("ADD", dict(c, prevResult=dict(prev(ctr), ips=[])), host, ctr).error()["msg"],
+           "No IP addresses supplied on interface: eth0")
+
+
+@test
+def sbr_same_state_as_the_go_sbr():
+    """sbr: the Go plugin and cni-all leave the same rules and tables, and each DELs the other's"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    seen = {}
+    for add_dir, del_dir in [(REF, BIN), (BIN, REF)]:
+        with netns("sh") as host, netns("sc") as ctr:
+            wire(host, ctr)
+            out = run("ADD", conf(ctr), host, ctr, plugin_dir=add_dir).ok()
+            seen[add_dir] = (out.out.replace(ctr, "CTR"), routing(ctr))
+            run("DEL", conf(ctr), host, ctr, plugin_dir=del_dir).ok()
+            after = routing(ctr)
+            eq((after["rules4"], after["rules6"]), ([], []), f"rules left after ADD by {add_dir}, DEL by {del_dir}")
+    eq(seen[BIN], seen[REF])
+
+
+if __name__ == "__main__":
+    run_all(cleanup=[BIN])
