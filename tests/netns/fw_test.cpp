@@ -1,8 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the libiptc layer inside throwaway namespaces: ipMasq rules are exactly the ones
 // `iptables` writes for the reference's command lines - the iptables-legacy binary finds and
-// deletes ours, and our teardown removes ones the binary wrote - for IPv4 and IPv6.
+// deletes ours, and our teardown removes ones the binary wrote - for IPv4 and IPv6; and every
+// rule shape portmap and firewall use (ports, multiport, addrtype, mark, conntrack, interfaces,
+// MARK, DNAT) reads back from the binary's rule and is found by `iptables -C` when we write it.
 #include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/xt_conntrack.h>
 
 #include <array>
 #include <cstdio>
@@ -98,7 +105,7 @@ TEST_CASE("teardown removes rules written by the iptables binary, legacy form in
 
 TEST_CASE("rules beyond what IptRule describes are listed as foreign, never matched") {
     TestNs ns("cnit-fw");
-    REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.1.0.5 -p tcp -j ACCEPT") == 0);
+    REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.1.0.5 -m ttl --ttl-eq 64 -j ACCEPT") == 0);
     auto listed = inside(ns, [&] {
         auto nat = fw::IptTable::open(fw::Family::v4, "nat");
         REQUIRE(nat);
@@ -109,4 +116,156 @@ TEST_CASE("rules beyond what IptRule describes are listed as foreign, never matc
     CHECK((*listed)[0].foreign);
     CHECK((*listed)[0].rule.target == "ACCEPT");
     CHECK((*listed)[0].rule.src->str() == "10.1.0.5/32");
+}
+
+namespace {
+
+struct Shape {
+    const char* args;  // the iptables command line after "-A <chain>"
+    fw::IptRule rule;
+    const char* table = "nat";
+};
+
+// Enough of a rule to see why two differ.
+std::string show(const fw::IptRule& r) {
+    std::string s = "src=" + (r.src ? r.src->str() : "") + (r.src_inverted ? "!" : "") + " dst=" + (r.dst ? r.dst->str() : "") +
+                    (r.dst_inverted ? "!" : "") + " p=" + std::to_string(r.proto) + " i=" + r.in_iface + (r.in_inverted ? "!" : "") +
+                    " o=" + r.out_iface + (r.out_inverted ? "!" : "") + " comment=" + r.comment + " target=" + r.target +
+                    " args=" + std::to_string(r.target_args.index()) + " matches=";
+    for (auto& m : r.matches) {
+        s += std::to_string(m.index());
+        if (auto* mp = std::get_if<fw::MultiportDst>(&m))
+            for (auto p : mp->ports) s += ":" + std::to_string(p);
+    }
+    if (auto* x = std::get_if<fw::SetXMark>(&r.target_args)) s += " xmark=" + std::to_string(x->mark) + "/" + std::to_string(x->mask);
+    if (auto* d = std::get_if<fw::DnatTo>(&r.target_args)) s += " dnat=" + d->ip.str() + ":" + std::to_string(d->port);
+    return s;
+}
+
+fw::IptRule base(std::string target) {
+    fw::IptRule r;
+    r.target = std::move(target);
+    return r;
+}
+
+std::vector<Shape> shapes(bool v6) {
+    std::vector<Shape> out;
+    auto ip = [&](const char* v4, const char* v6s) { return *IpNet::parse(v6 ? v6s : v4); };
+    {
+        auto r = base("CNI-DN-0123456789abcdef01234");
+        r.comment = "dnat name: \"net\" id: \"c1\"";
+        r.proto = IPPROTO_TCP;
+        r.matches = {fw::MultiportDst{{8080, 8443}}};
+        out.push_back({"-m comment --comment \"dnat name: \\\"net\\\" id: \\\"c1\\\"\" -m multiport -p tcp --destination-ports 8080,8443 -j CNI-DN-0123456789abcdef01234", r});
+    }
+    for (auto [proto, name] : {std::pair{IPPROTO_TCP, "tcp"}, {IPPROTO_UDP, "udp"}, {IPPROTO_SCTP, "sctp"}}) {
+        auto r = base("DNAT");
+        r.proto = proto;
+        r.matches = {fw::DstPort{8080}};
+        r.target_args = fw::DnatTo{ip("10.1.0.5/32", "fd00::5/128").ip, 80};
+        static std::string args[3];
+        std::string& a = args[proto == IPPROTO_TCP ? 0 : proto == IPPROTO_UDP ? 1 : 2];
+        a = std::string("-p ") + name + " --dport 8080 -j DNAT --to-destination " + (v6 ? "[fd00::5]:80" : "10.1.0.5:80");
+        out.push_back({a.c_str(), r});
+    }
+    {
+        auto r = base("CNI-HOSTPORT-SETMARK");
+        r.proto = IPPROTO_UDP;
+        r.matches = {fw::DstPort{53}};
+        r.dst = ip("192.0.2.7/32", "2001:db8::7/128");
+        r.src = ip("10.1.0.0/16", "fd00::/64");
+        out.push_back({v6 ? "-p udp --dport 53 -d 2001:db8::7 -s fd00::/64 -j CNI-HOSTPORT-SETMARK"
+                          : "-p udp --dport 53 -d 192.0.2.7 -s 10.1.0.0/16 -j CNI-HOSTPORT-SETMARK", r});
+    }
+    {
+        auto r = base("MARK");
+        r.comment = "CNI portfwd masquerade mark";
+        r.target_args = fw::SetXMark{0x2000, 0x2000};
+        out.push_back({"-m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000", r});
+    }
+    {
+        auto r = base("MASQUERADE");
+        r.matches = {fw::MarkMatch{0x2000, 0x2000}};
+        out.push_back({"-m mark --mark 0x2000/0x2000 -j MASQUERADE", r});
+    }
+    {
+        auto r = base("CNI-HOSTPORT-DNAT");
+        r.matches = {fw::DstTypeLocal{}};
+        out.push_back({"-m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT", r});
+    }
+    {
+        auto r = base("ACCEPT");
+        r.dst = ip("10.1.0.5/32", "fd00::5/128");
+        r.matches = {fw::CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), false}};
+        out.push_back({v6 ? "-d fd00::5/128 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT"
+                          : "-d 10.1.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT", r, "filter"});
+    }
+    {
+        auto r = base("DROP");
+        r.src = ip("127.0.0.0/8", "::1/128");
+        r.src_inverted = true;
+        r.dst = r.src;
+        r.matches = {fw::CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED) |
+                                     XT_CONNTRACK_STATE_DNAT, true}};
+        out.push_back({v6 ? "! -s ::1/128 -d ::1/128 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP"
+                          : "! -s 127.0.0.0/8 -d 127.0.0.0/8 -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP", r, "filter"});
+    }
+    {
+        auto r = base("CNI-ISOLATION-STAGE-2");
+        r.in_iface = "cni0";
+        r.out_iface = "cni0";
+        r.out_inverted = true;
+        r.comment = "CNI firewall plugin rules (ingressPolicy: same-bridge)";
+        out.push_back({"-i cni0 ! -o cni0 -m comment --comment \"CNI firewall plugin rules (ingressPolicy: same-bridge)\" "
+                       "-j CNI-ISOLATION-STAGE-2", r, "filter"});
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("portmap and firewall rule shapes: read from iptables' rules, found by iptables -C when written by us") {
+    for (bool v6 : {false, true}) {
+        const std::string tool = v6 ? "ip6tables-legacy" : "iptables-legacy";
+        const auto family = v6 ? fw::Family::v6 : fw::Family::v4;
+        for (auto& shape : shapes(v6)) {
+            INFO((v6 ? "v6: " : "v4: ") << shape.args);
+            const bool custom = !shape.rule.target.empty() && shape.rule.target.starts_with("CNI-");
+            const std::string table = shape.table;
+            TestNs ns("cnit-fw");
+            const std::string t = tool + " -t " + table;
+            if (custom) REQUIRE(ns.sh(t + " -N " + shape.rule.target) == 0);
+            REQUIRE(ns.sh(t + " -N CNI-T") == 0);
+            // The binary's rule, read back by us.
+            if (shape.rule.proto == IPPROTO_SCTP && ns.sh(t + " -A CNI-T " + shape.args + " 2>/dev/null") != 0) {
+                WARN("this kernel has no sctp match; the sctp shape is not checked here");
+                continue;
+            }
+            REQUIRE(ns.sh(t + " -F CNI-T") == 0);
+            REQUIRE(ns.sh(t + " -A CNI-T " + shape.args) == 0);
+            auto listed = inside(ns, [&] {
+                auto nat = fw::IptTable::open(family, table);
+                REQUIRE(nat);
+                return nat->rules("CNI-T");
+            });
+            REQUIRE(listed);
+            REQUIRE(listed->size() == 1);
+            CHECK_FALSE((*listed)[0].foreign);
+            CHECK(show((*listed)[0].rule) == show(shape.rule));
+            CHECK((*listed)[0].rule == shape.rule);
+            // Ours, found by the binary.
+            REQUIRE(ns.sh(t + " -F CNI-T") == 0);
+            auto wrote = inside(ns, [&]() -> Status {
+                auto nat = fw::IptTable::open(family, table);
+                REQUIRE(nat);
+                CNI_TRY(nat->append_unique("CNI-T", shape.rule));
+                CNI_TRY(nat->append_unique("CNI-T", shape.rule));  // unique: once
+                return nat->commit();
+            });
+            REQUIRE(wrote);
+            CHECK(ns.sh(t + " -C CNI-T " + shape.args) == 0);
+            CHECK(ns.sh(t + " -D CNI-T " + shape.args) == 0);
+            CHECK(ns.sh("test -z \"$(" + tool + "-save -t " + table + " | grep -- \"-A CNI-T\")\"") == 0);
+        }
+    }
 }

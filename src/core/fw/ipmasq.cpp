@@ -24,9 +24,16 @@ struct MasqRules {
 };
 MasqRules rules_for(const IpNet& ip, const std::string& chain, const std::string& comment) {
     Family f = family_of(ip);
-    return {IptRule{std::nullopt, ip.masked(), false, comment, "ACCEPT"},
-            IptRule{std::nullopt, multicast(f), true, comment, "MASQUERADE"},
-            IptRule{host(ip.ip), std::nullopt, false, comment, chain}};
+    MasqRules r;
+    r.accept.dst = ip.masked();
+    r.masquerade.dst = multicast(f);
+    r.masquerade.dst_inverted = true;
+    r.jump.src = host(ip.ip);
+    r.accept.comment = r.masquerade.comment = r.jump.comment = comment;
+    r.accept.target = "ACCEPT";
+    r.masquerade.target = "MASQUERADE";
+    r.jump.target = chain;
+    return r;
 }
 
 template <class Fn>

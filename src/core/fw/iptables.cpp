@@ -22,6 +22,7 @@ Status IptTable::flush_chain(const std::string& chain) { return impl_->flush_cha
 Status IptTable::delete_chain(const std::string& chain) { return impl_->delete_chain(chain); }
 Result<std::vector<IptTable::Listed>> IptTable::rules(const std::string& chain) const { return impl_->rules(chain); }
 Status IptTable::append_unique(const std::string& chain, const IptRule& rule) { return impl_->append_unique(chain, rule); }
+Status IptTable::insert_unique(const std::string& chain, const IptRule& rule) { return impl_->insert_unique(chain, rule); }
 Result<int> IptTable::delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred) {
     return impl_->delete_if(chain, pred);
 }

@@ -2,16 +2,19 @@
 // iptables through libiptc (legacy x_tables), for IPv4 and IPv6. An IptTable is one table of one
 // family loaded into memory, changed, and committed in ONE transaction; callers hold the
 // xtables lock (/run/xtables.lock, flock) around it exactly as the iptables binary does, so
-// kube-proxy and iptables-restore never race with us. Rules are described by the few fields
-// the reference's rules use (-s, [!] -d, -m comment, -j), and built so that a rule we write is
-// byte-identical to the one `iptables` writes for the same command line: either side can
-// check or delete the other's rules.
+// kube-proxy and iptables-restore never race with us. Rules are described by the fields and
+// matches the reference's rules use ([!] -s, [!] -d, -p, [!] -i, [!] -o, -m comment, multiport
+// --destination-ports, tcp/udp/sctp --dport, addrtype --dst-type LOCAL, mark, conntrack
+// --ctstate; -j ACCEPT/DROP/RETURN/MASQUERADE/MARK --set-xmark/DNAT --to-destination/<chain>),
+// and built as `iptables` builds them for the same command line (match and target revisions
+// probed from the kernel as it does), so either side can check or delete the other's rules.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "core/cni/ip.hpp"
@@ -23,12 +26,53 @@ enum class Family { v4, v6 };
 
 inline constexpr const char* kXtablesLock = "/run/xtables.lock";
 
+// Matches beyond -m comment, in the order they appear on an iptables command line.
+struct MultiportDst {          // -m multiport --destination-ports p1,p2,... (needs -p)
+    std::vector<std::uint16_t> ports;
+    bool operator==(const MultiportDst&) const = default;
+};
+struct DstPort {               // --dport P after -p tcp|udp|sctp
+    std::uint16_t port = 0;
+    bool operator==(const DstPort&) const = default;
+};
+struct DstTypeLocal {          // -m addrtype --dst-type LOCAL
+    bool operator==(const DstTypeLocal&) const = default;
+};
+struct MarkMatch {             // -m mark --mark V/M
+    std::uint32_t mark = 0, mask = 0;
+    bool operator==(const MarkMatch&) const = default;
+};
+struct CtState {               // -m conntrack [!] --ctstate S,...: XT_CONNTRACK_STATE_* bits
+    unsigned states = 0;
+    bool inverted = false;
+    bool operator==(const CtState&) const = default;
+};
+using IptMatch = std::variant<MultiportDst, DstPort, DstTypeLocal, MarkMatch, CtState>;
+
+// Target parameters for -j MARK --set-xmark V/M and -j DNAT --to-destination IP[:PORT].
+struct SetXMark {
+    std::uint32_t mark = 0, mask = 0;
+    bool operator==(const SetXMark&) const = default;
+};
+struct DnatTo {
+    IpAddr ip;
+    std::uint16_t port = 0;  // 0: keep the port
+    bool operator==(const DnatTo&) const = default;
+};
+using IptTargetArgs = std::variant<std::monostate, SetXMark, DnatTo>;
+
 struct IptRule {
     std::optional<IpNet> src;  // -s (host bits cleared)
     std::optional<IpNet> dst;  // -d
     bool dst_inverted = false; // ! -d
-    std::string comment;       // -m comment --comment
-    std::string target;        // -j: ACCEPT, DROP, RETURN, MASQUERADE or a chain
+    std::string comment;       // -m comment --comment (the first match when present)
+    std::string target;        // -j: ACCEPT, DROP, RETURN, MASQUERADE, MARK, DNAT or a chain
+    bool src_inverted = false; // ! -s
+    int proto = 0;             // -p: IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP; 0 for any
+    std::string in_iface, out_iface;  // -i, -o
+    bool in_inverted = false, out_inverted = false;
+    std::vector<IptMatch> matches;    // after the comment
+    IptTargetArgs target_args;
     bool operator==(const IptRule&) const = default;
 };
 
@@ -52,6 +96,8 @@ public:
     Result<std::vector<Listed>> rules(const std::string& chain) const;
     // Appends unless an identical rule is already in the chain (go-iptables AppendUnique).
     Status append_unique(const std::string& chain, const IptRule& rule);
+    // Inserts at the top (iptables -I chain 1) unless an identical rule is already in the chain.
+    Status insert_unique(const std::string& chain, const IptRule& rule);
     // Deletes the rules for which `pred` holds; how many.
     Result<int> delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred);
     Status commit();

@@ -13,7 +13,13 @@ struct V4 {
     static constexpr const char* kName = "iptables";
     static constexpr int kBytes = 4;
     static constexpr std::uint8_t kInvDst = IPT_INV_DSTIP;
-    static constexpr std::size_t kMasqSize = sizeof(nf_nat_ipv4_multi_range_compat);
+    static constexpr std::uint8_t kInvSrc = IPT_INV_SRCIP;
+    static constexpr std::uint8_t kInvIn = IPT_INV_VIA_IN;
+    static constexpr std::uint8_t kInvOut = IPT_INV_VIA_OUT;
+    static constexpr int kAf = AF_INET;
+    static constexpr int kSol = SOL_IP;
+    static constexpr int kRevMatch = IPT_SO_GET_REVISION_MATCH;
+    static constexpr int kRevTarget = IPT_SO_GET_REVISION_TARGET;
 
     static Handle* init(const char* t) { return iptc_init(t); }
     static void free(Handle* h) { iptc_free(h); }
@@ -29,6 +35,7 @@ struct V4 {
     static const Entry* next(const Entry* e, Handle* h) { return iptc_next_rule(e, h); }
     static const char* get_target(const Entry* e, Handle* h) { return iptc_get_target(e, h); }
     static int append(const char* c, const Entry* e, Handle* h) { return iptc_append_entry(c, e, h); }
+    static int insert(const char* c, const Entry* e, unsigned n, Handle* h) { return iptc_insert_entry(c, e, n, h); }
     static int delete_num(const char* c, unsigned n, Handle* h) { return iptc_delete_num_entry(c, n, h); }
     static const char* strerror(int e) { return iptc_strerror(e); }
 
@@ -42,11 +49,23 @@ struct V4 {
     static const unsigned char* dmsk(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ip.dmsk); }
     static std::uint8_t& invflags(Entry* e) { return e->ip.invflags; }
     static std::uint8_t invflags(const Entry* e) { return e->ip.invflags; }
+    static void set_proto(Entry* e, int p) { e->ip.proto = static_cast<std::uint16_t>(p); }
+    static int proto(const Entry* e) { return e->ip.proto; }
+    static char* iniface(Entry* e) { return e->ip.iniface; }
+    static char* outiface(Entry* e) { return e->ip.outiface; }
+    static const char* iniface(const Entry* e) { return e->ip.iniface; }
+    static const char* outiface(const Entry* e) { return e->ip.outiface; }
+    static unsigned char* iniface_mask(Entry* e) { return e->ip.iniface_mask; }
+    static unsigned char* outiface_mask(Entry* e) { return e->ip.outiface_mask; }
     static void prepare(Entry*) {}
-    static bool has_other_fields(const Entry* e) {
-        return e->ip.proto != 0 || e->ip.iniface[0] || e->ip.outiface[0] || e->ip.flags;
+    static bool has_other_fields(const Entry* e) { return e->ip.flags != 0; }
+    static std::vector<unsigned char> masq_payload() {
+        nf_nat_ipv4_multi_range_compat m{};
+        m.rangesize = 1;
+        std::vector<unsigned char> out(sizeof m);
+        std::memcpy(out.data(), &m, sizeof m);
+        return out;
     }
-    static void fill_masq(unsigned char* data) { reinterpret_cast<nf_nat_ipv4_multi_range_compat*>(data)->rangesize = 1; }
 };
 
 }  // namespace

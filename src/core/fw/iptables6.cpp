@@ -16,7 +16,13 @@ struct V6 {
     static constexpr const char* kName = "ip6tables";
     static constexpr int kBytes = 16;
     static constexpr std::uint8_t kInvDst = IP6T_INV_DSTIP;
-    static constexpr std::size_t kMasqSize = sizeof(nf_nat_range);
+    static constexpr std::uint8_t kInvSrc = IP6T_INV_SRCIP;
+    static constexpr std::uint8_t kInvIn = IP6T_INV_VIA_IN;
+    static constexpr std::uint8_t kInvOut = IP6T_INV_VIA_OUT;
+    static constexpr int kAf = AF_INET6;
+    static constexpr int kSol = SOL_IPV6;
+    static constexpr int kRevMatch = IP6T_SO_GET_REVISION_MATCH;
+    static constexpr int kRevTarget = IP6T_SO_GET_REVISION_TARGET;
 
     static Handle* init(const char* t) { return ip6tc_init(t); }
     static void free(Handle* h) { ip6tc_free(h); }
@@ -32,6 +38,7 @@ struct V6 {
     static const Entry* next(const Entry* e, Handle* h) { return ip6tc_next_rule(e, h); }
     static const char* get_target(const Entry* e, Handle* h) { return ip6tc_get_target(e, h); }
     static int append(const char* c, const Entry* e, Handle* h) { return ip6tc_append_entry(c, e, h); }
+    static int insert(const char* c, const Entry* e, unsigned n, Handle* h) { return ip6tc_insert_entry(c, e, n, h); }
     static int delete_num(const char* c, unsigned n, Handle* h) { return ip6tc_delete_num_entry(c, n, h); }
     static const char* strerror(int e) { return ip6tc_strerror(e); }
 
@@ -45,11 +52,22 @@ struct V6 {
     static const unsigned char* dmsk(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ipv6.dmsk); }
     static std::uint8_t& invflags(Entry* e) { return e->ipv6.invflags; }
     static std::uint8_t invflags(const Entry* e) { return e->ipv6.invflags; }
-    static void prepare(Entry*) {}
-    static bool has_other_fields(const Entry* e) {
-        return e->ipv6.proto != 0 || e->ipv6.iniface[0] || e->ipv6.outiface[0] || e->ipv6.flags || e->ipv6.tos;
+    // ip6tables marks a rule that names a protocol with IP6T_F_PROTO.
+    static void set_proto(Entry* e, int p) {
+        e->ipv6.proto = static_cast<std::uint16_t>(p);
+        e->ipv6.flags |= IP6T_F_PROTO;
     }
-    static void fill_masq(unsigned char*) {}  // an all-zero nf_nat_range, as ip6tables -j MASQUERADE writes
+    static int proto(const Entry* e) { return e->ipv6.proto; }
+    static char* iniface(Entry* e) { return e->ipv6.iniface; }
+    static char* outiface(Entry* e) { return e->ipv6.outiface; }
+    static const char* iniface(const Entry* e) { return e->ipv6.iniface; }
+    static const char* outiface(const Entry* e) { return e->ipv6.outiface; }
+    static unsigned char* iniface_mask(Entry* e) { return e->ipv6.iniface_mask; }
+    static unsigned char* outiface_mask(Entry* e) { return e->ipv6.outiface_mask; }
+    static void prepare(Entry*) {}
+    static bool has_other_fields(const Entry* e) { return (e->ipv6.flags & ~IP6T_F_PROTO) || e->ipv6.tos; }
+    // An all-zero nf_nat_range, as ip6tables -j MASQUERADE writes.
+    static std::vector<unsigned char> masq_payload() { return std::vector<unsigned char>(sizeof(nf_nat_range), 0); }
 };
 
 }  // namespace

@@ -4,13 +4,32 @@
 // header, as iptables itself does, and instantiates this template.
 #pragma once
 
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/x_tables.h>
+#include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_comment.h>
+#include <linux/netfilter/xt_conntrack.h>
+#include <linux/netfilter/xt_mark.h>
+#include <linux/netfilter/xt_multiport.h>
+// xt_sctp.h is written for C: it uses _Bool and defines a macro named `bytes`.
+#define _Bool bool
+#include <linux/netfilter/xt_sctp.h>
+#undef _Bool
+#undef bytes
+#include <linux/netfilter/xt_tcpudp.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <map>
 #include <vector>
 
 #include "core/fw/iptables.hpp"
@@ -24,12 +43,14 @@ inline int prefix_of(const unsigned char* mask, int bytes) {
 }
 
 // Trait T provides: Handle, Entry, kBytes (4/16), init/free/commit/is_chain/create_chain/
-// flush/delete_chain/first/next/get_target/append/delete_num/strerror, addr accessors, and
-// the inverse-dst flag, the MASQUERADE payload size and how to fill it.
+// flush/delete_chain/first/next/get_target/append/insert/delete_num/strerror, address,
+// protocol and interface accessors, the inverse flags, the MASQUERADE payload, and the socket
+// family/level/options that ask the kernel which match and target revisions it has.
 template <class T>
 struct Table {
     typename T::Handle* h = nullptr;
     std::string name;
+    std::map<std::string, std::uint8_t> revisions;
 
     ~Table() {
         if (h) T::free(h);
@@ -60,31 +81,52 @@ struct Table {
             mask[i] = ones >= 8 ? 0xff : ones <= 0 ? 0 : static_cast<unsigned char>(0xff << (8 - ones));
     }
 
-    // The kernel form of a rule, laid out as the iptables binary lays it out.
-    std::vector<unsigned char> build(const IptRule& r) const {
-        const bool masq = r.target == "MASQUERADE";
+    // The kernel form of a rule, laid out as the iptables binary lays it out: the entry, the
+    // comment match, the other matches in order, the target.
+    std::vector<unsigned char> build(const IptRule& r) {
+        std::vector<Payload> matches;
+        if (!r.comment.empty()) {
+            Payload c{"comment", 0, std::vector<unsigned char>(sizeof(xt_comment_info), 0)};
+            std::strncpy(reinterpret_cast<xt_comment_info*>(c.data.data())->comment, r.comment.c_str(), XT_MAX_COMMENT_LEN - 1);
+            matches.push_back(std::move(c));
+        }
+        for (auto& m : r.matches) matches.push_back(encode_match(m, r.proto));
+        std::optional<Payload> target = encode_target(r);
         const std::size_t entry = XT_ALIGN(sizeof(typename T::Entry));
-        const std::size_t match = r.comment.empty() ? 0 : XT_ALIGN(sizeof(xt_entry_match) + sizeof(xt_comment_info));
-        const std::size_t target = masq ? XT_ALIGN(sizeof(xt_entry_target) + T::kMasqSize) : XT_ALIGN(sizeof(xt_standard_target));
-        std::vector<unsigned char> buf(entry + match + target, 0);
+        std::size_t size = entry;
+        for (auto& m : matches) size += XT_ALIGN(sizeof(xt_entry_match) + m.data.size());
+        const std::size_t target_off = size;
+        size += target ? XT_ALIGN(sizeof(xt_entry_target) + target->data.size()) : XT_ALIGN(sizeof(xt_standard_target));
+        std::vector<unsigned char> buf(size, 0);
         auto* e = reinterpret_cast<typename T::Entry*>(buf.data());
-        e->target_offset = static_cast<std::uint16_t>(entry + match);
-        e->next_offset = static_cast<std::uint16_t>(buf.size());
+        e->target_offset = static_cast<std::uint16_t>(target_off);
+        e->next_offset = static_cast<std::uint16_t>(size);
         if (r.src) from_net(*r.src, T::src(e), T::smsk(e));
         if (r.dst) from_net(*r.dst, T::dst(e), T::dmsk(e));
+        if (r.src_inverted) T::invflags(e) |= T::kInvSrc;
         if (r.dst_inverted) T::invflags(e) |= T::kInvDst;
+        if (r.proto) T::set_proto(e, r.proto);
+        set_iface(r.in_iface, T::iniface(e), T::iniface_mask(e));
+        set_iface(r.out_iface, T::outiface(e), T::outiface_mask(e));
+        if (r.in_inverted) T::invflags(e) |= T::kInvIn;
+        if (r.out_inverted) T::invflags(e) |= T::kInvOut;
         T::prepare(e);
-        if (match) {
-            auto* m = reinterpret_cast<xt_entry_match*>(buf.data() + entry);
-            m->u.match_size = static_cast<std::uint16_t>(match);
-            std::strncpy(m->u.user.name, "comment", sizeof m->u.user.name - 1);
-            auto* info = reinterpret_cast<xt_comment_info*>(m->data);
-            std::strncpy(info->comment, r.comment.c_str(), XT_MAX_COMMENT_LEN - 1);
+        std::size_t off = entry;
+        for (auto& m : matches) {
+            auto* em = reinterpret_cast<xt_entry_match*>(buf.data() + off);
+            em->u.match_size = static_cast<std::uint16_t>(XT_ALIGN(sizeof(xt_entry_match) + m.data.size()));
+            std::strncpy(em->u.user.name, m.name, sizeof em->u.user.name - 1);
+            em->u.user.revision = m.revision;
+            std::memcpy(em->data, m.data.data(), m.data.size());
+            off += em->u.match_size;
         }
-        auto* t = reinterpret_cast<xt_entry_target*>(buf.data() + entry + match);
-        t->u.target_size = static_cast<std::uint16_t>(target);
+        auto* t = reinterpret_cast<xt_entry_target*>(buf.data() + target_off);
+        t->u.target_size = static_cast<std::uint16_t>(size - target_off);
         std::strncpy(t->u.user.name, r.target.c_str(), sizeof t->u.user.name - 1);
-        if (masq) T::fill_masq(t->data);
+        if (target) {
+            t->u.user.revision = target->revision;
+            std::memcpy(t->data, target->data.data(), target->data.size());
+        }
         return buf;
     }
 
@@ -94,19 +136,254 @@ struct Table {
         static const unsigned char zero[16] = {};
         if (std::memcmp(T::smsk(e), zero, T::kBytes) != 0) out.rule.src = to_net(T::src(e), T::smsk(e));
         if (std::memcmp(T::dmsk(e), zero, T::kBytes) != 0) out.rule.dst = to_net(T::dst(e), T::dmsk(e));
-        out.rule.dst_inverted = (T::invflags(e) & T::kInvDst) != 0;
-        if ((T::invflags(e) & ~T::kInvDst) || T::has_other_fields(e)) out.foreign = true;
+        const auto inv = T::invflags(e);
+        out.rule.src_inverted = (inv & T::kInvSrc) != 0;
+        out.rule.dst_inverted = (inv & T::kInvDst) != 0;
+        out.rule.in_inverted = (inv & T::kInvIn) != 0;
+        out.rule.out_inverted = (inv & T::kInvOut) != 0;
+        out.rule.proto = T::proto(e);
+        out.rule.in_iface = T::iniface(e);
+        out.rule.out_iface = T::outiface(e);
+        if ((inv & ~(T::kInvSrc | T::kInvDst | T::kInvIn | T::kInvOut)) || T::has_other_fields(e)) out.foreign = true;
         for (std::size_t off = sizeof(typename T::Entry); off < e->target_offset;) {
             auto* m = reinterpret_cast<const xt_entry_match*>(reinterpret_cast<const unsigned char*>(e) + off);
             if (m->u.match_size == 0) break;
-            if (std::strcmp(m->u.user.name, "comment") == 0 && out.rule.comment.empty())
+            if (std::strcmp(m->u.user.name, "comment") == 0 && out.rule.comment.empty() && out.rule.matches.empty())
                 out.rule.comment = reinterpret_cast<const xt_comment_info*>(m->data)->comment;
+            else if (auto known = decode_match(m, out.rule.proto))
+                out.rule.matches.push_back(*known);
             else
                 out.foreign = true;
             off += m->u.match_size;
         }
         if (const char* target = T::get_target(e, h)) out.rule.target = target;
+        const auto* t = reinterpret_cast<const xt_entry_target*>(reinterpret_cast<const unsigned char*>(e) + e->target_offset);
+        if (out.rule.target == "MARK" || out.rule.target == "DNAT") {
+            auto args = decode_target(t, out.rule.target);
+            if (args) out.rule.target_args = *args;
+            else out.foreign = true;
+        }
         return out;
+    }
+
+    // What iptables would pick: the highest revision of `name` (among `known`, highest first)
+    // the kernel supports; remembered per table.
+    std::uint8_t revision(bool target, const char* name, std::initializer_list<std::uint8_t> known) {
+        std::string key = (target ? "t:" : "m:") + std::string(name);
+        if (auto it = revisions.find(key); it != revisions.end()) return it->second;
+        std::uint8_t pick = *(known.end() - 1);
+        int fd = ::socket(T::kAf, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
+        if (fd >= 0) {
+            for (std::uint8_t r : known) {
+                xt_get_revision rev{};
+                std::strncpy(rev.name, name, sizeof rev.name - 1);
+                rev.revision = r;
+                socklen_t len = sizeof rev;
+                if (::getsockopt(fd, T::kSol, target ? T::kRevTarget : T::kRevMatch, &rev, &len) == 0) {
+                    pick = r;
+                    break;
+                }
+            }
+            ::close(fd);
+        }
+        revisions[key] = pick;
+        return pick;
+    }
+
+    struct Payload {
+        const char* name;
+        std::uint8_t revision;
+        std::vector<unsigned char> data;
+    };
+
+    template <class S>
+    static Payload payload(const char* name, std::uint8_t rev, const S& s) {
+        Payload p{name, rev, std::vector<unsigned char>(sizeof(S))};
+        std::memcpy(p.data.data(), &s, sizeof(S));
+        return p;
+    }
+
+    static void set_iface(const std::string& name, char* via, unsigned char* mask) {
+        if (name.empty()) return;
+        std::strncpy(via, name.c_str(), IFNAMSIZ - 1);
+        if (name.back() == '+') std::memset(mask, 0xff, name.size() - 1);  // a wildcard, as iptables parses it
+        else std::memset(mask, 0xff, std::min<std::size_t>(name.size() + 1, IFNAMSIZ));
+    }
+
+    static const char* proto_match(int proto) {
+        return proto == IPPROTO_TCP ? "tcp" : proto == IPPROTO_UDP ? "udp" : proto == IPPROTO_SCTP ? "sctp" : "";
+    }
+
+    Payload encode_match(const IptMatch& m, int proto) {
+        if (auto* mp = std::get_if<MultiportDst>(&m)) {
+            xt_multiport_v1 info{};
+            info.flags = XT_MULTIPORT_DESTINATION;
+            info.count = static_cast<std::uint8_t>(std::min<std::size_t>(mp->ports.size(), XT_MULTI_PORTS));
+            for (std::size_t i = 0; i < info.count; ++i) info.ports[i] = mp->ports[i];
+            return payload("multiport", 1, info);
+        }
+        if (auto* dp = std::get_if<DstPort>(&m)) {
+            if (proto == IPPROTO_UDP) {
+                xt_udp u{};
+                u.spts[1] = 0xffff;
+                u.dpts[0] = u.dpts[1] = dp->port;
+                return payload("udp", 0, u);
+            }
+            if (proto == IPPROTO_SCTP) {
+                xt_sctp_info sc{};  // as libxt_sctp fills it: no source range, "no flag" chunk types
+                sc.dpts[0] = sc.dpts[1] = dp->port;
+                for (auto& f : sc.flag_info) f.chunktype = 0xff;
+                sc.flags = XT_SCTP_DEST_PORTS;
+                return payload("sctp", 0, sc);
+            }
+            xt_tcp t{};
+            t.spts[1] = 0xffff;
+            t.dpts[0] = t.dpts[1] = dp->port;
+            return payload("tcp", 0, t);
+        }
+        if (std::holds_alternative<DstTypeLocal>(m)) {
+            xt_addrtype_info_v1 a{};
+            a.dest = XT_ADDRTYPE_LOCAL;
+            return payload("addrtype", 1, a);
+        }
+        if (auto* mk = std::get_if<MarkMatch>(&m)) {
+            xt_mark_mtinfo1 info{};
+            info.mark = mk->mark;
+            info.mask = mk->mask;
+            return payload("mark", 1, info);
+        }
+        const auto& ct = std::get<CtState>(m);
+        xt_conntrack_mtinfo3 info{};
+        info.match_flags = XT_CONNTRACK_STATE;
+        info.state_mask = static_cast<std::uint16_t>(ct.states);
+        if (ct.inverted) info.invert_flags = XT_CONNTRACK_STATE;
+        std::uint8_t rev = revision(false, "conntrack", {3, 2, 1});
+        if (rev == 3) return payload("conntrack", 3, info);
+        xt_conntrack_mtinfo2 v2{};  // the same layout up to the port ranges
+        std::memcpy(&v2, &info, sizeof v2);
+        return payload("conntrack", rev, v2);
+    }
+
+    static std::optional<IptMatch> decode_match(const xt_entry_match* m, int proto) {
+        const std::string name = m->u.user.name;
+        const std::size_t size = m->u.match_size - sizeof(xt_entry_match);
+        const std::uint8_t rev = m->u.user.revision;
+        auto as = [&]<class S>(S* out) {
+            if (size < sizeof(S)) return false;
+            std::memcpy(out, m->data, sizeof(S));
+            return true;
+        };
+        if (name == "multiport" && rev == 1) {
+            xt_multiport_v1 info{};
+            if (!as(&info) || info.flags != XT_MULTIPORT_DESTINATION || info.invert) return std::nullopt;
+            MultiportDst out;
+            for (int i = 0; i < info.count && i < XT_MULTI_PORTS; ++i) {
+                if (info.pflags[i]) return std::nullopt;
+                out.ports.push_back(info.ports[i]);
+            }
+            return out;
+        }
+        if (name == proto_match(proto) && rev == 0) {
+            std::uint16_t spts[2], dpts[2];
+            if (name == "tcp") {
+                xt_tcp t{};
+                if (!as(&t) || t.option || t.flg_mask || t.invflags) return std::nullopt;
+                std::memcpy(spts, t.spts, sizeof spts), std::memcpy(dpts, t.dpts, sizeof dpts);
+            } else if (name == "udp") {
+                xt_udp u{};
+                if (!as(&u) || u.invflags) return std::nullopt;
+                std::memcpy(spts, u.spts, sizeof spts), std::memcpy(dpts, u.dpts, sizeof dpts);
+            } else {
+                xt_sctp_info sc{};
+                if (!as(&sc) || sc.flags != XT_SCTP_DEST_PORTS || sc.invflags || sc.flag_count) return std::nullopt;
+                spts[0] = 0, spts[1] = 0xffff;  // unused without XT_SCTP_SRC_PORTS
+                std::memcpy(dpts, sc.dpts, sizeof dpts);
+            }
+            if (spts[0] != 0 || spts[1] != 0xffff || dpts[0] != dpts[1]) return std::nullopt;
+            return DstPort{dpts[0]};
+        }
+        if (name == "addrtype" && rev == 1) {
+            xt_addrtype_info_v1 a{};
+            if (!as(&a) || a.source || a.flags || a.dest != XT_ADDRTYPE_LOCAL) return std::nullopt;
+            return DstTypeLocal{};
+        }
+        if (name == "mark" && rev == 1) {
+            xt_mark_mtinfo1 info{};
+            if (!as(&info) || info.invert) return std::nullopt;
+            return MarkMatch{info.mark, info.mask};
+        }
+        if (name == "conntrack" && (rev == 2 || rev == 3)) {
+            xt_conntrack_mtinfo2 info{};
+            if (!as(&info) || info.match_flags != XT_CONNTRACK_STATE || (info.invert_flags & ~XT_CONNTRACK_STATE)) return std::nullopt;
+            return CtState{info.state_mask, info.invert_flags != 0};
+        }
+        return std::nullopt;
+    }
+
+    std::optional<Payload> encode_target(const IptRule& r) {
+        if (r.target == "MASQUERADE") return Payload{"MASQUERADE", 0, T::masq_payload()};
+        if (auto* mk = std::get_if<SetXMark>(&r.target_args)) {
+            xt_mark_tginfo2 info{mk->mark, mk->mask};
+            return payload("MARK", 2, info);
+        }
+        if (auto* d = std::get_if<DnatTo>(&r.target_args)) {
+            nf_nat_range2 range{};
+            range.flags = NF_NAT_RANGE_MAP_IPS | (d->port ? NF_NAT_RANGE_PROTO_SPECIFIED : 0);
+            std::memcpy(&range.min_addr, T::kBytes == 4 ? &d->ip.bytes()[12] : d->ip.bytes().data(), T::kBytes);
+            range.max_addr = range.min_addr;
+            range.min_proto.all = range.max_proto.all = htons(d->port);
+            std::uint8_t rev = revision(true, "DNAT", T::kBytes == 4 ? std::initializer_list<std::uint8_t>{2, 1, 0}
+                                                                     : std::initializer_list<std::uint8_t>{2, 1});
+            if (rev == 2) return payload("DNAT", 2, range);
+            if (rev == 1) {
+                nf_nat_range r1{};
+                std::memcpy(&r1, &range, sizeof r1);
+                return payload("DNAT", 1, r1);
+            }
+            nf_nat_ipv4_multi_range_compat c{};
+            c.rangesize = 1;
+            c.range[0].flags = range.flags;
+            c.range[0].min_ip = c.range[0].max_ip = range.min_addr.ip;
+            c.range[0].min.all = c.range[0].max.all = range.min_proto.all;
+            return payload("DNAT", 0, c);
+        }
+        return std::nullopt;
+    }
+
+    static std::optional<IptTargetArgs> decode_target(const xt_entry_target* t, const std::string& name) {
+        const std::size_t size = t->u.target_size - sizeof(xt_entry_target);
+        const std::uint8_t rev = t->u.user.revision;
+        if (name == "MARK") {
+            if (rev != 2 || size < sizeof(xt_mark_tginfo2)) return std::nullopt;
+            xt_mark_tginfo2 info{};
+            std::memcpy(&info, t->data, sizeof info);
+            return SetXMark{info.mark, info.mask};
+        }
+        unsigned flags;
+        nf_inet_addr addr{};
+        std::uint16_t port;
+        if (rev >= 1 && size >= sizeof(nf_nat_range)) {
+            nf_nat_range r{};
+            std::memcpy(&r, t->data, sizeof r);
+            if (r.min_addr.all[0] != r.max_addr.all[0] || r.min_proto.all != r.max_proto.all) return std::nullopt;
+            flags = r.flags, addr = r.min_addr, port = ntohs(r.min_proto.all);
+        } else if (rev == 0 && T::kBytes == 4 && size >= sizeof(nf_nat_ipv4_multi_range_compat)) {
+            nf_nat_ipv4_multi_range_compat c{};
+            std::memcpy(&c, t->data, sizeof c);
+            if (c.rangesize != 1 || c.range[0].min_ip != c.range[0].max_ip) return std::nullopt;
+            flags = c.range[0].flags, addr.ip = c.range[0].min_ip, port = ntohs(c.range[0].min.all);
+        } else {
+            return std::nullopt;
+        }
+        if (!(flags & NF_NAT_RANGE_MAP_IPS)) return std::nullopt;
+        std::array<std::uint8_t, 16> b{};
+        if (T::kBytes == 4) {
+            b[10] = b[11] = 0xff;
+            std::memcpy(&b[12], &addr.ip, 4);
+        } else {
+            std::memcpy(b.data(), &addr.in6, 16);
+        }
+        return DnatTo{IpAddr::from_bytes(b), (flags & NF_NAT_RANGE_PROTO_SPECIFIED) ? port : std::uint16_t(0)};
     }
 
     Result<std::vector<IptTable::Listed>> rules(const std::string& chain) const {
@@ -116,13 +393,14 @@ struct Table {
         return out;
     }
 
-    Status append_unique(const std::string& chain, const IptRule& r) {
+    Status add_unique(const std::string& chain, const IptRule& r, bool at_top) {
         CNI_TRY_ASSIGN(auto existing, rules(chain));
         for (auto& l : existing)
             if (!l.foreign && l.rule == r) return {};
         auto buf = build(r);
-        if (!T::append(chain.c_str(), reinterpret_cast<typename T::Entry*>(buf.data()), h))
-            return std::unexpected(err("appending a rule to " + name + "/" + chain));
+        auto* e = reinterpret_cast<typename T::Entry*>(buf.data());
+        if (!(at_top ? T::insert(chain.c_str(), e, 0, h) : T::append(chain.c_str(), e, h)))
+            return std::unexpected(err((at_top ? "inserting a rule into " : "appending a rule to ") + name + "/" + chain));
         return {};
     }
 
@@ -153,6 +431,7 @@ struct IptTable::Impl {
     virtual Status delete_chain(const std::string& chain) = 0;
     virtual Result<std::vector<IptTable::Listed>> rules(const std::string& chain) const = 0;
     virtual Status append_unique(const std::string& chain, const IptRule& rule) = 0;
+    virtual Status insert_unique(const std::string& chain, const IptRule& rule) = 0;
     virtual Result<int> delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred) = 0;
     virtual Status commit() = 0;
 };
@@ -182,7 +461,8 @@ struct ImplFor final : IptTable::Impl {
         return {};
     }
     Result<std::vector<IptTable::Listed>> rules(const std::string& c) const override { return t.rules(c); }
-    Status append_unique(const std::string& c, const IptRule& r) override { return t.append_unique(c, r); }
+    Status append_unique(const std::string& c, const IptRule& r) override { return t.add_unique(c, r, false); }
+    Status insert_unique(const std::string& c, const IptRule& r) override { return t.add_unique(c, r, true); }
     Result<int> delete_if(const std::string& c, const std::function<bool(const IptRule&)>& p) override { return t.delete_if(c, p); }
     Status commit() override {
         if (!T::commit(t.h)) return std::unexpected(t.err("committing table " + t.name));
