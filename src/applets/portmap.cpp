@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+// portmap (reference-behaviour 2.15): forwards host ports to the container, chained after a
+// main plugin. runtimeConfig.portMappings [{hostPort, containerPort, protocol, hostIP}] apply to
+// the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult, through the
+// iptables backend of core/fw/hostports (one commit per table, no iptables processes); keys
+// snat (default true), masqAll, markMasqBit (13), externalSetMarkChain, conditionsV4/V6 (the
+// -s/-d/-i/-o selectors) and backend ("nftables" is refused with code 2 until that backend
+// exists). After a mapping, UDP flows already tracked to its host port are forgotten so they
+// reach the new container. route_localnet, which 127.0.0.1:hostPort needs, is turned on only
+// when some IPv4 mapping is reachable through localhost, and then with the guard rule kube-proxy
+// uses. Without mappings, ADD passes prevResult through and DEL does nothing, as the reference.
+// A failed ADD removes what it added; GC removes the chains of attachments that are gone.
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/fw/hostports.hpp"
+#include "core/nl/conntrack.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct PortmapConf {
+    NetConf net;
+    std::vector<fw::PortMapping> mappings;
+    bool snat = true;
+    bool masq_all = false;
+    int mark_bit = 13;
+    std::optional<std::string> external_setmark_chain;
+    fw::Conditions cond4, cond6;
+};
+
+Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "PortMapEntry"));
+    fw::PortMapping m;
+    std::string proto, host_ip;
+    json::Where e = w.in("PortMapEntry");
+    CNI_TRY(json::field(v, "hostPort", m.host_port, e));
+    CNI_TRY(json::field(v, "containerPort", m.container_port, e));
+    CNI_TRY(json::field(v, "protocol", proto, e));
+    CNI_TRY(json::field(v, "hostIP", host_ip, e));
+    if (m.container_port <= 0 || m.container_port > 65535)
+        return fail("Invalid container port number: " + std::to_string(m.container_port));
+    if (m.host_port <= 0 || m.host_port > 65535) return fail("Invalid host port number: " + std::to_string(m.host_port));
+    std::transform(proto.begin(), proto.end(), proto.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (proto.empty()) proto = "tcp";
+    m.proto = proto == "tcp" ? IPPROTO_TCP : proto == "udp" ? IPPROTO_UDP : proto == "sctp" ? IPPROTO_SCTP : 0;
+    if (!m.proto) return fail("invalid protocol \"" + proto + "\" in portMappings: only tcp, udp and sctp are forwarded");
+    m.proto_name = proto;
+    if (!host_ip.empty()) {
+        auto ip = IpAddr::parse(host_ip);
+        if (!ip) return fail("invalid hostIP \"" + host_ip + "\" in portMappings");
+        m.host_family = ip->is_v4() ? 4 : 6;  // a hostIP of the other family skips the address
+        if (!ip->is_unspecified()) m.host_ip = *ip;
+    }
+    return m;
+}
+
+Result<PortmapConf> parse_portmap_conf(const Request& req) {
+    auto nc = parse_netconf(req.config, "PortMapConf");
+    if (!nc) return fail("failed to parse config: " + nc.error().msg);
+    PortmapConf c;
+    c.net = std::move(*nc);
+    const json::Value& root = c.net.root();
+    json::Where w{"PortMapConf", ""};
+    std::optional<bool> snat;
+    std::optional<int> mark_bit;
+    std::optional<std::vector<std::string>> cond4, cond6;
+    std::string backend;
+    CNI_TRY(json::field(root, "snat", snat, w));
+    CNI_TRY(json::field(root, "masqAll", c.masq_all, w));
+    CNI_TRY(json::field(root, "markMasqBit", mark_bit, w));
+    CNI_TRY(json::field(root, "externalSetMarkChain", c.external_setmark_chain, w));
+    CNI_TRY(json::field(root, "conditionsV4", cond4, w));
+    CNI_TRY(json::field(root, "conditionsV6", cond6, w));
+    CNI_TRY(json::field(root, "backend", backend, w));
+    if (backend == "nftables")
+        return fail(code::unsupported_field, "portmap: backend \"nftables\" is not supported yet: use \"iptables\"");
+    if (!backend.empty() && backend != "iptables") return fail("unknown portmap backend \"" + backend + "\"");
+    if (snat) c.snat = *snat;
+    if (mark_bit && c.external_setmark_chain) return fail("Cannot specify externalSetMarkChain and markMasqBit");
+    if (mark_bit) c.mark_bit = *mark_bit;
+    if (c.mark_bit < 0 || c.mark_bit > 31) return fail("MasqMarkBit must be between 0 and 31");
+    if (cond4) CNI_TRY_ASSIGN(c.cond4, fw::parse_conditions(*cond4, "conditionsV4"));
+    if (cond6) CNI_TRY_ASSIGN(c.cond6, fw::parse_conditions(*cond6, "conditionsV6"));
+    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) {
+        json::Where wr = w.at("runtimeConfig");
+        if (const auto* pm = json::find(*rc, "portMappings"); pm && !pm->IsNull()) {
+            if (!pm->IsArray()) return std::unexpected(json::type_error(*pm, wr.at("portMappings"), "[]PortMapEntry"));
+            for (const auto& e : pm->GetArray()) {
+                CNI_TRY_ASSIGN(auto m, parse_mapping(e, wr.at("portMappings")));
+                c.mappings.push_back(std::move(m));
+            }
+        }
+    }
+    return c;
+}
+
+// The first IPv4 and first IPv6 address of CNI_IFNAME (an address naming no interface counts;
+// one naming an interface counts if that is CNI_IFNAME inside a sandbox).
+std::vector<IpNet> container_addresses(const CniResult& prev, const std::string& ifname) {
+    std::optional<IpNet> v4, v6;
+    for (auto& ip : prev.ips) {
+        if (ip.interface) {
+            int i = *ip.interface;
+            if (i >= 0 && i < int(prev.interfaces.size()) && (prev.interfaces[i].name != ifname || prev.interfaces[i].sandbox.empty()))
+                continue;
+        }
+        auto& slot = ip.address.ip.is_v4() ? v4 : v6;
+        if (!slot) slot = ip.address;
+    }
+    std::vector<IpNet> out;
+    if (v4) out.push_back(*v4);
+    if (v6) out.push_back(*v6);
+    return out;
+}
+
+fw::HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr) {
+    fw::HostPortSpec s;
+    s.network = c.net.name;
+    s.container_id = r.container_id;
+    s.container = addr;
+    for (auto& m : c.mappings)
+        if (!m.host_family || (m.host_family == 4) == addr.ip.is_v4()) s.mappings.push_back(m);
+    s.snat = c.snat;
+    s.masq_all = c.masq_all;
+    s.mark_bit = c.mark_bit;
+    s.external_setmark_chain = c.external_setmark_chain;
+    s.conditions = addr.ip.is_v4() ? c.cond4 : c.cond6;
+    return s;
+}
+
+// The host link whose most specific route covers `ip` (the bridge, or a ptp veth), if any.
+Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, AF_INET));
+    const nl::RouteSpec* best = nullptr;
+    for (auto& r : routes)
+        if (r.oif && r.dst.contains(ip) && (!best || r.dst.prefix > best->dst.prefix)) best = &r;
+    if (!best) return std::optional<std::string>{};
+    CNI_TRY_ASSIGN(auto link, nl::find_link(s, best->oif));
+    return link ? std::optional<std::string>(link->name) : std::nullopt;
+}
+
+// 127.0.0.1:hostPort reaches the container only with route_localnet on the way there; turned
+// on only if some mapping is reachable through localhost, and then with the guard rule.
+Status enable_localhost_access(const fw::HostPortSpec& s) {
+    bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const fw::PortMapping& m) {
+        return !m.host_ip || m.host_ip->is_loopback();
+    });
+    if (!s.snat || !via_localhost) return {};
+    CNI_TRY_ASSIGN(auto link, link_towards(s.container.ip));
+    if (!link) return {};
+    CNI_TRY(fw::ensure_localnet_guard());
+    if (auto st = os::sysctl_set("net/ipv4/conf/" + *link + "/route_localnet", "1"); !st)
+        return fail("unable to enable route_localnet: " + st.error().msg);
+    return {};
+}
+
+Result<CniResult> portmap_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
+    if (!*prev) return fail("must be called as chained plugin");
+    if (c.mappings.empty()) return std::move(**prev);
+    auto addrs = container_addresses(**prev, r.ifname);
+    if (addrs.empty()) return fail("portmap: prevResult has no address of " + r.ifname + " to forward ports to");
+
+    Rollback undo;
+    undo.push([&] { (void)fw::teardown_hostports(c.net.name, r.container_id); });
+    for (auto& addr : addrs) {
+        auto spec = spec_for(c, r, addr);
+        if (spec.mappings.empty()) continue;
+        if (auto st = fw::setup_hostports(spec); !st) return fail("portmap: " + st.error().msg);
+        for (auto& m : spec.mappings)
+            if (m.proto == IPPROTO_UDP)
+                if (auto gone = nl::delete_udp_flows_to(addr.ip.is_v4() ? AF_INET : AF_INET6, std::uint16_t(m.host_port)); !gone)
+                    ctx.warn("portmap: could not forget the UDP flows to port " + std::to_string(m.host_port) + ": " + gone.error().msg);
+        if (addr.ip.is_v4()) CNI_TRY(enable_localhost_access(spec));
+    }
+    undo.dismiss();
+    return std::move(**prev);
+}
+
+Status portmap_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    if (c.mappings.empty()) return {};
+    if (auto st = fw::teardown_hostports(c.net.name, ctx.req.container_id); !st) return fail("portmap: " + st.error().msg);
+    return {};
+}
+
+Status portmap_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
+    if (!*prev) return fail("must be called as chained plugin");
+    if (c.mappings.empty()) return {};
+    for (auto& addr : container_addresses(**prev, r.ifname)) {
+        auto spec = spec_for(c, r, addr);
+        if (!spec.mappings.empty()) CNI_TRY(fw::check_hostports(spec));
+    }
+    return {};
+}
+
+Status portmap_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    if (!c.net.valid_attachments) return {};
+    std::vector<std::string> keep;
+    for (auto& a : *c.net.valid_attachments) keep.push_back(a.container_id);
+    return fw::gc_hostports(c.net.name, keep);
+}
+
+}  // namespace
+
+extern const Applet portmap_applet{
+    .name = "portmap",
+    .kind = AppletKind::meta,
+    .summary = "forward host ports to the container (chained; iptables via libiptc)",
+    .help = "runtimeConfig portMappings [{hostPort, containerPort, protocol, hostIP}]; keys snat (true), masqAll, "
+            "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o), backend (iptables). "
+            "Needs prevResult.",
+    .versions = kAllVersions,
+    .add = portmap_add,
+    .del = portmap_del,
+    .check = portmap_check,
+    .gc = portmap_gc,
+};
+
+}  // namespace cni

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// portmap's iptables chains and rules through libiptc (see hostports.hpp).
+#include "core/fw/hostports.hpp"
+
+#include <netinet/in.h>
+
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/xt_conntrack.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/fw/names.hpp"
+#include "core/os/file_lock.hpp"
+
+namespace cni::fw {
+namespace {
+
+constexpr const char* kDnatChain = "CNI-HOSTPORT-DNAT";
+constexpr const char* kSetMarkChain = "CNI-HOSTPORT-SETMARK";
+constexpr const char* kMasqChain = "CNI-HOSTPORT-MASQ";
+constexpr const char* kOldSnatChain = "CNI-HOSTPORT-SNAT";
+constexpr std::size_t kMultiportMax = 15;
+
+Family family_of(const IpAddr& ip) { return ip.is_v4() ? Family::v4 : Family::v6; }
+IpNet host(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+
+IptRule rule_to(std::string target) {
+    IptRule r;
+    r.target = std::move(target);
+    return r;
+}
+
+IptRule setmark_rule(int bit) {
+    IptRule r = rule_to("MARK");
+    r.comment = "CNI portfwd masquerade mark";
+    r.target_args = SetXMark{1u << bit, 1u << bit};
+    return r;
+}
+
+IptRule masq_rule(int bit) {
+    IptRule r = rule_to("MASQUERADE");
+    r.matches = {MarkMatch{1u << bit, 1u << bit}};
+    return r;
+}
+
+IptRule masq_entry() {
+    IptRule r = rule_to(kMasqChain);
+    r.comment = "CNI portfwd requiring masquerade";
+    return r;
+}
+
+IptRule dnat_entry() {
+    IptRule r = rule_to(kDnatChain);
+    r.matches = {DstTypeLocal{}};
+    return r;
+}
+
+void apply(const Conditions& c, IptRule& r) {
+    r.src = c.src, r.src_inverted = c.src_inverted;
+    r.dst = c.dst, r.dst_inverted = c.dst_inverted;
+    r.in_iface = c.in_iface, r.in_inverted = c.in_inverted;
+    r.out_iface = c.out_iface, r.out_inverted = c.out_inverted;
+}
+
+// The entry rules into the attachment's chain: per protocol (sorted by name), per 15 ports.
+std::vector<IptRule> entry_rules(const HostPortSpec& s, const std::string& chain) {
+    std::map<std::string, std::pair<int, std::vector<std::uint16_t>>> by_proto;
+    for (auto& m : s.mappings) {
+        auto& slot = by_proto[m.proto_name];
+        slot.first = m.proto;
+        slot.second.push_back(static_cast<std::uint16_t>(m.host_port));
+    }
+    std::vector<IptRule> out;
+    for (auto& [name, pp] : by_proto) {
+        for (std::size_t i = 0; i < pp.second.size(); i += kMultiportMax) {
+            IptRule r = rule_to(chain);
+            r.comment = dnat_comment(s.network, s.container_id);
+            r.proto = pp.first;
+            auto end = pp.second.begin() + std::ptrdiff_t(std::min(pp.second.size(), i + kMultiportMax));
+            r.matches = {MultiportDst{std::vector<std::uint16_t>(pp.second.begin() + std::ptrdiff_t(i), end)}};
+            apply(s.conditions, r);
+            out.push_back(std::move(r));
+        }
+    }
+    return out;
+}
+
+// The attachment's chain: per mapping the hairpin and localhost mark rules, then the DNAT.
+std::vector<IptRule> dn_rules(const HostPortSpec& s) {
+    const std::string setmark = s.external_setmark_chain.value_or(kSetMarkChain);
+    const bool v4 = s.container.ip.is_v4();
+    std::vector<IptRule> out;
+    for (auto& m : s.mappings) {
+        IptRule base;
+        base.proto = m.proto;
+        base.matches = {DstPort{static_cast<std::uint16_t>(m.host_port)}};
+        if (m.host_ip) base.dst = host(*m.host_ip);
+        if (s.snat) {
+            IptRule hairpin = base;
+            if (!s.masq_all) hairpin.src = s.container.masked();  // masqAll: -s 0.0.0.0/0, i.e. no -s
+            hairpin.target = setmark;
+            out.push_back(hairpin);
+            if (v4 && !s.masq_all) {
+                IptRule local = base;
+                local.src = host(*IpAddr::parse("127.0.0.1"));
+                local.target = setmark;
+                out.push_back(local);
+            }
+        }
+        IptRule dnat = base;
+        dnat.target = "DNAT";
+        dnat.target_args = DnatTo{s.container.ip, static_cast<std::uint16_t>(m.container_port)};
+        out.push_back(dnat);
+    }
+    return out;
+}
+
+Status ensure_chain(IptTable& t, const std::string& chain) {
+    if (t.has_chain(chain)) return {};
+    return t.create_chain(chain);
+}
+
+bool contains(const std::vector<IptTable::Listed>& list, const IptRule& want) {
+    for (auto& l : list)
+        if (!l.foreign && l.rule == want) return true;
+    return false;
+}
+
+// Deletes the chain and every rule of `from` jumping to it; fine when neither is there.
+Status remove_chain(IptTable& t, const std::string& from, const std::string& chain) {
+    if (t.has_chain(from)) CNI_TRY(t.delete_if(from, [&](const IptRule& r) { return r.target == chain; }));
+    if (!t.has_chain(chain)) return {};
+    CNI_TRY(t.flush_chain(chain));
+    return t.delete_chain(chain);
+}
+
+}  // namespace
+
+std::string dnat_comment(std::string_view network, std::string_view container_id) {
+    std::string c = "dnat name: \"" + std::string(network) + "\" id: \"" + std::string(container_id) + "\"";
+    if (c.size() > 255) c = c.substr(0, 252) + "...";
+    return c;
+}
+
+Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std::string_view key) {
+    Conditions c;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        bool negated = tokens[i] == "!";
+        if (negated && ++i == tokens.size()) break;
+        const std::string& opt = tokens[i];
+        if (i + 1 == tokens.size()) return fail(std::string(key) + ": " + opt + " needs a value");
+        const std::string& value = tokens[++i];
+        if (opt == "-s" || opt == "--source" || opt == "-d" || opt == "--destination") {
+            auto net = IpNet::parse(value.find('/') == std::string::npos ? value + (value.find(':') == std::string::npos ? "/32" : "/128") : value);
+            if (!net) return fail(std::string(key) + ": invalid address " + value);
+            bool src = opt == "-s" || opt == "--source";
+            (src ? c.src : c.dst) = net->masked();
+            (src ? c.src_inverted : c.dst_inverted) = negated;
+        } else if (opt == "-i" || opt == "--in-interface" || opt == "-o" || opt == "--out-interface") {
+            bool in = opt == "-i" || opt == "--in-interface";
+            (in ? c.in_iface : c.out_iface) = value;
+            (in ? c.in_inverted : c.out_inverted) = negated;
+        } else {
+            return fail(code::unsupported_field, std::string(key) + ": only [!] -s, -d, -i and -o are supported in iptables "
+                                                                    "conditions, not " + opt);
+        }
+    }
+    return c;
+}
+
+Status setup_hostports(const HostPortSpec& s) {
+    const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    CNI_TRY_ASSIGN(auto nat, IptTable::open(family_of(s.container.ip), "nat"));
+    if (s.snat && !s.external_setmark_chain) {
+        CNI_TRY(ensure_chain(nat, kSetMarkChain));
+        CNI_TRY(nat.append_unique(kSetMarkChain, setmark_rule(s.mark_bit)));
+        CNI_TRY(ensure_chain(nat, kMasqChain));
+        CNI_TRY(nat.append_unique(kMasqChain, masq_rule(s.mark_bit)));
+        CNI_TRY(nat.insert_unique("POSTROUTING", masq_entry()));
+    }
+    CNI_TRY(ensure_chain(nat, kDnatChain));
+    CNI_TRY(nat.append_unique("PREROUTING", dnat_entry()));
+    CNI_TRY(nat.append_unique("OUTPUT", dnat_entry()));
+    // Start the attachment's chain afresh, in case something of an earlier attempt is left.
+    CNI_TRY(remove_chain(nat, kDnatChain, chain));
+    CNI_TRY(nat.create_chain(chain));
+    for (auto& r : dn_rules(s)) CNI_TRY(nat.append_unique(chain, r));
+    for (auto& r : entry_rules(s, chain)) CNI_TRY(nat.append_unique(kDnatChain, r));
+    return nat.commit();
+}
+
+Status ensure_localnet_guard() {
+    IptRule guard = rule_to("DROP");
+    guard.src = guard.dst = IpNet::parse("127.0.0.0/8");
+    guard.src_inverted = true;
+    guard.comment = "CNI portfwd: block incoming localnet connections";
+    guard.matches = {CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED) |
+                                 XT_CONNTRACK_STATE_DNAT, true}};
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    CNI_TRY_ASSIGN(auto filter, IptTable::open(Family::v4, "filter"));
+    CNI_TRY(filter.insert_unique("INPUT", guard));
+    return filter.commit();
+}
+
+Status teardown_hostports(std::string_view network, std::string_view container_id) {
+    const std::string chain = chain_name("CNI-DN-", network, container_id);
+    const std::string old_snat = chain_name("CNI-SN-", network, container_id);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    for (Family f : {Family::v4, Family::v6}) {
+        auto nat = IptTable::open(f, "nat");
+        if (!nat) continue;  // no nat table for this family: nothing of ours can be there
+        CNI_TRY(remove_chain(*nat, kDnatChain, chain));
+        CNI_TRY(remove_chain(*nat, kOldSnatChain, old_snat));
+        CNI_TRY(nat->commit());
+    }
+    return {};
+}
+
+Status check_hostports(const HostPortSpec& s) {
+    const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    CNI_TRY_ASSIGN(auto nat, IptTable::open(family_of(s.container.ip), "nat"));
+    auto require = [&](const std::string& in, const IptRule& want, std::string_view what) -> Status {
+        if (!nat.has_chain(in)) return fail("portmap: chain " + in + " is missing");
+        CNI_TRY_ASSIGN(auto rules, nat.rules(in));
+        if (!contains(rules, want)) return fail("portmap: " + std::string(what) + " is missing from " + in);
+        return {};
+    };
+    if (s.snat && !s.external_setmark_chain) {
+        CNI_TRY(require(kSetMarkChain, setmark_rule(s.mark_bit), "the masquerade mark rule"));
+        CNI_TRY(require(kMasqChain, masq_rule(s.mark_bit), "the masquerade rule"));
+        CNI_TRY(require("POSTROUTING", masq_entry(), "the jump to " + std::string(kMasqChain)));
+    }
+    CNI_TRY(require("PREROUTING", dnat_entry(), "the jump to " + std::string(kDnatChain)));
+    CNI_TRY(require("OUTPUT", dnat_entry(), "the jump to " + std::string(kDnatChain)));
+    for (auto& r : dn_rules(s)) CNI_TRY(require(chain, r, "a rule of " + s.container.ip.str()));
+    for (auto& r : entry_rules(s, chain)) CNI_TRY(require(kDnatChain, r, "the jump to " + chain));
+    return {};
+}
+
+Status gc_hostports(std::string_view network, const std::vector<std::string>& keep) {
+    const std::string prefix = "dnat name: \"" + std::string(network) + "\" id: \"";
+    std::vector<std::string> stale;
+    {
+        CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+        for (Family f : {Family::v4, Family::v6}) {
+            auto nat = IptTable::open(f, "nat");
+            if (!nat || !nat->has_chain(kDnatChain)) continue;
+            CNI_TRY_ASSIGN(auto rules, nat->rules(kDnatChain));
+            for (auto& l : rules) {
+                const std::string& c = l.rule.comment;
+                if (!c.starts_with(prefix) || !c.ends_with("\"") || c.size() <= prefix.size()) continue;
+                std::string id = c.substr(prefix.size(), c.size() - prefix.size() - 1);
+                if (l.rule.target != chain_name("CNI-DN-", network, id)) continue;  // a trimmed or foreign comment
+                if (std::find(keep.begin(), keep.end(), id) == keep.end() && std::find(stale.begin(), stale.end(), id) == stale.end())
+                    stale.push_back(id);
+            }
+        }
+    }
+    std::string errors;
+    for (auto& id : stale)
+        if (auto st = teardown_hostports(network, id); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
+    if (!errors.empty()) return fail("portmap GC: " + errors);
+    return {};
+}
+
+}  // namespace cni::fw

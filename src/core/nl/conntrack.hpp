@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+// Conntrack entries over ctnetlink (NETLINK_NETFILTER): removing the UDP flows to a port, as
+// portmap does after mapping it, so that datagrams of a flow tracked before the mapping (to
+// nothing, or to an earlier container) are DNAT'ed anew instead of following the stale entry.
+#pragma once
+
+#include <cstdint>
+
+#include "core/result.hpp"
+
+namespace cni::nl {
+
+// Deletes the entries of `family` (AF_INET/AF_INET6) whose original direction is UDP to
+// `port`; how many. Works in the calling thread's network namespace.
+Result<int> delete_udp_flows_to(int family, std::uint16_t port);
+
+}  // namespace cni::nl

@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of the portmap applet behind our bridge, with traffic: a TCP and a UDP server in
+the container reached from a client namespace through the host's address, from the host itself through 127.0.0.1:hostPort, and from
+the container through its own mapped port (hairpin); after DEL the ports are closed and only the shared top-level chains remain. Also
+CHECK, hostIP, conditions, refused keys, rollback, GC, and Debian's Go portmap removing our
+rules and we removing its. Everything lives in throwaway namespaces (legacy iptables)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
+from conflist import run_add, run_check, run_del  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+REF = reference_dir()
+LEGACY = tempfile.mkdtemp(prefix="cni-legacy-path.")
+for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
+    os.symlink("/usr/sbin/" + tool.replace("tables", "tables-legacy", 1), os.path.join(LEGACY, tool))
+ENV = {"PATH": f"{LEGACY}:/usr/sbin:/usr/bin:/sbin:/bin"}
+HOST_IP = "10.91.0.1"
+
+SERVER = r"""
+import socket, sys, threading
+def tcp():
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("0.0.0.0", 80)); s.listen(8)
+    while True:
+        c, a = s.accept(); c.sendall(("tcp-from " + a[0] + "\n").encode()); c.close()
+def udp():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))
+    while True:
+        d, a = s.recvfrom(100); s.sendto(("udp-from " + a[0]).encode(), a)
+threading.Thread(target=udp, daemon=True).start()
+print("ready", flush=True)
+tcp()
+"""
+
+CLIENT = r"""
+import socket, sys
+proto, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+try:
+    if proto == "tcp":
+        c = socket.create_connection((host, port), timeout=3); print(c.recv(100).decode().strip())
+    else:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(float(sys.argv[5]) if len(sys.argv) > 5 else 3)
+        if len(sys.argv) > 4: s.bind(("", int(sys.argv[4])))  # a fixed source port: the same conntrack flow
+        s.sendto(b"x", (host, port)); print(s.recvfrom(100)[0].decode())
+except Exception as e:
+    print("error", type(e).__name__)
+"""
+
+
+def conflist(data, mappings, **portmap_keys):
+    pm = {"type": "portmap", "capabilities": {"portMappings": True}, "runtimeConfig": {"portMappings": mappings}}
+    pm.update(portmap_keys)
+    return {"cniVersion": "1.0.0", "name": "pm-test", "plugins": [
+        # hairpinMode: with br_netfilter the DNAT back to the sender is bridged out of the port it came in by.
+        {"type": "bridge", "bridge": "cnipm0", "isGateway": True, "hairpinMode": True,
+         "ipam": {"type": "host-local", "subnet": "10.90.0.0/24", "routes": [{"dst": "0.0.0.0/0"}], "dataDir": data}},
+        pm]}
+
+
+class Node:
+    """A host namespace with an uplink to a client namespace, and a container namespace."""
+
+    def __enter__(self):
+        self.data = tempfile.mkdtemp()
+        self._host, self._ctr, self._client = netns("ph"), netns("pc"), netns("pl")
+        self.host, self.ctr, self.client = self._host.__enter__(), self._ctr.__enter__(), self._client.__enter__()
+        sh("ip", "-n", self.host, "link", "add", "up0", "type", "veth", "peer", "name", "down0", "netns", self.client)
+        sh("ip", "-n", self.host, "addr", "add", HOST_IP + "/24", "dev", "up0")
+        sh("ip", "-n", self.host, "link", "set", "up0", "up")
+        sh("ip", "-n", self.host, "link", "set", "lo", "up")
+        sh("ip", "-n", self.ctr, "link", "set", "lo", "up")  # the loopback plugin's job in a real runtime
+        sh("ip", "-n", self.client, "addr", "add", "10.91.0.2/24", "dev", "down0")
+        sh("ip", "-n", self.client, "link", "set", "down0", "up")
+        self.server = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.server:
+            self.server.kill()
+            self.server.wait()
+        for ns in (self._client, self._ctr, self._host):
+            ns.__exit__(None, None, None)
+        shutil.rmtree(self.data, ignore_errors=True)
+
+    def serve(self):
+        self.server = subprocess.Popen(["ip", "netns", "exec", self.ctr, "python3", "-c", SERVER], stdout=subprocess.PIPE, text=True)
+        eq(self.server.stdout.readline().strip(), "ready")
+
+    def ask(self, ns, proto, host, port, *extra):
+        return sh("ip", "netns", "exec", ns, "python3", "-c", CLIENT, proto, host, str(port), *extra).stdout.strip()
+
+    def nat(self, v6=False):
+        tool = "ip6tables-legacy-save" if v6 else "iptables-legacy-save"
+        out = sh("ip", "netns", "exec", self.host, tool, "-t", "nat").stdout
+        return [re.sub(r" \[\d+:\d+\]", "", line) for line in out.splitlines() if line.startswith(("-A", ":"))]
+
+    def filter(self):
+        out = sh("ip", "netns", "exec", self.host, "iptables-legacy-save", "-t", "filter").stdout
+        return [line for line in out.splitlines() if line.startswith("-A")]
+
+
+def shared(line):
+    """The reference's shared top-level chains and their jumps, which outlive every attachment."""
+    return "CNI-HOSTPORT-" in line or line.startswith(":POSTROUTING") or line.startswith(":PREROUTING") or \
+        line.startswith(":OUTPUT") or line.startswith(":INPUT")
+
+
+MAPPINGS = [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+            {"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]
+
+
+@test
+def portmap_traffic_from_outside_localhost_and_hairpin():
+    """portmap: TCP and UDP through the host address, TCP via 127.0.0.1 and hairpin; DEL closes the ports"""
+    with Node() as n:
+        before = n.nat()
+        c = conflist(n.data, MAPPINGS)
+        res = run_add(BIN, c, n.host, ns_path(n.ctr), "pm-1", env=ENV)
+        eq(res["ips"][0]["address"], "10.90.0.2/24")
+        run_check(BIN, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)
+        n.serve()
+        eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2")
+        eq(n.ask(n.client, "udp", HOST_IP, 5353), "udp-from 10.91.0.2")
+        eq(n.ask(n.host, "tcp", "127.0.0.1", 8080), "tcp-from 10.90.0.1", "localhost, masqueraded to the bridge address")
+        eq(n.ask(n.ctr, "tcp", HOST_IP, 8080), "tcp-from 10.90.0.1", "hairpin, masqueraded")
+        eq(sh("ip", "netns", "exec", n.host, "cat", "/proc/sys/net/ipv4/conf/cnipm0/route_localnet").stdout.strip(), "1")
+        check(any("block incoming localnet connections" in line for line in n.filter()), n.filter())
+        chain = [line for line in n.nat() if line.startswith(":CNI-DN-")]
+        eq(len(chain), 1, n.nat())
+
+        run_del(BIN, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)
+        eq(n.ask(n.client, "tcp", HOST_IP, 8080), "error ConnectionRefusedError")
+        eq([line for line in n.nat() if not shared(line)], [line for line in before if not shared(line)])
+        run_del(BIN, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)  # idempotent
+
+
+@test
+def portmap_rules_are_the_references():
+    """portmap: the chains and rules as v1.9 writes them (entry per protocol, hairpin on the subnet, localhost)"""
+    with Node() as n:
+        c = conflist(n.data, MAPPINGS + [{"hostPort": 9090, "containerPort": 90, "protocol": "tcp", "hostIP": HOST_IP}])
+        run_add(BIN, c, n.host, ns_path(n.ctr), "pm-1", env=ENV)
+        dn = "CNI-DN-" + [line for line in n.nat() if line.startswith(":CNI-DN-")][0][len(":CNI-DN-"):].split()[0]
+        rules = n.nat()
+        want = [
+            "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ",
+            "-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+            "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+            "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000",
+            "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE",
+            f"-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"pm-test\\\" id: \\\"pm-1\\\"\" -m multiport --dports 8080,9090 -j {dn}",
+            f"-A CNI-HOSTPORT-DNAT -p udp -m comment --comment \"dnat name: \\\"pm-test\\\" id: \\\"pm-1\\\"\" -m multiport --dports 5353 -j {dn}",
+            f"-A {dn} -s 10.90.0.0/24 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+            f"-A {dn} -s 127.0.0.1/32 -p tcp -m tcp --dport 8080 -j CNI-HOSTPORT-SETMARK",
+            f"-A {dn} -p tcp -m tcp --dport 8080 -j DNAT --to-destination 10.90.0.2:80",
+            f"-A {dn} -s 10.90.0.0/24 -p udp -m udp --dport 5353 -j CNI-HOSTPORT-SETMARK",
+            f"-A {dn} -s 127.0.0.1/32 -p udp -m udp --dport 5353 -j CNI-HOSTPORT-SETMARK",
+            f"-A {dn} -p udp -m udp --dport 5353 -j DNAT --to-destination 10.90.0.2:53",
+            f"-A {dn} -s 10.90.0.0/24 -d 10.91.0.1/32 -p tcp -m tcp --dport 9090 -j CNI-HOSTPORT-SETMARK",
+            f"-A {dn} -s 127.0.0.1/32 -d 10.91.0.1/32 -p tcp -m tcp --dport 9090 -j CNI-HOSTPORT-SETMARK",
+            f"-A {dn} -d 10.91.0.1/32 -p tcp -m tcp --dport 9090 -j DNAT --to-destination 10.90.0.2:90",
+        ]
+        for w in want:
+            check(w in rules, f"{w}\n not in:\n" + "\n".join(rules))
+
+
+@test
+def portmap_options_errors_and_rollback():
+    """portmap: no mappings passes through; bad ports, protocols, keys; nftables is code 2; conditions; GC"""
+    with Node() as n:
+        plain = conflist(n.data, [])
+        res = run_add(BIN, plain, n.host, ns_path(n.ctr), "pm-0", env=ENV)
+        check(not [line for line in n.nat() if "CNI-HOSTPORT" in line], "no mappings, no iptables work")
+        pm = Plugin(os.path.join(BIN, "portmap"))
+
+        def add(**keys):
+            conf = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0", prevResult=res)
+            conf.update(keys)
+            return pm.run("ADD", conf, host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV)
+
+        for keys, code, msg in [
+            ({"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 80}]}}, 999, "Invalid host port number: 0"),
+            ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 70000}]}}, 999, "Invalid container port number: 70000"),
+            ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]}}, 999,
+             'invalid protocol "icmp" in portMappings: only tcp, udp and sctp are forwarded'),
+            ({"markMasqBit": 32}, 999, "MasqMarkBit must be between 0 and 31"),
+            ({"markMasqBit": 5, "externalSetMarkChain": "X"}, 999, "Cannot specify externalSetMarkChain and markMasqBit"),
+            ({"backend": "nftables"}, 2, 'portmap: backend "nftables" is not supported yet: use "iptables"'),
+            ({"conditionsV4": ["-m", "addrtype"]}, 2,
+             "conditionsV4: only [!] -s, -d, -i and -o are supported in iptables conditions, not -m"),
+        ]:
+            err = add(**keys).error()
+            eq((err["code"], err["msg"]), (code, msg), str(keys))
+        bad = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0")
+        eq(pm.run("ADD", bad, host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV).error()["msg"],
+           "must be called as chained plugin")
+        check(not [line for line in n.nat() if line.startswith(":CNI-DN-")], "nothing left by failed ADDs")
+
+        add(conditionsV4=["!", "-s", "10.99.0.0/16", "-i", "up0"]).ok()
+        check(any("! -s 10.99.0.0/16 -i up0 -p tcp" in line and "--dports 8080" in line for line in n.nat()), n.nat())
+        n.serve()
+        eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2", "the condition lets the client in")
+        gc = {"cniVersion": "1.1.0", "name": "pm-test", "type": "portmap", "runtimeConfig": {"portMappings": MAPPINGS},
+              "cni.dev/valid-attachments": [{"containerID": "pm-0", "ifname": "eth0"}]}
+        pm.run("GC", gc, host_ns=n.host, extra_env=ENV).ok()
+        check(not [line for line in n.nat() if line.startswith(":CNI-DN-")], "GC removed the stale attachment's chain")
+
+
+@test
+def portmap_and_the_go_portmap_remove_each_others_rules():
+    """portmap: Debian's Go portmap DELs our chains, we DEL its chains; both forward the same traffic"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    for add_dir, del_dir in [(BIN, REF), (REF, BIN)]:
+        with Node() as n:
+            before = n.nat()
+            c = conflist(n.data, MAPPINGS)
+            res = run_add(add_dir, c, n.host, ns_path(n.ctr), "pm-1", env=ENV)
+            n.serve()
+            eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2", f"ADD by {add_dir}")
+            eq(n.ask(n.client, "udp", HOST_IP, 5353), "udp-from 10.91.0.2", f"ADD by {add_dir}")
+            run_del(del_dir, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)
+            eq([line for line in n.nat() if not shared(line)], [line for line in before if not shared(line)],
+               f"ADD by {add_dir}, DEL by {del_dir}")
+
+
+if __name__ == "__main__":
+    run_all(cleanup=[BIN, LEGACY])
