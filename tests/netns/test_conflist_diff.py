@@ -71,6 +71,10 @@ CASES = {
             {"type": "bridge", "bridge": "cnidbr3", "isGateway": True, "ipam": host_local(data, "10.86.0.0/24")},
             {"type": "tuning", "dataDir": data + ".tuning", "mac": "0a:58:0a:56:00:99", "mtu": 1400, "promisc": True,
              "allmulti": True, "sysctl": {"net/ipv4/conf/eth0/arp_ignore": "2", "net.core.somaxconn": "321"}}]}),
+    "bridge + firewall (same-bridge)": (no_setup, lambda data: {
+        "cniVersion": "1.0.0", "name": "diff-brfw", "plugins": [
+            {"type": "bridge", "bridge": "cnidbr4", "isGateway": True, "ipam": host_local(data, "10.88.0.0/24")},
+            {"type": "firewall", "ingressPolicy": "same-bridge"}]}),
     "ptp + sbr, dual stack": (no_setup, lambda data: {
         "cniVersion": "1.0.0", "name": "diff-ptpsbr", "plugins": [
             {"type": "ptp", "ipam": host_local(data, "10.87.0.0/24", "fd00:87::/64", routes=["0.0.0.0/0", "::/0"])},

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// The firewall plugin's filter rules through libiptc (see forward.hpp).
+#include "core/fw/forward.hpp"
+
+#include <netinet/in.h>
+
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/xt_conntrack.h>
+
+#include "core/fw/iptables.hpp"
+#include "core/os/file_lock.hpp"
+
+namespace cni::fw {
+namespace {
+
+constexpr const char* kForward = "FORWARD";
+constexpr const char* kPrivate = "CNI-FORWARD";
+constexpr const char* kStage1 = "CNI-ISOLATION-STAGE-1";
+constexpr const char* kStage2 = "CNI-ISOLATION-STAGE-2";
+
+IptRule to(std::string target, std::string comment = "") {
+    IptRule r;
+    r.target = std::move(target);
+    r.comment = std::move(comment);
+    return r;
+}
+
+// The two rules of one container address.
+std::pair<IptRule, IptRule> address_rules(const IpAddr& ip) {
+    IpNet host{ip, ip.bits(), ip.bits()};
+    IptRule replies = to("ACCEPT");
+    replies.dst = host;
+    replies.matches = {CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), false}};
+    IptRule from = to("ACCEPT");
+    from.src = host;
+    return {replies, from};
+}
+
+// Runs `fn` on the filter table of each family that has addresses, then commits it.
+template <class Fn>
+Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    for (Family f : {Family::v4, Family::v6}) {
+        std::vector<IpAddr> mine;
+        for (auto& ip : ips)
+            if (ip.is_v4() == (f == Family::v4)) mine.push_back(ip);
+        if (mine.empty()) continue;
+        CNI_TRY_ASSIGN(auto filter, IptTable::open(f, "filter"));
+        CNI_TRY(fn(filter, mine));
+        CNI_TRY(filter.commit());
+    }
+    return {};
+}
+
+Status ensure_chain(IptTable& t, const std::string& chain) {
+    return t.has_chain(chain) ? Status{} : t.create_chain(chain);
+}
+
+}  // namespace
+
+Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+        CNI_TRY(ensure_chain(t, kPrivate));
+        CNI_TRY(ensure_chain(t, admin_chain));
+        CNI_TRY(t.insert_unique(kForward, to(kPrivate, "CNI firewall plugin rules")));
+        CNI_TRY(t.insert_unique(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
+        for (auto& ip : mine) {
+            auto [replies, from] = address_rules(ip);
+            CNI_TRY(t.append_unique(kPrivate, replies));
+            CNI_TRY(t.append_unique(kPrivate, from));
+        }
+        return {};
+    });
+}
+
+Status teardown_forward(const std::vector<IpAddr>& ips) {
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+        if (!t.has_chain(kPrivate)) return {};
+        for (auto& ip : mine) {
+            auto [replies, from] = address_rules(ip);
+            CNI_TRY(t.delete_if(kPrivate, [&](const IptRule& r) { return r == replies || r == from; }));
+        }
+        return {};
+    });
+}
+
+Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+        auto has = [&](const std::string& chain, const IptRule& want) -> Result<bool> {
+            if (!t.has_chain(chain)) return false;
+            CNI_TRY_ASSIGN(auto rules, t.rules(chain));
+            for (auto& l : rules)
+                if (!l.foreign && l.rule == want) return true;
+            return false;
+        };
+        CNI_TRY_ASSIGN(bool jump, has(kForward, to(kPrivate, "CNI firewall plugin rules")));
+        CNI_TRY_ASSIGN(bool admin, has(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
+        if (!jump || !admin) return fail("firewall: the jumps FORWARD -> " + std::string(kPrivate) + " -> " + admin_chain + " are missing");
+        for (auto& ip : mine) {
+            auto [replies, from] = address_rules(ip);
+            CNI_TRY_ASSIGN(bool r1, has(kPrivate, replies));
+            CNI_TRY_ASSIGN(bool r2, has(kPrivate, from));
+            if (!r1 || !r2) return fail("firewall: the rules accepting traffic of " + ip.str() + " are missing from " + kPrivate);
+        }
+        return {};
+    });
+}
+
+Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
+    if (policy == IngressPolicy::open) return {};
+    const std::string comment = std::string("CNI firewall plugin rules (ingressPolicy: ") +
+                                (policy == IngressPolicy::isolated ? "isolated" : "same-bridge") + ")";
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
+        CNI_TRY(ensure_chain(t, kStage1));
+        CNI_TRY(ensure_chain(t, kStage2));
+        CNI_TRY(t.insert_unique(kForward, to(kStage1, comment)));
+        IptRule leave = to(kStage2, comment);  // -i BR ! -o BR: leaving the bridge for another
+        leave.in_iface = leave.out_iface = bridge;
+        leave.out_inverted = true;
+        CNI_TRY(t.insert_unique(kStage1, leave));
+        if (policy == IngressPolicy::isolated) {
+            IptRule within = to("DROP", comment);  // -i BR -o BR: between containers of the bridge
+            within.in_iface = within.out_iface = bridge;
+            CNI_TRY(t.insert_unique(kStage1, within));
+        }
+        CNI_TRY(t.append_unique(kStage1, to("RETURN", comment)));
+        IptRule enter = to("DROP", comment);  // -o BR: arriving from another bridge
+        enter.out_iface = bridge;
+        CNI_TRY(t.insert_unique(kStage2, enter));
+        return t.append_unique(kStage2, to("RETURN", comment));
+    });
+}
+
+}  // namespace cni::fw

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// The firewall plugin's iptables rules (reference-behaviour 2.14), in the filter table: FORWARD
+// jumps first to CNI-FORWARD, which jumps first to the admin chain (CNI-ADMIN unless named) and
+// then accepts, per container address, replies to it (conntrack RELATED,ESTABLISHED) and
+// everything from it. ingressPolicy same-bridge/isolated adds the CNI-ISOLATION-STAGE-1/2
+// chains that drop traffic between different bridges (isolated: also within the bridge).
+// Rules, comments and positions are the reference's, so either implementation sees the other's
+// rules as its own; one commit per table per call, under the xtables lock.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/result.hpp"
+
+namespace cni::fw {
+
+Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
+// Removes the per-address rules (the chains stay, shared by every attachment).
+Status teardown_forward(const std::vector<IpAddr>& ips);
+Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
+
+enum class IngressPolicy { open, same_bridge, isolated };
+// The isolation chains for `bridge` in the families of `ips`; nothing for `open`.
+Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips);
+
+}  // namespace cni::fw
