@@ -6,7 +6,8 @@ run_add/run_check/run_del follow libcni: each plugin gets the list's name and cn
 passes every plugin's result to the next as prevResult, CHECK and DEL hand every plugin the
 final ADD result, and DEL walks the list in reverse. snapshot() reads links, addresses,
 routes, rules, sysctls, iptables (legacy) tables and host-local files, and replaces what is
-random per run (host veth names, MACs, IPv6 link-local addresses, interface indexes)."""
+random per run (host veth names, MACs, IPv6 link-local addresses, interface indexes); qdiscs
+and ingress filters too."""
 import json
 import os
 import re
@@ -132,6 +133,21 @@ def _settle(ns):
         time.sleep(0.05)
 
 
+def _qdiscs(ns, names):
+    out = sh("ip", "netns", "exec", ns, "tc", "qdisc", "show").stdout
+    lines = [re.sub(r" refcnt \d+", "", line.strip()) for line in out.splitlines() if line.strip()]
+    filters = []
+    for line in lines:
+        if line.startswith("qdisc ingress"):
+            dev = line.split(" dev ")[1].split()[0]
+            f = sh("ip", "netns", "exec", ns, "tc", "filter", "show", "dev", dev, "ingress").stdout
+            # The actions are left out: the Go plugin installs its redirect twice (a "stolen" mirred
+            # then an unreachable "pass" one), a quirk of the Go netlink library.
+            filters += [line.strip() for line in f.splitlines()
+                        if line.strip() and not line.strip().startswith(("action order", "index "))]
+    return sorted(names.text(x) for x in lines + filters if not x.startswith("qdisc noqueue"))
+
+
 def _sysctls(ns, names, links):
     out = {}
     keys = ["net/ipv4/ip_forward", "net/ipv6/conf/all/forwarding", "net/core/somaxconn"]
@@ -185,6 +201,7 @@ def snapshot(host, ctr, data, names):
         "host sysctls": _sysctls(host, names, [real.get(n, n) for n in host_links]),
         "container sysctls": _sysctls(ctr, names, [real.get(n, n) for n in ctr_links]),
         "host iptables": _iptables(host, names),
+        "host qdiscs": _qdiscs(host, names),
         "ipam files": _data_dir(data),
     }
 

@@ -75,6 +75,10 @@ CASES = {
         "cniVersion": "1.0.0", "name": "diff-brfw", "plugins": [
             {"type": "bridge", "bridge": "cnidbr4", "isGateway": True, "ipam": host_local(data, "10.88.0.0/24")},
             {"type": "firewall", "ingressPolicy": "same-bridge"}]}),
+    "ptp + bandwidth (ingress and egress)": (no_setup, lambda data: {
+        "cniVersion": "1.0.0", "name": "diff-ptpbw", "plugins": [
+            {"type": "ptp", "ipam": host_local(data, "10.89.0.0/24")},
+            {"type": "bandwidth", "ingressRate": 8000000, "ingressBurst": 800000, "egressRate": 16000000, "egressBurst": 1600000}]}),
     "ptp + sbr, dual stack": (no_setup, lambda data: {
         "cniVersion": "1.0.0", "name": "diff-ptpsbr", "plugins": [
             {"type": "ptp", "ipam": host_local(data, "10.87.0.0/24", "fd00:87::/64", routes=["0.0.0.0/0", "::/0"])},

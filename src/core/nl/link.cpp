@@ -124,13 +124,22 @@ Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering) {
     return {};
 }
 
-Status add_dummy(const Socket& s, const NewLink& attrs) {
-    LinkPtr d(rtnl_link_alloc());
-    if (!d) return fail("netlink: out of memory");
-    CNI_TRY(s.check(rtnl_link_set_type(d.get(), "dummy"), "creating dummy " + attrs.name));
-    CNI_TRY(apply(d.get(), attrs));
-    return create(s, d.get(), "dummy", attrs.name);
+namespace {
+
+// A link of a kind with no attributes of its own (dummy, ifb).
+Status add_plain(const Socket& s, const NewLink& attrs, const char* kind) {
+    LinkPtr l(rtnl_link_alloc());
+    if (!l) return fail("netlink: out of memory");
+    CNI_TRY(s.check(rtnl_link_set_type(l.get(), kind), std::string("creating ") + kind + " " + attrs.name));
+    CNI_TRY(apply(l.get(), attrs));
+    return create(s, l.get(), kind, attrs.name);
 }
+
+}  // namespace
+
+Status add_dummy(const Socket& s, const NewLink& attrs) { return add_plain(s, attrs, "dummy"); }
+
+Status add_ifb(const Socket& s, const NewLink& attrs) { return add_plain(s, attrs, "ifb"); }
 
 Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_view kind, int parent,
                           const std::function<Status(nl_msg*)>& info_data) {

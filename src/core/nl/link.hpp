@@ -51,6 +51,7 @@ Result<LinkInfo> require_link(const Socket& s, const std::string& name);  // "Li
 Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer);  // txqueuelen 0, like Go netlink
 Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering);
 Status add_dummy(const Socket& s, const NewLink& attrs);
+Status add_ifb(const Socket& s, const NewLink& attrs);  // an intermediate functional block (bandwidth's egress)
 // A link of `kind` on `parent` (IFLA_LINK), with IFLA_INFO_DATA written by `info_data`: the
 // general form the kinds libnl cannot fully describe go through (macvlan's bcqueuelen, ...).
 Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_view kind, int parent,

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// bandwidth (reference-behaviour 2.13): shapes the container's traffic on the host side of its
+// veth, chained after bridge/ptp. ingressRate/ingressBurst (bits/s, bits: toward the container)
+// become a TBF on the host veth; egressRate/egressBurst (from the container) a TBF on an IFB
+// device bwp<hash(network+containerID)> that the host veth's ingress redirects everything to.
+// runtimeConfig.bandwidth applies when none of the four keys is in the config. TBF parameters
+// are the reference's: rate/8 bytes per second, the burst as the bucket, limit = 25 ms at the
+// rate plus the burst. Beyond the reference: a failed ADD removes the IFB and the qdiscs it
+// added; DEL succeeds without a netns.
+#include <cmath>
+#include <limits>
+
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/fw/sha512.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/tc.hpp"
+#include "core/os/netns.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+constexpr std::string_view kBandwidthVersions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
+constexpr double kLatencySeconds = 0.025;
+
+struct Limits {
+    std::uint64_t ingress_rate = 0, ingress_burst = 0, egress_rate = 0, egress_burst = 0;
+};
+
+struct BandwidthConf {
+    NetConf net;
+    Limits limits;
+};
+
+Status decode_limits(const json::Value& obj, const json::Where& w, Limits& out, bool* any = nullptr) {
+    struct Key {
+        const char* name;
+        std::uint64_t* field;
+    } keys[] = {{"ingressRate", &out.ingress_rate}, {"ingressBurst", &out.ingress_burst},
+                {"egressRate", &out.egress_rate}, {"egressBurst", &out.egress_burst}};
+    for (auto& k : keys) {
+        if (any && json::find(obj, k.name)) *any = true;
+        CNI_TRY(json::field(obj, k.name, *k.field, w));
+    }
+    return {};
+}
+
+Status validate(std::uint64_t rate, std::uint64_t burst) {
+    if (rate && !burst) return fail("if rate is set, burst must also be set");
+    if (!rate && burst) return fail("if burst is set, rate must also be set");
+    if (burst / 8 >= std::numeric_limits<std::uint32_t>::max()) return fail("burst cannot be more than 4GB");
+    if (rate / 8 > std::numeric_limits<std::uint32_t>::max())
+        return fail("rate " + std::to_string(rate) + " is above what a TBF qdisc holds (34 Gbit/s)");
+    return {};
+}
+
+Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
+    auto nc = parse_netconf(req.config, "PluginConf");
+    if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
+    BandwidthConf c;
+    c.net = std::move(*nc);
+    json::Where w{"PluginConf", ""};
+    bool top_level = false;
+    CNI_TRY(decode_limits(c.net.root(), w, c.limits, &top_level));
+    if (!top_level)
+        if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject())
+            if (const auto* bw = json::find(*rc, "bandwidth"); bw && bw->IsObject())
+                CNI_TRY(decode_limits(*bw, w.at("runtimeConfig").at("bandwidth").in("BandwidthEntry"), c.limits));
+    CNI_TRY(validate(c.limits.ingress_rate, c.limits.ingress_burst));
+    CNI_TRY(validate(c.limits.egress_rate, c.limits.egress_burst));
+    return c;
+}
+
+nl::Tbf tbf_for(std::uint64_t rate_bits, std::uint64_t burst_bits) {
+    nl::Tbf t;
+    t.rate = std::uint32_t(rate_bits / 8);
+    t.burst = std::uint32_t(burst_bits / 8);
+    t.limit = std::uint32_t(double(t.rate) * kLatencySeconds) + t.burst;
+    return t;
+}
+
+std::string ifb_name(const NetConf& net, const std::string& container_id) {
+    return ("bwp" + fw::sha512_hex(net.name + container_id)).substr(0, 15);
+}
+
+// The host side of CNI_IFNAME's veth, which prevResult must list outside any sandbox.
+Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, const Request& r) {
+    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ctr, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto inside, nl::require_link(ctr, r.ifname));
+    if (inside.kind != "veth" || !inside.peer_index) return fail("bandwidth: " + r.ifname + " is not a veth: nothing to shape on the host");
+    CNI_TRY_ASSIGN(auto peer, nl::find_link(host, inside.peer_index));
+    if (peer)
+        for (auto& i : prev.interfaces)
+            if (i.sandbox.empty() && i.name == peer->name) return *peer;
+    return fail("bandwidth: prevResult lists no host interface that is the peer of " + r.ifname);
+}
+
+// CHECK's comparison: rate and limit exactly, the bucket within the rounding of its conversion
+// to scheduler ticks and back.
+bool same_tbf(const nl::Tbf& have, const nl::Tbf& want) {
+    auto slack = std::uint64_t(want.rate / 1000000) + 2;
+    return have.rate == want.rate && have.limit == want.limit &&
+           std::llabs(std::int64_t(have.burst) - std::int64_t(want.burst)) <= std::int64_t(slack);
+}
+
+Result<CniResult> bandwidth_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
+    const Limits& l = c.limits;
+    if (!l.ingress_rate && !l.egress_rate) return *prev ? std::move(**prev) : CniResult{};
+    if (!*prev) return fail("must be called as chained plugin");
+    CniResult result = std::move(**prev);
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto veth, host_veth(host, result, r));
+
+    Rollback undo;
+    undo.push([&] { (void)nl::clear_qdiscs(host, veth.index); });
+    if (l.ingress_rate) CNI_TRY(nl::add_root_tbf(host, veth.index, tbf_for(l.ingress_rate, l.ingress_burst)));
+    if (l.egress_rate) {
+        std::string name = ifb_name(c.net, r.container_id);
+        CNI_TRY(nl::add_ifb(host, nl::NewLink{name, veth.mtu, "", 0, -1}));
+        undo.push([&host, name] { (void)nl::delete_link(host, name); });
+        CNI_TRY_ASSIGN(auto ifb, nl::require_link(host, name));
+        CNI_TRY(nl::set_txqlen(host, ifb, 0));
+        CNI_TRY(nl::set_link_up(host, ifb, true));
+        CNI_TRY(nl::add_ingress_redirect(host, veth.index, ifb.index));
+        CNI_TRY(nl::add_root_tbf(host, ifb.index, tbf_for(l.egress_rate, l.egress_burst)));
+        Interface i;
+        i.name = name;
+        i.mac = ifb.mac;
+        result.interfaces.push_back(i);
+    }
+    undo.dismiss();
+    return result;
+}
+
+Status bandwidth_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY(nl::delete_link(host, ifb_name(c.net, ctx.req.container_id)));  // the veth's qdiscs go with the veth
+    return {};
+}
+
+Status bandwidth_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "must be called as chained plugin"));
+    const Limits& l = c.limits;
+    if (!l.ingress_rate && !l.egress_rate) return {};
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto veth, host_veth(host, prev, r));
+    auto expect = [&](int ifindex, const std::string& name, std::uint64_t rate, std::uint64_t burst) -> Status {
+        CNI_TRY_ASSIGN(auto have, nl::root_tbf(host, ifindex));
+        auto want = tbf_for(rate, burst);
+        if (!have) return fail("bandwidth: " + name + " has no tbf qdisc");
+        if (!same_tbf(*have, want))
+            return fail("bandwidth: the tbf of " + name + " has rate " + std::to_string(have->rate) + " B/s, burst " +
+                        std::to_string(have->burst) + " B, limit " + std::to_string(have->limit) + " B; expected " +
+                        std::to_string(want.rate) + ", " + std::to_string(want.burst) + ", " + std::to_string(want.limit));
+        return {};
+    };
+    if (l.ingress_rate) CNI_TRY(expect(veth.index, veth.name, l.ingress_rate, l.ingress_burst));
+    if (l.egress_rate) {
+        std::string name = ifb_name(c.net, r.container_id);
+        CNI_TRY_ASSIGN(auto ifb, nl::find_link(host, name));
+        if (!ifb) return fail("bandwidth: the egress device " + name + " is missing");
+        CNI_TRY(expect(ifb->index, name, l.egress_rate, l.egress_burst));
+    }
+    return {};
+}
+
+}  // namespace
+
+extern const Applet bandwidth_applet{
+    .name = "bandwidth",
+    .kind = AppletKind::meta,
+    .summary = "rate-limit the container's traffic with TBF on its host veth and an IFB (chained)",
+    .help = "Keys: ingressRate, ingressBurst, egressRate, egressBurst (bits per second, bits); runtimeConfig bandwidth "
+            "when none of them is set. Needs prevResult from a veth-based plugin (bridge, ptp).",
+    .versions = kBandwidthVersions,
+    .add = bandwidth_add,
+    .del = bandwidth_del,
+    .check = bandwidth_check,
+};
+
+}  // namespace cni

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of the bandwidth applet after our ptp: a TCP transfer into the container and one
+out of it each run at the configured rate (within 20 %), CHECK, DEL removing the IFB, a
+failed ADD leaving no qdisc or IFB, and refused input. Traffic stays between throwaway host
+and container namespaces."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import Plugin, check, eq, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
+from conflist import run_add, run_check, run_del  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+RATE = 16_000_000          # bits per second: 2 MB/s
+BURST = 1_000_000          # bits
+SIZE = 4_000_000           # bytes per transfer: about 2 s at the rate
+
+RECEIVER = r"""
+import socket, sys, time
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((sys.argv[1], 5001)); s.listen(1); print("ready", flush=True)
+c, _ = s.accept(); n = 0; start = None
+while True:
+    d = c.recv(65536)
+    if not d: break
+    if start is None: start = time.monotonic()
+    n += len(d)
+print(n, time.monotonic() - start, flush=True)
+"""
+
+SENDER = r"""
+import socket, sys
+c = socket.create_connection((sys.argv[1], 5001), timeout=30); c.sendall(b"x" * int(sys.argv[2])); c.close()
+"""
+
+
+def conflist(data, **bw):
+    return {"cniVersion": "1.0.0", "name": "bw-test", "plugins": [
+        {"type": "ptp", "ipam": {"type": "host-local", "subnet": "10.95.0.0/24", "dataDir": data}},
+        dict({"type": "bandwidth"}, **bw)]}
+
+
+def measure(receiver_ns, receiver_ip, sender_ns):
+    """Bytes per second of a SIZE-byte TCP transfer, timed at the receiver."""
+    rx = subprocess.Popen(["ip", "netns", "exec", receiver_ns, "python3", "-c", RECEIVER, receiver_ip], stdout=subprocess.PIPE, text=True)
+    try:
+        eq(rx.stdout.readline().strip(), "ready")
+        sh("ip", "netns", "exec", sender_ns, "python3", "-c", SENDER, receiver_ip, str(SIZE))
+        n, secs = rx.stdout.readline().split()
+        eq(int(n), SIZE)
+        return int(n) / float(secs)
+    finally:
+        rx.kill()
+        rx.wait()
+
+
+@test
+def bandwidth_shapes_both_directions():
+    """bandwidth: into and out of the container at the configured rate (+-20 %); CHECK; DEL removes the IFB"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("bh") as host, netns("bc") as ctr:
+            sh("ip", "-n", ctr, "link", "set", "lo", "up")
+            c = conflist(data, ingressRate=RATE, ingressBurst=BURST, egressRate=RATE, egressBurst=BURST)
+            res = run_add(BIN, c, host, ns_path(ctr), "bw-1")
+            ifb = res["interfaces"][-1]["name"]
+            check(ifb.startswith("bwp") and len(ifb) == 15, ifb)
+            run_check(BIN, c, host, ns_path(ctr), "bw-1", res)
+            ctr_ip = res["ips"][0]["address"].split("/")[0]
+            host_ip = res["ips"][0]["gateway"]
+            want = RATE / 8
+            into = measure(ctr, ctr_ip, host)
+            out = measure(host, host_ip, ctr)
+            check(abs(into - want) <= 0.2 * want, f"into the container: {into:.0f} B/s, want {want:.0f}")
+            check(abs(out - want) <= 0.2 * want, f"out of the container: {out:.0f} B/s, want {want:.0f}")
+            qd = sh("ip", "netns", "exec", host, "tc", "qdisc", "show", "dev", ifb).stdout
+            check("tbf 1: root" in qd and "rate 16Mbit" in qd, qd)
+            run_del(BIN, c, host, ns_path(ctr), "bw-1", res)
+            check(sh("ip", "-n", host, "link", "show", ifb, check_rc=False).returncode != 0, "IFB removed")
+            run_del(BIN, c, host, ns_path(ctr), "bw-1", res)  # idempotent
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def bandwidth_unshaped_direction_runs_free():
+    """bandwidth: only ingress shaped - the transfer out of the container is well above the rate"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("bh") as host, netns("bc") as ctr:
+            c = conflist(data, ingressRate=RATE, ingressBurst=BURST)
+            res = run_add(BIN, c, host, ns_path(ctr), "bw-2")
+            eq(len(res["interfaces"]), 2, "no IFB without an egress rate")
+            out = measure(host, res["ips"][0]["gateway"], ctr)
+            check(out > 2 * RATE / 8, f"unshaped: {out:.0f} B/s")
+            run_del(BIN, c, host, ns_path(ctr), "bw-2", res)
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def bandwidth_errors_and_rollback():
+    """bandwidth: rate without burst, too large a burst, missing prevResult, no veth peer; nothing left behind"""
+    bw = Plugin(os.path.join(BIN, "bandwidth"))
+    with netns("bh") as host, netns("bc") as ctr:
+        base = {"cniVersion": "1.0.0", "name": "bw-test", "type": "bandwidth"}
+        for extra, msg in [({"ingressRate": 1000}, "if rate is set, burst must also be set"),
+                           ({"egressBurst": 1000}, "if burst is set, rate must also be set"),
+                           ({"ingressRate": 1000, "ingressBurst": 8 * 2**32}, "burst cannot be more than 4GB"),
+                           ({"ingressRate": 1000, "ingressBurst": 1000}, "must be called as chained plugin")]:
+            eq(bw.run("ADD", dict(base, **extra), host_ns=host, netns=ns_path(ctr)).error()["msg"], msg, str(extra))
+        # eth0's peer stays in the container: prevResult names no host interface that is its peer.
+        sh("ip", "-n", ctr, "link", "add", "eth0", "type", "veth", "peer", "name", "inner0")
+        prev = {"cniVersion": "1.0.0", "interfaces": [{"name": "vethfake"}, {"name": "eth0", "sandbox": ns_path(ctr)}],
+                "ips": [{"address": "10.95.0.9/24", "interface": 1}]}
+        err = bw.run("ADD", dict(base, egressRate=1000, egressBurst=1000, prevResult=prev), host_ns=host,
+                     netns=ns_path(ctr), container_id="bw-9").error()
+        check(err["msg"].startswith("bandwidth: "), err["msg"])
+        check("bwp" not in sh("ip", "-n", host, "-br", "link").stdout, "no IFB left")
+        eq(bw.run("DEL", base, host_ns=host, netns="", container_id="bw-9").rc, 0)
+        # runtimeConfig applies only without top-level keys.
+        plain = dict(base, runtimeConfig={"bandwidth": {"ingressRate": 1000}})
+        eq(bw.run("ADD", plain, host_ns=host, netns=ns_path(ctr)).error()["msg"], "if rate is set, burst must also be set")
+        both = dict(base, ingressRate=0, runtimeConfig={"bandwidth": {"ingressRate": 1000}})
+        eq(bw.run("ADD", both, host_ns=host, netns=ns_path(ctr)).rc, 0, "top-level keys win, all zero: passed through")
+
+
+if __name__ == "__main__":
+    run_all(cleanup=[BIN])
