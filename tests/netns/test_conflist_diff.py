@@ -10,6 +10,7 @@ implementations with pods running). Only this machine's kernel features are used
 and dummy cases live in tests/vm."""
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -79,6 +80,16 @@ CASES = {
         "cniVersion": "1.0.0", "name": "diff-ptpbw", "plugins": [
             {"type": "ptp", "ipam": host_local(data, "10.89.0.0/24")},
             {"type": "bandwidth", "ingressRate": 8000000, "ingressBurst": 800000, "egressRate": 16000000, "egressBurst": 1600000}]}),
+    "bridge + portmap + tuning + bandwidth + firewall": (no_setup, lambda data: {
+        "cniVersion": "1.0.0", "name": "diff-chain", "plugins": [
+            {"type": "bridge", "bridge": "cnidbr5", "isGateway": True, "hairpinMode": True, "ipMasq": True,
+             "ipam": host_local(data, "10.79.0.0/24", routes=["0.0.0.0/0"])},
+            {"type": "portmap", "capabilities": {"portMappings": True},
+             "runtimeConfig": {"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+                                                {"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]}},
+            {"type": "tuning", "dataDir": data + ".tuning", "mtu": 1450, "sysctl": {"net.core.somaxconn": "512"}},
+            {"type": "bandwidth", "ingressRate": 8000000, "ingressBurst": 800000, "egressRate": 8000000, "egressBurst": 800000},
+            {"type": "firewall"}]}),
     "ptp + sbr, dual stack": (no_setup, lambda data: {
         "cniVersion": "1.0.0", "name": "diff-ptpsbr", "plugins": [
             {"type": "ptp", "ipam": host_local(data, "10.87.0.0/24", "fd00:87::/64", routes=["0.0.0.0/0", "::/0"])},
@@ -93,6 +104,8 @@ CASES = {
 GO_CHECK_BUGS = {
     "bridge, L2 only": "no plugin name provided",  # it asks IPAM to CHECK even without IPAM
     "ptp + sbr, dual stack": "Failed to find Gateway",  # ptp looks for its routes in main, where sbr took them from
+    # 1.1.1's portmap CHECK looks for an IPv6 chain of an IPv4-only container
+    "bridge + portmap + tuning + bandwidth + firewall": "could not check ipv6 dnat",
 }
 
 
@@ -121,12 +134,12 @@ def attach(case, add_dir, del_dir):
             before = snapshot(host, ctr, data, names)
             result = run_add(add_dir, conflist, host, ns_path(ctr), "diff-1", env=ENV)
             check_chain(case, add_dir, conflist, host, ctr, result)
-            after = snapshot(host, ctr, data, names)
+            after = without_extensions(snapshot(host, ctr, data, names))
             for i in result.get("interfaces", []):
                 names.alias(i["name"])
             shown = canonical_result(names.text(json_text(result)))
             run_del(del_dir, conflist, host, ns_path(ctr), "diff-1", result, env=ENV)
-            return shown, after, diff(snapshot(host, ctr, data, names), before)
+            return shown, after, diff(without_extensions(snapshot(host, ctr, data, names)), before)
     finally:
         shutil.rmtree(data, ignore_errors=True)
         shutil.rmtree(data + ".tuning", ignore_errors=True)
@@ -136,13 +149,34 @@ def json_text(obj):
     return json.dumps(obj, sort_keys=True)
 
 
+def same_version(snapshot):
+    """Debian ships the Go plugins at 1.1.1; where v1.9 (which we follow) changed what a plugin
+    writes, the 1.1.1 form is rewritten to the v1.9 one before comparing. portmap marks hairpin
+    traffic for masquerading by the container's subnet since v1.9 (by its address before)."""
+    for key in ("iptables-legacy-save nat",):
+        rules = snapshot["host iptables"][key]
+        snapshot["host iptables"][key] = sorted(
+            re.sub(r"-A (CNI-DN-\S+) -s (?!127\.)(\d+\.\d+\.\d+)\.\d+/32 (-p \S+ -m \S+ --dport \d+ -j CNI-HOSTPORT-SETMARK)",
+                   r"-A \1 -s \2.0/24 \3", r) for r in rules)
+    return snapshot
+
+
+def without_extensions(snapshot):
+    """What we add beyond the reference, documented where it is made: portmap's guard rule that
+    goes with route_localnet (as kube-proxy's)."""
+    key = "iptables-legacy-save filter"
+    snapshot["host iptables"][key] = [r for r in snapshot["host iptables"][key]
+                                      if "CNI portfwd: block incoming localnet connections" not in r]
+    return snapshot
+
+
 def differential(case):
     if not REF:
         raise AssertionError("Debian's containernetworking-plugins is not installed")
     go_result, go_state, go_left = attach(case, REF, REF)
     our_result, our_state, our_left = attach(case, BIN, BIN)
     eq(our_result, go_result, f"{case}: result")
-    eq(diff(our_state, go_state), [], f"{case}: kernel state after ADD (ours != Go)")
+    eq(diff(our_state, same_version(go_state)), [], f"{case}: kernel state after ADD (ours != Go)")
     # We may leave less than the reference (tuning restores sysctls), never more.
     for what, left in [("ours, ours", our_left), ("Go's DEL of our ADD", attach(case, BIN, REF)[2]),
                        ("our DEL of Go's ADD", attach(case, REF, BIN)[2])]:

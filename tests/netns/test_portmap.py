@@ -217,6 +217,29 @@ def portmap_options_errors_and_rollback():
 
 
 @test
+def full_chain_the_way_a_runtime_runs_it():
+    """bridge + portmap + tuning + bandwidth + firewall: ADD in order, CHECK, traffic through the port, DEL in reverse"""
+    with Node() as n:
+        c = conflist(n.data, MAPPINGS)
+        c["plugins"] += [{"type": "tuning", "dataDir": n.data + "/tuning", "mtu": 1400, "sysctl": {"net.core.somaxconn": "512"}},
+                         {"type": "bandwidth", "ingressRate": 80000000, "ingressBurst": 8000000,
+                          "egressRate": 80000000, "egressBurst": 8000000},
+                         {"type": "firewall"}]
+        res = run_add(BIN, c, n.host, ns_path(n.ctr), "pm-1", env=ENV)
+        eq([i["name"] for i in res["interfaces"]][2], "eth0")
+        check(res["interfaces"][-1]["name"].startswith("bwp"), "bandwidth's IFB is in the final result")
+        run_check(BIN, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)
+        eq(sh("ip", "-n", n.ctr, "-j", "link", "show", "eth0").stdout.count('"mtu":1400'), 1)
+        n.serve()
+        eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2")
+        eq(n.ask(n.client, "udp", HOST_IP, 5353), "udp-from 10.91.0.2")
+        run_del(BIN, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)
+        check(not [line for line in n.nat() if line.startswith(":CNI-DN-")], "portmap chain gone")
+        check("bwp" not in sh("ip", "-n", n.host, "-br", "link").stdout, "IFB gone")
+        check(sh("ip", "-n", n.ctr, "link", "show", "eth0", check_rc=False).returncode != 0, "container interface gone")
+
+
+@test
 def portmap_and_the_go_portmap_remove_each_others_rules():
     """portmap: Debian's Go portmap DELs our chains, we DEL its chains; both forward the same traffic"""
     if not REF:
