@@ -11,7 +11,10 @@ network; host-local ADD+DEL with 10,000 existing reservations (both implementati
 identical copy of the same reservation directory, written in the reference's format); ptp with
 host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq;
 bridge (isGateway) with host-local and ipMasq (the Go plugins run with iptables-legacy first in
-PATH, so both write the same tables); macvlan with host-local on a veth master.
+PATH, so both write the same tables); macvlan with host-local on a veth master; the chain
+bridge + portmap + tuning + bandwidth run as libcni runs a conflist (ADD in order with
+prevResult, DEL in reverse); one portmap ADD and DEL in a nat table already holding 1,000
+attachments' portmap chains.
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]"""
@@ -56,7 +59,9 @@ def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="ben
     last = r.stderr.strip().splitlines()[-1].split() if r.stderr.strip() else []
     if len(last) != 5 or last[0] != "spawn-timer" or last[1] != "0":
         sys.exit(f"{plugin_dir}/{applet} {command} failed: {r.stdout}{r.stderr}")
-    return Sample(int(last[2]) / 1e9, int(last[3]) / 1e9, int(last[4]))
+    sample = Sample(int(last[2]) / 1e9, int(last[3]) / 1e9, int(last[4]))
+    sample.out = r.stdout
+    return sample
 
 
 class Sample:
@@ -155,6 +160,78 @@ def veth_step(applet, masq, **keys):
     return step
 
 
+CHAIN_MAPPINGS = [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
+                  {"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]
+
+
+def chain_step(impl, state):
+    """ADD through bridge + portmap + tuning + bandwidth with prevResult passing, then DEL in
+    reverse order with the final result, as libcni runs a conflist; one sample per direction."""
+    host, ctr, data = state
+    plugins = [
+        {"type": "bridge", "bridge": "benchbr1", "isGateway": True,
+         "ipam": {"type": "host-local", "subnet": "10.202.0.0/16", "dataDir": data}},
+        {"type": "portmap", "runtimeConfig": {"portMappings": CHAIN_MAPPINGS}},
+        {"type": "tuning", "mtu": 1400, "dataDir": data + "/tuning"},
+        {"type": "bandwidth", "ingressRate": 100000000, "ingressBurst": 1000000,
+         "egressRate": 100000000, "egressBurst": 1000000},
+    ]
+    netns = f"/run/netns/{ctr}"
+    add = Sample(0, 0, 0)
+    prev = None
+    for p in plugins:
+        conf = dict(p, cniVersion="1.0.0", name="bench-chain", **({"prevResult": prev} if prev else {}))
+        s = call(IMPLS[impl], p["type"], "ADD", conf, netns, host_ns=host)
+        prev = json.loads(s.out)
+        add = add + s
+    delete = Sample(0, 0, 0)
+    for p in reversed(plugins):
+        conf = dict(p, cniVersion="1.0.0", name="bench-chain", prevResult=prev)
+        delete = delete + call(IMPLS[impl], p["type"], "DEL", conf, netns, host_ns=host)
+    return [add, delete]
+
+
+def existing_mappings_setup(count):
+    """A host namespace whose nat table holds `count` attachments' portmap chains (one mapping
+    each, in the reference's layout), loaded with iptables-legacy-restore."""
+    def setup(_impl):
+        host, ctr = netns_setup(None), netns_setup(None)
+        lines = ["*nat", ":CNI-HOSTPORT-DNAT - [0:0]", ":CNI-HOSTPORT-SETMARK - [0:0]", ":CNI-HOSTPORT-MASQ - [0:0]"]
+        rules = ["-A PREROUTING -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+                 "-A OUTPUT -m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT",
+                 "-A POSTROUTING -m comment --comment \"CNI portfwd requiring masquerade\" -j CNI-HOSTPORT-MASQ",
+                 "-A CNI-HOSTPORT-SETMARK -m comment --comment \"CNI portfwd masquerade mark\" -j MARK --set-xmark 0x2000/0x2000",
+                 "-A CNI-HOSTPORT-MASQ -m mark --mark 0x2000/0x2000 -j MASQUERADE"]
+        for i in range(count):
+            chain = f"CNI-DN-{i:021x}"
+            ip, port = f"10.203.{i // 250}.{i % 250 + 2}", 20000 + i
+            lines.append(f":{chain} - [0:0]")
+            rules += [f"-A CNI-HOSTPORT-DNAT -p tcp -m comment --comment \"dnat name: \\\"old\\\" id: \\\"c{i}\\\"\" "
+                      f"-m multiport --dports {port} -j {chain}",
+                      f"-A {chain} -s 10.203.0.0/16 -p tcp -m tcp --dport {port} -j CNI-HOSTPORT-SETMARK",
+                      f"-A {chain} -s 127.0.0.1/32 -p tcp -m tcp --dport {port} -j CNI-HOSTPORT-SETMARK",
+                      f"-A {chain} -p tcp -m tcp --dport {port} -j DNAT --to-destination {ip}:80"]
+        text = "\n".join(lines + rules + ["COMMIT", ""])
+        subprocess.run(["ip", "netns", "exec", host, "iptables-legacy-restore"], input=text, text=True, check=True)
+        return host, ctr
+    return setup
+
+
+def portmap_step(impl, state):
+    host, ctr = state
+    prev = {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": "/run/netns/" + ctr}],
+            "ips": [{"address": "10.204.0.2/16", "interface": 0}]}
+    conf = {"cniVersion": "1.0.0", "name": "bench-pm", "type": "portmap", "prevResult": prev,
+            "runtimeConfig": {"portMappings": CHAIN_MAPPINGS}}
+    return [call(IMPLS[impl], "portmap", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
+            call(IMPLS[impl], "portmap", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+
+
+def two_netns_teardown(_impl, state):
+    for ns in state:
+        netns_teardown(None, ns)
+
+
 results = [
     scenario("VERSION", lambda i: None,
              lambda impl, _: call(IMPLS[impl], "host-local", "VERSION", {})),
@@ -173,6 +250,10 @@ results = [
              veth_step("bridge", True, bridge="benchbr0", isGateway=True), ptp_teardown),
     scenario(["macvlan + host-local ADD", "macvlan + host-local DEL"], master_setup,
              veth_step("macvlan", False, master="benchup0"), ptp_teardown),
+    scenario(["chain bridge+portmap+tuning+bandwidth ADD", "chain bridge+portmap+tuning+bandwidth DEL"], ptp_setup,
+             chain_step, ptp_teardown),
+    scenario(["portmap ADD, 1,000 existing mappings", "portmap DEL, 1,000 existing mappings"],
+             existing_mappings_setup(1000), portmap_step, two_netns_teardown),
 ]
 results = [row for rows in results for row in rows]
 
