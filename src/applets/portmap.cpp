@@ -63,11 +63,10 @@ Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w
     return m;
 }
 
-Result<PortmapConf> parse_portmap_conf(const Request& req) {
-    auto nc = parse_netconf(req.config, "PortMapConf");
-    if (!nc) return fail("failed to parse config: " + nc.error().msg);
+Result<PortmapConf> read_portmap_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, parse_netconf(req.config, "PortMapConf"));
     PortmapConf c;
-    c.net = std::move(*nc);
+    c.net = std::move(nc);
     const json::Value& root = c.net.root();
     json::Where w{"PortMapConf", ""};
     std::optional<bool> snat;
@@ -100,6 +99,13 @@ Result<PortmapConf> parse_portmap_conf(const Request& req) {
             }
         }
     }
+    return c;
+}
+
+// Every configuration error carries the reference's "failed to parse config: " prefix.
+Result<PortmapConf> parse_portmap_conf(const Request& req) {
+    auto c = read_portmap_conf(req);
+    if (!c) return fail(c.error().code, "failed to parse config: " + c.error().msg);
     return c;
 }
 

@@ -199,7 +199,7 @@ def portmap_options_errors_and_rollback():
              "conditionsV4: only [!] -s, -d, -i and -o are supported in iptables conditions, not -m"),
         ]:
             err = add(**keys).error()
-            eq((err["code"], err["msg"]), (code, msg), str(keys))
+            eq((err["code"], err["msg"]), (code, "failed to parse config: " + msg), str(keys))
         bad = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0")
         eq(pm.run("ADD", bad, host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV).error()["msg"],
            "must be called as chained plugin")
