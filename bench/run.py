@@ -258,6 +258,35 @@ results = [
 results = [row for rows in results for row in rows]
 
 
+def flannel_overhead():
+    """flannel ADD (bridge + host-local delegated in-process) against the same bridge ADD run
+    directly, alternating, ours only (Debian ships no flannel): the median difference is what
+    flannel adds over its delegate."""
+    host, ctr = netns_setup(None), netns_setup(None)
+    work = tempfile.mkdtemp(prefix="cni-bench-flannel.")
+    with open(f"{work}/subnet.env", "w") as f:
+        f.write("FLANNEL_NETWORK=10.206.0.0/16\nFLANNEL_SUBNET=10.206.1.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
+    flannel = {"cniVersion": "1.0.0", "name": "bench-fl", "type": "flannel", "subnetFile": f"{work}/subnet.env",
+               "dataDir": f"{work}/flannel", "ipam": {"dataDir": f"{work}/ipam"}}
+    bridge = {"cniVersion": "1.0.0", "name": "bench-fl", "type": "bridge", "isGateway": True, "ipMasq": False, "mtu": 1450,
+              "bridge": "cni0", "ipam": {"type": "host-local", "dataDir": f"{work}/ipam",
+                                         "ranges": [[{"subnet": "10.206.1.0/24"}]], "routes": [{"dst": "10.206.0.0/16"}]}}
+    times = {"flannel": [], "bridge": []}
+    try:
+        for _ in range(opts.iterations):
+            for name, conf in (("flannel", flannel), ("bridge", bridge)):
+                times[name].append(call(ours_dir, name, "ADD", conf, f"/run/netns/{ctr}", host_ns=host).wall)
+                call(ours_dir, name, "DEL", conf, f"/run/netns/{ctr}", host_ns=host)
+    finally:
+        netns_teardown(None, ctr)
+        netns_teardown(None, host)
+        shutil.rmtree(work)
+    return statistics.median(times["flannel"]), statistics.median(times["bridge"])
+
+
+flannel_ms = flannel_overhead() if not opts.only or opts.only in "flannel" else None
+
+
 def p95(xs):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
@@ -275,6 +304,9 @@ for name, s in results:
     lines.append(f"| {name} | {m_o * 1e3:.2f} ms ({p95(wo) * 1e3:.2f}) | {m_r * 1e3:.2f} ms ({p95(wr) * 1e3:.2f}) | "
                  f"{m_r / m_o:.1f}x | {c_o * 1e3:.2f} ms | {c_r * 1e3:.2f} ms | {c_r / max(c_o, 1e-6):.1f}x | "
                  f"{max(x.rss for x in s['cni-all']) / 1024:.1f} / {max(x.rss for x in s['reference']) / 1024:.1f} MiB |")
+if flannel_ms:
+    lines += ["", f"flannel (bridge + host-local delegated in-process) ADD: {flannel_ms[0] * 1e3:.2f} ms median, the same "
+              f"bridge ADD run directly: {flannel_ms[1] * 1e3:.2f} ms; flannel adds {(flannel_ms[0] - flannel_ms[1]) * 1e3:.2f} ms."]
 lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build, not stripped); "
           f"reference {ref_bytes / 1e6:.1f} MB in {len(os.listdir(opts.reference))} files.",
           "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration.",

@@ -22,7 +22,6 @@
 #include <optional>
 #include <regex>
 #include <set>
-#include <sstream>
 
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
@@ -31,6 +30,7 @@
 #include "core/iface/garp.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/errno_error.hpp"
+#include "core/os/fs.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
 #include "core/os/unique_fd.hpp"
@@ -160,14 +160,6 @@ Status check_allowlist(const std::map<std::string, std::string>& sysctl) {
     return {};
 }
 
-Result<std::string> read_file(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) return os::sys_fail("open", path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-}
-
 Status write_value(const std::string& path, const std::string& value) {
     os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd) return os::sys_fail("open", path);
@@ -176,7 +168,7 @@ Status write_value(const std::string& path, const std::string& value) {
 }
 
 std::string current_value(const std::string& path) {
-    auto text = read_file(path);
+    auto text = os::read_file(path);
     std::string v = text ? *text : "";
     while (!v.empty() && v.back() == '\n') v.pop_back();
     return v;
@@ -223,7 +215,7 @@ Result<Backup> decode_backup(const std::string& text) {
 }
 
 Status save_backup(const std::string& dir, const std::string& path, const Backup& b) {
-    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return fail("failed to create backup directory: " + os::errno_text(errno));
+    if (auto st = os::mkdir_all(dir, 0700); !st) return fail("failed to create backup directory: " + st.error().msg);
     std::string tmp = path + ".tmp";
     {
         os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -319,7 +311,7 @@ Status tuning_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
     const Request& r = ctx.req;
     std::string path = backup_path(c, r);
-    auto text = read_file(path);
+    auto text = os::read_file(path);
     if (!text) return {};  // nothing was changed, or it was restored already
     auto backup = decode_backup(*text);
     auto ns = r.netns.empty() ? Result<std::optional<os::Netns>>(std::nullopt) : os::Netns::open_if_exists(r.netns);
@@ -342,7 +334,7 @@ Status tuning_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
     for (auto& [key, value] : c.sysctl) {
         CNI_TRY_ASSIGN(auto path, sysctl_file(key, r.ifname));
-        CNI_TRY(read_file(path));
+        CNI_TRY(os::read_file(path));
         if (auto cur = current_value(path); cur != value)
             return fail("Error: Tuning configured value of " + path + " is " + value + ", current value is " + cur);
     }
@@ -381,7 +373,7 @@ Status tuning_gc(const Context& ctx) {
     while (dirent* e = ::readdir(d.get())) {
         std::string name = e->d_name;
         if (!name.ends_with(".json") || keep.contains(name)) continue;
-        auto text = read_file(c.data_dir + "/" + name);
+        auto text = os::read_file(c.data_dir + "/" + name);
         if (!text) continue;
         if (auto b = decode_backup(*text); b && b->network == c.net.name) stale.push_back(name);
     }

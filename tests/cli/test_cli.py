@@ -14,7 +14,7 @@ from cnitest import check, eq, run_all, sh, test  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BUILD_ROOT = os.environ["BUILD_ROOT"]
-APPLETS = ["bandwidth", "bridge", "dummy", "firewall", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vrf"]
+APPLETS = ["bandwidth", "bridge", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vrf"]
 
 
 def cli(*args, argv0=None, env=None):

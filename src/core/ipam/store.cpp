@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "core/os/errno_error.hpp"
+#include "core/os/fs.hpp"
 #include "core/os/unique_fd.hpp"
 #include "core/strings.hpp"
 
@@ -29,19 +30,6 @@ bool printable_token(std::string_view s) {
     return true;
 }
 
-Status mkdir_all(const std::string& path, mode_t mode) {
-    std::string cur;
-    std::size_t pos = 0;
-    while (pos != std::string::npos) {
-        pos = path.find('/', pos + 1);
-        cur = path.substr(0, pos);
-        if (cur.empty()) continue;
-        if (::mkdir(cur.c_str(), mode) != 0 && errno != EEXIST) return os::sys_fail("mkdir", cur);
-    }
-    struct stat st{};
-    if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return fail("mkdir " + path + ": not a directory");
-    return {};
-}
 
 // Replaces a small file's content without truncating it to zero first: on ext4 a truncate to
 // zero makes close() flush the file synchronously (auto_da_alloc), which costs an ADD more than
@@ -121,7 +109,7 @@ bool Owner::matches_legacy(std::string_view want_id) const { return kind == Kind
 
 Result<Store> Store::open(const std::string& data_dir, const std::string& network, Warn warn) {
     std::string dir = join(data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir, network);
-    CNI_TRY(mkdir_all(dir, 0755));
+    CNI_TRY(os::mkdir_all(dir, 0755));
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(join(dir, "lock")));
     Store s(dir, std::move(lock), std::move(warn));
     CNI_TRY(s.scan());
