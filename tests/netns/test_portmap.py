@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of the portmap applet behind our bridge, with traffic: a TCP and a UDP server in
-the container reached from a client namespace through the host's address, from the host itself through 127.0.0.1:hostPort, and from
+the container reached from a client namespace through the host's address (also by a UDP flow
+conntrack saw before the mapping, which ADD makes it forget), from the host itself through 127.0.0.1:hostPort, and from
 the container through its own mapped port (hairpin); after DEL the ports are closed and only the shared top-level chains remain. Also
 CHECK, hostIP, conditions, refused keys, rollback, GC, and Debian's Go portmap removing our
 rules and we removing its. Everything lives in throwaway namespaces (legacy iptables)."""
@@ -49,7 +50,8 @@ try:
     if proto == "tcp":
         c = socket.create_connection((host, port), timeout=3); print(c.recv(100).decode().strip())
     else:
-        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(float(sys.argv[5]) if len(sys.argv) > 5 else 3)
+        if len(sys.argv) > 4: s.bind(("", int(sys.argv[4])))  # a fixed source port: one conntrack flow
         s.sendto(b"x", (host, port)); print(s.recvfrom(100)[0].decode())
 except Exception as e:
     print("error", type(e).__name__)
@@ -95,8 +97,13 @@ class Node:
         self.server = subprocess.Popen(["ip", "netns", "exec", self.ctr, "python3", "-c", SERVER], stdout=subprocess.PIPE, text=True)
         eq(self.server.stdout.readline().strip(), "ready")
 
-    def ask(self, ns, proto, host, port):
-        return sh("ip", "netns", "exec", ns, "python3", "-c", CLIENT, proto, host, str(port)).stdout.strip()
+    def ask(self, ns, proto, host, port, *source_port_and_timeout):
+        return sh("ip", "netns", "exec", ns, "python3", "-c", CLIENT, proto, host, str(port),
+                  *source_port_and_timeout).stdout.strip()
+
+    def udp_flows(self, port):
+        table = sh("ip", "netns", "exec", self.host, "cat", "/proc/net/nf_conntrack").stdout
+        return [line for line in table.splitlines() if " udp " in line and f"dport={port} " in line]
 
     def nat(self, v6=False):
         tool = "ip6tables-legacy-save" if v6 else "iptables-legacy-save"
@@ -123,13 +130,20 @@ def portmap_traffic_from_outside_localhost_and_hairpin():
     """portmap: TCP and UDP through the host address, TCP via 127.0.0.1 and hairpin; DEL closes the ports"""
     with Node() as n:
         before = n.nat()
+        # A UDP flow to the host port before the mapping exists. A node always tracks
+        # connections; a fresh namespace only once a rule needs conntrack, hence this one.
+        sh("ip", "netns", "exec", n.host, "iptables-legacy", "-A", "INPUT", "-m", "conntrack", "--ctstate", "INVALID", "-j", "DROP")
+        eq(n.ask(n.client, "udp", HOST_IP, 5353, "40053", "0.5"), "error TimeoutError")
+        eq(len(n.udp_flows(5353)), 1, "conntrack remembers the flow, bound to no DNAT")
         c = conflist(n.data, MAPPINGS)
         res = run_add(BIN, c, n.host, ns_path(n.ctr), "pm-1", env=ENV)
         eq(res["ips"][0]["address"], "10.90.0.2/24")
+        eq(n.udp_flows(5353), [], "ADD forgot the UDP flows to the mapped port")
         run_check(BIN, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)
         n.serve()
         eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2")
         eq(n.ask(n.client, "udp", HOST_IP, 5353), "udp-from 10.91.0.2")
+        eq(n.ask(n.client, "udp", HOST_IP, 5353, "40053"), "udp-from 10.91.0.2", "the flow from before ADD reaches the container")
         eq(n.ask(n.host, "tcp", "127.0.0.1", 8080), "tcp-from 10.90.0.1", "localhost, masqueraded to the bridge address")
         eq(n.ask(n.ctr, "tcp", HOST_IP, 8080), "tcp-from 10.90.0.1", "hairpin, masqueraded")
         eq(sh("ip", "netns", "exec", n.host, "cat", "/proc/sys/net/ipv4/conf/cnipm0/route_localnet").stdout.strip(), "1")
