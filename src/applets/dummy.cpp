@@ -46,9 +46,7 @@ Result<CniResult> dummy_add(const Context& ctx) {
 
 Status dummy_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
-    const Request& r = ctx.req;
-    CNI_TRY(ipam::delegate_del(ctx, c.ipam_type, r.config));
-    return iface::remove_container_link(r.netns, r.ifname);
+    return iface::release_and_remove(ctx, c.ipam_type);
 }
 
 Status dummy_check(const Context& ctx) {

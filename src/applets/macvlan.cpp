@@ -99,9 +99,7 @@ Result<CniResult> macvlan_add(const Context& ctx) {
 
 Status macvlan_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
-    const Request& r = ctx.req;
-    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    return iface::remove_container_link(r.netns, r.ifname);
+    return iface::release_and_remove(ctx, c.net.ipam_type);
 }
 
 Status macvlan_check(const Context& ctx) {

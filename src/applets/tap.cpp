@@ -113,9 +113,7 @@ Result<CniResult> tap_add(const Context& ctx) {
 
 Status tap_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
-    const Request& r = ctx.req;
-    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    return iface::remove_container_link(r.netns, r.ifname);
+    return iface::release_and_remove(ctx, c.net.ipam_type);
 }
 
 Status tap_check(const Context& ctx) {

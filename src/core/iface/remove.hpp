@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// The idempotent DEL every single-link main plugin ends with (dummy, macvlan, ipvlan, vlan,
-// tap): CNI_IFNAME removed from the container namespace, and nothing to do when CNI_NETNS is
-// empty, already gone, or no longer holds the link (spec: DEL must succeed on partial state).
+// The idempotent DEL of every single-link main plugin (dummy, macvlan, ipvlan, vlan, tap): the
+// IPAM allocation released (when the config has IPAM), then CNI_IFNAME removed from the
+// container namespace, with nothing to do when CNI_NETNS is empty, already gone, or no longer
+// holds the link (spec: DEL must succeed on partial state).
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/applet.hpp"
 
 namespace cni::iface {
 
 Status remove_container_link(const std::string& netns_path, const std::string& ifname);
+// IPAM DEL through `ipam_type` ("" for none), then remove_container_link for the request.
+Status release_and_remove(const Context& ctx, std::string_view ipam_type);
 
 }  // namespace cni::iface
