@@ -90,13 +90,12 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     if (c.is_default_gateway) c.is_gateway = true;
 
     // The container MAC: runtimeConfig, else args.cni, else CNI_ARGS MAC.
-    std::string env_mac;
-    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status { env_mac = v; return {}; }}};
-    CNI_TRY(load_cni_args(req.args, fields));
-    std::string mac = env_mac;
+    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
+    std::string mac = env_mac.value_or("");
     if (const auto* args = c.net.member("args"); args && args->IsObject())
         if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) CNI_TRY(json::field(*a, "mac", mac, w.at("args").at("cni")));
-    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) CNI_TRY(json::field(*rc, "mac", mac, w.at("runtimeConfig")));
+    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
+    if (rc_mac) mac = *rc_mac;
     if (!mac.empty()) {
         CNI_TRY_ASSIGN(c.mac, checked_mac(mac));
     }

@@ -50,9 +50,9 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     if (!mode) return fail("unknown macvlan mode: " + go_quote(c.mode_name));
     c.mode = *mode;
     // The MAC: the config's, then CNI_ARGS MAC, then runtimeConfig mac.
-    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status { c.mac = v; return {}; }}};
-    CNI_TRY(load_cni_args(req.args, fields));
-    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) CNI_TRY(json::field(*rc, "mac", c.mac, w.at("runtimeConfig")));
+    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
+    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
+    c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
     if (!c.mac.empty()) {
         auto mac = parse_mac(c.mac);
         if (!mac) return fail("invalid args " + c.mac + " for MAC addr: address " + c.mac + ": invalid MAC address");

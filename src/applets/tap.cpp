@@ -49,9 +49,10 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     CNI_TRY(json::field(root, "selinuxContext", selinux, w));
     if (!selinux.empty())
         return fail(code::unsupported_field, "tap: \"selinuxContext\" " + go_quote(selinux) + " is not supported by cni-all");
-    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status { c.mac = v; return {}; }}};
-    CNI_TRY(load_cni_args(req.args, fields));
-    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) CNI_TRY(json::field(*rc, "mac", c.mac, w.at("runtimeConfig")));
+    // The MAC: the config's, then CNI_ARGS MAC, then runtimeConfig mac.
+    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
+    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
+    c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
     if (!c.mac.empty()) {
         auto mac = parse_mac(c.mac);
         if (!mac) return fail("invalid MAC address " + go_quote(c.mac));

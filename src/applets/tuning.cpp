@@ -81,16 +81,9 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
     CNI_TRY(json::field(root, "allmulti", c.allmulti, w));
 
     // The MAC: CNI_ARGS MAC, then runtimeConfig mac, then args.cni.mac (the last one set wins).
-    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status {
-                                 if (!v.empty()) c.mac = v;
-                                 return {};
-                             }}};
-    CNI_TRY(load_cni_args(req.args, fields));
-    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) {
-        std::string mac;
-        CNI_TRY(json::field(*rc, "mac", mac, w.at("runtimeConfig")));
-        if (!mac.empty()) c.mac = mac;
-    }
+    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
+    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
+    c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
     if (const auto* args = c.net.member("args"); args && args->IsObject()) {
         if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) {
             json::Where wa{"IPAMArgs", "args.cni"};

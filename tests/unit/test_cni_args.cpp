@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/cni/cni_args.hpp"
+#include "core/cni/netconf.hpp"
 
 namespace {
 struct Parsed {
@@ -53,4 +54,19 @@ TEST_CASE("values are parsed by the field's type") {
     REQUIRE(load("IP=10.0.0.5/24", p));  // pkg/ip.IP accepts a prefix and ignores it
     CHECK(cni::parse_arg_ip("10.0.0.5/24")->str() == "10.0.0.5");
     CHECK(cni::go_quote("a\"b\\c\n") == "\"a\\\"b\\\\c\\n\"");
+}
+
+TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value says nothing") {
+    CHECK(*cni::cni_args_mac("IgnoreUnknown=1;K8S_POD_NAME=p;MAC=0a:00:00:00:00:01") == "0a:00:00:00:00:01");
+    CHECK_FALSE(*cni::cni_args_mac("MAC="));
+    CHECK_FALSE(*cni::cni_args_mac(""));
+    CHECK(cni::cni_args_mac("POD=x").error().msg.find("POD") != std::string::npos);  // unknown keys, as LoadArgs
+    cni::json::Where w{"NetConf", ""};
+    auto conf = [](const char* text) { return *cni::parse_netconf(text); };
+    CHECK(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":"0a:00:00:00:00:02"}})"), w) ==
+          "0a:00:00:00:00:02");
+    CHECK_FALSE(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":""}})"), w));
+    CHECK_FALSE(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n"})"), w));
+    CHECK(cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":5}})"), w).error().msg ==
+          "json: cannot unmarshal number into Go struct field NetConf.runtimeConfig.mac of type string");
 }

@@ -2,6 +2,8 @@
 // Common network configuration keys and the prevResult rules (see netconf.hpp).
 #include "core/cni/netconf.hpp"
 
+#include "core/cni/cni_args.hpp"
+
 #include <map>
 
 namespace cni {
@@ -72,6 +74,24 @@ Result<NetConf> load_netconf(std::string_view config) {
     auto nc = parse_netconf(config);
     if (!nc) return fail("failed to load netconf: " + nc.error().msg);
     return nc;
+}
+
+Result<std::optional<std::string>> cni_args_mac(std::string_view cni_args) {
+    std::optional<std::string> mac;
+    CniArgField fields[] = {{"MAC", [&](std::string_view v) -> Status {
+                                 if (!v.empty()) mac = std::string(v);
+                                 return {};
+                             }}};
+    CNI_TRY(load_cni_args(cni_args, fields));
+    return mac;
+}
+
+Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const json::Where& w) {
+    const json::Value* rc = conf.member("runtimeConfig");
+    if (!rc || !rc->IsObject()) return std::optional<std::string>{};
+    std::string mac;
+    CNI_TRY(json::field(*rc, "mac", mac, w.at("runtimeConfig")));
+    return mac.empty() ? std::nullopt : std::optional<std::string>(mac);
 }
 
 Status decode_conf_dns(const NetConf& conf, Dns& out) {

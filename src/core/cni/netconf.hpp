@@ -38,6 +38,13 @@ Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type 
 // parse_netconf with the main plugins' wording: "failed to load netconf: <why>".
 Result<NetConf> load_netconf(std::string_view config);
 
+// The container MAC as two runtime channels give it: CNI_ARGS "MAC=..." (1.8) and the "mac"
+// capability in runtimeConfig (1.6). nullopt when the channel is silent or empty; each applet
+// layers them over its own keys in its reference's order. `w` names the plugin's Go struct for
+// type errors.
+Result<std::optional<std::string>> cni_args_mac(std::string_view cni_args);
+Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const json::Where& w);
+
 // The optional top-level "dns" key into `out` (absent or null leaves it empty).
 Status decode_conf_dns(const NetConf& conf, Dns& out);
 
