@@ -12,6 +12,7 @@
 // rules it deletes; a configured gateway is not overwritten by a copy of the main table's default
 // route; a failed ADD removes the rules and routes it added; CHECK verifies the rules.
 #include <linux/rtnetlink.h>
+#include <unistd.h>
 
 #include <set>
 
@@ -177,8 +178,8 @@ Result<CniResult> sbr_add(const Context& ctx) {
     if (!*prev) return fail("This plugin must be called as chained plugin");
     CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
 
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(r.netns));
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_existing(r.netns));
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
     Rollback undo;
     if (c.table) {
@@ -199,7 +200,8 @@ Status sbr_del(const Context& ctx) {
     if (r.netns.empty()) return {};  // nothing can be left in a namespace that is gone
     CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
     if (!ns) return {};
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(r.netns));
+    auto lock = os::FileLock::acquire_existing(r.netns);
+    if (!lock) return ::access(r.netns.c_str(), F_OK) != 0 ? Status{} : Status(std::unexpected(lock.error()));  // gone meanwhile
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(*ns));
     CNI_TRY_ASSIGN(auto link, nl::find_link(s, r.ifname));
     if (!link) return {};

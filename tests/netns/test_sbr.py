@@ -91,6 +91,7 @@ def sbr_tables_rules_and_traffic():
         eq(run("CHECK", conf(ctr), host, ctr).error()["msg"], 'sbr: no rule "from 10.87.0.2 lookup ..." for eth0')
         run("DEL", conf(ctr), host, ctr, netns="").ok()
         run("DEL", conf(ctr), host, ctr, netns="/run/netns/sbr-gone-ns").ok()
+        check(not os.path.exists("/run/netns/sbr-gone-ns"), "locking the netns file never creates it")
         sh("ip", "-n", ctr, "link", "del", "eth0")
         run("DEL", conf(ctr), host, ctr).ok()
 
@@ -132,6 +133,8 @@ def sbr_failed_add_is_undone():
         eq(run("ADD", c, host, ctr).error()["msg"], "This plugin must be called as chained plugin")
         eq(run("ADD", dict(c, prevResult=dict(prev(ctr), ips=[])), host, ctr).error()["msg"],
            "No IP addresses supplied on interface: eth0")
+        run("ADD", conf(ctr), host, ctr, netns="/run/netns/sbr-missing-ns").error()
+        check(not os.path.exists("/run/netns/sbr-missing-ns"), "a failed ADD leaves no file where the netns should be")
 
 
 @test

@@ -9,11 +9,24 @@
 
 namespace cni::os {
 
-Result<FileLock> FileLock::acquire(const std::string& path, int mode) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, mode));
+namespace {
+
+Result<UniqueFd> lock_exclusive(UniqueFd fd, const std::string& path) {
     if (!fd) return sys_fail("open", path);
     while (::flock(fd.get(), LOCK_EX) != 0)
         if (errno != EINTR) return sys_fail("flock", path);
+    return fd;
+}
+
+}  // namespace
+
+Result<FileLock> FileLock::acquire(const std::string& path, int mode) {
+    CNI_TRY_ASSIGN(auto fd, lock_exclusive(UniqueFd(::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, mode)), path));
+    return FileLock(std::move(fd));
+}
+
+Result<FileLock> FileLock::acquire_existing(const std::string& path) {
+    CNI_TRY_ASSIGN(auto fd, lock_exclusive(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path));
     return FileLock(std::move(fd));
 }
 

@@ -14,6 +14,9 @@ class FileLock {
 public:
     // Opens (creating with `mode` if needed) and blocks until the lock is held.
     static Result<FileLock> acquire(const std::string& path, int mode = 0600);
+    // The same on a file that must already exist (a netns file, as sbr locks it): a missing
+    // path is an error, never created - a stray file under /run/netns would look like a netns.
+    static Result<FileLock> acquire_existing(const std::string& path);
 
 private:
     explicit FileLock(UniqueFd fd) : fd_(std::move(fd)) {}
