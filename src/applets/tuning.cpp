@@ -153,19 +153,8 @@ Status check_allowlist(const std::map<std::string, std::string>& sysctl) {
     return {};
 }
 
-Status write_value(const std::string& path, const std::string& value) {
-    os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd) return os::sys_fail("open", path);
-    if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) return os::sys_fail("write", path);
-    return {};
-}
-
-std::string current_value(const std::string& path) {
-    auto text = os::read_file(path);
-    std::string v = text ? *text : "";
-    while (!v.empty() && v.back() == '\n') v.pop_back();
-    return v;
-}
+// The os::sysctl name of a /proc/sys path as sysctl_file returns it.
+std::string sysctl_name(const std::string& path) { return path.substr(std::string_view("/proc/sys/").size()); }
 
 std::string backup_path(const TuningConf& c, const Request& r) { return c.data_dir + "/" + r.container_id + "_" + r.ifname + ".json"; }
 
@@ -225,7 +214,7 @@ std::vector<std::string> restore(const nl::Socket& s, const std::string& ifname,
     std::vector<std::string> errors;
     for (auto& [path, value] : b.sysctl)
         if (::access(path.c_str(), F_OK) == 0)  // per-interface sysctls leave with their interface
-            if (auto st = write_value(path, value); !st) errors.push_back("failed to restore " + path + ": " + st.error().msg);
+            if (auto st = os::sysctl_set(sysctl_name(path), value); !st) errors.push_back("failed to restore " + path + ": " + st.error().msg);
     auto link = nl::find_link(s, ifname);
     if (!link || !*link) return errors;
     auto note = [&](const Status& st, const char* what) {
@@ -265,7 +254,7 @@ Result<CniResult> tuning_add(const Context& ctx) {
 
     Backup orig;
     orig.network = c.net.name;
-    for (auto& [path, value] : files) orig.sysctl[path] = current_value(path);
+    for (auto& [path, value] : files) orig.sysctl[path] = os::sysctl_get(sysctl_name(path)).value_or("");
     if (link) {
         if (!c.mac.empty()) orig.mac = link->mac;
         if (c.promisc) orig.promisc = (link->flags & IFF_PROMISC) != 0;
@@ -282,7 +271,7 @@ Result<CniResult> tuning_add(const Context& ctx) {
             ::unlink(backup.c_str());
         });
     }
-    for (auto& [path, value] : files) CNI_TRY(write_value(path, value));
+    for (auto& [path, value] : files) CNI_TRY(os::sysctl_set(sysctl_name(path), value));
     if (link) {
         if (!c.mac.empty()) {
             CNI_TRY(nl::set_mac(sock, *link, c.mac));
@@ -327,8 +316,8 @@ Status tuning_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
     for (auto& [key, value] : c.sysctl) {
         CNI_TRY_ASSIGN(auto path, sysctl_file(key, r.ifname));
-        CNI_TRY(os::read_file(path));
-        if (auto cur = current_value(path); cur != value)
+        CNI_TRY_ASSIGN(auto cur, os::sysctl_get(sysctl_name(path)));
+        if (cur != value)
             return fail("Error: Tuning configured value of " + path + " is " + value + ", current value is " + cur);
     }
     CNI_TRY_ASSIGN(auto found, nl::find_link(sock, r.ifname));
