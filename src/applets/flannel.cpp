@@ -9,7 +9,6 @@
 // the file is removed again when the delegate's ADD fails (#426); CHECK runs the delegate's
 // CHECK with the saved config; STATUS says whether subnet.env is usable (code 50 when not, e.g.
 // before flanneld has written it).
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +19,6 @@
 #include "core/ipam/delegate.hpp"
 #include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
-#include "core/os/unique_fd.hpp"
 
 namespace cni {
 namespace {
@@ -56,11 +54,7 @@ std::string saved_path(const FlannelConf& c, const Request& r) { return c.data_d
 // missing or torn (after a crash), so the scratch file never decides whether DEL cleans up.
 Status save(const FlannelConf& c, const Request& r, const std::string& config) {
     CNI_TRY(os::mkdir_all(c.data_dir, 0700));
-    std::string path = saved_path(c, r);
-    os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (!fd || ::write(fd.get(), config.data(), config.size()) != static_cast<ssize_t>(config.size()))
-        return os::sys_fail("write", path);
-    return {};
+    return os::write_file(saved_path(c, r), config, 0600);
 }
 
 Result<CniResult> flannel_add(const Context& ctx) {

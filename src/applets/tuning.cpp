@@ -10,7 +10,6 @@
 // attachments that are gone); a failed ADD puts back what it changed; DEL with the netns or
 // the link gone still removes the backup. DEL, like the reference's, always succeeds.
 #include <dirent.h>
-#include <fcntl.h>
 #include <linux/if.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -33,7 +32,6 @@
 #include "core/os/fs.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
-#include "core/os/unique_fd.hpp"
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
@@ -198,14 +196,8 @@ Result<Backup> decode_backup(const std::string& text) {
 
 Status save_backup(const std::string& dir, const std::string& path, const Backup& b) {
     if (auto st = os::mkdir_all(dir, 0700); !st) return fail("failed to create backup directory: " + st.error().msg);
-    std::string tmp = path + ".tmp";
-    {
-        os::UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-        std::string text = encode_backup(b);
-        if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-            return fail("failed to save file " + path + ": " + os::errno_text(errno));
-    }
-    if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("failed to save file " + path + ": " + os::errno_text(errno));
+    if (auto st = os::write_file_atomic(path, encode_backup(b), 0600); !st)
+        return fail("failed to save file " + path + ": " + st.error().msg);
     return {};
 }
 

@@ -41,4 +41,23 @@ std::optional<std::string> parse_mac(std::string_view s) {
     return out;
 }
 
+std::optional<std::array<std::uint8_t, 6>> mac_bytes(std::string_view text) {
+    auto norm = parse_mac(text);
+    if (!norm) return std::nullopt;
+    std::array<std::uint8_t, 6> out{};
+    for (std::size_t i = 0; i < 6; ++i) out[i] = std::uint8_t(std::stoul(norm->substr(i * 3, 2), nullptr, 16));
+    return out;
+}
+
+std::string mac_text(const std::array<std::uint8_t, 6>& mac) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s;
+    for (auto b : mac) {
+        if (!s.empty()) s += ':';
+        s += kHex[b >> 4];
+        s += kHex[b & 15];
+    }
+    return s;
+}
+
 }  // namespace cni

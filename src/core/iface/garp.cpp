@@ -26,13 +26,6 @@ struct [[gnu::packed]] ArpPacket {
     std::array<std::uint8_t, 4> target_ip;
 };
 
-bool mac_bytes(const std::string& text, std::array<std::uint8_t, 6>& out) {
-    auto norm = parse_mac(text);
-    if (!norm) return false;
-    for (std::size_t i = 0; i < 6; ++i) out[i] = std::uint8_t(std::stoul(norm->substr(i * 3, 2), nullptr, 16));
-    return true;
-}
-
 }  // namespace
 
 Status send_gratuitous_arp(int ifindex, const std::string& mac, const IpAddr& ip) {
@@ -43,7 +36,9 @@ Status send_gratuitous_arp(int ifindex, const std::string& mac, const IpAddr& ip
     p.hdr.ar_hln = 6;
     p.hdr.ar_pln = 4;
     p.hdr.ar_op = htons(ARPOP_REQUEST);
-    if (!mac_bytes(mac, p.sender_mac)) return fail("gratuitous ARP: invalid MAC address " + mac);
+    auto sender = mac_bytes(mac);
+    if (!sender) return fail("gratuitous ARP: invalid MAC address " + mac);
+    p.sender_mac = *sender;
     std::memcpy(p.sender_ip.data(), &ip.bytes()[12], 4);
     p.target_ip = p.sender_ip;  // who-has <own address>: the announcement form
     os::UniqueFd fd(::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_ARP)));

@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// mkdir_all and read_file (see fs.hpp).
+// Directory creation and whole-file I/O (see fs.hpp).
 #include "core/os/fs.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "core/os/errno_error.hpp"
+#include "core/os/unique_fd.hpp"
 
 namespace cni::os {
 
@@ -31,6 +34,51 @@ Result<std::string> read_file(const std::string& path) {
     std::stringstream ss;
     ss << f.rdbuf();
     return ss.str();
+}
+
+Status write_all(int fd, std::string_view data) {
+    while (!data.empty()) {
+        ssize_t n = ::write(fd, data.data(), data.size());
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail("write: " + errno_text(errno));
+        }
+        data.remove_prefix(std::size_t(n));
+    }
+    return {};
+}
+
+Result<std::string> read_all(int fd, std::size_t limit) {
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) return out;
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return fail("read: " + errno_text(errno));
+        }
+        if (out.size() + std::size_t(n) > limit) return fail("read: more than " + std::to_string(limit) + " bytes");
+        out.append(buf, std::size_t(n));
+    }
+}
+
+Status write_file(const std::string& path, std::string_view data, mode_t mode) {
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+    if (!fd) return sys_fail("open", path);
+    if (auto st = write_all(fd.get(), data); !st) return fail(st.error().msg + " " + path);
+    return {};
+}
+
+Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode) {
+    std::string tmp = path + ".tmp";
+    CNI_TRY(write_file(tmp, data, mode));
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        int err = errno;
+        ::unlink(tmp.c_str());
+        return sys_fail("rename", tmp, err);
+    }
+    return {};
 }
 
 }  // namespace cni::os

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Small file-system helpers: directory creation as Go's os.MkdirAll does it (every missing
 // parent too, an existing directory is fine, an existing non-directory is an error), and
-// reading a whole small file with the errno text Go prints ("open <path>: no such file ...").
+// reading a whole small file with the errno text Go prints ("open <path>: no such file ..."),
+// whole-buffer reads and writes on descriptors, and file writes (in place, or atomically
+// through a temporary file and rename so readers never see a torn file).
 #pragma once
 
 #include <sys/types.h>
@@ -14,5 +16,11 @@ namespace cni::os {
 
 Status mkdir_all(const std::string& path, mode_t mode);
 Result<std::string> read_file(const std::string& path);
+
+Status write_all(int fd, std::string_view data);  // retries short writes and EINTR
+// Everything up to EOF; more than `limit` bytes is an error.
+Result<std::string> read_all(int fd, std::size_t limit);
+Status write_file(const std::string& path, std::string_view data, mode_t mode);  // truncates
+Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode);
 
 }  // namespace cni::os
