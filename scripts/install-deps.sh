@@ -11,6 +11,7 @@ packages=(
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
   dpkg-dev xz-utils                           # static build: libiptc from Debian's iptables source
   qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks
+  dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,8 @@ void print_usage(std::FILE* f) {
                "       <applet>                  the same through a symlink named after the applet\n"
                "       cni-all --list            list the applets\n"
                "       cni-all <applet> --help   describe an applet's configuration\n"
+               "       cni-all dhcp daemon [flags]\n"
+               "                                 run the DHCP lease daemon the dhcp IPAM talks to\n"
                "       cni-all --version\n"
                "       cni-all install DIR [--force]\n"
                "                                 install cni-all and one symlink per applet into DIR\n",
@@ -58,6 +61,13 @@ int unknown_applet(std::string_view name) {
     return 2;
 }
 
+// `<applet> <subcommand> args...` (dhcp daemon); nullopt when argv is not that.
+std::optional<int> run_subcommand(const cni::Applet& a, int argc, char** argv, int at) {
+    if (!a.subcommand.run || at >= argc || a.subcommand.name != argv[at]) return std::nullopt;
+    std::vector<std::string> args(argv + at + 1, argv + argc);
+    return a.subcommand.run(args);
+}
+
 int run_applet(const cni::Applet& a) {
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
@@ -75,6 +85,7 @@ int main(int argc, char** argv) {
             print_applet_help(*a);
             return 0;
         }
+        if (auto rc = run_subcommand(*a, argc, argv, 1)) return *rc;
         return run_applet(*a);
     }
     // Anything not called cni-all* is a symlink to an applet this build does not have.
@@ -121,5 +132,6 @@ int main(int argc, char** argv) {
         print_applet_help(*a);
         return 0;
     }
+    if (auto rc = run_subcommand(*a, argc, argv, 2)) return *rc;
     return run_applet(*a);
 }

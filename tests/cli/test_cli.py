@@ -14,7 +14,7 @@ from cnitest import check, eq, run_all, sh, test  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BUILD_ROOT = os.environ["BUILD_ROOT"]
-APPLETS = ["bandwidth", "bridge", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vrf"]
+APPLETS = ["bandwidth", "bridge", "dhcp", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vrf"]
 
 
 def cli(*args, argv0=None, env=None):
@@ -112,7 +112,7 @@ def install_is_idempotent_and_careful():
 
 @test
 def meson_install_lays_down_symlinks():
-    """meson install puts cni-all and one symlink per applet into the plugin directory"""
+    """meson install puts cni-all and one symlink per applet into the plugin directory, and the dhcp daemon's systemd units"""
     dest = tempfile.mkdtemp()
     try:
         sh("meson", "install", "-C", BUILD_ROOT, "--no-rebuild", "--quiet", "--destdir", dest)
@@ -120,6 +120,10 @@ def meson_install_lays_down_symlinks():
         eq(sorted(os.listdir(bindir)), sorted(APPLETS + ["cni-all"]))
         for a in APPLETS:
             eq(os.readlink(os.path.join(bindir, a)), "cni-all")
+        units = [os.path.join(root, f) for root, _, files in os.walk(dest) for f in files if f.startswith("cni-dhcp.")]
+        eq(sorted(os.path.basename(u) for u in units), ["cni-dhcp.service", "cni-dhcp.socket"])
+        service = open([u for u in units if u.endswith(".service")][0]).read()
+        check("ExecStart=/opt/cni/bin/dhcp daemon" in service, service)
     finally:
         shutil.rmtree(dest)
 

@@ -86,6 +86,10 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
         spec.dst = r.dst.masked();
         spec.oif = link.index;
         spec.gw = r.gw ? r.gw : (r.dst.ip.is_v4() ? gw4 : gw6);
+        // An on-link route (scope link, no gateway: e.g. DHCP classless routes via 0.0.0.0)
+        // stays on-link. The reference fills in the default gateway here too, which the kernel
+        // always refuses for a scope-link route ("Nexthop has invalid gateway").
+        if (!r.gw && r.scope == RT_SCOPE_LINK) spec.gw.reset();
         spec.metric = r.priority;
         spec.mtu = r.mtu;
         spec.advmss = r.advmss;

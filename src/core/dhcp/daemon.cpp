@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: Apache-2.0
+// The dhcp daemon: flags, listener, request handling and lease threads (see daemon.hpp).
+#include "core/dhcp/daemon.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "core/cni/netconf.hpp"
+#include "core/cni/request.hpp"
+#include "core/dhcp/attachment.hpp"
+#include "core/dhcp/protocol.hpp"
+#include "core/os/errno_error.hpp"
+#include "core/os/fs.hpp"
+
+namespace cni::dhcp {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr auto kConnectionTimeout = 30s;  // a client that never finishes its request
+
+void log_line(const std::string& msg) {
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    std::fprintf(stderr, "dhcp daemon: %s\n", msg.c_str());
+    std::fflush(stderr);
+}
+
+// The attachments and what each request does to them.
+class Daemon {
+public:
+    explicit Daemon(const DaemonOptions& o) : opts_(o), store_(o.hostprefix + o.lease_dir) {}
+
+    void resume() {
+        for (auto& rec : store_.load_all(log_line)) {
+            auto conf = parse_dhcp_conf(rec.config, rec.args);
+            if (!conf) {
+                log_line("dropping the lease of " + rec.key + ": " + conf.error().msg);
+                store_.remove(rec.key);
+                continue;
+            }
+            log_line("resuming the lease of " + rec.key + " (" + v4(rec.lease.address()).str() + ")");
+            std::string key = rec.key;
+            leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_line, true);
+        }
+    }
+
+    std::string handle(std::string_view text) {
+        auto req = decode_request(text);
+        if (!req) return encode_reply(std::unexpected(req.error()));
+        switch (req->op) {
+        case Op::add: return encode_reply(add(*req));
+        case Op::del: return encode_reply(done(del(*req)));
+        case Op::check: return encode_reply(done(check(*req)));
+        case Op::gc: return encode_reply(done(gc(*req)));
+        case Op::status: return encode_reply(std::optional<CniResult>{});
+        }
+        return encode_reply(fail(code::decoding_failure, "unknown op"));
+    }
+
+    void shutdown() {
+        std::map<std::string, std::shared_ptr<Attachment>> all;
+        {
+            std::lock_guard lock(mu_);
+            all.swap(leases_);
+        }
+        for (auto& [key, att] : all) att->stop(false);
+    }
+
+private:
+    static DaemonReply done(const Status& st) {
+        if (!st) return std::unexpected(st.error());
+        return std::optional<CniResult>{};
+    }
+
+    static Status require_identity(const DaemonRequest& r) {
+        if (r.container_id.empty()) return fail(code::invalid_env, "required env variables [CNI_CONTAINERID] missing");
+        if (r.ifname.empty()) return fail(code::invalid_env, "required env variables [CNI_IFNAME] missing");
+        return {};
+    }
+
+    DaemonReply add(const DaemonRequest& r) {
+        CNI_TRY(require_identity(r));
+        if (r.netns.empty() || r.netns[0] != '/')
+            return fail(code::invalid_netns, "the network namespace must be an absolute path, got \"" + r.netns + "\"");
+        CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
+        std::string key = lease_key(r.container_id, conf.name, r.ifname);
+        std::string netns = opts_.hostprefix + r.netns;
+        std::shared_ptr<Attachment> att, replaced;
+        {
+            std::lock_guard lock(mu_);
+            auto& slot = leases_[key];
+            if (slot && slot->identity().netns == netns) {
+                att = slot;
+            } else {
+                replaced = slot;
+                LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}};
+                slot = att = std::make_shared<Attachment>(std::move(rec), conf, opts_.timing, store_, log_line, false);
+            }
+        }
+        if (replaced) replaced->stop(false);  // same attachment in a new namespace: the old thread is stale
+        auto result = att->wait_bound();
+        if (!result) {
+            std::lock_guard lock(mu_);
+            if (auto it = leases_.find(key); it != leases_.end() && it->second == att) leases_.erase(it);
+            return std::unexpected(result.error());
+        }
+        return std::optional<CniResult>(std::move(*result));
+    }
+
+    Status del(const DaemonRequest& r) {
+        CNI_TRY(require_identity(r));
+        CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
+        release(lease_key(r.container_id, conf.name, r.ifname));
+        return {};
+    }
+
+    void release(const std::string& key) {
+        std::shared_ptr<Attachment> att;
+        {
+            std::lock_guard lock(mu_);
+            auto it = leases_.find(key);
+            if (it == leases_.end()) return;  // nothing held: DEL is idempotent
+            att = it->second;
+            leases_.erase(it);
+        }
+        att->stop(true);
+        store_.remove(key);
+    }
+
+    Status check(const DaemonRequest& r) {
+        CNI_TRY(require_identity(r));
+        CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
+        std::string key = lease_key(r.container_id, conf.name, r.ifname);
+        std::shared_ptr<Attachment> att;
+        {
+            std::lock_guard lock(mu_);
+            if (auto it = leases_.find(key); it != leases_.end()) att = it->second;
+        }
+        if (!att) return fail("the DHCP daemon holds no lease for " + key);
+        return att->check();
+    }
+
+    Status gc(const DaemonRequest& r) {
+        CNI_TRY_ASSIGN(auto nc, parse_netconf(r.config));
+        if (!nc.valid_attachments) return {};
+        std::vector<std::string> stale;
+        {
+            std::lock_guard lock(mu_);
+            for (auto& [key, att] : leases_) {
+                const auto& id = att->identity();
+                if (id.net_name != nc.name) continue;
+                bool valid = std::any_of(nc.valid_attachments->begin(), nc.valid_attachments->end(),
+                                         [&](const cni::Attachment& a) { return a.container_id == id.container_id && a.ifname == id.ifname; });
+                if (!valid) stale.push_back(key);
+            }
+        }
+        for (auto& key : stale) {
+            log_line("GC: releasing the lease of " + key);
+            release(key);
+        }
+        return {};
+    }
+
+    const DaemonOptions& opts_;
+    LeaseStore store_;
+    std::mutex mu_;
+    std::map<std::string, std::shared_ptr<Attachment>> leases_;
+};
+
+// Go flag: -name value, -name=value, --name; booleans take no separate value.
+Result<DaemonOptions> parse_flags(std::span<const std::string> args) {
+    DaemonOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string_view a = args[i];
+        if (!a.starts_with('-')) return fail(code::invalid_config, "unexpected argument \"" + std::string(a) + "\"");
+        a.remove_prefix(a.starts_with("--") ? 2 : 1);
+        std::optional<std::string> value;
+        if (auto eq = a.find('='); eq != std::string_view::npos) {
+            value = std::string(a.substr(eq + 1));
+            a = a.substr(0, eq);
+        }
+        std::string name(a);
+        if (name == "broadcast") {
+            o.timing.broadcast = !value || *value == "true" || *value == "1";
+            if (value && !o.timing.broadcast && *value != "false" && *value != "0")
+                return fail(code::invalid_config, "invalid boolean value \"" + *value + "\" for flag -broadcast");
+            continue;
+        }
+        static constexpr std::string_view kValueFlags[] = {"pidfile", "hostprefix", "socketpath", "leasedir",
+                                                           "timeout", "resendmax", "resendtimeout"};
+        if (std::find(std::begin(kValueFlags), std::end(kValueFlags), name) == std::end(kValueFlags))
+            return fail(code::invalid_config, "flag provided but not defined: -" + name);
+        if (!value) {
+            if (i + 1 >= args.size()) return fail(code::invalid_config, "flag needs an argument: -" + name);
+            value = args[++i];
+        }
+        auto duration = [&](std::chrono::milliseconds& out) -> Status {
+            auto d = parse_go_duration(*value);
+            if (!d) return fail(code::invalid_config, "invalid value \"" + *value + "\" for flag -" + name + ": " + d.error().msg);
+            out = *d;
+            return {};
+        };
+        if (name == "pidfile") o.pidfile = *value;
+        else if (name == "hostprefix") o.hostprefix = *value;
+        else if (name == "socketpath") o.socket_path = *value;
+        else if (name == "leasedir") o.lease_dir = *value;
+        else if (name == "timeout") CNI_TRY(duration(o.timing.timeout));
+        else if (name == "resendmax") CNI_TRY(duration(o.timing.resend_max));
+        else if (name == "resendtimeout") CNI_TRY(duration(o.timing.resend_timeout));
+    }
+    if (!o.pidfile.empty() && o.pidfile[0] != '/') return fail(code::invalid_config, "-pidfile must be an absolute path");
+    return o;
+}
+
+// systemd socket activation (sd_listen_fds): exactly one socket, fd 3.
+Result<std::optional<int>> activated_socket() {
+    const char* fds = std::getenv("LISTEN_FDS");
+    const char* pid = std::getenv("LISTEN_PID");
+    if (!fds) return std::optional<int>{};
+    if (pid && std::to_string(::getpid()) != pid) return std::optional<int>{};
+    if (std::string_view(fds) != "1")
+        return fail("socket activation: expected exactly 1 socket, got LISTEN_FDS=" + std::string(fds));
+    return std::optional<int>{3};
+}
+
+Result<os::UniqueFd> listen_on(const std::string& path) {
+    sockaddr_un addr{};
+    if (path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + path);
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, path.data(), path.size());
+    CNI_TRY(os::mkdir_all(path.substr(0, path.rfind('/')), 0700));
+    os::UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
+        return fail("another DHCP daemon is already listening on " + path);
+    ::unlink(path.c_str());  // a stale socket from a daemon that died
+    os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return os::sys_fail("socket", "AF_UNIX");
+    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return os::sys_fail("listen unix", path);
+    ::chmod(path.c_str(), 0660);
+    if (::listen(fd.get(), 128) != 0) return os::sys_fail("listen unix", path);
+    return fd;
+}
+
+void serve_connection(Daemon& d, os::UniqueFd fd) {
+    timeval tv{std::chrono::duration_cast<std::chrono::seconds>(kConnectionTimeout).count(), 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    auto text = os::read_all(fd.get(), kMaxConfigBytes);
+    std::string reply = text ? d.handle(*text)
+                             : encode_reply(fail(code::io_failure, "dhcp daemon: reading the request: " + text.error().msg));
+    (void)os::write_all(fd.get(), reply);
+}
+
+}  // namespace
+
+Result<std::chrono::milliseconds> parse_go_duration(std::string_view s) {
+    static constexpr std::pair<std::string_view, double> kUnits[] = {
+        {"ns", 1e-6}, {"us", 1e-3}, {"µs", 1e-3}, {"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3},
+    };
+    if (s == "0") return std::chrono::milliseconds(0);
+    if (s.empty()) return fail(code::invalid_config, "invalid duration \"\"");
+    double total = 0;
+    std::string_view rest = s;
+    while (!rest.empty()) {
+        std::size_t n = 0;
+        while (n < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[n])) || rest[n] == '.')) ++n;
+        double value = 0;
+        auto [end, ec] = std::from_chars(rest.data(), rest.data() + n, value);
+        if (n == 0 || ec != std::errc() || end != rest.data() + n) return fail(code::invalid_config, "invalid duration \"" + std::string(s) + "\"");
+        rest.remove_prefix(n);
+        std::size_t u = 0;
+        while (u < rest.size() && !std::isdigit(static_cast<unsigned char>(rest[u])) && rest[u] != '.') ++u;
+        auto unit = rest.substr(0, u);
+        auto it = std::find_if(std::begin(kUnits), std::end(kUnits), [&](auto& k) { return k.first == unit; });
+        if (it == std::end(kUnits)) return fail(code::invalid_config, "missing or unknown unit in duration \"" + std::string(s) + "\"");
+        total += value * it->second;
+        rest.remove_prefix(u);
+    }
+    return std::chrono::milliseconds(std::llround(total));
+}
+
+Result<DaemonOptions> parse_daemon_options(std::span<const std::string> args) { return parse_flags(args); }
+
+int run_daemon(std::span<const std::string> args) {
+    auto opts = parse_daemon_options(args);
+    if (!opts) {
+        log_line(opts.error().msg);
+        return 2;
+    }
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before any thread: they inherit the mask
+    ::signal(SIGPIPE, SIG_IGN);
+    os::UniqueFd sigfd(::signalfd(-1, &stop_signals, SFD_CLOEXEC));
+
+    std::string socket_path = opts->hostprefix + opts->socket_path;
+    os::UniqueFd listener;
+    bool own_socket = false;
+    auto activated = activated_socket();
+    if (!activated) {
+        log_line(activated.error().msg);
+        return 1;
+    }
+    if (*activated) {
+        listener = os::UniqueFd(**activated);
+        ::fcntl(listener.get(), F_SETFD, FD_CLOEXEC);
+    } else {
+        auto l = listen_on(socket_path);
+        if (!l) {
+            log_line(l.error().msg);
+            return 1;
+        }
+        listener = std::move(*l);
+        own_socket = true;
+    }
+    if (!opts->pidfile.empty())
+        if (auto st = os::write_file(opts->pidfile, std::to_string(::getpid()) + "\n", 0644); !st) {
+            log_line("writing the pidfile: " + st.error().msg);
+            return 1;
+        }
+
+    Daemon daemon(*opts);
+    daemon.resume();
+    log_line("listening on " + (own_socket ? socket_path : std::string("the socket systemd passed")));
+    std::atomic<int> active{0};
+    for (;;) {
+        pollfd p[2] = {{listener.get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            log_line("poll: " + os::errno_text(errno));
+            break;
+        }
+        if (p[1].revents) break;
+        if (!p[0].revents) continue;
+        os::UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!conn) continue;
+        ++active;
+        std::thread([&daemon, &active, c = std::move(conn)]() mutable {
+            serve_connection(daemon, std::move(c));
+            --active;
+        }).detach();
+    }
+    log_line("shutting down; leases stay on record for the next start");
+    listener.reset();
+    if (own_socket) ::unlink(socket_path.c_str());
+    daemon.shutdown();  // ends pending ADDs too: their lease threads stop
+    for (int i = 0; i < 100 && active > 0; ++i) std::this_thread::sleep_for(50ms);
+    if (!opts->pidfile.empty()) ::unlink(opts->pidfile.c_str());
+    if (active > 0) std::_Exit(0);  // a connection still writing; its Daemon must not be destroyed under it
+    return 0;
+}
+
+}  // namespace cni::dhcp

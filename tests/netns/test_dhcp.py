@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of the dhcp IPAM and its daemon against a real DHCP server: Debian's dnsmasq runs
+in a throwaway "server" namespace on one end of a veth; the other end, in a throwaway "host"
+namespace, is the macvlan parent the containers attach to. Our daemon runs with its socket and
+lease directory in a temporary directory. Checked: the lease in the container and in dnsmasq's
+lease file, renewals at a short T1, a daemon restart that keeps renewing, release on DEL (gone
+from dnsmasq's file), CHECK, GC, STATUS, classless routes and priority, provided options,
+socket activation, bad input, and a failed ADD that leaves nothing behind."""
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import Plugin, addrs, check, eq, install_dir, ip_json, link, netns, ns_path, run_all, sh, test  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+SERVER_IP = "10.213.0.1"
+T1, T2 = 3, 6  # seconds; dnsmasq's lease itself is at least 2 minutes
+
+
+def macvlan():
+    return Plugin(os.path.join(BIN, "macvlan"))
+
+
+def dhcp():
+    return Plugin(os.path.join(BIN, "dhcp"))
+
+
+class Lab:
+    """Server and host namespaces, dnsmasq, and our daemon."""
+
+    def __init__(self, host, server, work, dnsmasq_args=()):
+        self.host, self.server, self.work = host, server, work
+        self.sock = f"{work}/dhcp.sock"
+        self.leasedir = f"{work}/leases"
+        self.daemon = None
+        sh("ip", "-n", host, "link", "add", "dhp0", "type", "veth", "peer", "name", "dhs0", "netns", server)
+        sh("ip", "-n", host, "link", "set", "dhp0", "up")
+        sh("ip", "-n", server, "addr", "add", f"{SERVER_IP}/24", "dev", "dhs0")
+        sh("ip", "-n", server, "link", "set", "dhs0", "up")
+        sh("ip", "-n", server, "link", "set", "lo", "up")
+        self.dnsmasq = subprocess.Popen(
+            ["ip", "netns", "exec", server, "dnsmasq", "--keep-in-foreground", "--no-resolv", "--port=0",
+             "--conf-file=/dev/null", "--interface=dhs0", "--bind-interfaces", "--no-ping", "--log-dhcp",
+             f"--log-facility={work}/dnsmasq.log", f"--dhcp-leasefile={work}/dnsmasq.leases",
+             f"--pid-file={work}/dnsmasq.pid", "--dhcp-range=10.213.0.50,10.213.0.99,255.255.255.0,2m",
+             f"--dhcp-option=option:T1,{T1}", f"--dhcp-option=option:T2,{T2}", *dnsmasq_args])
+        for _ in range(50):
+            if os.path.exists(f"{work}/dnsmasq.pid"):
+                break
+            time.sleep(0.1)
+
+    def start_daemon(self, *flags):
+        log = open(f"{self.work}/daemon.log", "a")
+        self.daemon = subprocess.Popen([CNI_ALL, "dhcp", "daemon", "-socketpath", self.sock, "-leasedir", self.leasedir,
+                                        "-resendtimeout", "4s", *flags], stdout=log, stderr=log)
+        for _ in range(50):
+            if os.path.exists(self.sock):
+                return
+            time.sleep(0.1)
+        raise AssertionError("the daemon did not create its socket: " + self.log())
+
+    def stop_daemon(self):
+        if self.daemon:
+            self.daemon.send_signal(signal.SIGTERM)
+            eq(self.daemon.wait(timeout=10), 0, "the daemon exits 0 on SIGTERM")
+            self.daemon = None
+
+    def log(self):
+        with open(f"{self.work}/daemon.log") as f:
+            return f.read()
+
+    def leases(self):
+        """dnsmasq's leases: {ip: (expiry, mac, hostname, client id)}."""
+        out = {}
+        with contextlib.suppress(FileNotFoundError), open(f"{self.work}/dnsmasq.leases") as f:
+            for line in f:
+                expiry, mac, ip, host, cid = line.split()
+                out[ip] = (int(expiry), mac, host, cid)
+        return out
+
+    def conf(self, **ipam):
+        return {"cniVersion": "1.0.0", "name": "dhnet", "type": "macvlan", "master": "dhp0",
+                "ipam": dict({"type": "dhcp", "daemonSocketPath": self.sock}, **ipam)}
+
+    def add(self, ctr, cid="c1", conf=None, **kw):
+        return macvlan().run("ADD", conf or self.conf(), host_ns=self.host, netns=ns_path(ctr), container_id=cid, **kw)
+
+    def delete(self, ctr, cid="c1", conf=None):
+        return macvlan().run("DEL", conf or self.conf(), host_ns=self.host, netns=ns_path(ctr), container_id=cid)
+
+    def close(self):
+        with contextlib.suppress(Exception):
+            if self.daemon:
+                self.daemon.kill()
+                self.daemon.wait()
+        self.dnsmasq.terminate()
+        self.dnsmasq.wait()
+
+
+@contextlib.contextmanager
+def lab(dnsmasq_args=(), daemon_flags=(), start=True):
+    work = tempfile.mkdtemp(prefix="cni-dhcp.")
+    with netns("dhh") as host, netns("dhs") as server:
+        lb = Lab(host, server, work, dnsmasq_args)
+        try:
+            if start:
+                lb.start_daemon(*daemon_flags)
+            yield lb
+        finally:
+            lb.close()
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def client_id_hex(key):
+    return ":".join(f"{b:02x}" for b in b"\0" + key.encode())
+
+
+def wait_for(cond, timeout, what):
+    end = time.time() + timeout
+    while time.time() < end:
+        if cond():
+            return
+        time.sleep(0.2)
+    raise AssertionError(what)
+
+
+def lease_files(lb):
+    return sorted(os.listdir(lb.leasedir)) if os.path.isdir(lb.leasedir) else []
+
+
+@test
+def dhcp_add_renew_release():
+    """dhcp: ADD gets a dnsmasq lease (address, gateway, default route in the container), it is renewed at T1, DEL releases it"""
+    with lab() as lb, netns("dhc") as ctr:
+        r = lb.add(ctr).ok().json()
+        ip = r["ips"][0]["address"]
+        check(ip.startswith("10.213.0.") and ip.endswith("/24"), ip)
+        eq(r["ips"][0]["gateway"], SERVER_IP)
+        eq(r["routes"], [{"dst": "0.0.0.0/0", "gw": SERVER_IP}])
+        eq(addrs(ctr, "eth0")[:1], [ip])
+        eq([(x["dst"], x.get("gateway")) for x in ip_json(ctr, "route") if x["dst"] == "default"], [("default", SERVER_IP)])
+        mac = link(ctr, "eth0")["address"]
+        bare = ip.split("/")[0]
+        expiry, lmac, _, cid = lb.leases()[bare]
+        eq((lmac, cid), (mac, client_id_hex("c1/dhnet/eth0")), "dnsmasq holds the lease for our MAC and the reference's client id")
+        sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", SERVER_IP)
+        eq(len(lease_files(lb)), 1, "the lease is on record")
+        wait_for(lambda: lb.leases()[bare][0] > expiry, T1 + 6, "the lease is renewed at T1: " + lb.log())
+        lb.delete(ctr).ok()
+        wait_for(lambda: bare not in lb.leases(), 3, "DEL releases the lease at the server")
+        eq(lease_files(lb), [], "the record is removed")
+        check("DHCPRELEASE" in open(f"{lb.work}/dnsmasq.log").read(), "dnsmasq saw the RELEASE")
+        lb.delete(ctr).ok()  # idempotent
+
+
+@test
+def dhcp_daemon_restart_keeps_renewing():
+    """dhcp: a restarted daemon resumes the lease from its record and renews it (the reference forgets every lease)"""
+    with lab() as lb, netns("dhc") as ctr:
+        bare = lb.add(ctr).ok().json()["ips"][0]["address"].split("/")[0]
+        lb.stop_daemon()
+        check(not os.path.exists(lb.sock), "the socket is removed on shutdown")
+        eq(len(lease_files(lb)), 1, "the record survives the shutdown")
+        check(bare in lb.leases(), "shutdown does not release")
+        time.sleep(T1 + 1)  # T1 passes while no daemon runs
+        expiry = lb.leases()[bare][0]
+        lb.start_daemon()
+        wait_for(lambda: lb.leases()[bare][0] > expiry, 8, "the restarted daemon renews: " + lb.log())
+        check("resuming the lease of c1/dhnet/eth0" in lb.log(), lb.log())
+        dhcp().run("CHECK", dict(lb.conf(), prevResult={"cniVersion": "1.0.0"}), host_ns=lb.host, netns=ns_path(ctr)).ok()
+        lb.delete(ctr).ok()
+        wait_for(lambda: bare not in lb.leases(), 3, "the resumed lease is released on DEL")
+
+
+@test
+def dhcp_check_status_gc():
+    """dhcp: CHECK needs a held lease, GC releases this network's attachments not in the valid list, STATUS is code 50 without the daemon"""
+    with lab() as lb, netns("dhc1") as c1, netns("dhc2") as c2, netns("dhc3") as c3:
+        a = lb.add(c1, "c1").ok().json()["ips"][0]["address"].split("/")[0]
+        b = lb.add(c2, "c2").ok().json()["ips"][0]["address"].split("/")[0]
+        check(a != b, "two containers, two leases")
+        dhcp().run("CHECK", lb.conf(), host_ns=lb.host, netns=ns_path(c1), container_id="c1").ok()
+        err = dhcp().run("CHECK", lb.conf(), host_ns=lb.host, netns=ns_path(c1), container_id="nobody").error()
+        eq(err["msg"], "the DHCP daemon holds no lease for nobody/dhnet/eth0")
+        gc = dict(lb.conf(), cniVersion="1.1.0", **{"cni.dev/valid-attachments": [{"containerID": "c1", "ifname": "eth0"}]})
+        dhcp().run("GC", dict(gc, name="othernet")).ok()
+        eq(sorted(lb.leases()), sorted([a, b]), "GC of another network touches nothing")
+        dhcp().run("GC", gc).ok()
+        wait_for(lambda: b not in lb.leases(), 3, "GC released c2's lease")
+        check(a in lb.leases(), "c1 is valid and keeps its lease")
+        eq(len(lease_files(lb)), 1)
+        dhcp().run("STATUS", dict(lb.conf(), cniVersion="1.1.0")).ok()
+        lb.stop_daemon()
+        err = dhcp().run("STATUS", dict(lb.conf(), cniVersion="1.1.0")).error()
+        eq(err["code"], 50)
+        check(err["msg"].startswith(f"error dialing DHCP daemon: dial unix {lb.sock}"), err["msg"])
+        err = lb.add(c3, "c3").error()
+        check("error dialing DHCP daemon" in err["msg"], err["msg"])
+        check(link(c3, "eth0") is None, "a failed ADD leaves no interface")
+        lb.start_daemon()
+        lb.delete(c1, "c1").ok()
+        lb.delete(c2, "c2").ok()
+        eq(lb.leases(), {})
+
+
+@test
+def dhcp_classless_routes_priority_and_provided_options():
+    """dhcp: classless routes (121) replace the default route, priority is their metric, host-name comes from CNI_ARGS"""
+    extra = ["--dhcp-option=option:classless-static-route,192.168.213.0/24,10.213.0.254,10.214.0.0/24,0.0.0.0"]
+    with lab(dnsmasq_args=extra) as lb, netns("dhc") as ctr:
+        conf = lb.conf(priority=7, provide=[{"option": "host-name", "fromArg": "K8S_POD_NAME"}],
+                       request=[{"option": "121"}])
+        r = lb.add(ctr, conf=conf, args="IgnoreUnknown=1;K8S_POD_NAME=web-0").ok().json()
+        eq(r["routes"], [{"dst": "192.168.213.0/24", "gw": "10.213.0.254", "priority": 7},
+                         {"dst": "10.214.0.0/24", "priority": 7, "scope": 253}])
+        routes = {x["dst"]: x for x in ip_json(ctr, "route")}
+        eq((routes["192.168.213.0/24"]["gateway"], routes["192.168.213.0/24"].get("metric")), ("10.213.0.254", 7))
+        eq((routes["10.214.0.0/24"].get("gateway"), routes["10.214.0.0/24"]["scope"]), (None, "link"), "on-link route")
+        check("default" not in routes, "no default route: the classless routes are exclusive")
+        bare = r["ips"][0]["address"].split("/")[0]
+        eq(lb.leases()[bare][2], "web-0", "dnsmasq recorded the provided host name")
+        lb.delete(ctr, conf=conf).ok()
+
+
+@test
+def dhcp_broadcast_flag_and_socket_activation():
+    """dhcp: -broadcast really asks for broadcast replies; the daemon serves a socket systemd passes (LISTEN_FDS)"""
+    with lab(start=False) as lb, netns("dhc") as ctr:
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(lb.sock)
+        listener.listen(16)
+        log = open(f"{lb.work}/daemon.log", "a")
+        fd = listener.fileno()
+        lb.daemon = subprocess.Popen(  # systemd's hand-over: the socket as fd 3, LISTEN_PID = the daemon's pid
+            ["sh", "-c", f'exec 3<&{fd}; LISTEN_PID=$$ LISTEN_FDS=1 exec "$0" dhcp daemon -broadcast -leasedir "$1"',
+             CNI_ALL, lb.leasedir], stdout=log, stderr=log, pass_fds=[fd])
+        listener.close()
+        r = lb.add(ctr).ok().json()
+        check("the socket systemd passed" in lb.log(), lb.log())
+        dnslog = open(f"{lb.work}/dnsmasq.log").read()
+        check("broadcast response" in dnslog, "dnsmasq answered with broadcasts")
+        lb.delete(ctr).ok()
+        eq(lb.leases(), {}, "released: " + json.dumps(r))
+        lb.stop_daemon()
+        check(os.path.exists(lb.sock), "an activated socket belongs to systemd and stays")
+
+
+@test
+def dhcp_bad_input():
+    """dhcp: garbage on the socket and unknown options get clear errors, the daemon keeps serving; no server means a clean failure"""
+    with lab() as lb, netns("dhc") as ctr:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(lb.sock)
+        s.sendall(b"\x00garbage{")
+        s.shutdown(socket.SHUT_WR)
+        reply = json.loads(s.recv(65536))
+        eq(reply["error"]["code"], 6)
+        check(reply["error"]["msg"].startswith("dhcp daemon: malformed request"), reply)
+        s.close()
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(lb.sock)
+        s.sendall(b'{"op":"explode"}')
+        s.shutdown(socket.SHUT_WR)
+        eq(json.loads(s.recv(65536))["error"]["msg"], 'dhcp daemon: unknown op "explode"')
+        s.close()
+        err = lb.add(ctr, conf=lb.conf(request=[{"option": "no-such-option"}])).error()
+        eq(err["code"], 7)
+        check("no-such-option" in err["msg"], err["msg"])
+        err = lb.add(ctr, conf=lb.conf(provide=[{"option": "host-name", "value": "x" * 256}])).error()
+        eq((err["code"], err["msg"]), (7, "DHCP option 12 value is 256 bytes, at most 255 are allowed"))
+        dhcp().run("STATUS", dict(lb.conf(), cniVersion="1.1.0")).ok()
+        # No server: dnsmasq gone, the ADD fails after -resendtimeout and macvlan undoes itself.
+        lb.dnsmasq.terminate()
+        lb.dnsmasq.wait()
+        err = lb.add(ctr).error()
+        check("no DHCP lease" in err["msg"], err["msg"])
+        check(link(ctr, "eth0") is None, "the failed ADD removed the macvlan")
+        eq(lease_files(lb), [])
+        lb.delete(ctr).ok()
+
+
+if __name__ == "__main__":
+    run_all(cleanup=[BIN])

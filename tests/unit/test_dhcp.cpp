@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+// dhcp without sockets: the wire format against literal bytes, option readers (RFC 3442 routes,
+// lease times), the result of an ACK, the ipam keys, the daemon protocol, lease records and the
+// daemon's flags.
+#include <catch2/catch.hpp>
+
+#include "core/dhcp/config.hpp"
+#include "core/dhcp/daemon.hpp"
+#include "core/dhcp/lease_result.hpp"
+#include "core/dhcp/lease_store.hpp"
+#include "core/dhcp/protocol.hpp"
+
+using namespace cni;
+using namespace cni::dhcp;
+
+namespace {
+
+Message ack_with(std::vector<Option> options) {
+    Message m;
+    m.op = 2;
+    m.xid = 0x01020304;
+    m.yiaddr = 0x0ad50035;  // 10.213.0.53
+    m.chaddr = {2, 0, 0, 0, 0, 1};
+    m.options = std::move(options);
+    m.options.insert(m.options.begin(), Option{opt::message_type, {5}});
+    return m;
+}
+
+std::string routes_of(const CniResult& r) {
+    std::string s;
+    for (auto& rt : r.routes)
+        s += rt.dst.str() + (rt.gw ? " via " + rt.gw->str() : std::string(" link")) + " m" + std::to_string(rt.priority) + ";";
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("dhcp message: header fields and options survive a round trip; the wire is at least 300 bytes") {
+    Message m = ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}, {opt::host_name, Bytes(300, 'h')}});
+    m.flags = kBroadcastFlag;
+    Bytes wire = encode(m);
+    CHECK(wire.size() >= 300);
+    CHECK(wire[0] == 2);
+    CHECK(wire[10] == 0x80);
+    CHECK((wire[236] == 99 && wire[237] == 130 && wire[238] == 83 && wire[239] == 99));
+    auto back = decode(wire);
+    REQUIRE(back);
+    CHECK(*back == m);  // the 300-byte host name went out as two options and came back as one
+    CHECK(back->type() == MessageType::ack);
+}
+
+TEST_CASE("dhcp message: truncated or foreign packets are decoding errors") {
+    Bytes wire = encode(ack_with({}));
+    CHECK(!decode(std::span(wire.data(), 200)));
+    wire[236] = 0;
+    CHECK(decode(wire).error().msg == "DHCP message without the magic cookie");
+    Bytes bad = encode(ack_with({}));
+    bad[240] = opt::host_name;
+    bad[241] = 200;  // runs past the end
+    bad.resize(250);
+    CHECK(decode(bad).error().code == code::decoding_failure);
+}
+
+TEST_CASE("dhcp lease times: options 51/58/59, else the reference's defaults") {
+    auto t = lease_times(ack_with({}));
+    CHECK((t.lease == 3600 && t.t1 == 1800 && t.t2 == 3060));
+    t = lease_times(ack_with({{opt::lease_time, u32_bytes(120)}, {opt::renewal_time, u32_bytes(5)}, {opt::rebinding_time, u32_bytes(8)}}));
+    CHECK((t.lease == 120 && t.t1 == 5 && t.t2 == 8));
+}
+
+TEST_CASE("dhcp result: mask, gateway and default route; classless routes are exclusive; priority is the metric") {
+    auto plain = lease_result(ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}, {opt::routers, u32_bytes(0x0ad50001)}}), 0);
+    REQUIRE(plain);
+    CHECK(plain->ips[0].address.str() == "10.213.0.53/24");
+    CHECK(plain->ips[0].gateway->str() == "10.213.0.1");
+    CHECK(routes_of(*plain) == "0.0.0.0/0 via 10.213.0.1 m0;");
+
+    // 121: 192.168.213.0/24 via 10.213.0.254, 10.214.0.0/16 on-link
+    Bytes classless{24, 192, 168, 213, 10, 213, 0, 254, 16, 10, 214, 0, 0, 0, 0};
+    auto cl = lease_result(ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}, {opt::routers, u32_bytes(0x0ad50001)},
+                                     {opt::classless_routes, classless}}), 7);
+    REQUIRE(cl);
+    CHECK(routes_of(*cl) == "192.168.213.0/24 via 10.213.0.254 m7;10.214.0.0/16 link m7;");
+    CHECK(cl->routes[1].scope == 253);
+
+    // 33: classful destinations, plus the default route via the router
+    Bytes fixed{172, 16, 0, 0, 10, 213, 0, 9};
+    auto st = lease_result(ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}, {opt::routers, u32_bytes(0x0ad50001)},
+                                     {opt::static_routes, fixed}}), 0);
+    REQUIRE(st);
+    CHECK(routes_of(*st) == "172.16.0.0/16 via 10.213.0.9 m0;0.0.0.0/0 via 10.213.0.1 m0;");
+
+    CHECK(lease_result(ack_with({}), 0).error().msg == "DHCP option Subnet Mask not found in DHCPACK");
+    CHECK(!lease_result(ack_with({{opt::subnet_mask, u32_bytes(0xff00ff00)}}), 0));
+    CHECK(!parse_classless_routes(Bytes{33, 1, 2, 3, 4}));
+    CHECK(!parse_classless_routes(Bytes{24, 10, 0}));
+}
+
+TEST_CASE("dhcp config: defaults, request/skipDefault, provide with fromArg, errors naming the option") {
+    auto c = parse_dhcp_conf(R"({"cniVersion":"1.0.0","name":"n","ipam":{"type":"dhcp"}})", "");
+    REQUIRE(c);
+    CHECK(c->socket_path == "/run/cni/dhcp.sock");
+    CHECK(c->request_list == Bytes{1, 3, 121, 33});
+    c = parse_dhcp_conf(R"({"name":"n","ipam":{"type":"dhcp","daemonSocketPath":"/x.sock","priority":5,
+        "request":[{"option":"host-name","skipDefault":true},{"option":"42"}],
+        "provide":[{"option":"host-name","fromArg":"K8S_POD_NAME"},{"option":"user-class","value":"u"},
+                   {"option":"vendor-class-identifier","fromArg":"MISSING"}]}})",
+                        "IgnoreUnknown=1;K8S_POD_NAME=web=0");
+    REQUIRE(c);
+    CHECK(c->socket_path == "/x.sock");
+    CHECK(c->priority == 5);
+    CHECK(c->request_list == Bytes{12, 42});
+    REQUIRE(c->provide.size() == 2);
+    CHECK(c->provide[0] == Option{12, Bytes{'w', 'e', 'b', '=', '0'}});
+    CHECK(c->provide[1] == Option{77, Bytes{'u'}});
+    auto bad = parse_dhcp_conf(R"({"name":"n","ipam":{"type":"dhcp","request":[{"option":"256"}]}})", "");
+    CHECK(bad.error().code == code::invalid_config);
+    CHECK(bad.error().msg.find("\"256\"") != std::string::npos);
+    CHECK(!parse_dhcp_conf(R"({"name":"n"})", ""));
+    CHECK(client_id_for("c/n/eth0") == Bytes{0, 'c', '/', 'n', '/', 'e', 't', 'h', '0'});
+    CHECK(lease_key(std::string(300, 'x'), "n", "eth0").size() == 254);
+}
+
+TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding error") {
+    DaemonRequest q{Op::gc, "c1", "/run/netns/x", "eth0", "K=V", "/opt/cni/bin", "{\"name\":\"n\"}"};
+    auto back = decode_request(encode_request(q));
+    REQUIRE(back);
+    CHECK((back->op == Op::gc && back->container_id == "c1" && back->config == q.config && back->args == "K=V"));
+    CHECK(decode_request("{\"op\":\"nope\"}").error().msg == "dhcp daemon: unknown op \"nope\"");
+    CHECK(decode_request("\x01").error().code == code::decoding_failure);
+
+    auto result = lease_result(ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), 0);
+    auto reply = decode_reply(encode_reply(std::optional<CniResult>(*result)));
+    REQUIRE(reply);
+    CHECK((*reply)->ips == result->ips);
+    CHECK(!*decode_reply(encode_reply(std::optional<CniResult>{})));
+    auto err = decode_reply(encode_reply(fail(code::invalid_netns, "bad ns")));
+    CHECK((err.error().code == 8 && err.error().msg == "bad ns"));
+}
+
+TEST_CASE("dhcp lease record: JSON round trip") {
+    LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "K=V",
+                  Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}};
+    auto back = decode_record(encode_record(r));
+    REQUIRE(back);
+    CHECK((back->key == r.key && back->netns == r.netns && back->lease.ack == r.lease.ack));
+    CHECK((back->lease.server_mac == r.lease.server_mac && back->lease.bound_at == 1700000000));
+    CHECK(!decode_record("{\"key\":\"k\",\"ack\":\"zz\"}"));
+}
+
+TEST_CASE("dhcp daemon flags: Go flag syntax and durations") {
+    std::vector<std::string> args{"-socketpath", "/tmp/s", "--timeout=2s", "-broadcast", "-resendmax", "1m2.5s", "-hostprefix=/host"};
+    auto o = parse_daemon_options(args);
+    REQUIRE(o);
+    CHECK((o->socket_path == "/tmp/s" && o->hostprefix == "/host" && o->timing.broadcast));
+    CHECK(o->timing.timeout.count() == 2000);
+    CHECK(o->timing.resend_max.count() == 62500);
+    CHECK(o->timing.resend_timeout.count() == 208000);
+    std::vector<std::string> bad{"-nope"};
+    CHECK(parse_daemon_options(bad).error().msg == "flag provided but not defined: -nope");
+    std::vector<std::string> rel{"-pidfile", "x.pid"};
+    CHECK(!parse_daemon_options(rel));
+    CHECK(parse_go_duration("500ms")->count() == 500);
+    CHECK(parse_go_duration("1h")->count() == 3600000);
+    CHECK(!parse_go_duration("10"));
+    CHECK(!parse_go_duration("s"));
+}
