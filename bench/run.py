@@ -14,7 +14,9 @@ bridge (isGateway) with host-local and ipMasq (the Go plugins run with iptables-
 PATH, so both write the same tables); macvlan with host-local on a veth master; the chain
 bridge + portmap + tuning + bandwidth run as libcni runs a conflist (ADD in order with
 prevResult, DEL in reverse); one portmap ADD and DEL in a nat table already holding 1,000
-attachments' portmap chains.
+attachments' portmap chains; macvlan with the dhcp IPAM against dnsmasq (each implementation
+with its own daemon and its own dnsmasq in a throwaway server namespace, started with --no-ping
+so the server answers at once).
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]"""
@@ -227,6 +229,48 @@ def portmap_step(impl, state):
             call(IMPLS[impl], "portmap", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
 
 
+def dhcp_setup(impl):
+    """A server namespace running dnsmasq on one end of a veth, a host namespace with the other
+    end (the macvlan master), a container namespace, and the implementation's dhcp daemon."""
+    host, ctr, server = netns_setup(None), netns_setup(None), netns_setup(None)
+    work = tempfile.mkdtemp(prefix="cni-bench-dhcp.")
+    for cmd in (["ip", "-n", host, "link", "add", "benchdh0", "type", "veth", "peer", "name", "benchdh1", "netns", server],
+                ["ip", "-n", host, "link", "set", "benchdh0", "up"],
+                ["ip", "-n", server, "addr", "add", "10.207.0.1/24", "dev", "benchdh1"],
+                ["ip", "-n", server, "link", "set", "benchdh1", "up"]):
+        subprocess.run(cmd, check=True)
+    dnsmasq = subprocess.Popen(["ip", "netns", "exec", server, "dnsmasq", "--keep-in-foreground", "--no-resolv", "--port=0",
+                                "--conf-file=/dev/null", "--interface=benchdh1", "--bind-interfaces", "--no-ping",
+                                f"--dhcp-leasefile={work}/leases", "--dhcp-range=10.207.0.10,10.207.0.250,255.255.255.0,1h"])
+    sock = f"{work}/dhcp.sock"
+    daemon_cmd = ([opts.cni_all, "dhcp", "daemon", "-leasedir", f"{work}/leasedir"] if impl == "cni-all"
+                  else [os.path.join(opts.reference, "dhcp"), "daemon"])
+    daemon = subprocess.Popen(daemon_cmd + ["-socketpath", sock], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    return host, ctr, server, work, dnsmasq, daemon
+
+
+def dhcp_step(impl, state):
+    host, ctr, _server, work, _dnsmasq, _daemon = state
+    conf = {"cniVersion": "1.0.0", "name": "bench-dhcp", "type": "macvlan", "master": "benchdh0",
+            "ipam": {"type": "dhcp", "daemonSocketPath": f"{work}/dhcp.sock"}}
+    return [call(IMPLS[impl], "macvlan", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
+            call(IMPLS[impl], "macvlan", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+
+
+def dhcp_teardown(_impl, state):
+    host, ctr, server, work, dnsmasq, daemon = state
+    for proc in (daemon, dnsmasq):
+        proc.terminate()
+        proc.wait()
+    for ns in (ctr, host, server):
+        netns_teardown(None, ns)
+    shutil.rmtree(work)
+
+
 def two_netns_teardown(_impl, state):
     for ns in state:
         netns_teardown(None, ns)
@@ -254,6 +298,7 @@ results = [
              chain_step, ptp_teardown),
     scenario(["portmap ADD, 1,000 existing mappings", "portmap DEL, 1,000 existing mappings"],
              existing_mappings_setup(1000), portmap_step, two_netns_teardown),
+    scenario(["macvlan + dhcp ADD (dnsmasq)", "macvlan + dhcp DEL (dnsmasq)"], dhcp_setup, dhcp_step, dhcp_teardown),
 ]
 results = [row for rows in results for row in rows]
 
