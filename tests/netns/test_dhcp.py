@@ -183,6 +183,23 @@ def dhcp_daemon_restart_keeps_renewing():
 
 
 @test
+def dhcp_rebinds_when_the_server_is_silent():
+    """dhcp: an unanswered renewal (server stopped) is retried, and from T2 a broadcast rebind gets the lease back"""
+    with lab(daemon_flags=("-timeout", "1s")) as lb, netns("dhc") as ctr:
+        bare = lb.add(ctr).ok().json()["ips"][0]["address"].split("/")[0]
+        expiry = lb.leases()[bare][0]
+        server = int(open(f"{lb.work}/dnsmasq.pid").read())
+        os.kill(server, signal.SIGSTOP)
+        try:  # renewals at T1 and 2 s later time out after 1 s each; the next try is past T2: a rebind
+            wait_for(lambda: lb.log().count("no answer to renewing the lease of c1/dhnet/eth0") == 2, T2 + 2, lb.log())
+        finally:
+            os.kill(server, signal.SIGCONT)
+        wait_for(lambda: "rebound the lease of c1/dhnet/eth0 (" + bare + ")" in lb.log(), T2, lb.log())
+        check(lb.leases()[bare][0] > expiry, "the server extended the lease")
+        lb.delete(ctr).ok()
+
+
+@test
 def dhcp_check_status_gc():
     """dhcp: CHECK needs a held lease, GC releases this network's attachments not in the valid list, STATUS is code 50 without the daemon"""
     with lab() as lb, netns("dhc1") as c1, netns("dhc2") as c2, netns("dhc3") as c3:

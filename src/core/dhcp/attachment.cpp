@@ -154,9 +154,11 @@ void Attachment::run() {
             return;
         }
         if (now < cur.expiry()) {
-            auto outcome = client.renew(cur, now >= cur.t2());
+            bool rebinding = now >= cur.t2();
+            auto outcome = client.renew(cur, rebinding);
             if (!outcome && stopping_) break;
             if (outcome && *outcome == RenewOutcome::acked) {
+                if (rebinding) log_("rebound the lease of " + record_.key + " (" + v4(cur.address()).str() + ")");
                 persist(cur);
                 next_attempt = cur.t1();
                 continue;
@@ -165,6 +167,7 @@ void Attachment::run() {
                 log_("the DHCP server refused to renew the lease of " + record_.key + "; acquiring a new one");
             } else {
                 if (!outcome) log_("renewing the lease of " + record_.key + ": " + outcome.error().msg);
+                else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + record_.key);
                 next_attempt = std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
                 continue;
             }
