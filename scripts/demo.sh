@@ -3,11 +3,13 @@
 # The demo, on a fresh Debian 12 machine: installs the dependencies, builds cni-all, installs it
 # with one symlink per applet into a temporary plugin directory, and runs a real conflist
 # (loopback; bridge with host-local IPAM, dual stack, masquerading; portmap; tuning; bandwidth;
-# firewall) against throwaway "host" and "container" network namespaces, the way a runtime
-# does: CNI_* environment, config on stdin, each plugin given the previous one's result, the
-# plugins run inside the host namespace. It prints the results and the state, serves HTTP in
-# the container and fetches it through the published host port, runs CHECK, then DEL in
-# reverse order, and removes everything it made.
+# firewall) against throwaway "host" and "container" network namespaces with `cni-all exec`, the
+# runtime built into the binary: it loads the conflist by name, injects name, cniVersion,
+# prevResult and the runtimeConfig of each plugin's capabilities (port mappings, bandwidth), and
+# caches the result as libcni does. All of it runs inside the host namespace. It prints the
+# result and the state, serves HTTP in the container and fetches it through the published host
+# port, runs CHECK and STATUS, then DEL (reverse order, with the cached result), and removes
+# everything it made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -25,46 +27,36 @@ build/cni-all install "$bin" >/dev/null
 ip netns add "$ns"
 ip netns add "$host"
 ip -n "$host" link set lo up
-
-conflist=$(cat <<JSON
+mkdir -p "$data/net.d"
+cat > "$data/net.d/10-demo.conflist" <<JSON
 {
   "cniVersion": "1.1.0",
   "name": "demo",
   "plugins": [
     {"type": "loopback"},
     {"type": "bridge", "bridge": "demo0", "isGateway": true, "ipMasq": true, "hairpinMode": true,
-      "ipam": {"type": "host-local", "dataDir": "$data",
+      "ipam": {"type": "host-local", "dataDir": "$data/ipam",
         "ranges": [[{"subnet": "10.250.0.0/24"}], [{"subnet": "fd00:250::/64"}]],
         "routes": [{"dst": "0.0.0.0/0"}]}},
-    {"type": "portmap", "runtimeConfig": {"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}]}},
+    {"type": "portmap", "capabilities": {"portMappings": true}},
     {"type": "tuning", "dataDir": "$data/tuning", "sysctl": {"net.core.somaxconn": "512"}},
-    {"type": "bandwidth", "ingressRate": 100000000, "ingressBurst": 1000000, "egressRate": 100000000, "egressBurst": 1000000},
+    {"type": "bandwidth", "capabilities": {"bandwidth": true}},
     {"type": "firewall"}
   ]
 }
 JSON
-)
-types=(loopback bridge portmap tuning bandwidth firewall)
-# Each plugin gets the list's name and cniVersion, as libcni injects them, and prevResult.
-plugin_conf() {  # plugin_conf INDEX [PREV_RESULT]
-  python3 -c 'import json,sys
-l = json.loads(sys.argv[1]); p = l["plugins"][int(sys.argv[2])]
-p.update(name=l["name"], cniVersion=l["cniVersion"])
-if len(sys.argv) > 3 and sys.argv[3]: p["prevResult"] = json.loads(sys.argv[3])
-print(json.dumps(p))' "$conflist" "$@"
-}
-run() {  # run COMMAND INDEX [PREV_RESULT], inside the throwaway host namespace
-  ip netns exec "$host" env CNI_COMMAND=$1 CNI_CONTAINERID=demo-container CNI_NETNS=/run/netns/$ns \
-    CNI_IFNAME=eth0 CNI_PATH=$bin "$bin/${types[$2]}" <<<"$(plugin_conf "$2" "${3:-}")"
+# What a runtime passes as capability args: the port mapping and the pod's bandwidth limits.
+caps='{"portMappings": [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"}],
+       "bandwidth": {"ingressRate": 100000000, "ingressBurst": 1000000, "egressRate": 100000000, "egressBurst": 1000000}}'
+cni() {  # cni COMMAND [NETNS]: cni-all exec inside the throwaway host namespace
+  ip netns exec "$host" "$bin/cni-all" exec "$1" demo ${2:+"$2"} --conf-dir "$data/net.d" --cache-dir "$data/cache" \
+    --container-id demo-container --capability-args "$caps"
 }
 
 echo "== cni-all $(build/cni-all --version | cut -d' ' -f2), applets: $(build/cni-all --list | cut -d' ' -f1 | tr '\n' ' ')"
-result=""
-for i in "${!types[@]}"; do
-  result=$(run ADD "$i" "$result")
-done
-echo "== ADD loopback, bridge + host-local (dual stack, ipMasq), portmap, tuning, bandwidth, firewall; the final result:"
-echo "$result"; echo
+echo "== cni-all exec add demo /run/netns/$ns: loopback, bridge + host-local (dual stack, ipMasq), portmap, tuning, bandwidth, firewall; the result:"
+cni add "/run/netns/$ns"; echo
+echo "== the cached result: $(ls "$data/cache/results")"
 echo "== the container:"; ip -n "$ns" -br addr
 echo "== the host side:"; ip -n "$host" -br addr show demo0; ip -n "$host" -br link show master demo0
 echo "== nat rules (iptables-legacy-save -t nat):"; ip netns exec "$host" iptables-legacy-save -t nat | grep -- "-A"
@@ -80,12 +72,13 @@ server=$!
 for _ in $(seq 50); do grep -q ready "$data/server.out" 2>/dev/null && break; sleep 0.1; done
 echo "== GET http://10.250.0.1:8080/ in the host namespace, through portmap's DNAT:"
 ip netns exec "$host" python3 -c 'import urllib.request; print(urllib.request.urlopen("http://10.250.0.1:8080/", timeout=5).read().decode(), end="")'
-echo "== CHECK every plugin (with the final result as prevResult)"
-for i in 1 2 3 4 5; do run CHECK "$i" "$result" >/dev/null; done; echo "ok"
+echo "== cni-all exec check (every plugin, the cached result as prevResult), then status"
+cni check "/run/netns/$ns"; cni status; echo "ok"
 kill "$server"; server=""
-echo "== DEL in reverse order"
-for ((i = ${#types[@]} - 1; i >= 0; i--)); do run DEL "$i" "$result"; done
+echo "== cni-all exec del (reverse order, the cached result as prevResult)"
+cni del "/run/netns/$ns"
 echo "== after DEL:"; ip -n "$ns" -br link
 echo "per-container nat rules left: $(ip netns exec "$host" iptables-legacy-save -t nat | grep -c -e 'CNI-DN-' -e 'name: \\"demo\\"' || true)"
-ls "$data/demo" | grep -v -e lock -e last_reserved -e index || echo "(no reservations left)"
+ls "$data/ipam/demo" | grep -v -e lock -e last_reserved -e index || echo "(no reservations left)"
+ls "$data/cache/results" 2>/dev/null | grep . || echo "(no cached result left)"
 echo "== done; namespaces and files removed"

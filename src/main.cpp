@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "dispatch.hpp"
+#include "exec_command.hpp"
 #include "install.hpp"
 #include "registry.hpp"
 
@@ -39,6 +40,9 @@ void print_usage(std::FILE* f) {
                "       <applet>                  the same through a symlink named after the applet\n"
                "       cni-all --list            list the applets\n"
                "       cni-all <applet> --help   describe an applet's configuration\n"
+               "       cni-all exec add|check|del NETWORK NETNS [options]\n"
+               "       cni-all exec gc|status NETWORK [options]\n"
+               "                                 run a network from /etc/cni/net.d as a container runtime does\n"
                "       cni-all dhcp daemon [flags]\n"
                "                                 run the DHCP lease daemon the dhcp IPAM talks to\n"
                "       cni-all --version\n"
@@ -108,6 +112,12 @@ int main(int argc, char** argv) {
     if (cmd == "--version") {
         std::printf("cni-all %.*s\n", int(cni::cni_all_version().size()), cni::cni_all_version().data());
         return 0;
+    }
+    if (cmd == "exec") {
+        std::vector<std::string> args(argv + 2, argv + argc);
+        std::vector<std::string> env;
+        for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+        return cni::exec_command(args, env, stdout, stderr);
     }
     if (cmd == "install") {
         bool force = false;

@@ -6,27 +6,20 @@
 // and so may acquire a lease on CHECK); GC releases the leases of this network's attachments
 // not in cni.dev/valid-attachments; STATUS fails with code 50 while the daemon cannot be
 // reached. CNI_NETNS is made absolute first, as the reference does.
-#include <unistd.h>
 
 #include "core/applet.hpp"
 #include "core/dhcp/config.hpp"
 #include "core/dhcp/daemon.hpp"
 #include "core/dhcp/protocol.hpp"
+#include "core/os/fs.hpp"
 
 namespace cni {
 namespace {
 
-std::string absolute(const std::string& path) {
-    if (path.empty() || path[0] == '/') return path;
-    char cwd[4096];
-    if (!::getcwd(cwd, sizeof cwd)) return path;
-    return std::string(cwd) + "/" + path;
-}
-
 dhcp::DaemonReply ask(const Context& ctx, dhcp::Op op, int unreachable_code = code::internal) {
     CNI_TRY_ASSIGN(auto conf, dhcp::parse_dhcp_conf(ctx.req.config, ctx.req.args));
     const auto& r = ctx.req;
-    dhcp::DaemonRequest q{op, r.container_id, absolute(r.netns), r.ifname, r.args, r.path, r.config};
+    dhcp::DaemonRequest q{op, r.container_id, os::absolute_path(r.netns), r.ifname, r.args, r.path, r.config};
     return dhcp::call_daemon(conf.socket_path, q, unreachable_code);
 }
 

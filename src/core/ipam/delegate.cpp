@@ -67,13 +67,13 @@ Result<std::optional<CniResult>> run_exec(const std::string& path, const Context
     return std::optional<CniResult>(std::move(result));
 }
 
-Result<std::optional<CniResult>> delegate(const Context& ctx, Command cmd, std::string_view type, std::string_view config) {
+}  // namespace
+
+Result<std::optional<CniResult>> invoke(const Context& ctx, Command cmd, std::string_view type, std::string_view config) {
     CNI_TRY_ASSIGN(auto path, find_in_path(type, ctx.req.path));
     if (const Applet* a = find_applet(type); a && os::is_self_exe(path)) return run_in_process(*a, ctx, cmd, config);
     return run_exec(path, ctx, cmd, config);
 }
-
-}  // namespace
 
 Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_path) {
     if (plugin.empty()) return fail("no plugin name provided");
@@ -92,14 +92,14 @@ Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_p
 }
 
 Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::string_view config) {
-    CNI_TRY_ASSIGN(auto r, delegate(ctx, Command::add, type, config));
+    CNI_TRY_ASSIGN(auto r, invoke(ctx, Command::add, type, config));
     if (!r) return fail("delegate " + std::string(type) + " returned no result");
     return std::move(*r);
 }
 
 #define CNI_DELEGATE_VOID(fn, cmd)                                                                   \
     Status fn(const Context& ctx, std::string_view type, std::string_view config) {                \
-        CNI_TRY(delegate(ctx, cmd, type, config));                                                  \
+        CNI_TRY(invoke(ctx, cmd, type, config));                                                  \
         return {};                                                                                  \
     }
 CNI_DELEGATE_VOID(delegate_del, Command::del)

@@ -16,6 +16,11 @@ namespace cni::ipam {
 // Go invoke.FindInPath over a ':'-separated CNI_PATH.
 Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_path);
 
+// Runs plugin `type` for `cmd` with ctx.req's environment (CNI_COMMAND replaced) and `config`
+// on stdin; the result of an ADD, nothing for the other commands. Also what `cni-all exec` runs
+// every plugin of a conflist with.
+Result<std::optional<CniResult>> invoke(const Context& ctx, Command cmd, std::string_view type, std::string_view config);
+
 Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::string_view config);
 Status delegate_del(const Context& ctx, std::string_view type, std::string_view config);
 Status delegate_check(const Context& ctx, std::string_view type, std::string_view config);

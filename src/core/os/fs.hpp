@@ -17,6 +17,9 @@ namespace cni::os {
 Status mkdir_all(const std::string& path, mode_t mode);
 Result<std::string> read_file(const std::string& path);
 
+// Go filepath.Abs: a relative path joined to the working directory.
+std::string absolute_path(const std::string& path);
+
 Status write_all(int fd, std::string_view data);  // retries short writes and EINTR
 // Everything up to EOF; more than `limit` bytes is an error.
 Result<std::string> read_all(int fd, std::size_t limit);
