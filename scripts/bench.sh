@@ -6,7 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-[ -f build-static/build.ninja ] || meson setup build-static -Dstatic=true -Dtests=false >/dev/null
-ninja -C build-static >/dev/null
+packaging/build-static.sh >/dev/null
 if [ "$(id -u)" -ne 0 ]; then exec sudo "$0" "$@"; fi
 exec python3 bench/run.py --cni-all build-static/cni-all --spawn-timer build-static/bench/spawn-timer "$@"

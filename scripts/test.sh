@@ -9,10 +9,13 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 [ -f build-test/build.ninja ] || meson setup build-test --buildtype=release >/dev/null
 ninja -C build-test
+# The binary that ships, for the `static` suite (a chroot with nothing else in it).
+CNI_ALL_STATIC=$(packaging/build-static.sh)
+export CNI_ALL_STATIC
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 set +e
-$sudo meson test -C build-test --no-rebuild --print-errorlogs "$@"
+$sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" meson test -C build-test --no-rebuild --print-errorlogs "$@"
 rc=$?
 set -e
 python3 scripts/test_summary.py build-test/meson-logs/testlog.json
