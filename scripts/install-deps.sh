@@ -12,6 +12,7 @@ packages=(
   dpkg-dev xz-utils                           # static build: libiptc from Debian's iptables source
   qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
+  debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -11,11 +11,13 @@ scripts/install-deps.sh
 ninja -C build-test
 # The binary that ships, for the `static` suite (a chroot with nothing else in it).
 CNI_ALL_STATIC=$(packaging/build-static.sh)
-export CNI_ALL_STATIC
+# The Debian package, for the `deb` suite (lintian, install, purge).
+CNI_ALL_DEB=$(packaging/build-deb.sh build-test/deb)
+export CNI_ALL_STATIC CNI_ALL_DEB
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 set +e
-$sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" meson test -C build-test --no-rebuild --print-errorlogs "$@"
+$sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" "CNI_ALL_DEB=$CNI_ALL_DEB" meson test -C build-test --no-rebuild --print-errorlogs "$@"
 rc=$?
 set -e
 python3 scripts/test_summary.py build-test/meson-logs/testlog.json

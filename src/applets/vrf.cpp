@@ -91,7 +91,8 @@ Status enslave(const nl::Socket& s, const nl::LinkInfo& vrf, const nl::LinkInfo&
         bool kept = false;
         for (auto& b : v6_after) kept = kept || b.local == a.local;
         if (kept) continue;
-        if (auto st = nl::add_addr(s, link.index, link.name, a.local, a.flags); !st)
+        // replace: the kernel may still be re-adding it as the enslave cycles the link
+        if (auto st = nl::add_addr(s, link.index, link.name, a.local, a.flags, true); !st)
             return fail("could not restore address " + a.local.str() + " to " + link.name + " @ " + vrf.name + ": " +
                         st.error().msg);
         CNI_TRY(await_prefix_route(s, a.local, vrf.vrf_table));

@@ -40,10 +40,10 @@ Result<AddrPtr> build(int ifindex, const IpNet& addr) {
 }
 }  // namespace
 
-Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags) {
+Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags, bool replace) {
     CNI_TRY_ASSIGN(auto a, build(ifindex, addr));
     if (flags) rtnl_addr_set_flags(a.get(), flags);
-    return s.check(rtnl_addr_add(s.get(), a.get(), NLM_F_CREATE | NLM_F_EXCL),
+    return s.check(rtnl_addr_add(s.get(), a.get(), NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL)),
                    "adding address " + addr.str() + " to " + ifname);
 }
 

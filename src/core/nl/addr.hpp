@@ -21,7 +21,9 @@ struct AddrInfo {
 
 // Addresses on link `ifindex` of `family` (AF_INET, AF_INET6, or AF_UNSPEC for both).
 Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int family = AF_UNSPEC);
-Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags = 0);
+// `replace`: an address already there is updated instead of failing with EEXIST.
+Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags = 0,
+                bool replace = false);
 Result<bool> del_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr);
 
 }  // namespace cni::nl

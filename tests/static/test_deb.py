@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The Debian package (CNI_ALL_DEB, built by packaging/build-deb.sh): lintian reports no errors,
+it installs the binary and one symlink per applet into /usr/lib/cni-all and the dhcp daemon's
+units (not enabled), a plugin answers VERSION through its symlink, and a purge removes it all."""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import check, eq, run_all, sh, test  # noqa: E402
+
+DEB = os.environ.get("CNI_ALL_DEB", "")
+DIR = "/usr/lib/cni-all"
+
+
+@test
+def deb_is_lintian_clean_of_errors():
+    """deb: lintian finds no errors (warnings are listed in the log)"""
+    check(DEB and os.path.exists(DEB), f"CNI_ALL_DEB must name the package, got {DEB!r}")
+    r = sh("lintian", "--no-tag-display-limit", DEB, check_rc=False)
+    for line in r.stdout.splitlines():
+        print(f"# {line}")
+    errors = [line for line in r.stdout.splitlines() if line.startswith("E:")]
+    eq(errors, [], "lintian errors")
+
+
+@test
+def deb_installs_runs_and_purges():
+    """deb: dpkg -i lays down cni-all, the applet symlinks and the units; VERSION through a symlink; purge removes everything"""
+    check(DEB and os.path.exists(DEB), "CNI_ALL_DEB must name the package")
+    status = sh("dpkg-query", "-W", "-f=${Status}", "cni-all", check_rc=False).stdout
+    check("installed" not in status.replace("not-installed", ""), f"cni-all is not installed before the test: {status}")
+    sh("dpkg", "-i", DEB)
+    try:
+        applets = [line.split()[0] for line in sh(f"{DIR}/cni-all", "--list").stdout.splitlines()]
+        check("bridge" in applets and "dhcp" in applets, applets)
+        eq(sorted(os.listdir(DIR)), sorted(applets + ["cni-all"]))
+        for a in applets:
+            eq(os.readlink(f"{DIR}/{a}"), "cni-all")
+        r = subprocess.run([f"{DIR}/loopback"], input='{"cniVersion":"1.0.0"}', capture_output=True, text=True,
+                           env={"CNI_COMMAND": "VERSION"})
+        eq(r.returncode, 0, r.stderr)
+        check("1.1.0" in json.loads(r.stdout)["supportedVersions"], r.stdout)
+        for unit in ("cni-all-dhcp.socket", "cni-all-dhcp.service"):
+            check(os.path.exists(f"/lib/systemd/system/{unit}"), unit)
+        check(f"ExecStart={DIR}/dhcp daemon" in open("/lib/systemd/system/cni-all-dhcp.service").read())
+        files = sh("dpkg", "-L", "cni-all").stdout
+        check("/usr/share/doc/cni-all/copyright" in files, files)
+    finally:
+        sh("dpkg", "--purge", "cni-all")
+    check(not os.path.exists(DIR), "the plugin directory is gone")
+    check(not os.path.exists("/lib/systemd/system/cni-all-dhcp.service"), "the units are gone")
+
+
+if __name__ == "__main__":
+    run_all()
