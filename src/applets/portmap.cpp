@@ -186,10 +186,11 @@ Result<CniResult> portmap_add(const Context& ctx) {
         auto spec = spec_for(c, r, addr);
         if (spec.mappings.empty()) continue;
         if (auto st = fw::setup_hostports(spec); !st) return fail("portmap: " + st.error().msg);
+        std::vector<std::uint16_t> udp_ports;
         for (auto& m : spec.mappings)
-            if (m.proto == IPPROTO_UDP)
-                if (auto gone = nl::delete_udp_flows_to(addr.ip.is_v4() ? AF_INET : AF_INET6, std::uint16_t(m.host_port)); !gone)
-                    ctx.warn("portmap: could not forget the UDP flows to port " + std::to_string(m.host_port) + ": " + gone.error().msg);
+            if (m.proto == IPPROTO_UDP) udp_ports.push_back(std::uint16_t(m.host_port));
+        if (auto gone = nl::delete_udp_flows_to(addr.ip.is_v4() ? AF_INET : AF_INET6, udp_ports); !gone)
+            ctx.warn("portmap: could not forget the UDP flows to the mapped ports: " + gone.error().msg);
         if (addr.ip.is_v4()) CNI_TRY(enable_localhost_access(spec));
     }
     undo.dismiss();

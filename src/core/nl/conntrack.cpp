@@ -9,9 +9,11 @@
 #include <netlink/msg.h>
 #include <netlink/netlink.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "core/nl/ptr.hpp"
+#include "core/os/sysctl.hpp"
 
 namespace cni::nl {
 namespace {
@@ -28,7 +30,7 @@ MsgPtr ct_msg(int type, int flags, int family) {
 }
 
 struct Dump {
-    std::uint16_t port;
+    std::span<const std::uint16_t> ports;
     std::vector<std::vector<unsigned char>> tuples;  // CTA_TUPLE_ORIG payloads to delete
 };
 
@@ -41,19 +43,27 @@ int on_entry(nl_msg* msg, void* arg) {
     nlattr* proto[CTA_PROTO_MAX + 1];
     if (nla_parse_nested(proto, CTA_PROTO_MAX, tuple[CTA_TUPLE_PROTO], nullptr) < 0) return NL_OK;
     if (!proto[CTA_PROTO_NUM] || nla_get_u8(proto[CTA_PROTO_NUM]) != IPPROTO_UDP || !proto[CTA_PROTO_DST_PORT]) return NL_OK;
-    if (ntohs(nla_get_u16(proto[CTA_PROTO_DST_PORT])) != d->port) return NL_OK;
+    if (std::find(d->ports.begin(), d->ports.end(), ntohs(nla_get_u16(proto[CTA_PROTO_DST_PORT]))) == d->ports.end()) return NL_OK;
     auto* data = static_cast<unsigned char*>(nla_data(ct[CTA_TUPLE_ORIG]));
     d->tuples.emplace_back(data, data + nla_len(ct[CTA_TUPLE_ORIG]));
     return NL_OK;
 }
 
+// No tracked connection at all in this namespace (or no conntrack): nothing to walk. The dump
+// would visit every bucket of the kernel's whole table, shared by all namespaces, to find that.
+bool nothing_tracked() {
+    auto count = os::sysctl_get("net.netfilter.nf_conntrack_count");
+    return !count || *count == "0";
+}
+
 }  // namespace
 
-Result<int> delete_udp_flows_to(int family, std::uint16_t port) {
+Result<int> delete_udp_flows_to(int family, std::span<const std::uint16_t> ports) {
+    if (ports.empty() || nothing_tracked()) return 0;
     SockPtr sk(nl_socket_alloc());
     if (!sk) return fail("conntrack: out of memory");
     if (int err = nl_connect(sk.get(), NETLINK_NETFILTER); err < 0) return fail(std::string("conntrack: ") + nl_geterror(err));
-    Dump dump{port, {}};
+    Dump dump{ports, {}};
     nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_entry, &dump);
     auto req = ct_msg(IPCTNL_MSG_CT_GET, NLM_F_DUMP, family);
     if (!req) return fail("conntrack: out of memory");

@@ -5,13 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "core/result.hpp"
 
 namespace cni::nl {
 
-// Deletes the entries of `family` (AF_INET/AF_INET6) whose original direction is UDP to
-// `port`; how many. Works in the calling thread's network namespace.
-Result<int> delete_udp_flows_to(int family, std::uint16_t port);
+// Deletes the entries of `family` (AF_INET/AF_INET6) whose original direction is UDP to one
+// of `ports` (one walk of the table for all of them); how many. Works in the calling thread's
+// network namespace, and skips the walk when that namespace tracks nothing.
+Result<int> delete_udp_flows_to(int family, std::span<const std::uint16_t> ports);
 
 }  // namespace cni::nl
