@@ -13,6 +13,7 @@ packages=(
   qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
+  podman runc                                 # a real runtime as the client (podman e2e, CNI backend)
 )
 missing=()
 for p in "${packages[@]}"; do

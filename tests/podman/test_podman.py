@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""A real runtime as the client: Debian's podman 4.3 with its CNI backend, plugin dir = our
+`cni-all install`ed symlinks (Debian's /usr/lib/cni hidden), vfs storage, cgroupfs, runc. It
+runs in a throwaway network namespace (entered with nsenter, so /sys and its cgroup mounts stay
+visible to runc) and a private mount namespace (tmpfs over /var/lib/cni). An image imported
+from busybox-static serves HTTP; `podman network create`, `podman run -d -p 18080:80`, a fetch
+through the container IP and through the published port, then `podman rm -f` must leave no
+veth, rule, allocation or cache entry (scenario.sh does the steps)."""
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import check, eq, install_dir, netns, ns_path, run_all, test  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenario.sh")
+
+
+@test
+def podman_runs_a_container_on_our_plugins():
+    """podman (CNI backend, our plugins only): network create, run -d -p 18080:80, HTTP via the container IP and the port, rm -f leaves nothing"""
+    work = tempfile.mkdtemp(prefix="cni-all-podman.")
+    try:
+        with netns("pod") as host:
+            r = subprocess.run(["nsenter", f"--net={ns_path(host)}", "unshare", "-m", "--propagation", "private",
+                                "env", f"WORK={work}/w", f"BIN={BIN}", "bash", SCENARIO],
+                               capture_output=True, text=True, timeout=240)
+            for line in (r.stdout + r.stderr).splitlines():
+                print(f"# {line}")
+            eq(r.returncode, 0, "the scenario ran to the end")
+            got = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
+            eq(got["backend"], "cni")
+            eq(got["plugins"], "bridge,portmap,firewall,tuning", "podman's own conflist")
+            check(got["ip"].startswith("10.219.0."), got["ip"])
+            eq(got["direct"], "hello from podman", "HTTP through the container IP")
+            eq(got["published"], "hello from podman", "HTTP through the published port (portmap DNAT)")
+            eq(got["cache_during"], "1", "libcni's result cache holds the attachment while it runs")
+            check(int(got["dnat_during"]) > 0, "portmap's DNAT chain exists while it runs")
+            for key in ("veths_after", "dnat_after", "rules_after", "cache_after", "allocations_after"):
+                eq(got[key], "0", f"{key}: podman rm -f left something behind")
+            eq(got["done"], "1")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    run_all(cleanup=[BIN])
