@@ -6,7 +6,8 @@ runs in a throwaway network namespace (entered with nsenter, so /sys and its cgr
 visible to runc) and a private mount namespace (tmpfs over /var/lib/cni). An image imported
 from busybox-static serves HTTP; `podman network create`, `podman run -d -p 18080:80`, a fetch
 through the container IP and through the published port, then `podman rm -f` must leave no
-veth, rule, allocation or cache entry (scenario.sh does the steps)."""
+veth, rule, allocation or cache entry (scenario.sh does the steps). Also the installer image
+built from the static binary: podman loads it and its entrypoint installs the plugins."""
 import os
 import shutil
 import subprocess
@@ -44,6 +45,37 @@ def podman_runs_a_container_on_our_plugins():
             for key in ("veths_after", "dnat_after", "rules_after", "cache_after", "allocations_after"):
                 eq(got[key], "0", f"{key}: podman rm -f left something behind")
             eq(got["done"], "1")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@test
+def installer_image_runs_under_podman():
+    """podman: the installer image (packaging/build-oci.py from the static binary) loads, and its entrypoint installs cni-all and the symlinks into the mounted plugin dir"""
+    static = os.environ.get("CNI_ALL_STATIC", "")
+    check(static and os.path.exists(static), f"CNI_ALL_STATIC must name the static build, got {static!r}")
+    work = tempfile.mkdtemp(prefix="cni-all-image.")
+    try:
+        with open(f"{work}/storage.conf", "w") as f:
+            f.write(f'[storage]\ndriver = "vfs"\nrunroot = "{work}/run"\ngraphroot = "{work}/storage"\n')
+        with open(f"{work}/containers.conf", "w") as f:
+            f.write(f'[engine]\ncgroup_manager = "cgroupfs"\nevents_logger = "file"\nevents_logfile_path = "{work}/events.log"\n'
+                    f'runtime = "runc"\ntmp_dir = "{work}/tmp"\n')
+        env = dict(os.environ, CONTAINERS_STORAGE_CONF=f"{work}/storage.conf", CONTAINERS_CONF=f"{work}/containers.conf")
+        tool = os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "build-oci.py")
+        subprocess.run(["python3", tool, static, f"{work}/image.tar", "--tag", "localhost/cni-all:test"], check=True, capture_output=True)
+        r = subprocess.run(["podman", "load", "-i", f"{work}/image.tar"], capture_output=True, text=True, env=env)
+        eq(r.returncode, 0, r.stderr)
+        os.makedirs(f"{work}/hostbin")
+        r = subprocess.run(["podman", "run", "--rm", "--network", "none", "--ulimit", "nofile=1024:1024",
+                            "--ulimit", "nproc=1024:1024", "-v", f"{work}/hostbin:/host/opt/cni/bin",
+                            "localhost/cni-all:test"], capture_output=True, text=True, env=env, timeout=120)
+        eq(r.returncode, 0, r.stdout + r.stderr)
+        installed = sorted(os.listdir(f"{work}/hostbin"))
+        check("cni-all" in installed and "bridge" in installed and "dhcp" in installed, installed)
+        eq(os.readlink(f"{work}/hostbin/portmap"), "cni-all")
+        eq(open(f"{work}/hostbin/cni-all", "rb").read(), open(static, "rb").read(), "the image's binary is the static build")
+        subprocess.run(["podman", "rmi", "-f", "localhost/cni-all:test"], capture_output=True, env=env)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
