@@ -19,7 +19,11 @@ with its own daemon and its own dnsmasq in a throwaway server namespace, started
 so the server answers at once).
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
-usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]"""
+Each scenario also gets one extra untimed iteration under strace that counts the processes it
+starts. --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
+
+usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]
+                    [--dynamic build/cni-all]"""
 import argparse
 import json
 import os
@@ -38,6 +42,7 @@ p.add_argument("--reference", default="/usr/lib/cni")
 p.add_argument("--iterations", type=int, default=50)
 p.add_argument("--markdown")
 p.add_argument("--only", help="run only the scenarios whose name contains this text")
+p.add_argument("--dynamic", help="also compare --cni-all (the static build) with this dynamically linked cni-all")
 opts = p.parse_args()
 
 ours_dir = tempfile.mkdtemp(prefix="cni-bench-bin.")
@@ -51,10 +56,25 @@ for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptabl
     os.symlink("/usr/sbin/" + tool.replace("tables", "tables-legacy", 1), os.path.join(LEGACY_PATH, tool))
 
 
+# Set for one extra, untimed iteration per scenario: calls then run under strace, which counts
+# the processes a call starts (the plugin itself, delegates, iptables, ...).
+COUNT_PROCESSES = False
+
+
+def processes_in(trace):
+    """Successful execve()s in an strace -f log, minus spawn-timer's own."""
+    with open(trace) as f:
+        return sum(1 for line in f if "execve(" in line and line.rstrip().endswith("= 0") and "spawn-timer" not in line)
+
+
 def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench", host_ns=None):
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0",
            "CNI_PATH": plugin_dir, "PATH": LEGACY_PATH + ":/usr/sbin:/usr/bin:/sbin:/bin"}
     cmd = [opts.spawn_timer, os.path.join(plugin_dir, applet)]
+    trace = None
+    if COUNT_PROCESSES:
+        trace = tempfile.mktemp(prefix="cni-bench-strace.")
+        cmd = ["strace", "-f", "-qq", "-e", "trace=execve", "-o", trace] + cmd
     if host_ns:
         cmd = ["ip", "netns", "exec", host_ns] + cmd
     r = subprocess.run(cmd, input=json.dumps(conf), env=env, capture_output=True, text=True)
@@ -63,6 +83,9 @@ def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="ben
         sys.exit(f"{plugin_dir}/{applet} {command} failed: {r.stdout}{r.stderr}")
     sample = Sample(int(last[2]) / 1e9, int(last[3]) / 1e9, int(last[4]))
     sample.out = r.stdout
+    if trace:
+        sample.processes = processes_in(trace)
+        os.unlink(trace)
     return sample
 
 
@@ -70,11 +93,11 @@ class Sample:
     """Wall time from spawn to exit, the process's CPU time, and its peak RSS; summed over the
     calls of one iteration (peak RSS: the larger)."""
 
-    def __init__(self, wall, cpu, rss_kib):
-        self.wall, self.cpu, self.rss = wall, cpu, rss_kib
+    def __init__(self, wall, cpu, rss_kib, processes=0):
+        self.wall, self.cpu, self.rss, self.processes = wall, cpu, rss_kib, processes
 
     def __add__(self, other):
-        return Sample(self.wall + other.wall, self.cpu + other.cpu, max(self.rss, other.rss))
+        return Sample(self.wall + other.wall, self.cpu + other.cpu, max(self.rss, other.rss), self.processes + other.processes)
 
 
 def populate(data_dir, network, count):
@@ -93,7 +116,9 @@ def scenario(names, setup, step, teardown=lambda impl, state: None):
     names = [names] if isinstance(names, str) else names
     if opts.only and not any(opts.only in n for n in names):
         return []
+    global COUNT_PROCESSES
     samples = [{k: [] for k in IMPLS} for _ in names]
+    processes = [{} for _ in names]
     states = {k: setup(k) for k in IMPLS}
     try:
         for _ in range(opts.iterations):
@@ -101,10 +126,16 @@ def scenario(names, setup, step, teardown=lambda impl, state: None):
                 got = step(impl, states[impl])
                 for i, sample in enumerate(got if isinstance(got, list) else [got]):
                     samples[i][impl].append(sample)
+        COUNT_PROCESSES = True
+        for impl in IMPLS:
+            got = step(impl, states[impl])
+            for i, sample in enumerate(got if isinstance(got, list) else [got]):
+                processes[i][impl] = sample.processes
     finally:
+        COUNT_PROCESSES = False
         for impl in IMPLS:
             teardown(impl, states[impl])
-    return list(zip(names, samples))
+    return list(zip(names, samples, processes))
 
 
 def netns_setup(_impl):
@@ -332,6 +363,30 @@ def flannel_overhead():
 flannel_ms = flannel_overhead() if not opts.only or opts.only in "flannel" else None
 
 
+def static_vs_dynamic():
+    """VERSION and ptp + host-local ADD+DEL with --cni-all and --dynamic, alternating: medians."""
+    dyn_dir = tempfile.mkdtemp(prefix="cni-bench-dyn.")
+    subprocess.run([opts.dynamic, "install", dyn_dir], check=True, capture_output=True)
+    dirs = {"static": ours_dir, "dynamic": dyn_dir}
+    times = {k: {"VERSION": [], "ptp ADD": []} for k in dirs}
+    host, ctr, data = ptp_setup(None)
+    conf = {"cniVersion": "0.4.0", "name": "bench-sd", "type": "ptp",
+            "ipam": {"type": "host-local", "subnet": "10.208.0.0/16", "dataDir": data}}
+    try:
+        for _ in range(opts.iterations):
+            for k, d in dirs.items():
+                times[k]["VERSION"].append(call(d, "loopback", "VERSION", {"cniVersion": "1.1.0"}).wall)
+                times[k]["ptp ADD"].append(call(d, "ptp", "ADD", conf, f"/run/netns/{ctr}", host_ns=host).wall)
+                call(d, "ptp", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)
+    finally:
+        ptp_teardown(None, (host, ctr, data))
+        shutil.rmtree(dyn_dir)
+    return {k: {n: statistics.median(v) for n, v in t.items()} for k, t in times.items()}
+
+
+static_dynamic = static_vs_dynamic() if opts.dynamic and (not opts.only or opts.only in "static") else None
+
+
 def p95(xs):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
@@ -339,22 +394,29 @@ def p95(xs):
 
 ref_bytes = sum(os.path.getsize(os.path.join(opts.reference, f)) for f in os.listdir(opts.reference))
 lines = [f"# cni-all vs {opts.reference} ({opts.iterations} iterations, alternating)", "",
-         "| scenario | cni-all median (p95) | reference median (p95) | wall ratio | cni-all CPU | reference CPU | CPU ratio | peak RSS cni-all / reference |",
-         "|---|---|---|---|---|---|---|---|"]
-for name, s in results:
+         "| scenario | cni-all median (p95) | reference median (p95) | wall ratio | cni-all CPU | reference CPU | CPU ratio | peak RSS cni-all / reference | processes cni-all / reference |",
+         "|---|---|---|---|---|---|---|---|---|"]
+for name, s, procs in results:
     wo, wr = [x.wall for x in s["cni-all"]], [x.wall for x in s["reference"]]
     co, cr = [x.cpu for x in s["cni-all"]], [x.cpu for x in s["reference"]]
     m_o, m_r = statistics.median(wo), statistics.median(wr)
     c_o, c_r = statistics.mean(co), statistics.mean(cr)
     lines.append(f"| {name} | {m_o * 1e3:.2f} ms ({p95(wo) * 1e3:.2f}) | {m_r * 1e3:.2f} ms ({p95(wr) * 1e3:.2f}) | "
                  f"{m_r / m_o:.1f}x | {c_o * 1e3:.2f} ms | {c_r * 1e3:.2f} ms | {c_r / max(c_o, 1e-6):.1f}x | "
-                 f"{max(x.rss for x in s['cni-all']) / 1024:.1f} / {max(x.rss for x in s['reference']) / 1024:.1f} MiB |")
+                 f"{max(x.rss for x in s['cni-all']) / 1024:.1f} / {max(x.rss for x in s['reference']) / 1024:.1f} MiB | "
+                 f"{procs['cni-all']} / {procs['reference']} |")
 if flannel_ms:
     lines += ["", f"flannel (bridge + host-local delegated in-process) ADD: {flannel_ms[0] * 1e3:.2f} ms median, the same "
               f"bridge ADD run directly: {flannel_ms[1] * 1e3:.2f} ms; flannel adds {(flannel_ms[0] - flannel_ms[1]) * 1e3:.2f} ms."]
-lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build, not stripped); "
+if static_dynamic:
+    lines += ["", "| static vs dynamic cni-all | static | dynamic |", "|---|---|---|"]
+    for n in ("VERSION", "ptp ADD"):
+        lines.append(f"| {n} (median) | {static_dynamic['static'][n] * 1e3:.2f} ms | {static_dynamic['dynamic'][n] * 1e3:.2f} ms |")
+    lines.append(f"| size | {os.path.getsize(opts.cni_all) / 1e6:.2f} MB | {os.path.getsize(opts.dynamic) / 1e6:.2f} MB |")
+lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build); "
           f"reference {ref_bytes / 1e6:.1f} MB in {len(os.listdir(opts.reference))} files.",
           "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration.",
+          "Processes: what one iteration starts (execve), counted under strace in one extra untimed iteration.",
           "A DEL that removes a veth waits for the kernel (an RCU grace period), whichever plugin asks."]
 report = "\n".join(lines)
 print(report)

@@ -14,6 +14,7 @@ packages=(
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
   podman runc                                 # a real runtime as the client (podman e2e, CNI backend)
+  strace                                      # bench: counting the processes a plugin call starts
 )
 missing=()
 for p in "${packages[@]}"; do
