@@ -20,7 +20,10 @@ so the server answers at once).
 Needs root (namespaces). Not a test: it measures, it does not assert.
 
 Each scenario also gets one extra untimed iteration under strace that counts the processes it
-starts. --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
+starts. Churn: bridge + host-local ADD of 100 and 500 pods (--churn-pods) with 1 and 2 workers,
+then DEL of all, per implementation: pods per second, and the per-ADD latency against the pods
+already there (plotted). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
+The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]
                     [--dynamic build/cni-all]"""
@@ -32,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 
@@ -43,6 +47,8 @@ p.add_argument("--iterations", type=int, default=50)
 p.add_argument("--markdown")
 p.add_argument("--only", help="run only the scenarios whose name contains this text")
 p.add_argument("--dynamic", help="also compare --cni-all (the static build) with this dynamically linked cni-all")
+p.add_argument("--churn-pods", default="100,500", help="pod counts of the churn scenario (comma-separated)")
+p.add_argument("--plots", help="directory for the PNG plots (default: next to --markdown)")
 opts = p.parse_args()
 
 ours_dir = tempfile.mkdtemp(prefix="cni-bench-bin.")
@@ -387,6 +393,108 @@ def static_vs_dynamic():
 static_dynamic = static_vs_dynamic() if opts.dynamic and (not opts.only or opts.only in "static") else None
 
 
+def churn(impl_dir, ctrs, host, pods, workers):
+    """ADD `pods` pods (bridge + host-local), `workers` at a time, into the pre-made container
+    namespaces, then DEL them all. Per ADD: (pods already there, wall time); and the ADD phase's
+    wall time."""
+    data = tempfile.mkdtemp(prefix="cni-bench-churn.")
+    conf = {"cniVersion": "1.0.0", "name": "bench-churn", "type": "bridge", "bridge": "benchchurn0", "isGateway": True,
+            "ipam": {"type": "host-local", "subnet": "10.209.0.0/16", "dataDir": data}}
+    lock, done, samples = threading.Lock(), [0], []
+
+    def worker(indexes):
+        for i in indexes:
+            with lock:
+                existing = done[0]
+            s = call(impl_dir, "bridge", "ADD", conf, f"/run/netns/{ctrs[i]}", cid=f"churn-{i}", host_ns=host)
+            with lock:
+                done[0] += 1
+                samples.append((existing, s.wall))
+    start = time.monotonic()
+    threads = [threading.Thread(target=worker, args=(range(w, pods, workers),)) for w in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.monotonic() - start
+    for i in range(pods):
+        call(impl_dir, "bridge", "DEL", conf, f"/run/netns/{ctrs[i]}", cid=f"churn-{i}", host_ns=host)
+    subprocess.run(["ip", "-n", host, "link", "del", "benchchurn0"], capture_output=True)
+    shutil.rmtree(data)
+    return sorted(samples), elapsed
+
+
+def churn_scenarios():
+    """Every pod count and 1 and 2 workers, both implementations alternating per run:
+    {(impl, pods, workers): (samples, ADD phase seconds)}."""
+    counts = [int(n) for n in opts.churn_pods.split(",")]
+    host = netns_setup(None)
+    ctrs = [netns_setup(None) for _ in range(max(counts))]
+    out = {}
+    try:
+        for pods in counts:
+            for workers in (1, 2):
+                for impl in IMPLS:
+                    out[(impl, pods, workers)] = churn(IMPLS[impl], ctrs, host, pods, workers)
+    finally:
+        for ns in ctrs + [host]:
+            netns_teardown(None, ns)
+    return out
+
+
+def host_local_scaling():
+    """host-local ADD+DEL median at 0 to 10,000 existing reservations, both implementations."""
+    out = {impl: [] for impl in IMPLS}
+    for existing in range(0, 10001, 2000):
+        data = {impl: host_local_setup(existing)(impl) for impl in IMPLS}
+        times = {impl: [] for impl in IMPLS}
+        for impl in IMPLS:  # one untimed call: cni-all reads a directory it did not write once, then indexes it
+            host_local_step(impl, data[impl])
+        for _ in range(max(3, opts.iterations // 10)):
+            for impl in IMPLS:
+                times[impl].append(host_local_step(impl, data[impl]).wall)
+        for impl in IMPLS:
+            out[impl].append((existing, statistics.median(times[impl])))
+            shutil.rmtree(data[impl])
+    return out
+
+
+churn_runs = churn_scenarios() if not opts.only or opts.only in "churn" else None
+scaling = host_local_scaling() if not opts.only or opts.only in "host-local scaling" else None
+
+
+def plots(directory):
+    """churn-latency.png (per-ADD latency against pods already there, the largest churn run, one
+    worker) and host-local-scaling.png; the files written."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    written = []
+    os.makedirs(directory, exist_ok=True)
+    if churn_runs:
+        pods = max(int(n) for n in opts.churn_pods.split(","))
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for impl in IMPLS:
+            samples, _ = churn_runs[(impl, pods, 1)]
+            ax.plot([e for e, _ in samples], [w * 1e3 for _, w in samples], ".", markersize=3, label=impl)
+        ax.set(xlabel="pods already on the node", ylabel="bridge + host-local ADD (ms)", yscale="log",
+               title=f"ADD latency while {pods} pods are added one by one")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(directory, "churn-latency.png"), dpi=100)
+        written.append("churn-latency.png")
+    if scaling:
+        fig, ax = plt.subplots(figsize=(8, 4.5))
+        for impl in IMPLS:
+            ax.plot([e for e, _ in scaling[impl]], [w * 1e3 for _, w in scaling[impl]], "o-", label=impl)
+        ax.set(xlabel="existing reservations", ylabel="host-local ADD+DEL, median (ms)", title="host-local against its store size")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(directory, "host-local-scaling.png"), dpi=100)
+        written.append("host-local-scaling.png")
+    return written
+
+
 def p95(xs):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
@@ -413,6 +521,33 @@ if static_dynamic:
     for n in ("VERSION", "ptp ADD"):
         lines.append(f"| {n} (median) | {static_dynamic['static'][n] * 1e3:.2f} ms | {static_dynamic['dynamic'][n] * 1e3:.2f} ms |")
     lines.append(f"| size | {os.path.getsize(opts.cni_all) / 1e6:.2f} MB | {os.path.getsize(opts.dynamic) / 1e6:.2f} MB |")
+if churn_runs:
+    lines += ["", "| churn: bridge + host-local ADD of N pods | cni-all pods/s | reference pods/s | ratio | cni-all median ADD | reference median ADD |",
+              "|---|---|---|---|---|---|"]
+    for (impl, pods, workers), (samples, elapsed) in churn_runs.items():
+        if impl != "cni-all":
+            continue
+        ref_samples, ref_elapsed = churn_runs[("reference", pods, workers)]
+        lines.append(f"| N={pods}, {workers} worker{'s' if workers > 1 else ''} | {pods / elapsed:.1f} | {pods / ref_elapsed:.1f} | "
+                     f"{ref_elapsed / elapsed:.1f}x | {statistics.median(w for _, w in samples) * 1e3:.2f} ms | "
+                     f"{statistics.median(w for _, w in ref_samples) * 1e3:.2f} ms |")
+    counts = sorted(int(n) for n in opts.churn_pods.split(","))
+    if len(counts) > 1:
+        for workers in (1, 2):
+            slow = {impl: (counts[-1] / churn_runs[(impl, counts[-1], workers)][1]) for impl in IMPLS}
+            fast = {impl: (counts[0] / churn_runs[(impl, counts[0], workers)][1]) for impl in IMPLS}
+            lines.append(f"\nADD rate at N={counts[0]} over N={counts[-1]}, {workers} worker(s): cni-all "
+                         f"{fast['cni-all'] / slow['cni-all']:.2f}, reference {fast['reference'] / slow['reference']:.2f} "
+                         f"(1.00 = no slowdown as pods accumulate).")
+if scaling:
+    lines += ["", "| host-local ADD+DEL median | " + " | ".join(f"{e} existing" for e, _ in scaling["cni-all"]) + " |",
+              "|---|" + "---|" * len(scaling["cni-all"])]
+    for impl in IMPLS:
+        lines.append(f"| {impl} | " + " | ".join(f"{w * 1e3:.2f} ms" for _, w in scaling[impl]) + " |")
+plot_dir = opts.plots or (os.path.dirname(os.path.abspath(opts.markdown)) if opts.markdown else None)
+if plot_dir and (churn_runs or scaling):
+    lines += ["", *[f"![{name}]({os.path.relpath(os.path.join(plot_dir, name), os.path.dirname(os.path.abspath(opts.markdown or plot_dir + '/x')))})"
+                    for name in plots(plot_dir)]]
 lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build); "
           f"reference {ref_bytes / 1e6:.1f} MB in {len(os.listdir(opts.reference))} files.",
           "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration.",

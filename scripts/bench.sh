@@ -10,5 +10,5 @@ packaging/build-static.sh >/dev/null
 [ -f build/build.ninja ] || meson setup build >/dev/null  # the dynamic build, for static vs dynamic
 ninja -C build cni-all >/dev/null
 if [ "$(id -u)" -ne 0 ]; then exec sudo "$0" "$@"; fi
-exec python3 bench/run.py --cni-all build-static/cni-all --spawn-timer build-static/bench/spawn-timer \
+exec /usr/bin/python3 bench/run.py --cni-all build-static/cni-all --spawn-timer build-static/bench/spawn-timer \
   --dynamic build/cni-all "$@"

@@ -15,6 +15,7 @@ packages=(
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
   podman runc                                 # a real runtime as the client (podman e2e, CNI backend)
   strace                                      # bench: counting the processes a plugin call starts
+  python3-matplotlib                          # bench: the report's plots
 )
 missing=()
 for p in "${packages[@]}"; do
