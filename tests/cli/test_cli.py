@@ -73,6 +73,14 @@ def dispatch_by_first_argument_and_by_argv0():
 
 
 @test
+def dhcp_daemon_subcommand_both_ways():
+    """`cni-all dhcp daemon` and `dhcp daemon` (the symlink) reach the daemon's flag parser"""
+    for r in (cli("dhcp", "daemon", "-bogus"), cli("daemon", "-bogus", argv0="/opt/cni/bin/dhcp")):
+        eq(r.returncode, 2, r.stderr)
+        eq(r.stderr.strip(), "dhcp daemon: flag provided but not defined: -bogus")
+
+
+@test
 def install_is_idempotent_and_careful():
     """install: creates the binary and symlinks, is idempotent, refuses non-symlinks unless --force"""
     d = tempfile.mkdtemp()
