@@ -287,4 +287,15 @@ std::string encode_error(const Error& e) {
     return json::write(d, json::Style::indented, false);
 }
 
+Error decode_error(const json::Value& v) {
+    Error e{0, {}, {}};
+    json::Where w{"Error", ""};
+    std::uint32_t c = 0;
+    (void)json::field(v, "code", c, w);
+    (void)json::field(v, "msg", e.msg, w);
+    (void)json::field(v, "details", e.details, w);
+    e.code = int(c);
+    return e;
+}
+
 }  // namespace cni

@@ -78,8 +78,10 @@ Result<CniResult> decode_result(const json::Value& v, std::string_view version,
 // printed at `version` and parsed back (used for in-process delegation).
 Result<CniResult> round_trip(const CniResult& r, std::string_view version);
 
-// {"code": N, "msg": "...", "details": "..."} as the Go plugins print it.
+// {"code": N, "msg": "...", "details": "..."} as the Go plugins print it, and back (missing
+// or mistyped fields stay empty, as Go's decoding of types.Error leaves them).
 std::string encode_error(const Error& e);
+Error decode_error(const json::Value& v);
 
 // The routes and DNS of a config, which several applets copy into their result verbatim.
 Status decode_routes(const json::Value& v, std::vector<Route>& out, const json::Where& w);

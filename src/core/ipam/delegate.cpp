@@ -35,14 +35,7 @@ Error plugin_error(const os::ExecOutput& res) {
     auto doc = json::parse(res.out);
     if (!doc)
         return Error{0, "netplugin failed but error parsing its diagnostic message " + go_quote(res.out) + ": " + doc.error().msg, {}};
-    Error e{0, {}, {}};
-    json::Where w{"Error", ""};
-    std::uint32_t c = 0;
-    (void)json::field(*doc, "code", c, w);
-    (void)json::field(*doc, "msg", e.msg, w);
-    (void)json::field(*doc, "details", e.details, w);
-    e.code = int(c);
-    return e;
+    return decode_error(*doc);
 }
 
 Result<std::optional<CniResult>> run_exec(const std::string& path, const Context& ctx, Command cmd, std::string_view config) {
