@@ -13,18 +13,6 @@ constexpr std::array<std::uint8_t, 4> kMagicCookie{99, 130, 83, 99};
 constexpr std::size_t kMinMessageBytes = 300;  // BOOTP minimum; some relays drop shorter ones
 constexpr std::uint8_t kPad = 0, kEnd = 255;
 
-void put16(Bytes& b, std::size_t at, std::uint16_t v) {
-    b[at] = std::uint8_t(v >> 8);
-    b[at + 1] = std::uint8_t(v);
-}
-void put32(Bytes& b, std::size_t at, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) b[at + i] = std::uint8_t(v >> (24 - 8 * i));
-}
-std::uint16_t get16(std::span<const std::uint8_t> b, std::size_t at) { return std::uint16_t(b[at] << 8 | b[at + 1]); }
-std::uint32_t get32(std::span<const std::uint8_t> b, std::size_t at) {
-    return std::uint32_t(b[at]) << 24 | std::uint32_t(b[at + 1]) << 16 | std::uint32_t(b[at + 2]) << 8 | b[at + 3];
-}
-
 // The mask of a classful destination (option 33 carries no prefix length).
 int classful_prefix(std::uint32_t dst) {
     if ((dst >> 31) == 0) return 8;
@@ -58,13 +46,13 @@ std::optional<MessageType> Message::type() const {
 std::optional<std::uint32_t> Message::address_option(std::uint8_t code) const {
     const Bytes* o = find(code);
     if (!o || o->size() < 4 || o->size() % 4 != 0) return std::nullopt;
-    return get32(*o, 0);
+    return get32(o->data());
 }
 
 std::optional<std::uint32_t> Message::u32_option(std::uint8_t code) const {
     const Bytes* o = find(code);
     if (!o || o->size() != 4) return std::nullopt;
-    return get32(*o, 0);
+    return get32(o->data());
 }
 
 Bytes encode(const Message& m) {
@@ -72,13 +60,13 @@ Bytes encode(const Message& m) {
     b[0] = m.op;
     b[1] = 1;  // htype ethernet
     b[2] = 6;  // hlen
-    put32(b, 4, m.xid);
-    put16(b, 8, m.secs);
-    put16(b, 10, m.flags);
-    put32(b, 12, m.ciaddr);
-    put32(b, 16, m.yiaddr);
-    put32(b, 20, m.siaddr);
-    put32(b, 24, m.giaddr);
+    put32(&b[4], m.xid);
+    put16(&b[8], m.secs);
+    put16(&b[10], m.flags);
+    put32(&b[12], m.ciaddr);
+    put32(&b[16], m.yiaddr);
+    put32(&b[20], m.siaddr);
+    put32(&b[24], m.giaddr);
     std::copy(m.chaddr.begin(), m.chaddr.end(), b.begin() + 28);
     // Byte by byte: GCC 12 reports bogus -Warray-bounds for range inserts into this vector.
     for (auto c : kMagicCookie) b.push_back(c);
@@ -104,13 +92,13 @@ Result<Message> decode(std::span<const std::uint8_t> w) {
     if (w[1] != 1 || w[2] != 6) return fail(code::decoding_failure, "DHCP message for a non-Ethernet hardware type");
     Message m;
     m.op = w[0];
-    m.xid = get32(w, 4);
-    m.secs = get16(w, 8);
-    m.flags = get16(w, 10);
-    m.ciaddr = get32(w, 12);
-    m.yiaddr = get32(w, 16);
-    m.siaddr = get32(w, 20);
-    m.giaddr = get32(w, 24);
+    m.xid = get32(&w[4]);
+    m.secs = get16(&w[8]);
+    m.flags = get16(&w[10]);
+    m.ciaddr = get32(&w[12]);
+    m.yiaddr = get32(&w[16]);
+    m.siaddr = get32(&w[20]);
+    m.giaddr = get32(&w[24]);
     std::copy(w.begin() + 28, w.begin() + 34, m.chaddr.begin());
     for (std::size_t i = kHeaderBytes + kMagicCookie.size(); i < w.size();) {
         std::uint8_t code = w[i++];
@@ -132,7 +120,11 @@ Result<Message> decode(std::span<const std::uint8_t> w) {
     return fail(code::decoding_failure, "DHCP message without an end option");
 }
 
-Bytes u32_bytes(std::uint32_t v) { return {std::uint8_t(v >> 24), std::uint8_t(v >> 16), std::uint8_t(v >> 8), std::uint8_t(v)}; }
+Bytes u32_bytes(std::uint32_t v) {
+    Bytes b(4);
+    put32(b.data(), v);
+    return b;
+}
 
 IpAddr v4(std::uint32_t host_order) { return IpAddr::from_v4(host_order); }
 
@@ -146,7 +138,7 @@ Result<std::vector<StaticRoute>> parse_classless_routes(const Bytes& d) {
         std::uint32_t dst = 0;
         for (std::size_t k = 0; k < significant; ++k) dst |= std::uint32_t(d[i + k]) << (24 - 8 * k);
         i += significant;
-        std::uint32_t gw = get32(d, i);
+        std::uint32_t gw = get32(&d[i]);
         i += 4;
         out.push_back(StaticRoute{IpNet{v4(dst), width, 32}.masked(), gw});
     }
@@ -157,8 +149,8 @@ Result<std::vector<StaticRoute>> parse_static_routes(const Bytes& d) {
     if (d.size() % 8 != 0) return fail(code::decoding_failure, "static route option length is not a multiple of 8");
     std::vector<StaticRoute> out;
     for (std::size_t i = 0; i < d.size(); i += 8) {
-        std::uint32_t dst = get32(d, i);
-        out.push_back(StaticRoute{IpNet{v4(dst), classful_prefix(dst), 32}.masked(), get32(d, i + 4)});
+        std::uint32_t dst = get32(&d[i]);
+        out.push_back(StaticRoute{IpNet{v4(dst), classful_prefix(dst), 32}.masked(), get32(&d[i + 4])});
     }
     return out;
 }

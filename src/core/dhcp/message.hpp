@@ -69,7 +69,19 @@ inline constexpr std::uint16_t kBroadcastFlag = 0x8000;
 Bytes encode(const Message& m);
 Result<Message> decode(std::span<const std::uint8_t> wire);
 
-Bytes u32_bytes(std::uint32_t v);  // network order
+// Network byte order, for the DHCP message and the IP/UDP headers around it.
+inline void put16(std::uint8_t* p, std::uint16_t v) {
+    p[0] = std::uint8_t(v >> 8);
+    p[1] = std::uint8_t(v);
+}
+inline void put32(std::uint8_t* p, std::uint32_t v) {
+    for (int i = 0; i < 4; ++i) p[i] = std::uint8_t(v >> (24 - 8 * i));
+}
+inline std::uint16_t get16(const std::uint8_t* p) { return std::uint16_t(p[0] << 8 | p[1]); }
+inline std::uint32_t get32(const std::uint8_t* p) {
+    return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 | p[3];
+}
+Bytes u32_bytes(std::uint32_t v);
 IpAddr v4(std::uint32_t host_order);
 
 struct StaticRoute {

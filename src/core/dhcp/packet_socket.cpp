@@ -29,14 +29,6 @@ std::uint16_t fold(std::uint32_t acc) {
     while (acc >> 16) acc = (acc & 0xffff) + (acc >> 16);
     return std::uint16_t(~acc);
 }
-void put16(std::uint8_t* p, std::uint16_t v) {
-    p[0] = std::uint8_t(v >> 8);
-    p[1] = std::uint8_t(v);
-}
-void put32(std::uint8_t* p, std::uint32_t v) {
-    for (int i = 0; i < 4; ++i) p[i] = std::uint8_t(v >> (24 - 8 * i));
-}
-
 // Accept unfragmented IPv4 UDP datagrams to port 68 only (offsets from the IP header).
 Status attach_filter(int fd) {
     static sock_filter code[] = {
