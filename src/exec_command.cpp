@@ -2,8 +2,6 @@
 // `cni-all exec` (see exec_command.hpp).
 #include "exec_command.hpp"
 
-#include <unistd.h>
-
 #include <map>
 #include <optional>
 
@@ -11,6 +9,7 @@
 #include "core/fw/sha512.hpp"
 #include "core/os/fs.hpp"
 #include "core/os/netns.hpp"
+#include "core/os/self_exe.hpp"
 #include "core/runtime/runtime.hpp"
 #include "core/strings.hpp"
 
@@ -28,20 +27,6 @@ struct Invocation {
     std::string conf_dir = "/etc/cni/net.d";
     runtime::RuntimeConf rt;
 };
-
-std::string env_value(std::span<const std::string> environ, std::string_view key) {
-    for (const auto& kv : environ)
-        if (kv.size() > key.size() && kv.starts_with(key) && kv[key.size()] == '=') return kv.substr(key.size() + 1);
-    return {};
-}
-
-std::string own_directory() {
-    char buf[4096];
-    ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return {};
-    std::string path(buf, std::size_t(n));
-    return path.substr(0, path.rfind('/'));
-}
 
 Result<std::vector<std::pair<std::string, std::string>>> parse_args(std::string_view text) {
     std::vector<std::pair<std::string, std::string>> out;
@@ -66,7 +51,7 @@ Result<Invocation> parse(std::span<const std::string> args, std::span<const std:
 
     if (auto v = env_value(environ, "NETCONFPATH"); !v.empty()) inv.conf_dir = v;
     inv.rt.cni_path = env_value(environ, "CNI_PATH");
-    if (inv.rt.cni_path.empty()) inv.rt.cni_path = own_directory();
+    if (inv.rt.cni_path.empty()) inv.rt.cni_path = os::self_exe_dir();
     if (auto v = env_value(environ, "CNI_IFNAME"); !v.empty()) inv.rt.ifname = v;
     inv.rt.capability_args = env_value(environ, "CAP_ARGS");
     std::string cni_args = env_value(environ, "CNI_ARGS");
