@@ -2,8 +2,6 @@
 // One lease's thread (see attachment.hpp).
 #include "core/dhcp/attachment.hpp"
 
-#include <net/if.h>
-
 #include <chrono>
 
 #include "core/cni/mac.hpp"
@@ -15,7 +13,7 @@ namespace cni::dhcp {
 namespace {
 
 constexpr std::int64_t kMinRetrySeconds = 2, kMaxRetrySeconds = 60;
-constexpr int kRunningPolls = 300;  // 10 ms apart: how long a raised link may take to run
+constexpr std::chrono::milliseconds kRunningWait{3000};  // how long a raised link may take to run
 
 // RFC 2131 4.4.5: after an unanswered renewal wait half the time left, but not too little.
 std::int64_t retry_at(std::int64_t now, std::int64_t until) {
@@ -87,12 +85,8 @@ Status Attachment::bind_link(int& ifindex, Mac& mac) {
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
     CNI_TRY_ASSIGN(auto link, nl::require_link(sock, record_.ifname));
     if (!link.up()) CNI_TRY(nl::set_link_up(sock, link, true));
-    // Until the kernel's link watcher marks a just-raised link running, its queue discards what
-    // is sent (noop qdisc), and the first DISCOVER would only be repeated seconds later.
-    for (int i = 0; i < kRunningPolls && !(link.flags & IFF_RUNNING); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        CNI_TRY_ASSIGN(link, nl::require_link(sock, record_.ifname));
-    }
+    // A DISCOVER sent before the raised link runs is dropped, and repeated only seconds later.
+    CNI_TRY_ASSIGN(link, nl::wait_until_running(sock, record_.ifname, kRunningWait));
     auto bytes = mac_bytes(link.mac);
     if (!bytes) return fail("interface " + record_.ifname + " has no Ethernet address");
     ifindex = link.index;

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "core/nl/nl_addr.hpp"
 
@@ -239,6 +240,16 @@ Status set_link_up(const Socket& s, const LinkInfo& link, bool up) {
         else rtnl_link_unset_flags(d, IFF_UP);
         return {};
     });
+}
+
+Result<LinkInfo> wait_until_running(const Socket& s, const std::string& name, std::chrono::milliseconds timeout) {
+    constexpr auto kPoll = std::chrono::milliseconds(10);
+    CNI_TRY_ASSIGN(auto link, require_link(s, name));
+    for (auto waited = std::chrono::milliseconds(0); !(link.flags & IFF_RUNNING) && waited < timeout; waited += kPoll) {
+        std::this_thread::sleep_for(kPoll);
+        CNI_TRY_ASSIGN(link, require_link(s, name));
+    }
+    return link;
 }
 
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu) {

@@ -5,6 +5,7 @@
 // returns false for a missing link, so DEL paths need no errno matching.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -71,6 +72,10 @@ Status add_vrf(const Socket& s, const NewLink& attrs, std::uint32_t table);
 std::string ipvlan_mode_name(int mode);
 
 Status set_link_up(const Socket& s, const LinkInfo& link, bool up);
+// The link once the kernel's link watcher has marked it running (IFF_RUNNING), polled for up
+// to `timeout`; as it is then if it never does (no carrier). Until then a just-raised link's
+// queue discards what is sent.
+Result<LinkInfo> wait_until_running(const Socket& s, const std::string& name, std::chrono::milliseconds timeout);
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);
 Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac);
 Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 0 releases it
