@@ -9,9 +9,7 @@
 // the file is removed again when the delegate's ADD fails (#426); CHECK runs the delegate's
 // CHECK with the saved config; STATUS says whether subnet.env is usable (code 50 when not, e.g.
 // before flanneld has written it).
-#include <sys/stat.h>
 #include <unistd.h>
-
 
 #include "core/applet.hpp"
 #include "core/cni/flannel.hpp"
