@@ -57,7 +57,12 @@ def eq(got, want, what=""):
         raise AssertionError(f"{what}\n--- got:\n{got}\n--- want:\n{want}")
 
 
+# No single command or plugin call in a test may hang the suite: past this it fails that test.
+CALL_TIMEOUT = 240
+
+
 def sh(*args, check_rc=True, **kw):
+    kw.setdefault("timeout", CALL_TIMEOUT)
     r = subprocess.run(list(args), capture_output=True, text=True, **kw)
     if check_rc and r.returncode != 0:
         raise AssertionError(f"{args} failed ({r.returncode}): {r.stderr}{r.stdout}")
@@ -119,7 +124,7 @@ class Plugin:
         cmd = [self.path]
         if host_ns:
             cmd = ["ip", "netns", "exec", host_ns] + cmd
-        r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env)
+        r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, timeout=CALL_TIMEOUT)
         return Outcome(r.returncode, r.stdout, r.stderr)
 
 

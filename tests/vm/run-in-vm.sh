@@ -20,6 +20,7 @@ timeout 900 qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hostroot > "$run/console" 2>&1 || true
 if [ ! -f "$run/rc" ]; then
   echo "# the test VM did not finish; its console:"; sed 's/^/# /' "$run/console" | tail -40
+  echo "# the job's output so far:"; sed 's/^/# /' "$run/out" 2>/dev/null | tail -60
   exit 1
 fi
 cat "$run/out"
