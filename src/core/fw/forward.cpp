@@ -78,7 +78,7 @@ Status teardown_forward(const std::vector<IpAddr>& ips) {
         if (!t.has_chain(kPrivate)) return {};
         for (auto& ip : mine) {
             auto [replies, from] = address_rules(ip);
-            CNI_TRY(t.delete_if(kPrivate, [&](const IptRule& r) { return r == replies || r == from; }));
+            CNI_TRY(t.delete_if(kPrivate, "ACCEPT", [&](const IptRule& r) { return r == replies || r == from; }));
         }
         return {};
     });

@@ -129,7 +129,7 @@ bool contains(const std::vector<IptTable::Listed>& list, const IptRule& want) {
 
 // Deletes the chain and every rule of `from` jumping to it; fine when neither is there.
 Status remove_chain(IptTable& t, const std::string& from, const std::string& chain) {
-    if (t.has_chain(from)) CNI_TRY(t.delete_if(from, [&](const IptRule& r) { return r.target == chain; }));
+    if (t.has_chain(from)) CNI_TRY(t.delete_if(from, chain));
     if (!t.has_chain(chain)) return {};
     CNI_TRY(t.flush_chain(chain));
     return t.delete_chain(chain);

@@ -79,7 +79,7 @@ Status teardown_ipmasq(std::string_view network, std::string_view container_id) 
     for (Family f : {Family::v4, Family::v6}) {
         auto nat = IptTable::open(f, "nat");
         if (!nat) continue;  // no nat table for this family: nothing of ours can be there
-        CNI_TRY(nat->delete_if(kPostrouting, [&](const IptRule& r) { return r.target == chain; }));
+        CNI_TRY(nat->delete_if(kPostrouting, chain));
         if (nat->has_chain(chain)) {
             CNI_TRY(nat->flush_chain(chain));
             CNI_TRY(nat->delete_chain(chain));

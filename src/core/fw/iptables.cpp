@@ -23,8 +23,9 @@ Status IptTable::delete_chain(const std::string& chain) { return impl_->delete_c
 Result<std::vector<IptTable::Listed>> IptTable::rules(const std::string& chain) const { return impl_->rules(chain); }
 Status IptTable::append_unique(const std::string& chain, const IptRule& rule) { return impl_->append_unique(chain, rule); }
 Status IptTable::insert_unique(const std::string& chain, const IptRule& rule) { return impl_->insert_unique(chain, rule); }
-Result<int> IptTable::delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred) {
-    return impl_->delete_if(chain, pred);
+Result<int> IptTable::delete_if(const std::string& chain, const std::string& target,
+                                const std::function<bool(const IptRule&)>& pred) {
+    return impl_->delete_if(chain, target, pred);
 }
 Status IptTable::commit() { return impl_->commit(); }
 

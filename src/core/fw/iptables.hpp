@@ -98,8 +98,9 @@ public:
     Status append_unique(const std::string& chain, const IptRule& rule);
     // Inserts at the top (iptables -I chain 1) unless an identical rule is already in the chain.
     Status insert_unique(const std::string& chain, const IptRule& rule);
-    // Deletes the rules for which `pred` holds; how many.
-    Result<int> delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred);
+    // Deletes the rules whose -j is `target` and for which `pred` (when given) holds; how many.
+    Result<int> delete_if(const std::string& chain, const std::string& target,
+                          const std::function<bool(const IptRule&)>& pred = nullptr);
     Status commit();
 
     struct Impl;

@@ -393,10 +393,19 @@ struct Table {
         return out;
     }
 
+    // Whether a rule's -j is `target`: a string test that spares decoding the other rules of a
+    // long chain (CNI-HOSTPORT-DNAT holds a rule per published port of the node).
+    bool jumps_to(const typename T::Entry* e, const std::string& target) const {
+        const char* t = T::get_target(e, h);
+        return t && target == t;
+    }
+
     Status add_unique(const std::string& chain, const IptRule& r, bool at_top) {
-        CNI_TRY_ASSIGN(auto existing, rules(chain));
-        for (auto& l : existing)
-            if (!l.foreign && l.rule == r) return {};
+        if (!T::is_chain(chain.c_str(), h)) return fail("no chain " + chain + " in table " + name);
+        for (auto* e = T::first(chain.c_str(), h); e; e = T::next(e, h)) {
+            if (!jumps_to(e, r.target)) continue;
+            if (auto l = describe(e); !l.foreign && l.rule == r) return {};
+        }
         auto buf = build(r);
         auto* e = reinterpret_cast<typename T::Entry*>(buf.data());
         if (!(at_top ? T::insert(chain.c_str(), e, 0, h) : T::append(chain.c_str(), e, h)))
@@ -404,16 +413,16 @@ struct Table {
         return {};
     }
 
-    Result<int> delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred) {
-        CNI_TRY_ASSIGN(auto existing, rules(chain));
-        int deleted = 0;
-        for (std::size_t i = existing.size(); i-- > 0;) {
-            if (!pred(existing[i].rule)) continue;
-            if (!T::delete_num(chain.c_str(), static_cast<unsigned>(i), h))
-                return std::unexpected(err("deleting rule " + std::to_string(i + 1) + " of " + name + "/" + chain));
-            ++deleted;
-        }
-        return deleted;
+    Result<int> delete_if(const std::string& chain, const std::string& target, const std::function<bool(const IptRule&)>& pred) {
+        if (!T::is_chain(chain.c_str(), h)) return fail("no chain " + chain + " in table " + name);
+        std::vector<unsigned> hits;
+        unsigned i = 0;
+        for (auto* e = T::first(chain.c_str(), h); e; e = T::next(e, h), ++i)
+            if (jumps_to(e, target) && (!pred || pred(describe(e).rule))) hits.push_back(i);
+        for (auto it = hits.rbegin(); it != hits.rend(); ++it)
+            if (!T::delete_num(chain.c_str(), *it, h))
+                return std::unexpected(err("deleting rule " + std::to_string(*it + 1) + " of " + name + "/" + chain));
+        return int(hits.size());
     }
 };
 
@@ -432,7 +441,8 @@ struct IptTable::Impl {
     virtual Result<std::vector<IptTable::Listed>> rules(const std::string& chain) const = 0;
     virtual Status append_unique(const std::string& chain, const IptRule& rule) = 0;
     virtual Status insert_unique(const std::string& chain, const IptRule& rule) = 0;
-    virtual Result<int> delete_if(const std::string& chain, const std::function<bool(const IptRule&)>& pred) = 0;
+    virtual Result<int> delete_if(const std::string& chain, const std::string& target,
+                                  const std::function<bool(const IptRule&)>& pred) = 0;
     virtual Status commit() = 0;
 };
 
@@ -463,7 +473,9 @@ struct ImplFor final : IptTable::Impl {
     Result<std::vector<IptTable::Listed>> rules(const std::string& c) const override { return t.rules(c); }
     Status append_unique(const std::string& c, const IptRule& r) override { return t.add_unique(c, r, false); }
     Status insert_unique(const std::string& c, const IptRule& r) override { return t.add_unique(c, r, true); }
-    Result<int> delete_if(const std::string& c, const std::function<bool(const IptRule&)>& p) override { return t.delete_if(c, p); }
+    Result<int> delete_if(const std::string& c, const std::string& target, const std::function<bool(const IptRule&)>& p) override {
+        return t.delete_if(c, target, p);
+    }
     Status commit() override {
         if (!T::commit(t.h)) return std::unexpected(t.err("committing table " + t.name));
         return {};
