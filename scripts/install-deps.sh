@@ -16,6 +16,7 @@ packages=(
   podman runc                                 # a real runtime as the client (podman e2e, CNI backend)
   strace                                      # bench: counting the processes a plugin call starts
   python3-matplotlib                          # bench: the report's plots
+  dbus-daemon python3-dbus python3-gi libglib2.0-bin  # firewall tests: a private bus, a stand-in firewalld
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -4,11 +4,19 @@
 // CNI-FORWARD with the admin chain first (iptablesAdminChainName, default CNI-ADMIN), then per
 // address of prevResult "replies to it" and "everything from it". ingressPolicy same-bridge or
 // isolated (the bridge is prevResult's first interface) drops traffic between bridges (isolated:
-// also inside the bridge); open does nothing. The firewalld backend is refused with code 2
-// rather than ignored, and the automatic choice is iptables (no D-Bus here). DEL removes the
-// per-address rules (from prevResult, as the reference); the shared chains stay.
+// also inside the bridge); open does nothing. backend firewalld (core/fw/firewalld) instead
+// makes each address a source of firewalldZone (trusted) over D-Bus; with no backend given,
+// firewalld is used when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables
+// otherwise, as the reference chooses. The ingress policy is iptables either way. DEL removes
+// the per-address rules or sources (from prevResult, as the reference); the shared chains stay.
+// Beyond the reference: CHECK fails when firewalld does not have the source, a failed ADD
+// takes back the sources it added, and DEL succeeds when firewalld is gone (its runtime sources
+// went with it).
+#include <memory>
+
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/fw/firewalld.hpp"
 #include "core/fw/forward.hpp"
 #include "core/rollback.hpp"
 
@@ -17,9 +25,13 @@ namespace {
 
 constexpr std::string_view kFirewallVersions[] = {"0.4.0", "1.0.0", "1.1.0"};
 
+enum class Backend { automatic, iptables, firewalld };
+
 struct FirewallConf {
     NetConf net;
+    Backend backend = Backend::automatic;
     std::string admin_chain = "CNI-ADMIN";
+    std::string zone = "trusted";
     fw::IngressPolicy policy = fw::IngressPolicy::open;
 };
 
@@ -29,13 +41,15 @@ Result<FirewallConf> parse_firewall_conf(const Request& req) {
     FirewallConf c;
     c.net = std::move(*nc);
     json::Where w{"FirewallNetConf", ""};
-    std::string backend, policy, zone;
+    std::string backend, policy;
     CNI_TRY(json::field(c.net.root(), "backend", backend, w));
     CNI_TRY(json::field(c.net.root(), "iptablesAdminChainName", c.admin_chain, w));
-    CNI_TRY(json::field(c.net.root(), "firewalldZone", zone, w));
+    CNI_TRY(json::field(c.net.root(), "firewalldZone", c.zone, w));
     CNI_TRY(json::field(c.net.root(), "ingressPolicy", policy, w));
-    if (backend == "firewalld") return fail(code::unsupported_field, "backend firewalld not supported");
-    if (!backend.empty() && backend != "iptables") return fail("unknown firewall backend \"" + backend + "\"");
+    if (backend == "iptables") c.backend = Backend::iptables;
+    else if (backend == "firewalld") c.backend = Backend::firewalld;
+    else if (!backend.empty()) return fail("unknown firewall backend \"" + backend + "\" (iptables or firewalld)");
+    if (c.zone.empty()) c.zone = "trusted";
     if (c.admin_chain.empty()) c.admin_chain = "CNI-ADMIN";
     if (c.admin_chain.size() > 28) return fail("iptablesAdminChainName \"" + c.admin_chain + "\" is longer than 28 characters");
     if (policy.empty() || policy == "open") c.policy = fw::IngressPolicy::open;
@@ -58,13 +72,33 @@ Result<CniResult> prev_or_fail(const FirewallConf& c) {
     return std::move(**prev);
 }
 
+// The backend in effect: the configured one, or firewalld when it is on the bus.
+Backend backend_of(const FirewallConf& c, const Context& ctx) {
+    if (c.backend != Backend::automatic) return c.backend;
+    return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")) ? Backend::firewalld : Backend::iptables;
+}
+
+Status add_sources(const FirewallConf& c, const Context& ctx, const std::vector<IpAddr>& ips, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
+    auto shared = std::make_shared<fw::Firewalld>(std::move(fwd));
+    for (auto& ip : ips) {
+        CNI_TRY_ASSIGN(bool added, shared->add_source(c.zone, ip));
+        if (added) undo.push([shared, zone = c.zone, ip] { (void)shared->remove_source(zone, ip); });
+    }
+    return {};
+}
+
 Result<CniResult> firewall_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx.req));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
     Rollback undo;
-    undo.push([&] { (void)fw::teardown_forward(ips); });
-    CNI_TRY(fw::setup_forward(ips, c.admin_chain));
+    if (backend_of(c, ctx) == Backend::firewalld) {
+        CNI_TRY(add_sources(c, ctx, ips, undo));
+    } else {
+        undo.push([&] { (void)fw::teardown_forward(ips); });
+        CNI_TRY(fw::setup_forward(ips, c.admin_chain));
+    }
     if (c.policy != fw::IngressPolicy::open) {
         const char* name = c.policy == fw::IngressPolicy::isolated ? "isolated" : "same-bridge";
         if (prev.interfaces.empty())
@@ -81,13 +115,29 @@ Status firewall_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx.req));
     auto prev = parse_prev_result(c.net);
     if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
-    return fw::teardown_forward(addresses(**prev));
+    auto ips = addresses(**prev);
+    if (backend_of(c, ctx) != Backend::firewalld) return fw::teardown_forward(ips);
+    auto fwd = fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"));
+    if (!fwd) {
+        ctx.warn("firewall: " + fwd.error().msg + "; nothing to remove");
+        return {};
+    }
+    for (auto& ip : ips)  // as the reference: a source firewalld no longer has is not an error
+        if (auto st = fwd->remove_source(c.zone, ip); !st) ctx.warn("firewall: " + st.error().msg);
+    return {};
 }
 
 Status firewall_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx.req));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
-    return fw::check_forward(addresses(prev), c.admin_chain);
+    auto ips = addresses(prev);
+    if (backend_of(c, ctx) != Backend::firewalld) return fw::check_forward(ips, c.admin_chain);
+    CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
+    for (auto& ip : ips) {
+        CNI_TRY_ASSIGN(bool has, fwd.has_source(c.zone, ip));
+        if (!has) return fail("firewalld zone " + c.zone + " does not have the source " + ip.str());
+    }
+    return {};
 }
 
 }  // namespace
@@ -96,8 +146,9 @@ extern const Applet firewall_applet{
     .name = "firewall",
     .kind = AppletKind::meta,
     .summary = "accept the container's traffic in FORWARD, optional bridge isolation (chained)",
-    .help = "Keys: backend (iptables; firewalld is refused), iptablesAdminChainName (CNI-ADMIN), ingressPolicy "
-            "(open, same-bridge, isolated). Needs prevResult.",
+    .help = "Keys: backend (iptables or firewalld; default firewalld when it is on the system bus), "
+            "iptablesAdminChainName (CNI-ADMIN), firewalldZone (trusted), ingressPolicy (open, same-bridge, isolated). "
+            "Needs prevResult. Env: DBUS_SYSTEM_BUS_ADDRESS.",
     .versions = kFirewallVersions,
     .add = firewall_add,
     .del = firewall_del,

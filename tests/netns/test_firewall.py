@@ -4,11 +4,16 @@
 containers reach each other; same-bridge blocks traffic between the bridges but not inside
 one; isolated also blocks it inside the bridge (when the kernel passes bridged traffic to
 iptables). Also the exact rules, DEL removing the per-address rules, CHECK, and refused
-input. Each test builds its own host and container namespaces."""
+input. The firewalld backend runs against a stand-in firewalld (tests/lib/fake_firewalld.py)
+on a private dbus-daemon: zone sources, the automatic choice, CHECK, rollback, DEL without
+firewalld. Each test builds its own host and container namespaces."""
+import ast
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import Plugin, check, eq, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
@@ -120,13 +125,12 @@ def firewall_isolated_blocks_inside_the_bridge_too():
 
 @test
 def firewall_refuses_bad_input():
-    """firewall: firewalld backend is code 2, unknown policy, missing prevResult"""
+    """firewall: unknown backend and policy, missing prevResult"""
     fw = Plugin(os.path.join(BIN, "firewall"))
     prev = {"cniVersion": "1.0.0", "ips": [{"address": "10.92.0.9/24"}]}
     base = {"cniVersion": "1.0.0", "name": "fw", "type": "firewall", "prevResult": prev}
     with netns("fh") as host, netns("fc") as ctr:
-        for extra, code, msg in [({"backend": "firewalld"}, 2, "backend firewalld not supported"),
-                                 ({"backend": "pf"}, 999, 'unknown firewall backend "pf"'),
+        for extra, code, msg in [({"backend": "pf"}, 999, 'unknown firewall backend "pf" (iptables or firewalld)'),
                                  ({"ingressPolicy": "strict"}, 999, 'unknown ingress policy: "strict"'),
                                  ({"ingressPolicy": "same-bridge"}, 999,
                                   'interface needs to be set for ingress policy "same-bridge", make sure to chain '
@@ -138,6 +142,159 @@ def firewall_refuses_bad_input():
         eq(fw.run("ADD", noprev, host_ns=host, netns=ns_path(ctr)).error()["msg"], "must be called as a chained plugin")
         eq(fw.run("ADD", dict(base, cniVersion="0.3.1"), host_ns=host, netns=ns_path(ctr)).error()["code"], 1)
         check(not [r for r in filter_rules(host) if "10.92.0.9" in r], "the failed ADD left no rule")
+
+
+FAKE_FIREWALLD = os.path.join(os.path.dirname(__file__), "..", "lib", "fake_firewalld.py")
+BUS_CONF = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <listen>unix:path={path}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/><allow own="*"/><allow send_destination="*"/><allow receive_sender="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+class PrivateBus:
+    """A dbus-daemon of its own in a temporary directory, with the stand-in firewalld on it
+    unless asked otherwise; the plugin finds it through DBUS_SYSTEM_BUS_ADDRESS."""
+
+    def __init__(self, firewalld=True):
+        self.with_firewalld = firewalld
+        self.firewalld = None
+
+    def __enter__(self):
+        self.dir = tempfile.mkdtemp(prefix="cni-dbus.")
+        path = os.path.join(self.dir, "bus")
+        self.address = "unix:path=" + path
+        with open(os.path.join(self.dir, "bus.conf"), "w") as f:
+            f.write(BUS_CONF.format(path=path))
+        self.daemon = subprocess.Popen(["dbus-daemon", "--nofork", "--nopidfile", "--config-file=" + os.path.join(self.dir, "bus.conf")])
+        for _ in range(100):
+            if os.path.exists(path):
+                break
+            time.sleep(0.05)
+        check(os.path.exists(path), "dbus-daemon did not start")
+        if self.with_firewalld:
+            self.start_firewalld()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop_firewalld()
+        self.daemon.kill()
+        self.daemon.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def start_firewalld(self):
+        self.firewalld = subprocess.Popen(["/usr/bin/python3", FAKE_FIREWALLD, self.address], stdout=subprocess.PIPE, text=True)
+        eq(self.firewalld.stdout.readline().strip(), "ready", "the stand-in firewalld")
+
+    def stop_firewalld(self):
+        if self.firewalld:
+            self.firewalld.kill()
+            self.firewalld.wait()
+            self.firewalld = None
+
+    def zone(self, method, *args):
+        out = sh("gdbus", "call", "--address", self.address, "--dest", "org.fedoraproject.FirewallD1",
+                 "--object-path", "/org/fedoraproject/FirewallD1", "--method", "org.fedoraproject.FirewallD1.zone." + method,
+                 *args).stdout
+        return ast.literal_eval(out.strip().replace("@as ", ""))[0]
+
+    def sources(self, zone="trusted"):
+        return self.zone("getSources", zone)
+
+    def env(self):
+        return {"DBUS_SYSTEM_BUS_ADDRESS": self.address}
+
+
+DUAL_PREV = {"cniVersion": "1.0.0", "interfaces": [{"name": "cnifwd"}],
+             "ips": [{"address": "10.94.0.5/24", "interface": 0}, {"address": "fd00:94::5/64", "interface": 0}]}
+
+
+def firewalld_conf(**keys):
+    return dict({"cniVersion": "1.0.0", "name": "fwd", "type": "firewall", "prevResult": DUAL_PREV}, **keys)
+
+
+@test
+def firewalld_backend_zone_sources():
+    """firewall firewalld backend: ADD makes each address a zone source and writes no iptables rule; CHECK; DEL"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    with PrivateBus() as bus, netns("fdh") as host, netns("fdc") as ctr:
+        run = lambda cmd, conf: fw.run(cmd, conf, host_ns=host, netns=ns_path(ctr), container_id="fd1", extra_env=bus.env())  # noqa: E731
+        conf = firewalld_conf(backend="firewalld")
+        eq(run("ADD", conf).ok().json(), DUAL_PREV)
+        eq(bus.sources(), ["10.94.0.5/32", "fd00:94::5/128"])
+        eq(filter_rules(host), [], "firewalld owns the rules: nothing in iptables")
+        run("CHECK", conf).ok()
+        bus.zone("removeSource", "trusted", "fd00:94::5/128")
+        err = run("CHECK", conf).error()
+        eq(err["msg"], "firewalld zone trusted does not have the source fd00:94::5")
+        run("DEL", conf).ok()
+        eq(bus.sources(), [])
+        run("DEL", conf).ok()
+        internal = firewalld_conf(backend="firewalld", firewalldZone="internal")
+        run("ADD", internal).ok()
+        eq((bus.sources("internal"), bus.sources()), (["10.94.0.5/32", "fd00:94::5/128"], []))
+        run("DEL", internal).ok()
+        eq(bus.sources("internal"), [])
+
+
+@test
+def firewalld_backend_errors_and_rollback():
+    """firewall firewalld backend: a source already in the zone is fine; a conflict fails ADD and takes back the other source"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    with PrivateBus() as bus, netns("fdh") as host, netns("fdc") as ctr:
+        run = lambda cmd, conf, env=None: fw.run(cmd, conf, host_ns=host, netns=ns_path(ctr), container_id="fd2",  # noqa: E731
+                                                 extra_env=env or bus.env())
+        conf = firewalld_conf(backend="firewalld")
+        bus.zone("addSource", "trusted", "10.94.0.5/32")
+        run("ADD", conf).ok()  # firewalld's ZONE_ALREADY_SET is not an error
+        eq(bus.sources(), ["10.94.0.5/32", "fd00:94::5/128"])
+        run("DEL", conf).ok()
+        bus.zone("addSource", "public", "fd00:94::5/128")
+        err = run("ADD", conf).error()
+        eq(err["msg"], "failed to add the address fd00:94::5/128 to trusted zone: org.fedoraproject.FirewallD1.Exception: "
+                       "ZONE_CONFLICT: 'fd00:94::5/128' already bound to 'public'")
+        eq((bus.sources(), bus.sources("public")), ([], ["fd00:94::5/128"]), "the IPv4 source was taken back")
+        bus.zone("addSource", "trusted", "10.94.0.5/32")
+        run("ADD", conf).error()
+        eq(bus.sources(), ["10.94.0.5/32"], "a source that was there before the failed ADD stays")
+        err = run("ADD", firewalld_conf(backend="firewalld", firewalldZone="nosuch")).error()
+        eq(err["msg"], "failed to add the address 10.94.0.5/32 to nosuch zone: org.fedoraproject.FirewallD1.Exception: "
+                       "INVALID_ZONE: nosuch")
+        nobus = {"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/cni-bus"}
+        err = run("ADD", conf, nobus).error()
+        eq((err["code"], err["msg"]), (999, "firewalld backend: D-Bus: cannot connect to unix:path=/nonexistent/cni-bus: "
+                                            "no such file or directory"))
+        out = run("DEL", conf, nobus)
+        out.ok()
+        check("nothing to remove" in out.err, out.err)
+        eq(filter_rules(host), [])
+
+
+@test
+def firewalld_is_chosen_when_on_the_bus():
+    """firewall without a backend: firewalld when its name is on the bus, iptables when it is not or there is no bus"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    with PrivateBus() as bus, netns("fdh") as host, netns("fdc") as ctr:
+        def run(cmd, ip, cid, env):
+            prev = {"cniVersion": "1.0.0", "ips": [{"address": ip + "/24"}]}
+            return fw.run(cmd, firewalld_conf(prevResult=prev), host_ns=host, netns=ns_path(ctr), container_id=cid, extra_env=env)
+        run("ADD", "10.94.0.6", "a", bus.env()).ok()
+        eq((bus.sources(), filter_rules(host)), (["10.94.0.6/32"], []))
+        run("CHECK", "10.94.0.6", "a", bus.env()).ok()
+        run("DEL", "10.94.0.6", "a", bus.env()).ok()
+        eq(bus.sources(), [])
+        bus.stop_firewalld()
+        run("ADD", "10.94.0.7", "b", bus.env()).ok()
+        check("-A CNI-FORWARD -s 10.94.0.7/32 -j ACCEPT" in filter_rules(host), filter_rules(host))
+        run("ADD", "10.94.0.8", "c", {"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/cni-bus"}).ok()
+        check("-A CNI-FORWARD -s 10.94.0.8/32 -j ACCEPT" in filter_rules(host), filter_rules(host))
+        run("DEL", "10.94.0.7", "b", bus.env()).ok()
+        check(not [r for r in filter_rules(host) if "10.94.0.7" in r], "DEL by iptables once firewalld is gone")
 
 
 if __name__ == "__main__":
