@@ -4,7 +4,7 @@
 // the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult, through the
 // iptables backend of core/fw/hostports (one commit per table, no iptables processes); keys
 // snat (default true), masqAll, markMasqBit (13), externalSetMarkChain, conditionsV4/V6 (the
-// -s/-d/-i/-o selectors) and backend ("nftables" is refused with code 2 until that backend
+// -s/-d/-i/-o selectors and -m addrtype/iprange/mark) and backend ("nftables" is refused with code 2 until that backend
 // exists). After a mapping, UDP flows already tracked to its host port are forgotten so they
 // reach the new container. route_localnet, which 127.0.0.1:hostPort needs, is turned on only
 // when some IPv4 mapping is reachable through localhost, and then with the guard rule kube-proxy
@@ -233,7 +233,7 @@ extern const Applet portmap_applet{
     .kind = AppletKind::meta,
     .summary = "forward host ports to the container (chained; iptables via libiptc)",
     .help = "runtimeConfig portMappings [{hostPort, containerPort, protocol, hostIP}]; keys snat (true), masqAll, "
-            "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o), backend (iptables). "
+            "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o, -m addrtype/iprange/mark), backend (iptables). "
             "Needs prevResult.",
     .versions = kAllVersions,
     .add = portmap_add,

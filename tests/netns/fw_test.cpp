@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 
 #include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_conntrack.h>
 
 #include <array>
@@ -190,7 +191,7 @@ std::vector<Shape> shapes(bool v6) {
     }
     {
         auto r = base("CNI-HOSTPORT-DNAT");
-        r.matches = {fw::DstTypeLocal{}};
+        r.matches = {fw::AddrType{.dst = XT_ADDRTYPE_LOCAL}};
         out.push_back({"-m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT", r});
     }
     {

@@ -8,6 +8,7 @@ CHECK, hostIP, conditions, refused keys, rollback, GC, and Debian's Go portmap r
 rules and we removing its. Everything lives in throwaway namespaces (legacy iptables)."""
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -209,8 +210,19 @@ def portmap_options_errors_and_rollback():
             ({"markMasqBit": 32}, 999, "MasqMarkBit must be between 0 and 31"),
             ({"markMasqBit": 5, "externalSetMarkChain": "X"}, 999, "Cannot specify externalSetMarkChain and markMasqBit"),
             ({"backend": "nftables"}, 2, 'portmap: backend "nftables" is not supported yet: use "iptables"'),
-            ({"conditionsV4": ["-m", "addrtype"]}, 2,
-             "conditionsV4: only [!] -s, -d, -i and -o are supported in iptables conditions, not -m"),
+            ({"conditionsV4": ["-m", "set", "--match-set", "x", "src"]}, 2,
+             "conditionsV4: the set match is not supported in iptables conditions (addrtype, iprange and mark are)"),
+            ({"conditionsV4": ["-p", "tcp"]}, 2, "conditionsV4: -p is not supported in iptables conditions: [!] -s, -d, -i, "
+                                                 "-o and -m addrtype, iprange or mark with their options are"),
+            ({"conditionsV4": ["ip", "saddr", "10.0.0.1"]}, 2, 'conditionsV4: nftables conditions ("ip ...") need the '
+                                                               "nftables backend, which is not supported yet"),
+            ({"conditionsV4": ["-m", "addrtype", "--dst-type", "LOKAL"]}, 999,
+             'conditionsV4: unknown address type "LOKAL" for --dst-type'),
+            ({"conditionsV4": ["-m", "addrtype"]}, 999, "conditionsV4: a -m addrtype, iprange or mark without any of its options"),
+            ({"conditionsV4": ["-m", "iprange", "--src-range", "fd00::1-fd00::2"]}, 999,
+             'conditionsV4: invalid IPv4 range "fd00::1-fd00::2" for --src-range'),
+            ({"conditionsV6": ["-s", "10.0.0.0/8"]}, 999, "conditionsV6: invalid IPv6 address 10.0.0.0/8"),
+            ({"conditionsV4": ["-m", "mark", "--mark", "0x1/zz"]}, 999, 'conditionsV4: invalid mark "0x1/zz" for --mark'),
         ]:
             err = add(**keys).error()
             eq((err["code"], err["msg"]), (code, "failed to parse config: " + msg), str(keys))
@@ -223,6 +235,23 @@ def portmap_options_errors_and_rollback():
         check(any("! -s 10.99.0.0/16 -i up0 -p tcp" in line and "--dports 8080" in line for line in n.nat()), n.nat())
         n.serve()
         eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2", "the condition lets the client in")
+        pm.run("DEL", dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0", prevResult=res),
+               host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV).ok()
+
+        # Matches in the conditions: the client's address range is excluded, so its connection
+        # reaches the host itself (nothing listens there) instead of the container.
+        cond = ["-m", "iprange", "!", "--src-range", "10.91.0.2-10.91.0.9", "-m", "addrtype", "!", "--src-type", "LOCAL",
+                "-m", "mark", "!", "--mark", "0x40/0xc0"]
+        add(conditionsV4=cond).ok()
+        entry = [line for line in n.nat() if line.startswith("-A CNI-HOSTPORT-DNAT") and "--dports 8080" in line]
+        eq(len(entry), 1, n.nat())
+        check(entry[0].endswith("-m iprange ! --src-range 10.91.0.2-10.91.0.9 -m addrtype ! --src-type LOCAL "
+                                "-m mark ! --mark 0x40/0xc0 -j " + entry[0].split()[-1]), entry[0])
+        # byte for byte what iptables builds for the same words, so the Go portmap and iptables -C find it
+        sh("ip", "netns", "exec", n.host, "iptables-legacy", "-t", "nat", "-C", *shlex.split(entry[0])[1:])
+        eq(n.ask(n.client, "tcp", HOST_IP, 8080), "error ConnectionRefusedError", "the condition keeps the client out")
+        add(conditionsV4=cond).ok()  # ADD again: the entry rule is recognised, not duplicated
+        eq(len([line for line in n.nat() if line.startswith("-A CNI-HOSTPORT-DNAT") and "--dports 8080" in line]), 1)
         gc = {"cniVersion": "1.1.0", "name": "pm-test", "type": "portmap", "runtimeConfig": {"portMappings": MAPPINGS},
               "cni.dev/valid-attachments": [{"containerID": "pm-0", "ifname": "eth0"}]}
         pm.run("GC", gc, host_ns=n.host, extra_env=ENV).ok()

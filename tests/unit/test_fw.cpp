@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // SHA-512 and the reference's chain names and comments, against values computed independently
-// (Python hashlib, Go fmt %q).
+// (Python hashlib, Go fmt %q); portmap's conditions parsed into rule selectors and matches.
 #include <catch2/catch.hpp>
 
+#include <linux/netfilter/xt_addrtype.h>
+
+#include "core/fw/hostports.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/names.hpp"
 #include "core/fw/sha512.hpp"
@@ -29,4 +32,27 @@ TEST_CASE("ipMasq backends: iptables served, nftables refused with code 2, other
     CHECK(validate_ipmasq_backend("iptables"));
     CHECK(validate_ipmasq_backend("nftables").error().code == cni::code::unsupported_field);
     CHECK(validate_ipmasq_backend("pf").error().msg == "unknown ipmasq backend \"pf\"");
+}
+
+TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matches, in order") {
+    using namespace cni::fw;
+    auto c = parse_conditions({"!", "-s", "10.1.0.0/16", "-o", "eth1", "-m", "addrtype", "--src-type", "LOCAL,BROADCAST", "!",
+                               "--dst-type", "UNICAST", "-m", "iprange", "--dst-range", "10.0.0.5", "-m", "mark", "--mark", "7"},
+                              "conditionsV4");
+    REQUIRE(c);
+    CHECK(c->src == cni::IpNet::parse("10.1.0.0/16"));
+    CHECK(c->src_inverted);
+    CHECK(c->out_iface == "eth1");
+    REQUIRE(c->matches.size() == 3);
+    CHECK(std::get<AddrType>(c->matches[0]) == AddrType{XT_ADDRTYPE_LOCAL | XT_ADDRTYPE_BROADCAST, XT_ADDRTYPE_UNICAST, false, true});
+    auto ip = *cni::IpAddr::parse("10.0.0.5");
+    CHECK(std::get<IpRange>(c->matches[1]).dst == std::pair{ip, ip});  // one address: a range of one
+    CHECK(std::get<MarkMatch>(c->matches[2]) == MarkMatch{7, 0xffffffff, false});  // no mask: all bits
+    auto v6 = parse_conditions({"-m", "iprange", "!", "--src-range", "fd00::1-fd00::9"}, "conditionsV6");
+    REQUIRE(v6);
+    CHECK(std::get<IpRange>(v6->matches[0]).src_inverted);
+    CHECK(!parse_conditions({"-s"}, "conditionsV4"));
+    CHECK(!parse_conditions({"-s", "1.2.3.4", "!"}, "conditionsV4"));
+    CHECK(parse_conditions({"!", "-m", "mark"}, "conditionsV4").error().msg == "conditionsV4: \"!\" cannot negate -m");
+    CHECK(parse_conditions({"--mark", "1"}, "conditionsV4").error().code == 2);  // an option without its -m
 }

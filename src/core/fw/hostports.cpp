@@ -5,9 +5,12 @@
 #include <netinet/in.h>
 
 #include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_conntrack.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <map>
 
 #include "core/fw/names.hpp"
@@ -52,7 +55,7 @@ IptRule masq_entry() {
 
 IptRule dnat_entry() {
     IptRule r = rule_to(kDnatChain);
-    r.matches = {DstTypeLocal{}};
+    r.matches = {AddrType{.dst = XT_ADDRTYPE_LOCAL}};
     return r;
 }
 
@@ -61,6 +64,7 @@ void apply(const Conditions& c, IptRule& r) {
     r.dst = c.dst, r.dst_inverted = c.dst_inverted;
     r.in_iface = c.in_iface, r.in_inverted = c.in_inverted;
     r.out_iface = c.out_iface, r.out_inverted = c.out_inverted;
+    r.matches.insert(r.matches.end(), c.matches.begin(), c.matches.end());
 }
 
 // The entry rules into the attachment's chain: per protocol (sorted by name), per 15 ports.
@@ -143,17 +147,99 @@ std::string dnat_comment(std::string_view network, std::string_view container_id
     return c;
 }
 
+namespace {
+
+// XT_ADDRTYPE_* of one iptables type name (as libxt_addrtype spells them), 0 if unknown.
+unsigned addrtype_bit(std::string_view name) {
+    static constexpr std::pair<std::string_view, unsigned> kTypes[] = {
+        {"UNSPEC", XT_ADDRTYPE_UNSPEC}, {"UNICAST", XT_ADDRTYPE_UNICAST}, {"LOCAL", XT_ADDRTYPE_LOCAL},
+        {"BROADCAST", XT_ADDRTYPE_BROADCAST}, {"ANYCAST", XT_ADDRTYPE_ANYCAST}, {"MULTICAST", XT_ADDRTYPE_MULTICAST},
+        {"BLACKHOLE", XT_ADDRTYPE_BLACKHOLE}, {"UNREACHABLE", XT_ADDRTYPE_UNREACHABLE}, {"PROHIBIT", XT_ADDRTYPE_PROHIBIT},
+        {"THROW", XT_ADDRTYPE_THROW}, {"NAT", XT_ADDRTYPE_NAT}, {"XRESOLVE", XT_ADDRTYPE_XRESOLVE}};
+    for (auto& [n, bit] : kTypes)
+        if (n == name) return bit;
+    return 0;
+}
+
+// One condition option after "-m addrtype|iprange|mark"; false if `opt` is not that match's.
+Result<bool> parse_match_option(IptMatch& m, const std::string& opt, const std::string& value, bool negated, bool v4,
+                                const std::string& where) {
+    auto bad = [&](std::string what) { return fail(where + ": " + what + " \"" + value + "\" for " + opt); };
+    if (auto* at = std::get_if<AddrType>(&m)) {
+        if (opt != "--src-type" && opt != "--dst-type") return false;
+        unsigned bits = 0;
+        for (std::size_t pos = 0; pos <= value.size();) {
+            auto comma = std::min(value.find(',', pos), value.size());
+            unsigned bit = addrtype_bit(std::string_view(value).substr(pos, comma - pos));
+            if (!bit) return bad("unknown address type");
+            bits |= bit;
+            pos = comma + 1;
+        }
+        (opt == "--src-type" ? at->src : at->dst) = bits;
+        (opt == "--src-type" ? at->src_inverted : at->dst_inverted) = negated;
+        return true;
+    }
+    if (auto* ir = std::get_if<IpRange>(&m)) {
+        if (opt != "--src-range" && opt != "--dst-range") return false;
+        auto dash = value.find('-');
+        auto lo = IpAddr::parse(value.substr(0, dash));
+        auto hi = dash == std::string::npos ? lo : IpAddr::parse(value.substr(dash + 1));
+        if (!lo || !hi || lo->is_v4() != v4 || hi->is_v4() != v4) return bad(v4 ? "invalid IPv4 range" : "invalid IPv6 range");
+        (opt == "--src-range" ? ir->src : ir->dst) = std::pair{*lo, *hi};
+        (opt == "--src-range" ? ir->src_inverted : ir->dst_inverted) = negated;
+        return true;
+    }
+    auto& mk = std::get<MarkMatch>(m);
+    if (opt != "--mark") return false;
+    auto slash = value.find('/');
+    auto number = [](const std::string& s) -> std::optional<std::uint32_t> {
+        char* end = nullptr;
+        errno = 0;
+        unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+        if (s.empty() || *end || errno || v > 0xffffffffULL || s[0] == '-') return std::nullopt;
+        return std::uint32_t(v);
+    };
+    auto mark = number(value.substr(0, slash));
+    auto mask = slash == std::string::npos ? std::optional<std::uint32_t>(0xffffffffu) : number(value.substr(slash + 1));
+    if (!mark || !mask) return bad("invalid mark");
+    mk = MarkMatch{*mark, *mask, negated};
+    return true;
+}
+
+bool match_is_empty(const IptMatch& m) {
+    if (auto* at = std::get_if<AddrType>(&m)) return !at->src && !at->dst;
+    if (auto* ir = std::get_if<IpRange>(&m)) return !ir->src && !ir->dst;
+    return std::get<MarkMatch>(m).mask == 0 && std::get<MarkMatch>(m).mark == 0 && !std::get<MarkMatch>(m).inverted;
+}
+
+}  // namespace
+
 Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std::string_view key) {
+    const std::string where(key);
+    const bool v4 = !key.ends_with("V6");
     Conditions c;
+    if (!tokens.empty() && !tokens[0].starts_with("-") && tokens[0] != "!")
+        return fail(code::unsupported_field, where + ": nftables conditions (\"" + tokens[0] +
+                                                 " ...\") need the nftables backend, which is not supported yet");
+    std::string module;  // the last -m, whose options may follow
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         bool negated = tokens[i] == "!";
-        if (negated && ++i == tokens.size()) break;
+        if (negated && ++i == tokens.size()) return fail(where + ": \"!\" at the end, with nothing to negate");
         const std::string& opt = tokens[i];
-        if (i + 1 == tokens.size()) return fail(std::string(key) + ": " + opt + " needs a value");
+        if (i + 1 == tokens.size()) return fail(where + ": " + opt + " needs a value");
         const std::string& value = tokens[++i];
-        if (opt == "-s" || opt == "--source" || opt == "-d" || opt == "--destination") {
+        if (opt == "-m" || opt == "--match") {
+            if (negated) return fail(where + ": \"!\" cannot negate " + opt);
+            if (value == "addrtype") c.matches.emplace_back(AddrType{});
+            else if (value == "iprange") c.matches.emplace_back(IpRange{});
+            else if (value == "mark") c.matches.emplace_back(MarkMatch{});
+            else
+                return fail(code::unsupported_field, where + ": the " + value + " match is not supported in iptables conditions "
+                                                             "(addrtype, iprange and mark are)");
+            module = value;
+        } else if (opt == "-s" || opt == "--source" || opt == "-d" || opt == "--destination") {
             auto net = IpNet::parse(value.find('/') == std::string::npos ? value + (value.find(':') == std::string::npos ? "/32" : "/128") : value);
-            if (!net) return fail(std::string(key) + ": invalid address " + value);
+            if (!net || net->ip.is_v4() != v4) return fail(where + ": invalid " + (v4 ? "IPv4" : "IPv6") + " address " + value);
             bool src = opt == "-s" || opt == "--source";
             (src ? c.src : c.dst) = net->masked();
             (src ? c.src_inverted : c.dst_inverted) = negated;
@@ -162,10 +248,16 @@ Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std:
             (in ? c.in_iface : c.out_iface) = value;
             (in ? c.in_inverted : c.out_inverted) = negated;
         } else {
-            return fail(code::unsupported_field, std::string(key) + ": only [!] -s, -d, -i and -o are supported in iptables "
-                                                                    "conditions, not " + opt);
+            bool taken = false;
+            if (!c.matches.empty()) CNI_TRY_ASSIGN(taken, parse_match_option(c.matches.back(), opt, value, negated, v4, where));
+            if (!taken)
+                return fail(code::unsupported_field, where + ": " + opt + (module.empty() ? "" : " (after -m " + module + ")") +
+                                                         " is not supported in iptables conditions: [!] -s, -d, -i, -o and "
+                                                         "-m addrtype, iprange or mark with their options are");
         }
     }
+    for (auto& m : c.matches)
+        if (match_is_empty(m)) return fail(where + ": a -m addrtype, iprange or mark without any of its options");
     return c;
 }
 

@@ -31,14 +31,20 @@ struct PortMapping {
     int host_family = 0;            // 4 or 6 when hostIP was given (0.0.0.0 and :: too), else 0
 };
 
-// What conditionsV4/V6 may say: the selectors of an iptables rule ([!] -s/-d/-i/-o).
+// What conditionsV4/V6 may say: the selectors of an iptables rule ([!] -s/-d/-i/-o) and the
+// matches -m addrtype ([!] --src-type/--dst-type), -m iprange ([!] --src-range/--dst-range) and
+// -m mark ([!] --mark V[/M]), appended after the entry rule's multiport match as the reference
+// appends the tokens.
 struct Conditions {
     std::optional<IpNet> src, dst;
     bool src_inverted = false, dst_inverted = false;
     std::string in_iface, out_iface;
     bool in_inverted = false, out_inverted = false;
+    std::vector<IptMatch> matches;
 };
-// Parses iptables tokens ("-s", "10.0.0.0/8", "!", "-i", "eth0", ...); anything else is refused.
+// Parses iptables tokens ("-s", "10.0.0.0/8", "!", "-i", "eth0", "-m", "addrtype", ...) for
+// `key` (conditionsV4 or conditionsV6: the family addresses must have); anything else is
+// refused with the token named (code 2 for what iptables has but this does not).
 Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std::string_view key);
 
 struct HostPortSpec {

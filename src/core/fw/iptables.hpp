@@ -4,8 +4,9 @@
 // xtables lock (/run/xtables.lock, flock) around it exactly as the iptables binary does, so
 // kube-proxy and iptables-restore never race with us. Rules are described by the fields and
 // matches the reference's rules use ([!] -s, [!] -d, -p, [!] -i, [!] -o, -m comment, multiport
-// --destination-ports, tcp/udp/sctp --dport, addrtype --dst-type LOCAL, mark, conntrack
-// --ctstate; -j ACCEPT/DROP/RETURN/MASQUERADE/MARK --set-xmark/DNAT --to-destination/<chain>),
+// --destination-ports, tcp/udp/sctp --dport, addrtype, mark, conntrack --ctstate, and iprange
+// for portmap's conditions; -j ACCEPT/DROP/RETURN/MASQUERADE/MARK --set-xmark/DNAT
+// --to-destination/<chain>),
 // and built as `iptables` builds them for the same command line (match and target revisions
 // probed from the kernel as it does), so either side can check or delete the other's rules.
 #pragma once
@@ -35,19 +36,27 @@ struct DstPort {               // --dport P after -p tcp|udp|sctp
     std::uint16_t port = 0;
     bool operator==(const DstPort&) const = default;
 };
-struct DstTypeLocal {          // -m addrtype --dst-type LOCAL
-    bool operator==(const DstTypeLocal&) const = default;
+struct AddrType {              // -m addrtype [!] --src-type T,... [!] --dst-type T,...: XT_ADDRTYPE_* bits
+    unsigned src = 0, dst = 0;
+    bool src_inverted = false, dst_inverted = false;
+    bool operator==(const AddrType&) const = default;
 };
-struct MarkMatch {             // -m mark --mark V/M
+struct MarkMatch {             // -m mark [!] --mark V/M
     std::uint32_t mark = 0, mask = 0;
+    bool inverted = false;
     bool operator==(const MarkMatch&) const = default;
+};
+struct IpRange {               // -m iprange [!] --src-range A-B [!] --dst-range A-B
+    std::optional<std::pair<IpAddr, IpAddr>> src, dst;
+    bool src_inverted = false, dst_inverted = false;
+    bool operator==(const IpRange&) const = default;
 };
 struct CtState {               // -m conntrack [!] --ctstate S,...: XT_CONNTRACK_STATE_* bits
     unsigned states = 0;
     bool inverted = false;
     bool operator==(const CtState&) const = default;
 };
-using IptMatch = std::variant<MultiportDst, DstPort, DstTypeLocal, MarkMatch, CtState>;
+using IptMatch = std::variant<MultiportDst, DstPort, AddrType, MarkMatch, CtState, IpRange>;
 
 // Target parameters for -j MARK --set-xmark V/M and -j DNAT --to-destination IP[:PORT].
 struct SetXMark {

@@ -15,6 +15,7 @@
 #include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_comment.h>
 #include <linux/netfilter/xt_conntrack.h>
+#include <linux/netfilter/xt_iprange.h>
 #include <linux/netfilter/xt_mark.h>
 #include <linux/netfilter/xt_multiport.h>
 // xt_sctp.h is written for C: it uses _Bool and defines a macro named `bytes`.
@@ -241,16 +242,34 @@ struct Table {
             t.dpts[0] = t.dpts[1] = dp->port;
             return payload("tcp", 0, t);
         }
-        if (std::holds_alternative<DstTypeLocal>(m)) {
+        if (auto* at = std::get_if<AddrType>(&m)) {
             xt_addrtype_info_v1 a{};
-            a.dest = XT_ADDRTYPE_LOCAL;
+            a.source = static_cast<std::uint16_t>(at->src);
+            a.dest = static_cast<std::uint16_t>(at->dst);
+            a.flags = (at->src_inverted ? XT_ADDRTYPE_INVERT_SOURCE : 0) | (at->dst_inverted ? XT_ADDRTYPE_INVERT_DEST : 0);
             return payload("addrtype", 1, a);
         }
         if (auto* mk = std::get_if<MarkMatch>(&m)) {
             xt_mark_mtinfo1 info{};
             info.mark = mk->mark;
             info.mask = mk->mask;
+            info.invert = mk->inverted;
             return payload("mark", 1, info);
+        }
+        if (auto* ir = std::get_if<IpRange>(&m)) {
+            xt_iprange_mtinfo info{};
+            auto put = [](const IpAddr& ip, nf_inet_addr& to) {
+                std::memcpy(&to, T::kBytes == 4 ? &ip.bytes()[12] : ip.bytes().data(), T::kBytes);
+            };
+            if (ir->src) {
+                put(ir->src->first, info.src_min), put(ir->src->second, info.src_max);
+                info.flags |= IPRANGE_SRC | (ir->src_inverted ? IPRANGE_SRC_INV : 0);
+            }
+            if (ir->dst) {
+                put(ir->dst->first, info.dst_min), put(ir->dst->second, info.dst_max);
+                info.flags |= IPRANGE_DST | (ir->dst_inverted ? IPRANGE_DST_INV : 0);
+            }
+            return payload("iprange", 1, info);
         }
         const auto& ct = std::get<CtState>(m);
         xt_conntrack_mtinfo3 info{};
@@ -304,13 +323,33 @@ struct Table {
         }
         if (name == "addrtype" && rev == 1) {
             xt_addrtype_info_v1 a{};
-            if (!as(&a) || a.source || a.flags || a.dest != XT_ADDRTYPE_LOCAL) return std::nullopt;
-            return DstTypeLocal{};
+            if (!as(&a) || (a.flags & ~std::uint32_t(XT_ADDRTYPE_INVERT_SOURCE | XT_ADDRTYPE_INVERT_DEST))) return std::nullopt;
+            return AddrType{a.source, a.dest, (a.flags & XT_ADDRTYPE_INVERT_SOURCE) != 0, (a.flags & XT_ADDRTYPE_INVERT_DEST) != 0};
         }
         if (name == "mark" && rev == 1) {
             xt_mark_mtinfo1 info{};
-            if (!as(&info) || info.invert) return std::nullopt;
-            return MarkMatch{info.mark, info.mask};
+            if (!as(&info)) return std::nullopt;
+            return MarkMatch{info.mark, info.mask, info.invert != 0};
+        }
+        if (name == "iprange" && rev == 1) {
+            xt_iprange_mtinfo info{};
+            if (!as(&info) || (info.flags & ~(IPRANGE_SRC | IPRANGE_DST | IPRANGE_SRC_INV | IPRANGE_DST_INV))) return std::nullopt;
+            auto get = [](const nf_inet_addr& a) {
+                std::array<std::uint8_t, 16> b{};
+                if (T::kBytes == 4) {
+                    b[10] = b[11] = 0xff;
+                    std::memcpy(&b[12], &a, 4);
+                } else {
+                    std::memcpy(b.data(), &a, 16);
+                }
+                return IpAddr::from_bytes(b);
+            };
+            IpRange out;
+            if (info.flags & IPRANGE_SRC) out.src = std::pair{get(info.src_min), get(info.src_max)};
+            if (info.flags & IPRANGE_DST) out.dst = std::pair{get(info.dst_min), get(info.dst_max)};
+            out.src_inverted = (info.flags & IPRANGE_SRC_INV) != 0;
+            out.dst_inverted = (info.flags & IPRANGE_DST_INV) != 0;
+            return out;
         }
         if (name == "conntrack" && (rev == 2 || rev == 3)) {
             xt_conntrack_mtinfo2 info{};
