@@ -327,6 +327,8 @@ results = [
     scenario(["ptp + host-local ADD", "ptp + host-local DEL"], ptp_setup, veth_step("ptp", False), ptp_teardown),
     scenario(["ptp + host-local + ipMasq ADD", "ptp + host-local + ipMasq DEL"], ptp_setup, veth_step("ptp", True),
              ptp_teardown),
+    scenario(["bridge + host-local ADD", "bridge + host-local DEL"], ptp_setup,
+             veth_step("bridge", False, bridge="benchbr0", isGateway=True), ptp_teardown),
     scenario(["bridge + host-local + ipMasq ADD", "bridge + host-local + ipMasq DEL"], ptp_setup,
              veth_step("bridge", True, bridge="benchbr0", isGateway=True), ptp_teardown),
     scenario(["macvlan + host-local ADD", "macvlan + host-local DEL"], master_setup,
@@ -391,6 +393,23 @@ def static_vs_dynamic():
 
 
 static_dynamic = static_vs_dynamic() if opts.dynamic and (not opts.only or opts.only in "static") else None
+
+
+def process_floor():
+    """What starting any process costs here, measured as the plugins are: /bin/true (dynamic)
+    and the static busybox under spawn-timer, alternating; medians. VERSION cannot go below it."""
+    floors = {"/bin/true": [], "/bin/busybox true": []}
+    for _ in range(opts.iterations):
+        floors["/bin/true"].append(call("/bin", "true", "VERSION", {}).wall)
+        if os.path.exists("/bin/busybox"):
+            env_dir = tempfile.mkdtemp(prefix="cni-bench-floor.")
+            os.symlink("/bin/busybox", os.path.join(env_dir, "true"))
+            floors["/bin/busybox true"].append(call(env_dir, "true", "VERSION", {}).wall)
+            shutil.rmtree(env_dir)
+    return {k: statistics.median(v) for k, v in floors.items() if v}
+
+
+floor = process_floor() if not opts.only or opts.only in "VERSION" else None
 
 
 def churn(impl_dir, ctrs, host, pods, workers):
@@ -516,6 +535,9 @@ for name, s, procs in results:
 if flannel_ms:
     lines += ["", f"flannel (bridge + host-local delegated in-process) ADD: {flannel_ms[0] * 1e3:.2f} ms median, the same "
               f"bridge ADD run directly: {flannel_ms[1] * 1e3:.2f} ms; flannel adds {(flannel_ms[0] - flannel_ms[1]) * 1e3:.2f} ms."]
+if floor:
+    lines += ["", "Process floor (no plugin at all, started the same way): " +
+              ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in floor.items()) + " median."]
 if static_dynamic:
     lines += ["", "| static vs dynamic cni-all | static | dynamic |", "|---|---|---|"]
     for n in ("VERSION", "ptp ADD"):
@@ -536,9 +558,12 @@ if churn_runs:
         for workers in (1, 2):
             slow = {impl: (counts[-1] / churn_runs[(impl, counts[-1], workers)][1]) for impl in IMPLS}
             fast = {impl: (counts[0] / churn_runs[(impl, counts[0], workers)][1]) for impl in IMPLS}
+            grew = {impl: (statistics.median(w for _, w in churn_runs[(impl, counts[-1], workers)][0]) -
+                           statistics.median(w for _, w in churn_runs[(impl, counts[0], workers)][0])) for impl in IMPLS}
             lines.append(f"\nADD rate at N={counts[0]} over N={counts[-1]}, {workers} worker(s): cni-all "
                          f"{fast['cni-all'] / slow['cni-all']:.2f}, reference {fast['reference'] / slow['reference']:.2f} "
-                         f"(1.00 = no slowdown as pods accumulate).")
+                         f"(1.00 = no slowdown as pods accumulate); the median ADD grew by {grew['cni-all'] * 1e3:.2f} ms "
+                         f"(cni-all) and {grew['reference'] * 1e3:.2f} ms (reference).")
 if scaling:
     lines += ["", "| host-local ADD+DEL median | " + " | ".join(f"{e} existing" for e, _ in scaling["cni-all"]) + " |",
               "|---|" + "---|" * len(scaling["cni-all"])]
