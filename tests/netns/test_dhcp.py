@@ -88,6 +88,14 @@ class Lab:
                 out[ip] = (int(expiry), mac, host, cid)
         return out
 
+    def lease(self, ip):
+        """One lease, waiting out dnsmasq's in-place rewrite of its file (briefly empty)."""
+        end = time.time() + 2
+        while (got := self.leases().get(ip)) is None and time.time() < end:
+            time.sleep(0.05)
+        check(got is not None, f"dnsmasq has no lease for {ip}")
+        return got
+
     def conf(self, **ipam):
         return {"cniVersion": "1.0.0", "name": "dhnet", "type": "macvlan", "master": "dhp0",
                 "ipam": dict({"type": "dhcp", "daemonSocketPath": self.sock}, **ipam)}
@@ -126,10 +134,15 @@ def client_id_hex(key):
 
 
 def wait_for(cond, timeout, what):
+    """Polls cond; a lease missing from the file counts as "not yet": dnsmasq rewrites its lease
+    file in place, so a read can land on the truncated file."""
     end = time.time() + timeout
     while time.time() < end:
-        if cond():
-            return
+        try:
+            if cond():
+                return
+        except KeyError:
+            pass
         time.sleep(0.2)
     raise AssertionError(what)
 
@@ -151,7 +164,7 @@ def dhcp_add_renew_release():
         eq([(x["dst"], x.get("gateway")) for x in ip_json(ctr, "route") if x["dst"] == "default"], [("default", SERVER_IP)])
         mac = link(ctr, "eth0")["address"]
         bare = ip.split("/")[0]
-        expiry, lmac, _, cid = lb.leases()[bare]
+        expiry, lmac, _, cid = lb.lease(bare)
         eq((lmac, cid), (mac, client_id_hex("c1/dhnet/eth0")), "dnsmasq holds the lease for our MAC and the reference's client id")
         sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", SERVER_IP)
         eq(len(lease_files(lb)), 1, "the lease is on record")
@@ -173,7 +186,7 @@ def dhcp_daemon_restart_keeps_renewing():
         eq(len(lease_files(lb)), 1, "the record survives the shutdown")
         check(bare in lb.leases(), "shutdown does not release")
         time.sleep(T1 + 1)  # T1 passes while no daemon runs
-        expiry = lb.leases()[bare][0]
+        expiry = lb.lease(bare)[0]
         lb.start_daemon()
         wait_for(lambda: lb.leases()[bare][0] > expiry, 8, "the restarted daemon renews: " + lb.log())
         check("resuming the lease of c1/dhnet/eth0" in lb.log(), lb.log())
@@ -187,7 +200,7 @@ def dhcp_rebinds_when_the_server_is_silent():
     """dhcp: an unanswered renewal (server stopped) is retried, and from T2 a broadcast rebind gets the lease back"""
     with lab(daemon_flags=("-timeout", "1s")) as lb, netns("dhc") as ctr:
         bare = lb.add(ctr).ok().json()["ips"][0]["address"].split("/")[0]
-        expiry = lb.leases()[bare][0]
+        expiry = lb.lease(bare)[0]
         server = int(open(f"{lb.work}/dnsmasq.pid").read())
         os.kill(server, signal.SIGSTOP)
         try:  # renewals at T1 and 2 s later time out after 1 s each; the next try is past T2: a rebind
@@ -195,7 +208,7 @@ def dhcp_rebinds_when_the_server_is_silent():
         finally:
             os.kill(server, signal.SIGCONT)
         wait_for(lambda: "rebound the lease of c1/dhnet/eth0 (" + bare + ")" in lb.log(), T2, lb.log())
-        check(lb.leases()[bare][0] > expiry, "the server extended the lease")
+        check(lb.lease(bare)[0] > expiry, "the server extended the lease")
         lb.delete(ctr).ok()
 
 
@@ -245,7 +258,7 @@ def dhcp_classless_routes_priority_and_provided_options():
         eq((routes["10.214.0.0/24"].get("gateway"), routes["10.214.0.0/24"]["scope"]), (None, "link"), "on-link route")
         check("default" not in routes, "no default route: the classless routes are exclusive")
         bare = r["ips"][0]["address"].split("/")[0]
-        eq(lb.leases()[bare][2], "web-0", "dnsmasq recorded the provided host name")
+        eq(lb.lease(bare)[2], "web-0", "dnsmasq recorded the provided host name")
         lb.delete(ctr, conf=conf).ok()
 
 
