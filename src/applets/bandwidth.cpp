@@ -6,7 +6,13 @@
 // runtimeConfig.bandwidth applies when none of the four keys is in the config. TBF parameters
 // are the reference's: rate/8 bytes per second, the burst as the bucket, limit = 25 ms at the
 // rate plus the burst. Beyond the reference: a failed ADD removes the IFB and the qdiscs it
-// added; DEL succeeds without a netns.
+// added; DEL succeeds without a netns; and unshapedSubnets or shapedSubnets (the lists of the
+// reverted upstream PR #921, in the config or in runtimeConfig.bandwidth) exempt the listed
+// subnets from shaping, or shape only them. With a list, each shaped device gets an HTB root
+// instead of the TBF (core/nl/tc): a shaped class at the rate with the burst as its buffer, an
+// unshaped one at 100 Gbit/s, and u32 filters on the remote address (the source of traffic to
+// the container on the veth, the destination of its traffic on the IFB). Without a list the
+// qdiscs are the reference's TBFs, unchanged.
 #include <cmath>
 #include <limits>
 
@@ -31,7 +37,26 @@ struct Limits {
 struct BandwidthConf {
     NetConf net;
     Limits limits;
+    std::vector<IpNet> subnets;  // from unshapedSubnets or shapedSubnets
+    bool subnets_shaped = false;
 };
+
+// unshapedSubnets / shapedSubnets of one object: at most one of them, every entry a CIDR.
+Status decode_subnets(const json::Value& obj, const json::Where& w, BandwidthConf& c) {
+    std::vector<std::string> unshaped, shaped;
+    CNI_TRY(json::field(obj, "unshapedSubnets", unshaped, w));
+    CNI_TRY(json::field(obj, "shapedSubnets", shaped, w));
+    if (!unshaped.empty() && !shaped.empty())
+        return fail("unshapedSubnets and shapedSubnets cannot be both specified, one of them should be discarded");
+    c.subnets_shaped = !shaped.empty();
+    c.subnets.clear();
+    for (auto& text : c.subnets_shaped ? shaped : unshaped) {
+        auto net = IpNet::parse(text);
+        if (!net) return fail(std::string("bad subnet \"") + text + "\" provided in " + (c.subnets_shaped ? "shapedSubnets" : "unshapedSubnets"));
+        c.subnets.push_back(*net);
+    }
+    return {};
+}
 
 Status decode_limits(const json::Value& obj, const json::Where& w, Limits& out, bool* any = nullptr) {
     struct Key {
@@ -63,10 +88,13 @@ Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
     json::Where w{"PluginConf", ""};
     bool top_level = false;
     CNI_TRY(decode_limits(c.net.root(), w, c.limits, &top_level));
-    if (!top_level)
-        if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject())
-            if (const auto* bw = json::find(*rc, "bandwidth"); bw && bw->IsObject())
-                CNI_TRY(decode_limits(*bw, w.at("runtimeConfig").at("bandwidth").in("BandwidthEntry"), c.limits));
+    CNI_TRY(decode_subnets(c.net.root(), w, c));
+    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject())
+        if (const auto* bw = json::find(*rc, "bandwidth"); bw && bw->IsObject()) {
+            json::Where wb = w.at("runtimeConfig").at("bandwidth").in("BandwidthEntry");
+            if (!top_level) CNI_TRY(decode_limits(*bw, wb, c.limits));
+            if (c.subnets.empty()) CNI_TRY(decode_subnets(*bw, wb, c));
+        }
     CNI_TRY(validate(c.limits.ingress_rate, c.limits.ingress_burst));
     CNI_TRY(validate(c.limits.egress_rate, c.limits.egress_burst));
     return c;
@@ -78,6 +106,18 @@ nl::Tbf tbf_for(std::uint64_t rate_bits, std::uint64_t burst_bits) {
     t.burst = std::uint32_t(burst_bits / 8);
     t.limit = std::uint32_t(double(t.rate) * kLatencySeconds) + t.burst;
     return t;
+}
+
+// The subnet split of one direction: match_source on the veth (traffic to the container comes
+// from the remote address), the destination on the IFB (the container's traffic goes to it).
+nl::SubnetSplit split_for(const BandwidthConf& c, std::uint64_t rate_bits, std::uint64_t burst_bits, bool match_source) {
+    return nl::SubnetSplit{rate_bits / 8, std::uint32_t(burst_bits / 8), c.subnets, c.subnets_shaped, match_source};
+}
+
+// The root qdisc of one direction: the reference's TBF, or the HTB split when subnets are listed.
+Status shape(const nl::Socket& host, int ifindex, const BandwidthConf& c, std::uint64_t rate, std::uint64_t burst, bool match_source) {
+    if (c.subnets.empty()) return nl::add_root_tbf(host, ifindex, tbf_for(rate, burst));
+    return nl::add_root_htb_split(host, ifindex, split_for(c, rate, burst, match_source));
 }
 
 std::string ifb_name(const NetConf& net, const std::string& container_id) {
@@ -119,16 +159,18 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
 
     Rollback undo;
     undo.push([&] { (void)nl::clear_qdiscs(host, veth.index); });
-    if (l.ingress_rate) CNI_TRY(nl::add_root_tbf(host, veth.index, tbf_for(l.ingress_rate, l.ingress_burst)));
+    if (l.ingress_rate) CNI_TRY(shape(host, veth.index, c, l.ingress_rate, l.ingress_burst, true));
     if (l.egress_rate) {
         std::string name = ifb_name(c.net, r.container_id);
         CNI_TRY(nl::add_ifb(host, nl::NewLink{name, veth.mtu, "", 0, -1}));
         undo.push([&host, name] { (void)nl::delete_link(host, name); });
         CNI_TRY_ASSIGN(auto ifb, nl::require_link(host, name));
-        CNI_TRY(nl::set_txqlen(host, ifb, 0));
+        // The reference's txqlen 0 suits its TBF, which queues by its own limit; an HTB's
+        // classes queue in fifos as long as the device's txqlen, which must not be 0 then.
+        CNI_TRY(nl::set_txqlen(host, ifb, c.subnets.empty() ? 0 : 1000));
         CNI_TRY(nl::set_link_up(host, ifb, true));
         CNI_TRY(nl::add_ingress_redirect(host, veth.index, ifb.index));
-        CNI_TRY(nl::add_root_tbf(host, ifb.index, tbf_for(l.egress_rate, l.egress_burst)));
+        CNI_TRY(shape(host, ifb.index, c, l.egress_rate, l.egress_burst, false));
         Interface i;
         i.name = name;
         i.mac = ifb.mac;
@@ -154,6 +196,17 @@ Status bandwidth_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto veth, host_veth(host, prev, r));
     auto expect = [&](int ifindex, const std::string& name, std::uint64_t rate, std::uint64_t burst) -> Status {
+        if (!c.subnets.empty()) {
+            CNI_TRY_ASSIGN(auto htb, nl::root_htb_split(host, ifindex));
+            auto want = split_for(c, rate, burst, false);
+            const std::uint32_t default_class = c.subnets_shaped ? nl::kUnshapedClass : nl::kShapedClass;
+            if (!htb) return fail("bandwidth: " + name + " has no htb qdisc");
+            if (htb->default_class != default_class || htb->shaped_rate != want.rate || htb->filters != want.subnets.size())
+                return fail("bandwidth: the htb of " + name + " has shaped rate " + std::to_string(htb->shaped_rate) + " B/s and " +
+                            std::to_string(htb->filters) + " subnet filters; expected " + std::to_string(want.rate) + " and " +
+                            std::to_string(want.subnets.size()));
+            return {};
+        }
         CNI_TRY_ASSIGN(auto have, nl::root_tbf(host, ifindex));
         auto want = tbf_for(rate, burst);
         if (!have) return fail("bandwidth: " + name + " has no tbf qdisc");
@@ -180,7 +233,8 @@ extern const Applet bandwidth_applet{
     .kind = AppletKind::meta,
     .summary = "rate-limit the container's traffic with TBF on its host veth and an IFB (chained)",
     .help = "Keys: ingressRate, ingressBurst, egressRate, egressBurst (bits per second, bits); runtimeConfig bandwidth "
-            "when none of them is set. Needs prevResult from a veth-based plugin (bridge, ptp).",
+            "when none of them is set; unshapedSubnets or shapedSubnets (CIDRs exempted from shaping, or the only ones "
+            "shaped). Needs prevResult from a veth-based plugin (bridge, ptp).",
     .versions = kBandwidthVersions,
     .add = bandwidth_add,
     .del = bandwidth_del,

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of the bandwidth applet after our ptp: a TCP transfer into the container and one
 out of it each run at the configured rate (within 20 %), CHECK, DEL removing the IFB, a
-failed ADD leaving no qdisc or IFB, and refused input. Traffic stays between throwaway host
+failed ADD leaving no qdisc or IFB, and refused input; unshapedSubnets and shapedSubnets with
+traffic to a subnet on the host's loopback running free or shaped. Traffic stays between throwaway host
 and container namespaces."""
 import os
 import shutil
@@ -35,7 +36,8 @@ print(n, time.monotonic() - start, flush=True)
 
 SENDER = r"""
 import socket, sys
-c = socket.create_connection((sys.argv[1], 5001), timeout=30); c.sendall(b"x" * int(sys.argv[2])); c.close()
+source = (sys.argv[3], 0) if len(sys.argv) > 3 else None
+c = socket.create_connection((sys.argv[1], 5001), timeout=30, source_address=source); c.sendall(b"x" * int(sys.argv[2])); c.close()
 """
 
 
@@ -45,12 +47,12 @@ def conflist(data, **bw):
         dict({"type": "bandwidth"}, **bw)]}
 
 
-def measure(receiver_ns, receiver_ip, sender_ns):
-    """Bytes per second of a SIZE-byte TCP transfer, timed at the receiver."""
+def measure(receiver_ns, receiver_ip, sender_ns, source=None):
+    """Bytes per second of a SIZE-byte TCP transfer (from `source` if given), timed at the receiver."""
     rx = subprocess.Popen(["ip", "netns", "exec", receiver_ns, "python3", "-c", RECEIVER, receiver_ip], stdout=subprocess.PIPE, text=True)
     try:
         eq(rx.stdout.readline().strip(), "ready")
-        sh("ip", "netns", "exec", sender_ns, "python3", "-c", SENDER, receiver_ip, str(SIZE))
+        sh("ip", "netns", "exec", sender_ns, "python3", "-c", SENDER, receiver_ip, str(SIZE), *([source] if source else []))
         n, secs = rx.stdout.readline().split()
         eq(int(n), SIZE)
         return int(n) / float(secs)
@@ -102,6 +104,51 @@ def bandwidth_unshaped_direction_runs_free():
     finally:
         shutil.rmtree(data)
 
+def subnet_conflist(data, **bw):
+    """ptp with a default route, so the container also reaches 10.98.0.1 on the host's loopback."""
+    c = conflist(data, **bw)
+    c["plugins"][0]["ipam"]["routes"] = [{"dst": "0.0.0.0/0"}]
+    return c
+
+
+@test
+def bandwidth_unshaped_and_shaped_subnets():
+    """bandwidth: unshapedSubnets runs traffic with that subnet free both ways, the rest at the rate; shapedSubnets the opposite"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("bh") as host, netns("bc") as ctr:
+            sh("ip", "-n", ctr, "link", "set", "lo", "up")
+            sh("ip", "-n", host, "addr", "add", "10.98.0.1/32", "dev", "lo")
+            sh("ip", "-n", host, "link", "set", "lo", "up")
+            want = RATE / 8
+            for key, free_ip_shaped in [("unshapedSubnets", False), ("shapedSubnets", True)]:
+                c = subnet_conflist(data, ingressRate=RATE, ingressBurst=BURST, egressRate=RATE, egressBurst=BURST,
+                                    **{key: ["10.98.0.0/24", "fd00:98::/64"]})
+                res = run_add(BIN, c, host, ns_path(ctr), "bw-3")
+                veth, ifb = res["interfaces"][0]["name"], res["interfaces"][-1]["name"]
+                for dev, at in [(veth, "at 12"), (ifb, "at 16")]:  # the remote's address: source in, destination out
+                    qdisc = sh("tc", "-n", host, "qdisc", "show", "dev", dev, "root").stdout
+                    default = "0x1" if free_ip_shaped else "0x30"
+                    check(qdisc.startswith("qdisc htb 1: root") and f"default {default} " in qdisc, qdisc)
+                    filters = sh("tc", "-n", host, "filter", "show", "dev", dev, "parent", "1:").stdout
+                    check(f"match 0a620000/ffffff00 {at}" in filters, filters)
+                    eq(filters.count("*flowid " + ("1:30" if free_ip_shaped else "1:1")), 2, filters)
+                run_check(BIN, c, host, ns_path(ctr), "bw-3", res)
+                ctr_ip, gw = res["ips"][0]["address"].split("/")[0], res["ips"][0]["gateway"]
+                rates = {"gateway in": measure(ctr, ctr_ip, host), "gateway out": measure(host, gw, ctr),
+                         "10.98.0.1 in": measure(ctr, ctr_ip, host, source="10.98.0.1"),
+                         "10.98.0.1 out": measure(host, "10.98.0.1", ctr)}
+                for name, got in rates.items():
+                    shaped = name.startswith("10.98") == free_ip_shaped
+                    if shaped:
+                        check(abs(got - want) <= 0.2 * want, f"{key}: {name} {got:.0f} B/s, want {want:.0f}")
+                    else:
+                        check(got > 3 * want, f"{key}: {name} runs free: {got:.0f} B/s")
+                run_del(BIN, c, host, ns_path(ctr), "bw-3", res)
+                check("bwp" not in sh("ip", "-n", host, "-br", "link").stdout, "IFB gone")
+    finally:
+        shutil.rmtree(data)
+
 
 @test
 def bandwidth_errors_and_rollback():
@@ -112,7 +159,11 @@ def bandwidth_errors_and_rollback():
         for extra, msg in [({"ingressRate": 1000}, "if rate is set, burst must also be set"),
                            ({"egressBurst": 1000}, "if burst is set, rate must also be set"),
                            ({"ingressRate": 1000, "ingressBurst": 8 * 2**32}, "burst cannot be more than 4GB"),
-                           ({"ingressRate": 1000, "ingressBurst": 1000}, "must be called as chained plugin")]:
+                           ({"ingressRate": 1000, "ingressBurst": 1000}, "must be called as chained plugin"),
+                           ({"unshapedSubnets": ["10.0.0.0/8"], "shapedSubnets": ["10.1.0.0/16"]},
+                            "unshapedSubnets and shapedSubnets cannot be both specified, one of them should be discarded"),
+                           ({"runtimeConfig": {"bandwidth": {"shapedSubnets": ["10.0.0.0/33"]}}},
+                            'bad subnet "10.0.0.0/33" provided in shapedSubnets')]:
             eq(bw.run("ADD", dict(base, **extra), host_ns=host, netns=ns_path(ctr)).error()["msg"], msg, str(extra))
         # eth0's peer stays in the container: prevResult names no host interface that is its peer.
         sh("ip", "-n", ctr, "link", "add", "eth0", "type", "veth", "peer", "name", "inner0")

@@ -1,6 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// TBF, ingress qdisc and mirred redirect over libnl-route (see tc.hpp).
+// TBF, HTB with subnet filters, ingress qdisc and mirred redirect over libnl-route (see tc.hpp).
 #include "core/nl/tc.hpp"
+
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstring>
 
 #include <linux/if_ether.h>
 #include <linux/pkt_cls.h>
@@ -9,9 +14,11 @@
 #include <netlink/errno.h>
 #include <netlink/route/act/mirred.h>
 #include <netlink/route/action.h>
+#include <netlink/route/class.h>
 #include <netlink/route/classifier.h>
 #include <netlink/route/cls/u32.h>
 #include <netlink/route/qdisc.h>
+#include <netlink/route/qdisc/htb.h>
 #include <netlink/route/qdisc/tbf.h>
 
 namespace cni::nl {
@@ -20,6 +27,7 @@ namespace {
 using QdiscPtr = std::unique_ptr<rtnl_qdisc, Deleter<rtnl_qdisc_put>>;
 using ClsPtr = std::unique_ptr<rtnl_cls, Deleter<rtnl_cls_put>>;
 using ActPtr = std::unique_ptr<rtnl_act, Deleter<rtnl_act_put>>;
+using ClassPtr = std::unique_ptr<rtnl_class, Deleter<rtnl_class_put>>;
 
 constexpr std::uint32_t kRootHandle = TC_HANDLE(1, 0);
 constexpr std::uint32_t kIngressHandle = TC_HANDLE(0xffff, 0);
@@ -34,6 +42,55 @@ QdiscPtr qdisc(int ifindex, std::uint32_t parent, std::uint32_t handle) {
 }
 
 std::string on(int ifindex) { return " on link #" + std::to_string(ifindex); }
+
+constexpr std::uint64_t kUnshapedRate = 100'000'000'000 / 8;  // 100 Gbit/s in bytes per second
+constexpr std::uint32_t kUnshapedBurst = 1 << 20;
+
+Status add_htb_class(const Socket& s, int ifindex, std::uint32_t id, std::uint64_t rate, std::uint32_t burst) {
+    ClassPtr c(rtnl_class_alloc());
+    if (!c) return fail("netlink: out of memory");
+    rtnl_tc_set_ifindex(TC_CAST(c.get()), ifindex);
+    rtnl_tc_set_parent(TC_CAST(c.get()), kRootHandle);
+    rtnl_tc_set_handle(TC_CAST(c.get()), id);
+    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(c.get()), "htb"), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_rate64(c.get(), rate), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_ceil64(c.get(), rate), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_rbuffer(c.get(), burst), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_cbuffer(c.get(), burst), "creating htb class"));
+    // what HTB would derive (rate / r2q 10), kept where the kernel does not warn about it
+    CNI_TRY(s.check(rtnl_htb_set_quantum(c.get(), std::uint32_t(std::clamp<std::uint64_t>(rate / 10, 1514, 200000))),
+                    "creating htb class"));
+    return s.check(rtnl_class_add(s.get(), c.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb class" + on(ifindex));
+}
+
+// A u32 filter under the HTB root sending packets whose source or destination is in `net` to
+// `to_class`: IPv4 at prio 16, IPv6 at prio 17 (one protocol per prio, as the kernel wants).
+Status add_subnet_filter(const Socket& s, int ifindex, const IpNet& net, bool match_source, std::uint32_t to_class) {
+    ClsPtr cls(rtnl_cls_alloc());
+    if (!cls) return fail("netlink: out of memory");
+    const bool v4 = net.ip.is_v4();
+    rtnl_tc_set_ifindex(TC_CAST(cls.get()), ifindex);
+    rtnl_tc_set_parent(TC_CAST(cls.get()), kRootHandle);
+    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(cls.get()), "u32"), "creating u32 filter"));
+    rtnl_cls_set_prio(cls.get(), v4 ? 16 : 17);
+    rtnl_cls_set_protocol(cls.get(), v4 ? ETH_P_IP : ETH_P_IPV6);
+    CNI_TRY(s.check(rtnl_u32_set_classid(cls.get(), to_class), "creating u32 filter"));
+    const IpAddr network = net.network();
+    const auto& b = network.bytes();
+    if (v4) {
+        in_addr a{};
+        std::memcpy(&a, &b[12], 4);
+        CNI_TRY(s.check(rtnl_u32_add_key_in_addr(cls.get(), &a, std::uint8_t(net.prefix), match_source ? 12 : 16, 0),
+                        "matching " + net.str()));
+    } else {
+        in6_addr a{};
+        std::memcpy(a.s6_addr, b.data(), 16);
+        CNI_TRY(s.check(rtnl_u32_add_key_in6_addr(cls.get(), &a, std::uint8_t(net.prefix), match_source ? 8 : 24, 0),
+                        "matching " + net.str()));
+    }
+    CNI_TRY(s.check(rtnl_u32_set_cls_terminal(cls.get()), "creating u32 filter"));
+    return s.check(rtnl_cls_add(s.get(), cls.get(), NLM_F_CREATE | NLM_F_EXCL), "adding the filter of " + net.str() + on(ifindex));
+}
 
 }  // namespace
 
@@ -52,6 +109,39 @@ Result<std::optional<Tbf>> root_tbf(const Socket& s, int ifindex) {
     if (!q || std::string_view(rtnl_tc_get_kind(TC_CAST(q.get()))) != "tbf") return std::optional<Tbf>{};
     return std::optional<Tbf>(Tbf{std::uint32_t(rtnl_qdisc_tbf_get_rate(q.get())), std::uint32_t(rtnl_qdisc_tbf_get_rate_bucket(q.get())),
                                   std::uint32_t(rtnl_qdisc_tbf_get_limit(q.get()))});
+}
+
+Status add_root_htb_split(const Socket& s, int ifindex, const SubnetSplit& split) {
+    const std::uint32_t listed = split.subnets_shaped ? kShapedClass : kUnshapedClass;
+    const std::uint32_t rest = split.subnets_shaped ? kUnshapedClass : kShapedClass;
+    auto q = qdisc(ifindex, TC_H_ROOT, kRootHandle);
+    if (!q) return fail("netlink: out of memory");
+    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(q.get()), "htb"), "creating htb"));
+    CNI_TRY(s.check(rtnl_htb_set_defcls(q.get(), TC_H_MIN(rest)), "creating htb"));
+    CNI_TRY(s.check(rtnl_qdisc_add(s.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb qdisc" + on(ifindex)));
+    CNI_TRY(add_htb_class(s, ifindex, kShapedClass, split.rate, split.burst));
+    CNI_TRY(add_htb_class(s, ifindex, kUnshapedClass, kUnshapedRate, kUnshapedBurst));
+    for (auto& net : split.subnets) CNI_TRY(add_subnet_filter(s, ifindex, net, split.match_source, listed));
+    return {};
+}
+
+Result<std::optional<HtbSplit>> root_htb_split(const Socket& s, int ifindex) {
+    CNI_TRY_ASSIGN(auto qdiscs, s.dump([](nl_sock* sk, nl_cache** c) { return rtnl_qdisc_alloc_cache(sk, c); }, "listing qdiscs"));
+    QdiscPtr q(rtnl_qdisc_get_by_parent(qdiscs.get(), ifindex, TC_H_ROOT));
+    if (!q || std::string_view(rtnl_tc_get_kind(TC_CAST(q.get()))) != "htb") return std::optional<HtbSplit>{};
+    HtbSplit out;
+    out.default_class = TC_HANDLE(1, rtnl_htb_get_defcls(q.get()));
+    CNI_TRY_ASSIGN(auto classes, s.dump([ifindex](nl_sock* sk, nl_cache** c) { return rtnl_class_alloc_cache(sk, ifindex, c); },
+                                        "listing classes"));
+    if (ClassPtr c{rtnl_class_get(classes.get(), ifindex, kShapedClass)}) (void)rtnl_htb_get_rate64(c.get(), &out.shaped_rate);
+    CNI_TRY_ASSIGN(auto filters, s.dump([ifindex](nl_sock* sk, nl_cache** c) { return rtnl_cls_alloc_cache(sk, ifindex, kRootHandle, c); },
+                                        "listing filters"));
+    for (nl_object* o = nl_cache_get_first(filters.get()); o; o = nl_cache_get_next(o)) {
+        std::uint32_t classid = 0;
+        auto* cls = reinterpret_cast<rtnl_cls*>(o);
+        if (std::string_view(rtnl_tc_get_kind(TC_CAST(cls))) == "u32" && rtnl_u32_get_classid(cls, &classid) == 0 && classid) ++out.filters;
+    }
+    return std::optional<HtbSplit>(out);
 }
 
 Status add_ingress_redirect(const Socket& s, int ifindex, int to_ifindex) {

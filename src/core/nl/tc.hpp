@@ -2,12 +2,16 @@
 // Traffic control through libnl-route, what bandwidth needs (reference-behaviour 2.13): a token
 // bucket filter as a link's root qdisc (handle 1:), read back for CHECK, and the egress trick -
 // an ingress qdisc (ffff:) whose match-all u32 filter redirects every packet to another link
-// (mirred egress redirect), so a TBF there shapes what the container sends.
+// (mirred egress redirect), so a TBF there shapes what the container sends. For bandwidth's
+// subnet lists, an HTB root instead: class 1:30 shaped, class 1:1 unshaped (100 Gbit/s), one
+// of them the default and u32 filters on an address sending the listed subnets to the other.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
+#include "core/cni/ip.hpp"
 #include "core/nl/socket.hpp"
 
 namespace cni::nl {
@@ -22,6 +26,26 @@ Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf);
 // The link's root TBF, if its root qdisc is one.
 Result<std::optional<Tbf>> root_tbf(const Socket& s, int ifindex);
 Status add_ingress_redirect(const Socket& s, int ifindex, int to_ifindex);
+
+inline constexpr std::uint32_t kShapedClass = 0x10030;    // 1:30
+inline constexpr std::uint32_t kUnshapedClass = 0x10001;  // 1:1
+
+struct SubnetSplit {
+    std::uint64_t rate = 0;          // bytes per second of the shaped class
+    std::uint32_t burst = 0;         // bytes
+    std::vector<IpNet> subnets;
+    bool subnets_shaped = false;     // shapedSubnets (the rest runs free) or unshapedSubnets
+    bool match_source = false;       // match the packet's source address (else its destination)
+};
+Status add_root_htb_split(const Socket& s, int ifindex, const SubnetSplit& split);
+
+struct HtbSplit {
+    std::uint32_t default_class = 0;
+    std::uint64_t shaped_rate = 0;   // bytes per second
+    std::size_t filters = 0;         // u32 filters under the root
+};
+// The link's root HTB as add_root_htb_split leaves it, if its root qdisc is an HTB.
+Result<std::optional<HtbSplit>> root_htb_split(const Socket& s, int ifindex);
 // Removes the root and ingress qdiscs (and so their filters); missing ones are fine.
 Status clear_qdiscs(const Socket& s, int ifindex);
 
