@@ -143,15 +143,13 @@ fw::HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& a
     return s;
 }
 
-// The host link whose most specific route covers `ip` (the bridge, or a ptp veth), if any.
+// The host link the kernel routes `ip` through (the bridge, or a ptp veth), if any: a route
+// lookup, as the reference's RouteGet, so a node's many routes are not listed.
 Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
     CNI_TRY_ASSIGN(auto s, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, AF_INET));
-    const nl::RouteSpec* best = nullptr;
-    for (auto& r : routes)
-        if (r.oif && r.dst.contains(ip) && (!best || r.dst.prefix > best->dst.prefix)) best = &r;
-    if (!best) return std::optional<std::string>{};
-    CNI_TRY_ASSIGN(auto link, nl::find_link(s, best->oif));
+    auto oif = nl::route_get_link(s, ip);
+    if (!oif) return std::optional<std::string>{};
+    CNI_TRY_ASSIGN(auto link, nl::find_link(s, *oif));
     return link ? std::optional<std::string>(link->name) : std::nullopt;
 }
 

@@ -209,6 +209,12 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
     for (auto& x : *routes)
         if (x.dst.str() == "10.99.0.0/16" && x.gw && x.gw->str() == "10.61.0.1" && x.metric == 7) found = true;
     CHECK(found);
+    // a route lookup as `ip route get` does it, and on the same socket a request after it
+    // still gets its own answer (the lookup leaves no ack behind)
+    CHECK(nl::route_get_link(p.cs, *IpAddr::parse("10.99.3.4")) == veth->container.index);
+    CHECK(nl::route_get_link(p.cs, *IpAddr::parse("10.61.0.9")) == veth->container.index);
+    CHECK_FALSE(nl::route_get_link(p.cs, *IpAddr::parse("192.0.2.7")));  // no default route: unreachable
+    CHECK(nl::find_link(p.cs, "eth0").value()->index == veth->container.index);
     nl::RouteSpec bad;
     bad.dst = net("10.98.0.0/16");
     bad.gw = IpAddr::parse("192.0.2.1");  // not on any connected network

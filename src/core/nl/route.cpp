@@ -2,7 +2,9 @@
 // Route changes and dumps over libnl-route (see route.hpp).
 #include "core/nl/route.hpp"
 
+#include <linux/rtnetlink.h>
 #include <netlink/errno.h>
+#include <netlink/msg.h>
 #include <netlink/route/route.h>
 
 #include "core/nl/nl_addr.hpp"
@@ -103,6 +105,39 @@ Result<std::optional<int>> default_route_link(const Socket& s) {
         CNI_TRY_ASSIGN(auto routes, list_routes(s, family));
         for (auto& r : routes)
             if (r.dst.prefix == 0 && r.oif) return std::optional<int>(r.oif);
+    }
+    return std::optional<int>{};
+}
+
+std::optional<int> route_get_link(const Socket& s, const IpAddr& dst) {
+    auto lookup = [&dst](nl_sock* sk, nl_cache** out) {
+        nl_cache* cache = nullptr;
+        if (int rc = nl_cache_alloc_name("route/route", &cache); rc < 0) return rc;
+        std::unique_ptr<nl_msg, Deleter<nlmsg_free>> msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
+        rtmsg rtm{};
+        const bool v4 = dst.is_v4();
+        rtm.rtm_family = v4 ? AF_INET : AF_INET6;
+        rtm.rtm_dst_len = v4 ? 32 : 128;
+        int rc = msg ? nlmsg_append(msg.get(), &rtm, sizeof rtm, NLMSG_ALIGNTO) : -NLE_NOMEM;
+        if (rc >= 0) rc = nla_put(msg.get(), RTA_DST, v4 ? 4 : 16, v4 ? &dst.bytes()[12] : dst.bytes().data());
+        // The answer, then the ack: read both, or the ack would answer the socket's next request
+        // (a failed lookup gets an error instead of both).
+        if (rc >= 0) rc = nl_send_auto(sk, msg.get());
+        if (rc >= 0) rc = nl_cache_pickup(sk, cache);
+        if (rc >= 0) rc = nl_wait_for_ack(sk);
+        if (rc < 0) {
+            nl_cache_free(cache);
+            return rc;
+        }
+        *out = cache;
+        return 0;
+    };
+    auto cache = s.dump(lookup, "looking up the route to " + dst.str());
+    if (!cache) return std::optional<int>{};  // unreachable (or no answer): no link, as the reference's RouteGet use
+    for (nl_object* o = nl_cache_get_first(cache->get()); o; o = nl_cache_get_next(o)) {
+        auto* rt = reinterpret_cast<rtnl_route*>(o);
+        if (rtnl_route_get_nnexthops(rt) > 0)
+            if (int oif = rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(rt, 0)); oif > 0) return std::optional<int>(oif);
     }
     return std::optional<int>{};
 }

@@ -46,6 +46,10 @@ Result<bool> del_route(const Socket& s, const RouteSpec& r);
 // Routes of `family` (AF_INET/AF_INET6) in `table` (all tables when nullopt), unicast only.
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table = RT_TABLE_MAIN);
 
+// The link the kernel routes `dst` through (`ip route get`: rules and tables included);
+// nullopt when it is unreachable, leaves through no link, or the lookup fails.
+std::optional<int> route_get_link(const Socket& s, const IpAddr& dst);
+
 std::string describe(const RouteSpec& r);
 
 // The link of the first default route (IPv4, then IPv6) in the main table, as the reference
