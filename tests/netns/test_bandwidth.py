@@ -5,6 +5,7 @@ out of it each run at the configured rate (within 20 %), CHECK, DEL removing the
 failed ADD leaving no qdisc or IFB, and refused input; unshapedSubnets and shapedSubnets with
 traffic to a subnet on the host's loopback running free or shaped. Traffic stays between throwaway host
 and container namespaces."""
+import contextlib
 import os
 import shutil
 import subprocess
@@ -61,48 +62,52 @@ def measure(receiver_ns, receiver_ip, sender_ns, source=None):
         rx.wait()
 
 
-@test
-def bandwidth_shapes_both_directions():
-    """bandwidth: into and out of the container at the configured rate (+-20 %); CHECK; DEL removes the IFB"""
+@contextlib.contextmanager
+def node():
+    """A data directory and throwaway host and container namespaces (the container's lo up)."""
     data = tempfile.mkdtemp()
     try:
         with netns("bh") as host, netns("bc") as ctr:
             sh("ip", "-n", ctr, "link", "set", "lo", "up")
-            c = conflist(data, ingressRate=RATE, ingressBurst=BURST, egressRate=RATE, egressBurst=BURST)
-            res = run_add(BIN, c, host, ns_path(ctr), "bw-1")
-            ifb = res["interfaces"][-1]["name"]
-            check(ifb.startswith("bwp") and len(ifb) == 15, ifb)
-            run_check(BIN, c, host, ns_path(ctr), "bw-1", res)
-            ctr_ip = res["ips"][0]["address"].split("/")[0]
-            host_ip = res["ips"][0]["gateway"]
-            want = RATE / 8
-            into = measure(ctr, ctr_ip, host)
-            out = measure(host, host_ip, ctr)
-            check(abs(into - want) <= 0.2 * want, f"into the container: {into:.0f} B/s, want {want:.0f}")
-            check(abs(out - want) <= 0.2 * want, f"out of the container: {out:.0f} B/s, want {want:.0f}")
-            qd = sh("ip", "netns", "exec", host, "tc", "qdisc", "show", "dev", ifb).stdout
-            check("tbf 1: root" in qd and "rate 16Mbit" in qd, qd)
-            run_del(BIN, c, host, ns_path(ctr), "bw-1", res)
-            check(sh("ip", "-n", host, "link", "show", ifb, check_rc=False).returncode != 0, "IFB removed")
-            run_del(BIN, c, host, ns_path(ctr), "bw-1", res)  # idempotent
+            yield data, host, ctr
     finally:
         shutil.rmtree(data)
+
+
+@test
+def bandwidth_shapes_both_directions():
+    """bandwidth: into and out of the container at the configured rate (+-20 %); CHECK; DEL removes the IFB"""
+    with node() as (data, host, ctr):
+        c = conflist(data, ingressRate=RATE, ingressBurst=BURST, egressRate=RATE, egressBurst=BURST)
+        res = run_add(BIN, c, host, ns_path(ctr), "bw-1")
+        ifb = res["interfaces"][-1]["name"]
+        check(ifb.startswith("bwp") and len(ifb) == 15, ifb)
+        run_check(BIN, c, host, ns_path(ctr), "bw-1", res)
+        ctr_ip = res["ips"][0]["address"].split("/")[0]
+        host_ip = res["ips"][0]["gateway"]
+        want = RATE / 8
+        into = measure(ctr, ctr_ip, host)
+        out = measure(host, host_ip, ctr)
+        check(abs(into - want) <= 0.2 * want, f"into the container: {into:.0f} B/s, want {want:.0f}")
+        check(abs(out - want) <= 0.2 * want, f"out of the container: {out:.0f} B/s, want {want:.0f}")
+        qd = sh("ip", "netns", "exec", host, "tc", "qdisc", "show", "dev", ifb).stdout
+        check("tbf 1: root" in qd and "rate 16Mbit" in qd, qd)
+        run_del(BIN, c, host, ns_path(ctr), "bw-1", res)
+        check(sh("ip", "-n", host, "link", "show", ifb, check_rc=False).returncode != 0, "IFB removed")
+        run_del(BIN, c, host, ns_path(ctr), "bw-1", res)  # idempotent
 
 
 @test
 def bandwidth_unshaped_direction_runs_free():
     """bandwidth: only ingress shaped - the transfer out of the container is well above the rate"""
-    data = tempfile.mkdtemp()
-    try:
-        with netns("bh") as host, netns("bc") as ctr:
-            c = conflist(data, ingressRate=RATE, ingressBurst=BURST)
-            res = run_add(BIN, c, host, ns_path(ctr), "bw-2")
-            eq(len(res["interfaces"]), 2, "no IFB without an egress rate")
-            out = measure(host, res["ips"][0]["gateway"], ctr)
-            check(out > 2 * RATE / 8, f"unshaped: {out:.0f} B/s")
-            run_del(BIN, c, host, ns_path(ctr), "bw-2", res)
-    finally:
-        shutil.rmtree(data)
+    with node() as (data, host, ctr):
+        c = conflist(data, ingressRate=RATE, ingressBurst=BURST)
+        res = run_add(BIN, c, host, ns_path(ctr), "bw-2")
+        eq(len(res["interfaces"]), 2, "no IFB without an egress rate")
+        out = measure(host, res["ips"][0]["gateway"], ctr)
+        check(out > 2 * RATE / 8, f"unshaped: {out:.0f} B/s")
+        run_del(BIN, c, host, ns_path(ctr), "bw-2", res)
+
 
 def subnet_conflist(data, **bw):
     """ptp with a default route, so the container also reaches 10.98.0.1 on the host's loopback."""
@@ -114,40 +119,35 @@ def subnet_conflist(data, **bw):
 @test
 def bandwidth_unshaped_and_shaped_subnets():
     """bandwidth: unshapedSubnets runs traffic with that subnet free both ways, the rest at the rate; shapedSubnets the opposite"""
-    data = tempfile.mkdtemp()
-    try:
-        with netns("bh") as host, netns("bc") as ctr:
-            sh("ip", "-n", ctr, "link", "set", "lo", "up")
-            sh("ip", "-n", host, "addr", "add", "10.98.0.1/32", "dev", "lo")
-            sh("ip", "-n", host, "link", "set", "lo", "up")
-            want = RATE / 8
-            for key, free_ip_shaped in [("unshapedSubnets", False), ("shapedSubnets", True)]:
-                c = subnet_conflist(data, ingressRate=RATE, ingressBurst=BURST, egressRate=RATE, egressBurst=BURST,
-                                    **{key: ["10.98.0.0/24", "fd00:98::/64"]})
-                res = run_add(BIN, c, host, ns_path(ctr), "bw-3")
-                veth, ifb = res["interfaces"][0]["name"], res["interfaces"][-1]["name"]
-                for dev, at in [(veth, "at 12"), (ifb, "at 16")]:  # the remote's address: source in, destination out
-                    qdisc = sh("tc", "-n", host, "qdisc", "show", "dev", dev, "root").stdout
-                    default = "0x1" if free_ip_shaped else "0x30"
-                    check(qdisc.startswith("qdisc htb 1: root") and f"default {default} " in qdisc, qdisc)
-                    filters = sh("tc", "-n", host, "filter", "show", "dev", dev, "parent", "1:").stdout
-                    check(f"match 0a620000/ffffff00 {at}" in filters, filters)
-                    eq(filters.count("*flowid " + ("1:30" if free_ip_shaped else "1:1")), 2, filters)
-                run_check(BIN, c, host, ns_path(ctr), "bw-3", res)
-                ctr_ip, gw = res["ips"][0]["address"].split("/")[0], res["ips"][0]["gateway"]
-                rates = {"gateway in": measure(ctr, ctr_ip, host), "gateway out": measure(host, gw, ctr),
-                         "10.98.0.1 in": measure(ctr, ctr_ip, host, source="10.98.0.1"),
-                         "10.98.0.1 out": measure(host, "10.98.0.1", ctr)}
-                for name, got in rates.items():
-                    shaped = name.startswith("10.98") == free_ip_shaped
-                    if shaped:
-                        check(abs(got - want) <= 0.2 * want, f"{key}: {name} {got:.0f} B/s, want {want:.0f}")
-                    else:
-                        check(got > 3 * want, f"{key}: {name} runs free: {got:.0f} B/s")
-                run_del(BIN, c, host, ns_path(ctr), "bw-3", res)
-                check("bwp" not in sh("ip", "-n", host, "-br", "link").stdout, "IFB gone")
-    finally:
-        shutil.rmtree(data)
+    with node() as (data, host, ctr):
+        sh("ip", "-n", host, "addr", "add", "10.98.0.1/32", "dev", "lo")
+        sh("ip", "-n", host, "link", "set", "lo", "up")
+        want = RATE / 8
+        for key, free_ip_shaped in [("unshapedSubnets", False), ("shapedSubnets", True)]:
+            c = subnet_conflist(data, ingressRate=RATE, ingressBurst=BURST, egressRate=RATE, egressBurst=BURST,
+                                **{key: ["10.98.0.0/24", "fd00:98::/64"]})
+            res = run_add(BIN, c, host, ns_path(ctr), "bw-3")
+            veth, ifb = res["interfaces"][0]["name"], res["interfaces"][-1]["name"]
+            for dev, at in [(veth, "at 12"), (ifb, "at 16")]:  # the remote's address: source in, destination out
+                qdisc = sh("tc", "-n", host, "qdisc", "show", "dev", dev, "root").stdout
+                default = "0x1" if free_ip_shaped else "0x30"
+                check(qdisc.startswith("qdisc htb 1: root") and f"default {default} " in qdisc, qdisc)
+                filters = sh("tc", "-n", host, "filter", "show", "dev", dev, "parent", "1:").stdout
+                check(f"match 0a620000/ffffff00 {at}" in filters, filters)
+                eq(filters.count("*flowid " + ("1:30" if free_ip_shaped else "1:1")), 2, filters)
+            run_check(BIN, c, host, ns_path(ctr), "bw-3", res)
+            ctr_ip, gw = res["ips"][0]["address"].split("/")[0], res["ips"][0]["gateway"]
+            rates = {"gateway in": measure(ctr, ctr_ip, host), "gateway out": measure(host, gw, ctr),
+                     "10.98.0.1 in": measure(ctr, ctr_ip, host, source="10.98.0.1"),
+                     "10.98.0.1 out": measure(host, "10.98.0.1", ctr)}
+            for name, got in rates.items():
+                shaped = name.startswith("10.98") == free_ip_shaped
+                if shaped:
+                    check(abs(got - want) <= 0.2 * want, f"{key}: {name} {got:.0f} B/s, want {want:.0f}")
+                else:
+                    check(got > 3 * want, f"{key}: {name} runs free: {got:.0f} B/s")
+            run_del(BIN, c, host, ns_path(ctr), "bw-3", res)
+            check("bwp" not in sh("ip", "-n", host, "-br", "link").stdout, "IFB gone")
 
 
 @test
