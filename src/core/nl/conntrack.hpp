@@ -12,8 +12,9 @@
 namespace cni::nl {
 
 // Deletes the entries of `family` (AF_INET/AF_INET6) whose original direction is UDP to one
-// of `ports` (one walk of the table for all of them); how many. Works in the calling thread's
-// network namespace, and skips the walk when that namespace tracks nothing.
-Result<int> delete_udp_flows_to(int family, std::span<const std::uint16_t> ports);
+// of `ports`: by a filtered flush per port where the kernel has it, else by one dump of the
+// table for all of them and a delete per match. Works in the calling thread's network
+// namespace, and does nothing when that namespace tracks nothing.
+Status delete_udp_flows_to(int family, std::span<const std::uint16_t> ports);
 
 }  // namespace cni::nl
