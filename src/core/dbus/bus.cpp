@@ -6,14 +6,12 @@
 
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include <cctype>
-#include <cstddef>
-#include <cstring>
 
 #include "core/os/errno_error.hpp"
+#include "core/os/unix_socket.hpp"
 
 namespace cni::dbus {
 namespace {
@@ -66,17 +64,9 @@ Result<std::string> socket_of(std::string_view address) {
 Result<Bus> Bus::connect(std::string_view address, std::chrono::milliseconds timeout) {
     std::string addr(address.empty() ? kDefaultSystemBus : address);
     CNI_TRY_ASSIGN(auto where, socket_of(addr));
-    sockaddr_un sa{};
-    sa.sun_family = AF_UNIX;
-    if (where.size() >= sizeof sa.sun_path) return fail("D-Bus socket path \"" + where + "\" is too long");
-    std::memcpy(sa.sun_path, where.data(), where.size());
-    socklen_t len = socklen_t(offsetof(sockaddr_un, sun_path) + where.size() + (where[0] == '@' ? 0 : 1));
-    if (where[0] == '@') sa.sun_path[0] = '\0';
-    os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return os::sys_fail("socket", "AF_UNIX");
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&sa), len) != 0)
-        return fail("D-Bus: cannot connect to " + addr + ": " + os::errno_text(errno));
-    Bus bus(std::move(fd), addr, timeout);
+    auto fd = os::connect_unix(where);
+    if (!fd) return fail("D-Bus: cannot connect to " + addr + ": " + os::errno_text(fd.error()));
+    Bus bus(std::move(*fd), addr, timeout);
     bus.deadline_ = std::chrono::steady_clock::now() + timeout;
     CNI_TRY(bus.authenticate());
     CNI_TRY(bus.call({"org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "Hello", {}}));

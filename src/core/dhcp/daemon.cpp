@@ -7,7 +7,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -16,7 +15,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <memory>
 
@@ -24,6 +22,7 @@
 #include "core/cni/request.hpp"
 #include "core/dhcp/attachment.hpp"
 #include "core/dhcp/protocol.hpp"
+#include "core/os/unix_socket.hpp"
 #include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
 
@@ -240,18 +239,14 @@ Result<std::optional<int>> activated_socket() {
 }
 
 Result<os::UniqueFd> listen_on(const std::string& path) {
-    sockaddr_un addr{};
-    if (path.size() >= sizeof addr.sun_path) return fail("socket path too long: " + path);
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, path.data(), path.size());
+    auto addr = os::unix_address(path);
+    if (!addr || path[0] == '@') return fail("socket path too long: " + path);
     CNI_TRY(os::mkdir_all(path.substr(0, path.rfind('/')), 0700));
-    os::UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (::connect(probe.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0)
-        return fail("another DHCP daemon is already listening on " + path);
+    if (os::connect_unix(path)) return fail("another DHCP daemon is already listening on " + path);
     ::unlink(path.c_str());  // a stale socket from a daemon that died
     os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) return os::sys_fail("socket", "AF_UNIX");
-    if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return os::sys_fail("listen unix", path);
+    if (::bind(fd.get(), addr->get(), addr->len) != 0) return os::sys_fail("listen unix", path);
     ::chmod(path.c_str(), 0660);
     if (::listen(fd.get(), 128) != 0) return os::sys_fail("listen unix", path);
     return fd;

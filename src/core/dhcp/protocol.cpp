@@ -3,11 +3,10 @@
 #include "core/dhcp/protocol.hpp"
 
 #include <sys/socket.h>
-#include <sys/un.h>
 
-#include <cstring>
 
 #include "core/cni/request.hpp"
+#include "core/os/unix_socket.hpp"
 #include "core/os/fs.hpp"
 #include "core/os/unique_fd.hpp"
 #include "core/os/errno_error.hpp"
@@ -88,16 +87,11 @@ DaemonReply call_daemon(const std::string& socket_path, const DaemonRequest& r, 
     auto dial_error = [&](int err) {
         return fail(unreachable_code, "error dialing DHCP daemon: dial unix " + socket_path + ": connect: " + os::errno_text(err));
     };
-    sockaddr_un addr{};
-    if (socket_path.size() >= sizeof addr.sun_path) return dial_error(ENAMETOOLONG);
-    addr.sun_family = AF_UNIX;
-    std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
-    os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return os::sys_fail("socket", "AF_UNIX");
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return dial_error(errno);
-    CNI_TRY(os::write_all(fd.get(), encode_request(r)));
-    ::shutdown(fd.get(), SHUT_WR);
-    CNI_TRY_ASSIGN(auto reply, os::read_all(fd.get(), kMaxConfigBytes));
+    auto fd = os::connect_unix(socket_path);
+    if (!fd) return dial_error(fd.error());
+    CNI_TRY(os::write_all(fd->get(), encode_request(r)));
+    ::shutdown(fd->get(), SHUT_WR);
+    CNI_TRY_ASSIGN(auto reply, os::read_all(fd->get(), kMaxConfigBytes));
     return decode_reply(reply);
 }
 

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// Unix socket addresses and connects (see unix_socket.hpp).
+#include "core/os/unix_socket.hpp"
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+namespace cni::os {
+
+std::optional<UnixAddress> unix_address(std::string_view where) {
+    UnixAddress a;
+    if (where.empty() || where.size() >= sizeof a.sa.sun_path) return std::nullopt;
+    a.sa.sun_family = AF_UNIX;
+    std::memcpy(a.sa.sun_path, where.data(), where.size());
+    const bool abstract = where[0] == '@';
+    if (abstract) a.sa.sun_path[0] = '\0';
+    a.len = socklen_t(offsetof(sockaddr_un, sun_path) + where.size() + (abstract ? 0 : 1));
+    return a;
+}
+
+std::expected<UniqueFd, int> connect_unix(std::string_view where) {
+    auto addr = unix_address(where);
+    if (!addr) return std::unexpected(ENAMETOOLONG);
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return std::unexpected(errno);
+    if (::connect(fd.get(), addr->get(), addr->len) != 0) return std::unexpected(errno);
+    return fd;
+}
+
+}  // namespace cni::os
