@@ -165,9 +165,7 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
         CNI_TRY(nl::add_ifb(host, nl::NewLink{name, veth.mtu, "", 0, -1}));
         undo.push([&host, name] { (void)nl::delete_link(host, name); });
         CNI_TRY_ASSIGN(auto ifb, nl::require_link(host, name));
-        // The reference's txqlen 0 suits its TBF, which queues by its own limit; an HTB's
-        // classes queue in fifos as long as the device's txqlen, which must not be 0 then.
-        CNI_TRY(nl::set_txqlen(host, ifb, c.subnets.empty() ? 0 : 1000));
+        CNI_TRY(nl::set_txqlen(host, ifb, 0));
         CNI_TRY(nl::set_link_up(host, ifb, true));
         CNI_TRY(nl::add_ingress_redirect(host, veth.index, ifb.index));
         CNI_TRY(shape(host, ifb.index, c, l.egress_rate, l.egress_burst, false));

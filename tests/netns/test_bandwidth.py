@@ -132,6 +132,8 @@ def bandwidth_unshaped_and_shaped_subnets():
                 qdisc = sh("tc", "-n", host, "qdisc", "show", "dev", dev, "root").stdout
                 default = "0x1" if free_ip_shaped else "0x30"
                 check(qdisc.startswith("qdisc htb 1: root") and f"default {default} " in qdisc, qdisc)
+                leaves = sh("tc", "-n", host, "qdisc", "show", "dev", dev).stdout
+                check("parent 1:30 limit 1000p" in leaves and "parent 1:1 limit 1000p" in leaves, leaves)
                 filters = sh("tc", "-n", host, "filter", "show", "dev", dev, "parent", "1:").stdout
                 check(f"match 0a620000/ffffff00 {at}" in filters, filters)
                 eq(filters.count("*flowid " + ("1:30" if free_ip_shaped else "1:1")), 2, filters)

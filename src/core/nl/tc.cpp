@@ -18,6 +18,7 @@
 #include <netlink/route/classifier.h>
 #include <netlink/route/cls/u32.h>
 #include <netlink/route/qdisc.h>
+#include <netlink/route/qdisc/fifo.h>
 #include <netlink/route/qdisc/htb.h>
 #include <netlink/route/qdisc/tbf.h>
 
@@ -45,6 +46,7 @@ std::string on(int ifindex) { return " on link #" + std::to_string(ifindex); }
 
 constexpr std::uint64_t kUnshapedRate = 100'000'000'000 / 8;  // 100 Gbit/s in bytes per second
 constexpr std::uint32_t kUnshapedBurst = 1 << 20;
+constexpr int kClassQueue = 1000;  // packets, a veth's default txqlen
 
 Status add_htb_class(const Socket& s, int ifindex, std::uint32_t id, std::uint64_t rate, std::uint32_t burst) {
     ClassPtr c(rtnl_class_alloc());
@@ -60,7 +62,14 @@ Status add_htb_class(const Socket& s, int ifindex, std::uint32_t id, std::uint64
     // what HTB would derive (rate / r2q 10), kept where the kernel does not warn about it
     CNI_TRY(s.check(rtnl_htb_set_quantum(c.get(), std::uint32_t(std::clamp<std::uint64_t>(rate / 10, 1514, 200000))),
                     "creating htb class"));
-    return s.check(rtnl_class_add(s.get(), c.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb class" + on(ifindex));
+    CNI_TRY(s.check(rtnl_class_add(s.get(), c.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb class" + on(ifindex)));
+    // The class's own queue, so its length does not follow the device's txqlen (an IFB's is 0,
+    // which would give the default fifo no room at all).
+    auto q = qdisc(ifindex, id, TC_HANDLE(0x10 + TC_H_MIN(id), 0));
+    if (!q) return fail("netlink: out of memory");
+    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(q.get()), "pfifo"), "creating pfifo"));
+    CNI_TRY(s.check(rtnl_qdisc_fifo_set_limit(q.get(), kClassQueue), "creating pfifo"));
+    return s.check(rtnl_qdisc_add(s.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL), "adding the class's pfifo" + on(ifindex));
 }
 
 // A u32 filter under the HTB root sending packets whose source or destination is in `net` to

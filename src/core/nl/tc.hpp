@@ -3,8 +3,9 @@
 // bucket filter as a link's root qdisc (handle 1:), read back for CHECK, and the egress trick -
 // an ingress qdisc (ffff:) whose match-all u32 filter redirects every packet to another link
 // (mirred egress redirect), so a TBF there shapes what the container sends. For bandwidth's
-// subnet lists, an HTB root instead: class 1:30 shaped, class 1:1 unshaped (100 Gbit/s), one
-// of them the default and u32 filters on an address sending the listed subnets to the other.
+// subnet lists, an HTB root instead: class 1:30 shaped, class 1:1 unshaped (100 Gbit/s), each
+// with a pfifo of its own, one of them the default and u32 filters on an address sending the
+// listed subnets to the other.
 #pragma once
 
 #include <cstdint>
