@@ -396,17 +396,29 @@ static_dynamic = static_vs_dynamic() if opts.dynamic and (not opts.only or opts.
 
 
 def process_floor():
-    """What starting any process costs here, measured as the plugins are: /bin/true (dynamic)
-    and the static busybox under spawn-timer, alternating; medians. VERSION cannot go below it."""
-    floors = {"/bin/true": [], "/bin/busybox true": []}
-    for _ in range(opts.iterations):
-        floors["/bin/true"].append(call("/bin", "true", "VERSION", {}).wall)
-        if os.path.exists("/bin/busybox"):
-            env_dir = tempfile.mkdtemp(prefix="cni-bench-floor.")
-            os.symlink("/bin/busybox", os.path.join(env_dir, "true"))
-            floors["/bin/busybox true"].append(call(env_dir, "true", "VERSION", {}).wall)
-            shutil.rmtree(env_dir)
-    return {k: statistics.median(v) for k, v in floors.items() if v}
+    """What starting any process costs here, measured as the plugins are, alternating; medians.
+    /bin/true (dynamic glibc), the static busybox, and bench/'s floor-glibc (an empty main,
+    static) and floor-nolibc (exit_group and nothing else): VERSION cannot go below the static
+    glibc floor, and floor-glibc minus floor-nolibc is what glibc's start-up costs every process."""
+    bench_dir = os.path.dirname(os.path.abspath(opts.spawn_timer))
+    programs = {"/bin/true": "/bin/true", "/bin/busybox true": "/bin/busybox",
+                "static glibc, empty main": os.path.join(bench_dir, "floor-glibc"),
+                "static, no libc": os.path.join(bench_dir, "floor-nolibc")}
+    env_dir = tempfile.mkdtemp(prefix="cni-bench-floor.")
+    floors = {}  # name -> (directory holding a "true" link to the program, samples)
+    for name, program in programs.items():
+        if os.path.exists(program):
+            link_dir = os.path.join(env_dir, str(len(floors)))
+            os.mkdir(link_dir)
+            os.symlink(program, os.path.join(link_dir, "true"))  # busybox dispatches on the name
+            floors[name] = (link_dir, [])
+    try:
+        for _ in range(opts.iterations):
+            for link_dir, samples in floors.values():
+                samples.append(call(link_dir, "true", "VERSION", {}).wall)
+    finally:
+        shutil.rmtree(env_dir)
+    return {k: statistics.median(v) for k, (_, v) in floors.items()}
 
 
 floor = process_floor() if not opts.only or opts.only in "VERSION" else None
@@ -538,6 +550,10 @@ if flannel_ms:
 if floor:
     lines += ["", "Process floor (no plugin at all, started the same way): " +
               ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in floor.items()) + " median."]
+    if "static glibc, empty main" in floor and "static, no libc" in floor:
+        tax = floor["static glibc, empty main"] - floor["static, no libc"]
+        lines += [f"glibc's start-up before main() costs every glibc process {tax * 1e3:.2f} ms here "
+                  "(static glibc empty main minus the no-libc program)."]
 if static_dynamic:
     lines += ["", "| static vs dynamic cni-all | static | dynamic |", "|---|---|---|"]
     for n in ("VERSION", "ptp ADD"):
