@@ -258,8 +258,9 @@ Result<CniResult> bridge_add(const Context& ctx) {
         if (c.ip_masq) {
             std::vector<IpNet> nets;
             for (auto& ip : result.ips) nets.push_back(ip.address);
-            undo.push([&] { (void)fw::teardown_ipmasq(c.net.name, r.container_id); });
-            CNI_TRY(fw::setup_ipmasq(nets, c.net.name, r.container_id));
+            fw::MasqOwner owner{c.net.name, r.container_id, r.ifname};
+            undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
+            CNI_TRY(fw::setup_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, owner));
         }
     } else {
         result.interfaces = {br_if, host_if, cont_if};
@@ -288,7 +289,7 @@ Status bridge_del(const Context& ctx) {
         }
     }
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq(c.net.name, r.container_id));
+    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq({c.net.name, r.container_id, r.ifname}));
     return {};
 }
 
@@ -314,7 +315,8 @@ Status bridge_check(const Context& ctx) {
     if (!peer || peer->master != br->index)
         return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
-    if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
+    if (c.ip_masq)
+        CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
     return {};
 }
 
@@ -328,9 +330,7 @@ Status bridge_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     std::string errors;
     if (c.ip_masq && c.net.valid_attachments) {
-        std::vector<std::string> keep;
-        for (auto& a : *c.net.valid_attachments) keep.push_back(a.container_id);
-        if (auto st = fw::gc_ipmasq(c.net.name, keep); !st) errors = st.error().msg;
+        if (auto st = fw::gc_ipmasq(c.net.name, *c.net.valid_attachments); !st) errors = st.error().msg;
     }
     if (!c.net.ipam_type.empty())
         if (auto st = ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config); !st)

@@ -109,8 +109,9 @@ Result<CniResult> ptp_add(const Context& ctx) {
     if (c.ip_masq) {
         std::vector<IpNet> nets;
         for (auto& ip : result.ips) nets.push_back(ip.address);
-        undo.push([&] { (void)fw::teardown_ipmasq(c.net.name, r.container_id); });
-        CNI_TRY(fw::setup_ipmasq(nets, c.net.name, r.container_id));
+        fw::MasqOwner owner{c.net.name, r.container_id, r.ifname};
+        undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
+        CNI_TRY(fw::setup_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, owner));
     }
     if (!c.dns.empty()) result.dns = c.dns;
     undo.dismiss();
@@ -128,7 +129,7 @@ Status ptp_del(const Context& ctx) {
             CNI_TRY(nl::delete_link(container, r.ifname));
         }
     }
-    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq(c.net.name, r.container_id));
+    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq({c.net.name, r.container_id, r.ifname}));
     return {};
 }
 
@@ -141,7 +142,8 @@ Status ptp_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
-    if (c.ip_masq) CNI_TRY(fw::check_ipmasq(nets, c.net.name, r.container_id));
+    if (c.ip_masq)
+        CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
     return {};
 }
 
@@ -152,7 +154,7 @@ Status ptp_status(const Context& ctx) {
 
 constexpr std::string_view kHelp = R"(A veth pair with point-to-point routing: the container routes its subnet via the
 gateway, the host veth holds the gateway as /32 (/128) and a host route to the container.
-Keys: ipam (required), mtu, ipMasq, ipMasqBackend ("iptables"), dns.)";
+Keys: ipam (required), mtu, ipMasq, ipMasqBackend ("iptables" or "nftables"), dns.)";
 
 }  // namespace
 

@@ -149,6 +149,14 @@ class Outcome:
         return f"Outcome(rc={self.rc}, out={self.out!r}, err={self.err!r})"
 
 
+def nft_masq_comments(ns):
+    """The comments of the rules in the ipMasq nftables chain (inet cni_plugins_masquerade
+    masq_checks) of `ns`; none when the table is absent."""
+    out = sh("ip", "netns", "exec", ns, "nft", "list", "chain", "inet", "cni_plugins_masquerade", "masq_checks",
+             check_rc=False).stdout
+    return [line.split('comment "')[1].rstrip('"') for line in out.splitlines() if "masquerade comment" in line]
+
+
 def masquerade_source(host, ctr, subnet_prefix, port):
     """Connects from `ctr` to a throwaway "remote" namespace wired to `host` through a veth
     (<subnet_prefix>.1 on the host, .2 remote) and returns the source address the remote side

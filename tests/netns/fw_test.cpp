@@ -58,6 +58,7 @@ auto inside(const TestNs& ns, Fn&& fn) {
 }
 
 const std::string kChain = "CNI-e2e8cd5c6ebacde4cecc8b58";  // chain_name("CNI-", "mynet", "1234567890abcdef")
+const fw::MasqOwner kOwner{"mynet", "1234567890abcdef", "eth0"};
 const std::string kComment = "--comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
 
 }  // namespace
@@ -65,8 +66,8 @@ const std::string kComment = "--comment \"name: \\\"mynet\\\" id: \\\"1234567890
 TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6") {
     TestNs ns("cnit-fw");
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(ips, "mynet", "1234567890abcdef"); }));
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(ips, "mynet", "1234567890abcdef"); }));  // no duplicates
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));  // no duplicates
     CHECK(nat_rules(ns) == ":" + kChain + " -\n"
                            "-A POSTROUTING -s 10.1.0.5/32 -m comment " + kComment + " -j " + kChain + "\n"
                            "-A " + kChain + " -d 10.1.0.0/24 -m comment " + kComment + " -j ACCEPT\n"
@@ -75,18 +76,18 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6") 
                                  "-A POSTROUTING -s fd01::5/128 -m comment " + kComment + " -j " + kChain + "\n"
                                  "-A " + kChain + " -d fd01::/64 -m comment " + kComment + " -j ACCEPT\n"
                                  "-A " + kChain + " ! -d ff00::/8 -m comment " + kComment + " -j MASQUERADE\n");
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(ips, "mynet", "1234567890abcdef"); }));
+    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
     // The iptables binary recognises our rules as the ones the reference's command lines make.
     std::string c = " -m comment --comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
     CHECK(ns.sh("iptables-legacy -t nat -C POSTROUTING -s 10.1.0.5 -j " + kChain + c) == 0);
     CHECK(ns.sh("iptables-legacy -t nat -C " + kChain + " -d 10.1.0.5/24 -j ACCEPT" + c) == 0);
     CHECK(ns.sh("iptables-legacy -t nat -C " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
     CHECK(ns.sh("ip6tables-legacy -t nat -D " + kChain + " ! -d ff00::/8 -j MASQUERADE" + c) == 0);
-    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(ips, "mynet", "1234567890abcdef"); }));
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq("mynet", "1234567890abcdef"); }));
+    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
     CHECK(nat_rules(ns).empty());
     CHECK(nat_rules(ns, true).empty());
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq("mynet", "1234567890abcdef"); }));  // idempotent
+    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
 }
 
 TEST_CASE("teardown removes rules written by the iptables binary, legacy form included") {
@@ -99,9 +100,66 @@ TEST_CASE("teardown removes rules written by the iptables binary, legacy form in
     REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.1.0.5/24 -j " + kChain + c) == 0);  // pre-0.8 form
     REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE") == 0);   // not ours
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(ips, "mynet", "1234567890abcdef"); }));
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq("mynet", "1234567890abcdef"); }));
+    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
     CHECK(nat_rules(ns) == "-A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE\n");
+}
+
+namespace {
+
+// The namespace's ipMasq nft table as `nft list` prints it, without handles; "" when absent.
+std::string masq_table(const TestNs& ns) {
+    return run("ip netns exec " + ns.name + " nft list table inet cni_plugins_masquerade 2>/dev/null");
+}
+
+}  // namespace
+
+TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as nft lists them") {
+    TestNs ns("cnit-fw");
+    std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
+    std::string c = fw::nft_masq::comment_for(kOwner);
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));  // replaces, no duplicates
+    CHECK(masq_table(ns) ==
+          "table inet cni_plugins_masquerade {\n"
+          "\tcomment \"Masquerading for plugins from github.com/containernetworking/plugins\"\n"
+          "\tchain masq_checks {\n"
+          "\t\tcomment \"Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet\"\n"
+          "\t\tip saddr 10.1.0.5 ip daddr != 10.1.0.0/24 masquerade comment \"" + c + "\"\n"
+          "\t\tip6 saddr fd01::5 ip6 daddr != fd01::/64 masquerade comment \"" + c + "\"\n"
+          "\t}\n\n"
+          "\tchain postrouting {\n"
+          "\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
+          "\t\tip daddr 224.0.0.0/4 return\n"
+          "\t\tip6 daddr ff00::/8 return\n"
+          "\t\tgoto masq_checks\n"
+          "\t}\n"
+          "}\n");
+    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
+    // Another attachment's rule, written by the nft binary as the reference writes it, stays.
+    fw::MasqOwner other{"mynet", "other", "eth0"};
+    REQUIRE(ns.sh("nft add rule inet cni_plugins_masquerade masq_checks ip saddr == 10.1.0.6 ip daddr != 10.1.0.0/24 "
+                  "masquerade comment \\\"" + fw::nft_masq::comment_for(other) + "\\\"") == 0);
+    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
+    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
+    std::string left = masq_table(ns);
+    CHECK(left.find("10.1.0.5") == std::string::npos);
+    CHECK(left.find("fd01::5") == std::string::npos);
+    CHECK(left.find("10.1.0.6") != std::string::npos);
+    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
+    // GC keeps what is valid and removes the rest, the reference's rule included.
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {Attachment{"1234567890abcdef", "eth0"}}); }));
+    left = masq_table(ns);
+    CHECK(left.find("10.1.0.5") != std::string::npos);
+    CHECK(left.find("10.1.0.6") == std::string::npos);
+}
+
+TEST_CASE("ipMasq teardown without nft rules or with no table at all succeeds") {
+    TestNs ns("cnit-fw");
+    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {}); }));
+    CHECK(masq_table(ns).empty());
 }
 
 TEST_CASE("rules beyond what IptRule describes are listed as foreign, never matched") {

@@ -11,8 +11,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, check, eq, install_dir, link, masquerade_source, netns, ns_path, reference_dir,  # noqa: E402
-                     run_all, sh, test)
+from cnitest import (Plugin, check, eq, install_dir, link, masquerade_source, netns, nft_masq_comments,  # noqa: E402
+                     ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -183,11 +183,9 @@ def failed_add_and_del_without_namespace_leave_nothing():
         err = add(host, c1, bad, "br-s", ifname="eth1").error()
         check("too small" in err["msg"], err)
         eq(ports_now(host), "", "no port left on the bridge")
-        for flag, msg in [({"macspoofchk": True}, '"macspoofchk" needs the nftables backend'),
-                          ({"ipMasq": True, "ipMasqBackend": "nftables"}, "not supported yet")]:
-            err = add(host, c1, conf(e.data, **flag), "br-t", ifname="eth2").error()
-            eq(err["code"], 2)
-            check(msg in err["msg"], err)
+        err = add(host, c1, conf(e.data, macspoofchk=True), "br-t", ifname="eth2").error()
+        eq(err["code"], 2)
+        check('"macspoofchk" needs the nftables backend' in err["msg"], err)
         eq(add(host, c1, conf(e.data, vlan=5000), "br-t", ifname="eth2").error()["msg"],
            "invalid VLAN ID 5000 (must be between 0 and 4094)")
         for trunk, msg in [([{"minID": 10}], "minID and maxID should be configured simultaneously, maxID is missing"),
@@ -223,6 +221,25 @@ def gc_removes_what_no_valid_attachment_owns():
         check(any("keep-me" in r for r in rules) and not any("stale-one" in r for r in rules), rules)
         eq(reservations(e.data), ["10.74.0.2"])
         bridge().run("STATUS", c, host_ns=host, raw_env={"CNI_COMMAND": "STATUS", "CNI_PATH": BIN}).ok()
+
+
+@test
+def nftables_ipmasq_traffic_and_gc():
+    """bridge ipMasqBackend nftables: masquerades, DEL and GC remove the rules of attachments that are gone"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, version="1.1.0", isGateway=True, ipMasq=True, ipMasqBackend="nftables")
+        add(host, c1, c, "keep-me").ok()
+        add(host, c2, c, "stale-one").ok()
+        eq(nat_rules(host), [], "no iptables rules with the nftables backend")
+        eq(masquerade_source(host, c1, "10.199.9", 7779), "10.199.9.1")
+        gc = dict(c, **{"cni.dev/valid-attachments": [{"containerID": "keep-me", "ifname": "eth0"}]})
+        bridge().run("GC", gc, host_ns=host, raw_env={"CNI_COMMAND": "GC", "CNI_PATH": BIN}).ok()
+        comments = nft_masq_comments(host)
+        eq(len(comments), 1, "the stale attachment's rule went")
+        check(comments[0].endswith("if: eth0, id: keep-me"), comments)
+        delete(host, c1, c, "keep-me").ok()
+        eq(nft_masq_comments(host), [])
 
 
 @test

@@ -12,8 +12,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, check, eq, install_dir, link, masquerade_source, netns, ns_path, reference_dir,  # noqa: E402
-                     run_all, sh, test)
+from cnitest import (Plugin, check, eq, install_dir, link, masquerade_source, netns, nft_masq_comments, ns_path,  # noqa: E402
+                     reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -101,6 +101,29 @@ def masqueraded_traffic_leaves_with_the_host_address():
 
 
 @test
+def nftables_masquerade_leaves_with_the_host_address():
+    """ptp ipMasqBackend nftables: the table inet cni_plugins_masquerade masquerades, CHECK sees it, DEL removes it"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            c = conf(data, masq=True, ipMasqBackend="nftables")
+            res = ptp().run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-nft").ok().json()
+            eq(nat_rules(host), [], "no iptables rules with the nftables backend")
+            eq(len(nft_masq_comments(host)), 2, "one masquerade rule per address (IPv4, IPv6)")
+            check(all(r.endswith("net: ptp-test, if: eth0, id: ptp-nft") for r in nft_masq_comments(host)), nft_masq_comments(host))
+            eq(masquerade_source(host, ctr, "10.199.7", 7777), "10.199.7.1", "source address seen by the remote side")
+            ptp().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="ptp-nft").ok()
+            sh("ip", "netns", "exec", host, "nft", "flush", "chain", "inet", "cni_plugins_masquerade", "masq_checks")
+            err = ptp().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="ptp-nft").error()
+            check("masq_checks has 0 rules for this attachment" in err["msg"], err)
+            ptp().run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-nft").ok()
+            eq(nft_masq_comments(host), [], "DEL removed the attachment's rules")
+            ptp().run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-nft").ok()  # idempotent
+    finally:
+        shutil.rmtree(data)
+
+
+@test
 def failed_add_leaves_nothing_behind():
     """ptp: ADD failing on an existing ifname, an unknown IPAM, or a failing IPAM undoes everything"""
     data = tempfile.mkdtemp()
@@ -122,9 +145,9 @@ def failed_add_leaves_nothing_behind():
             err = ptp().run("ADD", full, host_ns=host, netns=ns_path(ctr), container_id="ptp-2", ifname="eth2").error()
             check("no IP addresses available in range set" in err["msg"], err)
             check(link(ctr, "eth2") is None, "no link for the failed ADD")
-            err = ptp().run("ADD", conf(data, ipMasqBackend="nftables", masq=True), host_ns=host,
+            err = ptp().run("ADD", conf(data, ipMasqBackend="pf", masq=True), host_ns=host,
                             netns=ns_path(ctr), container_id="ptp-n", ifname="eth3").error()
-            eq(err["code"], 2)
+            eq(err["msg"], 'unknown ipmasq backend "pf"')
     finally:
         shutil.rmtree(data)
 

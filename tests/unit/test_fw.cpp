@@ -27,11 +27,20 @@ TEST_CASE("chain names and comments are bit-exact with the reference") {
     CHECK(masq_comment("mynet", "cid-1") == "name: \"mynet\" id: \"cid-1\"");
 }
 
-TEST_CASE("ipMasq backends: iptables served, nftables refused with code 2, others unknown") {
+TEST_CASE("ipMasq backends: iptables and nftables served, others unknown") {
     CHECK(validate_ipmasq_backend(""));
     CHECK(validate_ipmasq_backend("iptables"));
-    CHECK(validate_ipmasq_backend("nftables").error().code == cni::code::unsupported_field);
+    CHECK(validate_ipmasq_backend("nftables"));
     CHECK(validate_ipmasq_backend("pf").error().msg == "unknown ipmasq backend \"pf\"");
+}
+
+TEST_CASE("ipMasq nft comments: the reference's two hashes, quotes dropped, cut to 128 characters") {
+    CHECK(nft_masq::comment_for({"mynet", "1234567890abcdef", "eth0"}) ==
+          "d23676b4f2d9fe04-7f8ae66c8b7b7afa, net: mynet, if: eth0, id: 1234567890abcdef");
+    std::string id(200, 'x');
+    auto long_one = nft_masq::comment_for({"my\"net", id, "eth0"});
+    CHECK(long_one.size() == 128);
+    CHECK(long_one.starts_with("b591271a779eb12b-bf11d27beac4d86c, net: mynet, if: eth0, id: xxx"));
 }
 
 TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matches, in order") {

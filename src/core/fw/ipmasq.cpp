@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipMasq chains and rules through libiptc (see ipmasq.hpp).
+// ipMasq chains and rules through libiptc, and the choice between the backends (see ipmasq.hpp).
 #include "core/fw/ipmasq.hpp"
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include "core/cni/cni_args.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
+#include "core/nl/nftables.hpp"
 #include "core/os/file_lock.hpp"
 
 namespace cni::fw {
@@ -50,13 +51,20 @@ Status per_family(const std::vector<IpNet>& ips, Fn&& fn) {
 }  // namespace
 
 Status validate_ipmasq_backend(std::string_view backend) {
-    if (backend.empty() || backend == "iptables") return {};
-    if (backend == "nftables")
-        return fail(code::unsupported_field, "ipMasqBackend \"nftables\" is not supported yet: use \"iptables\"");
+    if (backend.empty() || backend == "iptables" || backend == "nftables") return {};
     return fail("unknown ipmasq backend " + go_quote(backend));
 }
 
-Status setup_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
+MasqBackend choose_ipmasq_backend(std::string_view configured) {
+    if (configured == "nftables") return MasqBackend::nftables;
+    if (configured == "iptables") return MasqBackend::iptables;
+    if (!IptTable::open(Family::v4, "nat") && nl::nft::available()) return MasqBackend::nftables;
+    return MasqBackend::iptables;
+}
+
+namespace {
+
+Status iptables_setup(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
     std::string chain = chain_name("CNI-", network, container_id);
     std::string comment = masq_comment(network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
@@ -73,7 +81,7 @@ Status setup_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std
     });
 }
 
-Status teardown_ipmasq(std::string_view network, std::string_view container_id) {
+Status iptables_teardown(std::string_view network, std::string_view container_id) {
     std::string chain = chain_name("CNI-", network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     for (Family f : {Family::v4, Family::v6}) {
@@ -89,7 +97,7 @@ Status teardown_ipmasq(std::string_view network, std::string_view container_id) 
     return {};
 }
 
-Status gc_ipmasq(std::string_view network, const std::vector<std::string>& keep) {
+Status iptables_gc(std::string_view network, const std::vector<std::string>& keep) {
     std::string prefix = "name: " + go_quote(network) + " id: ";
     std::vector<std::string> stale;
     {
@@ -116,12 +124,12 @@ Status gc_ipmasq(std::string_view network, const std::vector<std::string>& keep)
     }
     std::string errors;
     for (auto& id : stale)
-        if (auto st = teardown_ipmasq(network, id); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
+        if (auto st = iptables_teardown(network, id); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
     if (!errors.empty()) return fail("ipMasq GC: " + errors);
     return {};
 }
 
-Status check_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
+Status iptables_check(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
     std::string chain = chain_name("CNI-", network, container_id);
     std::string comment = masq_comment(network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
@@ -143,6 +151,32 @@ Status check_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std
         }
         return {};
     });
+}
+
+}  // namespace
+
+Status setup_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner) {
+    if (backend == MasqBackend::nftables) return nft_masq::setup(ips, owner);
+    return iptables_setup(ips, owner.network, owner.container_id);
+}
+
+Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner) {
+    if (backend == MasqBackend::nftables) return nft_masq::check(ips, owner);
+    return iptables_check(ips, owner.network, owner.container_id);
+}
+
+Status teardown_ipmasq(const MasqOwner& owner) {
+    auto ipt = iptables_teardown(owner.network, owner.container_id);
+    CNI_TRY(nft_masq::teardown(owner));
+    return ipt;
+}
+
+Status gc_ipmasq(std::string_view network, const std::vector<Attachment>& keep) {
+    std::vector<std::string> ids;
+    for (auto& a : keep) ids.push_back(a.container_id);
+    auto ipt = iptables_gc(network, ids);
+    CNI_TRY(nft_masq::gc(network, keep));
+    return ipt;
 }
 
 }  // namespace cni::fw

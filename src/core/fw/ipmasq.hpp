@@ -4,26 +4,35 @@
 // MASQUERADE", and a POSTROUTING jump "-s <ip> -j CNI-..."; every rule commented
 // `name: "<net>" id: "<id>"`. One lock, one commit per family per call. Teardown works from the
 // chain name alone (both families, also the legacy "-s ip/prefix" jump), so a DEL whose link
-// or addresses are already gone still removes the rules (the reference leaks them then).
+// or addresses are already gone still removes the rules (the reference leaks them then). The
+// nftables backend is in ipmasq_nft.
 #pragma once
 
 #include <string_view>
 #include <vector>
 
 #include "core/cni/ip.hpp"
+#include "core/fw/ipmasq_nft.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw {
 
-// "" or "iptables" are served; "nftables" is refused with code 2 until that backend exists.
+enum class MasqBackend { iptables, nftables };
+
+// "", "iptables" or "nftables"; anything else is the reference's "unknown ipmasq backend".
 Status validate_ipmasq_backend(std::string_view backend);
+// The backend an ADD or CHECK uses: the configured one, or (none configured) iptables unless
+// its nat table cannot be opened here and nf_tables answers, as the reference chooses.
+MasqBackend choose_ipmasq_backend(std::string_view configured);
 
-Status setup_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id);
-Status teardown_ipmasq(std::string_view network, std::string_view container_id);
-Status check_ipmasq(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id);
+Status setup_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
+Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
+// Both backends, as the reference's DEL: what either one holds for the attachment goes.
+Status teardown_ipmasq(const MasqOwner& owner);
 
-// GC: tears down the ipMasq rules of `network` whose container is not in `keep` (found through
-// the chains' comments, so chains written by the reference count too).
-Status gc_ipmasq(std::string_view network, const std::vector<std::string>& keep);
+// GC, both backends: tears down the ipMasq rules of `network` whose attachment is not in `keep`
+// (found through the iptables chains' comments and the nft rules' hashes, so rules written by
+// the reference count too).
+Status gc_ipmasq(std::string_view network, const std::vector<Attachment>& keep);
 
 }  // namespace cni::fw

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// ipMasq rules in nf_tables (see ipmasq_nft.hpp).
+#include "core/fw/ipmasq_nft.hpp"
+
+#include <netinet/in.h>  // before the kernel headers, which then defer to it
+#include <linux/netfilter.h>
+
+#include <algorithm>
+
+#include "core/fw/sha512.hpp"
+#include "core/nl/nftables.hpp"
+
+namespace cni::fw::nft_masq {
+namespace {
+
+namespace nft = nl::nft;
+
+constexpr auto kFamily = nft::Family::inet;
+constexpr std::string_view kTable = "cni_plugins_masquerade";
+constexpr std::string_view kChain = "masq_checks";
+constexpr std::string_view kPostrouting = "postrouting";
+constexpr std::int32_t kSrcNatPriority = 100;
+
+std::string hash16(std::string_view s) { return sha512_hex(s).substr(0, 16); }
+std::string network_hash(std::string_view network) { return hash16(network); }
+std::string instance_hash(const MasqOwner& o) {
+    return network_hash(o.network) + "-" + hash16(std::string(o.ifname) + ":" + std::string(o.container_id));
+}
+
+std::string without_quotes(std::string_view s) {
+    std::string out(s);
+    std::erase(out, '"');
+    return out;
+}
+
+// The rules of masq_checks whose comment starts with `prefix`.
+Result<std::vector<nft::ListedRule>> rules_with(std::string_view prefix) {
+    CNI_TRY_ASSIGN(auto all, nft::list_rules(kFamily, kTable));
+    std::vector<nft::ListedRule> mine;
+    for (auto& r : all)
+        if (r.chain == kChain && r.comment.starts_with(prefix)) mine.push_back(std::move(r));
+    return mine;
+}
+
+nft::Exprs masquerade_rule(const IpNet& ip) {
+    nft::Exprs e = nft::match_address(kFamily, true, IpNet{ip.ip, ip.ip.bits(), ip.ip.bits()});
+    for (auto& x : nft::match_address(kFamily, false, ip.masked(), true)) e.push_back(std::move(x));
+    for (auto& x : nft::masquerade()) e.push_back(std::move(x));
+    return e;
+}
+
+}  // namespace
+
+std::string comment_for(const MasqOwner& o) {
+    std::string c = instance_hash(o) + ", net: " + without_quotes(o.network) + ", if: " + without_quotes(o.ifname) +
+                    ", id: " + without_quotes(o.container_id);
+    return c.substr(0, 128);
+}
+
+Status setup(const std::vector<IpNet>& ips, const MasqOwner& owner) {
+    CNI_TRY_ASSIGN(auto stale, rules_with(instance_hash(owner)));
+    nft::Batch tx;
+    tx.add_table(kFamily, kTable, "Masquerading for plugins from github.com/containernetworking/plugins");
+    tx.add_chain(kFamily, kTable, kChain, {}, "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet");
+    tx.add_chain(kFamily, kTable, kPostrouting, nft::Hook{NF_INET_POST_ROUTING, kSrcNatPriority});
+    tx.flush_chain(kFamily, kTable, kPostrouting);
+    for (const char* multicast : {"224.0.0.0/4", "ff00::/8"}) {
+        nft::Exprs e = nft::match_address(kFamily, false, *IpNet::parse(multicast));
+        for (auto& x : nft::verdict_return()) e.push_back(std::move(x));
+        tx.add_rule(kFamily, kTable, kPostrouting, e, {});
+    }
+    tx.add_rule(kFamily, kTable, kPostrouting, nft::verdict_goto(kChain), {});
+    for (auto& r : stale) tx.delete_rule(kFamily, kTable, kChain, r.handle);
+    std::string comment = comment_for(owner);
+    for (auto& ip : ips) tx.add_rule(kFamily, kTable, kChain, masquerade_rule(ip), comment);
+    return tx.commit("ipMasq (nftables)");
+}
+
+Status teardown(const MasqOwner& owner) {
+    if (!nft::available()) return {};
+    CNI_TRY_ASSIGN(auto rules, rules_with(instance_hash(owner)));
+    nft::Batch tx;
+    for (auto& r : rules) tx.delete_rule(kFamily, kTable, kChain, r.handle);
+    return tx.commit("ipMasq (nftables) teardown");
+}
+
+Status check(const std::vector<IpNet>& ips, const MasqOwner& owner) {
+    CNI_TRY_ASSIGN(auto rules, rules_with(comment_for(owner)));
+    std::size_t exact = std::count_if(rules.begin(), rules.end(), [&](auto& r) { return r.comment == comment_for(owner); });
+    if (exact < ips.size())
+        return fail("ipMasq (nftables): masq_checks has " + std::to_string(exact) + " rules for this attachment, expected " +
+                    std::to_string(ips.size()));
+    return {};
+}
+
+Status gc(std::string_view network, const std::vector<Attachment>& keep) {
+    if (!nft::available()) return {};
+    CNI_TRY_ASSIGN(auto rules, rules_with(network_hash(network) + "-"));
+    std::vector<std::string> valid;
+    for (auto& a : keep) valid.push_back(comment_for(MasqOwner{network, a.container_id, a.ifname}));
+    nft::Batch tx;
+    for (auto& r : rules)
+        if (std::find(valid.begin(), valid.end(), r.comment) == valid.end()) tx.delete_rule(kFamily, kTable, kChain, r.handle);
+    return tx.commit("ipMasq (nftables) GC");
+}
+
+}  // namespace cni::fw::nft_masq

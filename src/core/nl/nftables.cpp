@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: Apache-2.0
+// nf_tables messages, transactions and rule dumps with libnl's message helpers (see
+// nftables.hpp).
+#include "core/nl/nftables.hpp"
+
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <netlink/attr.h>
+#include <netlink/errno.h>
+#include <netlink/netlink.h>
+#include <sys/socket.h>
+
+#include <cstring>
+
+#include "core/os/errno_error.hpp"
+
+namespace cni::nl::nft {
+namespace {
+
+constexpr std::uint8_t kCommentTag = 0;  // NFTNL_UDATA_{RULE,TABLE,CHAIN}_COMMENT
+constexpr std::size_t kCommentMax = 128;  // what nft accepts
+
+bool put_be32(nl_msg* m, int type, std::uint32_t v) { return nla_put_u32(m, type, htonl(v)) == 0; }
+
+bool put_data(nl_msg* m, int type, const void* data, std::size_t len) {
+    nlattr* nest = nla_nest_start(m, type | NLA_F_NESTED);
+    if (!nest || nla_put(m, NFTA_DATA_VALUE, int(len), data) != 0) return false;
+    nla_nest_end(m, nest);
+    return true;
+}
+
+bool put_comment(nl_msg* m, int type, std::string_view comment) {
+    if (comment.empty()) return true;
+    std::string_view c = comment.substr(0, kCommentMax);
+    std::vector<char> tlv{char(kCommentTag), char(c.size() + 1)};
+    tlv.insert(tlv.end(), c.begin(), c.end());
+    tlv.push_back('\0');
+    return nla_put(m, type, int(tlv.size()), tlv.data()) == 0;
+}
+
+std::string comment_of(const nlattr* udata) {
+    auto* p = static_cast<const unsigned char*>(nla_data(udata));
+    int left = nla_len(udata);
+    while (left >= 2 && 2 + p[1] <= left) {
+        if (p[0] == kCommentTag && p[1] > 0) return std::string(reinterpret_cast<const char*>(p + 2), strnlen(reinterpret_cast<const char*>(p + 2), p[1]));
+        left -= 2 + p[1];
+        p += 2 + p[1];
+    }
+    return {};
+}
+
+Expr meta(std::uint32_t key) {
+    return {"meta", [key](nl_msg* m) { return put_be32(m, NFTA_META_DREG, NFT_REG_1) && put_be32(m, NFTA_META_KEY, key); }};
+}
+
+Expr payload(std::uint32_t base, std::uint32_t offset, std::uint32_t len) {
+    return {"payload", [=](nl_msg* m) {
+                return put_be32(m, NFTA_PAYLOAD_DREG, NFT_REG_1) && put_be32(m, NFTA_PAYLOAD_BASE, base) &&
+                       put_be32(m, NFTA_PAYLOAD_OFFSET, offset) && put_be32(m, NFTA_PAYLOAD_LEN, len);
+            }};
+}
+
+Expr cmp(std::uint32_t op, std::vector<std::uint8_t> value) {
+    return {"cmp", [op, value = std::move(value)](nl_msg* m) {
+                return put_be32(m, NFTA_CMP_SREG, NFT_REG_1) && put_be32(m, NFTA_CMP_OP, op) &&
+                       put_data(m, NFTA_CMP_DATA, value.data(), value.size());
+            }};
+}
+
+Expr bitwise_and(std::vector<std::uint8_t> mask) {
+    return {"bitwise", [mask = std::move(mask)](nl_msg* m) {
+                std::vector<std::uint8_t> zero(mask.size(), 0);
+                return put_be32(m, NFTA_BITWISE_SREG, NFT_REG_1) && put_be32(m, NFTA_BITWISE_DREG, NFT_REG_1) &&
+                       put_be32(m, NFTA_BITWISE_LEN, std::uint32_t(mask.size())) &&
+                       put_data(m, NFTA_BITWISE_MASK, mask.data(), mask.size()) &&
+                       put_data(m, NFTA_BITWISE_XOR, zero.data(), zero.size());
+            }};
+}
+
+Expr immediate(std::uint32_t reg, std::vector<std::uint8_t> value) {
+    return {"immediate", [reg, value = std::move(value)](nl_msg* m) {
+                return put_be32(m, NFTA_IMMEDIATE_DREG, reg) && put_data(m, NFTA_IMMEDIATE_DATA, value.data(), value.size());
+            }};
+}
+
+Expr verdict(std::int32_t code, std::string chain = {}) {
+    return {"immediate", [code, chain = std::move(chain)](nl_msg* m) {
+                if (!put_be32(m, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT)) return false;
+                nlattr* data = nla_nest_start(m, NFTA_IMMEDIATE_DATA | NLA_F_NESTED);
+                nlattr* v = data ? nla_nest_start(m, NFTA_DATA_VERDICT | NLA_F_NESTED) : nullptr;
+                if (!v || !put_be32(m, NFTA_VERDICT_CODE, std::uint32_t(code))) return false;
+                if (!chain.empty() && nla_put_string(m, NFTA_VERDICT_CHAIN, chain.c_str()) != 0) return false;
+                nla_nest_end(m, v);
+                nla_nest_end(m, data);
+                return true;
+            }};
+}
+
+std::vector<std::uint8_t> address_bytes(const IpAddr& ip) {
+    auto& b = ip.bytes();
+    return ip.is_v4() ? std::vector<std::uint8_t>(b.end() - 4, b.end()) : std::vector<std::uint8_t>(b.begin(), b.end());
+}
+
+std::vector<std::uint8_t> port_bytes(std::uint16_t port) { return {std::uint8_t(port >> 8), std::uint8_t(port & 0xff)}; }
+
+std::string errno_message(int err, std::string_view kernel) {
+    std::string s = os::errno_text(err);
+    if (!kernel.empty()) s += " (kernel: " + std::string(kernel) + ")";
+    return s;
+}
+
+// The extended ack's message of an NLMSG_ERROR, if the kernel gave one.
+std::string ext_ack_message(const nlmsghdr* h) {
+    if (!(h->nlmsg_flags & NLM_F_ACK_TLVS)) return {};
+    auto* e = static_cast<const nlmsgerr*>(nlmsg_data(h));
+    std::size_t off = sizeof(nlmsgerr);
+    if (!(h->nlmsg_flags & NLM_F_CAPPED)) off += e->msg.nlmsg_len - sizeof(nlmsghdr);
+    std::size_t total = h->nlmsg_len - NLMSG_HDRLEN;
+    if (off >= total) return {};
+    nlattr* tb[NLMSGERR_ATTR_MAX + 1];
+    auto* attrs = reinterpret_cast<nlattr*>(const_cast<char*>(static_cast<const char*>(nlmsg_data(h)) + off));
+    if (nla_parse(tb, NLMSGERR_ATTR_MAX, attrs, int(total - off), nullptr) < 0 || !tb[NLMSGERR_ATTR_MSG]) return {};
+    return nla_get_string(tb[NLMSGERR_ATTR_MSG]);
+}
+
+Result<SockPtr> connect() {
+    SockPtr sk(nl_socket_alloc());
+    if (!sk) return fail("nftables: out of memory");
+    if (int err = nl_connect(sk.get(), NETLINK_NETFILTER); err < 0) return fail(std::string("nftables: ") + nl_geterror(err));
+    int one = 1;
+    (void)::setsockopt(nl_socket_get_fd(sk.get()), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
+    return sk;
+}
+
+}  // namespace
+
+Exprs match_address(Family table, bool source, const IpNet& net, bool negated) {
+    bool v4 = net.ip.is_v4();
+    Exprs e;
+    if (table == Family::inet) e.push_back(meta(NFT_META_NFPROTO)), e.push_back(cmp(NFT_CMP_EQ, {v4 ? NFPROTO_IPV4 : NFPROTO_IPV6}));
+    std::uint32_t offset = v4 ? (source ? 12 : 16) : (source ? 8 : 24);
+    std::uint32_t len = v4 ? 4 : 16;
+    e.push_back(payload(NFT_PAYLOAD_NETWORK_HEADER, offset, len));
+    auto value = address_bytes(net.network());
+    if (net.prefix < int(len * 8)) {
+        std::vector<std::uint8_t> mask(len, 0);
+        for (int i = 0; i < net.prefix; ++i) mask[std::size_t(i / 8)] |= std::uint8_t(0x80 >> (i % 8));
+        e.push_back(bitwise_and(std::move(mask)));
+    }
+    e.push_back(cmp(negated ? NFT_CMP_NEQ : NFT_CMP_EQ, std::move(value)));
+    return e;
+}
+
+Exprs match_dport(std::uint8_t l4proto, std::uint16_t port) {
+    return {meta(NFT_META_L4PROTO), cmp(NFT_CMP_EQ, {l4proto}), payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2),
+            cmp(NFT_CMP_EQ, port_bytes(port))};
+}
+
+Exprs match_local_destination() {
+    Expr fib{"fib", [](nl_msg* m) {
+                 return put_be32(m, NFTA_FIB_DREG, NFT_REG_1) && put_be32(m, NFTA_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE) &&
+                        put_be32(m, NFTA_FIB_FLAGS, NFTA_FIB_F_DADDR);
+             }};
+    std::uint32_t local = 2;  // RTN_LOCAL, in the register in host order
+    std::vector<std::uint8_t> value(4);
+    std::memcpy(value.data(), &local, 4);
+    return {fib, cmp(NFT_CMP_EQ, std::move(value))};
+}
+
+Exprs verdict_return() { return {verdict(NFT_RETURN)}; }
+Exprs verdict_jump(std::string_view chain) { return {verdict(NFT_JUMP, std::string(chain))}; }
+Exprs verdict_goto(std::string_view chain) { return {verdict(NFT_GOTO, std::string(chain))}; }
+Exprs masquerade() { return {Expr{"masq", [](nl_msg*) { return true; }}}; }
+
+Exprs dnat_to(const IpAddr& ip, std::uint16_t port) {
+    std::uint32_t family = ip.is_v4() ? NFPROTO_IPV4 : NFPROTO_IPV6;
+    Expr nat{"nat", [family](nl_msg* m) {
+                 return put_be32(m, NFTA_NAT_TYPE, NFT_NAT_DNAT) && put_be32(m, NFTA_NAT_FAMILY, family) &&
+                        put_be32(m, NFTA_NAT_REG_ADDR_MIN, NFT_REG_1) && put_be32(m, NFTA_NAT_REG_PROTO_MIN, NFT_REG_2);
+             }};
+    return {immediate(NFT_REG_1, address_bytes(ip)), immediate(NFT_REG_2, port_bytes(port)), nat};
+}
+
+nl_msg* Batch::start(int type, int flags, Family f) {
+    MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, NLM_F_REQUEST | NLM_F_ACK | flags));
+    nfgenmsg g{};
+    g.nfgen_family = static_cast<std::uint8_t>(f);
+    g.version = NFNETLINK_V0;
+    if (!msg || nlmsg_append(msg.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0) {
+        oom_ = true;
+        return nullptr;
+    }
+    msgs_.push_back(std::move(msg));
+    return msgs_.back().get();
+}
+
+void Batch::add_table(Family f, std::string_view table, std::string_view comment) {
+    nl_msg* m = start(NFT_MSG_NEWTABLE, NLM_F_CREATE, f);
+    if (m && (nla_put_string(m, NFTA_TABLE_NAME, std::string(table).c_str()) != 0 || !put_comment(m, NFTA_TABLE_USERDATA, comment)))
+        oom_ = true;
+}
+
+void Batch::add_chain(Family f, std::string_view table, std::string_view chain, const std::optional<Hook>& hook,
+                      std::string_view comment) {
+    nl_msg* m = start(NFT_MSG_NEWCHAIN, NLM_F_CREATE, f);
+    if (!m) return;
+    bool ok = nla_put_string(m, NFTA_CHAIN_TABLE, std::string(table).c_str()) == 0 &&
+              nla_put_string(m, NFTA_CHAIN_NAME, std::string(chain).c_str()) == 0;
+    if (ok && hook) {
+        nlattr* h = nla_nest_start(m, NFTA_CHAIN_HOOK | NLA_F_NESTED);
+        ok = h && put_be32(m, NFTA_HOOK_HOOKNUM, hook->hooknum) && put_be32(m, NFTA_HOOK_PRIORITY, std::uint32_t(hook->priority));
+        if (ok) nla_nest_end(m, h);
+        ok = ok && nla_put_string(m, NFTA_CHAIN_TYPE, hook->type.c_str()) == 0;
+    }
+    if (!ok || !put_comment(m, NFTA_CHAIN_USERDATA, comment)) oom_ = true;
+}
+
+void Batch::flush_chain(Family f, std::string_view table, std::string_view chain) {
+    nl_msg* m = start(NFT_MSG_DELRULE, 0, f);
+    if (m && (nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) != 0 ||
+              nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) != 0))
+        oom_ = true;
+}
+
+void Batch::add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment) {
+    nl_msg* m = start(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, f);
+    if (!m) return;
+    bool ok = nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) == 0 &&
+              nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) == 0;
+    nlattr* list = ok ? nla_nest_start(m, NFTA_RULE_EXPRESSIONS | NLA_F_NESTED) : nullptr;
+    ok = list != nullptr;
+    for (auto& e : exprs) {
+        nlattr* elem = ok ? nla_nest_start(m, NFTA_LIST_ELEM | NLA_F_NESTED) : nullptr;
+        ok = elem && nla_put_string(m, NFTA_EXPR_NAME, e.name.c_str()) == 0;
+        nlattr* data = ok ? nla_nest_start(m, NFTA_EXPR_DATA | NLA_F_NESTED) : nullptr;
+        ok = data && e.write(m);
+        if (!ok) break;
+        nla_nest_end(m, data);
+        nla_nest_end(m, elem);
+    }
+    if (ok) nla_nest_end(m, list);
+    if (!ok || !put_comment(m, NFTA_RULE_USERDATA, comment)) oom_ = true;
+}
+
+void Batch::delete_rule(Family f, std::string_view table, std::string_view chain, std::uint64_t handle) {
+    nl_msg* m = start(NFT_MSG_DELRULE, 0, f);
+    if (m && (nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) != 0 ||
+              nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) != 0 ||
+              nla_put_u64(m, NFTA_RULE_HANDLE, htobe64(handle)) != 0))
+        oom_ = true;
+}
+
+Status Batch::commit(std::string_view what) {
+    if (oom_) return fail(std::string(what) + ": out of memory");
+    if (msgs_.empty()) return {};
+    CNI_TRY_ASSIGN(auto sk, connect());
+    // BEGIN, the messages, END, in one datagram; the messages are numbered 1..n.
+    auto marker = [](int type, std::uint32_t seq) {
+        struct {
+            nlmsghdr h;
+            nfgenmsg g;
+        } msg{};
+        msg.h.nlmsg_len = NLMSG_LENGTH(sizeof(nfgenmsg));
+        msg.h.nlmsg_type = std::uint16_t(type);
+        msg.h.nlmsg_flags = NLM_F_REQUEST;
+        msg.h.nlmsg_seq = seq;
+        msg.g.nfgen_family = AF_UNSPEC;
+        msg.g.version = NFNETLINK_V0;
+        msg.g.res_id = htons(NFNL_SUBSYS_NFTABLES);
+        return std::string(reinterpret_cast<const char*>(&msg), NLMSG_ALIGN(msg.h.nlmsg_len));
+    };
+    std::string buf = marker(NFNL_MSG_BATCH_BEGIN, 0);
+    std::uint32_t seq = 0;
+    for (auto& m : msgs_) {
+        nlmsghdr* h = nlmsg_hdr(m.get());
+        h->nlmsg_seq = ++seq;
+        h->nlmsg_pid = 0;
+        buf.append(reinterpret_cast<const char*>(h), NLMSG_ALIGN(h->nlmsg_len));
+    }
+    buf += marker(NFNL_MSG_BATCH_END, seq + 1);
+    if (int err = nl_sendto(sk.get(), buf.data(), buf.size()); err < 0)
+        return fail(std::string(what) + ": " + nl_geterror(err));
+    // One answer per message (an ack, or its error): wait for all of them.
+    std::size_t answered = 0;
+    std::string first_error;
+    while (answered < msgs_.size()) {
+        sockaddr_nl peer{};
+        unsigned char* data = nullptr;
+        int n = nl_recv(sk.get(), &peer, &data, nullptr);
+        if (n <= 0) {
+            std::free(data);
+            return fail(std::string(what) + ": " + (n < 0 ? nl_geterror(n) : "no answer from the kernel"));
+        }
+        for (auto* h = reinterpret_cast<nlmsghdr*>(data); nlmsg_ok(h, n); h = nlmsg_next(h, &n)) {
+            if (h->nlmsg_type != NLMSG_ERROR) continue;
+            ++answered;
+            auto* e = static_cast<nlmsgerr*>(nlmsg_data(h));
+            if (e->error != 0 && first_error.empty()) first_error = errno_message(-e->error, ext_ack_message(h));
+        }
+        std::free(data);
+    }
+    if (!first_error.empty()) return fail(std::string(what) + ": " + first_error);
+    return {};
+}
+
+namespace {
+
+struct Dump {
+    std::vector<ListedRule> rules;
+};
+
+int on_rule(nl_msg* msg, void* arg) {
+    nlattr* tb[NFTA_RULE_MAX + 1];
+    if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] ||
+        !tb[NFTA_RULE_HANDLE])
+        return NL_OK;
+    ListedRule r;
+    r.chain = nla_get_string(tb[NFTA_RULE_CHAIN]);
+    r.handle = be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]));
+    if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
+    static_cast<Dump*>(arg)->rules.push_back(std::move(r));
+    return NL_OK;
+}
+
+}  // namespace
+
+Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table) {
+    CNI_TRY_ASSIGN(auto sk, connect());
+    Dump dump;
+    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_rule, &dump);
+    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, NLM_F_DUMP));
+    nfgenmsg g{};
+    g.nfgen_family = static_cast<std::uint8_t>(f);
+    g.version = NFNETLINK_V0;
+    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0 ||
+        nla_put_string(req.get(), NFTA_RULE_TABLE, std::string(table).c_str()) != 0)
+        return fail("nftables: out of memory");
+    std::string what = "nftables: listing the rules of table " + std::string(table);
+    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
+    int err = nl_recvmsgs_default(sk.get());
+    if (err == -NLE_OBJ_NOTFOUND) return std::vector<ListedRule>{};  // no such table
+    if (err < 0) return fail(what + ": " + nl_geterror(err));
+    return std::move(dump.rules);
+}
+
+bool available() {
+    auto sk = connect();
+    if (!sk) return false;
+    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETGEN, 0));
+    nfgenmsg g{};
+    g.version = NFNETLINK_V0;
+    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0) return false;
+    if (nl_send_auto(sk->get(), req.get()) < 0) return false;
+    return nl_recvmsgs_default(sk->get()) >= 0;  // the generation, or an error without nf_tables
+}
+
+}  // namespace cni::nl::nft

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// nf_tables over nfnetlink, in the current network namespace: the small part of what `nft -f`
+// sends that the ipMasq and portmap backends need (reference-behaviour 2.0b and 2.15). Tables,
+// regular and base chains, and rules built from typed expressions (meta, payload, bitwise,
+// cmp, immediate, fib, masquerade, dnat) carrying their comment as nft's userdata TLV, so
+// `nft list ruleset` shows them as the reference's and the reference's DEL finds them. A Batch
+// is one transaction (NFNL_MSG_BATCH_BEGIN ... END): all of it applies or none. list_rules
+// dumps a table's rules with their handles and comments. Registers are the kernel's 16-byte
+// NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
+#pragma once
+
+#include <netlink/msg.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cni/ip.hpp"
+#include "core/nl/ptr.hpp"
+#include "core/result.hpp"
+
+namespace cni::nl::nft {
+
+enum class Family : std::uint8_t { inet = 1, ip = 2, ip6 = 10 };
+
+// One expression of a rule: its kernel name and the writer of its NFTA_EXPR_DATA.
+struct Expr {
+    std::string name;
+    std::function<bool(nl_msg*)> write;
+};
+using Exprs = std::vector<Expr>;
+
+// Matches, each a short expression list. `table` is the table's family: an inet table needs
+// the `meta nfproto` check nft adds before an address match.
+Exprs match_address(Family table, bool source, const IpNet& net, bool negated = false);  // ip/ip6 saddr|daddr
+Exprs match_dport(std::uint8_t l4proto, std::uint16_t port);                             // tcp|udp dport
+Exprs match_local_destination();                                                          // fib daddr type local
+// Statements.
+Exprs verdict_return();
+Exprs verdict_jump(std::string_view chain);
+Exprs verdict_goto(std::string_view chain);
+Exprs masquerade();
+Exprs dnat_to(const IpAddr& ip, std::uint16_t port);
+
+// A base chain's hook: type "nat", hook (NF_INET_*), priority.
+struct Hook {
+    std::uint32_t hooknum;
+    std::int32_t priority;
+    std::string type = "nat";
+};
+
+class Batch {
+public:
+    void add_table(Family f, std::string_view table, std::string_view comment);
+    void add_chain(Family f, std::string_view table, std::string_view chain, const std::optional<Hook>& hook = {},
+                   std::string_view comment = {});
+    void flush_chain(Family f, std::string_view table, std::string_view chain);
+    void add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment);
+    void delete_rule(Family f, std::string_view table, std::string_view chain, std::uint64_t handle);
+    bool empty() const { return msgs_.empty(); }
+    // Sends the transaction and waits for the kernel's answer to every message. `what` names
+    // it in errors: "<what>: <errno text> (kernel: <extended ack>)".
+    Status commit(std::string_view what);
+
+private:
+    using MsgPtr = std::unique_ptr<nl_msg, Deleter<nlmsg_free>>;
+    nl_msg* start(int type, int flags, Family f);
+    std::vector<MsgPtr> msgs_;
+    bool oom_ = false;
+};
+
+struct ListedRule {
+    std::string chain;
+    std::uint64_t handle = 0;
+    std::string comment;
+};
+// Every rule of the table, in chain order; none when the table does not exist.
+Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);
+
+// Whether nf_tables answers in this namespace (the kernel has it and we may use it).
+bool available();
+
+}  // namespace cni::nl::nft
