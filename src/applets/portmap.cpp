@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // portmap (reference-behaviour 2.15): forwards host ports to the container, chained after a
 // main plugin. runtimeConfig.portMappings [{hostPort, containerPort, protocol, hostIP}] apply to
-// the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult, through the
-// iptables backend of core/fw/hostports (one commit per table, no iptables processes); keys
+// the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, chosen
+// as the reference chooses: iptables (core/fw/hostports: one libiptc commit per table, no
+// iptables processes) and nftables (core/fw/hostports_nft: one nf_tables transaction); keys
 // snat (default true), masqAll, markMasqBit (13), externalSetMarkChain, conditionsV4/V6 (the
-// -s/-d/-i/-o selectors and -m addrtype/iprange/mark) and backend ("nftables" is refused with code 2 until that backend
-// exists). After a mapping, UDP flows already tracked to its host port are forgotten so they
-// reach the new container. route_localnet, which 127.0.0.1:hostPort needs, is turned on only
-// when some IPv4 mapping is reachable through localhost, and then with the guard rule kube-proxy
-// uses. Without mappings, ADD passes prevResult through and DEL does nothing, as the reference.
-// A failed ADD removes what it added; GC removes the chains of attachments that are gone.
+// iptables -s/-d/-i/-o selectors and -m addrtype/iprange/mark, or the nft ip/ip6
+// saddr/daddr and iifname/oifname matches) and backend. After a mapping, UDP flows already
+// tracked to its host port are forgotten so they reach the new container. route_localnet,
+// which 127.0.0.1:hostPort needs, is turned on only when some IPv4 mapping is reachable
+// through localhost, and then with the guard rule kube-proxy uses. Without mappings, ADD passes
+// prevResult through and DEL does nothing, as the reference. A failed ADD removes what it
+// added; DEL removes both backends' rules; GC removes the iptables chains of attachments that
+// are gone (the nft rules carry only the container ID, not the network, so GC cannot tell
+// whose they are, and the reference has no GC for them either).
 #include <netinet/in.h>
 
 #include <algorithm>
@@ -18,6 +22,7 @@
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/hostports.hpp"
+#include "core/fw/hostports_nft.hpp"
 #include "core/nl/conntrack.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
@@ -34,8 +39,36 @@ struct PortmapConf {
     bool masq_all = false;
     int mark_bit = 13;
     std::optional<std::string> external_setmark_chain;
-    fw::Conditions cond4, cond6;
+    bool nftables = false;          // the backend: nf_tables, else iptables
+    fw::Conditions cond4, cond6;    // iptables
+    nl::nft::Exprs nft_cond4, nft_cond6;
 };
+
+bool iptables_syntax(const std::vector<std::string>& tokens) {
+    return !tokens.empty() && (tokens[0].starts_with("-") || tokens[0] == "!");
+}
+
+// The backend, as the reference chooses it: the configured one, or iptables unless the legacy
+// nat table is unusable here and nf_tables answers; options of the other backend are an error.
+Status choose_backend(PortmapConf& c, const std::string& backend, const std::optional<std::vector<std::string>>& cond4,
+                      const std::optional<std::vector<std::string>>& cond6) {
+    if (!backend.empty() && backend != "iptables" && backend != "nftables")
+        return fail("unknown portmap backend \"" + backend + "\"");
+    std::vector<std::string> iptables_only, nftables_only;
+    if (c.external_setmark_chain) iptables_only.push_back("externalSetMarkChain");
+    for (auto& [key, cond] : {std::pair{"conditionsV4", &cond4}, std::pair{"conditionsV6", &cond6}})
+        if (*cond && !(*cond)->empty()) (iptables_syntax(**cond) ? iptables_only : nftables_only).push_back(key);
+    c.nftables = backend == "nftables" ||
+                 (backend.empty() && !fw::IptTable::legacy_nat_usable() && nl::nft::available());
+    auto& wrong = c.nftables ? iptables_only : nftables_only;
+    if (!wrong.empty()) {
+        std::string keys;
+        for (auto& k : wrong) keys += (keys.empty() ? "" : " ") + k;
+        return fail(std::string(c.nftables ? "nftables" : "iptables") + " backend was requested but configuration contains " +
+                    (c.nftables ? "iptables" : "nftables") + "-specific options [" + keys + "]");
+    }
+    return {};
+}
 
 Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w) {
     CNI_TRY(json::expect_object(v, w, "PortMapEntry"));
@@ -80,15 +113,18 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
     CNI_TRY(json::field(root, "conditionsV4", cond4, w));
     CNI_TRY(json::field(root, "conditionsV6", cond6, w));
     CNI_TRY(json::field(root, "backend", backend, w));
-    if (backend == "nftables")
-        return fail(code::unsupported_field, "portmap: backend \"nftables\" is not supported yet: use \"iptables\"");
-    if (!backend.empty() && backend != "iptables") return fail("unknown portmap backend \"" + backend + "\"");
     if (snat) c.snat = *snat;
     if (mark_bit && c.external_setmark_chain) return fail("Cannot specify externalSetMarkChain and markMasqBit");
     if (mark_bit) c.mark_bit = *mark_bit;
     if (c.mark_bit < 0 || c.mark_bit > 31) return fail("MasqMarkBit must be between 0 and 31");
-    if (cond4) CNI_TRY_ASSIGN(c.cond4, fw::parse_conditions(*cond4, "conditionsV4"));
-    if (cond6) CNI_TRY_ASSIGN(c.cond6, fw::parse_conditions(*cond6, "conditionsV6"));
+    CNI_TRY(choose_backend(c, backend, cond4, cond6));
+    if (c.nftables) {
+        if (cond4) CNI_TRY_ASSIGN(c.nft_cond4, fw::nft_ports::parse_conditions(*cond4, "conditionsV4"));
+        if (cond6) CNI_TRY_ASSIGN(c.nft_cond6, fw::nft_ports::parse_conditions(*cond6, "conditionsV6"));
+    } else {
+        if (cond4) CNI_TRY_ASSIGN(c.cond4, fw::parse_conditions(*cond4, "conditionsV4"));
+        if (cond6) CNI_TRY_ASSIGN(c.cond6, fw::parse_conditions(*cond6, "conditionsV6"));
+    }
     if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) {
         json::Where wr = w.at("runtimeConfig");
         if (const auto* pm = json::find(*rc, "portMappings"); pm && !pm->IsNull()) {
@@ -155,17 +191,24 @@ Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
 
 // 127.0.0.1:hostPort reaches the container only with route_localnet on the way there; turned
 // on only if some mapping is reachable through localhost, and then with the guard rule.
-Status enable_localhost_access(const fw::HostPortSpec& s) {
+Status enable_localhost_access(const fw::HostPortSpec& s, bool nftables) {
     bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const fw::PortMapping& m) {
         return !m.host_ip || m.host_ip->is_loopback();
     });
     if (!s.snat || !via_localhost) return {};
     CNI_TRY_ASSIGN(auto link, link_towards(s.container.ip));
     if (!link) return {};
-    CNI_TRY(fw::ensure_localnet_guard());
+    CNI_TRY(nftables ? fw::nft_ports::ensure_localnet_guard() : fw::ensure_localnet_guard());
     if (auto st = os::sysctl_set("net/ipv4/conf/" + *link + "/route_localnet", "1"); !st)
         return fail("unable to enable route_localnet: " + st.error().msg);
     return {};
+}
+
+// Both backends' rules of the attachment, as the reference's DEL: a node may have switched.
+Status teardown(const PortmapConf& c, const std::string& container_id) {
+    auto ipt = fw::teardown_hostports(c.net.name, container_id);
+    CNI_TRY(fw::nft_ports::teardown(container_id));
+    return ipt;
 }
 
 Result<CniResult> portmap_add(const Context& ctx) {
@@ -179,17 +222,18 @@ Result<CniResult> portmap_add(const Context& ctx) {
     if (addrs.empty()) return fail("portmap: prevResult has no address of " + r.ifname + " to forward ports to");
 
     Rollback undo;
-    undo.push([&] { (void)fw::teardown_hostports(c.net.name, r.container_id); });
+    undo.push([&] { (void)teardown(c, r.container_id); });
     for (auto& addr : addrs) {
         auto spec = spec_for(c, r, addr);
         if (spec.mappings.empty()) continue;
-        if (auto st = fw::setup_hostports(spec); !st) return fail("portmap: " + st.error().msg);
+        auto st = c.nftables ? fw::nft_ports::setup(spec, addr.ip.is_v4() ? c.nft_cond4 : c.nft_cond6) : fw::setup_hostports(spec);
+        if (!st) return fail("portmap: " + st.error().msg);
         std::vector<std::uint16_t> udp_ports;
         for (auto& m : spec.mappings)
             if (m.proto == IPPROTO_UDP) udp_ports.push_back(std::uint16_t(m.host_port));
         if (auto gone = nl::delete_udp_flows_to(addr.ip.is_v4() ? AF_INET : AF_INET6, udp_ports); !gone)
             ctx.warn("portmap: could not forget the UDP flows to the mapped ports: " + gone.error().msg);
-        if (addr.ip.is_v4()) CNI_TRY(enable_localhost_access(spec));
+        if (addr.ip.is_v4()) CNI_TRY(enable_localhost_access(spec, c.nftables));
     }
     undo.dismiss();
     return std::move(**prev);
@@ -198,7 +242,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
 Status portmap_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
     if (c.mappings.empty()) return {};
-    if (auto st = fw::teardown_hostports(c.net.name, ctx.req.container_id); !st) return fail("portmap: " + st.error().msg);
+    if (auto st = teardown(c, ctx.req.container_id); !st) return fail("portmap: " + st.error().msg);
     return {};
 }
 
@@ -211,7 +255,7 @@ Status portmap_check(const Context& ctx) {
     if (c.mappings.empty()) return {};
     for (auto& addr : container_addresses(**prev, r.ifname)) {
         auto spec = spec_for(c, r, addr);
-        if (!spec.mappings.empty()) CNI_TRY(fw::check_hostports(spec));
+        if (!spec.mappings.empty()) CNI_TRY(c.nftables ? fw::nft_ports::check(spec) : fw::check_hostports(spec));
     }
     return {};
 }
@@ -229,9 +273,10 @@ Status portmap_gc(const Context& ctx) {
 extern const Applet portmap_applet{
     .name = "portmap",
     .kind = AppletKind::meta,
-    .summary = "forward host ports to the container (chained; iptables via libiptc)",
+    .summary = "forward host ports to the container (chained; iptables via libiptc, or nftables)",
     .help = "runtimeConfig portMappings [{hostPort, containerPort, protocol, hostIP}]; keys snat (true), masqAll, "
-            "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o, -m addrtype/iprange/mark), backend (iptables). "
+            "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o, -m addrtype/iprange/mark; or nft "
+            "ip/ip6 saddr/daddr, iifname/oifname), backend (iptables or nftables). "
             "Needs prevResult.",
     .versions = kAllVersions,
     .add = portmap_add,

@@ -190,7 +190,7 @@ def portmap_rules_are_the_references():
 
 @test
 def portmap_options_errors_and_rollback():
-    """portmap: no mappings passes through; bad ports, protocols, keys; nftables is code 2; conditions; GC"""
+    """portmap: no mappings passes through; bad ports, protocols, keys, backends; conditions; GC"""
     with Node() as n:
         plain = conflist(n.data, [])
         res = run_add(BIN, plain, n.host, ns_path(n.ctr), "pm-0", env=ENV)
@@ -209,13 +209,22 @@ def portmap_options_errors_and_rollback():
              'invalid protocol "icmp" in portMappings: only tcp, udp and sctp are forwarded'),
             ({"markMasqBit": 32}, 999, "MasqMarkBit must be between 0 and 31"),
             ({"markMasqBit": 5, "externalSetMarkChain": "X"}, 999, "Cannot specify externalSetMarkChain and markMasqBit"),
-            ({"backend": "nftables"}, 2, 'portmap: backend "nftables" is not supported yet: use "iptables"'),
+            ({"backend": "pf"}, 999, 'unknown portmap backend "pf"'),
+            ({"backend": "nftables", "externalSetMarkChain": "X"}, 999,
+             "nftables backend was requested but configuration contains iptables-specific options [externalSetMarkChain]"),
+            ({"backend": "nftables", "conditionsV6": ["-s", "fd00::/8"]}, 999,
+             "nftables backend was requested but configuration contains iptables-specific options [conditionsV6]"),
+            ({"backend": "nftables", "conditionsV4": ["tcp", "flags", "syn"]}, 2,
+             'conditionsV4: the nftables expression "tcp" is not supported in conditions (ip/ip6 saddr/daddr and '
+             "iifname/oifname are)"),
+            ({"backend": "nftables", "conditionsV4": ["ip6", "saddr", "fd00::1"]}, 999,
+             'conditionsV4: "ip6" addresses do not belong in conditionsV4'),
             ({"conditionsV4": ["-m", "set", "--match-set", "x", "src"]}, 2,
              "conditionsV4: the set match is not supported in iptables conditions (addrtype, iprange and mark are)"),
             ({"conditionsV4": ["-p", "tcp"]}, 2, "conditionsV4: -p is not supported in iptables conditions: [!] -s, -d, -i, "
                                                  "-o and -m addrtype, iprange or mark with their options are"),
-            ({"conditionsV4": ["ip", "saddr", "10.0.0.1"]}, 2, 'conditionsV4: nftables conditions ("ip ...") need the '
-                                                               "nftables backend, which is not supported yet"),
+            ({"conditionsV4": ["ip", "saddr", "10.0.0.1"]}, 999,
+             "iptables backend was requested but configuration contains nftables-specific options [conditionsV4]"),
             ({"conditionsV4": ["-m", "addrtype", "--dst-type", "LOKAL"]}, 999,
              'conditionsV4: unknown address type "LOKAL" for --dst-type'),
             ({"conditionsV4": ["-m", "addrtype"]}, 999, "conditionsV4: a -m addrtype, iprange or mark without any of its options"),
@@ -256,6 +265,76 @@ def portmap_options_errors_and_rollback():
               "cni.dev/valid-attachments": [{"containerID": "pm-0", "ifname": "eth0"}]}
         pm.run("GC", gc, host_ns=n.host, extra_env=ENV).ok()
         check(not [line for line in n.nat() if line.startswith(":CNI-DN-")], "GC removed the stale attachment's chain")
+
+
+def nft_table(ns, family="ip"):
+    """`nft list table <family> cni_hostport` in `ns`, without the rules' handles; "" when absent."""
+    return sh("ip", "netns", "exec", ns, "nft", "list", "table", family, "cni_hostport", check_rc=False).stdout
+
+
+@test
+def portmap_nftables_backend():
+    """portmap backend nftables: the reference's cni_hostport tables, traffic from outside, localhost and hairpin, CHECK, DEL"""
+    with Node() as n:
+        maps = MAPPINGS + [{"hostPort": 9090, "containerPort": 80, "protocol": "tcp", "hostIP": HOST_IP}]
+        c = conflist(n.data, maps, backend="nftables", conditionsV4=["ip", "saddr", "!=", "10.99.0.0/16"])
+        res = run_add(BIN, c, n.host, ns_path(n.ctr), "pm-n", env=ENV)
+        eq([line for line in n.nat() if line.startswith("-A")], [], "no iptables rules with the nftables backend")
+        eq(nft_table(n.host),
+           "table ip cni_hostport {\n"
+           "\tcomment \"CNI portmap plugin\"\n"
+           "\tchain hostports {\n"
+           "\t\ttcp dport 8080 dnat to 10.90.0.2:80 comment \"pm-n\"\n"
+           "\t\tudp dport 5353 dnat to 10.90.0.2:53 comment \"pm-n\"\n"
+           "\t\tip daddr 10.91.0.1 tcp dport 9090 dnat to 10.90.0.2:80 comment \"pm-n\"\n"
+           "\t}\n\n"
+           "\tchain hostip_hostports {\n\t}\n\n"
+           "\tchain hostports_all {\n"
+           "\t\tjump hostip_hostports\n"
+           "\t\tjump hostports\n"
+           "\t}\n\n"
+           "\tchain prerouting {\n"
+           "\t\ttype nat hook prerouting priority dstnat; policy accept;\n"
+           "\t\tip saddr != 10.99.0.0/16 fib daddr type local jump hostports_all\n"
+           "\t}\n\n"
+           "\tchain output {\n"
+           "\t\ttype nat hook output priority -100; policy accept;\n"
+           "\t\tip saddr != 10.99.0.0/16 fib daddr type local jump hostports_all\n"
+           "\t}\n\n"
+           "\tchain masquerading {\n"
+           "\t\ttype nat hook postrouting priority srcnat; policy accept;\n"
+           "\t\tip saddr 10.90.0.2 ip daddr 10.90.0.2 masquerade comment \"pm-n\"\n"
+           "\t\tip saddr 127.0.0.1 ip daddr 10.90.0.2 masquerade comment \"pm-n\"\n"
+           "\t}\n\n"
+           "\tchain localnet_guard {\n"
+           "\t\ttype filter hook input priority filter; policy accept;\n"
+           "\t\tip saddr != 127.0.0.0/8 ip daddr 127.0.0.0/8 ct state ! established,related ct status ! dnat drop "
+           "comment \"CNI portfwd: block incoming localnet connections\"\n"
+           "\t}\n"
+           "}\n")
+        run_check(BIN, c, n.host, ns_path(n.ctr), "pm-n", res, env=ENV)
+        n.serve()
+        eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2")
+        eq(n.ask(n.client, "tcp", HOST_IP, 9090), "tcp-from 10.91.0.2", "the hostIP mapping")
+        eq(n.ask(n.client, "udp", HOST_IP, 5353), "udp-from 10.91.0.2")
+        eq(n.ask(n.host, "tcp", "127.0.0.1", 8080), "tcp-from 10.90.0.1", "localhost, masqueraded to the bridge address")
+        eq(n.ask(n.ctr, "tcp", HOST_IP, 8080), "tcp-from 10.90.0.1", "hairpin, masqueraded")
+        eq(sh("ip", "netns", "exec", n.host, "cat", "/proc/sys/net/ipv4/conf/cnipm0/route_localnet").stdout.strip(), "1")
+        sh("ip", "netns", "exec", n.host, "nft", "flush", "chain", "ip", "cni_hostport", "masquerading")
+        err = Plugin(os.path.join(BIN, "portmap")).run(
+            "CHECK", dict(c["plugins"][1], name="pm-test", cniVersion="1.0.0", prevResult=res), host_ns=n.host,
+            netns=ns_path(n.ctr), container_id="pm-n", extra_env=ENV).error()
+        eq(err["msg"], 'missing hostport rules in "masquerading" chain')
+        # Rules as the reference's nft transaction writes them: ours by container ID, and another's.
+        for cid, port in (("pm-n", 7070), ("pm-other", 7071)):
+            sh("ip", "netns", "exec", n.host, "nft", "add", "rule", "ip", "cni_hostport", "hostports", "tcp", "dport", str(port),
+               "dnat", "to", "10.90.0.3:80", "comment", f'"{cid}"')
+        run_del(BIN, c, n.host, ns_path(n.ctr), "pm-n", res, env=ENV)
+        eq(n.ask(n.client, "tcp", HOST_IP, 8080), "error ConnectionRefusedError")
+        check('comment "pm-n"' not in nft_table(n.host), nft_table(n.host))
+        check('tcp dport 7071 dnat to 10.90.0.3:80 comment "pm-other"' in nft_table(n.host), "another attachment's rule stays")
+        check("chain prerouting" in nft_table(n.host), "the shared chains stay, as the reference's")
+        run_del(BIN, c, n.host, ns_path(n.ctr), "pm-n", res, env=ENV)  # idempotent
 
 
 @test

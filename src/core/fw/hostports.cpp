@@ -218,9 +218,6 @@ Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std:
     const std::string where(key);
     const bool v4 = !key.ends_with("V6");
     Conditions c;
-    if (!tokens.empty() && !tokens[0].starts_with("-") && tokens[0] != "!")
-        return fail(code::unsupported_field, where + ": nftables conditions (\"" + tokens[0] +
-                                                 " ...\") need the nftables backend, which is not supported yet");
     std::string module;  // the last -m, whose options may follow
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         bool negated = tokens[i] == "!";

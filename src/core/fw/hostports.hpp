@@ -44,7 +44,8 @@ struct Conditions {
 };
 // Parses iptables tokens ("-s", "10.0.0.0/8", "!", "-i", "eth0", "-m", "addrtype", ...) for
 // `key` (conditionsV4 or conditionsV6: the family addresses must have); anything else is
-// refused with the token named (code 2 for what iptables has but this does not).
+// refused with the token named (code 2 for what iptables has but this does not). nft-syntax
+// conditions go to the nftables backend (hostports_nft).
 Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std::string_view key);
 
 struct HostPortSpec {

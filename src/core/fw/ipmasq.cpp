@@ -58,7 +58,7 @@ Status validate_ipmasq_backend(std::string_view backend) {
 MasqBackend choose_ipmasq_backend(std::string_view configured) {
     if (configured == "nftables") return MasqBackend::nftables;
     if (configured == "iptables") return MasqBackend::iptables;
-    if (!IptTable::open(Family::v4, "nat") && nl::nft::available()) return MasqBackend::nftables;
+    if (!IptTable::legacy_nat_usable() && nl::nft::available()) return MasqBackend::nftables;
     return MasqBackend::iptables;
 }
 

@@ -2,7 +2,13 @@
 // IptTable's family dispatch (see iptables.hpp and iptables_impl.hpp).
 #include "core/fw/iptables.hpp"
 
-#include "core/fw/iptables_impl.hpp"
+#include "core/fw/iptables_impl.hpp"  // first: net/if.h before the kernel headers
+
+#include <libiptc/libiptc.h>
+
+#include <cstring>
+
+#include "core/os/unique_fd.hpp"
 
 namespace cni::fw {
 
@@ -13,6 +19,15 @@ IptTable::~IptTable() = default;
 Result<IptTable> IptTable::open(Family family, const std::string& table) {
     CNI_TRY_ASSIGN(auto impl, family == Family::v4 ? detail::open_v4(table) : detail::open_v6(table));
     return IptTable(std::move(impl));
+}
+
+bool IptTable::legacy_nat_usable() {
+    os::UniqueFd fd(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
+    if (!fd) return false;
+    ipt_getinfo info{};
+    std::strcpy(info.name, "nat");
+    socklen_t len = sizeof info;
+    return ::getsockopt(fd.get(), IPPROTO_IP, IPT_SO_GET_INFO, &info, &len) == 0;
 }
 
 bool IptTable::has_chain(const std::string& chain) const { return impl_->has_chain(chain); }

@@ -88,6 +88,9 @@ struct IptRule {
 class IptTable {
 public:
     static Result<IptTable> open(Family family, const std::string& table);
+    // Whether the kernel's legacy IPv4 nat table answers here (one getsockopt, no table copy):
+    // the "is iptables usable" of the reference's backend choice.
+    static bool legacy_nat_usable();
     IptTable(IptTable&&) noexcept;
     IptTable& operator=(IptTable&&) = delete;
     ~IptTable();

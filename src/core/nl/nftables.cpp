@@ -14,6 +14,7 @@
 #include <netlink/netlink.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/os/errno_error.hpp"
@@ -171,7 +172,26 @@ Exprs match_local_destination() {
     return {fib, cmp(NFT_CMP_EQ, std::move(value))};
 }
 
+Exprs match_iface(bool in, std::string_view name, bool negated) {
+    std::vector<std::uint8_t> value;
+    if (name.ends_with('*')) {
+        value.assign(name.begin(), name.end() - 1);
+    } else {
+        value.assign(16, 0);  // IFNAMSIZ, zero-padded: the whole name
+        std::copy(name.begin(), name.begin() + std::min<std::size_t>(name.size(), 15), value.begin());
+    }
+    return {meta(in ? NFT_META_IIFNAME : NFT_META_OIFNAME), cmp(negated ? NFT_CMP_NEQ : NFT_CMP_EQ, std::move(value))};
+}
+
+Exprs match_ct_none_of(std::uint32_t key, std::uint32_t mask) {
+    Expr ct{"ct", [key](nl_msg* m) { return put_be32(m, NFTA_CT_DREG, NFT_REG_1) && put_be32(m, NFTA_CT_KEY, key); }};
+    std::vector<std::uint8_t> bits(4), zero(4, 0);
+    std::memcpy(bits.data(), &mask, 4);  // the kernel's register holds these in host order
+    return {ct, bitwise_and(std::move(bits)), cmp(NFT_CMP_EQ, std::move(zero))};
+}
+
 Exprs verdict_return() { return {verdict(NFT_RETURN)}; }
+Exprs verdict_drop() { return {verdict(NF_DROP)}; }
 Exprs verdict_jump(std::string_view chain) { return {verdict(NFT_JUMP, std::string(chain))}; }
 Exprs verdict_goto(std::string_view chain) { return {verdict(NFT_GOTO, std::string(chain))}; }
 Exprs masquerade() { return {Expr{"masq", [](nl_msg*) { return true; }}}; }

@@ -39,8 +39,13 @@ using Exprs = std::vector<Expr>;
 Exprs match_address(Family table, bool source, const IpNet& net, bool negated = false);  // ip/ip6 saddr|daddr
 Exprs match_dport(std::uint8_t l4proto, std::uint16_t port);                             // tcp|udp dport
 Exprs match_local_destination();                                                          // fib daddr type local
+// iifname / oifname: `name` exact, or a prefix when it ends in '*'.
+Exprs match_iface(bool in, std::string_view name, bool negated = false);
+// ct state / ct status (NFT_CT_STATE, NFT_CT_STATUS) has none of the bits of `mask`.
+Exprs match_ct_none_of(std::uint32_t key, std::uint32_t mask);
 // Statements.
 Exprs verdict_return();
+Exprs verdict_drop();
 Exprs verdict_jump(std::string_view chain);
 Exprs verdict_goto(std::string_view chain);
 Exprs masquerade();
