@@ -5,11 +5,12 @@
 // disableContainerInterface, mtu, the container MAC (runtimeConfig > args > CNI_ARGS) and
 // port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with vlan and isGateway the gateway lives
 // on a host veth "<bridge>.<vlan>" that is a port of that VLAN, shared and never removed).
-// A failed ADD undoes the veth, the ipMasq rules and the IPAM allocation (the bridge is shared
-// and stays, as in the reference). DEL is idempotent and removes the ipMasq rules by chain name
-// even when the link is gone. CHECK verifies what ADD made; STATUS forwards to IPAM; GC removes
-// the ipMasq rules of attachments not in cni.dev/valid-attachments and forwards to IPAM.
-// Not yet served: macspoofchk (needs the nftables backend), refused with code 2.
+// macspoofchk drops the container's frames from any other MAC (nf_tables bridge chains). A
+// failed ADD undoes the veth, the spoof-check chains, the ipMasq rules and the IPAM allocation
+// (the bridge is shared and stays, as in the reference). DEL is idempotent and removes the
+// ipMasq rules by chain name even when the link is gone. CHECK verifies what ADD made; STATUS
+// forwards to IPAM; GC removes the ipMasq rules of attachments not in
+// cni.dev/valid-attachments and forwards to IPAM.
 #include <linux/if.h>
 
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/ipmasq.hpp"
+#include "core/fw/macspoofchk.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/port_vlans.hpp"
@@ -47,6 +49,7 @@ struct BridgeConf {
     bool enable_dad = false;
     bool disable_container_interface = false;
     bool port_isolation = false;
+    bool mac_spoof_check = false;
     std::string mac;  // container MAC, normalised
     iface::PortVlans vlans;
     Dns dns;
@@ -80,9 +83,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY(decode_conf_dns(c.net, c.dns));
 
     CNI_TRY_ASSIGN(c.vlans, iface::parse_port_vlans(c.net));
-    bool spoofchk = false;
-    CNI_TRY(json::field(root, "macspoofchk", spoofchk, w));
-    if (spoofchk) return fail(code::unsupported_field, "bridge: \"macspoofchk\" needs the nftables backend, not supported yet");
+    CNI_TRY(json::field(root, "macspoofchk", c.mac_spoof_check, w));
     CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));
     if (c.hairpin && c.promisc) return fail("cannot set hairpin mode and promiscuous mode at the same time.");
     if (c.disable_container_interface && !c.net.ipam_type.empty())
@@ -211,6 +212,10 @@ Result<CniResult> bridge_add(const Context& ctx) {
     if (c.port_isolation)
         CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::isolated, true));
     CNI_TRY(iface::apply_port_vlans(host, br.name, veth.host.index, c.vlans));
+    if (c.mac_spoof_check) {
+        undo.push([&] { (void)fw::spoofcheck::teardown(r.container_id, r.ifname); });
+        CNI_TRY(fw::spoofcheck::setup(r.container_id, r.ifname, veth.host.name, veth.container.mac));
+    }
 
     CniResult result;
     Interface br_if, host_if, cont_if;
@@ -289,6 +294,8 @@ Status bridge_del(const Context& ctx) {
         }
     }
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    if (c.mac_spoof_check)
+        if (auto st = fw::spoofcheck::teardown(r.container_id, r.ifname); !st) ctx.warn(st.error().msg);  // as the reference: printed only
     if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq({c.net.name, r.container_id, r.ifname}));
     return {};
 }
@@ -317,6 +324,7 @@ Status bridge_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.ip_masq)
         CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
+    if (c.mac_spoof_check) CNI_TRY(fw::spoofcheck::check(r.container_id, r.ifname));
     return {};
 }
 
@@ -340,11 +348,11 @@ Status bridge_gc(const Context& ctx) {
 }
 
 constexpr std::string_view kHelp = R"(A host bridge (created if missing) with one veth per container.
-Keys: bridge (cni0), isGateway, isDefaultGateway, forceAddress, ipMasq, ipMasqBackend, mtu,
+Keys: bridge (cni0), isGateway, isDefaultGateway, forceAddress, ipMasq, ipMasqBackend (iptables|nftables), mtu,
 hairpinMode, promiscMode, enabledad, disableContainerInterface, portIsolation, ipam
 (optional: L2 when absent), dns; the container MAC from runtimeConfig mac, args.cni.mac or
-CNI_ARGS MAC, vlan (0-4094), vlanTrunk ([{minID,maxID}|{id}]), preserveDefaultVlan. Not yet:
-macspoofchk (code 2).)";
+CNI_ARGS MAC, vlan (0-4094), vlanTrunk ([{minID,maxID}|{id}]), preserveDefaultVlan,
+macspoofchk.)";
 
 }  // namespace
 

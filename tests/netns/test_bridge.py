@@ -183,9 +183,9 @@ def failed_add_and_del_without_namespace_leave_nothing():
         err = add(host, c1, bad, "br-s", ifname="eth1").error()
         check("too small" in err["msg"], err)
         eq(ports_now(host), "", "no port left on the bridge")
-        err = add(host, c1, conf(e.data, macspoofchk=True), "br-t", ifname="eth2").error()
-        eq(err["code"], 2)
-        check('"macspoofchk" needs the nftables backend' in err["msg"], err)
+        err = add(host, c1, dict(bad, macspoofchk=True), "br-t", ifname="eth2").error()
+        check("too small" in err["msg"], err)
+        eq(spoofcheck_chains(host), ["chain PREROUTING {"], "the failed ADD removed its chains (the shared base chain stays)")
         eq(add(host, c1, conf(e.data, vlan=5000), "br-t", ifname="eth2").error()["msg"],
            "invalid VLAN ID 5000 (must be between 0 and 4094)")
         for trunk, msg in [([{"minID": 10}], "minID and maxID should be configured simultaneously, maxID is missing"),
@@ -221,6 +221,57 @@ def gc_removes_what_no_valid_attachment_owns():
         check(any("keep-me" in r for r in rules) and not any("stale-one" in r for r in rules), rules)
         eq(reservations(e.data), ["10.74.0.2"])
         bridge().run("STATUS", c, host_ns=host, raw_env={"CNI_COMMAND": "STATUS", "CNI_PATH": BIN}).ok()
+
+
+def spoofcheck_chains(ns):
+    """The chain lines of `table bridge nat` in `ns` (none when the table is absent)."""
+    out = sh("ip", "netns", "exec", ns, "nft", "list", "table", "bridge", "nat", check_rc=False).stdout
+    return [line.strip() for line in out.splitlines() if line.strip().startswith("chain ")]
+
+
+@test
+def macspoofchk_drops_frames_from_other_macs():
+    """bridge macspoofchk: the reference's bridge nat chains; a changed container MAC is cut off; CHECK; DEL; the Go bridge's chains"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, isGateway=True, macspoofchk=True)
+        res = add(host, c1, c, "spoof-1").ok().json()
+        hostveth, mac = res["interfaces"][1]["name"], res["interfaces"][2]["mac"]
+        listing = sh("ip", "netns", "exec", host, "nft", "list", "table", "bridge", "nat").stdout
+        cm = 'comment "macspoofchk-spoof-1-eth0"'
+        eq(listing,
+           "table bridge nat {\n"
+           "\tchain PREROUTING {\n"
+           "\t\ttype filter hook prerouting priority dstnat; policy accept;\n"
+           f"\t\tiifname \"{hostveth}\" jump cni-br-iface-spoof-1-eth0 {cm}\n"
+           "\t}\n\n"
+           "\tchain cni-br-iface-spoof-1-eth0 {\n"
+           f"\t\tjump cni-br-iface-spoof-1-eth0-mac {cm}\n"
+           "\t}\n\n"
+           "\tchain cni-br-iface-spoof-1-eth0-mac {\n"
+           f"\t\tether saddr {mac} return {cm}\n"
+           f"\t\tdrop {cm}\n"
+           "\t}\n"
+           "}\n")
+        sh("ip", "netns", "exec", c1, "ping", "-c1", "-W2", "10.74.0.1")
+        bridge().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(c1), container_id="spoof-1",
+                     extra_env=ENV).ok()
+        sh("ip", "-n", c1, "neigh", "flush", "all")
+        sh("ip", "-n", host, "neigh", "flush", "all")
+        sh("ip", "-n", c1, "link", "set", "eth0", "address", "02:00:00:00:be:ef")
+        check(sh("ip", "netns", "exec", c1, "ping", "-c1", "-W1", "10.74.0.1", check_rc=False).returncode != 0,
+              "frames from another MAC are dropped")
+        delete(host, c1, c, "spoof-1").ok()
+        eq(spoofcheck_chains(host), ["chain PREROUTING {"], "DEL removed the attachment's chains (the base chain stays)")
+        delete(host, c1, c, "spoof-1").ok()  # idempotent
+        # The Go bridge writes the same chains; our DEL removes them, and the Go DEL removes ours.
+        add(host, c2, c, "spoof-go", plugin_dir=REF).ok()
+        eq(len(spoofcheck_chains(host)), 3)
+        delete(host, c2, c, "spoof-go").ok()
+        eq(spoofcheck_chains(host), ["chain PREROUTING {"])
+        add(host, c2, c, "spoof-2").ok()
+        delete(host, c2, c, "spoof-2", plugin_dir=REF).ok()
+        eq(spoofcheck_chains(host), ["chain PREROUTING {"])
 
 
 @test

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// nf_tables messages, transactions and rule dumps with libnl's message helpers (see
+// nf_tables messages, transactions and rule and chain dumps with libnl's message helpers (see
 // nftables.hpp).
 #include "core/nl/nftables.hpp"
 
@@ -172,6 +172,10 @@ Exprs match_local_destination() {
     return {fib, cmp(NFT_CMP_EQ, std::move(value))};
 }
 
+Exprs match_ether_source(const std::array<std::uint8_t, 6>& mac) {
+    return {payload(NFT_PAYLOAD_LL_HEADER, 6, 6), cmp(NFT_CMP_EQ, std::vector<std::uint8_t>(mac.begin(), mac.end()))};
+}
+
 Exprs match_iface(bool in, std::string_view name, bool negated) {
     std::vector<std::uint8_t> value;
     if (name.ends_with('*')) {
@@ -243,6 +247,13 @@ void Batch::flush_chain(Family f, std::string_view table, std::string_view chain
     nl_msg* m = start(NFT_MSG_DELRULE, 0, f);
     if (m && (nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) != 0 ||
               nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) != 0))
+        oom_ = true;
+}
+
+void Batch::delete_chain(Family f, std::string_view table, std::string_view chain) {
+    nl_msg* m = start(NFT_MSG_DELCHAIN, 0, f);
+    if (m && (nla_put_string(m, NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
+              nla_put_string(m, NFTA_CHAIN_NAME, std::string(chain).c_str()) != 0))
         oom_ = true;
 }
 
@@ -329,10 +340,6 @@ Status Batch::commit(std::string_view what) {
 
 namespace {
 
-struct Dump {
-    std::vector<ListedRule> rules;
-};
-
 int on_rule(nl_msg* msg, void* arg) {
     nlattr* tb[NFTA_RULE_MAX + 1];
     if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] ||
@@ -342,29 +349,57 @@ int on_rule(nl_msg* msg, void* arg) {
     r.chain = nla_get_string(tb[NFTA_RULE_CHAIN]);
     r.handle = be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]));
     if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
-    static_cast<Dump*>(arg)->rules.push_back(std::move(r));
+    static_cast<std::vector<ListedRule>*>(arg)->push_back(std::move(r));
     return NL_OK;
+}
+
+// Chain dumps ignore a table filter: each chain names its table, "table/chain" here.
+int on_chain(nl_msg* msg, void* arg) {
+    nlattr* tb[NFTA_CHAIN_MAX + 1];
+    if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_CHAIN_MAX, nullptr) < 0 || !tb[NFTA_CHAIN_NAME] ||
+        !tb[NFTA_CHAIN_TABLE])
+        return NL_OK;
+    static_cast<std::vector<std::string>*>(arg)->push_back(std::string(nla_get_string(tb[NFTA_CHAIN_TABLE])) + "/" +
+                                                           nla_get_string(tb[NFTA_CHAIN_NAME]));
+    return NL_OK;
+}
+
+// A dump of one table's objects (`type` GETRULE or GETCHAIN, filtered by `table_attr`), each
+// decoded by `on_object` into `out`; nothing when the table does not exist.
+template <class T>
+Result<std::vector<T>> dump_table(Family f, std::string_view table, int type, int table_attr, nl_recvmsg_msg_cb_t on_object,
+                                  std::string_view what) {
+    CNI_TRY_ASSIGN(auto sk, connect());
+    std::vector<T> out;
+    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_object, &out);
+    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, NLM_F_DUMP));
+    nfgenmsg g{};
+    g.nfgen_family = static_cast<std::uint8_t>(f);
+    g.version = NFNETLINK_V0;
+    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0 ||
+        nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0)
+        return fail("nftables: out of memory");
+    std::string msg = "nftables: listing the " + std::string(what) + " of table " + std::string(table);
+    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(msg + ": " + nl_geterror(err));
+    int err = nl_recvmsgs_default(sk.get());
+    if (err == -NLE_OBJ_NOTFOUND) return std::vector<T>{};  // no such table
+    if (err < 0) return fail(msg + ": " + nl_geterror(err));
+    return out;
 }
 
 }  // namespace
 
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table) {
-    CNI_TRY_ASSIGN(auto sk, connect());
-    Dump dump;
-    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_rule, &dump);
-    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETRULE, NLM_F_DUMP));
-    nfgenmsg g{};
-    g.nfgen_family = static_cast<std::uint8_t>(f);
-    g.version = NFNETLINK_V0;
-    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0 ||
-        nla_put_string(req.get(), NFTA_RULE_TABLE, std::string(table).c_str()) != 0)
-        return fail("nftables: out of memory");
-    std::string what = "nftables: listing the rules of table " + std::string(table);
-    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
-    int err = nl_recvmsgs_default(sk.get());
-    if (err == -NLE_OBJ_NOTFOUND) return std::vector<ListedRule>{};  // no such table
-    if (err < 0) return fail(what + ": " + nl_geterror(err));
-    return std::move(dump.rules);
+    return dump_table<ListedRule>(f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule, "rules");
+}
+
+Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
+    CNI_TRY_ASSIGN(auto all, dump_table<std::string>(f, table, NFT_MSG_GETCHAIN, NFTA_CHAIN_TABLE, on_chain, "chains"));
+    std::vector<std::string> names;
+    std::string prefix = std::string(table) + "/";
+    for (auto& c : all)
+        if (c.starts_with(prefix)) names.push_back(c.substr(prefix.size()));
+    return names;
 }
 
 bool available() {

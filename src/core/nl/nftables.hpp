@@ -11,6 +11,7 @@
 
 #include <netlink/msg.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -25,7 +26,7 @@
 
 namespace cni::nl::nft {
 
-enum class Family : std::uint8_t { inet = 1, ip = 2, ip6 = 10 };
+enum class Family : std::uint8_t { inet = 1, ip = 2, bridge = 7, ip6 = 10 };
 
 // One expression of a rule: its kernel name and the writer of its NFTA_EXPR_DATA.
 struct Expr {
@@ -39,6 +40,7 @@ using Exprs = std::vector<Expr>;
 Exprs match_address(Family table, bool source, const IpNet& net, bool negated = false);  // ip/ip6 saddr|daddr
 Exprs match_dport(std::uint8_t l4proto, std::uint16_t port);                             // tcp|udp dport
 Exprs match_local_destination();                                                          // fib daddr type local
+Exprs match_ether_source(const std::array<std::uint8_t, 6>& mac);                         // ether saddr
 // iifname / oifname: `name` exact, or a prefix when it ends in '*'.
 Exprs match_iface(bool in, std::string_view name, bool negated = false);
 // ct state / ct status (NFT_CT_STATE, NFT_CT_STATUS) has none of the bits of `mask`.
@@ -64,6 +66,7 @@ public:
     void add_chain(Family f, std::string_view table, std::string_view chain, const std::optional<Hook>& hook = {},
                    std::string_view comment = {});
     void flush_chain(Family f, std::string_view table, std::string_view chain);
+    void delete_chain(Family f, std::string_view table, std::string_view chain);  // flush it first
     void add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment);
     void delete_rule(Family f, std::string_view table, std::string_view chain, std::uint64_t handle);
     bool empty() const { return msgs_.empty(); }
@@ -85,6 +88,9 @@ struct ListedRule {
 };
 // Every rule of the table, in chain order; none when the table does not exist.
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);
+
+// The names of the table's chains; none when the table does not exist.
+Result<std::vector<std::string>> list_chains(Family f, std::string_view table);
 
 // Whether nf_tables answers in this namespace (the kernel has it and we may use it).
 bool available();
