@@ -26,10 +26,6 @@ constexpr std::int32_t kDstNat = -100, kSrcNat = 100, kFilter = 0;
 nft::Family family_of(const IpAddr& ip) { return ip.is_v4() ? nft::Family::ip : nft::Family::ip6; }
 IpNet host(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
 
-void append(nft::Exprs& to, nft::Exprs more) {
-    for (auto& e : more) to.push_back(std::move(e));
-}
-
 bool holds_attachment(std::string_view chain) {
     return chain == kHostPorts || chain == kHostIpHostPorts || chain == kMasquerading;
 }
@@ -82,11 +78,11 @@ Result<nft::Exprs> parse_conditions(const std::vector<std::string>& tokens, std:
             bool source = tokens[i++] == "saddr";
             CNI_TRY_ASSIGN(auto op, operand(word + (source ? " saddr" : " daddr")));
             CNI_TRY_ASSIGN(auto net, condition_address(op.second, v4, where));
-            append(out, nft::match_address(v4 ? nft::Family::ip : nft::Family::ip6, source, net, op.first));
+            nft::append(out, nft::match_address(v4 ? nft::Family::ip : nft::Family::ip6, source, net, op.first));
         } else if (word == "iifname" || word == "oifname") {
             CNI_TRY_ASSIGN(auto op, operand(word));
             if (op.second.empty() || op.second.size() > 15) return fail(where + ": invalid interface name \"" + op.second + "\"");
-            append(out, nft::match_iface(word == "iifname", op.second, op.first));
+            nft::append(out, nft::match_iface(word == "iifname", op.second, op.first));
         } else {
             return fail(code::unsupported_field, where + ": the nftables expression \"" + word +
                                                      "\" is not supported in conditions (ip/ip6 saddr/daddr and "
@@ -111,24 +107,24 @@ Status setup(const HostPortSpec& s, const nft::Exprs& conditions) {
         tx.add_chain(f, kTable, chain, nft::Hook{std::uint32_t(hook), kDstNat});
         tx.flush_chain(f, kTable, chain);
         nft::Exprs entry = conditions;
-        append(entry, nft::match_local_destination());
-        append(entry, nft::verdict_jump(kAll));
+        nft::append(entry, nft::match_local_destination());
+        nft::append(entry, nft::verdict_jump(kAll));
         tx.add_rule(f, kTable, chain, entry, {});
     }
     if (s.snat) tx.add_chain(f, kTable, kMasquerading, nft::Hook{NF_INET_POST_ROUTING, kSrcNat});
     for (auto& r : stale) tx.delete_rule(f, kTable, r.chain, r.handle);
     for (auto& m : s.mappings) {
         nft::Exprs rule;
-        if (m.host_ip) append(rule, nft::match_address(f, false, host(*m.host_ip)));
-        append(rule, nft::match_dport(std::uint8_t(m.proto), std::uint16_t(m.host_port)));
-        append(rule, nft::dnat_to(s.container.ip, std::uint16_t(m.container_port)));
+        if (m.host_ip) nft::append(rule, nft::match_address(f, false, host(*m.host_ip)));
+        nft::append(rule, nft::match_dport(std::uint8_t(m.proto), std::uint16_t(m.host_port)));
+        nft::append(rule, nft::dnat_to(s.container.ip, std::uint16_t(m.container_port)));
         tx.add_rule(f, kTable, kHostPorts, rule, s.container_id);
     }
     if (s.snat) {
         for (auto& src : masquerade_sources(s)) {
             nft::Exprs rule = nft::match_address(f, true, src);
-            append(rule, nft::match_address(f, false, host(s.container.ip)));
-            append(rule, nft::masquerade());
+            nft::append(rule, nft::match_address(f, false, host(s.container.ip)));
+            nft::append(rule, nft::masquerade());
             tx.add_rule(f, kTable, kMasquerading, rule, s.container_id);
         }
     }
@@ -165,10 +161,10 @@ Status ensure_localnet_guard() {
     tx.add_table(f, kTable, "CNI portmap plugin");
     tx.add_chain(f, kTable, kGuard, nft::Hook{NF_INET_LOCAL_IN, kFilter, "filter"});
     nft::Exprs rule = nft::match_address(f, true, *IpNet::parse("127.0.0.0/8"), true);
-    append(rule, nft::match_address(f, false, *IpNet::parse("127.0.0.0/8")));
-    append(rule, nft::match_ct_none_of(NFT_CT_STATE, NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED)));
-    append(rule, nft::match_ct_none_of(NFT_CT_STATUS, IPS_DST_NAT));
-    append(rule, nft::verdict_drop());
+    nft::append(rule, nft::match_address(f, false, *IpNet::parse("127.0.0.0/8")));
+    nft::append(rule, nft::match_ct_none_of(NFT_CT_STATE, NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED)));
+    nft::append(rule, nft::match_ct_none_of(NFT_CT_STATUS, IPS_DST_NAT));
+    nft::append(rule, nft::verdict_drop());
     tx.add_rule(f, kTable, kGuard, rule, kGuardComment);
     return tx.commit("adding the localnet guard rule");
 }

@@ -44,8 +44,8 @@ Result<std::vector<nft::ListedRule>> rules_with(std::string_view prefix) {
 
 nft::Exprs masquerade_rule(const IpNet& ip) {
     nft::Exprs e = nft::match_address(kFamily, true, IpNet{ip.ip, ip.ip.bits(), ip.ip.bits()});
-    for (auto& x : nft::match_address(kFamily, false, ip.masked(), true)) e.push_back(std::move(x));
-    for (auto& x : nft::masquerade()) e.push_back(std::move(x));
+    nft::append(e, nft::match_address(kFamily, false, ip.masked(), true));
+    nft::append(e, nft::masquerade());
     return e;
 }
 
@@ -66,7 +66,7 @@ Status setup(const std::vector<IpNet>& ips, const MasqOwner& owner) {
     tx.flush_chain(kFamily, kTable, kPostrouting);
     for (const char* multicast : {"224.0.0.0/4", "ff00::/8"}) {
         nft::Exprs e = nft::match_address(kFamily, false, *IpNet::parse(multicast));
-        for (auto& x : nft::verdict_return()) e.push_back(std::move(x));
+        nft::append(e, nft::verdict_return());
         tx.add_rule(kFamily, kTable, kPostrouting, e, {});
     }
     tx.add_rule(kFamily, kTable, kPostrouting, nft::verdict_goto(kChain), {});

@@ -29,10 +29,6 @@ Names names_for(std::string_view container_id, std::string_view ifname) {
     return {"cni-br-iface-" + id, "cni-br-iface-" + id + "-mac", "macspoofchk-" + id};
 }
 
-void append(nft::Exprs& to, nft::Exprs more) {
-    for (auto& e : more) to.push_back(std::move(e));
-}
-
 }  // namespace
 
 Status setup(std::string_view container_id, std::string_view ifname, std::string_view host_veth, std::string_view mac) {
@@ -46,12 +42,12 @@ Status setup(std::string_view container_id, std::string_view ifname, std::string
     tx.add_chain(kFamily, kTable, n.iface_chain);
     tx.add_chain(kFamily, kTable, n.mac_chain);
     nft::Exprs own = nft::match_ether_source(*bytes);
-    append(own, nft::verdict_return());
+    nft::append(own, nft::verdict_return());
     tx.add_rule(kFamily, kTable, n.mac_chain, own, n.comment);
     tx.add_rule(kFamily, kTable, n.mac_chain, nft::verdict_drop(), n.comment);
     tx.add_rule(kFamily, kTable, n.iface_chain, nft::verdict_jump(n.mac_chain), n.comment);
     nft::Exprs entry = nft::match_iface(true, host_veth);
-    append(entry, nft::verdict_jump(n.iface_chain));
+    nft::append(entry, nft::verdict_jump(n.iface_chain));
     tx.add_rule(kFamily, kTable, kPrerouting, entry, n.comment);
     return tx.commit("macspoofchk: setting up the anti-spoofing rules");
 }

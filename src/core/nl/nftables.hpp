@@ -34,6 +34,10 @@ struct Expr {
     std::function<bool(nl_msg*)> write;
 };
 using Exprs = std::vector<Expr>;
+// Rules are built by appending matches and statements.
+inline void append(Exprs& to, Exprs more) {
+    for (auto& e : more) to.push_back(std::move(e));
+}
 
 // Matches, each a short expression list. `table` is the table's family: an inet table needs
 // the `meta nfproto` check nft adds before an address match.
