@@ -19,8 +19,10 @@
 #include "core/nl/conntrack.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/neigh.hpp"
+#include "core/nl/nftables.hpp"
 #include "core/nl/route.hpp"
 #include "core/nl/rule.hpp"
+#include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
 #include "test_ns.hpp"
 
@@ -344,6 +346,40 @@ TEST_CASE("conntrack: the UDP flows to given ports are forgotten, the others sta
 TEST_CASE("conntrack: the same on a kernel without the filtered flush", "[.vm]") { udp_flows_to_ports_are_forgotten(); }
 
 // Hidden: this machine's kernel has no vrf; tests/vm/test_vm.py runs it in the test VM.
+TEST_CASE("nf_tables: a transaction applies whole or not at all, and its error names the kernel's reason") {
+    namespace nft = nl::nft;
+    TestNs ns("cnitnft");
+    auto target = os::Netns::open(ns.path);
+    REQUIRE(target);
+    auto in = os::NetnsGuard::enter(*target);
+    REQUIRE(in);
+    nft::Batch bad;
+    bad.add_table(nft::Family::ip, "cnit", "a test table");
+    bad.add_chain(nft::Family::ip, "cnit", "first");
+    bad.add_rule(nft::Family::ip, "cnit", "missing", nft::verdict_drop(), "c");  // no such chain
+    bad.add_chain(nft::Family::ip, "cnit", "after");
+    auto st = bad.commit("test transaction");
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg.starts_with("test transaction: no such file or directory"));
+    auto chains = nft::list_chains(nft::Family::ip, "cnit");
+    REQUIRE(chains);
+    CHECK(chains->empty());  // the table and both chains were rolled back with the failed rule
+
+    nft::Batch good;
+    good.add_table(nft::Family::ip, "cnit", "a test table");
+    good.add_chain(nft::Family::ip, "cnit", "first");
+    for (int i = 0; i < 3; ++i) good.add_rule(nft::Family::ip, "cnit", "first", nft::verdict_return(), "rule-" + std::to_string(i));
+    REQUIRE(good.commit("test transaction"));
+    auto rules = nft::list_rules(nft::Family::ip, "cnit");
+    REQUIRE(rules);
+    REQUIRE(rules->size() == 3);
+    CHECK((*rules)[2].comment == "rule-2");
+    CHECK(*nft::list_chains(nft::Family::ip, "cnit") == std::vector<std::string>{"first"});
+    auto none = nft::list_rules(nft::Family::ip6, "cnit");  // no such table: no rules, no error
+    REQUIRE(none);
+    CHECK(none->empty());
+}
+
 TEST_CASE("a vrf is created with its table and reads back as one", "[.vm]") {
     Pair p;
     REQUIRE(nl::add_vrf(p.cs, nl::NewLink{"cnitvrf0", 0, "", 0, -1}, 1234));

@@ -134,6 +134,9 @@ Result<SockPtr> connect() {
     if (int err = nl_connect(sk.get(), NETLINK_NETFILTER); err < 0) return fail(std::string("nftables: ") + nl_geterror(err));
     int one = 1;
     (void)::setsockopt(nl_socket_get_fd(sk.get()), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
+    (void)nl_socket_set_buffer_size(sk.get(), 1 << 20, 1 << 20);  // a transaction goes in one datagram
+    timeval limit{30, 0};  // a kernel that never answers fails the call instead of hanging it
+    (void)::setsockopt(nl_socket_get_fd(sk.get()), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     return sk;
 }
 
@@ -210,7 +213,7 @@ Exprs dnat_to(const IpAddr& ip, std::uint16_t port) {
 }
 
 nl_msg* Batch::start(int type, int flags, Family f) {
-    MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, NLM_F_REQUEST | NLM_F_ACK | flags));
+    MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, NLM_F_REQUEST | flags));
     nfgenmsg g{};
     g.nfgen_family = static_cast<std::uint8_t>(f);
     g.version = NFNETLINK_V0;
@@ -310,15 +313,18 @@ Status Batch::commit(std::string_view what) {
         nlmsghdr* h = nlmsg_hdr(m.get());
         h->nlmsg_seq = ++seq;
         h->nlmsg_pid = 0;
+        if (seq == msgs_.size()) h->nlmsg_flags |= NLM_F_ACK;
         buf.append(reinterpret_cast<const char*>(h), NLMSG_ALIGN(h->nlmsg_len));
     }
     buf += marker(NFNL_MSG_BATCH_END, seq + 1);
     if (int err = nl_sendto(sk.get(), buf.data(), buf.size()); err < 0)
         return fail(std::string(what) + ": " + nl_geterror(err));
-    // One answer per message (an ack, or its error): wait for all of them.
-    std::size_t answered = 0;
+    // The kernel answers every failed message, in order, and the last one (acked) even when
+    // the transaction was aborted; a refused BEGIN (no nf_tables) is the only answer then.
+    // Waiting for the last message's answer therefore sees all errors, whatever the size of
+    // the transaction (no ack per message to fill the receive buffer).
     std::string first_error;
-    while (answered < msgs_.size()) {
+    for (bool done = false; !done;) {
         sockaddr_nl peer{};
         unsigned char* data = nullptr;
         int n = nl_recv(sk.get(), &peer, &data, nullptr);
@@ -328,9 +334,9 @@ Status Batch::commit(std::string_view what) {
         }
         for (auto* h = reinterpret_cast<nlmsghdr*>(data); nlmsg_ok(h, n); h = nlmsg_next(h, &n)) {
             if (h->nlmsg_type != NLMSG_ERROR) continue;
-            ++answered;
             auto* e = static_cast<nlmsgerr*>(nlmsg_data(h));
             if (e->error != 0 && first_error.empty()) first_error = errno_message(-e->error, ext_ack_message(h));
+            if (h->nlmsg_seq == seq || h->nlmsg_seq == 0 || h->nlmsg_seq == seq + 1) done = true;
         }
         std::free(data);
     }
