@@ -4,8 +4,8 @@
 // regular and base chains, and rules built from typed expressions (meta, payload, bitwise,
 // cmp, immediate, fib, masquerade, dnat) carrying their comment as nft's userdata TLV, so
 // `nft list ruleset` shows them as the reference's and the reference's DEL finds them. A Batch
-// is one transaction (NFNL_MSG_BATCH_BEGIN ... END): all of it applies or none. list_rules
-// dumps a table's rules with their handles and comments. Registers are the kernel's 16-byte
+// is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it applies or none,
+// and only its last message is acked. list_rules and list_chains dump a table's objects. Registers are the kernel's 16-byte
 // NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
 #pragma once
 
