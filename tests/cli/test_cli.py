@@ -73,6 +73,33 @@ def dispatch_by_first_argument_and_by_argv0():
 
 
 @test
+def version_is_answered_before_the_c_library_starts():
+    """VERSION through a symlink or `cni-all <applet>` is written by the early entry point and is
+    byte for byte what the dispatcher answers when that path declines (tests/static checks that
+    the static binary makes no other system call)"""
+    env = {"CNI_COMMAND": "VERSION", "PATH": "/usr/bin:/bin"}
+    d = tempfile.mkdtemp()
+    try:
+        for a in APPLETS:
+            os.symlink(CNI_ALL, os.path.join(d, a))
+            versions = cli(a, "--help").stdout.split("CNI versions: ")[1].split("\n")[0].split(", ")
+            want = '{"cniVersion":"1.1.0","supportedVersions":[' + ",".join(f'"{v}"' for v in versions) + "]}\n"
+            by_link = subprocess.run([os.path.join(d, a)], env=env, capture_output=True, text=True)
+            by_arg = cli(a, env=env)
+            # An extra argument makes the early path decline: main() and the dispatcher answer.
+            by_dispatcher = cli(a, "extra", env=env)
+            for r in (by_link, by_arg, by_dispatcher):
+                eq((r.returncode, r.stdout, r.stderr), (0, want, ""), a)
+        # Only an exact VERSION is taken early; anything else reaches the dispatcher's checks.
+        r = subprocess.run([os.path.join(d, "bridge")], env={"CNI_COMMAND": "VERSIONS"}, input='{"name": "n"}',
+                           capture_output=True, text=True)
+        eq(r.returncode, 1)
+        check('"code": 4' in r.stdout and "VERSIONS" in r.stdout, r.stdout)
+    finally:
+        shutil.rmtree(d)
+
+
+@test
 def dhcp_daemon_subcommand_both_ways():
     """`cni-all dhcp daemon` and `dhcp daemon` (the symlink) reach the daemon's flag parser"""
     for r in (cli("dhcp", "daemon", "-bogus"), cli("daemon", "-bogus", argv0="/opt/cni/bin/dhcp")):

@@ -36,6 +36,24 @@ def static_binary_is_static_and_small():
     check(size <= SIZE_LIMIT, f"{size} bytes > 3 MB")
 
 
+@test
+def static_binary_answers_version_before_glibc_starts():
+    """static: VERSION through each applet's symlink is execve, one write and exit_group, nothing else"""
+    check(STATIC and os.path.exists(STATIC), "CNI_ALL_STATIC must name the static build")
+    d = tempfile.mkdtemp()
+    try:
+        applets = [line.split()[0] for line in sh(STATIC, "--list").stdout.splitlines()]
+        check(len(applets) >= 19, applets)
+        for a in applets:
+            os.symlink(STATIC, os.path.join(d, a))
+            trace = os.path.join(d, "trace")
+            r = sh("strace", "-qq", "-o", trace, os.path.join(d, a), env={"CNI_COMMAND": "VERSION"})
+            check(r.stdout.startswith('{"cniVersion":"1.1.0","supportedVersions":["0.'), r.stdout)
+            eq([line.split("(")[0] for line in open(trace).read().splitlines()], ["execve", "write", "exit_group"], a)
+    finally:
+        shutil.rmtree(d)
+
+
 def in_chroot(host, root, *args):
     script = ("set -e; for d in proc sys run/netns; do mount --rbind /$d \"$R/$d\"; done; "
               "exec chroot \"$R\" /opt/cni/bin/cni-all \"$@\"")
