@@ -94,6 +94,9 @@ def two_containers_talk_through_the_bridge():
         eq(br["linkinfo"]["info_kind"] if "linkinfo" in br else "bridge", "bridge")
         eq(link(host, hostveth)["master"], "cnibr0")
         eq(link(c1, "eth0")["mtu"], 1400)
+        # One tx and one rx queue per veth end (created so, without the kernel's cut-back).
+        for ns, dev in ((host, hostveth), (c1, "eth0")):
+            check("numtxqueues 1 numrxqueues 1 " in details(ns, dev), details(ns, dev))
         check("10.74.0.1/24" in sh("ip", "-n", host, "-br", "addr", "show", "cnibr0").stdout)
         eq(r1["interfaces"][0]["mac"], link(host, "cnibr0")["address"])
         sh("ip", "netns", "exec", c1, "ping", "-c1", "-W2", "10.74.0.3")

@@ -106,6 +106,14 @@ Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer) {
     // Go netlink (and so the reference) creates both ends with txqueuelen 0.
     rtnl_link_set_txqlen(veth.get(), 0);
     rtnl_link_set_txqlen(p.get(), 0);
+    // One tx and one rx queue per end, the number the kernel activates anyway. Left unset, the
+    // kernel allocates one per CPU and, the device being registered already, cuts the active
+    // count back to one with an expedited RCU grace period per end (veth_init_queues), which
+    // was most of the veth's creation time here (bench/RESULTS.md).
+    for (rtnl_link* end : {veth.get(), p.get()}) {
+        rtnl_link_set_num_tx_queues(end, 1);
+        rtnl_link_set_num_rx_queues(end, 1);
+    }
     return create(s, veth.get(), "veth", self.name);
 }
 
