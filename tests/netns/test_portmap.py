@@ -378,5 +378,27 @@ def portmap_and_the_go_portmap_remove_each_others_rules():
                f"ADD by {add_dir}, DEL by {del_dir}")
 
 
+@test
+def del_removes_what_the_go_portmap_wrote_through_iptables_nft():
+    """portmap: after the Go portmap's ADD with iptables-nft (Debian 12's default iptables), our DEL removes its DNAT chain and the jump to it from nf_tables"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    nft_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    check(os.path.realpath(shutil.which("iptables", path=nft_env["PATH"])).endswith("xtables-nft-multi"),
+          "iptables must be the nft variant for this test")
+    with Node() as n:
+        c = conflist(n.data, MAPPINGS)
+        res = run_add(REF, c, n.host, ns_path(n.ctr), "pm-nft", env=nft_env)
+
+        def written():
+            out = sh("ip", "netns", "exec", n.host, "iptables-nft-save", "-t", "nat").stdout
+            return [line for line in out.splitlines() if "CNI-DN-" in line]
+        check(any(line.startswith(":CNI-DN-") for line in written()), written())
+        check(any(line.startswith("-A CNI-HOSTPORT-DNAT") and "-j CNI-DN-" in line for line in written()), written())
+        check(not any("CNI-DN-" in line for line in n.nat()), "the Go portmap wrote nothing into the legacy tables")
+        run_del(BIN, c, n.host, ns_path(n.ctr), "pm-nft", res, env=ENV)
+        eq(written(), [])
+
+
 if __name__ == "__main__":
     run_all(cleanup=[BIN, LEGACY])

@@ -222,5 +222,36 @@ def same_state_as_the_go_ptp():
         shutil.rmtree(shim)
 
 
+def nft_variant_nat(ns):
+    """The CNI chains and rules that iptables-nft (Debian 12's `iptables`) shows in nf_tables."""
+    out = sh("ip", "netns", "exec", ns, "iptables-nft-save", "-t", "nat").stdout
+    return [line for line in out.splitlines() if "CNI" in line]
+
+
+@test
+def del_removes_what_the_go_ptp_wrote_through_iptables_nft():
+    """ptp: after the Go plugin's ADD with iptables-nft (Debian 12's default iptables), our DEL removes its masquerade chain and rule from nf_tables"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    data = tempfile.mkdtemp()
+    nft_path = "/usr/lib/cni:/usr/sbin:/usr/bin:/sbin:/bin"
+    check(os.path.realpath(shutil.which("iptables", path=nft_path)).endswith("xtables-nft-multi"),
+          "iptables must be the nft variant for this test")
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            c = conf(data, version="1.0.0", masq=True)
+            ptp(REF).run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-nftvariant",
+                         extra_env={"PATH": nft_path}).ok()
+            written = nft_variant_nat(host)
+            check(any(line.startswith(":CNI-") for line in written), written)
+            check(any("-A POSTROUTING" in line and "-j CNI-" in line for line in written), written)
+            eq(nat_rules(host), [], "the Go plugin wrote nothing into the legacy tables")
+            ptp().run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-nftvariant").ok()
+            eq(nft_variant_nat(host), [])
+            eq(reservations(data), [])
+    finally:
+        shutil.rmtree(data)
+
+
 if __name__ == "__main__":
     run_all(cleanup=[BIN])

@@ -14,6 +14,7 @@
 #include <map>
 
 #include "core/fw/names.hpp"
+#include "core/fw/xtables_nft.hpp"
 #include "core/os/file_lock.hpp"
 
 namespace cni::fw {
@@ -304,7 +305,7 @@ Status teardown_hostports(std::string_view network, std::string_view container_i
         CNI_TRY(remove_chain(*nat, kOldSnatChain, old_snat));
         CNI_TRY(nat->commit());
     }
-    return {};
+    return remove_xtables_nft_chains({chain, old_snat});
 }
 
 Status check_hostports(const HostPortSpec& s) {

@@ -7,6 +7,7 @@
 #include "core/cni/cni_args.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
+#include "core/fw/xtables_nft.hpp"
 #include "core/nl/nftables.hpp"
 #include "core/os/file_lock.hpp"
 
@@ -168,6 +169,7 @@ Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const Ma
 Status teardown_ipmasq(const MasqOwner& owner) {
     auto ipt = iptables_teardown(owner.network, owner.container_id);
     CNI_TRY(nft_masq::teardown(owner));
+    CNI_TRY(remove_xtables_nft_chains({chain_name("CNI-", owner.network, owner.container_id)}));
     return ipt;
 }
 

@@ -346,6 +346,29 @@ Status Batch::commit(std::string_view what) {
 
 namespace {
 
+// The chain a rule's jump or goto verdict names (an `immediate` expression), if it has one.
+std::string jump_target(nlattr* expressions) {
+    nlattr* elem;
+    int rem;
+    nla_for_each_nested(elem, expressions, rem) {
+        nlattr* e[NFTA_EXPR_MAX + 1];
+        if (nla_parse_nested(e, NFTA_EXPR_MAX, elem, nullptr) < 0 || !e[NFTA_EXPR_NAME] || !e[NFTA_EXPR_DATA] ||
+            std::strcmp(nla_get_string(e[NFTA_EXPR_NAME]), "immediate") != 0)
+            continue;
+        nlattr* imm[NFTA_IMMEDIATE_MAX + 1];
+        nlattr* data[NFTA_DATA_MAX + 1];
+        nlattr* verdict[NFTA_VERDICT_MAX + 1];
+        if (nla_parse_nested(imm, NFTA_IMMEDIATE_MAX, e[NFTA_EXPR_DATA], nullptr) < 0 || !imm[NFTA_IMMEDIATE_DATA] ||
+            nla_parse_nested(data, NFTA_DATA_MAX, imm[NFTA_IMMEDIATE_DATA], nullptr) < 0 || !data[NFTA_DATA_VERDICT] ||
+            nla_parse_nested(verdict, NFTA_VERDICT_MAX, data[NFTA_DATA_VERDICT], nullptr) < 0 ||
+            !verdict[NFTA_VERDICT_CODE] || !verdict[NFTA_VERDICT_CHAIN])
+            continue;
+        auto code = static_cast<std::int32_t>(ntohl(nla_get_u32(verdict[NFTA_VERDICT_CODE])));
+        if (code == NFT_JUMP || code == NFT_GOTO) return nla_get_string(verdict[NFTA_VERDICT_CHAIN]);
+    }
+    return {};
+}
+
 int on_rule(nl_msg* msg, void* arg) {
     nlattr* tb[NFTA_RULE_MAX + 1];
     if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] ||
@@ -355,6 +378,7 @@ int on_rule(nl_msg* msg, void* arg) {
     r.chain = nla_get_string(tb[NFTA_RULE_CHAIN]);
     r.handle = be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]));
     if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
+    if (tb[NFTA_RULE_EXPRESSIONS]) r.jumps_to = jump_target(tb[NFTA_RULE_EXPRESSIONS]);
     static_cast<std::vector<ListedRule>*>(arg)->push_back(std::move(r));
     return NL_OK;
 }
@@ -406,6 +430,24 @@ Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
     for (auto& c : all)
         if (c.starts_with(prefix)) names.push_back(c.substr(prefix.size()));
     return names;
+}
+
+Result<bool> has_chain(Family f, std::string_view table, std::string_view chain) {
+    CNI_TRY_ASSIGN(auto sk, connect());
+    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETCHAIN, 0));
+    nfgenmsg g{};
+    g.nfgen_family = static_cast<std::uint8_t>(f);
+    g.version = NFNETLINK_V0;
+    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0 ||
+        nla_put_string(req.get(), NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
+        nla_put_string(req.get(), NFTA_CHAIN_NAME, std::string(chain).c_str()) != 0)
+        return fail("nftables: out of memory");
+    std::string what = "nftables: looking up chain " + std::string(chain) + " in table " + std::string(table);
+    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
+    int err = nl_recvmsgs_default(sk.get());
+    if (err == -NLE_OBJ_NOTFOUND) return false;  // no such table or chain
+    if (err < 0) return fail(what + ": " + nl_geterror(err));
+    return true;
 }
 
 bool available() {

@@ -89,12 +89,16 @@ struct ListedRule {
     std::string chain;
     std::uint64_t handle = 0;
     std::string comment;
+    std::string jumps_to;  // the chain of its jump or goto verdict, if any
 };
 // Every rule of the table, in chain order; none when the table does not exist.
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);
 
 // The names of the table's chains; none when the table does not exist.
 Result<std::vector<std::string>> list_chains(Family f, std::string_view table);
+
+// Whether the table has the chain; false when either does not exist.
+Result<bool> has_chain(Family f, std::string_view table, std::string_view chain);
 
 // Whether nf_tables answers in this namespace (the kernel has it and we may use it).
 bool available();
