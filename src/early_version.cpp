@@ -12,22 +12,11 @@
 // them equal for every applet.
 #include <cstddef>
 
-#include "applet_table.hpp"
-#include "core/applet.hpp"
-
-namespace cni {
-#define CNI_DECLARE_APPLET(id, name) extern const Applet id##_applet;
-CNI_ALL_APPLETS(CNI_DECLARE_APPLET)
-#undef CNI_DECLARE_APPLET
-}  // namespace cni
+#include "registry.hpp"
 
 namespace {
 
 using cni::Applet;
-
-#define CNI_APPLET_REF(id, name) &cni::id##_applet,
-const Applet* const kEarlyApplets[] = {CNI_ALL_APPLETS(CNI_APPLET_REF)};
-#undef CNI_APPLET_REF
 
 long raw_syscall3(long nr, long a, long b, long c) {
     long ret;
@@ -65,8 +54,10 @@ const char* basename_of(const char* path) {
 
 const Applet* applet_named(const char* name) {
     std::size_t n = length(name);
-    for (const Applet* a : kEarlyApplets)
+    for (std::size_t i = 0; i < cni::kAppletCount; ++i) {
+        const Applet* a = cni::kAppletTable[i];
         if (equal(name, n, a->name.data(), a->name.size())) return a;
+    }
     return nullptr;
 }
 
@@ -79,14 +70,13 @@ const Applet* called_applet(int argc, char** argv) {
     return nullptr;
 }
 
-// The first CNI_COMMAND in the environment, as getenv finds it, is exactly VERSION.
+// The environment's CNI_COMMAND is exactly VERSION; the last one counts, as for the dispatcher
+// (cni::env_value).
 bool asks_version(char** envp) {
+    const char* command = nullptr;
     for (char** e = envp; *e; ++e)
-        if (starts_with(*e, "CNI_COMMAND=")) {
-            const char* v = *e + 12;
-            return equal(v, length(v), "VERSION", 7);
-        }
-    return false;
+        if (starts_with(*e, "CNI_COMMAND=")) command = *e + 12;
+    return command && equal(command, length(command), "VERSION", 7);
 }
 
 struct Buffer {

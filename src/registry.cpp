@@ -2,6 +2,8 @@
 // The applet table, expanded from the generated CNI_ALL_APPLETS list (see registry.hpp).
 #include "registry.hpp"
 
+#include <iterator>
+
 #include "applet_table.hpp"
 
 namespace cni {
@@ -10,16 +12,15 @@ namespace cni {
 CNI_ALL_APPLETS(CNI_DECLARE_APPLET)
 #undef CNI_DECLARE_APPLET
 
-namespace {
 #define CNI_APPLET_REF(id, name) &id##_applet,
-const Applet* const kApplets[] = {CNI_ALL_APPLETS(CNI_APPLET_REF)};
+const Applet* const kAppletTable[] = {CNI_ALL_APPLETS(CNI_APPLET_REF)};
 #undef CNI_APPLET_REF
-}  // namespace
+const std::size_t kAppletCount = std::size(kAppletTable);
 
-std::span<const Applet* const> all_applets() { return kApplets; }
+std::span<const Applet* const> all_applets() { return {kAppletTable, kAppletCount}; }
 
 const Applet* find_applet(std::string_view name) {
-    for (const Applet* a : kApplets)
+    for (const Applet* a : all_applets())
         if (a->name == name) return a;
     return nullptr;
 }

@@ -3,12 +3,17 @@
 // in the list's order (sorted; a unit test holds it to that). No static self-registration.
 #pragma once
 
+#include <cstddef>
 #include <span>
 #include <string_view>
 
 #include "core/applet.hpp"
 
 namespace cni {
+
+// The table itself, constant data: early_version.cpp reads it before the C library starts.
+extern const Applet* const kAppletTable[];
+extern const std::size_t kAppletCount;
 
 std::span<const Applet* const> all_applets();
 const Applet* find_applet(std::string_view name);

@@ -72,6 +72,18 @@ def dispatch_by_first_argument_and_by_argv0():
     check('"supportedVersions"' in a.stdout, a.stdout)
 
 
+# execve(argv[1]) with exactly the environment strings argv[2:], duplicates kept (os.execve
+# takes a mapping, which cannot hold a key twice).
+EXEC_WITH_ENV = r"""
+import ctypes, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def strings(items):
+    return (ctypes.c_char_p * (len(items) + 1))(*[i.encode() for i in items], None)
+libc.execve(sys.argv[1].encode(), strings([sys.argv[1]]), strings(sys.argv[2:]))
+sys.exit("execve failed")
+"""
+
+
 @test
 def version_is_answered_before_the_c_library_starts():
     """VERSION through a symlink or `cni-all <applet>` is written by the early entry point and is
@@ -90,6 +102,12 @@ def version_is_answered_before_the_c_library_starts():
             by_dispatcher = cli(a, "extra", env=env)
             for r in (by_link, by_arg, by_dispatcher):
                 eq((r.returncode, r.stdout, r.stderr), (0, want, ""), a)
+        # With CNI_COMMAND twice the last one counts, on both paths (as cni::env_value reads it).
+        for first, last, version_doc in (("ADD", "VERSION", True), ("VERSION", "ADD", False)):
+            r = subprocess.run([sys.executable, "-c", EXEC_WITH_ENV, os.path.join(d, "bridge"),
+                                f"CNI_COMMAND={first}", f"CNI_COMMAND={last}"],
+                               input='{"name": "n"}', capture_output=True, text=True)
+            eq(r.stdout.startswith('{"cniVersion":"1.1.0","supportedVersions"'), version_doc, (first, last, r.stdout))
         # Only an exact VERSION is taken early; anything else reaches the dispatcher's checks.
         r = subprocess.run([os.path.join(d, "bridge")], env={"CNI_COMMAND": "VERSIONS"}, input='{"name": "n"}',
                            capture_output=True, text=True)
