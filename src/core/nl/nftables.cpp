@@ -140,6 +140,16 @@ Result<SockPtr> connect() {
     return sk;
 }
 
+// One nf_tables message: the nfnetlink header for `f`, no attributes yet; null when out of memory.
+std::unique_ptr<nl_msg, Deleter<nlmsg_free>> new_message(int type, int flags, Family f) {
+    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> msg(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, flags));
+    nfgenmsg g{};
+    g.nfgen_family = static_cast<std::uint8_t>(f);
+    g.version = NFNETLINK_V0;
+    if (msg && nlmsg_append(msg.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0) msg.reset();
+    return msg;
+}
+
 }  // namespace
 
 Exprs match_address(Family table, bool source, const IpNet& net, bool negated) {
@@ -213,11 +223,8 @@ Exprs dnat_to(const IpAddr& ip, std::uint16_t port) {
 }
 
 nl_msg* Batch::start(int type, int flags, Family f) {
-    MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, NLM_F_REQUEST | flags));
-    nfgenmsg g{};
-    g.nfgen_family = static_cast<std::uint8_t>(f);
-    g.version = NFNETLINK_V0;
-    if (!msg || nlmsg_append(msg.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0) {
+    MsgPtr msg = new_message(type, NLM_F_REQUEST | flags, f);
+    if (!msg) {
         oom_ = true;
         return nullptr;
     }
@@ -402,12 +409,8 @@ Result<std::vector<T>> dump_table(Family f, std::string_view table, int type, in
     CNI_TRY_ASSIGN(auto sk, connect());
     std::vector<T> out;
     nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_object, &out);
-    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, NLM_F_DUMP));
-    nfgenmsg g{};
-    g.nfgen_family = static_cast<std::uint8_t>(f);
-    g.version = NFNETLINK_V0;
-    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0 ||
-        nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0)
+    auto req = new_message(type, NLM_F_DUMP, f);
+    if (!req || nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0)
         return fail("nftables: out of memory");
     std::string msg = "nftables: listing the " + std::string(what) + " of table " + std::string(table);
     if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(msg + ": " + nl_geterror(err));
@@ -434,18 +437,15 @@ Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
 
 Result<bool> has_chain(Family f, std::string_view table, std::string_view chain) {
     CNI_TRY_ASSIGN(auto sk, connect());
-    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETCHAIN, 0));
-    nfgenmsg g{};
-    g.nfgen_family = static_cast<std::uint8_t>(f);
-    g.version = NFNETLINK_V0;
-    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0 ||
-        nla_put_string(req.get(), NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
+    auto req = new_message(NFT_MSG_GETCHAIN, 0, f);
+    if (!req || nla_put_string(req.get(), NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
         nla_put_string(req.get(), NFTA_CHAIN_NAME, std::string(chain).c_str()) != 0)
         return fail("nftables: out of memory");
     std::string what = "nftables: looking up chain " + std::string(chain) + " in table " + std::string(table);
     if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
     int err = nl_recvmsgs_default(sk.get());
-    if (err == -NLE_OBJ_NOTFOUND) return false;  // no such table or chain
+    // No such table or chain, or a kernel without this family's tables: nothing to find.
+    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_AF_NOSUPPORT || err == -NLE_OPNOTSUPP) return false;
     if (err < 0) return fail(what + ": " + nl_geterror(err));
     return true;
 }
@@ -453,10 +453,8 @@ Result<bool> has_chain(Family f, std::string_view table, std::string_view chain)
 bool available() {
     auto sk = connect();
     if (!sk) return false;
-    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> req(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETGEN, 0));
-    nfgenmsg g{};
-    g.version = NFNETLINK_V0;
-    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0) return false;
+    auto req = new_message(NFT_MSG_GETGEN, 0, Family{});
+    if (!req) return false;
     if (nl_send_auto(sk->get(), req.get()) < 0) return false;
     return nl_recvmsgs_default(sk->get()) >= 0;  // the generation, or an error without nf_tables
 }
