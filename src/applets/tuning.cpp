@@ -14,12 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <dirent.h>
-
-#include <fstream>
+#include <cerrno>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "core/applet.hpp"
@@ -32,6 +29,7 @@
 #include "core/os/fs.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
+#include "core/regexp.hpp"
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
@@ -124,24 +122,24 @@ Result<std::string> sysctl_file(const std::string& key, const std::string& ifnam
     return clean;
 }
 
-// The allowlist, when the file exists: every key must match one of its non-empty lines.
+// The allowlist, when the file exists: every key must match one of its non-empty lines, each a
+// Go regexp.
 Status check_allowlist(const std::map<std::string, std::string>& sysctl) {
-    std::ifstream f(kAllowlist);
-    if (!f || sysctl.empty()) return {};
+    struct stat st{};
+    if (sysctl.empty() || (::stat(kAllowlist, &st) != 0 && errno == ENOENT)) return {};
+    CNI_TRY_ASSIGN(std::string text, os::read_file(kAllowlist));
     std::vector<std::string> lines;
-    for (std::string line; std::getline(f, line);)
+    for (auto line : split(text, '\n'))
         if (auto t = trim_space(line); !t.empty()) lines.emplace_back(t);
-    std::vector<std::regex> patterns;
+    std::vector<Regexp> patterns;
     for (auto& l : lines) {
-        try {
-            patterns.emplace_back(l, std::regex::ECMAScript);
-        } catch (const std::regex_error&) {
-            return fail(std::string("invalid pattern ") + go_quote(l) + " in " + kAllowlist);
-        }
+        auto re = Regexp::compile(l);
+        if (!re) return fail(std::string("invalid pattern ") + go_quote(l) + " in " + kAllowlist + ": " + re.error().msg);
+        patterns.push_back(std::move(*re));
     }
     for (auto& [key, value] : sysctl) {
         bool ok = false;
-        for (auto& p : patterns) ok = ok || std::regex_search(key, p);
+        for (auto& p : patterns) ok = ok || p.search(key);
         if (!ok) {
             std::string list = "[";
             for (std::size_t i = 0; i < lines.size(); ++i) list += (i ? " " : "") + lines[i];

@@ -167,6 +167,19 @@ def tuning_allowlist():
                "Sysctl net.ipv4.ip_forward is not allowed. Only the following sysctls are allowed: "
                "[^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$ somaxconn]")
             eq(sysctl(ctr, "net/ipv4/ip_forward"), "0")
+            # Go regexp syntax: a flag group (which ECMAScript lacks) and a POSIX class.
+            with open(allow, "w") as f:
+                f.write("(?i)^NET\\.CORE\\.[[:alpha:]]+conn$\n")
+            p.run("ADD", conf(backups, ctr, sysctl={"net.core.somaxconn": "700"}), host_ns=host, netns=ns_path(ctr),
+                  container_id="t-3").ok()
+            eq(sysctl(ctr, "net/core/somaxconn"), "700")
+            with open(allow, "w") as f:
+                f.write("net.(core\n")
+            eq(p.run("ADD", conf(backups, ctr, sysctl={"net.core.somaxconn": "800"}), host_ns=host, netns=ns_path(ctr),
+                     container_id="t-4").error()["msg"],
+               'invalid pattern "net.(core" in /etc/cni/tuning/allowlist.conf: '
+               "error parsing regexp: missing closing ): `net.(core`")
+            eq(sysctl(ctr, "net/core/somaxconn"), "700")
     finally:
         shutil.rmtree(data)
 

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// Go regexp syntax and MatchString answers (tuning's allowlist): the expected values are what
+// Go's regexp package gives for the same pattern and text.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/regexp.hpp"
+
+namespace {
+
+bool matches(std::string_view pattern, std::string_view text) {
+    auto re = cni::Regexp::compile(pattern);
+    INFO("pattern " << pattern);
+    REQUIRE(re);
+    return re->search(text);
+}
+
+std::string parse_error(std::string_view pattern) {
+    auto re = cni::Regexp::compile(pattern);
+    INFO("pattern " << pattern);
+    REQUIRE_FALSE(re);
+    CHECK(re.error().code == cni::code::invalid_config);
+    return re.error().msg;
+}
+
+}  // namespace
+
+TEST_CASE("regexp: allowlist patterns as operators write them") {
+    CHECK(matches("^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$", "net.ipv4.conf.IFNAME.arp_ignore"));
+    CHECK_FALSE(matches("^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$", "net.ipv4.conf.IFNAME.arp_ignore2"));
+    CHECK(matches("somaxconn", "net.core.somaxconn"));  // unanchored, as MatchString
+    CHECK_FALSE(matches("^somaxconn", "net.core.somaxconn"));
+    CHECK(matches("^net\\.ipv6\\.conf\\.(all|default|IFNAME)\\.accept_ra$", "net.ipv6.conf.default.accept_ra"));
+    CHECK_FALSE(matches("^net\\.ipv6\\.conf\\.(all|default)\\.accept_ra$", "net.ipv6.conf.eth0.accept_ra"));
+    CHECK(matches("net.core.rmem_(max|default)", "net.core.rmem_max"));
+    CHECK(matches("", "anything"));
+}
+
+TEST_CASE("regexp: repetition") {
+    CHECK(matches("^a{3}$", "aaa"));
+    CHECK_FALSE(matches("^a{3}$", "aa"));
+    CHECK(matches("^a{2,}$", "aaaaa"));
+    CHECK(matches("^a{1,2}b$", "aab"));
+    CHECK_FALSE(matches("^a{1,2}b$", "aaab"));
+    CHECK(matches("^a{0}b$", "b"));
+    CHECK(matches("^ab*?c$", "abbbc"));
+    CHECK(matches("^(ab)+$", "ababab"));
+    CHECK_FALSE(matches("^(ab)+$", "ababa"));
+    CHECK(matches("^x?y$", "y"));
+    // A `{` that opens no valid count is a literal in Go.
+    CHECK(matches("^a{,2}$", "a{,2}"));
+    CHECK(matches("^a{x}$", "a{x}"));
+    CHECK(matches("^{$", "{"));
+    // Nested empty loops terminate, and a pathological pattern runs in linear time.
+    CHECK(matches("^(a*)*$", "aaaa"));
+    CHECK(matches("(|a)*b", "b"));
+    CHECK_FALSE(matches("^(a*)*b$", std::string(5000, 'a')));
+    CHECK_FALSE(matches("(a|aa)*c", std::string(5000, 'a')));
+}
+
+TEST_CASE("regexp: classes") {
+    CHECK(matches("^[]a]+$", "]a]"));
+    CHECK(matches("^[^]a]$", "b"));
+    CHECK_FALSE(matches("^[^]a]$", "]"));
+    CHECK(matches("^[a-]+$", "a-a"));
+    CHECK(matches("^[a-c-e]+$", "c-e"));
+    CHECK_FALSE(matches("^[a-c-e]+$", "d"));
+    CHECK(matches("^[[:alpha:]]+[[:digit:]]$", "eth0"));
+    CHECK(matches("^[[:^digit:]]$", "x"));
+    CHECK_FALSE(matches("^[[:^digit:]]$", "7"));
+    CHECK(matches("^\\d\\D\\w\\W\\s\\S$", "1x_. y"));
+    CHECK_FALSE(matches("^\\s$", "\v"));  // Go's \s has no \v
+    CHECK(matches("^[\\d.]+$", "10.0.0.1"));
+    CHECK(matches("^[^a]$", "\n"));  // a negated class matches a newline, as in Go
+    CHECK_FALSE(matches("^.$", "\n"));
+    CHECK(matches("^[\\x41-\\x43]+$", "ABC"));
+    CHECK(matches("^[\\]\\-]+$", "]-"));
+}
+
+TEST_CASE("regexp: escapes") {
+    CHECK(matches("^\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\^\\$\\\\$", ".*+?()[]{}|^$\\"));
+    CHECK(matches("^\\x41\\x{42}\\103$", "ABC"));
+    CHECK(matches("^\\x{e9}$", "\xc3\xa9"));  // a code point is matched as its UTF-8 bytes
+    CHECK(matches("^\\Qa.b*\\E$", "a.b*"));
+    CHECK_FALSE(matches("^\\Qa.b\\E$", "axb"));
+    CHECK(matches("^\\t\\n$", "\t\n"));
+    CHECK(matches("^\\0$", std::string(1, '\0')));
+}
+
+TEST_CASE("regexp: assertions and flags") {
+    CHECK(matches("\\bconf\\b", "net.ipv4.conf.all"));
+    CHECK_FALSE(matches("\\bconf\\b", "net.ipv4.config"));
+    CHECK(matches("\\Bonf", "conf"));
+    CHECK(matches("\\B", ""));  // no word on either side: not a boundary
+    CHECK(matches("\\Aab\\z", "ab"));
+    CHECK_FALSE(matches("^b", "a\nb"));
+    CHECK(matches("(?m)^b$", "a\nb\nc"));
+    CHECK_FALSE(matches("a$", "a\n"));  // $ is the end of the text, not before a final newline
+    CHECK(matches("(?i)NET\\.CORE", "net.core.somaxconn"));
+    CHECK(matches("^(?i:A)b$", "ab"));
+    CHECK_FALSE(matches("^(?i:A)b$", "aB"));
+    CHECK(matches("^(?i)a|B$", "b"));  // (?i) reaches every later alternative of its group
+    CHECK(matches("^(?i)[a-c]+$", "AbC"));
+    CHECK_FALSE(matches("^(?i)[^a]$", "A"));
+    CHECK(matches("(?s)^a.b$", "a\nb"));
+    CHECK(matches("^a(?i)b(?-i)c$", "aBc"));
+    CHECK_FALSE(matches("^a(?i)b(?-i)c$", "aBC"));
+    CHECK(matches("^(?U)a+$", "aaa"));
+    CHECK(matches("^(?P<key>[a-z]+)\\.(?<rest>.*)$", "net.core"));
+    CHECK(matches("^(?:ab)+$", "abab"));
+    CHECK(matches("a(?)b", "ab"));
+}
+
+TEST_CASE("regexp: errors read as Go's") {
+    CHECK(parse_error("net.(") == "error parsing regexp: missing closing ): `net.(`");
+    CHECK(parse_error("a)") == "error parsing regexp: unexpected ): `a)`");
+    CHECK(parse_error("[a") == "error parsing regexp: missing closing ]: `[a`");
+    CHECK(parse_error("*a") == "error parsing regexp: missing argument to repetition operator: `*`");
+    CHECK(parse_error("a|+") == "error parsing regexp: missing argument to repetition operator: `+`");
+    CHECK(parse_error("(?i)*") == "error parsing regexp: missing argument to repetition operator: `*`");
+    CHECK(parse_error("a**") == "error parsing regexp: invalid nested repetition operator: `**`");
+    CHECK(parse_error("a{2}{3}") == "error parsing regexp: invalid nested repetition operator: `{2}{3}`");
+    CHECK(parse_error("a{1001}") == "error parsing regexp: invalid repeat count: `{1001}`");
+    CHECK(parse_error("a{3,2}") == "error parsing regexp: invalid repeat count: `{3,2}`");
+    CHECK(parse_error("[z-a]") == "error parsing regexp: invalid character class range: `z-a`");
+    CHECK(parse_error("[[:nope:]]") == "error parsing regexp: invalid character class range: `[:nope:]`");
+    CHECK(parse_error("a\\") == "error parsing regexp: trailing backslash at end of expression: ``");
+    CHECK(parse_error("\\1") == "error parsing regexp: invalid escape sequence: `\\1`");
+    CHECK(parse_error("\\xZZ") == "error parsing regexp: invalid escape sequence: `\\xZZ`");
+    CHECK(parse_error("\\q") == "error parsing regexp: invalid escape sequence: `\\q`");
+    CHECK(parse_error("(?x)a") == "error parsing regexp: invalid or unsupported Perl syntax: `(?x`");
+    CHECK(parse_error("(?i-)a") == "error parsing regexp: invalid or unsupported Perl syntax: `(?i-)`");
+    CHECK(parse_error("(?P<>a)") == "error parsing regexp: invalid named capture: `(?P<>`");
+    CHECK(parse_error("\\pL") == "error parsing regexp: Unicode classes are not supported: `\\pL`");
+    CHECK(parse_error("[\\x{e9}]") == "error parsing regexp: non-ASCII characters in a class are not supported: `\\x{e9}`");
+    CHECK(parse_error("a*?*") == "error parsing regexp: invalid nested repetition operator: `*?*`");
+    CHECK(parse_error("a{2}{1001}") == "error parsing regexp: invalid repeat count: `{1001}`");
+    CHECK(parse_error("((a{1000}){1000}){1000}") ==
+          "error parsing regexp: expression too large: `((a{1000}){1000}){1000}`");
+}
