@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The two string operations the Go reference leans on everywhere, with Go's semantics:
+// The string operations the Go reference leans on everywhere, with Go's semantics:
 // strings.Split (an empty input gives one empty field; separators at the ends give empty
-// fields) and strings.TrimSpace (ASCII white space).
+// fields), strings.TrimSpace and strings.Fields (ASCII white space).
 #pragma once
 
 #include <string_view>
@@ -20,11 +20,24 @@ inline std::vector<std::string_view> split(std::string_view s, char sep) {
     }
 }
 
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
 inline std::string_view trim_space(std::string_view s) {
-    auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
-    while (!s.empty() && space(s.front())) s.remove_prefix(1);
-    while (!s.empty() && space(s.back())) s.remove_suffix(1);
+    while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
+    while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
     return s;
+}
+
+// The words of `s` between runs of white space; none for a blank string.
+inline std::vector<std::string_view> fields(std::string_view s) {
+    std::vector<std::string_view> out;
+    for (std::size_t i = 0; i < s.size();) {
+        while (i < s.size() && is_space(s[i])) ++i;
+        std::size_t start = i;
+        while (i < s.size() && !is_space(s[i])) ++i;
+        if (i > start) out.push_back(s.substr(start, i - start));
+    }
+    return out;
 }
 
 }  // namespace cni

@@ -164,4 +164,13 @@ TEST_CASE("dhcp daemon flags: Go flag syntax and durations") {
     CHECK(parse_go_duration("1h")->count() == 3600000);
     CHECK(!parse_go_duration("10"));
     CHECK(!parse_go_duration("s"));
+    CHECK(parse_go_duration("1.5s")->count() == 1500);
+    CHECK(parse_go_duration(".25s")->count() == 250);
+    CHECK(parse_go_duration("1h2m3.5s")->count() == 3723500);
+    CHECK(parse_go_duration("2us")->count() == 0);
+    CHECK(parse_go_duration("1500µs")->count() == 2);  // 1.5 ms rounds up
+    CHECK(parse_go_duration("2562047h")->count() == 2562047LL * 3600000);
+    CHECK(parse_go_duration("2562048h").error().msg == "invalid duration \"2562048h\"");  // over Go's int64
+    CHECK(parse_go_duration(".s").error().msg == "invalid duration \".s\"");
+    CHECK(parse_go_duration("5x").error().msg == "missing or unknown unit in duration \"5x\"");
 }

@@ -12,8 +12,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -263,30 +261,46 @@ void serve_connection(Daemon& d, os::UniqueFd fd) {
 
 }  // namespace
 
+// Go's time.ParseDuration as Go computes it: whole units in integer nanoseconds, a fraction
+// through a float; then rounded to milliseconds.
 Result<std::chrono::milliseconds> parse_go_duration(std::string_view s) {
-    static constexpr std::pair<std::string_view, double> kUnits[] = {
-        {"ns", 1e-6}, {"us", 1e-3}, {"µs", 1e-3}, {"ms", 1}, {"s", 1e3}, {"m", 60e3}, {"h", 3600e3},
+    static constexpr std::pair<std::string_view, std::uint64_t> kUnits[] = {
+        {"ns", 1}, {"us", 1'000}, {"µs", 1'000}, {"ms", 1'000'000}, {"s", 1'000'000'000},
+        {"m", 60'000'000'000}, {"h", 3'600'000'000'000},
     };
+    constexpr std::uint64_t kMax = std::uint64_t(1) << 63;  // Go's Duration is an int64
     if (s == "0") return std::chrono::milliseconds(0);
-    if (s.empty()) return fail(code::invalid_config, "invalid duration \"\"");
-    double total = 0;
+    auto invalid = [&] { return fail(code::invalid_config, "invalid duration \"" + std::string(s) + "\""); };
+    if (s.empty()) return invalid();
+    std::uint64_t total = 0;
     std::string_view rest = s;
+    auto digit = [&](std::size_t i) { return i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])); };
     while (!rest.empty()) {
-        std::size_t n = 0;
-        while (n < rest.size() && (std::isdigit(static_cast<unsigned char>(rest[n])) || rest[n] == '.')) ++n;
-        double value = 0;
-        auto [end, ec] = std::from_chars(rest.data(), rest.data() + n, value);
-        if (n == 0 || ec != std::errc() || end != rest.data() + n) return fail(code::invalid_config, "invalid duration \"" + std::string(s) + "\"");
-        rest.remove_prefix(n);
+        std::size_t i = 0;
+        std::uint64_t whole = 0, fraction = 0, scale = 1;
+        for (; digit(i); ++i)
+            if (__builtin_mul_overflow(whole, 10u, &whole) || __builtin_add_overflow(whole, unsigned(rest[i] - '0'), &whole)) return invalid();
+        bool has_whole = i > 0, has_fraction = false;
+        if (i < rest.size() && rest[i] == '.') {
+            for (++i; digit(i); ++i) {
+                has_fraction = true;
+                if (scale < 1'000'000'000'000'000'000u) fraction = fraction * 10 + unsigned(rest[i] - '0'), scale *= 10;
+            }
+        }
+        if (!has_whole && !has_fraction) return invalid();
+        rest.remove_prefix(i);
         std::size_t u = 0;
-        while (u < rest.size() && !std::isdigit(static_cast<unsigned char>(rest[u])) && rest[u] != '.') ++u;
+        while (u < rest.size() && !digit(u) && rest[u] != '.') ++u;
         auto unit = rest.substr(0, u);
         auto it = std::find_if(std::begin(kUnits), std::end(kUnits), [&](auto& k) { return k.first == unit; });
         if (it == std::end(kUnits)) return fail(code::invalid_config, "missing or unknown unit in duration \"" + std::string(s) + "\"");
-        total += value * it->second;
+        std::uint64_t v = 0;
+        if (__builtin_mul_overflow(whole, it->second, &v)) return invalid();
+        v += std::uint64_t(double(fraction) * (double(it->second) / double(scale)));
+        if (__builtin_add_overflow(total, v, &total) || total >= kMax) return invalid();
         rest.remove_prefix(u);
     }
-    return std::chrono::milliseconds(std::llround(total));
+    return std::chrono::milliseconds(std::int64_t((total + 500'000) / 1'000'000));
 }
 
 Result<DaemonOptions> parse_daemon_options(std::span<const std::string> args) { return parse_flags(args); }

@@ -6,9 +6,11 @@
 #include <linux/rtnetlink.h>
 #include <netlink/msg.h>
 
-#include <fstream>
+#include <charconv>
 
 #include "core/nl/ptr.hpp"
+#include "core/os/fs.hpp"
+#include "core/strings.hpp"
 
 namespace cni::nl {
 namespace {
@@ -79,9 +81,12 @@ Status bridge_vlan_del(const Socket& s, int port_index, std::uint16_t vid) {
 }
 
 Result<std::uint16_t> bridge_default_pvid(const std::string& bridge) {
-    std::ifstream f("/sys/class/net/" + bridge + "/bridge/default_pvid");
+    auto text = os::read_file("/sys/class/net/" + bridge + "/bridge/default_pvid");
+    std::string_view digits = text ? trim_space(*text) : std::string_view();
     unsigned pvid = 0;
-    if (!(f >> pvid) || pvid > 4094) return fail("reading default_pvid of bridge " + bridge);
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pvid);
+    if (!text || digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || pvid > 4094)
+        return fail("reading default_pvid of bridge " + bridge);
     return std::uint16_t(pvid);
 }
 

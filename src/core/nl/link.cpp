@@ -13,11 +13,11 @@
 #include <netlink/route/link/vrf.h>
 
 #include <cstdio>
-#include <fstream>
 #include <random>
 #include <thread>
 
 #include "core/nl/nl_addr.hpp"
+#include "core/os/fs.hpp"
 
 namespace cni::nl {
 
@@ -125,8 +125,7 @@ Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering) {
     CNI_TRY(create(s, br.get(), "bridge", attrs.name));
     if (!vlan_filtering) return {};
     // libnl 3.7 cannot set IFLA_BR_VLAN_FILTERING; the bridge's sysfs knob is the same switch.
-    std::ofstream f("/sys/class/net/" + attrs.name + "/bridge/vlan_filtering");
-    if (!(f << "1" << std::flush)) {
+    if (!os::write_file("/sys/class/net/" + attrs.name + "/bridge/vlan_filtering", "1", 0644)) {
         (void)delete_link(s, attrs.name);  // a new bridge without the filtering asked for is no use
         return fail("enabling vlan_filtering on bridge " + attrs.name + ": the kernel lacks VLAN-filtering bridges");
     }

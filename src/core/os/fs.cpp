@@ -6,9 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "core/os/errno_error.hpp"
 #include "core/os/unique_fd.hpp"
 
@@ -29,11 +26,11 @@ Status mkdir_all(const std::string& path, mode_t mode) {
 }
 
 Result<std::string> read_file(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) return sys_fail("open", path);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) return sys_fail("open", path);
+    auto text = read_all(fd.get(), std::size_t(1) << 30);
+    if (!text) return fail(text.error().msg + " " + path);
+    return text;
 }
 
 std::string absolute_path(const std::string& path) {
