@@ -566,7 +566,7 @@ for name, s, procs in results:
     c_o, c_r = statistics.mean(co), statistics.mean(cr)
     lines.append(f"| {name} | {m_o * 1e3:.2f} ms ({p95(wo) * 1e3:.2f}) | {m_r * 1e3:.2f} ms ({p95(wr) * 1e3:.2f}) | "
                  f"{m_r / m_o:.1f}x | {c_o * 1e3:.2f} ms | {c_r * 1e3:.2f} ms | {c_r / max(c_o, 1e-6):.1f}x | "
-                 f"{max(x.rss for x in s['cni-all']) / 1024:.1f} / {max(x.rss for x in s['reference']) / 1024:.1f} MiB | "
+                 f"{max(x.rss for x in s['cni-all']) / 1024:.2f} / {max(x.rss for x in s['reference']) / 1024:.2f} MiB | "
                  f"{procs['cni-all']} / {procs['reference']} |")
 if flannel_ms:
     lines += ["", f"flannel (bridge + host-local delegated in-process) ADD: {flannel_ms[0] * 1e3:.2f} ms median, the same "
@@ -615,7 +615,7 @@ if plot_dir and (churn_runs or scaling):
                     for name in plots(plot_dir)]]
 lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build); "
           f"reference {ref_bytes / 1e6:.1f} MB in {len(os.listdir(opts.reference))} files.",
-          "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration.",
+          "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration; peak RSS (ru_maxrss) is the largest of all iterations, 1 MiB = 1024 KiB.",
           "Processes: what one iteration starts (execve), counted under strace in one extra untimed iteration.",
           "A DEL that removes a veth waits for the kernel (an RCU grace period), whichever plugin asks."]
 report = "\n".join(lines)
