@@ -12,4 +12,4 @@ opts=(-Dstatic=true -Dtests=false -Db_lto=true -Doptimization=s)
 if [ -f "$dir/build.ninja" ]; then meson configure "$dir" "${opts[@]}" >/dev/null
 else meson setup "$dir" "${opts[@]}" >/dev/null; fi
 ninja -C "$dir" >/dev/null 2>&1 || ninja -C "$dir"
-echo "$PWD/$dir/cni-all"
+echo "$(realpath "$dir")/cni-all"

@@ -9,7 +9,7 @@ packages=(
   rapidjson-dev catch2                        # JSON, unit tests
   python3 iproute2 iputils-ping iptables      # root and e2e tests (traffic, rule dumps), demo
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
-  dpkg-dev xz-utils                           # static build: libiptc from Debian's iptables source
+  dpkg-dev xz-utils flex bison                # static build: libiptc and libnl from Debian's sources
   qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
