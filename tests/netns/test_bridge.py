@@ -99,11 +99,15 @@ def two_containers_talk_through_the_bridge():
             check("numtxqueues 1 numrxqueues 1 " in details(ns, dev), details(ns, dev))
         check("10.74.0.1/24" in sh("ip", "-n", host, "-br", "addr", "show", "cnibr0").stdout)
         eq(r1["interfaces"][0]["mac"], link(host, "cnibr0")["address"])
+        # The first ADD, which added the gateway address, pinned the bridge's MAC (assign type
+        # 3, set by userspace): it no longer follows the lowest port MAC as ports come and go.
+        eq(sh("ip", "netns", "exec", host, "cat", "/sys/class/net/cnibr0/addr_assign_type").stdout.strip(), "3")
         sh("ip", "netns", "exec", c1, "ping", "-c1", "-W2", "10.74.0.3")
         sh("ip", "netns", "exec", c2, "ping", "-c1", "-W2", "10.74.0.1")
         bridge().run("CHECK", dict(c, prevResult=r1), host_ns=host, netns=ns_path(c1), container_id="br-1").ok()
         eq(len(nat_rules(host)), 8)
         delete(host, c1, c, "br-1").ok()
+        eq(link(host, "cnibr0")["address"], r1["interfaces"][0]["mac"])
         delete(host, c2, c, "br-2").ok()
         check(link(c1, "eth0") is None and link(host, hostveth) is None)
         check(link(host, "cnibr0") is not None, "the bridge is shared and stays, as in the reference")
