@@ -165,7 +165,7 @@ Status Store::scan() {
             continue;
         }
         if (indexed) {
-            entries_[*ip] = it->second;
+            entries_[*ip] = std::move(it->second);  // the index is not read again
             ++seen_indexed;
             continue;
         }
