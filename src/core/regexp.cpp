@@ -16,6 +16,7 @@ using Assertion = Regexp::Assertion;
 
 constexpr int kMaxRepeat = 1000;        // RE2's limit on {n,m}
 constexpr std::size_t kMaxProgram = 100'000;  // instructions, after repeats are unrolled
+constexpr int kMaxDepth = 1000;                // nested groups (Go limits the tree's height to 1000)
 
 struct Flags {
     bool fold = false;       // i
@@ -103,6 +104,7 @@ public:
 private:
     std::string_view re_;
     std::size_t pos_ = 0;
+    int depth_ = 0;  // open groups: the parser and the compiler recurse once per level
 
     static std::unexpected<Error> error(std::string_view what, std::string_view expr) {
         return fail(code::invalid_config, "error parsing regexp: " + std::string(what) + ": `" + std::string(expr) + "`");
@@ -269,7 +271,11 @@ private:
     }
 
     Result<int> group_body(Flags inner) {
-        CNI_TRY_ASSIGN(int body, alternation(inner));
+        if (depth_ == kMaxDepth) return error("expression nests too deeply", re_);
+        ++depth_;
+        auto body = alternation(inner);
+        --depth_;
+        if (!body) return body;
         if (at_end()) return error("missing closing )", re_);
         ++pos_;
         return body;

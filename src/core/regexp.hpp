@@ -9,7 +9,8 @@
 // group or scoped as (?i:...)), * + ? {n} {n,} {n,m} and their lazy forms, and |. Errors read
 // as Go's ("error parsing regexp: missing closing ): `(a`"). Unicode classes (\p, \P) and
 // non-ASCII characters inside a class are refused, not guessed at, and so is a pattern whose
-// unrolled repeats exceed 100,000 instructions (Go's limit is higher; no allowlist comes close).
+// unrolled repeats exceed 100,000 instructions (Go's limit is higher; no allowlist comes close),
+// and groups nested more than 1,000 deep ("expression nests too deeply", as Go).
 #pragma once
 
 #include <bitset>

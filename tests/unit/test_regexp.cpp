@@ -136,6 +136,9 @@ TEST_CASE("regexp: errors read as Go's") {
     CHECK(parse_error("[\\x{e9}]") == "error parsing regexp: non-ASCII characters in a class are not supported: `\\x{e9}`");
     CHECK(parse_error("a*?*") == "error parsing regexp: invalid nested repetition operator: `*?*`");
     CHECK(parse_error("a{2}{1001}") == "error parsing regexp: invalid repeat count: `{1001}`");
+    CHECK(matches(std::string(500, '(') + "a" + std::string(500, ')'), "a"));
+    std::string deep = std::string(100'000, '(') + std::string(100'000, ')');  // no stack overflow
+    CHECK(parse_error(deep) == "error parsing regexp: expression nests too deeply: `" + deep + "`");
     CHECK(parse_error("((a{1000}){1000}){1000}") ==
           "error parsing regexp: expression too large: `((a{1000}){1000}){1000}`");
 }
