@@ -8,6 +8,7 @@ packages=(
   libnl-3-dev libnl-route-3-dev libiptc-dev   # netlink and iptables
   rapidjson-dev catch2                        # JSON, unit tests
   python3 iproute2 iputils-ping iptables      # root and e2e tests (traffic, rule dumps), demo
+  nftables                                    # nft, to read what the nftables backends wrote
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
   dpkg-dev xz-utils flex bison                # static build: libiptc and libnl from Debian's sources
   qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 import uuid
 
@@ -30,19 +31,27 @@ def run_all(cleanup=()):
 
 
 def _run_tests():
+    """TAP on stdout, with each test's duration as a diagnostic line; a failure's traceback
+    also goes to stderr, which is what `meson test --print-errorlogs` shows of a TAP test."""
     only = os.environ.get("CNI_TEST_FILTER")
     tests = [t for t in _TESTS if not only or only in t.__name__]
+    # CNI_TEST_SHARD=I/N runs every Nth test from the Ith (1-based): one suite in N processes.
+    shard, shards = map(int, os.environ.get("CNI_TEST_SHARD", "1/1").split("/"))
+    tests = tests[shard - 1::shards]
     failed = 0
     for n, t in enumerate(tests, 1):
         name = (t.__doc__ or t.__name__).strip().splitlines()[0]
+        start = time.monotonic()
         try:
             t()
             print(f"ok {n} - {name}", flush=True)
         except Exception:  # noqa: BLE001 - every failure is reported as TAP
             failed += 1
             print(f"not ok {n} - {name}", flush=True)
+            print(f"FAILED {t.__name__}:\n{traceback.format_exc()}", file=sys.stderr, flush=True)
             for line in traceback.format_exc().splitlines():
                 print(f"# {line}", flush=True)
+        print(f"# {t.__name__}: {time.monotonic() - start:.1f} s", flush=True)
     print(f"1..{len(tests)}", flush=True)
     sys.exit(1 if failed else 0)
 
@@ -61,9 +70,22 @@ def eq(got, want, what=""):
 CALL_TIMEOUT = 240
 
 
+# CNI_TEST_TRACE=SECONDS prints each command that took longer, to find where a suite's time goes.
+_TRACE = float(os.environ.get("CNI_TEST_TRACE") or "inf")
+
+
+def _run(cmd, label="", **kw):
+    start = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    took = time.monotonic() - start
+    if took > _TRACE:
+        print(f"# {took:.2f} s: {' '.join(cmd)} {label}", file=sys.stderr, flush=True)
+    return r
+
+
 def sh(*args, check_rc=True, **kw):
     kw.setdefault("timeout", CALL_TIMEOUT)
-    r = subprocess.run(list(args), capture_output=True, text=True, **kw)
+    r = _run(list(args), **kw)
     if check_rc and r.returncode != 0:
         raise AssertionError(f"{args} failed ({r.returncode}): {r.stderr}{r.stdout}")
     return r
@@ -124,7 +146,7 @@ class Plugin:
         cmd = [self.path]
         if host_ns:
             cmd = ["ip", "netns", "exec", host_ns] + cmd
-        r = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, timeout=CALL_TIMEOUT)
+        r = _run(cmd, input=stdin, env=env, timeout=CALL_TIMEOUT, label=command)
         return Outcome(r.returncode, r.stdout, r.stderr)
 
 

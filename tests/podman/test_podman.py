@@ -33,6 +33,8 @@ def podman_runs_a_container_on_our_plugins():
                                capture_output=True, text=True, timeout=240)
             for line in (r.stdout + r.stderr).splitlines():
                 print(f"# {line}")
+            if r.returncode != 0:
+                print(r.stdout + r.stderr, file=sys.stderr)
             eq(r.returncode, 0, "the scenario ran to the end")
             got = dict(line.split(" ", 1) for line in r.stdout.splitlines() if " " in line)
             eq(got["backend"], "cni")

@@ -4,12 +4,16 @@
 # package, extracted (not installed), its module index built, and a tiny busybox initramfs that
 # loads virtio/9p, mounts the host's root over virtio-9p and switch_roots into it. The VM
 # replaces user-mode-linux, whose 6.1 kernel dies on this machine's AMX-capable CPUs
-# ("ptrace set fp regs failed, errno = 14"). Idempotent.
+# ("ptrace set fp regs failed, errno = 14"). Idempotent, and safe to run concurrently.
 # usage: tests/vm/prepare-kernel.sh DIR
 set -euo pipefail
 dir=$(realpath -m "$1")
 [ -f "$dir/ready" ] && exit 0
 mkdir -p "$dir"
+# Several VM tests start at once: one prepares, the others wait for it.
+exec 9> "$dir.lock"
+flock 9
+[ -f "$dir/ready" ] && exit 0
 cd "$dir"
 pkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/{print $2; exit}')
 if [ -z "$pkg" ]; then apt-get update -qq >&2; pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/{print $2; exit}'); fi

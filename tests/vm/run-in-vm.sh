@@ -9,19 +9,22 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(realpath -m "$1"); shift
 "$here/prepare-kernel.sh" "$work/kernel"
+limit=${CNI_VM_TIMEOUT:-1200}
 run=$(mktemp -d "$work/run.XXXXXX")
 trap 'rm -rf "$run"' EXIT
 echo "$work" > "$run/kernel-dir"
-{ echo "cd $(printf %q "$PWD")"; for v in CNI_ALL BUILD_ROOT CNI_TEST_FILTER; do [ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"; done
+{ echo "cd $(printf %q "$PWD")"; for v in CNI_ALL BUILD_ROOT CNI_TEST_FILTER CNI_TEST_TRACE CNI_TEST_SHARD; do [ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"; done
   printf '%q ' "$@"; echo; } > "$run/job.sh"
-timeout 900 qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
+timeout "$limit" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
   -kernel "$work/kernel/vmlinuz" -initrd "$work/kernel/initrd.gz" \
   -append "console=ttyS0 quiet loglevel=2 panic=-1 cniall.init=$here/guest-init.sh cniall.job=$run/job.sh" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hostroot > "$run/console" 2>&1 || true
 if [ ! -f "$run/rc" ]; then
-  echo "# the test VM did not finish; its console:"; sed 's/^/# /' "$run/console" | tail -40
-  echo "# the job's output so far:"; sed 's/^/# /' "$run/out" 2>/dev/null | tail -60
+  { echo "# the test VM did not finish in $limit s; its console:"; sed 's/^/# /' "$run/console" | tail -40
+    echo "# the job's output so far:"; sed 's/^/# /' "$run/out" 2>/dev/null | tail -60
+    sed 's/^/# /' "$run/err" 2>/dev/null | tail -60; } | tee /dev/stderr
   exit 1
 fi
 cat "$run/out"
+cat "$run/err" >&2 2>/dev/null || true
 exit "$(cat "$run/rc")"
