@@ -75,8 +75,6 @@ Status validate(std::uint64_t rate, std::uint64_t burst) {
     if (rate && !burst) return fail("if rate is set, burst must also be set");
     if (!rate && burst) return fail("if burst is set, rate must also be set");
     if (burst / 8 >= std::numeric_limits<std::uint32_t>::max()) return fail("burst cannot be more than 4GB");
-    if (rate / 8 > std::numeric_limits<std::uint32_t>::max())
-        return fail("rate " + std::to_string(rate) + " is above what a TBF qdisc holds (34 Gbit/s)");
     return {};
 }
 
@@ -85,7 +83,7 @@ Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
     if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
     BandwidthConf c;
     c.net = std::move(*nc);
-    json::Where w{"PluginConf", ""};
+    json::Where w{"PluginConf", "", "failed to parse network configuration: "};
     bool top_level = false;
     CNI_TRY(decode_limits(c.net.root(), w, c.limits, &top_level));
     CNI_TRY(decode_subnets(c.net.root(), w, c));
@@ -102,9 +100,10 @@ Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
 
 nl::Tbf tbf_for(std::uint64_t rate_bits, std::uint64_t burst_bits) {
     nl::Tbf t;
-    t.rate = std::uint32_t(rate_bits / 8);
+    t.rate = rate_bits / 8;
     t.burst = std::uint32_t(burst_bits / 8);
-    t.limit = std::uint32_t(double(t.rate) * kLatencySeconds) + t.burst;
+    double limit = double(t.rate) * kLatencySeconds + double(t.burst);
+    t.limit = limit < double(UINT32_MAX) ? std::uint32_t(limit) : UINT32_MAX;
     return t;
 }
 

@@ -55,18 +55,12 @@ struct BridgeConf {
     Dns dns;
 };
 
-Result<std::string> checked_mac(std::string_view text) {
-    auto mac = parse_mac(text);
-    if (!mac) return fail("invalid MAC address " + go_quote(text));
-    return *mac;
-}
-
 Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     BridgeConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", ""};
+    json::Where w{"NetConf", "", "failed to load netconf: "};
     CNI_TRY(json::field(root, "bridge", c.bridge, w));
     if (c.bridge.empty()) c.bridge = "cni0";
     CNI_TRY(json::field(root, "isGateway", c.is_gateway, w));
@@ -84,10 +78,6 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
 
     CNI_TRY_ASSIGN(c.vlans, iface::parse_port_vlans(c.net));
     CNI_TRY(json::field(root, "macspoofchk", c.mac_spoof_check, w));
-    CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));
-    if (c.hairpin && c.promisc) return fail("cannot set hairpin mode and promiscuous mode at the same time.");
-    if (c.disable_container_interface && !c.net.ipam_type.empty())
-        return fail("cannot use IPAM when DisableContainerInterface flag is set");
     if (c.is_default_gateway) c.is_gateway = true;
 
     // The container MAC: runtimeConfig, else args.cni, else CNI_ARGS MAC.
@@ -97,10 +87,19 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
         if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) CNI_TRY(json::field(*a, "mac", mac, w.at("args").at("cni")));
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
     if (rc_mac) mac = *rc_mac;
-    if (!mac.empty()) {
-        CNI_TRY_ASSIGN(c.mac, checked_mac(mac));
-    }
+    c.mac = mac;
     return c;
+}
+
+// What only ADD uses, checked there as the reference does (in cmdAdd, or when applying it), so
+// that the DEL a runtime sends after a refused ADD still succeeds. Normalises the MAC.
+Status check_for_add(BridgeConf& c) {
+    CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));  // DEL tries every backend
+    if (c.hairpin && c.promisc) return fail("cannot set hairpin mode and promiscuous mode at the same time.");
+    if (c.disable_container_interface && !c.net.ipam_type.empty())
+        return fail("cannot use IPAM when DisableContainerInterface flag is set");
+    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));
+    return {};
 }
 
 // The bridge, created if missing (MTU only at creation), promisc as configured, accept_ra=0, up.
@@ -141,8 +140,12 @@ Result<bool> ensure_gateway_addr(const nl::Socket& host, const nl::LinkInfo& br,
 // Set a link's MAC to itself: a bridge's MAC then stops following the lowest port MAC as ports
 // come and go (which would make CHECK fail and neighbours' ARP entries stale). Done when a
 // gateway address is added, as the reference does: repeating it on every ADD would cost each
-// ADD the kernel's walk over all ports (4 ms at 500 ports) for no change.
-Status pin_mac(const nl::Socket& host, const nl::LinkInfo& link) {
+// ADD the kernel's walk over all ports (4 ms at 500 ports) for no change. The MAC is the one
+// the link had when this ADD first looked it up, as in the reference, except on a bridge whose
+// ports had all left: the kernel gave it 00:00:00:00:00:00, which cannot be set (the reference
+// fails there, and on every later ADD); it is pinned to the MAC it has now, the new port's.
+Status pin_mac(const nl::Socket& host, nl::LinkInfo link) {
+    if (link.mac == "00:00:00:00:00:00") CNI_TRY_ASSIGN(link, nl::require_link(host, link.name));
     if (auto st = nl::set_mac(host, link, link.mac); !st) return fail("could not set bridge's mac: " + st.error().msg);
     return {};
 }
@@ -200,6 +203,7 @@ Status wait_port_up(const nl::Socket& host, nl::LinkInfo port) {
 
 Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    CNI_TRY(check_for_add(c));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());

@@ -35,12 +35,14 @@ struct FirewallConf {
     fw::IngressPolicy policy = fw::IngressPolicy::open;
 };
 
-Result<FirewallConf> parse_firewall_conf(const Request& req) {
-    auto nc = parse_netconf(req.config, "FirewallNetConf");
+// An unknown backend is chosen as an empty one is, as in the reference (a config that works with
+// the Go plugin must keep working), with a warning naming it.
+Result<FirewallConf> parse_firewall_conf(const Context& ctx) {
+    auto nc = parse_netconf(ctx.req.config, "FirewallNetConf");
     if (!nc) return fail("failed to load netconf: " + nc.error().msg);
     FirewallConf c;
     c.net = std::move(*nc);
-    json::Where w{"FirewallNetConf", ""};
+    json::Where w{"FirewallNetConf", "", "failed to load netconf: "};
     std::string backend, policy;
     CNI_TRY(json::field(c.net.root(), "backend", backend, w));
     CNI_TRY(json::field(c.net.root(), "iptablesAdminChainName", c.admin_chain, w));
@@ -48,15 +50,23 @@ Result<FirewallConf> parse_firewall_conf(const Request& req) {
     CNI_TRY(json::field(c.net.root(), "ingressPolicy", policy, w));
     if (backend == "iptables") c.backend = Backend::iptables;
     else if (backend == "firewalld") c.backend = Backend::firewalld;
-    else if (!backend.empty()) return fail("unknown firewall backend \"" + backend + "\" (iptables or firewalld)");
+    else if (!backend.empty())
+        ctx.warn("firewall: unknown backend \"" + backend +
+                 "\" (iptables or firewalld); using firewalld if it is running, else iptables");
     if (c.zone.empty()) c.zone = "trusted";
     if (c.admin_chain.empty()) c.admin_chain = "CNI-ADMIN";
-    if (c.admin_chain.size() > 28) return fail("iptablesAdminChainName \"" + c.admin_chain + "\" is longer than 28 characters");
     if (policy.empty() || policy == "open") c.policy = fw::IngressPolicy::open;
     else if (policy == "same-bridge") c.policy = fw::IngressPolicy::same_bridge;
     else if (policy == "isolated") c.policy = fw::IngressPolicy::isolated;
     else return fail("unknown ingress policy: \"" + policy + "\"");
     return c;
+}
+
+// The admin chain ADD creates and CHECK looks for (iptables names hold 28 characters); DEL does
+// not use it, so a name ADD refused does not fail the DEL after it.
+Status check_admin_chain(const FirewallConf& c) {
+    if (c.admin_chain.size() > 28) return fail("iptablesAdminChainName \"" + c.admin_chain + "\" is longer than 28 characters");
+    return {};
 }
 
 std::vector<IpAddr> addresses(const CniResult& r) {
@@ -89,7 +99,8 @@ Status add_sources(const FirewallConf& c, const Context& ctx, const std::vector<
 }
 
 Result<CniResult> firewall_add(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
+    CNI_TRY(check_admin_chain(c));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
     Rollback undo;
@@ -112,7 +123,7 @@ Result<CniResult> firewall_add(const Context& ctx) {
 }
 
 Status firewall_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
     auto prev = parse_prev_result(c.net);
     if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
     auto ips = addresses(**prev);
@@ -128,7 +139,8 @@ Status firewall_del(const Context& ctx) {
 }
 
 Status firewall_check(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
+    CNI_TRY(check_admin_chain(c));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
     if (backend_of(c, ctx) != Backend::firewalld) return fw::check_forward(ips, c.admin_chain);

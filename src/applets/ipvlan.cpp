@@ -21,7 +21,8 @@ namespace {
 struct IpvlanConf {
     NetConf net;
     std::string master;
-    int mode = 0;
+    std::string mode_name;
+    std::optional<int> mode;  // nullopt for an unknown name: refused by ADD and CHECK only
     int mtu = 0;
     bool link_in_container = false;
     Dns dns;
@@ -33,16 +34,13 @@ Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
     IpvlanConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", ""};
-    std::string mode;
+    json::Where w{"NetConf", "", "failed to load netconf: "};
     CNI_TRY(json::field(root, "master", c.master, w));
-    CNI_TRY(json::field(root, "mode", mode, w));
+    CNI_TRY(json::field(root, "mode", c.mode_name, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
     CNI_TRY(decode_conf_dns(c.net, c.dns));
-    auto m = nl::ipvlan_mode_from_name(mode);
-    if (!m) return fail("unknown ipvlan mode: " + go_quote(mode));
-    c.mode = *m;
+    c.mode = nl::ipvlan_mode_from_name(c.mode_name);
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
     c.prev = std::move(*prev);
@@ -56,6 +54,12 @@ Result<std::string> master_name(const IpvlanConf& c) {
     return fail("chained master failure. PrevResult lacks a single named interface");
 }
 
+// The mode ADD creates and CHECK compares; an unknown one does not fail DEL, as in the reference.
+Result<int> known_mode(const IpvlanConf& c) {
+    if (!c.mode) return fail("unknown ipvlan mode: " + go_quote(c.mode_name));
+    return *c.mode;
+}
+
 Result<CniResult> ipvlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
     const Request& r = ctx.req;
@@ -63,6 +67,7 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
     if (c.net.ipam_type.empty() && !have_prev_ips)
         return fail("ipvlan: neither an \"ipam\" type nor IPs in prevResult to configure");
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto mode, known_mode(c));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto name, master_name(c));
@@ -70,7 +75,7 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
     Rollback undo;
     CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, "", "ipvlan",
                                                   [&](const nl::Socket& s, const nl::NewLink& attrs) {
-                                                      return nl::add_ipvlan(s, attrs, master.index, c.mode);
+                                                      return nl::add_ipvlan(s, attrs, master.index, mode);
                                                   },
                                                   undo));
     CniResult result;
@@ -102,15 +107,16 @@ Status ipvlan_del(const Context& ctx) {
 
 Status ipvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto mode, known_mode(c));
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     if (!c.prev) return fail("required prevResult missing");
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *c.prev, r.ifname, r.netns, "ipvlan"));
-    if (link.ipvlan_mode != c.mode)
+    if (link.ipvlan_mode != mode)
         return fail("container ipvlan mode " + nl::ipvlan_mode_name(link.ipvlan_mode) + " does not match expected value: " +
-                    nl::ipvlan_mode_name(c.mode));
+                    nl::ipvlan_mode_name(mode));
     CNI_TRY(iface::check_addresses_and_routes(container, link, *c.prev, r.ifname));
     return {};
 }

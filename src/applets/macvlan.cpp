@@ -25,7 +25,7 @@ struct MacvlanConf {
     NetConf net;
     std::string master;
     std::string mode_name;
-    std::uint32_t mode = 0;
+    std::optional<std::uint32_t> mode;  // nullopt for an unknown name: refused by ADD and CHECK only
     int mtu = 0;
     std::string mac;
     bool link_in_container = false;
@@ -38,7 +38,7 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     MacvlanConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", ""};
+    json::Where w{"NetConf", "", "failed to load netconf: "};
     CNI_TRY(json::field(root, "master", c.master, w));
     CNI_TRY(json::field(root, "mode", c.mode_name, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
@@ -46,25 +46,26 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
     CNI_TRY(json::field(root, "bcqueuelen", c.bc_queue_len, w));
     CNI_TRY(decode_conf_dns(c.net, c.dns));
-    auto mode = nl::macvlan_mode_from_name(c.mode_name);
-    if (!mode) return fail("unknown macvlan mode: " + go_quote(c.mode_name));
-    c.mode = *mode;
+    c.mode = nl::macvlan_mode_from_name(c.mode_name);
     // The MAC: the config's, then CNI_ARGS MAC, then runtimeConfig mac.
     CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
     c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
-    if (!c.mac.empty()) {
-        auto mac = parse_mac(c.mac);
-        if (!mac) return fail("invalid args " + c.mac + " for MAC addr: address " + c.mac + ": invalid MAC address");
-        c.mac = *mac;
-    }
     return c;
+}
+
+// The mode ADD creates and CHECK compares; an unknown one does not fail DEL, as in the reference.
+Result<std::uint32_t> known_mode(const MacvlanConf& c) {
+    if (!c.mode) return fail("unknown macvlan mode: " + go_quote(c.mode_name));
+    return *c.mode;
 }
 
 Result<CniResult> macvlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto mode, known_mode(c));
+    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::args));  // ADD's alone, as the reference's
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));
@@ -73,7 +74,7 @@ Result<CniResult> macvlan_add(const Context& ctx) {
     Rollback undo;
     CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, c.mac, "macvlan",
                                                   [&](const nl::Socket& s, const nl::NewLink& attrs) {
-                                                      return nl::add_macvlan(s, attrs, master.index, c.mode, c.bc_queue_len);
+                                                      return nl::add_macvlan(s, attrs, master.index, mode, c.bc_queue_len);
                                                   },
                                                   undo));
     CniResult result;
@@ -104,6 +105,7 @@ Status macvlan_del(const Context& ctx) {
 
 Status macvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto mode, known_mode(c));
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
@@ -112,9 +114,9 @@ Status macvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "macvlan"));
-    if (link.macvlan_mode != c.mode)
+    if (link.macvlan_mode != mode)
         return fail("container macvlan mode " + nl::macvlan_mode_name(link.macvlan_mode) + " does not match expected value: " +
-                    nl::macvlan_mode_name(c.mode));
+                    nl::macvlan_mode_name(mode));
     CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
     return {};
 }

@@ -42,6 +42,10 @@ struct PortmapConf {
     bool nftables = false;          // the backend: nf_tables, else iptables
     fw::Conditions cond4, cond6;    // iptables
     nl::nft::Exprs nft_cond4, nft_cond6;
+    // Why ADD could not set this up (a mapping's protocol or hostIP, a condition): refused by ADD
+    // and CHECK, but not by DEL and GC, which do not use them (the Go plugin fails only when it
+    // hands them to iptables).
+    std::optional<Error> unusable;
 };
 
 bool iptables_syntax(const std::vector<std::string>& tokens) {
@@ -70,7 +74,8 @@ Status choose_backend(PortmapConf& c, const std::string& backend, const std::opt
     return {};
 }
 
-Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w) {
+// One runtimeConfig mapping; a protocol or hostIP that cannot be set up is noted in `unusable`.
+Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
     CNI_TRY(json::expect_object(v, w, "PortMapEntry"));
     fw::PortMapping m;
     std::string proto, host_ip;
@@ -85,23 +90,27 @@ Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w
     std::transform(proto.begin(), proto.end(), proto.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     if (proto.empty()) proto = "tcp";
     m.proto = proto == "tcp" ? IPPROTO_TCP : proto == "udp" ? IPPROTO_UDP : proto == "sctp" ? IPPROTO_SCTP : 0;
-    if (!m.proto) return fail("invalid protocol \"" + proto + "\" in portMappings: only tcp, udp and sctp are forwarded");
+    if (!m.proto && !unusable)
+        unusable = Error{code::internal, "invalid protocol \"" + proto + "\" in portMappings: only tcp, udp and sctp are forwarded", {}};
     m.proto_name = proto;
     if (!host_ip.empty()) {
         auto ip = IpAddr::parse(host_ip);
-        if (!ip) return fail("invalid hostIP \"" + host_ip + "\" in portMappings");
-        m.host_family = ip->is_v4() ? 4 : 6;  // a hostIP of the other family skips the address
-        if (!ip->is_unspecified()) m.host_ip = *ip;
+        if (!ip && !unusable) unusable = Error{code::internal, "invalid hostIP \"" + host_ip + "\" in portMappings", {}};
+        if (ip) {
+            m.host_family = ip->is_v4() ? 4 : 6;  // a hostIP of the other family skips the address
+            if (!ip->is_unspecified()) m.host_ip = *ip;
+        }
     }
     return m;
 }
 
 Result<PortmapConf> read_portmap_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, parse_netconf(req.config, "PortMapConf"));
+    auto nc = parse_netconf(req.config, "PortMapConf");
+    if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
     PortmapConf c;
-    c.net = std::move(nc);
+    c.net = std::move(*nc);
     const json::Value& root = c.net.root();
-    json::Where w{"PortMapConf", ""};
+    json::Where w{"PortMapConf", "", "failed to parse network configuration: "};
     std::optional<bool> snat;
     std::optional<int> mark_bit;
     std::optional<std::vector<std::string>> cond4, cond6;
@@ -118,19 +127,23 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
     if (mark_bit) c.mark_bit = *mark_bit;
     if (c.mark_bit < 0 || c.mark_bit > 31) return fail("MasqMarkBit must be between 0 and 31");
     CNI_TRY(choose_backend(c, backend, cond4, cond6));
+    auto note = [&c](auto parsed, auto& into) {
+        if (parsed) into = std::move(*parsed);
+        else if (!c.unusable) c.unusable = std::move(parsed).error();
+    };
     if (c.nftables) {
-        if (cond4) CNI_TRY_ASSIGN(c.nft_cond4, fw::nft_ports::parse_conditions(*cond4, "conditionsV4"));
-        if (cond6) CNI_TRY_ASSIGN(c.nft_cond6, fw::nft_ports::parse_conditions(*cond6, "conditionsV6"));
+        if (cond4) note(fw::nft_ports::parse_conditions(*cond4, "conditionsV4"), c.nft_cond4);
+        if (cond6) note(fw::nft_ports::parse_conditions(*cond6, "conditionsV6"), c.nft_cond6);
     } else {
-        if (cond4) CNI_TRY_ASSIGN(c.cond4, fw::parse_conditions(*cond4, "conditionsV4"));
-        if (cond6) CNI_TRY_ASSIGN(c.cond6, fw::parse_conditions(*cond6, "conditionsV6"));
+        if (cond4) note(fw::parse_conditions(*cond4, "conditionsV4"), c.cond4);
+        if (cond6) note(fw::parse_conditions(*cond6, "conditionsV6"), c.cond6);
     }
     if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) {
         json::Where wr = w.at("runtimeConfig");
         if (const auto* pm = json::find(*rc, "portMappings"); pm && !pm->IsNull()) {
             if (!pm->IsArray()) return std::unexpected(json::type_error(*pm, wr.at("portMappings"), "[]PortMapEntry"));
             for (const auto& e : pm->GetArray()) {
-                CNI_TRY_ASSIGN(auto m, parse_mapping(e, wr.at("portMappings")));
+                CNI_TRY_ASSIGN(auto m, parse_mapping(e, wr.at("portMappings"), c.unusable));
                 c.mappings.push_back(std::move(m));
             }
         }
@@ -142,6 +155,13 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
 Result<PortmapConf> parse_portmap_conf(const Request& req) {
     auto c = read_portmap_conf(req);
     if (!c) return fail(c.error().code, "failed to parse config: " + c.error().msg);
+    return c;
+}
+
+// The configuration for ADD and CHECK, which set up and look for every mapping.
+Result<PortmapConf> parse_usable_portmap_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(req));
+    if (c.unusable) return fail(c.unusable->code, "failed to parse config: " + c.unusable->msg);
     return c;
 }
 
@@ -212,7 +232,7 @@ Status teardown(const PortmapConf& c, const std::string& container_id) {
 }
 
 Result<CniResult> portmap_add(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto c, parse_usable_portmap_conf(ctx.req));
     const Request& r = ctx.req;
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
@@ -247,7 +267,7 @@ Status portmap_del(const Context& ctx) {
 }
 
 Status portmap_check(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto c, parse_usable_portmap_conf(ctx.req));
     const Request& r = ctx.req;
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);

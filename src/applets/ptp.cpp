@@ -32,12 +32,11 @@ Result<PtpConf> parse_ptp_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     PtpConf c{std::move(nc), false, {}, 0, {}};
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", ""};
+    json::Where w{"NetConf", "", "failed to load netconf: "};
     CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
     CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(decode_conf_dns(c.net, c.dns));
-    CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));
     return c;
 }
 
@@ -78,6 +77,7 @@ Status host_side(const nl::Socket& s, const nl::LinkInfo& veth, const IpConfig& 
 
 Result<CniResult> ptp_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
+    CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));  // ADD's alone: DEL tries every backend
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());

@@ -44,7 +44,7 @@ Result<SbrConf> parse_sbr_conf(const Request& req) {
     if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
     SbrConf c;
     c.net = std::move(*nc);
-    json::Where w{"PluginConf", ""};
+    json::Where w{"PluginConf", "", "failed to parse network configuration: "};
     CNI_TRY(json::field(c.net.root(), "table", c.table, w));
     CNI_TRY(json::field(c.net.root(), "addSourceHints", c.add_source_hints, w));
     std::vector<std::string> gateways;

@@ -37,7 +37,7 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     TapConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", ""};
+    json::Where w{"NetConf", "", "failed to load netconf: "};
     CNI_TRY(json::field(root, "multiQueue", c.multi_queue, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "mac", c.mac, w));
@@ -53,16 +53,12 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
     c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
-    if (!c.mac.empty()) {
-        auto mac = parse_mac(c.mac);
-        if (!mac) return fail("invalid MAC address " + go_quote(c.mac));
-        c.mac = *mac;
-    }
     return c;
 }
 
 Result<CniResult> tap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
+    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));  // ADD's alone, as the reference's
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <map>
 #include <optional>
 #include <set>
@@ -62,11 +61,11 @@ struct Backup {
 };
 
 Result<TuningConf> parse_tuning_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "TuningConf"));
     TuningConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"TuningConf", ""};
+    json::Where w{"TuningConf", "", "failed to load netconf: "};
     CNI_TRY(json::field(root, "dataDir", c.data_dir, w));
     if (c.data_dir.empty()) c.data_dir = "/run/cni/tuning";
     CNI_TRY(json::field(root, "sysctl", c.sysctl, w));
@@ -97,14 +96,17 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
             if (mtu) c.mtu = *mtu;
         }
     }
-    if (!c.mac.empty()) {
-        auto mac = parse_mac(c.mac);
-        if (!mac) return fail("invalid args " + c.mac + " for MAC addr: address " + c.mac + ": invalid MAC address");
-        c.mac = *mac;
-    }
+    return c;
+}
+
+// The values ADD applies and CHECK compares; DEL and GC do not need them, so a value ADD refused
+// does not also fail the DEL that cleans up after it (as in the reference, which checks them when
+// applying). Normalises the MAC.
+Status check_values(TuningConf& c) {
+    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::args));
     if (c.mtu < 0) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not be negative");
     if (c.txqlen && *c.txqlen < 0) return fail("invalid txQLen " + std::to_string(*c.txqlen) + ": it must not be negative");
-    return c;
+    return {};
 }
 
 // "net.ipv4.conf.IFNAME.arp_filter" -> "/proc/sys/net/ipv4/conf/eth0/arp_filter": separators
@@ -125,11 +127,11 @@ Result<std::string> sysctl_file(const std::string& key, const std::string& ifnam
 // The allowlist, when the file exists: every key must match one of its non-empty lines, each a
 // Go regexp.
 Status check_allowlist(const std::map<std::string, std::string>& sysctl) {
-    struct stat st{};
-    if (sysctl.empty() || (::stat(kAllowlist, &st) != 0 && errno == ENOENT)) return {};
-    CNI_TRY_ASSIGN(std::string text, os::read_file(kAllowlist));
+    if (sysctl.empty()) return {};
+    CNI_TRY_ASSIGN(auto text, os::read_file_if_exists(kAllowlist));
+    if (!text) return {};
     std::vector<std::string> lines;
-    for (auto line : split(text, '\n'))
+    for (auto line : split(*text, '\n'))
         if (auto t = trim_space(line); !t.empty()) lines.emplace_back(t);
     std::vector<Regexp> patterns;
     for (auto& l : lines) {
@@ -220,6 +222,7 @@ std::vector<std::string> restore(const nl::Socket& s, const std::string& ifname,
 
 Result<CniResult> tuning_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
+    CNI_TRY(check_values(c));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
     if (!prev) return fail("Required prevResult missing");
@@ -299,6 +302,7 @@ Status tuning_del(const Context& ctx) {
 
 Status tuning_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
+    CNI_TRY(check_values(c));
     const Request& r = ctx.req;
     CNI_TRY(require_prev_result(c.net, "Required prevResult missing"));
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));

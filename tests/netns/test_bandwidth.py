@@ -13,11 +13,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
 from conflist import run_add, run_check, run_del  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
+REF = reference_dir()
 RATE = 16_000_000          # bits per second: 2 MB/s
 BURST = 1_000_000          # bits
 SIZE = 4_000_000           # bytes per transfer: about 2 s at the rate
@@ -181,6 +182,36 @@ def bandwidth_errors_and_rollback():
         eq(bw.run("ADD", plain, host_ns=host, netns=ns_path(ctr)).error()["msg"], "if rate is set, burst must also be set")
         both = dict(base, ingressRate=0, runtimeConfig={"bandwidth": {"ingressRate": 1000}})
         eq(bw.run("ADD", both, host_ns=host, netns=ns_path(ctr)).rc, 0, "top-level keys win, all zero: passed through")
+
+
+@test
+def tbf_state_is_the_go_plugins_up_to_64_bit_rates():
+    """bandwidth: the TBFs (veth and IFB) are the Go plugin's, byte for byte in tc's view, at 1 Mbit/s and at
+    40 Gbit/s (above a 32-bit byte rate); CHECK passes on them; DEL removes the IFB (the veth's goes with the veth)"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    for rate in (10**6, 40 * 10**9):
+        seen = {}
+        for impl, plugin_dir in (("go", REF), ("ours", BIN)):
+            with netns("bh") as host, netns("bc") as ctr:
+                sh("ip", "-n", host, "link", "add", "bwtbf0", "type", "veth", "peer", "name", "eth1", "netns", ctr)
+                conf = {"cniVersion": "1.0.0", "name": "bw-tbf", "type": "bandwidth", "ingressRate": rate,
+                        "ingressBurst": 8 * 10**6, "egressRate": rate, "egressBurst": 8 * 10**6,
+                        "prevResult": {"cniVersion": "1.0.0", "interfaces": [{"name": "bwtbf0"}, {"name": "eth1", "sandbox": ns_path(ctr)}],
+                                       "ips": [{"address": "10.95.0.10/24", "interface": 1}]}}
+                bw = Plugin(os.path.join(plugin_dir, "bandwidth"))
+                bw.run("ADD", conf, host_ns=host, netns=ns_path(ctr), ifname="eth1", container_id="bw-tbf").ok()
+                seen[impl] = sh("tc", "-n", host, "-d", "qdisc", "show").stdout
+                ours = Plugin(os.path.join(BIN, "bandwidth"))
+                ours.run("CHECK", conf, host_ns=host, netns=ns_path(ctr), ifname="eth1", container_id="bw-tbf").ok()
+                if impl == "ours":  # a root qdisc that is not a TBF (the built-in noqueue) is reported
+                    sh("tc", "-n", host, "qdisc", "del", "dev", "bwtbf0", "root")
+                    err = ours.run("CHECK", conf, host_ns=host, netns=ns_path(ctr), ifname="eth1", container_id="bw-tbf")
+                    eq(err.error()["msg"], "bandwidth: bwtbf0 has no tbf qdisc")
+                bw.run("DEL", conf, host_ns=host, netns=ns_path(ctr), ifname="eth1", container_id="bw-tbf").ok()
+                check("bwp" not in sh("ip", "-n", host, "-br", "link").stdout, "DEL removed the IFB")
+        check(f"rate {rate // 10**6}Mbit" in seen["ours"] or f"rate {rate // 10**9}Gbit" in seen["ours"], seen["ours"])
+        eq(seen["ours"], seen["go"], f"tc -d qdisc show at {rate} bit/s")
 
 
 if __name__ == "__main__":

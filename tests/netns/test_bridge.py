@@ -138,6 +138,17 @@ def port_flags_promisc_and_mac_sources():
         eq(err["msg"], "cannot set hairpin mode and promiscuous mode at the same time.")
         err = add(host, c1, conf(e.data), "br-y", ifname="eth1", args="MAC=zz").error()
         eq(err["msg"], 'invalid MAC address "zz"')
+        err = add(host, c1, conf(e.data, runtimeConfig={"mac": "zz"}, ipMasq=True, ipMasqBackend="pf"), "br-y",
+                  ifname="eth1").error()
+        eq(err["msg"], 'unknown ipmasq backend "pf"')
+        # What only ADD uses does not fail the DEL a runtime sends after the refused ADD.
+        for bad in (dict(hairpinMode=True, promiscMode=True), dict(runtimeConfig={"mac": "zz"}),
+                    dict(ipMasq=True, ipMasqBackend="pf")):
+            bridge().run("DEL", conf(e.data, **bad), host_ns=host, netns=ns_path(c1), container_id="br-y",
+                         ifname="eth1", extra_env=ENV).ok()
+        check(link(c1, "eth1") is None, "the refused ADDs made no veth")
+        eq(len(ports_now(host).splitlines()), 3, "only the three containers' ports")
+        eq(len(reservations(e.data)), 3, "and only their addresses")
 
 
 @test
@@ -317,6 +328,25 @@ def normalise(text, names):
 
 
 @test
+def bridge_whose_ports_all_left_takes_the_new_ports_mac():
+    """bridge: a bridge left with MAC 00:00:00:00:00:00 by its last port gets the new port's MAC, pinned
+    (the Go plugin fails there, on every ADD: "could not set bridge's mac: invalid argument")"""
+    with Env(1) as e:
+        host, c1 = e.names
+        sh("ip", "-n", host, "link", "add", "cnibr0", "type", "bridge")
+        sh("ip", "-n", host, "link", "add", "brgone0", "type", "veth", "peer", "name", "brgone1")
+        sh("ip", "-n", host, "link", "set", "brgone0", "master", "cnibr0")
+        sh("ip", "-n", host, "link", "del", "brgone0")
+        eq(link(host, "cnibr0")["address"], "00:00:00:00:00:00", "the kernel zeroes a bridge without ports")
+        r = add(host, c1, conf(e.data, isGateway=True), "br-z").ok().json()
+        hostveth = r["interfaces"][1]["name"]
+        eq(link(host, "cnibr0")["address"], link(host, hostveth)["address"])
+        eq(r["interfaces"][0]["mac"], link(host, hostveth)["address"])
+        eq(sh("ip", "netns", "exec", host, "cat", "/sys/class/net/cnibr0/addr_assign_type").stdout.strip(), "3")
+        delete(host, c1, conf(e.data, isGateway=True), "br-z").ok()
+
+
+@test
 def same_state_as_the_go_bridge():
     """bridge: the Go plugin and cni-all give the same result, routes, bridge address and rules"""
     if not REF:
@@ -336,6 +366,9 @@ def same_state_as_the_go_bridge():
                 "port": normalise(re.sub(r"^\d+: ", "", details(host, hostveth).splitlines()[0]), names),
                 "container link": normalise(re.sub(r"^\d+: ", "", details(c1, "eth0").splitlines()[0]), names),
                 "hairpin": "hairpin on" in details(host, hostveth),
+                "bridge MAC pinned to its own, not the first port's":
+                    (out.json()["interfaces"][0]["mac"] != link(host, hostveth)["address"],
+                     sh("ip", "netns", "exec", host, "cat", "/sys/class/net/cnibr0/addr_assign_type").stdout),
                 "nat": nat_rules(host),
             }
             other = BIN if impl == "go" else REF

@@ -125,13 +125,12 @@ def firewall_isolated_blocks_inside_the_bridge_too():
 
 @test
 def firewall_refuses_bad_input():
-    """firewall: unknown backend and policy, missing prevResult"""
+    """firewall: unknown policy, missing prevResult; an unknown backend is chosen as none (as the Go plugin), with a warning"""
     fw = Plugin(os.path.join(BIN, "firewall"))
     prev = {"cniVersion": "1.0.0", "ips": [{"address": "10.92.0.9/24"}]}
     base = {"cniVersion": "1.0.0", "name": "fw", "type": "firewall", "prevResult": prev}
     with netns("fh") as host, netns("fc") as ctr:
-        for extra, code, msg in [({"backend": "pf"}, 999, 'unknown firewall backend "pf" (iptables or firewalld)'),
-                                 ({"ingressPolicy": "strict"}, 999, 'unknown ingress policy: "strict"'),
+        for extra, code, msg in [({"ingressPolicy": "strict"}, 999, 'unknown ingress policy: "strict"'),
                                  ({"ingressPolicy": "same-bridge"}, 999,
                                   'interface needs to be set for ingress policy "same-bridge", make sure to chain '
                                   '"firewall" plugin with "bridge"')]:
@@ -142,6 +141,18 @@ def firewall_refuses_bad_input():
         eq(fw.run("ADD", noprev, host_ns=host, netns=ns_path(ctr)).error()["msg"], "must be called as a chained plugin")
         eq(fw.run("ADD", dict(base, cniVersion="0.3.1"), host_ns=host, netns=ns_path(ctr)).error()["code"], 1)
         check(not [r for r in filter_rules(host) if "10.92.0.9" in r], "the failed ADD left no rule")
+        long_chain = dict(base, iptablesAdminChainName="X" * 29)
+        eq(fw.run("ADD", long_chain, host_ns=host, netns=ns_path(ctr)).error()["msg"],
+           'iptablesAdminChainName "' + "X" * 29 + '" is longer than 28 characters')
+        fw.run("DEL", long_chain, host_ns=host, netns=ns_path(ctr)).ok()  # DEL does not use the admin chain
+        check(not [r for r in filter_rules(host) if "10.92.0.9" in r or "X" * 29 in r], "the refused ADD wrote no rule")
+        unknown = dict(base, backend="pf")
+        out = fw.run("ADD", unknown, host_ns=host, netns=ns_path(ctr)).ok()
+        check('firewall: unknown backend "pf" (iptables or firewalld); using firewalld if it is running, else iptables'
+              in out.err, out.err)
+        check([r for r in filter_rules(host) if "10.92.0.9" in r], "iptables chosen, as with no backend")
+        fw.run("DEL", unknown, host_ns=host, netns=ns_path(ctr)).ok()
+        check(not [r for r in filter_rules(host) if "10.92.0.9" in r], "DEL removed the rules")
 
 
 FAKE_FIREWALLD = os.path.join(os.path.dirname(__file__), "..", "lib", "fake_firewalld.py")

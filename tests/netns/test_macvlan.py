@@ -118,6 +118,13 @@ def errors_and_rollback():
         eq(run("ADD", host, c1, conf(e.data, mtu=9000), "mv-e").error()["msg"],
            "invalid MTU 9000, must be [0, master MTU(1450)]")
         eq(run("ADD", host, c1, conf(e.data, mode="fast"), "mv-e").error()["msg"], 'unknown macvlan mode: "fast"')
+        eq(run("ADD", host, c1, conf(e.data, mac="zz"), "mv-e").error()["msg"],
+           "invalid args zz for MAC addr: address zz: invalid MAC address")
+        for bad in (dict(mode="fast"), dict(mac="zz")):  # checked by ADD alone, as in the reference
+            run("DEL", host, c1, conf(e.data, **bad), "mv-e").ok()
+        check(link(c1, "eth0") is None, "the refused ADDs made no link")
+        eq([f for f in os.listdir(os.path.join(e.data, "mv-test")) if f[0].isdigit()]
+           if os.path.isdir(os.path.join(e.data, "mv-test")) else [], [], "nor allocations")
         sh("ip", "-n", c1, "link", "add", "eth0", "type", "veth", "peer", "name", "x0")
         err = run("ADD", host, c1, conf(e.data), "mv-e").error()
         check(err["msg"].startswith('failed to rename macvlan to "eth0"'), err)

@@ -207,6 +207,8 @@ def portmap_options_errors_and_rollback():
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 70000}]}}, 999, "Invalid container port number: 70000"),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]}}, 999,
              'invalid protocol "icmp" in portMappings: only tcp, udp and sctp are forwarded'),
+            ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "hostIP": "10.0.0.300"}]}}, 999,
+             'invalid hostIP "10.0.0.300" in portMappings'),
             ({"markMasqBit": 32}, 999, "MasqMarkBit must be between 0 and 31"),
             ({"markMasqBit": 5, "externalSetMarkChain": "X"}, 999, "Cannot specify externalSetMarkChain and markMasqBit"),
             ({"backend": "pf"}, 999, 'unknown portmap backend "pf"'),
@@ -235,6 +237,13 @@ def portmap_options_errors_and_rollback():
         ]:
             err = add(**keys).error()
             eq((err["code"], err["msg"]), (code, "failed to parse config: " + msg), str(keys))
+        for keys in ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]}},
+                     {"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "hostIP": "10.0.0.300"}]}},
+                     {"conditionsV4": ["-p", "tcp"]}):
+            # What only ADD uses does not fail the DEL sent after the refused ADD (nor does it in the Go plugin).
+            conf = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0")
+            conf.update(keys)
+            pm.run("DEL", conf, host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV).ok()
         bad = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0")
         eq(pm.run("ADD", bad, host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV).error()["msg"],
            "must be called as chained plugin")

@@ -148,6 +148,11 @@ def failed_add_leaves_nothing_behind():
             err = ptp().run("ADD", conf(data, ipMasqBackend="pf", masq=True), host_ns=host,
                             netns=ns_path(ctr), container_id="ptp-n", ifname="eth3").error()
             eq(err["msg"], 'unknown ipmasq backend "pf"')
+            ptp().run("DEL", conf(data, ipMasqBackend="pf", masq=True), host_ns=host, netns=ns_path(ctr),
+                      container_id="ptp-n", ifname="eth3").ok()  # DEL tries every backend, as the reference's
+            check(link(ctr, "eth3") is None, "the refused ADD made no veth")
+            eq(nat_rules(host), [], "nor masquerade rules")
+            eq(len(reservations(data)), 1, "only ptp-1 holds an address")
     finally:
         shutil.rmtree(data)
 

@@ -85,6 +85,10 @@ def tap_errors_and_rollback():
             bad["ipam"]["subnet"] = "10.84.0.0/31"
             check("too small" in tap().run("ADD", bad, host_ns=host, netns=ns_path(ctr), ifname="tap9").error()["msg"])
             check(link(ctr, "tap9") is None)
+            eq(tap().run("ADD", conf(data, mac="zz"), host_ns=host, netns=ns_path(ctr), ifname="tap8").error()["msg"],
+               'invalid MAC address "zz"')
+            tap().run("DEL", conf(data, mac="zz"), host_ns=host, netns=ns_path(ctr), ifname="tap8").ok()
+            check(link(ctr, "tap8") is None, "the refused ADD made no tap")
     finally:
         shutil.rmtree(data)
 

@@ -118,6 +118,7 @@ def tuning_refuses_keys_and_needs_prev_result():
             eq(run("ADD", c, host, ctr).error()["msg"], "Required prevResult missing")
             eq(run("ADD", conf(data, ctr, mac="zz"), host, ctr).error()["msg"],
                "invalid args zz for MAC addr: address zz: invalid MAC address")
+            run("DEL", conf(data, ctr, mac="zz"), host, ctr).ok()  # the DEL after that ADD succeeds
             eq(state(ctr)["mtu"], 1500)
             eq(os.listdir(data), [])
     finally:

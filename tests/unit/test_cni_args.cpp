@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// CNI_ARGS parsing with the reference's pair rules, field matching and messages.
+// CNI_ARGS parsing with the reference's pair rules, field matching and messages; configured MACs.
 #include <catch2/catch.hpp>
 
 #include "core/cni/cni_args.hpp"
+#include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 
 namespace {
@@ -69,4 +70,12 @@ TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value say
     CHECK_FALSE(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n"})"), w));
     CHECK(cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":5}})"), w).error().msg ==
           "json: cannot unmarshal number into Go struct field NetConf.runtimeConfig.mac of type string");
+}
+
+TEST_CASE("a configured MAC: normalised, none stays none, the reference's two error wordings") {
+    CHECK(*cni::configured_mac("0A-58-0A-56-00-09", cni::MacWording::plain) == "0a:58:0a:56:00:09");
+    CHECK(*cni::configured_mac("0a58.0a56.0009", cni::MacWording::args) == "0a:58:0a:56:00:09");
+    CHECK(cni::configured_mac("", cni::MacWording::plain)->empty());
+    CHECK(cni::configured_mac("zz", cni::MacWording::plain).error().msg == "invalid MAC address \"zz\"");
+    CHECK(cni::configured_mac("zz", cni::MacWording::args).error().msg == "invalid args zz for MAC addr: address zz: invalid MAC address");
 }

@@ -79,6 +79,21 @@ TEST_CASE("IP and CIDR fields use net.ParseIP and ParseCIDR errors") {
     CHECK_FALSE(opt);
 }
 
+TEST_CASE("null leaves a field alone, but is a bad CIDR for a types.IPNet") {
+    auto d = json::parse(R"({"gw":null,"dst":null,"subnet":null,"name":null})");
+    REQUIRE(d);
+    json::Where w{"Route", ""};
+    std::optional<cni::IpAddr> gw;
+    std::string name = "kept";
+    REQUIRE(json::field(*d, "gw", gw, w));
+    REQUIRE(json::field(*d, "name", name, w));
+    CHECK((!gw && name == "kept"));
+    cni::IpNet dst;
+    std::optional<cni::IpNet> subnet;
+    CHECK(json::field(*d, "dst", dst, w).error().msg == "invalid CIDR address: ");
+    CHECK(json::field(*d, "subnet", subnet, w).error().msg == "invalid CIDR address: ");
+}
+
 TEST_CASE("output is Go MarshalIndent: 4 spaces, Go escaping, optional sorted keys") {
     auto d = json::parse(R"({"z":1,"a":["<x>&",{}],"m":{"b":[],"a":"\u2028"}})");
     REQUIRE(d);

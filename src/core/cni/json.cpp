@@ -105,9 +105,9 @@ std::string_view kind(const Value& v) {
 Error type_error(const Value& v, const Where& w, std::string_view go_type) {
     std::string what(kind(v));
     if (w.path.empty())
-        return Error{code::internal, "json: cannot unmarshal " + what + " into Go value of type " + std::string(go_type), {}};
+        return Error{code::internal, w.prefix + "json: cannot unmarshal " + what + " into Go value of type " + std::string(go_type), {}};
     return Error{code::internal,
-                 "json: cannot unmarshal " + what + " into Go struct field " + w.type + "." + w.path + " of type " +
+                 w.prefix + "json: cannot unmarshal " + what + " into Go struct field " + w.type + "." + w.path + " of type " +
                      std::string(go_type),
                  {}};
 }
@@ -151,7 +151,7 @@ Status decode_int(const Value& v, T& out, const Where& w, std::string_view go_ty
     if (!v.IsNumber()) return std::unexpected(type_error(v, w, go_type));
     auto range_error = [&](std::string literal) {
         return std::unexpected(Error{code::internal,
-                                     "json: cannot unmarshal number " + literal + " into Go struct field " + w.type +
+                                     w.prefix + "json: cannot unmarshal number " + literal + " into Go struct field " + w.type +
                                          "." + w.path + " of type " + std::string(go_type),
                                      {}});
     };

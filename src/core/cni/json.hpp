@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/cni/ip.hpp"
@@ -38,10 +39,11 @@ std::string_view kind(const Value& v);
 
 // Where a value sits, for error messages: the innermost Go struct type and the dotted key path.
 struct Where {
-    std::string type;  // e.g. "IPAMConfig"
-    std::string path;  // e.g. "ipam.dataDir"
-    Where at(std::string_view key) const { return {type, path.empty() ? std::string(key) : path + "." + std::string(key)}; }
-    Where in(std::string_view struct_type) const { return {std::string(struct_type), path}; }
+    std::string type;    // e.g. "IPAMConfig"
+    std::string path;    // e.g. "ipam.dataDir"
+    std::string prefix{};  // how the plugin wraps its json.Unmarshal error, e.g. "failed to load netconf: "
+    Where at(std::string_view key) const { return {type, path.empty() ? std::string(key) : path + "." + std::string(key), prefix}; }
+    Where in(std::string_view struct_type) const { return {std::string(struct_type), path, prefix}; }
 };
 Error type_error(const Value& v, const Where& w, std::string_view go_type);
 
@@ -67,11 +69,23 @@ Status decode(const Value& v, std::optional<T>& out, const Where& w) {
     return {};
 }
 
+// The Go name of a decoded element type, for "of type []string" in errors.
+template <class T>
+constexpr std::string_view go_type_name() {
+    if constexpr (std::is_same_v<T, std::string>) return "string";
+    else if constexpr (std::is_same_v<T, bool>) return "bool";
+    else if constexpr (std::is_same_v<T, int>) return "int";
+    else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
+    else if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
+    else if constexpr (std::is_same_v<T, IpAddr>) return "net.IP";
+    else return "";
+}
+
 template <class T>
 Status decode(const Value& v, std::vector<T>& out, const Where& w) {
     out.clear();
     if (v.IsNull()) return {};
-    if (!v.IsArray()) return std::unexpected(type_error(v, w, "[]"));
+    if (!v.IsArray()) return std::unexpected(type_error(v, w, "[]" + std::string(go_type_name<T>())));
     out.reserve(v.Size());
     for (const auto& e : v.GetArray()) {
         T item{};
@@ -81,11 +95,20 @@ Status decode(const Value& v, std::vector<T>& out, const Where& w) {
     return {};
 }
 
+// Go leaves a field alone for null, except a CNI types.IPNet: its UnmarshalJSON still runs and
+// refuses the empty string it reads from null.
+template <class T>
+inline constexpr bool kNullIsBadCidr = std::is_same_v<T, IpNet> || std::is_same_v<T, std::optional<IpNet>>;
+
 // Decode obj[key] into out if present and not null; out keeps its default otherwise.
 template <class T>
 Status field(const Value& obj, std::string_view key, T& out, const Where& w) {
     const Value* m = find(obj, key);
-    if (!m || m->IsNull()) return {};
+    if (!m) return {};
+    if (m->IsNull()) {
+        if constexpr (kNullIsBadCidr<T>) return fail("invalid CIDR address: ");
+        return {};
+    }
     return decode(*m, out, w.at(key));
 }
 

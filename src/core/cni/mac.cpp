@@ -2,6 +2,8 @@
 // MAC address parsing (see mac.hpp).
 #include "core/cni/mac.hpp"
 
+#include "core/cni/cni_args.hpp"
+
 namespace cni {
 namespace {
 int hex(char c) {
@@ -58,6 +60,14 @@ std::string mac_text(const std::array<std::uint8_t, 6>& mac) {
         s += kHex[b & 15];
     }
     return s;
+}
+
+Result<std::string> configured_mac(std::string_view text, MacWording wording) {
+    if (text.empty()) return std::string();
+    if (auto mac = parse_mac(text)) return *mac;
+    std::string t(text);
+    if (wording == MacWording::plain) return fail("invalid MAC address " + go_quote(t));
+    return fail("invalid args " + t + " for MAC addr: address " + t + ": invalid MAC address");
 }
 
 }  // namespace cni

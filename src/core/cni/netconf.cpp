@@ -70,8 +70,8 @@ Result<CniResult> require_prev_result(const NetConf& conf, std::string_view miss
     return std::move(*prev);
 }
 
-Result<NetConf> load_netconf(std::string_view config) {
-    auto nc = parse_netconf(config);
+Result<NetConf> load_netconf(std::string_view config, std::string_view go_type) {
+    auto nc = parse_netconf(config, go_type);
     if (!nc) return fail("failed to load netconf: " + nc.error().msg);
     return nc;
 }

@@ -36,7 +36,7 @@ struct NetConf {
 Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type = "NetConf");
 
 // parse_netconf with the main plugins' wording: "failed to load netconf: <why>".
-Result<NetConf> load_netconf(std::string_view config);
+Result<NetConf> load_netconf(std::string_view config, std::string_view go_type = "NetConf");
 
 // The container MAC as two runtime channels give it: CNI_ARGS "MAC=..." (1.8) and the "mac"
 // capability in runtimeConfig (1.6). nullopt when the channel is silent or empty; each applet

@@ -15,8 +15,6 @@
 namespace cni::nl {
 namespace {
 
-using MsgPtr = std::unique_ptr<nl_msg, Deleter<nlmsg_free>>;
-
 // An AF_BRIDGE link message about one port, ready for its attributes.
 MsgPtr port_msg(int type, int port_index) {
     MsgPtr msg(nlmsg_alloc_simple(type, 0));

@@ -79,7 +79,6 @@ public:
     Status commit(std::string_view what);
 
 private:
-    using MsgPtr = std::unique_ptr<nl_msg, Deleter<nlmsg_free>>;
     nl_msg* start(int type, int flags, Family f);
     std::vector<MsgPtr> msgs_;
     bool oom_ = false;

@@ -22,5 +22,6 @@ using LinkPtr = std::unique_ptr<rtnl_link, Deleter<rtnl_link_put>>;
 using AddrPtr = std::unique_ptr<rtnl_addr, Deleter<rtnl_addr_put>>;
 using CachePtr = std::unique_ptr<nl_cache, Deleter<nl_cache_free>>;
 using NlAddrPtr = std::unique_ptr<nl_addr, Deleter<nl_addr_put>>;
+using MsgPtr = std::unique_ptr<nl_msg, Deleter<nlmsg_free>>;
 
 }  // namespace cni::nl

@@ -113,7 +113,7 @@ std::optional<int> route_get_link(const Socket& s, const IpAddr& dst) {
     auto lookup = [&dst](nl_sock* sk, nl_cache** out) {
         nl_cache* cache = nullptr;
         if (int rc = nl_cache_alloc_name("route/route", &cache); rc < 0) return rc;
-        std::unique_ptr<nl_msg, Deleter<nlmsg_free>> msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
+        MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
         rtmsg rtm{};
         const bool v4 = dst.is_v4();
         rtm.rtm_family = v4 ? AF_INET : AF_INET6;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// TBF, HTB with subnet filters, ingress qdisc and mirred redirect over libnl-route (see tc.hpp).
+// TBF (raw messages), HTB with subnet filters, ingress qdisc and mirred redirect over libnl-route
+// (see tc.hpp).
 #include "core/nl/tc.hpp"
 
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include <linux/if_ether.h>
@@ -20,7 +22,7 @@
 #include <netlink/route/qdisc.h>
 #include <netlink/route/qdisc/fifo.h>
 #include <netlink/route/qdisc/htb.h>
-#include <netlink/route/qdisc/tbf.h>
+#include <netlink/utils.h>
 
 namespace cni::nl {
 namespace {
@@ -101,23 +103,83 @@ Status add_subnet_filter(const Socket& s, int ifindex, const IpNet& net, bool ma
     return s.check(rtnl_cls_add(s.get(), cls.get(), NLM_F_CREATE | NLM_F_EXCL), "adding the filter of " + net.str() + on(ifindex));
 }
 
+// A qdisc message about the root of `ifindex`, ready for its attributes.
+MsgPtr root_qdisc_msg(int type, int flags, int ifindex) {
+    MsgPtr msg(nlmsg_alloc_simple(type, flags));
+    tcmsg tcm{};
+    tcm.tcm_family = AF_UNSPEC;
+    tcm.tcm_ifindex = ifindex;
+    tcm.tcm_parent = TC_H_ROOT;
+    tcm.tcm_handle = type == RTM_NEWQDISC ? kRootHandle : 0;
+    if (msg && nlmsg_append(msg.get(), &tcm, sizeof tcm, NLMSG_ALIGNTO) != 0) msg.reset();
+    return msg;
+}
+
+// What root_tbf's request brought back: the TBF, if the answer was one, and whether the ack
+// came already (a built-in root qdisc such as noqueue is answered by the ack alone).
+struct RootTbfReply {
+    std::optional<Tbf> tbf;
+    bool acked = false;
+};
+
+int acked(nl_msg*, void* arg) {
+    static_cast<RootTbfReply*>(arg)->acked = true;
+    return NL_STOP;
+}
+
+// NL_CB_VALID of root_tbf: the TBF in a qdisc message, if it is one.
+int read_tbf(nl_msg* m, void* arg) {
+    auto& out = static_cast<RootTbfReply*>(arg)->tbf;
+    nlattr* tb[TCA_MAX + 1];
+    nlattr* opt[TCA_TBF_MAX + 1];
+    if (nlmsg_parse(nlmsg_hdr(m), sizeof(tcmsg), tb, TCA_MAX, nullptr) < 0 || !tb[TCA_KIND] || !tb[TCA_OPTIONS] ||
+        std::string_view(nla_get_string(tb[TCA_KIND])) != "tbf" ||
+        nla_parse_nested(opt, TCA_TBF_MAX, tb[TCA_OPTIONS], nullptr) < 0 || !opt[TCA_TBF_PARMS] ||
+        nla_len(opt[TCA_TBF_PARMS]) < int(sizeof(tc_tbf_qopt)))
+        return NL_OK;
+    tc_tbf_qopt q;
+    std::memcpy(&q, nla_data(opt[TCA_TBF_PARMS]), sizeof q);
+    Tbf t;
+    t.rate = opt[TCA_TBF_RATE64] ? nla_get_u64(opt[TCA_TBF_RATE64]) : q.rate.rate;
+    t.burst = std::uint32_t(double(nl_ticks2us(q.buffer)) * double(t.rate) / 1e6);
+    t.limit = q.limit;
+    out = t;
+    return NL_OK;
+}
+
 }  // namespace
 
 Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf) {
-    auto q = qdisc(ifindex, TC_H_ROOT, kRootHandle);
-    if (!q) return fail("netlink: out of memory");
-    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(q.get()), "tbf"), "creating tbf"));
-    rtnl_qdisc_tbf_set_limit(q.get(), int(tbf.limit));
-    rtnl_qdisc_tbf_set_rate(q.get(), int(tbf.rate), int(tbf.burst), 0);
-    return s.check(rtnl_qdisc_add(s.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL), "adding tbf qdisc" + on(ifindex));
+    auto msg = root_qdisc_msg(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, ifindex);
+    if (!msg) return fail("netlink: out of memory");
+    tc_tbf_qopt q{};
+    q.rate.rate = std::uint32_t(std::min<std::uint64_t>(tbf.rate, UINT32_MAX));
+    q.limit = tbf.limit;
+    q.buffer = tbf.rate ? nl_us2ticks(std::uint32_t(double(tbf.burst) * 1e6 / double(tbf.rate))) : 0;
+    nlattr* opts = nullptr;
+    bool ok = nla_put_string(msg.get(), TCA_KIND, "tbf") == 0 && (opts = nla_nest_start(msg.get(), TCA_OPTIONS)) &&
+              nla_put(msg.get(), TCA_TBF_PARMS, sizeof q, &q) == 0 &&
+              (tbf.rate <= UINT32_MAX || nla_put_u64(msg.get(), TCA_TBF_RATE64, tbf.rate) == 0);
+    if (!ok) return fail("adding tbf qdisc: netlink message too large");
+    nla_nest_end(msg.get(), opts);
+    return s.check(nl_send_sync(s.get(), msg.release()), "adding tbf qdisc" + on(ifindex));  // frees the message
 }
 
 Result<std::optional<Tbf>> root_tbf(const Socket& s, int ifindex) {
-    CNI_TRY_ASSIGN(auto cache, s.dump([](nl_sock* sk, nl_cache** c) { return rtnl_qdisc_alloc_cache(sk, c); }, "listing qdiscs"));
-    QdiscPtr q(rtnl_qdisc_get_by_parent(cache.get(), ifindex, TC_H_ROOT));
-    if (!q || std::string_view(rtnl_tc_get_kind(TC_CAST(q.get()))) != "tbf") return std::optional<Tbf>{};
-    return std::optional<Tbf>(Tbf{std::uint32_t(rtnl_qdisc_tbf_get_rate(q.get())), std::uint32_t(rtnl_qdisc_tbf_get_rate_bucket(q.get())),
-                                  std::uint32_t(rtnl_qdisc_tbf_get_limit(q.get()))});
+    // A qdisc GET is answered by the change notification, sent to the asker only with NLM_F_ECHO.
+    auto msg = root_qdisc_msg(RTM_GETQDISC, NLM_F_ECHO, ifindex);
+    if (!msg) return fail("netlink: out of memory");
+    RootTbfReply reply;
+    std::unique_ptr<nl_cb, Deleter<nl_cb_put>> cb(nl_cb_clone(nl_socket_get_cb(s.get())));
+    if (!cb) return fail("netlink: out of memory");
+    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, read_tbf, &reply);
+    nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, acked, &reply);
+    // The answer, then the ack: read both, or the ack would answer the socket's next request.
+    std::string what = "reading the root qdisc" + on(ifindex);
+    CNI_TRY(s.check(nl_send_auto(s.get(), msg.get()), what));
+    CNI_TRY(s.check(nl_recvmsgs(s.get(), cb.get()), what));
+    if (!reply.acked) CNI_TRY(s.check(nl_wait_for_ack(s.get()), what));
+    return reply.tbf;
 }
 
 Status add_root_htb_split(const Socket& s, int ifindex, const SubnetSplit& split) {

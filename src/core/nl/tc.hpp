@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Traffic control through libnl-route, what bandwidth needs (reference-behaviour 2.13): a token
-// bucket filter as a link's root qdisc (handle 1:), read back for CHECK, and the egress trick -
+// bucket filter as a link's root qdisc (handle 1:), read back for CHECK (both as raw messages
+// built with libnl, whose TBF object has no 64-bit rate), and the egress trick -
 // an ingress qdisc (ffff:) whose match-all u32 filter redirects every packet to another link
 // (mirred egress redirect), so a TBF there shapes what the container sends. For bandwidth's
 // subnet lists, an HTB root instead: class 1:30 shaped, class 1:1 unshaped (100 Gbit/s), each
@@ -18,11 +19,13 @@
 namespace cni::nl {
 
 struct Tbf {
-    std::uint32_t rate = 0;    // bytes per second
+    std::uint64_t rate = 0;    // bytes per second (above 2^32 - 1 as the kernel's 64-bit rate)
     std::uint32_t burst = 0;   // bytes (the bucket)
     std::uint32_t limit = 0;   // bytes queued at most
 };
 
+// Sent and read as raw messages: libnl's TBF knows no 64-bit rate. The request is the Go
+// plugin's: rate, limit and the bucket as a time in scheduler ticks, no rate table.
 Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf);
 // The link's root TBF, if its root qdisc is one.
 Result<std::optional<Tbf>> root_tbf(const Socket& s, int ifindex);

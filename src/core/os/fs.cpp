@@ -33,6 +33,12 @@ Result<std::string> read_file(const std::string& path) {
     return text;
 }
 
+Result<std::optional<std::string>> read_file_if_exists(const std::string& path) {
+    if (::access(path.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
+    CNI_TRY_ASSIGN(std::string text, read_file(path));
+    return text;
+}
+
 std::string absolute_path(const std::string& path) {
     if (path.empty() || path[0] == '/') return path;
     char cwd[4096];

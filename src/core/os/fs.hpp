@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 
 #include "core/result.hpp"
@@ -16,6 +17,8 @@ namespace cni::os {
 
 Status mkdir_all(const std::string& path, mode_t mode);
 Result<std::string> read_file(const std::string& path);
+// The same, with nothing for a file that does not exist (any other failure is an error).
+Result<std::optional<std::string>> read_file_if_exists(const std::string& path);
 
 // Go filepath.Abs: a relative path joined to the working directory.
 std::string absolute_path(const std::string& path);
