@@ -21,8 +21,8 @@ Needs root (namespaces). Not a test: it measures, it does not assert.
 
 Each scenario also gets one extra untimed iteration under strace that counts the processes it
 starts. Churn: bridge + host-local ADD of 100 and 500 pods (--churn-pods) with 1 and 2 workers,
-then DEL of all, per implementation: pods per second, and the per-ADD latency against the pods
-already there (plotted). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
+then DEL of all, per implementation, --churn-runs times each on a settled machine: pods per
+second (median of the runs), and the per-ADD latency against the pods already there (plotted). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]
@@ -49,6 +49,7 @@ p.add_argument("--markdown")
 p.add_argument("--only", help="run only the scenarios whose name contains this text")
 p.add_argument("--dynamic", help="also compare --cni-all (the static build) with this dynamically linked cni-all")
 p.add_argument("--churn-pods", default="100,500", help="pod counts of the churn scenario (comma-separated)")
+p.add_argument("--churn-runs", type=int, default=3, help="runs of each churn configuration per implementation")
 p.add_argument("--plots", help="directory for the PNG plots (default: next to --markdown)")
 opts = p.parse_args()
 
@@ -479,22 +480,59 @@ def churn(impl_dir, ctrs, host, pods, workers):
     return sorted(samples), elapsed
 
 
+def settle(idle=0.9, window=0.25, limit=20.0):
+    """Waits until the CPUs are at least `idle` idle over `window` seconds (or `limit` passed):
+    the kernel's deferred work from the run before (tearing down 500 veths, the DAD and MLD
+    timers of their addresses) must not land in the next run's ADDs."""
+    def busy_idle():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        t0, i0 = busy_idle()
+        time.sleep(window)
+        t1, i1 = busy_idle()
+        if t1 > t0 and (i1 - i0) / (t1 - t0) >= idle:
+            return
+
+
 def churn_scenarios():
-    """Every pod count and 1 and 2 workers, both implementations alternating per run:
-    {(impl, pods, workers): (samples, ADD phase seconds)}."""
+    """Every pod count and 1 and 2 workers, --churn-runs times per implementation, the two
+    alternating (the order flips every run), each run on a settled machine:
+    {(impl, pods, workers): [(samples, ADD phase seconds) per run]}."""
     counts = [int(n) for n in opts.churn_pods.split(",")]
     host = netns_setup(None)
     ctrs = [netns_setup(None) for _ in range(max(counts))]
     out = {}
     try:
-        for pods in counts:
-            for workers in (1, 2):
-                for impl in IMPLS:
-                    out[(impl, pods, workers)] = churn(IMPLS[impl], ctrs, host, pods, workers)
+        for run in range(opts.churn_runs):
+            for pods in counts:
+                for workers in (1, 2):
+                    for impl in (list(IMPLS) if run % 2 == 0 else list(IMPLS)[::-1]):
+                        settle()
+                        out.setdefault((impl, pods, workers), []).append(churn(IMPLS[impl], ctrs, host, pods, workers))
     finally:
         for ns in ctrs + [host]:
             netns_teardown(None, ns)
     return out
+
+
+def churn_rate(runs, pods):
+    """The median over runs of pods per second in the ADD phase."""
+    return statistics.median(pods / elapsed for _, elapsed in runs)
+
+
+def churn_plugin_rate(runs, pods, workers):
+    """The median over runs of pods per second of the plugin calls' own time (the workers'
+    summed ADD wall time shared among them): the rate without the harness, whose own per-pod
+    cost (Python, `ip netns exec`) is larger than a cni-all ADD and grows with the namespaces."""
+    return statistics.median(pods / (sum(w for _, w in samples) / workers) for samples, _ in runs)
+
+
+def churn_median_add(runs):
+    """The median ADD latency over the samples of every run."""
+    return statistics.median(w for samples, _ in runs for _, w in samples)
 
 
 def host_local_scaling():
@@ -530,10 +568,10 @@ def plots(directory):
         pods = max(int(n) for n in opts.churn_pods.split(","))
         fig, ax = plt.subplots(figsize=(8, 4.5))
         for impl in IMPLS:
-            samples, _ = churn_runs[(impl, pods, 1)]
+            samples, _ = churn_runs[(impl, pods, 1)][0]
             ax.plot([e for e, _ in samples], [w * 1e3 for _, w in samples], ".", markersize=3, label=impl)
         ax.set(xlabel="pods already on the node", ylabel="bridge + host-local ADD (ms)", yscale="log",
-               title=f"ADD latency while {pods} pods are added one by one")
+               title=f"ADD latency while {pods} pods are added one by one (first run)")
         ax.legend()
         fig.tight_layout()
         fig.savefig(os.path.join(directory, "churn-latency.png"), dpi=100)
@@ -584,26 +622,32 @@ if static_dynamic:
         lines.append(f"| {n} (median) | {static_dynamic['static'][n] * 1e3:.2f} ms | {static_dynamic['dynamic'][n] * 1e3:.2f} ms |")
     lines.append(f"| size | {os.path.getsize(opts.cni_all) / 1e6:.2f} MB | {os.path.getsize(opts.dynamic) / 1e6:.2f} MB |")
 if churn_runs:
-    lines += ["", "| churn: bridge + host-local ADD of N pods | cni-all pods/s | reference pods/s | ratio | cni-all median ADD | reference median ADD |",
-              "|---|---|---|---|---|---|"]
-    for (impl, pods, workers), (samples, elapsed) in churn_runs.items():
+    lines += ["", f"| churn: bridge + host-local ADD of N pods (median of {opts.churn_runs} runs) | cni-all pods/s | "
+              "reference pods/s | ratio | cni-all median ADD | reference median ADD |", "|---|---|---|---|---|---|"]
+    for (impl, pods, workers), runs in churn_runs.items():
         if impl != "cni-all":
             continue
-        ref_samples, ref_elapsed = churn_runs[("reference", pods, workers)]
-        lines.append(f"| N={pods}, {workers} worker{'s' if workers > 1 else ''} | {pods / elapsed:.1f} | {pods / ref_elapsed:.1f} | "
-                     f"{ref_elapsed / elapsed:.1f}x | {statistics.median(w for _, w in samples) * 1e3:.2f} ms | "
-                     f"{statistics.median(w for _, w in ref_samples) * 1e3:.2f} ms |")
+        ref_runs = churn_runs[("reference", pods, workers)]
+        ours, ref = churn_rate(runs, pods), churn_rate(ref_runs, pods)
+        lines.append(f"| N={pods}, {workers} worker{'s' if workers > 1 else ''} | {ours:.1f} | {ref:.1f} | {ours / ref:.1f}x | "
+                     f"{churn_median_add(runs) * 1e3:.2f} ms | {churn_median_add(ref_runs) * 1e3:.2f} ms |")
     counts = sorted(int(n) for n in opts.churn_pods.split(","))
     if len(counts) > 1:
         for workers in (1, 2):
-            slow = {impl: (counts[-1] / churn_runs[(impl, counts[-1], workers)][1]) for impl in IMPLS}
-            fast = {impl: (counts[0] / churn_runs[(impl, counts[0], workers)][1]) for impl in IMPLS}
-            grew = {impl: (statistics.median(w for _, w in churn_runs[(impl, counts[-1], workers)][0]) -
-                           statistics.median(w for _, w in churn_runs[(impl, counts[0], workers)][0])) for impl in IMPLS}
-            lines.append(f"\nADD rate at N={counts[0]} over N={counts[-1]}, {workers} worker(s): cni-all "
-                         f"{fast['cni-all'] / slow['cni-all']:.2f}, reference {fast['reference'] / slow['reference']:.2f} "
-                         f"(1.00 = no slowdown as pods accumulate); the median ADD grew by {grew['cni-all'] * 1e3:.2f} ms "
-                         f"(cni-all) and {grew['reference'] * 1e3:.2f} ms (reference).")
+            few, many = counts[0], counts[-1]
+            ratio = {impl: churn_rate(churn_runs[(impl, few, workers)], few) / churn_rate(churn_runs[(impl, many, workers)], many)
+                     for impl in IMPLS}
+            per_run = {impl: [f"{(few / a[1]) / (many / b[1]):.2f}" for a, b in
+                              zip(churn_runs[(impl, few, workers)], churn_runs[(impl, many, workers)])] for impl in IMPLS}
+            plugin = {impl: churn_plugin_rate(churn_runs[(impl, few, workers)], few, workers) /
+                      churn_plugin_rate(churn_runs[(impl, many, workers)], many, workers) for impl in IMPLS}
+            grew = {impl: churn_median_add(churn_runs[(impl, many, workers)]) - churn_median_add(churn_runs[(impl, few, workers)])
+                    for impl in IMPLS}
+            lines.append(f"\nADD rate at N={few} over N={many}, {workers} worker(s): cni-all {ratio['cni-all']:.2f}, "
+                         f"reference {ratio['reference']:.2f} (1.00 = no slowdown as pods accumulate; run by run: cni-all "
+                         f"{', '.join(per_run['cni-all'])}, reference {', '.join(per_run['reference'])}); by the plugin calls' own time "
+                         f"(harness excluded): cni-all {plugin['cni-all']:.2f}, reference {plugin['reference']:.2f}; the median ADD grew by "
+                         f"{grew['cni-all'] * 1e3:.2f} ms (cni-all) and {grew['reference'] * 1e3:.2f} ms (reference).")
 if scaling:
     lines += ["", "| host-local ADD+DEL median | " + " | ".join(f"{e} existing" for e, _ in scaling["cni-all"]) + " |",
               "|---|" + "---|" * len(scaling["cni-all"])]
