@@ -13,12 +13,12 @@
 // unshaped one at 100 Gbit/s, and u32 filters on the remote address (the source of traffic to
 // the container on the veth, the destination of its traffic on the IFB). Without a list the
 // qdiscs are the reference's TBFs, unchanged.
-#include <cmath>
 #include <limits>
 
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/sha512.hpp"
+#include "core/go_num.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/tc.hpp"
 #include "core/os/netns.hpp"
@@ -28,7 +28,7 @@ namespace cni {
 namespace {
 
 constexpr std::string_view kBandwidthVersions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
-constexpr double kLatencySeconds = 0.025;
+constexpr double kLatencyUsec = 25000;  // the TBF latency, 25 ms
 
 struct Limits {
     std::uint64_t ingress_rate = 0, ingress_burst = 0, egress_rate = 0, egress_burst = 0;
@@ -102,8 +102,8 @@ nl::Tbf tbf_for(std::uint64_t rate_bits, std::uint64_t burst_bits) {
     nl::Tbf t;
     t.rate = rate_bits / 8;
     t.burst = std::uint32_t(burst_bits / 8);
-    double limit = double(t.rate) * kLatencySeconds + double(t.burst);
-    t.limit = limit < double(UINT32_MAX) ? std::uint32_t(limit) : UINT32_MAX;
+    // The reference's formula and conversion (wrapping where Go's does), so the state is its.
+    t.limit = go_uint32(double(t.rate) * kLatencyUsec / 1e6) + t.burst;
     return t;
 }
 
@@ -136,12 +136,10 @@ Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, co
     return fail("bandwidth: prevResult lists no host interface that is the peer of " + r.ifname);
 }
 
-// CHECK's comparison: rate and limit exactly, the bucket within the rounding of its conversion
-// to scheduler ticks and back.
-bool same_tbf(const nl::Tbf& have, const nl::Tbf& want) {
-    auto slack = std::uint64_t(want.rate / 1000000) + 2;
-    return have.rate == want.rate && have.limit == want.limit &&
-           std::llabs(std::int64_t(have.burst) - std::int64_t(want.burst)) <= std::int64_t(slack);
+// CHECK's comparison, in the kernel's terms as the reference's: rate, limit and the bucket in
+// scheduler ticks, exactly.
+bool same_tbf(const nl::TbfState& have, const nl::Tbf& want) {
+    return have.rate == want.rate && have.limit == want.limit && have.buffer_ticks == nl::tbf_buffer_ticks(want);
 }
 
 Result<CniResult> bandwidth_add(const Context& ctx) {
@@ -208,9 +206,10 @@ Status bandwidth_check(const Context& ctx) {
         auto want = tbf_for(rate, burst);
         if (!have) return fail("bandwidth: " + name + " has no tbf qdisc");
         if (!same_tbf(*have, want))
-            return fail("bandwidth: the tbf of " + name + " has rate " + std::to_string(have->rate) + " B/s, burst " +
-                        std::to_string(have->burst) + " B, limit " + std::to_string(have->limit) + " B; expected " +
-                        std::to_string(want.rate) + ", " + std::to_string(want.burst) + ", " + std::to_string(want.limit));
+            return fail("bandwidth: the tbf of " + name + " has rate " + std::to_string(have->rate) + " B/s, bucket " +
+                        std::to_string(have->buffer_ticks) + " ticks, limit " + std::to_string(have->limit) + " B; expected " +
+                        std::to_string(want.rate) + ", " + std::to_string(nl::tbf_buffer_ticks(want)) + ", " +
+                        std::to_string(want.limit));
         return {};
     };
     if (l.ingress_rate) CNI_TRY(expect(veth.index, veth.name, l.ingress_rate, l.ingress_burst));

@@ -24,6 +24,8 @@
 #include <netlink/route/qdisc/htb.h>
 #include <netlink/utils.h>
 
+#include "core/go_num.hpp"
+
 namespace cni::nl {
 namespace {
 
@@ -118,7 +120,7 @@ MsgPtr root_qdisc_msg(int type, int flags, int ifindex) {
 // What root_tbf's request brought back: the TBF, if the answer was one, and whether the ack
 // came already (a built-in root qdisc such as noqueue is answered by the ack alone).
 struct RootTbfReply {
-    std::optional<Tbf> tbf;
+    std::optional<TbfState> tbf;
     bool acked = false;
 };
 
@@ -139,9 +141,9 @@ int read_tbf(nl_msg* m, void* arg) {
         return NL_OK;
     tc_tbf_qopt q;
     std::memcpy(&q, nla_data(opt[TCA_TBF_PARMS]), sizeof q);
-    Tbf t;
+    TbfState t;
     t.rate = opt[TCA_TBF_RATE64] ? nla_get_u64(opt[TCA_TBF_RATE64]) : q.rate.rate;
-    t.burst = std::uint32_t(double(nl_ticks2us(q.buffer)) * double(t.rate) / 1e6);
+    t.buffer_ticks = q.buffer;
     t.limit = q.limit;
     out = t;
     return NL_OK;
@@ -149,13 +151,21 @@ int read_tbf(nl_msg* m, void* arg) {
 
 }  // namespace
 
+std::uint32_t tbf_buffer_ticks(const Tbf& tbf) {
+    // A zero rate: Go's division gives +Inf, whose conversion keeps 0 in the low 32 bits.
+    if (!tbf.rate) return 0;
+    const double ticks_per_usec = double(nl_us2ticks(1000000)) / 1e6;
+    std::uint32_t usec = go_uint32(double(tbf.burst) * 1e6 / double(tbf.rate));
+    return go_uint32(double(usec) * ticks_per_usec);
+}
+
 Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf) {
     auto msg = root_qdisc_msg(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, ifindex);
     if (!msg) return fail("netlink: out of memory");
     tc_tbf_qopt q{};
     q.rate.rate = std::uint32_t(std::min<std::uint64_t>(tbf.rate, UINT32_MAX));
     q.limit = tbf.limit;
-    q.buffer = tbf.rate ? nl_us2ticks(std::uint32_t(double(tbf.burst) * 1e6 / double(tbf.rate))) : 0;
+    q.buffer = tbf_buffer_ticks(tbf);
     nlattr* opts = nullptr;
     bool ok = nla_put_string(msg.get(), TCA_KIND, "tbf") == 0 && (opts = nla_nest_start(msg.get(), TCA_OPTIONS)) &&
               nla_put(msg.get(), TCA_TBF_PARMS, sizeof q, &q) == 0 &&
@@ -165,7 +175,7 @@ Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf) {
     return s.check(nl_send_sync(s.get(), msg.release()), "adding tbf qdisc" + on(ifindex));  // frees the message
 }
 
-Result<std::optional<Tbf>> root_tbf(const Socket& s, int ifindex) {
+Result<std::optional<TbfState>> root_tbf(const Socket& s, int ifindex) {
     // A qdisc GET is answered by the change notification, sent to the asker only with NLM_F_ECHO.
     auto msg = root_qdisc_msg(RTM_GETQDISC, NLM_F_ECHO, ifindex);
     if (!msg) return fail("netlink: out of memory");

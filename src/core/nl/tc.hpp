@@ -24,11 +24,24 @@ struct Tbf {
     std::uint32_t limit = 0;   // bytes queued at most
 };
 
+// The bucket as the kernel holds it: the time `burst` bytes take at `rate`, in microseconds as
+// a 32-bit number, then in scheduler ticks; both conversions as the Go plugin's, so the state is
+// the same even where they wrap (a tiny rate with a large burst).
+std::uint32_t tbf_buffer_ticks(const Tbf& tbf);
+
+// What the kernel holds for a root TBF: compared as is, the bucket in ticks, since bytes to ticks
+// and back is not exact.
+struct TbfState {
+    std::uint64_t rate = 0;
+    std::uint32_t buffer_ticks = 0;
+    std::uint32_t limit = 0;
+};
+
 // Sent and read as raw messages: libnl's TBF knows no 64-bit rate. The request is the Go
-// plugin's: rate, limit and the bucket as a time in scheduler ticks, no rate table.
+// plugin's: rate, limit and the bucket (tbf_buffer_ticks), no rate table.
 Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf);
 // The link's root TBF, if its root qdisc is one.
-Result<std::optional<Tbf>> root_tbf(const Socket& s, int ifindex);
+Result<std::optional<TbfState>> root_tbf(const Socket& s, int ifindex);
 Status add_ingress_redirect(const Socket& s, int ifindex, int to_ifindex);
 
 inline constexpr std::uint32_t kShapedClass = 0x10030;    // 1:30
