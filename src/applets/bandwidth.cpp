@@ -79,11 +79,10 @@ Status validate(std::uint64_t rate, std::uint64_t burst) {
 }
 
 Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
-    auto nc = parse_netconf(req.config, "PluginConf");
-    if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "PluginConf", kParseNetworkConf));
     BandwidthConf c;
-    c.net = std::move(*nc);
-    json::Where w{"PluginConf", "", "failed to parse network configuration: "};
+    c.net = std::move(nc);
+    const json::Where& w = c.net.where;
     bool top_level = false;
     CNI_TRY(decode_limits(c.net.root(), w, c.limits, &top_level));
     CNI_TRY(decode_subnets(c.net.root(), w, c));

@@ -60,7 +60,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     BridgeConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "bridge", c.bridge, w));
     if (c.bridge.empty()) c.bridge = "cni0";
     CNI_TRY(json::field(root, "isGateway", c.is_gateway, w));

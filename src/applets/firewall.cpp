@@ -38,11 +38,10 @@ struct FirewallConf {
 // An unknown backend is chosen as an empty one is, as in the reference (a config that works with
 // the Go plugin must keep working), with a warning naming it.
 Result<FirewallConf> parse_firewall_conf(const Context& ctx) {
-    auto nc = parse_netconf(ctx.req.config, "FirewallNetConf");
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(ctx.req.config, "FirewallNetConf"));
     FirewallConf c;
-    c.net = std::move(*nc);
-    json::Where w{"FirewallNetConf", "", "failed to load netconf: "};
+    c.net = std::move(nc);
+    const json::Where& w = c.net.where;
     std::string backend, policy;
     CNI_TRY(json::field(c.net.root(), "backend", backend, w));
     CNI_TRY(json::field(c.net.root(), "iptablesAdminChainName", c.admin_chain, w));

@@ -65,7 +65,7 @@ Result<HostDeviceConf> parse_host_device_conf(const Request& req) {
     HostDeviceConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "device", c.device, w));
     CNI_TRY(json::field(root, "hwaddr", c.hwaddr, w));
     CNI_TRY(json::field(root, "kernelpath", c.kernelpath, w));

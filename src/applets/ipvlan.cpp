@@ -34,7 +34,7 @@ Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
     IpvlanConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "master", c.master, w));
     CNI_TRY(json::field(root, "mode", c.mode_name, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));

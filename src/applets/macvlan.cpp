@@ -38,7 +38,7 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     MacvlanConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "master", c.master, w));
     CNI_TRY(json::field(root, "mode", c.mode_name, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));

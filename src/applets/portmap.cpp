@@ -105,12 +105,11 @@ Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w
 }
 
 Result<PortmapConf> read_portmap_conf(const Request& req) {
-    auto nc = parse_netconf(req.config, "PortMapConf");
-    if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "PortMapConf", kParseNetworkConf));
     PortmapConf c;
-    c.net = std::move(*nc);
+    c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"PortMapConf", "", "failed to parse network configuration: "};
+    const json::Where& w = c.net.where;
     std::optional<bool> snat;
     std::optional<int> mark_bit;
     std::optional<std::vector<std::string>> cond4, cond6;

@@ -32,7 +32,7 @@ Result<PtpConf> parse_ptp_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     PtpConf c{std::move(nc), false, {}, 0, {}};
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
     CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));

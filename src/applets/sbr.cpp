@@ -40,11 +40,10 @@ struct SbrConf {
 };
 
 Result<SbrConf> parse_sbr_conf(const Request& req) {
-    auto nc = parse_netconf(req.config, "PluginConf");
-    if (!nc) return fail("failed to parse network configuration: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "PluginConf", kParseNetworkConf));
     SbrConf c;
-    c.net = std::move(*nc);
-    json::Where w{"PluginConf", "", "failed to parse network configuration: "};
+    c.net = std::move(nc);
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(c.net.root(), "table", c.table, w));
     CNI_TRY(json::field(c.net.root(), "addSourceHints", c.add_source_hints, w));
     std::vector<std::string> gateways;

@@ -37,7 +37,7 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     TapConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "multiQueue", c.multi_queue, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "mac", c.mac, w));

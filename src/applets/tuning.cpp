@@ -65,7 +65,7 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
     TuningConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"TuningConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "dataDir", c.data_dir, w));
     if (c.data_dir.empty()) c.data_dir = "/run/cni/tuning";
     CNI_TRY(json::field(root, "sysctl", c.sysctl, w));

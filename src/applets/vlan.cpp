@@ -30,7 +30,7 @@ Result<VlanConf> parse_vlan_conf(const Request& req) {
     VlanConf c;
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
-    json::Where w{"NetConf", "", "failed to load netconf: "};
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "master", c.master, w));
     CNI_TRY(json::field(root, "vlanId", c.vlan_id, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));

@@ -34,11 +34,10 @@ struct VrfConf {
 };
 
 Result<VrfConf> parse_vrf_conf(const Request& req) {
-    auto nc = parse_netconf(req.config, "VRFNetConf");
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "VRFNetConf"));
     VrfConf c;
-    c.net = std::move(*nc);
-    json::Where w{"VRFNetConf", "", "failed to load netconf: "};
+    c.net = std::move(nc);
+    const json::Where& w = c.net.where;
     CNI_TRY(json::field(c.net.root(), "vrfname", c.vrf_name, w));
     CNI_TRY(json::field(c.net.root(), "table", c.table, w));
     if (c.vrf_name.empty()) return fail("configuration is expected to have a valid vrf name");

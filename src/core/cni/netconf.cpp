@@ -11,7 +11,8 @@ namespace cni {
 Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type) {
     NetConf c;
     CNI_TRY_ASSIGN(c.doc, json::parse(config));
-    json::Where w{std::string(go_type), ""};
+    c.where = json::Where{std::string(go_type), ""};
+    const json::Where& w = c.where;
     if (!c.doc.IsObject()) return std::unexpected(json::type_error(c.doc, w, "types.NetConf"));
     CNI_TRY(json::field(c.doc, "cniVersion", c.cni_version, w));
     CNI_TRY(json::field(c.doc, "name", c.name, w));
@@ -70,9 +71,10 @@ Result<CniResult> require_prev_result(const NetConf& conf, std::string_view miss
     return std::move(*prev);
 }
 
-Result<NetConf> load_netconf(std::string_view config, std::string_view go_type) {
+Result<NetConf> load_netconf(std::string_view config, std::string_view go_type, std::string_view prefix) {
     auto nc = parse_netconf(config, go_type);
-    if (!nc) return fail("failed to load netconf: " + nc.error().msg);
+    if (!nc) return fail(std::string(prefix) + nc.error().msg);
+    nc->where.prefix = prefix;
     return nc;
 }
 

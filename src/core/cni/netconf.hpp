@@ -27,6 +27,9 @@ struct NetConf {
     std::string type;
     std::string ipam_type;
     std::optional<std::vector<Attachment>> valid_attachments;  // GC only; nullopt when absent
+    // Where the applet's own keys sit, for their type errors: its Go struct, and the wording its
+    // reference wraps the one json.Unmarshal in (load_netconf's prefix).
+    json::Where where{"NetConf", ""};
 
     const json::Value& root() const { return doc; }
     const json::Value* member(std::string_view key) const { return json::find(doc, key); }
@@ -35,8 +38,14 @@ struct NetConf {
 // Parse stdin into a NetConf. `go_type` names the applet's Go struct for type errors.
 Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type = "NetConf");
 
-// parse_netconf with the main plugins' wording: "failed to load netconf: <why>".
-Result<NetConf> load_netconf(std::string_view config, std::string_view go_type = "NetConf");
+// The wordings the reference plugins wrap their configuration's json.Unmarshal in.
+inline constexpr std::string_view kLoadNetconf = "failed to load netconf: ";            // most plugins
+inline constexpr std::string_view kParseNetworkConf = "failed to parse network configuration: ";  // bandwidth, sbr, portmap
+
+// parse_netconf with a plugin's wording: "<prefix><why>", for the common keys here and (through
+// `where`) for the applet's own keys.
+Result<NetConf> load_netconf(std::string_view config, std::string_view go_type = "NetConf",
+                             std::string_view prefix = kLoadNetconf);
 
 // The container MAC as two runtime channels give it: CNI_ARGS "MAC=..." (1.8) and the "mac"
 // capability in runtimeConfig (1.6). nullopt when the channel is silent or empty; each applet

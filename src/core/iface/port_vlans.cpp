@@ -33,7 +33,7 @@ Status add_trunk_item(const json::Value& item, const json::Where& w, std::bitset
 
 Result<PortVlans> parse_port_vlans(const NetConf& conf) {
     PortVlans v;
-    json::Where w{"NetConf", "", "failed to load netconf: "};  // bridge's NetConf
+    const json::Where& w = conf.where;
     CNI_TRY(json::field(conf.root(), "vlan", v.vlan, w));
     if (v.vlan < 0 || v.vlan > 4094)
         return fail("invalid VLAN ID " + std::to_string(v.vlan) + " (must be between 0 and 4094)");

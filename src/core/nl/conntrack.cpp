@@ -20,8 +20,6 @@
 namespace cni::nl {
 namespace {
 
-using MsgPtr = std::unique_ptr<nl_msg, Deleter<nlmsg_free>>;
-
 MsgPtr ct_msg(int type, int flags, int family) {
     MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_CTNETLINK << 8) | type, flags));
     nfgenmsg g{};

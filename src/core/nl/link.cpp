@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "core/nl/nl_addr.hpp"
+#include "core/nl/ptr.hpp"
 #include "core/os/fs.hpp"
 
 namespace cni::nl {
@@ -152,7 +153,7 @@ Status add_ifb(const Socket& s, const NewLink& attrs) { return add_plain(s, attr
 Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_view kind, int parent,
                           const std::function<Status(nl_msg*)>& info_data) {
     std::string what = "creating " + std::string(kind) + " " + attrs.name;
-    std::unique_ptr<nl_msg, Deleter<nlmsg_free>> msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL));
+    MsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL));
     if (!msg) return fail("netlink: out of memory");
     ifinfomsg ifi{};
     ifi.ifi_family = AF_UNSPEC;

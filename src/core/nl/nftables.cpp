@@ -141,7 +141,7 @@ Result<SockPtr> connect() {
 }
 
 // One nf_tables message: the nfnetlink header for `f`, no attributes yet; null when out of memory.
-std::unique_ptr<nl_msg, Deleter<nlmsg_free>> new_message(int type, int flags, Family f) {
+MsgPtr new_message(int type, int flags, Family f) {
     MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_NFTABLES << 8) | type, flags));
     nfgenmsg g{};
     g.nfgen_family = static_cast<std::uint8_t>(f);
