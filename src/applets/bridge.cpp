@@ -113,9 +113,19 @@ Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const BridgeConf& c) 
         if (!existing) return fail("could not add \"" + c.bridge + "\": it vanished");
     }
     if (existing->kind != "bridge") return fail("\"" + c.bridge + "\" already exists but is not a bridge");
-    if (c.promisc) CNI_TRY(nl::set_promisc(host, *existing, true));
+    // A request only for what is not so already: the bridge of a running node is up (see
+    // iface::setup_veth on why requests are saved).
+    bool changed = false;
+    if (c.promisc && !(existing->flags & IFF_PROMISC)) {
+        CNI_TRY(nl::set_promisc(host, *existing, true));
+        changed = true;
+    }
     (void)os::sysctl_set("net/ipv6/conf/" + c.bridge + "/accept_ra", "0");
-    CNI_TRY(nl::set_link_up(host, *existing, true));
+    if (!existing->up()) {
+        CNI_TRY(nl::set_link_up(host, *existing, true));
+        changed = true;
+    }
+    if (!changed) return *existing;
     return nl::require_link(host, c.bridge);
 }
 
@@ -189,12 +199,13 @@ std::vector<IpNet> plan_gateways(const BridgeConf& c, CniResult& result) {
     return gws;
 }
 
-// Wait until the host end of the veth is operationally up (0, 50, 500, 1000, 1000 ms).
-Status wait_port_up(const nl::Socket& host, nl::LinkInfo port) {
+// Wait until the host end of the veth is operationally up (0, 50, 500, 1000, 1000 ms); the
+// port as it is then.
+Result<nl::LinkInfo> wait_port_up(const nl::Socket& host, nl::LinkInfo port) {
     for (int delay : {0, 50, 500, 1000, 1000}) {
         std::this_thread::sleep_for(std::chrono::milliseconds(delay));
         CNI_TRY_ASSIGN(port, nl::require_link(host, port.name));
-        if (port.oper_state == IF_OPER_UP) return {};
+        if (port.oper_state == IF_OPER_UP) return port;
     }
     static const char* names[] = {"unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"};
     int st = port.oper_state;
@@ -252,7 +263,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
             }
             (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
         }
-        CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+        CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
         if (!gateways.empty()) {
             CNI_TRY_ASSIGN(auto gw_link, gateway_link(host, host_ns, br, c));
             if (gw_link.index != br.index) {
@@ -284,11 +295,10 @@ Result<CniResult> bridge_add(const Context& ctx) {
         result.interfaces = {br_if, host_if, cont_if};
         if (!c.disable_container_interface) CNI_TRY(nl::set_link_up(container, veth.container, true));
     }
-    if (!c.disable_container_interface) CNI_TRY(wait_port_up(host, veth.host));
-
     // The MACs as they ended up (the bridge's can change while ports join).
+    nl::LinkInfo host_now = veth.host;
+    if (!c.disable_container_interface) CNI_TRY_ASSIGN(host_now, wait_port_up(host, veth.host));
     CNI_TRY_ASSIGN(auto br_now, nl::require_link(host, br.name));
-    CNI_TRY_ASSIGN(auto host_now, nl::require_link(host, veth.host.name));
     result.interfaces[0].mac = br_now.mac;
     result.interfaces[1].mac = host_now.mac;
     if (!c.dns.empty()) result.dns = c.dns;

@@ -103,7 +103,7 @@ Result<CniResult> ptp_add(const Context& ctx) {
     result.interfaces = {host_if, cont_if};
     for (auto& ip : result.ips) ip.interface = 1;
 
-    CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+    CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
     for (auto& ip : result.ips) CNI_TRY(route_via_gateway(container, veth.container, ip));
     for (auto& ip : result.ips) CNI_TRY(host_side(host, veth.host, ip));
     if (c.ip_masq) {

@@ -348,7 +348,7 @@ def bridge_whose_ports_all_left_takes_the_new_ports_mac():
 
 @test
 def same_state_as_the_go_bridge():
-    """bridge: the Go plugin and cni-all give the same result, routes, bridge address and rules"""
+    """bridge: the Go plugin and cni-all give the same result, routes, bridge address, rules and sysctls"""
     if not REF:
         raise AssertionError("Debian's containernetworking-plugins is not installed")
     seen = {}
@@ -370,6 +370,10 @@ def same_state_as_the_go_bridge():
                     (out.json()["interfaces"][0]["mac"] != link(host, hostveth)["address"],
                      sh("ip", "netns", "exec", host, "cat", "/sys/class/net/cnibr0/addr_assign_type").stdout),
                 "nat": nat_rules(host),
+                "sysctls (host veth and bridge accept_ra, container arp_notify and accept_dad)": [
+                    sh("ip", "netns", "exec", ns, "cat", "/proc/sys/" + path).stdout.strip()
+                    for ns, path in [(host, f"net/ipv6/conf/{hostveth}/accept_ra"), (host, "net/ipv6/conf/cnibr0/accept_ra"),
+                                     (c1, "net/ipv4/conf/eth0/arp_notify"), (c1, "net/ipv6/conf/eth0/accept_dad")]],
             }
             other = BIN if impl == "go" else REF
             delete(host, c1, c, "br-diff", plugin_dir=other).ok()
@@ -377,6 +381,7 @@ def same_state_as_the_go_bridge():
             eq(reservations(e.data), [])
     for key in seen["go"]:
         eq(seen["ours"][key], seen["go"][key], key)
+    eq(seen["ours"]["sysctls (host veth and bridge accept_ra, container arp_notify and accept_dad)"], ["0", "0", "1", "0"])
 
 
 if __name__ == "__main__":

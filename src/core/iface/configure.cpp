@@ -60,6 +60,12 @@ bool ip_is_for(const CniResult& result, const IpConfig& ip, const std::string& i
 Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const std::string& ifname,
                        const CniResult& result) {
     CNI_TRY_ASSIGN(auto link, nl::require_link(container, ifname));
+    return configure_iface(container, container_ns, link, result);
+}
+
+Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const nl::LinkInfo& link,
+                       const CniResult& result) {
+    const std::string& ifname = link.name;
     std::optional<IpAddr> gw4, gw6;
     bool ipv6_enabled = false;
     for (auto& ip : result.ips) {

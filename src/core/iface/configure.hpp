@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/cni/cni_result.hpp"
+#include "core/nl/link.hpp"
 #include "core/nl/socket.hpp"
 #include "core/os/netns.hpp"
 
@@ -16,6 +17,9 @@ namespace cni::iface {
 
 // `container` is a socket in `container_ns`; sysctls are written there through the guard.
 Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const std::string& ifname,
+                       const CniResult& result);
+// The same for a link the caller has just looked up (one request fewer).
+Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const nl::LinkInfo& link,
                        const CniResult& result);
 
 // net.ipv4.ip_forward / net.ipv6.conf.all.forwarding = 1 for the families of `ips` (written only
