@@ -86,12 +86,15 @@ Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
     bool top_level = false;
     CNI_TRY(decode_limits(c.net.root(), w, c.limits, &top_level));
     CNI_TRY(decode_subnets(c.net.root(), w, c));
-    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject())
-        if (const auto* bw = json::find(*rc, "bandwidth"); bw && bw->IsObject()) {
-            json::Where wb = w.at("runtimeConfig").at("bandwidth").in("BandwidthEntry");
-            if (!top_level) CNI_TRY(decode_limits(*bw, wb, c.limits));
-            if (c.subnets.empty()) CNI_TRY(decode_subnets(*bw, wb, c));
-        }
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
+                                                   R"(struct { Bandwidth *main.BandwidthEntry "json:\"bandwidth,omitempty\"" })"));
+    const json::Value* bw = rc.object ? json::find(*rc.object, "bandwidth") : nullptr;
+    if (bw) CNI_TRY(json::expect_object(*bw, rc.inner.at("bandwidth"), "main.BandwidthEntry"));
+    if (bw && bw->IsObject()) {
+        json::Where wb = rc.inner.at("bandwidth").in("BandwidthEntry");
+        if (!top_level) CNI_TRY(decode_limits(*bw, wb, c.limits));
+        if (c.subnets.empty()) CNI_TRY(decode_subnets(*bw, wb, c));
+    }
     CNI_TRY(validate(c.limits.ingress_rate, c.limits.ingress_burst));
     CNI_TRY(validate(c.limits.egress_rate, c.limits.egress_burst));
     return c;

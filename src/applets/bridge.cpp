@@ -83,8 +83,11 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     // The container MAC: runtimeConfig, else args.cni, else CNI_ARGS MAC.
     CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
     std::string mac = env_mac.value_or("");
-    if (const auto* args = c.net.member("args"); args && args->IsObject())
-        if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) CNI_TRY(json::field(*a, "mac", mac, w.at("args").at("cni")));
+    CNI_TRY_ASSIGN(auto args, json::anonymous_struct(c.net.root(), "args", w, R"(struct { Cni main.BridgeArgs "json:\"cni,omitempty\"" })"));
+    if (const auto* a = args.object ? json::find(*args.object, "cni") : nullptr) {
+        CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "main.BridgeArgs"));
+        if (a->IsObject()) CNI_TRY(json::field(*a, "mac", mac, args.inner.at("cni").in("BridgeArgs")));
+    }
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
     if (rc_mac) mac = *rc_mac;
     c.mac = mac;

@@ -73,8 +73,9 @@ Result<HostDeviceConf> parse_host_device_conf(const Request& req) {
     CNI_TRY(json::field(root, "DPDKMode", c.dpdk, w));
     CNI_TRY(decode_conf_dns(c.net, c.dns));
     std::string device_id;
-    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject())
-        CNI_TRY(json::field(*rc, "deviceID", device_id, w.at("runtimeConfig")));
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", w,
+                                                   R"(struct { DeviceID string "json:\"deviceID,omitempty\"" })"));
+    if (rc.object) CNI_TRY(json::field(*rc.object, "deviceID", device_id, rc.inner));
     if (!device_id.empty()) {
         if (exists(kSysBusPci + device_id)) c.pci_bus_id = device_id;
         else if (exists(kSysBusAux + device_id)) c.aux_device = device_id;

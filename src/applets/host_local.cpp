@@ -29,12 +29,15 @@ struct HostLocalConf {
     std::optional<std::vector<Attachment>> valid_attachments;
 };
 
-// runtimeConfig.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix".
-Status decode_runtime_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::Where& w) {
-    std::vector<std::string> texts;
-    CNI_TRY(json::field(obj, "ips", texts, w));
-    for (auto& t : texts) {
-        CNI_TRY_ASSIGN(auto ip, parse_arg_ip(t));
+// runtimeConfig.ips, args.cni.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix"
+// (Go: []*ip.IP).
+Status decode_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::Where& w) {
+    const json::Value* ips = json::find(obj, "ips");
+    if (!ips || ips->IsNull()) return {};
+    if (!ips->IsArray()) return std::unexpected(json::type_error(*ips, w.at("ips"), "[]*ip.IP"));
+    for (const auto& e : ips->GetArray()) {
+        if (!e.IsString() && !e.IsNull()) return std::unexpected(json::type_error(e, w.at("ips"), "*ip.IP"));
+        CNI_TRY_ASSIGN(auto ip, parse_arg_ip(e.IsString() ? std::string_view(e.GetString(), e.GetStringLength()) : ""));
         out.push_back(ip);
     }
     return {};
@@ -58,11 +61,10 @@ Result<HostLocalConf> parse_host_local_conf(const Request& req) {
     CNI_TRY(json::field(*ipam, "resolvConf", c.resolv_conf, iw));
 
     std::vector<RangeSet> runtime_ranges;
-    if (const auto* rc = json::find(root, "runtimeConfig"); rc && !rc->IsNull()) {
-        auto rw = top.at("runtimeConfig");
-        CNI_TRY(json::expect_object(*rc, rw, "struct"));
-        CNI_TRY(json::field(*rc, "ipRanges", runtime_ranges, rw));
-    }
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", top,
+                                                   R"(struct { IPRanges []allocator.RangeSet "json:\"ipRanges,omitempty\""; )"
+                                                   R"(IPs []*ip.IP "json:\"ips,omitempty\"" })"));
+    if (rc.object) CNI_TRY(json::field(*rc.object, "ipRanges", runtime_ranges, rc.inner));
 
     // Requested addresses, in the reference's order of precedence.
     std::optional<IpAddr> env_ip;
@@ -72,14 +74,12 @@ Result<HostLocalConf> parse_host_local_conf(const Request& req) {
                              }}};
     CNI_TRY(load_cni_args(req.args, fields));
     if (env_ip) c.requested.push_back(*env_ip);
-    if (const auto* args = json::find(root, "args"); args && args->IsObject())
-        if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) {
-            std::vector<IpAddr> ips;
-            CNI_TRY(json::field(*a, "ips", ips, top.at("args").at("cni").in("IPAMArgs")));
-            c.requested.insert(c.requested.end(), ips.begin(), ips.end());
-        }
-    if (const auto* rc = json::find(root, "runtimeConfig"); rc && rc->IsObject())
-        CNI_TRY(decode_runtime_ips(*rc, c.requested, top.at("runtimeConfig")));
+    CNI_TRY_ASSIGN(auto args, json::anonymous_struct(root, "args", top, R"(struct { A *allocator.IPAMArgs "json:\"cni\"" })"));
+    if (const auto* a = args.object ? json::find(*args.object, "cni") : nullptr) {
+        CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "allocator.IPAMArgs"));
+        if (a->IsObject()) CNI_TRY(decode_ips(*a, c.requested, args.inner.at("cni").in("IPAMArgs")));
+    }
+    if (rc.object) CNI_TRY(decode_ips(*rc.object, c.requested, rc.inner));
 
     // Range sets: runtimeConfig ipRanges, then the legacy ipam-level range, then ipam.ranges.
     c.ranges = std::move(runtime_ranges);

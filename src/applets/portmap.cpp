@@ -76,7 +76,7 @@ Status choose_backend(PortmapConf& c, const std::string& backend, const std::opt
 
 // One runtimeConfig mapping; a protocol or hostIP that cannot be set up is noted in `unusable`.
 Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
-    CNI_TRY(json::expect_object(v, w, "PortMapEntry"));
+    CNI_TRY(json::expect_object(v, w, "main.PortMapEntry"));
     fw::PortMapping m;
     std::string proto, host_ip;
     json::Where e = w.in("PortMapEntry");
@@ -137,14 +137,14 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
         if (cond4) note(fw::parse_conditions(*cond4, "conditionsV4"), c.cond4);
         if (cond6) note(fw::parse_conditions(*cond6, "conditionsV6"), c.cond6);
     }
-    if (const auto* rc = c.net.member("runtimeConfig"); rc && rc->IsObject()) {
-        json::Where wr = w.at("runtimeConfig");
-        if (const auto* pm = json::find(*rc, "portMappings"); pm && !pm->IsNull()) {
-            if (!pm->IsArray()) return std::unexpected(json::type_error(*pm, wr.at("portMappings"), "[]PortMapEntry"));
-            for (const auto& e : pm->GetArray()) {
-                CNI_TRY_ASSIGN(auto m, parse_mapping(e, wr.at("portMappings"), c.unusable));
-                c.mappings.push_back(std::move(m));
-            }
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
+                                                   R"(struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" })"));
+    if (const auto* pm = rc.object ? json::find(*rc.object, "portMappings") : nullptr; pm && !pm->IsNull()) {
+        json::Where wp = rc.inner.at("portMappings");
+        if (!pm->IsArray()) return std::unexpected(json::type_error(*pm, wp, "[]main.PortMapEntry"));
+        for (const auto& e : pm->GetArray()) {
+            CNI_TRY_ASSIGN(auto m, parse_mapping(e, wp, c.unusable));
+            c.mappings.push_back(std::move(m));
         }
     }
     return c;

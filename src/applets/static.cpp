@@ -93,9 +93,14 @@ Result<StaticConf> parse_static_conf(const Request& req) {
             for (auto& a : c.addresses)  // configured addresses are not parsed yet: CNI_ARGS ones only
                 if (a.address && a.address->contains(*gw)) a.gateway = *gw;
         }
-    CNI_TRY(replace_addresses(json::find(nc.root(), "args") ? json::find(*json::find(nc.root(), "args"), "cni") : nullptr, c,
-                              top.at("args").at("cni").in("IPAMArgs")));
-    CNI_TRY(replace_addresses(nc.member("runtimeConfig"), c, top.at("runtimeConfig")));
+    CNI_TRY_ASSIGN(auto args, json::anonymous_struct(nc.root(), "args", top, R"(struct { A *main.IPAMArgs "json:\"cni\"" })"));
+    if (const auto* a = args.object ? json::find(*args.object, "cni") : nullptr) {
+        CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "main.IPAMArgs"));
+        CNI_TRY(replace_addresses(a, c, args.inner.at("cni").in("IPAMArgs")));
+    }
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(nc.root(), "runtimeConfig", top,
+                                                   R"(struct { IPs []string "json:\"ips,omitempty\"" })"));
+    CNI_TRY(replace_addresses(rc.object, c, rc.inner));
 
     int v4 = 0, v6 = 0;
     for (auto& a : c.addresses) {

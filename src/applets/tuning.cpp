@@ -79,22 +79,23 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
     c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
-    if (const auto* args = c.net.member("args"); args && args->IsObject()) {
-        if (const auto* a = json::find(*args, "cni"); a && a->IsObject()) {
-            json::Where wa{"IPAMArgs", "args.cni"};
-            CNI_TRY(json::field(*a, "sysctl", c.sysctl, wa));  // merged over the top-level map
-            std::optional<std::string> mac;
-            std::optional<bool> promisc;
-            std::optional<int> mtu;
-            CNI_TRY(json::field(*a, "mac", mac, wa));
-            CNI_TRY(json::field(*a, "promisc", promisc, wa));
-            CNI_TRY(json::field(*a, "mtu", mtu, wa));
-            CNI_TRY(json::field(*a, "txQLen", c.txqlen, wa));
-            CNI_TRY(json::field(*a, "allmulti", c.allmulti, wa));
-            if (mac) c.mac = *mac;
-            if (promisc) c.promisc = *promisc;
-            if (mtu) c.mtu = *mtu;
-        }
+    CNI_TRY_ASSIGN(auto args, json::anonymous_struct(root, "args", w, R"(struct { A *main.IPAMArgs "json:\"cni\"" })"));
+    const json::Value* a = args.object ? json::find(*args.object, "cni") : nullptr;
+    if (a) CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "main.IPAMArgs"));
+    if (a && a->IsObject()) {
+        json::Where wa = args.inner.at("cni").in("IPAMArgs");
+        CNI_TRY(json::field(*a, "sysctl", c.sysctl, wa));  // merged over the top-level map
+        std::optional<std::string> mac;
+        std::optional<bool> promisc;
+        std::optional<int> mtu;
+        CNI_TRY(json::field(*a, "mac", mac, wa));
+        CNI_TRY(json::field(*a, "promisc", promisc, wa));
+        CNI_TRY(json::field(*a, "mtu", mtu, wa));
+        CNI_TRY(json::field(*a, "txQLen", c.txqlen, wa));
+        CNI_TRY(json::field(*a, "allmulti", c.allmulti, wa));
+        if (mac) c.mac = *mac;
+        if (promisc) c.promisc = *promisc;
+        if (mtu) c.mtu = *mtu;
     }
     return c;
 }

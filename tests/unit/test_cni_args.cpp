@@ -68,8 +68,12 @@ TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value say
           "0a:00:00:00:00:02");
     CHECK_FALSE(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":""}})"), w));
     CHECK_FALSE(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n"})"), w));
+    // Go names no struct for a field of an anonymous struct, and the anonymous struct by its type.
     CHECK(cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":5}})"), w).error().msg ==
-          "json: cannot unmarshal number into Go struct field NetConf.runtimeConfig.mac of type string");
+          "json: cannot unmarshal number into Go struct field .runtimeConfig.mac of type string");
+    CHECK(cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":"x"})"), w).error().msg ==
+          R"(json: cannot unmarshal string into Go struct field NetConf.runtimeConfig of type struct { Mac string "json:\"mac,omitempty\"" })");
+    CHECK_FALSE(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":null})"), w));
 }
 
 TEST_CASE("a configured MAC: normalised, none stays none, the reference's two error wordings") {

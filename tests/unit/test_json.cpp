@@ -62,6 +62,47 @@ TEST_CASE("type mismatches name the Go struct field and type") {
     CHECK(keep == 42);  // null leaves the default
 }
 
+TEST_CASE("an anonymous struct field: an object or nothing, and its fields name no struct") {
+    auto d = json::parse(R"({"a":{"ips":5},"b":[1],"c":null})");
+    REQUIRE(d);
+    json::Where w{"Net", ""};
+    constexpr std::string_view go_type = R"(struct { IPs []string "json:\"ips,omitempty\"" })";
+    auto a = json::anonymous_struct(*d, "a", w, go_type);
+    REQUIRE(a);
+    REQUIRE(a->object != nullptr);
+    std::vector<std::string> ips;
+    auto st = json::field(*a->object, "ips", ips, a->inner);
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "json: cannot unmarshal number into Go struct field .a.ips of type []string");
+    auto b = json::anonymous_struct(*d, "b", w, go_type);
+    REQUIRE_FALSE(b);
+    CHECK(b.error().msg == "json: cannot unmarshal array into Go struct field Net.b of type " + std::string(go_type));
+    CHECK(json::anonymous_struct(*d, "c", w, go_type)->object == nullptr);
+    CHECK(json::anonymous_struct(*d, "absent", w, go_type)->object == nullptr);
+}
+
+struct Named {};
+template <>
+struct json::GoName<Named> {
+    static constexpr std::string_view value = "pkg.Named";
+};
+template <>
+struct json::GoName<std::vector<Named>> {
+    static constexpr std::string_view value = "pkg.NamedSet";
+};
+
+TEST_CASE("a type of another layer names its Go type, and a named slice of it its own") {
+    CHECK(json::go_type_name<Named>() == "pkg.Named");
+    CHECK(json::go_type_name<std::vector<Named>>() == "pkg.NamedSet");
+    CHECK(json::go_type_name<std::string>() == "string");
+    auto d = json::parse(R"({"strs":5})");
+    REQUIRE(d);
+    json::Where w{"IPAMConfig", ""};
+    std::vector<std::string> strs;
+    CHECK(json::field(*d, "strs", strs, w).error().msg ==
+          "json: cannot unmarshal number into Go struct field IPAMConfig.strs of type []string");
+}
+
 TEST_CASE("IP and CIDR fields use net.ParseIP and ParseCIDR errors") {
     auto d = json::parse(R"({"gw":"10.0.0.300","subnet":"10.0.0.0","empty":""})");
     REQUIRE(d);

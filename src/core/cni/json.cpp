@@ -117,6 +117,15 @@ Status expect_object(const Value& v, const Where& w, std::string_view go_type) {
     return std::unexpected(type_error(v, w, go_type));
 }
 
+Result<AnonymousStruct> anonymous_struct(const Value& obj, std::string_view key, const Where& w, std::string_view go_type) {
+    AnonymousStruct out{nullptr, w.at(key).in("")};
+    const Value* v = find(obj, key);
+    if (!v) return out;
+    CNI_TRY(expect_object(*v, w.at(key), go_type));
+    if (v->IsObject()) out.object = v;
+    return out;
+}
+
 Status decode(const Value& v, std::string& out, const Where& w) {
     if (v.IsNull()) return {};
     if (!v.IsString()) return std::unexpected(type_error(v, w, "string"));

@@ -69,10 +69,16 @@ Status decode(const Value& v, std::optional<T>& out, const Where& w) {
     return {};
 }
 
-// The Go name of a decoded element type, for "of type []string" in errors.
+// A decoded type of another layer names its Go type by specialising GoName (e.g. ipam's Range:
+// "allocator.Range"); a std::vector of it may name its own (Go's named slice "allocator.RangeSet").
 template <class T>
-constexpr std::string_view go_type_name() {
-    if constexpr (std::is_same_v<T, std::string>) return "string";
+struct GoName;
+
+// The Go name of a decoded type, for "of type []string" in errors.
+template <class T>
+std::string go_type_name() {
+    if constexpr (requires { GoName<T>::value; }) return std::string(GoName<T>::value);
+    else if constexpr (std::is_same_v<T, std::string>) return "string";
     else if constexpr (std::is_same_v<T, bool>) return "bool";
     else if constexpr (std::is_same_v<T, int>) return "int";
     else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
@@ -85,7 +91,10 @@ template <class T>
 Status decode(const Value& v, std::vector<T>& out, const Where& w) {
     out.clear();
     if (v.IsNull()) return {};
-    if (!v.IsArray()) return std::unexpected(type_error(v, w, "[]" + std::string(go_type_name<T>())));
+    if (!v.IsArray()) {
+        std::string go_type = go_type_name<std::vector<T>>();
+        return std::unexpected(type_error(v, w, go_type.empty() ? "[]" + go_type_name<T>() : go_type));
+    }
     out.reserve(v.Size());
     for (const auto& e : v.GetArray()) {
         T item{};
@@ -114,6 +123,16 @@ Status field(const Value& obj, std::string_view key, T& out, const Where& w) {
 
 // An object member must be an object (or null/absent): Go's error when it is not.
 Status expect_object(const Value& v, const Where& w, std::string_view go_type);
+
+// obj[key] declared in Go as an anonymous struct (every plugin's runtimeConfig): the object, or
+// nullptr when absent or null; any other value is Go's error naming the struct's type. Errors in
+// its own fields name no struct ("Go struct field .runtimeConfig.mac"), as Go's json does for a
+// type without a name: decode them with `inner`.
+struct AnonymousStruct {
+    const Value* object = nullptr;
+    Where inner;
+};
+Result<AnonymousStruct> anonymous_struct(const Value& obj, std::string_view key, const Where& w, std::string_view go_type);
 
 // Output.
 enum class Style { indented, compact };

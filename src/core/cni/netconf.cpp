@@ -89,10 +89,11 @@ Result<std::optional<std::string>> cni_args_mac(std::string_view cni_args) {
 }
 
 Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const json::Where& w) {
-    const json::Value* rc = conf.member("runtimeConfig");
-    if (!rc || !rc->IsObject()) return std::optional<std::string>{};
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(conf.root(), "runtimeConfig", w,
+                                                   R"(struct { Mac string "json:\"mac,omitempty\"" })"));
+    if (!rc.object) return std::optional<std::string>{};
     std::string mac;
-    CNI_TRY(json::field(*rc, "mac", mac, w.at("runtimeConfig")));
+    CNI_TRY(json::field(*rc.object, "mac", mac, rc.inner));
     return mac.empty() ? std::nullopt : std::optional<std::string>(mac);
 }
 

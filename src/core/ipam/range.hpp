@@ -38,3 +38,12 @@ U128 size(const RangeSet& set);  // number of addresses in the ranges
 Status decode(const json::Value& v, Range& out, const json::Where& w);
 
 }  // namespace cni::ipam
+
+template <>
+struct cni::json::GoName<cni::ipam::Range> {
+    static constexpr std::string_view value = "allocator.Range";
+};
+template <>
+struct cni::json::GoName<cni::ipam::RangeSet> {
+    static constexpr std::string_view value = "allocator.RangeSet";
+};
