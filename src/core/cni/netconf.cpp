@@ -100,7 +100,7 @@ Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const
 Status decode_conf_dns(const NetConf& conf, Dns& out) {
     const json::Value* dns = conf.member("dns");
     if (!dns || dns->IsNull()) return {};
-    return decode_dns(*dns, out, json::Where{"NetConf", "dns"});
+    return decode_dns(*dns, out, json::Where{"NetConf", "dns", conf.where.prefix});
 }
 
 }  // namespace cni
