@@ -142,9 +142,13 @@ Result<std::string> encode_020(const CniResult& r, std::string_view label) {
 
 // ---- decoding ----------------------------------------------------------------------------------
 
+// types.Route has its own UnmarshalJSON, which decodes into the unexported types.route: a value
+// that is not an object names that type, and Go's json puts the enclosing struct's name and the
+// whole path on an error inside it ("IPAMConfig.ipam.routes.dst"; Go before 1.20 dropped the
+// ".dst").
 Status decode_route(const Value& v, Route& out, const json::Where& w) {
-    CNI_TRY(json::expect_object(v, w, "types.Route"));
-    auto rw = w.in("Route");
+    CNI_TRY(json::expect_object(v, w, "types.route"));
+    const json::Where& rw = w;
     CNI_TRY(json::field(v, "dst", out.dst, rw));
     CNI_TRY(json::field(v, "gw", out.gw, rw));
     CNI_TRY(json::field(v, "mtu", out.mtu, rw));

@@ -28,9 +28,7 @@ Status mkdir_all(const std::string& path, mode_t mode) {
 Result<std::string> read_file(const std::string& path) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return sys_fail("open", path);
-    auto text = read_all(fd.get(), std::size_t(1) << 30);
-    if (!text) return fail(text.error().msg + " " + path);
-    return text;
+    return read_all(fd.get(), std::size_t(1) << 30, path);
 }
 
 Result<std::optional<std::string>> read_file_if_exists(const std::string& path) {
@@ -45,19 +43,24 @@ std::string absolute_path(const std::string& path) {
     return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
 }
 
-Status write_all(int fd, std::string_view data) {
+// Go's *PathError wording: "read /x: is a directory", or "read: ..." for an unnamed descriptor.
+static std::string io_error(std::string_view op, std::string_view path, std::string_view reason) {
+    return std::string(op) + (path.empty() ? "" : " " + std::string(path)) + ": " + std::string(reason);
+}
+
+Status write_all(int fd, std::string_view data, std::string_view path) {
     while (!data.empty()) {
         ssize_t n = ::write(fd, data.data(), data.size());
         if (n < 0) {
             if (errno == EINTR) continue;
-            return fail("write: " + errno_text(errno));
+            return fail(io_error("write", path, errno_text(errno)));
         }
         data.remove_prefix(std::size_t(n));
     }
     return {};
 }
 
-Result<std::string> read_all(int fd, std::size_t limit) {
+Result<std::string> read_all(int fd, std::size_t limit, std::string_view path) {
     std::string out;
     char buf[65536];
     for (;;) {
@@ -65,9 +68,9 @@ Result<std::string> read_all(int fd, std::size_t limit) {
         if (n == 0) return out;
         if (n < 0) {
             if (errno == EINTR) continue;
-            return fail("read: " + errno_text(errno));
+            return fail(io_error("read", path, errno_text(errno)));
         }
-        if (out.size() + std::size_t(n) > limit) return fail("read: more than " + std::to_string(limit) + " bytes");
+        if (out.size() + std::size_t(n) > limit) return fail(io_error("read", path, "more than " + std::to_string(limit) + " bytes"));
         out.append(buf, std::size_t(n));
     }
 }
@@ -75,8 +78,7 @@ Result<std::string> read_all(int fd, std::size_t limit) {
 Status write_file(const std::string& path, std::string_view data, mode_t mode) {
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
     if (!fd) return sys_fail("open", path);
-    if (auto st = write_all(fd.get(), data); !st) return fail(st.error().msg + " " + path);
-    return {};
+    return write_all(fd.get(), data, path);
 }
 
 Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode) {

@@ -23,9 +23,10 @@ Result<std::optional<std::string>> read_file_if_exists(const std::string& path);
 // Go filepath.Abs: a relative path joined to the working directory.
 std::string absolute_path(const std::string& path);
 
-Status write_all(int fd, std::string_view data);  // retries short writes and EINTR
-// Everything up to EOF; more than `limit` bytes is an error.
-Result<std::string> read_all(int fd, std::size_t limit);
+// Retries short writes and EINTR. `path`, if given, names the file in errors ("write /x: ...").
+Status write_all(int fd, std::string_view data, std::string_view path = "");
+// Everything up to EOF; more than `limit` bytes is an error ("read /x: ..." with `path`).
+Result<std::string> read_all(int fd, std::size_t limit, std::string_view path = "");
 Status write_file(const std::string& path, std::string_view data, mode_t mode);  // truncates
 Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode);
 
