@@ -159,17 +159,18 @@ Status decode_route(const Value& v, Route& out, const json::Where& w) {
     return {};
 }
 
-Status decode_ip_config(const Value& v, IpConfig& out, const json::Where& w) {
-    CNI_TRY(json::expect_object(v, w, "IPConfig"));
-    auto iw = w.in("ipConfig");
-    CNI_TRY(json::field(v, "interface", out.interface, iw));
-    CNI_TRY(json::field(v, "address", out.address, iw));
-    CNI_TRY(json::field(v, "gateway", out.gateway, iw));
+// A result's IPConfig also decodes itself, through the unexported ipConfig of its version's
+// package ("types100.ipConfig"): errors name the enclosing struct, as for a route.
+Status decode_ip_config(const Value& v, IpConfig& out, const json::Where& w, std::string_view pkg) {
+    CNI_TRY(json::expect_object(v, w, std::string(pkg) + ".ipConfig"));
+    CNI_TRY(json::field(v, "interface", out.interface, w));
+    CNI_TRY(json::field(v, "address", out.address, w));
+    CNI_TRY(json::field(v, "gateway", out.gateway, w));
     return {};
 }
 
-Status decode_interface(const Value& v, Interface& out, const json::Where& w, bool full) {
-    CNI_TRY(json::expect_object(v, w, "Interface"));
+Status decode_interface(const Value& v, Interface& out, const json::Where& w, std::string_view pkg, bool full) {
+    CNI_TRY(json::expect_object(v, w, std::string(pkg) + ".Interface"));
     auto iw = w.in("Interface");
     CNI_TRY(json::field(v, "name", out.name, iw));
     CNI_TRY(json::field(v, "mac", out.mac, iw));
@@ -182,12 +183,14 @@ Status decode_interface(const Value& v, Interface& out, const json::Where& w, bo
     return {};
 }
 
+// obj[key], a Go slice of type `go_type` (e.g. "[]*types100.Interface"), each element by `one`.
 template <class T, class F>
-Status decode_list(const Value& obj, std::string_view key, std::vector<T>& out, const json::Where& w, F&& one) {
+Status decode_list(const Value& obj, std::string_view key, std::string_view go_type, std::vector<T>& out, const json::Where& w,
+                   F&& one) {
     const Value* m = json::find(obj, key);
     if (!m || m->IsNull()) return {};
     auto kw = w.at(key);
-    if (!m->IsArray()) return std::unexpected(json::type_error(*m, kw, "[]"));
+    if (!m->IsArray()) return std::unexpected(json::type_error(*m, kw, go_type));
     for (const auto& e : m->GetArray()) {
         if (e.IsNull()) continue;  // a nil pointer element
         T item{};
@@ -201,13 +204,12 @@ Status decode_020_ip(const Value& obj, std::string_view key, CniResult& r, const
     const Value* m = json::find(obj, key);
     if (!m || m->IsNull()) return {};
     auto kw = w.at(key);
-    CNI_TRY(json::expect_object(*m, kw, "types020.IPConfig"));
-    auto iw = kw.in("ipConfig");
+    CNI_TRY(json::expect_object(*m, kw, "types020.ipConfig"));  // IPConfig decodes itself, as in 0.4.0+
     IpConfig ip;
-    CNI_TRY(json::field(*m, "ip", ip.address, iw));
-    CNI_TRY(json::field(*m, "gateway", ip.gateway, iw));
+    CNI_TRY(json::field(*m, "ip", ip.address, kw));
+    CNI_TRY(json::field(*m, "gateway", ip.gateway, kw));
     r.ips.push_back(ip);
-    return decode_list(*m, "routes", r.routes, iw, decode_route);
+    return decode_list(*m, "routes", "[]types.Route", r.routes, kw, decode_route);
 }
 
 }  // namespace
@@ -267,10 +269,12 @@ Result<CniResult> decode_result(const Value& v, std::string_view version, std::o
         CNI_TRY(decode_020_ip(v, "ip6", r, w));
     } else {
         bool full = fam == Family::v100;
-        CNI_TRY(decode_list(v, "interfaces", r.interfaces, w,
-                            [full](const Value& e, Interface& i, const json::Where& iw) { return decode_interface(e, i, iw, full); }));
-        CNI_TRY(decode_list(v, "ips", r.ips, w, decode_ip_config));
-        CNI_TRY(decode_list(v, "routes", r.routes, w, decode_route));
+        std::string pkg = full ? "types100" : "types040";
+        CNI_TRY(decode_list(v, "interfaces", "[]*" + pkg + ".Interface", r.interfaces, w,
+                            [&](const Value& e, Interface& i, const json::Where& iw) { return decode_interface(e, i, iw, pkg, full); }));
+        CNI_TRY(decode_list(v, "ips", "[]*" + pkg + ".IPConfig", r.ips, w,
+                            [&](const Value& e, IpConfig& ip, const json::Where& iw) { return decode_ip_config(e, ip, iw, pkg); }));
+        CNI_TRY(decode_list(v, "routes", "[]*types.Route", r.routes, w, decode_route));
     }
     if (const Value* d = json::find(v, "dns"); d && !d->IsNull()) CNI_TRY(decode_dns(*d, r.dns, w.at("dns")));
     return r;
