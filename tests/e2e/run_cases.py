@@ -14,13 +14,16 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, canonical_result, install_dir, reference_dir  # noqa: E402
+from cnitest import Plugin, canonical_result, install_dir, netns, reference_dir  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
 REF = reference_dir()
 DEFAULT_ENV = {"CNI_CONTAINERID": "e2e-ctr", "CNI_NETNS": "/nonexistent/netns", "CNI_IFNAME": "eth0",
                "CNI_PATH": "@BIN@"}
+
+
+HOST_NS = None  # the throwaway namespace every case runs in (set by main)
 
 
 def run_case(case, plugin_dir):
@@ -35,7 +38,7 @@ def run_case(case, plugin_dir):
         stdin = stdin.replace("@DATA@", data)
         if "stdin_repeat" in case:
             stdin = stdin * case["stdin_repeat"]
-        return Plugin(os.path.join(plugin_dir, case["applet"])).run(None, stdin, raw_env=env)
+        return Plugin(os.path.join(plugin_dir, case["applet"])).run(None, stdin, raw_env=env, host_ns=HOST_NS)
     finally:
         shutil.rmtree(data, ignore_errors=True)
 
@@ -76,20 +79,22 @@ def main():
             for case in json.load(f):
                 case["file"] = os.path.basename(path)
                 cases.append(case)
+    global HOST_NS
     failed = 0
-    for n, case in enumerate(cases, 1):
-        try:
-            problems = check_case(case)
-        except Exception as e:  # noqa: BLE001
-            problems = [f"runner error: {e!r}"]
-        if problems:
-            failed += 1
-            print(f"not ok {n} - {case['file']}: {case['name']}")
-            for p in problems:
-                for line in p.splitlines():
-                    print(f"# {line}")
-        else:
-            print(f"ok {n} - {case['file']}: {case['name']}")
+    with netns("cnie2e") as HOST_NS:
+        for n, case in enumerate(cases, 1):
+            try:
+                problems = check_case(case)
+            except Exception as e:  # noqa: BLE001
+                problems = [f"runner error: {e!r}"]
+            if problems:
+                failed += 1
+                print(f"not ok {n} - {case['file']}: {case['name']}")
+                for p in problems:
+                    for line in p.splitlines():
+                        print(f"# {line}")
+            else:
+                print(f"ok {n} - {case['file']}: {case['name']}")
     print(f"1..{len(cases)}")
     shutil.rmtree(BIN, ignore_errors=True)
     sys.exit(1 if failed else 0)
