@@ -74,7 +74,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY(json::field(root, "enabledad", c.enable_dad, w));
     CNI_TRY(json::field(root, "disableContainerInterface", c.disable_container_interface, w));
     CNI_TRY(json::field(root, "portIsolation", c.port_isolation, w));
-    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    c.dns = c.net.dns;
 
     CNI_TRY_ASSIGN(c.vlans, iface::parse_port_vlans(c.net));
     CNI_TRY(json::field(root, "macspoofchk", c.mac_spoof_check, w));

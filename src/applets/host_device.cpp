@@ -71,7 +71,7 @@ Result<HostDeviceConf> parse_host_device_conf(const Request& req) {
     CNI_TRY(json::field(root, "kernelpath", c.kernelpath, w));
     CNI_TRY(json::field(root, "pciBusID", c.pci_bus_id, w));
     CNI_TRY(json::field(root, "DPDKMode", c.dpdk, w));
-    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    c.dns = c.net.dns;
     std::string device_id;
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", w,
                                                    R"(struct { DeviceID string "json:\"deviceID,omitempty\"" })"));

@@ -39,7 +39,7 @@ Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "mode", c.mode_name, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
-    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    c.dns = c.net.dns;
     c.mode = nl::ipvlan_mode_from_name(c.mode_name);
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("could not parse prevResult: " + prev.error().msg);

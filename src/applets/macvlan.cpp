@@ -45,7 +45,7 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "mac", c.mac, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
     CNI_TRY(json::field(root, "bcqueuelen", c.bc_queue_len, w));
-    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    c.dns = c.net.dns;
     c.mode = nl::macvlan_mode_from_name(c.mode_name);
     // The MAC: the config's, then CNI_ARGS MAC, then runtimeConfig mac.
     CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));

@@ -36,7 +36,7 @@ Result<PtpConf> parse_ptp_conf(const Request& req) {
     CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
     CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    c.dns = c.net.dns;
     return c;
 }
 

@@ -44,7 +44,7 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     CNI_TRY(json::field(root, "owner", c.owner, w));
     CNI_TRY(json::field(root, "group", c.group, w));
     CNI_TRY(json::field(root, "bridge", c.bridge, w));
-    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    c.dns = c.net.dns;
     std::string selinux;
     CNI_TRY(json::field(root, "selinuxContext", selinux, w));
     if (!selinux.empty())

@@ -35,7 +35,7 @@ Result<VlanConf> parse_vlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "vlanId", c.vlan_id, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
-    CNI_TRY(decode_conf_dns(c.net, c.dns));
+    c.dns = c.net.dns;
     if (c.master.empty())
         return fail("\"master\" field is required. It specifies the host interface name to create the VLAN for");
     if (c.vlan_id < 0 || c.vlan_id > 4094)

@@ -75,6 +75,14 @@ Result<NetConf> load_netconf(std::string_view config, std::string_view go_type, 
     auto nc = parse_netconf(config, go_type);
     if (!nc) return fail(std::string(prefix) + nc.error().msg);
     nc->where.prefix = prefix;
+    const json::Where& w = nc->where;
+    if (const auto* caps = nc->member("capabilities"); caps && !caps->IsNull()) {
+        CNI_TRY(json::expect_object(*caps, w.at("capabilities"), "map[string]bool"));
+        for (const auto& m : caps->GetObject())
+            if (!m.value.IsNull() && !m.value.IsBool()) return std::unexpected(json::type_error(m.value, w.at("capabilities"), "bool"));
+    }
+    if (const auto* dns = nc->member("dns"); dns && !dns->IsNull())
+        CNI_TRY(decode_dns(*dns, nc->dns, w.at("dns")));
     return nc;
 }
 
@@ -95,12 +103,6 @@ Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const
     std::string mac;
     CNI_TRY(json::field(*rc.object, "mac", mac, rc.inner));
     return mac.empty() ? std::nullopt : std::optional<std::string>(mac);
-}
-
-Status decode_conf_dns(const NetConf& conf, Dns& out) {
-    const json::Value* dns = conf.member("dns");
-    if (!dns || dns->IsNull()) return {};
-    return decode_dns(*dns, out, json::Where{"NetConf", "dns", conf.where.prefix});
 }
 
 }  // namespace cni

@@ -27,6 +27,7 @@ struct NetConf {
     std::string type;
     std::string ipam_type;
     std::optional<std::vector<Attachment>> valid_attachments;  // GC only; nullopt when absent
+    Dns dns;  // the top-level "dns" (load_netconf only)
     // Where the applet's own keys sit, for their type errors: its Go struct, and the wording its
     // reference wraps the one json.Unmarshal in (load_netconf's prefix).
     json::Where where{"NetConf", ""};
@@ -43,7 +44,8 @@ inline constexpr std::string_view kLoadNetconf = "failed to load netconf: ";    
 inline constexpr std::string_view kParseNetworkConf = "failed to parse network configuration: ";  // bandwidth, sbr, portmap
 
 // parse_netconf with a plugin's wording: "<prefix><why>", for the common keys here and (through
-// `where`) for the applet's own keys.
+// `where`) for the applet's own keys. For the plugins whose Go struct embeds types.NetConf, so
+// also its "capabilities" (map[string]bool) and "dns" (types.DNS) are checked, and dns decoded.
 Result<NetConf> load_netconf(std::string_view config, std::string_view go_type = "NetConf",
                              std::string_view prefix = kLoadNetconf);
 
@@ -53,9 +55,6 @@ Result<NetConf> load_netconf(std::string_view config, std::string_view go_type =
 // type errors.
 Result<std::optional<std::string>> cni_args_mac(std::string_view cni_args);
 Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const json::Where& w);
-
-// The optional top-level "dns" key into `out` (absent or null leaves it empty).
-Status decode_conf_dns(const NetConf& conf, Dns& out);
 
 // The prevResult, if any, decoded for conf.cni_version and converted to the current version.
 // Errors carry no prefix; applets wrap them with their reference's wording.
