@@ -37,7 +37,7 @@ Result<VlanConf> parse_vlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
     c.dns = c.net.dns;
     if (c.master.empty())
-        return fail("\"master\" field is required. It specifies the host interface name to create the VLAN for");
+        return fail("\"master\" field is required. It specifies the host interface name to create the VLAN for.");
     if (c.vlan_id < 0 || c.vlan_id > 4094)
         return fail("invalid VLAN ID " + std::to_string(c.vlan_id) + " (must be between 0 and 4095 inclusive)");
     return c;
