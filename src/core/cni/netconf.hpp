@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The network configuration every applet receives on stdin (CNI spec "Network configuration"):
 // the parsed document plus the common keys of Go types.NetConf (cniVersion, name, type,
-// ipam.type, prevResult, cni.dev/valid-attachments). Applets read their own keys from `root()`
+// ipam.type, prevResult, cni.dev/valid-attachments; capabilities and dns for the plugins whose
+// struct embeds types.NetConf, see load_netconf). Applets read their own keys from `root()`
 // with the json helpers. prevResult is decoded with the reference's CNIVersion quirk (1.5).
 #pragma once
 
