@@ -74,7 +74,7 @@ Status choose_backend(PortmapConf& c, const std::string& backend, const std::opt
     return {};
 }
 
-// One runtimeConfig mapping; a protocol or hostIP that cannot be set up is noted in `unusable`.
+// One runtimeConfig mapping; a port, protocol or hostIP that cannot be set up is noted in `unusable`.
 Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
     CNI_TRY(json::expect_object(v, w, "main.PortMapEntry"));
     fw::PortMapping m;
@@ -84,9 +84,13 @@ Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w
     CNI_TRY(json::field(v, "containerPort", m.container_port, e));
     CNI_TRY(json::field(v, "protocol", proto, e));
     CNI_TRY(json::field(v, "hostIP", host_ip, e));
-    if (m.container_port <= 0 || m.container_port > 65535)
-        return fail("Invalid container port number: " + std::to_string(m.container_port));
-    if (m.host_port <= 0 || m.host_port > 65535) return fail("Invalid host port number: " + std::to_string(m.host_port));
+    // The reference refuses ports below 1 for every command; a port above 65535 fails only its
+    // ADD (in iptables), so here it fails ADD and CHECK and leaves DEL to clean up.
+    if (m.container_port <= 0) return fail("Invalid container port number: " + std::to_string(m.container_port));
+    if (m.host_port <= 0) return fail("Invalid host port number: " + std::to_string(m.host_port));
+    for (auto [port, what] : {std::pair{m.container_port, "container"}, std::pair{m.host_port, "host"}})
+        if (port > 65535 && !unusable)
+            unusable = Error{code::internal, std::string("Invalid ") + what + " port number: " + std::to_string(port), {}};
     std::transform(proto.begin(), proto.end(), proto.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     if (proto.empty()) proto = "tcp";
     m.proto = proto == "tcp" ? IPPROTO_TCP : proto == "udp" ? IPPROTO_UDP : proto == "sctp" ? IPPROTO_SCTP : 0;

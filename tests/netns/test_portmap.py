@@ -205,6 +205,8 @@ def portmap_options_errors_and_rollback():
         for keys, code, msg in [
             ({"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 80}]}}, 999, "Invalid host port number: 0"),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 70000}]}}, 999, "Invalid container port number: 70000"),
+            ({"runtimeConfig": {"portMappings": [{"hostPort": 70000, "containerPort": 80}]}}, 999, "Invalid host port number: 70000"),
+            ({"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 70000}]}}, 999, "Invalid host port number: 0"),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]}}, 999,
              'invalid protocol "icmp" in portMappings: only tcp, udp and sctp are forwarded'),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "hostIP": "10.0.0.300"}]}}, 999,
@@ -239,6 +241,8 @@ def portmap_options_errors_and_rollback():
             eq((err["code"], err["msg"]), (code, "failed to parse config: " + msg), str(keys))
         for keys in ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]}},
                      {"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "hostIP": "10.0.0.300"}]}},
+                     {"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 70000}]}},
+                     {"runtimeConfig": {"portMappings": [{"hostPort": 70000, "containerPort": 80}]}},
                      {"conditionsV4": ["-p", "tcp"]}):
             # What only ADD uses does not fail the DEL sent after the refused ADD (nor does it in the Go plugin).
             conf = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0")
