@@ -12,9 +12,11 @@
 // forwards to IPAM; GC removes the ipMasq rules of attachments not in
 // cni.dev/valid-attachments and forwards to IPAM.
 #include <linux/if.h>
+#include <linux/ip.h>
 
 #include <chrono>
 #include <thread>
+#include <vector>
 
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
@@ -28,6 +30,7 @@
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
+#include "core/nl/link_watch.hpp"
 #include "core/nl/route.hpp"
 #include "core/os/sysctl.hpp"
 #include "core/rollback.hpp"
@@ -106,7 +109,7 @@ Status check_for_add(BridgeConf& c) {
 }
 
 // The bridge, created if missing (MTU only at creation), promisc as configured, accept_ra=0, up.
-Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const BridgeConf& c) {
+Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const os::SysctlDir& ipv6_conf, const BridgeConf& c) {
     CNI_TRY_ASSIGN(auto existing, nl::find_link(host, c.bridge));
     if (!existing) {
         auto made = nl::add_bridge(host, nl::NewLink{c.bridge, c.mtu, "", 0, -1}, c.vlans.filtering());
@@ -123,7 +126,7 @@ Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const BridgeConf& c) 
         CNI_TRY(nl::set_promisc(host, *existing, true));
         changed = true;
     }
-    (void)os::sysctl_set("net/ipv6/conf/" + c.bridge + "/accept_ra", "0");
+    (void)ipv6_conf.set(c.bridge + "/accept_ra", "0");
     if (!existing->up()) {
         CNI_TRY(nl::set_link_up(host, *existing, true));
         changed = true;
@@ -165,13 +168,13 @@ Status pin_mac(const nl::Socket& host, nl::LinkInfo link) {
 
 // With a vlan, the gateway's link: the host veth "<bridge>.<vlan>" (created once, its peer a
 // port of that VLAN), else the bridge itself.
-Result<nl::LinkInfo> gateway_link(const nl::Socket& host, const os::Netns& host_ns, const nl::LinkInfo& br,
-                                  const BridgeConf& c) {
+Result<nl::LinkInfo> gateway_link(const nl::Socket& host, const os::Netns& host_ns, const os::SysctlDir& ipv6_conf,
+                                  const nl::LinkInfo& br, const BridgeConf& c) {
     if (c.vlans.vlan == 0) return br;
     std::string name = br.name + "." + std::to_string(c.vlans.vlan);
     CNI_TRY_ASSIGN(auto existing, nl::find_link(host, name));
     if (existing) return *existing;
-    auto made = iface::setup_veth(host, host, host_ns, name, br.mtu, "");
+    auto made = iface::setup_veth(host, host, host_ns, ipv6_conf, name, br.mtu, "");
     if (!made) return fail("failed to create vlan gateway \"" + name + "\": " + made.error().msg);
     CNI_TRY(nl::set_master(host, made->host, br.index));
     iface::PortVlans only_this{c.vlans.vlan, {}, false, c.vlans.preserve_default};
@@ -202,17 +205,25 @@ std::vector<IpNet> plan_gateways(const BridgeConf& c, CniResult& result) {
     return gws;
 }
 
-// Wait until the host end of the veth is operationally up (0, 50, 500, 1000, 1000 ms); the
-// port as it is then.
-Result<nl::LinkInfo> wait_port_up(const nl::Socket& host, nl::LinkInfo port) {
-    for (int delay : {0, 50, 500, 1000, 1000}) {
+// Wait until the host end of the veth is operationally up, as the reference polls it (at 0, 50,
+// 500, 1000 and 1000 ms), but told by `watch` when there is one: no RTNL request on the way.
+// Polled as the reference does if the watch fails (notifications lost).
+Status wait_port_up(const nl::Socket& host, const nl::LinkWatch* watch, const nl::LinkInfo& port) {
+    std::vector<int> delays = {0, 50, 500, 1000, 1000};
+    if (watch) {
+        auto up = watch->wait_oper_up(port.index, std::chrono::milliseconds(50 + 500 + 1000 + 1000));
+        if (up && *up) return {};
+        if (up) delays = {0};  // it waited as long: one last look, for the state to report
+    }
+    int state = IF_OPER_UNKNOWN;
+    for (int delay : delays) {
         std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-        CNI_TRY_ASSIGN(port, nl::require_link(host, port.name));
-        if (port.oper_state == IF_OPER_UP) return port;
+        CNI_TRY_ASSIGN(auto now, nl::require_link(host, port.name));
+        if (now.oper_state == IF_OPER_UP) return {};
+        state = now.oper_state;
     }
     static const char* names[] = {"unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"};
-    int st = port.oper_state;
-    return fail(std::string("bridge port in error state: ") + (st >= 0 && st <= 6 ? names[st] : "unknown"));
+    return fail(std::string("bridge port in error state: ") + (state >= 0 && state <= 6 ? names[state] : "unknown"));
 }
 
 Result<CniResult> bridge_add(const Context& ctx) {
@@ -224,9 +235,11 @@ Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
 
+    auto ipv6_conf = os::SysctlDir::open("net/ipv6/conf");
+
     Rollback undo;
-    CNI_TRY_ASSIGN(auto br, ensure_bridge(host, c));
-    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, r.ifname, c.mtu, c.mac));
+    CNI_TRY_ASSIGN(auto br, ensure_bridge(host, ipv6_conf, c));
+    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
     undo.push([&] { (void)nl::delete_link(container, r.ifname); });
     CNI_TRY(nl::set_master(host, veth.host, br.index));
     if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::hairpin, true));
@@ -257,18 +270,21 @@ Result<CniResult> bridge_add(const Context& ctx) {
         result.interfaces = {br_if, host_if, cont_if};
         {
             CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-            std::string v6 = "net/ipv6/conf/" + r.ifname + "/";
+            auto v6 = os::SysctlDir::open("net/ipv6/conf/" + r.ifname);
             if (c.enable_dad) {
-                (void)os::sysctl_set(v6 + "enhanced_dad", "1");
-                (void)os::sysctl_set(v6 + "accept_dad", "1");
+                (void)v6.set("enhanced_dad", "1");
+                (void)v6.set("accept_dad", "1");
             } else {
-                (void)os::sysctl_set(v6 + "accept_dad", "0");
+                (void)v6.set("accept_dad", "0");
             }
-            (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
         }
-        CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
+        (void)nl::set_ipv4_conf(container, veth.container, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
+        // The host side before the container end goes up: from then on every RTNL request
+        // waits behind the kernel's IPv6 start-up of that port (link_watch.hpp). Should the
+        // container's configuration then fail, the shared bridge keeps its gateway address,
+        // as it does in the reference when a later step fails.
         if (!gateways.empty()) {
-            CNI_TRY_ASSIGN(auto gw_link, gateway_link(host, host_ns, br, c));
+            CNI_TRY_ASSIGN(auto gw_link, gateway_link(host, host_ns, ipv6_conf, br, c));
             if (gw_link.index != br.index) {
                 Interface gw_if;
                 gw_if.name = gw_link.name;
@@ -286,7 +302,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
                 if (gw_link.index != br.index) CNI_TRY(pin_mac(host, br));
             }
         }
-        if (c.is_gateway) CNI_TRY(iface::enable_forwarding(result.ips));
+        if (c.is_gateway) CNI_TRY(iface::enable_forwarding(host, result.ips));
         if (c.ip_masq) {
             std::vector<IpNet> nets;
             for (auto& ip : result.ips) nets.push_back(ip.address);
@@ -296,14 +312,17 @@ Result<CniResult> bridge_add(const Context& ctx) {
         }
     } else {
         result.interfaces = {br_if, host_if, cont_if};
-        if (!c.disable_container_interface) CNI_TRY(nl::set_link_up(container, veth.container, true));
     }
-    // The MACs as they ended up (the bridge's can change while ports join).
-    nl::LinkInfo host_now = veth.host;
-    if (!c.disable_container_interface) CNI_TRY_ASSIGN(host_now, wait_port_up(host, veth.host));
+    // The bridge's MAC as it ended up (it follows the lowest port MAC until pinned).
     CNI_TRY_ASSIGN(auto br_now, nl::require_link(host, br.name));
     result.interfaces[0].mac = br_now.mac;
-    result.interfaces[1].mac = host_now.mac;
+    result.interfaces[1].mac = veth.host.mac;
+    if (!c.disable_container_interface) {
+        auto watch = nl::LinkWatch::open();  // before the container end goes up; polled without it
+        if (!c.net.ipam_type.empty()) CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
+        else CNI_TRY(nl::set_link_up(container, veth.container, true));
+        CNI_TRY(wait_port_up(host, watch ? &*watch : nullptr, veth.host));
+    }
     if (!c.dns.empty()) result.dns = c.dns;
     undo.dismiss();
     return result;

@@ -90,9 +90,10 @@ Result<CniResult> ptp_add(const Context& ctx) {
     if (result.ips.empty()) return fail("IPAM plugin returned missing IP config");
     for (auto& ip : result.ips)
         if (!ip.gateway) return fail("ptp: IPAM returned " + ip.address.str() + " without a gateway");
-    CNI_TRY(iface::enable_forwarding(result.ips));
+    CNI_TRY(iface::enable_forwarding(host, result.ips));
 
-    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, r.ifname, c.mtu, ""));
+    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, os::SysctlDir::open("net/ipv6/conf"), r.ifname,
+                                                c.mtu, ""));
     undo.push([&] { (void)nl::delete_link(container, r.ifname); });
     Interface host_if, cont_if;
     host_if.name = veth.host.name;

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <linux/if.h>
+#include <linux/ip.h>
 
 #include <netlink/errno.h>
 
@@ -18,6 +19,8 @@
 #include "core/nl/bridge_port.hpp"
 #include "core/nl/conntrack.hpp"
 #include "core/nl/link.hpp"
+#include "core/nl/link_watch.hpp"
+#include "core/nl/netconf.hpp"
 #include "core/nl/neigh.hpp"
 #include "core/nl/nftables.hpp"
 #include "core/nl/route.hpp"
@@ -36,6 +39,10 @@ struct Pair {
     os::Netns ctr = *os::Netns::open(ctr_ns.path);
     nl::Socket hs = *nl::Socket::open_in(host);
     nl::Socket cs = *nl::Socket::open_in(ctr);
+    os::SysctlDir host_v6 = [this] {
+        auto in = os::NetnsGuard::enter(host);
+        return os::SysctlDir::open("net/ipv6/conf");
+    }();
 };
 
 IpNet net(const char* s) { return *IpNet::parse(s); }
@@ -44,7 +51,7 @@ IpNet net(const char* s) { return *IpNet::parse(s); }
 
 TEST_CASE("setup_veth puts the peer straight into the host namespace") {
     Pair p;
-    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 1400, "0a:58:0a:01:00:05");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 1400, "0a:58:0a:01:00:05");
     REQUIRE(veth);
     CHECK(veth->container.name == "eth0");
     CHECK(veth->container.kind == "veth");
@@ -56,7 +63,11 @@ TEST_CASE("setup_veth puts the peer straight into the host namespace") {
     CHECK(veth->host.up());
     CHECK(veth->host.mtu == 1400);
     CHECK(veth->container.peer_index == veth->host.index);
-    auto again = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    {
+        auto in = os::NetnsGuard::enter(p.host);
+        CHECK(*os::sysctl_get("net/ipv6/conf/" + veth->host.name + "/accept_ra") == "0");
+    }
+    auto again = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE_FALSE(again);
     CHECK(again.error().msg == "container veth name provided (eth0) already exists");
     // Deleting one end removes both; a second delete reports "not there".
@@ -74,7 +85,7 @@ TEST_CASE("bridge ports, MTU, MAC and promisc changes") {
     auto dup = nl::add_bridge(p.hs, nl::NewLink{"cnitbr0", 0, "", 0, -1}, false);
     REQUIRE_FALSE(dup);
     CHECK(dup.error().msg == "creating bridge cnitbr0: file exists");  // errno text as Go prints it
-    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     REQUIRE(nl::set_master(p.hs, veth->host, br->index));
     REQUIRE(nl::set_promisc(p.hs, *br, true));
@@ -93,7 +104,7 @@ TEST_CASE("bridge port flags go through the namespace's socket, not /sys") {
     Pair p;  // this process's /sys shows the root namespace: sysfs could not reach these ports
     REQUIRE(nl::add_bridge(p.hs, nl::NewLink{"cnitbr1", 0, "", 0, -1}, false));
     auto br = nl::require_link(p.hs, "cnitbr1");
-    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     REQUIRE(nl::set_master(p.hs, veth->host, br->index));
     auto shows = [&](const std::string& what) {
@@ -158,7 +169,7 @@ TEST_CASE("rules: add, list, delete by selector, idempotent delete") {
 
 TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries") {
     Pair p;
-    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     REQUIRE(nl::set_link_up(p.cs, veth->container, true));
     nl::NeighSpec arp{0, veth->container.index, IpAddr::parse("10.64.0.9"), "0a:58:0a:40:00:09", NUD_PERMANENT, 0};
@@ -192,7 +203,7 @@ TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries") {
 
 TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
     Pair p;
-    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     REQUIRE(nl::set_link_up(p.cs, veth->container, true));
     REQUIRE(nl::add_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
@@ -248,7 +259,7 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
 
 TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD, routes") {
     Pair p;
-    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     CniResult res;
     Interface eth0;
@@ -290,14 +301,46 @@ TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD,
 TEST_CASE("enable_forwarding writes only the families present, in the current namespace") {
     TestNs t("cnit-nl");
     auto ns = os::Netns::open(t.path);
-    auto outer4 = *os::sysctl_get("net/ipv4/ip_forward");
     auto guard = os::NetnsGuard::enter(*ns);
     REQUIRE(guard);
+    auto s = nl::Socket::open();
+    REQUIRE(s);
     REQUIRE(*os::sysctl_get("net/ipv4/ip_forward") == "0");
-    REQUIRE(iface::enable_forwarding({IpConfig{std::nullopt, net("10.0.0.2/24"), std::nullopt}}));
+    CHECK_FALSE(*nl::forwarding_enabled(*s, AF_INET));
+    REQUIRE(iface::enable_forwarding(*s, {IpConfig{std::nullopt, net("10.0.0.2/24"), std::nullopt}}));
     CHECK(*os::sysctl_get("net/ipv4/ip_forward") == "1");
+    CHECK(*nl::forwarding_enabled(*s, AF_INET));
     CHECK(*os::sysctl_get("net/ipv6/conf/all/forwarding") == "0");
-    (void)outer4;
+    CHECK_FALSE(*nl::forwarding_enabled(*s, AF_INET6));
+    REQUIRE(iface::enable_forwarding(*s, {IpConfig{std::nullopt, net("fd00::2/64"), std::nullopt}}));
+    CHECK(*os::sysctl_get("net/ipv6/conf/all/forwarding") == "1");
+    CHECK(*nl::forwarding_enabled(*s, AF_INET6));
+}
+
+TEST_CASE("sysctls under one opened /proc/sys directory; a missing one fails as its full path would") {
+    TestNs t("cnit-nl");
+    auto ns = os::Netns::open(t.path);
+    auto guard = os::NetnsGuard::enter(*ns);
+    REQUIRE(guard);
+    auto conf = os::SysctlDir::open("net/ipv6/conf");
+    REQUIRE(conf.set("lo/accept_ra", "0"));
+    CHECK(*os::sysctl_get("net/ipv6/conf/lo/accept_ra") == "0");
+    REQUIRE(conf.set("lo/accept_ra", "2"));
+    CHECK(*os::sysctl_get("net/ipv6/conf/lo/accept_ra") == "2");
+    CHECK(conf.set("nosuchif/accept_ra", "0").error().msg ==
+          "open /proc/sys/net/ipv6/conf/nosuchif/accept_ra: no such file or directory");
+    CHECK(os::SysctlDir::open("net.nosuch").set("x", "1").error().msg == "open /proc/sys/net/nosuch/x: no such file or directory");
+}
+
+TEST_CASE("set_ipv4_conf sets what net.ipv4.conf.<link>.* shows") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
+    REQUIRE(veth);
+    auto in = os::NetnsGuard::enter(p.ctr);
+    REQUIRE(*os::sysctl_get("net/ipv4/conf/eth0/arp_notify") == "0");
+    REQUIRE(nl::set_ipv4_conf(p.cs, veth->container, IPV4_DEVCONF_ARP_NOTIFY, 1));
+    CHECK(*os::sysctl_get("net/ipv4/conf/eth0/arp_notify") == "1");
+    CHECK(*os::sysctl_get("net/ipv4/conf/eth0/arp_ignore") == "0");
 }
 
 TEST_CASE("an interrupted dump is retried, a lasting one gives up with the reason") {
@@ -392,10 +435,29 @@ TEST_CASE("a vrf is created with its table and reads back as one", "[.vm]") {
     REQUIRE_FALSE(dup);
     CHECK(dup.error().msg == "creating vrf cnitvrf0: file exists");
     // A link enslaved to the vrf: its master is the vrf, and l3mdev rules exist.
-    auto veth = iface::setup_veth(p.cs, p.hs, p.host, "eth0", 0, "");
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     REQUIRE(nl::set_master(p.cs, veth->container, vrf->index));
     CHECK(nl::require_link(p.cs, "eth0")->master == vrf->index);
     CHECK(*nl::delete_link(p.cs, "cnitvrf0"));
     CHECK(nl::require_link(p.cs, "eth0")->master == 0);
+}
+
+TEST_CASE("a link watch sees the host end come up when the container end does, and times out otherwise") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
+    REQUIRE(veth);
+    auto watch = [&] {
+        auto in = os::NetnsGuard::enter(p.host);
+        return nl::LinkWatch::open();
+    }();
+    REQUIRE(watch);
+    auto early = watch->wait_oper_up(veth->host.index, std::chrono::milliseconds(100));  // the peer is down
+    REQUIRE(early);
+    CHECK_FALSE(*early);
+    REQUIRE(nl::set_link_up(p.cs, veth->container, true));
+    auto up = watch->wait_oper_up(veth->host.index, std::chrono::milliseconds(2000));
+    REQUIRE(up);
+    CHECK(*up);
+    CHECK(nl::require_link(p.hs, veth->host.name)->oper_state == IF_OPER_UP);
 }

@@ -9,6 +9,7 @@
 
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
+#include "core/nl/netconf.hpp"
 #include "core/nl/route.hpp"
 #include "core/os/sysctl.hpp"
 
@@ -108,16 +109,21 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
     return {};
 }
 
-Status enable_forwarding(const std::vector<IpConfig>& ips) {
+Status enable_forwarding(const nl::Socket& s, const std::vector<IpConfig>& ips) {
     bool v4 = false, v6 = false;
     for (auto& ip : ips) (ip.address.ip.is_v4() ? v4 : v6) = true;
-    auto ensure = [](const std::string& name) -> Status {
-        auto value = os::sysctl_get(name);
-        if (value && *value == "1") return {};
+    auto ensure = [&](int family, const char* name) -> Status {
+        // Read over netlink (no /proc/sys lookup, see os::SysctlDir); from /proc/sys if that fails.
+        auto on = nl::forwarding_enabled(s, family);
+        if (on && *on) return {};
+        if (!on) {
+            auto value = os::sysctl_get(name);
+            if (value && *value == "1") return {};
+        }
         return os::sysctl_set(name, "1");
     };
-    if (v4) CNI_TRY(ensure("net/ipv4/ip_forward"));
-    if (v6) CNI_TRY(ensure("net/ipv6/conf/all/forwarding"));
+    if (v4) CNI_TRY(ensure(AF_INET, "net/ipv4/ip_forward"));
+    if (v6) CNI_TRY(ensure(AF_INET6, "net/ipv6/conf/all/forwarding"));
     return {};
 }
 

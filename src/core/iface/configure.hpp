@@ -23,8 +23,8 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
                        const CniResult& result);
 
 // net.ipv4.ip_forward / net.ipv6.conf.all.forwarding = 1 for the families of `ips` (written only
-// if not already 1), in the calling thread's namespace.
-Status enable_forwarding(const std::vector<IpConfig>& ips);
+// if not already 1) in the namespace of `s`, which must be the calling thread's.
+Status enable_forwarding(const nl::Socket& s, const std::vector<IpConfig>& ips);
 
 // Does the IP belong to `ifname` (its interface index is absent or names it)? (1.5)
 bool ip_is_for(const CniResult& result, const IpConfig& ip, const std::string& ifname);

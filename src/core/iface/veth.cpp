@@ -2,12 +2,11 @@
 // veth pair setup (see veth.hpp).
 #include "core/iface/veth.hpp"
 
-#include "core/os/sysctl.hpp"
-
 namespace cni::iface {
 
 Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
-                            const std::string& ifname, int mtu, const std::string& mac) {
+                            const os::SysctlDir& host_ipv6_conf, const std::string& ifname, int mtu,
+                            const std::string& mac) {
     // Why a creation failed is asked only after it did, and the host end is found through the
     // container end's IFLA_LINK: an RTNL request can wait behind the kernel's own work on a busy
     // node (addrconf's DAD work holds RTNL while it floods a bridge), so the usual ADD makes as
@@ -32,7 +31,7 @@ Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host,
         host_end.index = container_end.peer_index;  // IFLA_LINK
         host_end.name = peer;
         CNI_TRY(nl::set_link_up(host, host_end, true));
-        (void)os::sysctl_set("net/ipv6/conf/" + peer + "/accept_ra", "0");  // the reference ignores errors too
+        (void)host_ipv6_conf.set(peer + "/accept_ra", "0");  // the reference ignores errors too
         CNI_TRY_ASSIGN(host_end, nl::require_link(host, peer));
         return VethPair{host_end, container_end};
     }();

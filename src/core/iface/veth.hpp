@@ -2,13 +2,15 @@
 // The veth pair every veth-based applet starts from (reference ip.SetupVeth, 1.11): the
 // container end `ifname` is created in the container namespace with its peer placed straight
 // into the host namespace under a random "vethXXXXXXXX" name (another name on a clash, up to 10
-// tries); the host end is set up with accept_ra=0; the container end is left down.
+// tries); the host end is set up with accept_ra=0 (written under `host_ipv6_conf`, the host's
+// /proc/sys/net/ipv6/conf opened by the caller: see os::SysctlDir); the container end is left down.
 #pragma once
 
 #include <string>
 
 #include "core/nl/link.hpp"
 #include "core/os/netns.hpp"
+#include "core/os/sysctl.hpp"
 
 namespace cni::iface {
 
@@ -18,6 +20,7 @@ struct VethPair {
 };
 
 Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
-                            const std::string& ifname, int mtu, const std::string& mac);
+                            const os::SysctlDir& host_ipv6_conf, const std::string& ifname, int mtu,
+                            const std::string& mac);
 
 }  // namespace cni::iface

@@ -6,6 +6,7 @@
 #include <netlink/errno.h>
 #include <linux/if_link.h>
 #include <netlink/msg.h>
+#include <netlink/route/link/inet.h>
 #include <netlink/route/link/ipvlan.h>
 #include <netlink/route/link/macvlan.h>
 #include <netlink/route/link/vlan.h>
@@ -258,6 +259,12 @@ Result<LinkInfo> wait_until_running(const Socket& s, const std::string& name, st
         CNI_TRY_ASSIGN(link, require_link(s, name));
     }
     return link;
+}
+
+Status set_ipv4_conf(const Socket& s, const LinkInfo& link, unsigned id, std::uint32_t value) {
+    return change(s, link, "setting IPv4 setting " + std::to_string(id) + " of", [&](rtnl_link* d) -> Status {
+        return s.check(rtnl_link_inet_set_conf(d, id, value), "netlink");
+    });
 }
 
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu) {

@@ -76,6 +76,9 @@ Status set_link_up(const Socket& s, const LinkInfo& link, bool up);
 // to `timeout`; as it is then if it never does (no carrier). Until then a just-raised link's
 // queue discards what is sent.
 Result<LinkInfo> wait_until_running(const Socket& s, const std::string& name, std::chrono::milliseconds timeout);
+// One of the link's IPv4 settings (IPV4_DEVCONF_*, e.g. ARP_NOTIFY) as the sysctl
+// net.ipv4.conf.<link>.* sets it, without a /proc/sys lookup (see os::SysctlDir).
+Status set_ipv4_conf(const Socket& s, const LinkInfo& link, unsigned id, std::uint32_t value);
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);
 Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac);
 Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 0 releases it

@@ -33,13 +33,34 @@ Result<std::string> sysctl_get(std::string_view name) {
     return out;
 }
 
-Status sysctl_set(std::string_view name, std::string_view value) {
-    auto path = sysctl_path(name);
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+namespace {
+
+Status write_at(int dir, const std::string& name, const std::string& path, std::string_view value) {
+    UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd) return sys_fail("open", path);
     if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size()))
         return sys_fail("write", path);
     return {};
+}
+
+}  // namespace
+
+Status sysctl_set(std::string_view name, std::string_view value) {
+    auto path = sysctl_path(name);
+    return write_at(AT_FDCWD, path, path, value);
+}
+
+SysctlDir SysctlDir::open(std::string_view dir) {
+    auto path = sysctl_path(dir);
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    int err = fd ? 0 : errno;
+    return SysctlDir(std::move(path), std::move(fd), err);
+}
+
+Status SysctlDir::set(std::string_view name, std::string_view value) const {
+    std::string path = path_ + "/" + std::string(name);
+    if (!fd_) return sys_fail("open", path, errno_);
+    return write_at(fd_.get(), std::string(name), path, value);
 }
 
 }  // namespace cni::os
