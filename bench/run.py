@@ -22,7 +22,8 @@ Needs root (namespaces). Not a test: it measures, it does not assert.
 Each scenario also gets one extra untimed iteration under strace that counts the processes it
 starts. Churn: bridge + host-local ADD of 100 and 500 pods (--churn-pods) with 1 and 2 workers,
 then DEL of all, per implementation, --churn-runs times each on a settled machine: pods per
-second (median of the runs), and the per-ADD latency against the pods already there (plotted). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
+second (median of the runs), and the per-ADD latency against the pods already there (plotted);
+--churn-without-ipv6 runs it with IPv6 disabled in all its namespaces, a control. host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]
@@ -50,6 +51,9 @@ p.add_argument("--only", help="run only the scenarios whose name contains this t
 p.add_argument("--dynamic", help="also compare --cni-all (the static build) with this dynamically linked cni-all")
 p.add_argument("--churn-pods", default="100,500", help="pod counts of the churn scenario (comma-separated)")
 p.add_argument("--churn-runs", type=int, default=3, help="runs of each churn configuration per implementation")
+p.add_argument("--churn-without-ipv6", action="store_true",
+               help="a control: IPv6 disabled in the churn's namespaces, so no pod's link-local start-up (DAD, MLD "
+                    "reports, router solicitations, each flooded to every bridge port) loads the node")
 p.add_argument("--plots", help="directory for the PNG plots (default: next to --markdown)")
 opts = p.parse_args()
 
@@ -504,6 +508,10 @@ def churn_scenarios():
     counts = [int(n) for n in opts.churn_pods.split(",")]
     host = netns_setup(None)
     ctrs = [netns_setup(None) for _ in range(max(counts))]
+    if opts.churn_without_ipv6:
+        for ns in [host] + ctrs:
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
+                            "net.ipv6.conf.default.disable_ipv6=1"], check=True)
     out = {}
     try:
         for run in range(opts.churn_runs):
@@ -622,7 +630,8 @@ if static_dynamic:
         lines.append(f"| {n} (median) | {static_dynamic['static'][n] * 1e3:.2f} ms | {static_dynamic['dynamic'][n] * 1e3:.2f} ms |")
     lines.append(f"| size | {os.path.getsize(opts.cni_all) / 1e6:.2f} MB | {os.path.getsize(opts.dynamic) / 1e6:.2f} MB |")
 if churn_runs:
-    lines += ["", f"| churn: bridge + host-local ADD of N pods (median of {opts.churn_runs} runs) | cni-all pods/s | "
+    without = ", IPv6 disabled in every namespace (a control)" if opts.churn_without_ipv6 else ""
+    lines += ["", f"| churn: bridge + host-local ADD of N pods (median of {opts.churn_runs} runs{without}) | cni-all pods/s | "
               "reference pods/s | ratio | cni-all median ADD | reference median ADD |", "|---|---|---|---|---|---|"]
     for (impl, pods, workers), runs in churn_runs.items():
         if impl != "cni-all":
