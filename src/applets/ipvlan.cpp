@@ -94,7 +94,7 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
     entry.mac = link.mac;
     entry.sandbox = r.netns;
     result.interfaces = {entry};
-    CNI_TRY(iface::configure_child(container, ns, r.ifname, result, true));
+    CNI_TRY(iface::configure_child(container, ns, link, result, true));
     result.dns = c.dns;
     undo.dismiss();
     return result;

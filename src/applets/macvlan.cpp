@@ -89,7 +89,7 @@ Result<CniResult> macvlan_add(const Context& ctx) {
         if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
-        CNI_TRY(iface::configure_child(container, ns, r.ifname, result, true));
+        CNI_TRY(iface::configure_child(container, ns, link, result, true));
     } else {
         CNI_TRY(nl::set_link_up(container, link, true));
     }

@@ -6,6 +6,8 @@
 // Unlike the reference, the device is always made with the TUN ioctls (nl::add_persistent_tap);
 // selinuxContext is refused with code 2 (the binary does not change exec contexts). A failed
 // ADD deletes the device and releases the allocation; DEL is idempotent.
+#include <linux/ip.h>
+
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/mac.hpp"
@@ -16,7 +18,6 @@
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/tap.hpp"
-#include "core/os/sysctl.hpp"
 #include "core/rollback.hpp"
 
 namespace cni {
@@ -97,11 +98,8 @@ Result<CniResult> tap_add(const Context& ctx) {
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
         for (auto& ip : result.ips) ip.interface = 0;
-        {
-            CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-            (void)os::sysctl_set("net/ipv4/conf/" + r.ifname + "/arp_notify", "1");
-        }
-        CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+        (void)nl::set_ipv4_conf(container, link, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
+        CNI_TRY(iface::configure_iface(container, ns, link, result));
     }
     if (!c.dns.empty()) result.dns = c.dns;
     undo.dismiss();

@@ -69,7 +69,7 @@ Result<CniResult> vlan_add(const Context& ctx) {
     result.interfaces = {entry};
     result.ips = ipam_result->ips;
     result.routes = ipam_result->routes;
-    CNI_TRY(iface::configure_child(container, ns, r.ifname, result, false));
+    CNI_TRY(iface::configure_child(container, ns, link, result, false));
     result.dns = c.dns;
     undo.dismiss();
     return result;

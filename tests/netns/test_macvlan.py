@@ -159,12 +159,18 @@ def same_state_as_the_go_macvlan():
             seen[impl] = {"result": out.out.replace(ns_path(c1), "NETNS"),
                           "link": re.sub(r"(@if)\d+", r"\1N", d).splitlines()[:3],
                           "addrs": sh("ip", "-n", c1, "-4", "-br", "addr").stdout,
-                          "proxy_arp": sh("ip", "netns", "exec", c1, "cat", "/proc/sys/net/ipv4/conf/eth0/proxy_arp").stdout}
+                          "proxy_arp": sh("ip", "netns", "exec", c1, "cat", "/proc/sys/net/ipv4/conf/eth0/proxy_arp").stdout,
+                          "arp_notify": sh("ip", "netns", "exec", c1, "cat", "/proc/sys/net/ipv4/conf/eth0/arp_notify").stdout}
+            # v1.9 also sets ndisc_notify; Debian's 1.1.1 does not, so it is checked apart
+            ndisc_notify = sh("ip", "netns", "exec", c1, "cat", "/proc/sys/net/ipv6/conf/eth0/ndisc_notify").stdout
+            if impl == "ours":
+                eq(ndisc_notify, "1\n", "ndisc_notify")
             other = BIN if impl == "go" else REF
             run("DEL", host, c1, c, "mv-diff", plugin_dir=other).ok()
             check(link(c1, "eth0") is None)
     for key in seen["go"]:
         eq(seen["ours"][key], seen["go"][key], key)
+    eq(seen["ours"]["arp_notify"], "1\n")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ def tap_device_as_configured():
             for want in ("tun type tap", "vnet_hdr on", "multi_queue", "persist on", "user 4242", "group 4343", "mtu 1400"):
                 check(want in d, f"{want!r} in {d}")
             check("10.84.0.2/24" in sh("ip", "-n", ctr, "-br", "addr", "show", "tap0").stdout)
+            eq(sh("ip", "netns", "exec", ctr, "cat", "/proc/sys/net/ipv4/conf/tap0/arp_notify").stdout, "1\n")
             tap().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), ifname="tap0").ok()
             tap().run("DEL", c, host_ns=host, netns=ns_path(ctr), ifname="tap0").ok()
             check(link(ctr, "tap0") is None)

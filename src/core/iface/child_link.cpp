@@ -2,6 +2,8 @@
 // Child links of a master moved into the container (see child_link.hpp).
 #include "core/iface/child_link.hpp"
 
+#include <linux/ip.h>
+
 #include "core/iface/configure.hpp"
 #include "core/nl/route.hpp"
 #include "core/os/sysctl.hpp"
@@ -42,15 +44,15 @@ Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& cont
     return nl::require_link(container, ifname);
 }
 
-Status configure_child(const nl::Socket& container, const os::Netns& ns, const std::string& ifname, CniResult& result,
+Status configure_child(const nl::Socket& container, const os::Netns& ns, const nl::LinkInfo& link, CniResult& result,
                        bool notify) {
     for (auto& ip : result.ips) ip.interface = 0;
     if (notify) {
+        (void)nl::set_ipv4_conf(container, link, IPV4_DEVCONF_ARP_NOTIFY, 1);  // no /proc/sys/net/ipv4 lookup
         CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-        (void)os::sysctl_set("net/ipv4/conf/" + ifname + "/arp_notify", "1");
-        (void)os::sysctl_set("net/ipv6/conf/" + ifname + "/ndisc_notify", "1");
+        (void)os::sysctl_set("net/ipv6/conf/" + link.name + "/ndisc_notify", "1");
     }
-    return configure_iface(container, ns, ifname, result);
+    return configure_iface(container, ns, link, result);
 }
 
 }  // namespace cni::iface

@@ -32,7 +32,7 @@ Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& cont
 
 // L3 finish: the result's IPs (interface 0) on the link, with arp_notify/ndisc_notify when
 // `notify`. The result's interfaces must already list the link first.
-Status configure_child(const nl::Socket& container, const os::Netns& ns, const std::string& ifname, CniResult& result,
+Status configure_child(const nl::Socket& container, const os::Netns& ns, const nl::LinkInfo& link, CniResult& result,
                        bool notify);
 
 }  // namespace cni::iface
