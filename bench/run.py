@@ -23,7 +23,8 @@ Each scenario also gets one extra untimed iteration under strace that counts the
 starts. Churn: bridge + host-local ADD of 100 and 500 pods (--churn-pods) with 1 and 2 workers,
 then DEL of all, per implementation, --churn-runs times each on a settled machine: pods per
 second (median of the runs), and the per-ADD latency against the pods already there (plotted);
---churn-without-ipv6 runs it with IPv6 disabled in all its namespaces, a control. host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
+--churn-without-ipv6 runs it with IPv6 disabled in all its namespaces, --churn-bridge 'mcast_querier 1'
+with a bridge made beforehand with those options: controls. host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]
@@ -54,6 +55,9 @@ p.add_argument("--churn-runs", type=int, default=3, help="runs of each churn con
 p.add_argument("--churn-without-ipv6", action="store_true",
                help="a control: IPv6 disabled in the churn's namespaces, so no pod's link-local start-up (DAD, MLD "
                     "reports, router solicitations, each flooded to every bridge port) loads the node")
+p.add_argument("--churn-bridge", default="",
+               help="a control: the churn's bridge made beforehand with these `ip link add ... type bridge` options "
+                    "(e.g. 'mcast_querier 1'), which the plugin then finds")
 p.add_argument("--plots", help="directory for the PNG plots (default: next to --markdown)")
 opts = p.parse_args()
 
@@ -461,6 +465,8 @@ def churn(impl_dir, ctrs, host, pods, workers):
     conf = {"cniVersion": "1.0.0", "name": "bench-churn", "type": "bridge", "bridge": "benchchurn0", "isGateway": True,
             "ipam": {"type": "host-local", "subnet": "10.209.0.0/16", "dataDir": data}}
     lock, done, samples = threading.Lock(), [0], []
+    if opts.churn_bridge:
+        subprocess.run(["ip", "-n", host, "link", "add", "benchchurn0", "type", "bridge", *opts.churn_bridge.split()], check=True)
 
     def worker(indexes):
         for i in indexes:
@@ -631,6 +637,7 @@ if static_dynamic:
     lines.append(f"| size | {os.path.getsize(opts.cni_all) / 1e6:.2f} MB | {os.path.getsize(opts.dynamic) / 1e6:.2f} MB |")
 if churn_runs:
     without = ", IPv6 disabled in every namespace (a control)" if opts.churn_without_ipv6 else ""
+    without += f", the bridge made beforehand with '{opts.churn_bridge}' (a control)" if opts.churn_bridge else ""
     lines += ["", f"| churn: bridge + host-local ADD of N pods (median of {opts.churn_runs} runs{without}) | cni-all pods/s | "
               "reference pods/s | ratio | cni-all median ADD | reference median ADD |", "|---|---|---|---|---|---|"]
     for (impl, pods, workers), runs in churn_runs.items():
