@@ -88,9 +88,8 @@ Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
     CNI_TRY(decode_subnets(c.net.root(), w, c));
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
                                                    R"(struct { Bandwidth *main.BandwidthEntry "json:\"bandwidth,omitempty\"" })"));
-    const json::Value* bw = rc.object ? json::find(*rc.object, "bandwidth") : nullptr;
-    if (bw) CNI_TRY(json::expect_object(*bw, rc.inner.at("bandwidth"), "main.BandwidthEntry"));
-    if (bw && bw->IsObject()) {
+    CNI_TRY_ASSIGN(auto bw, json::struct_member(rc.object, "bandwidth", rc.inner, "main.BandwidthEntry"));
+    if (bw) {
         json::Where wb = rc.inner.at("bandwidth").in("BandwidthEntry");
         if (!top_level) CNI_TRY(decode_limits(*bw, wb, c.limits));
         if (c.subnets.empty()) CNI_TRY(decode_subnets(*bw, wb, c));

@@ -87,10 +87,8 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
     std::string mac = env_mac.value_or("");
     CNI_TRY_ASSIGN(auto args, json::anonymous_struct(c.net.root(), "args", w, R"(struct { Cni main.BridgeArgs "json:\"cni,omitempty\"" })"));
-    if (const auto* a = args.object ? json::find(*args.object, "cni") : nullptr) {
-        CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "main.BridgeArgs"));
-        if (a->IsObject()) CNI_TRY(json::field(*a, "mac", mac, args.inner.at("cni").in("BridgeArgs")));
-    }
+    CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "main.BridgeArgs"));
+    if (a) CNI_TRY(json::field(*a, "mac", mac, args.inner.at("cni").in("BridgeArgs")));
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
     if (rc_mac) mac = *rc_mac;
     c.mac = mac;

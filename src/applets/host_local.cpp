@@ -75,10 +75,8 @@ Result<HostLocalConf> parse_host_local_conf(const Request& req) {
     CNI_TRY(load_cni_args(req.args, fields));
     if (env_ip) c.requested.push_back(*env_ip);
     CNI_TRY_ASSIGN(auto args, json::anonymous_struct(root, "args", top, R"(struct { A *allocator.IPAMArgs "json:\"cni\"" })"));
-    if (const auto* a = args.object ? json::find(*args.object, "cni") : nullptr) {
-        CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "allocator.IPAMArgs"));
-        if (a->IsObject()) CNI_TRY(decode_ips(*a, c.requested, args.inner.at("cni").in("IPAMArgs")));
-    }
+    CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "allocator.IPAMArgs"));
+    if (a) CNI_TRY(decode_ips(*a, c.requested, args.inner.at("cni").in("IPAMArgs")));
     if (rc.object) CNI_TRY(decode_ips(*rc.object, c.requested, rc.inner));
 
     // Range sets: runtimeConfig ipRanges, then the legacy ipam-level range, then ipam.ranges.

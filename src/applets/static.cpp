@@ -94,10 +94,8 @@ Result<StaticConf> parse_static_conf(const Request& req) {
                 if (a.address && a.address->contains(*gw)) a.gateway = *gw;
         }
     CNI_TRY_ASSIGN(auto args, json::anonymous_struct(nc.root(), "args", top, R"(struct { A *main.IPAMArgs "json:\"cni\"" })"));
-    if (const auto* a = args.object ? json::find(*args.object, "cni") : nullptr) {
-        CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "main.IPAMArgs"));
-        CNI_TRY(replace_addresses(a, c, args.inner.at("cni").in("IPAMArgs")));
-    }
+    CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "main.IPAMArgs"));
+    CNI_TRY(replace_addresses(a, c, args.inner.at("cni").in("IPAMArgs")));
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(nc.root(), "runtimeConfig", top,
                                                    R"(struct { IPs []string "json:\"ips,omitempty\"" })"));
     CNI_TRY(replace_addresses(rc.object, c, rc.inner));

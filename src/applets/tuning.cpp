@@ -80,9 +80,8 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
     c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
     CNI_TRY_ASSIGN(auto args, json::anonymous_struct(root, "args", w, R"(struct { A *main.IPAMArgs "json:\"cni\"" })"));
-    const json::Value* a = args.object ? json::find(*args.object, "cni") : nullptr;
-    if (a) CNI_TRY(json::expect_object(*a, args.inner.at("cni"), "main.IPAMArgs"));
-    if (a && a->IsObject()) {
+    CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "main.IPAMArgs"));
+    if (a) {
         json::Where wa = args.inner.at("cni").in("IPAMArgs");
         CNI_TRY(json::field(*a, "sysctl", c.sysctl, wa));  // merged over the top-level map
         std::optional<std::string> mac;

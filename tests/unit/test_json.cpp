@@ -81,6 +81,23 @@ TEST_CASE("an anonymous struct field: an object or nothing, and its fields name 
     CHECK(json::anonymous_struct(*d, "absent", w, go_type)->object == nullptr);
 }
 
+TEST_CASE("a struct member is its object, nothing when absent or null, and Go's error otherwise") {
+    auto d = json::parse(R"({"args":{"cni":{"mac":"x"},"nul":null,"num":1}})");
+    REQUIRE(d);
+    json::Where w{"", "args"};  // what anonymous_struct gives for .args
+    const json::Value* args = json::find(*d, "args");
+    auto cni = json::struct_member(args, "cni", w, "main.BridgeArgs");
+    REQUIRE(cni);
+    REQUIRE(*cni != nullptr);
+    CHECK((*cni)->HasMember("mac"));
+    CHECK(*json::struct_member(args, "nul", w, "main.BridgeArgs") == nullptr);
+    CHECK(*json::struct_member(args, "absent", w, "main.BridgeArgs") == nullptr);
+    CHECK(*json::struct_member(nullptr, "cni", w, "main.BridgeArgs") == nullptr);
+    auto num = json::struct_member(args, "num", w, "main.BridgeArgs");
+    REQUIRE_FALSE(num);
+    CHECK(num.error().msg == "json: cannot unmarshal number into Go struct field .args.num of type main.BridgeArgs");
+}
+
 struct Named {};
 template <>
 struct json::GoName<Named> {

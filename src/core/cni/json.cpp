@@ -126,6 +126,13 @@ Result<AnonymousStruct> anonymous_struct(const Value& obj, std::string_view key,
     return out;
 }
 
+Result<const Value*> struct_member(const Value* obj, std::string_view key, const Where& w, std::string_view go_type) {
+    const Value* v = obj ? find(*obj, key) : nullptr;
+    if (!v) return nullptr;
+    CNI_TRY(expect_object(*v, w.at(key), go_type));
+    return v->IsObject() ? v : nullptr;
+}
+
 Status decode(const Value& v, std::string& out, const Where& w) {
     if (v.IsNull()) return {};
     if (!v.IsString()) return std::unexpected(type_error(v, w, "string"));

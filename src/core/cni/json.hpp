@@ -134,6 +134,12 @@ struct AnonymousStruct {
 };
 Result<AnonymousStruct> anonymous_struct(const Value& obj, std::string_view key, const Where& w, std::string_view go_type);
 
+// (*obj)[key] declared as a named Go struct, or a pointer to one, of type `go_type`
+// ("main.IPAMArgs"): the object, or nullptr when `obj` is nullptr or the member is absent or
+// null; any other value is Go's error naming the type. Decode its fields with
+// w.at(key).in(<the type's name>).
+Result<const Value*> struct_member(const Value* obj, std::string_view key, const Where& w, std::string_view go_type);
+
 // Output.
 enum class Style { indented, compact };
 std::string write(const Value& v, Style style, bool sort_keys);
