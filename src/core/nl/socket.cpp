@@ -72,6 +72,38 @@ Status Socket::check(int rc, std::string_view what) const {
     return std::unexpected(error(rc, what));
 }
 
+namespace {
+
+struct Asking {
+    const std::function<void(nl_msg*)>* on_answer;
+    bool acked = false;
+};
+
+int on_answer(nl_msg* msg, void* arg) {
+    (*static_cast<Asking*>(arg)->on_answer)(msg);
+    return NL_OK;
+}
+
+int on_ack(nl_msg*, void* arg) {
+    static_cast<Asking*>(arg)->acked = true;
+    return NL_STOP;
+}
+
+}  // namespace
+
+Status Socket::ask(nl_msg* msg, const std::function<void(nl_msg*)>& answer, std::string_view what) const {
+    // The socket's handlers (its error handler records the kernel's message) plus ours.
+    std::unique_ptr<nl_cb, Deleter<nl_cb_put>> own(nl_socket_get_cb(sock_.get()));
+    std::unique_ptr<nl_cb, Deleter<nl_cb_put>> cb(nl_cb_clone(own.get()));
+    if (!cb) return fail(std::string(what) + ": out of memory");
+    Asking asking{&answer};
+    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_answer, &asking);
+    nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, on_ack, &asking);
+    CNI_TRY(check(nl_send_auto(sock_.get(), msg), what));
+    while (!asking.acked) CNI_TRY(check(nl_recvmsgs(sock_.get(), cb.get()), what));
+    return {};
+}
+
 Result<CachePtr> Socket::dump(const CacheAlloc& alloc, std::string_view what) const {
     int rc = 0;
     for (int attempt = 0; attempt < 5; ++attempt) {

@@ -32,6 +32,11 @@ public:
     using CacheAlloc = std::function<int(nl_sock*, nl_cache**)>;
     Result<CachePtr> dump(const CacheAlloc& alloc, std::string_view what) const;
 
+    // A request whose answer libnl has no object for: sends `msg` (acked, as nl_send_auto
+    // makes it) and hands every message before the kernel's ack to `on_answer`; an answer may
+    // be the ack alone. Errors as check() words them.
+    Status ask(nl_msg* msg, const std::function<void(nl_msg*)>& on_answer, std::string_view what) const;
+
     // What the kernel said about the last failed request (errno and extended-ack message).
     struct LastError {
         int errnum = 0;

@@ -117,36 +117,22 @@ MsgPtr root_qdisc_msg(int type, int flags, int ifindex) {
     return msg;
 }
 
-// What root_tbf's request brought back: the TBF, if the answer was one, and whether the ack
-// came already (a built-in root qdisc such as noqueue is answered by the ack alone).
-struct RootTbfReply {
-    std::optional<TbfState> tbf;
-    bool acked = false;
-};
-
-int acked(nl_msg*, void* arg) {
-    static_cast<RootTbfReply*>(arg)->acked = true;
-    return NL_STOP;
-}
-
-// NL_CB_VALID of root_tbf: the TBF in a qdisc message, if it is one.
-int read_tbf(nl_msg* m, void* arg) {
-    auto& out = static_cast<RootTbfReply*>(arg)->tbf;
+// The TBF in a qdisc message, if it is one.
+std::optional<TbfState> read_tbf(nl_msg* m) {
     nlattr* tb[TCA_MAX + 1];
     nlattr* opt[TCA_TBF_MAX + 1];
     if (nlmsg_parse(nlmsg_hdr(m), sizeof(tcmsg), tb, TCA_MAX, nullptr) < 0 || !tb[TCA_KIND] || !tb[TCA_OPTIONS] ||
         std::string_view(nla_get_string(tb[TCA_KIND])) != "tbf" ||
         nla_parse_nested(opt, TCA_TBF_MAX, tb[TCA_OPTIONS], nullptr) < 0 || !opt[TCA_TBF_PARMS] ||
         nla_len(opt[TCA_TBF_PARMS]) < int(sizeof(tc_tbf_qopt)))
-        return NL_OK;
+        return std::nullopt;
     tc_tbf_qopt q;
     std::memcpy(&q, nla_data(opt[TCA_TBF_PARMS]), sizeof q);
     TbfState t;
     t.rate = opt[TCA_TBF_RATE64] ? nla_get_u64(opt[TCA_TBF_RATE64]) : q.rate.rate;
     t.buffer_ticks = q.buffer;
     t.limit = q.limit;
-    out = t;
-    return NL_OK;
+    return t;
 }
 
 }  // namespace
@@ -176,20 +162,15 @@ Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf) {
 }
 
 Result<std::optional<TbfState>> root_tbf(const Socket& s, int ifindex) {
-    // A qdisc GET is answered by the change notification, sent to the asker only with NLM_F_ECHO.
+    // A qdisc GET is answered by the change notification, sent to the asker only with NLM_F_ECHO;
+    // a built-in root qdisc such as noqueue by the ack alone.
     auto msg = root_qdisc_msg(RTM_GETQDISC, NLM_F_ECHO, ifindex);
     if (!msg) return fail("netlink: out of memory");
-    RootTbfReply reply;
-    std::unique_ptr<nl_cb, Deleter<nl_cb_put>> cb(nl_cb_clone(nl_socket_get_cb(s.get())));
-    if (!cb) return fail("netlink: out of memory");
-    nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, read_tbf, &reply);
-    nl_cb_set(cb.get(), NL_CB_ACK, NL_CB_CUSTOM, acked, &reply);
-    // The answer, then the ack: read both, or the ack would answer the socket's next request.
-    std::string what = "reading the root qdisc" + on(ifindex);
-    CNI_TRY(s.check(nl_send_auto(s.get(), msg.get()), what));
-    CNI_TRY(s.check(nl_recvmsgs(s.get(), cb.get()), what));
-    if (!reply.acked) CNI_TRY(s.check(nl_wait_for_ack(s.get()), what));
-    return reply.tbf;
+    std::optional<TbfState> tbf;
+    CNI_TRY(s.ask(msg.get(), [&](nl_msg* answer) {
+        if (auto t = read_tbf(answer)) tbf = t;
+    }, "reading the root qdisc" + on(ifindex)));
+    return tbf;
 }
 
 Status add_root_htb_split(const Socket& s, int ifindex, const SubnetSplit& split) {

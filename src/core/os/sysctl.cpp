@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "core/os/errno_error.hpp"
+#include "core/os/fs.hpp"
 #include "core/os/unique_fd.hpp"
 
 namespace cni::os {
@@ -38,9 +39,7 @@ namespace {
 Status write_at(int dir, const std::string& name, const std::string& path, std::string_view value) {
     UniqueFd fd(::openat(dir, name.c_str(), O_WRONLY | O_CLOEXEC));
     if (!fd) return sys_fail("open", path);
-    if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size()))
-        return sys_fail("write", path);
-    return {};
+    return write_all(fd.get(), value, path);
 }
 
 }  // namespace
