@@ -24,7 +24,8 @@ starts. Churn: bridge + host-local ADD of 100 and 500 pods (--churn-pods) with 1
 then DEL of all, per implementation, --churn-runs times each on a settled machine: pods per
 second (median of the runs), and the per-ADD latency against the pods already there (plotted);
 --churn-without-ipv6 runs it with IPv6 disabled in all its namespaces, --churn-bridge 'mcast_querier 1'
-with a bridge made beforehand with those options: controls. host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
+with a bridge made beforehand with those options, --churn-pod-sysctl with sysctls set in every pod's
+namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 
 usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--markdown out.md]
@@ -55,6 +56,12 @@ p.add_argument("--churn-runs", type=int, default=3, help="runs of each churn con
 p.add_argument("--churn-without-ipv6", action="store_true",
                help="a control: IPv6 disabled in the churn's namespaces, so no pod's link-local start-up (DAD, MLD "
                     "reports, router solicitations, each flooded to every bridge port) loads the node")
+p.add_argument("--churn-pod-sysctl", default="",
+               help="a control: these sysctls (comma-separated key=value) set in every container namespace before the "
+                    "churn, e.g. net.ipv6.conf.default.addr_gen_mode=1 (pods' links get no IPv6 link-local address)")
+p.add_argument("--churn-conf", default="{}",
+               help="keys (a JSON object) added to the churn's bridge config, e.g. '{\"skipIPv6LinkLocal\": true}' "
+                    "(cni-all's own key; the reference ignores it)")
 p.add_argument("--churn-bridge", default="",
                help="a control: the churn's bridge made beforehand with these `ip link add ... type bridge` options "
                     "(e.g. 'mcast_querier 1'), which the plugin then finds")
@@ -464,6 +471,7 @@ def churn(impl_dir, ctrs, host, pods, workers):
     data = tempfile.mkdtemp(prefix="cni-bench-churn.")
     conf = {"cniVersion": "1.0.0", "name": "bench-churn", "type": "bridge", "bridge": "benchchurn0", "isGateway": True,
             "ipam": {"type": "host-local", "subnet": "10.209.0.0/16", "dataDir": data}}
+    conf.update(json.loads(opts.churn_conf))
     lock, done, samples = threading.Lock(), [0], []
     if opts.churn_bridge:
         subprocess.run(["ip", "-n", host, "link", "add", "benchchurn0", "type", "bridge", *opts.churn_bridge.split()], check=True)
@@ -518,6 +526,9 @@ def churn_scenarios():
         for ns in [host] + ctrs:
             subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
                             "net.ipv6.conf.default.disable_ipv6=1"], check=True)
+    if opts.churn_pod_sysctl:
+        for ns in ctrs:
+            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *opts.churn_pod_sysctl.split(",")], check=True)
     out = {}
     try:
         for run in range(opts.churn_runs):
@@ -638,6 +649,8 @@ if static_dynamic:
 if churn_runs:
     without = ", IPv6 disabled in every namespace (a control)" if opts.churn_without_ipv6 else ""
     without += f", the bridge made beforehand with '{opts.churn_bridge}' (a control)" if opts.churn_bridge else ""
+    without += f", {opts.churn_pod_sysctl} in every pod's namespace (a control)" if opts.churn_pod_sysctl else ""
+    without += f", the config's extra keys {opts.churn_conf}" if json.loads(opts.churn_conf) else ""
     lines += ["", f"| churn: bridge + host-local ADD of N pods (median of {opts.churn_runs} runs{without}) | cni-all pods/s | "
               "reference pods/s | ratio | cni-all median ADD | reference median ADD |", "|---|---|---|---|---|---|"]
     for (impl, pods, workers), runs in churn_runs.items():

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// bridge (reference-behaviour 2.1): a Linux bridge on the host (created if missing) with one
-// veth per container, optional IPAM (L2 when absent), the gateway on the bridge (isGateway,
+// bridge (reference-behaviour 2.1): a Linux bridge on the host (created if missing) with one veth
+// per container, optional IPAM (L2 when absent), the gateway on the bridge (isGateway,
 // isDefaultGateway, forceAddress), ipMasq, hairpin, promisc, port isolation, DAD sysctls,
-// disableContainerInterface, mtu, the container MAC (runtimeConfig > args > CNI_ARGS) and
-// port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with vlan and isGateway the gateway lives
-// on a host veth "<bridge>.<vlan>" that is a port of that VLAN, shared and never removed).
-// macspoofchk drops the container's frames from any other MAC (nf_tables bridge chains). A
-// failed ADD undoes the veth, the spoof-check chains, the ipMasq rules and the IPAM allocation
-// (the bridge is shared and stays, as in the reference). DEL is idempotent and removes the
-// ipMasq rules by chain name even when the link is gone. CHECK verifies what ADD made; STATUS
-// forwards to IPAM; GC removes the ipMasq rules of attachments not in
+// disableContainerInterface, skipIPv6LinkLocal (configure.hpp), mtu, the container MAC
+// (runtimeConfig > args > CNI_ARGS) and port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with
+// vlan and isGateway the gateway lives on a host veth "<bridge>.<vlan>" that is a port of that
+// VLAN, shared and never removed). macspoofchk drops the container's frames from any other MAC
+// (nf_tables bridge chains). A failed ADD undoes the veth, the spoof-check chains, the ipMasq
+// rules and the IPAM allocation (the bridge is shared and stays, as in the reference). DEL is
+// idempotent and removes the ipMasq rules by chain name even when the link is gone. CHECK verifies
+// what ADD made; STATUS forwards to IPAM; GC removes the ipMasq rules of attachments not in
 // cni.dev/valid-attachments and forwards to IPAM.
 #include <linux/if.h>
 #include <linux/ip.h>
@@ -53,6 +53,7 @@ struct BridgeConf {
     bool disable_container_interface = false;
     bool port_isolation = false;
     bool mac_spoof_check = false;
+    bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     std::string mac;  // container MAC, normalised
     iface::PortVlans vlans;
     Dns dns;
@@ -77,6 +78,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY(json::field(root, "enabledad", c.enable_dad, w));
     CNI_TRY(json::field(root, "disableContainerInterface", c.disable_container_interface, w));
     CNI_TRY(json::field(root, "portIsolation", c.port_isolation, w));
+    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
     c.dns = c.net.dns;
 
     CNI_TRY_ASSIGN(c.vlans, iface::parse_port_vlans(c.net));
@@ -315,6 +317,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto br_now, nl::require_link(host, br.name));
     result.interfaces[0].mac = br_now.mac;
     result.interfaces[1].mac = veth.host.mac;
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, veth.container, result.ips));
     if (!c.disable_container_interface) {
         auto watch = nl::LinkWatch::open();  // before the container end goes up; polled without it
         if (!c.net.ipam_type.empty()) CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
@@ -365,6 +368,7 @@ Status bridge_check(const Context& ctx) {
     if (!peer || peer->master != br->index)
         return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
     if (c.ip_masq)
         CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
     if (c.mac_spoof_check) CNI_TRY(fw::spoofcheck::check(r.container_id, r.ifname));
@@ -392,7 +396,8 @@ Status bridge_gc(const Context& ctx) {
 
 constexpr std::string_view kHelp = R"(A host bridge (created if missing) with one veth per container.
 Keys: bridge (cni0), isGateway, isDefaultGateway, forceAddress, ipMasq, ipMasqBackend (iptables|nftables), mtu,
-hairpinMode, promiscMode, enabledad, disableContainerInterface, portIsolation, ipam
+hairpinMode, promiscMode, enabledad, disableContainerInterface, portIsolation,
+skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result), ipam
 (optional: L2 when absent), dns; the container MAC from runtimeConfig mac, args.cni.mac or
 CNI_ARGS MAC, vlan (0-4094), vlanTrunk ([{minID,maxID}|{id}]), preserveDefaultVlan,
 macspoofchk.)";

@@ -2,14 +2,15 @@
 // ipvlan (reference-behaviour 2.4): an ipvlan child of `master` in mode l2 (default), l3 or l3s,
 // created under a temporary name in the container namespace and renamed. The master defaults
 // to the single interface of a prevResult (chained) or the default route's link. With no
-// ipam.type, a prevResult's IPs are used as they are. mtu, linkInContainer, dns (always
-// replaces the result's). Unlike the reference, a failed ADD removes the link, and DEL never
-// needs a master or a default route.
+// ipam.type, a prevResult's IPs are used as they are. mtu, linkInContainer, skipIPv6LinkLocal,
+// dns (always replaces the result's). Unlike the reference, a failed ADD removes the link, and
+// DEL never needs a master or a default route.
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
+#include "core/iface/configure.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
@@ -25,6 +26,7 @@ struct IpvlanConf {
     std::optional<int> mode;  // nullopt for an unknown name: refused by ADD and CHECK only
     int mtu = 0;
     bool link_in_container = false;
+    bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     Dns dns;
     std::optional<CniResult> prev;
 };
@@ -39,6 +41,7 @@ Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "mode", c.mode_name, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
+    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
     c.dns = c.net.dns;
     c.mode = nl::ipvlan_mode_from_name(c.mode_name);
     auto prev = parse_prev_result(c.net);
@@ -94,6 +97,7 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
     entry.mac = link.mac;
     entry.sandbox = r.netns;
     result.interfaces = {entry};
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
     CNI_TRY(iface::configure_child(container, ns, link, result, true));
     result.dns = c.dns;
     undo.dismiss();
@@ -118,6 +122,7 @@ Status ipvlan_check(const Context& ctx) {
         return fail("container ipvlan mode " + nl::ipvlan_mode_name(link.ipvlan_mode) + " does not match expected value: " +
                     nl::ipvlan_mode_name(mode));
     CNI_TRY(iface::check_addresses_and_routes(container, link, *c.prev, r.ifname));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, *c.prev));
     return {};
 }
 
@@ -134,7 +139,8 @@ extern const Applet ipvlan_applet{
     .kind = AppletKind::main,
     .summary = "an ipvlan child of a host link in the container",
     .help = "Keys: master (default: a chained prevResult's single interface, else the default route's link),\n"
-            "mode (l2|l3|l3s), mtu, linkInContainer, ipam (or the IPs of a prevResult), dns.",
+            "mode (l2|l3|l3s), mtu, linkInContainer, ipam (or the IPs of a prevResult), dns,\n"
+            "skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result).",
     .versions = kAllVersions,
     .add = ipvlan_add,
     .del = ipvlan_del,

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// macvlan (reference-behaviour 2.3): a macvlan child of `master` (default: the link of the
-// default route, looked up in the host namespace or, with linkInContainer, the container's),
-// created under a temporary vethXXXXXXXX name directly in the container namespace, then
-// renamed to CNI_IFNAME. Keys: master, mode (bridge|private|vepa|passthru),
-// mtu (0..master MTU), mac (then CNI_ARGS MAC, then runtimeConfig mac), linkInContainer,
-// bcqueuelen, ipam (optional: L2 when absent), dns (always replaces the result's). A failed ADD
-// deletes the link and releases the IPAM allocation; DEL needs neither the master nor the netns.
+// macvlan (reference-behaviour 2.3): a macvlan child of `master` (default: the link of the default
+// route, looked up in the host namespace or, with linkInContainer, the container's), created under
+// a temporary vethXXXXXXXX name directly in the container namespace, then renamed to CNI_IFNAME.
+// Keys: master, mode (bridge|private|vepa|passthru), mtu (0..master MTU), mac (then CNI_ARGS MAC,
+// then runtimeConfig mac), linkInContainer, bcqueuelen, skipIPv6LinkLocal, ipam (optional: L2 when
+// absent), dns (always replaces the result's). A failed ADD deletes the link and releases the IPAM
+// allocation; DEL needs neither the master nor the netns.
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/mac.hpp"
@@ -29,6 +29,7 @@ struct MacvlanConf {
     int mtu = 0;
     std::string mac;
     bool link_in_container = false;
+    bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     std::uint32_t bc_queue_len = 0;
     Dns dns;
 };
@@ -44,6 +45,7 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "mac", c.mac, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
+    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
     CNI_TRY(json::field(root, "bcqueuelen", c.bc_queue_len, w));
     c.dns = c.net.dns;
     c.mode = nl::macvlan_mode_from_name(c.mode_name);
@@ -89,6 +91,9 @@ Result<CniResult> macvlan_add(const Context& ctx) {
         if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
+    }
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
+    if (!c.net.ipam_type.empty()) {
         CNI_TRY(iface::configure_child(container, ns, link, result, true));
     } else {
         CNI_TRY(nl::set_link_up(container, link, true));
@@ -118,6 +123,7 @@ Status macvlan_check(const Context& ctx) {
         return fail("container macvlan mode " + nl::macvlan_mode_name(link.macvlan_mode) + " does not match expected value: " +
                     nl::macvlan_mode_name(mode));
     CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
     return {};
 }
 
@@ -130,6 +136,7 @@ Status macvlan_status(const Context& ctx) {
 constexpr std::string_view kHelp = R"(A macvlan child of a host link, moved into the container.
 Keys: master (default: the default route's link), mode (bridge|private|vepa|passthru), mtu,
 mac (then CNI_ARGS MAC, then runtimeConfig mac), linkInContainer, bcqueuelen, ipam (optional),
+skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result),
 dns (always replaces the IPAM result's).)";
 
 }  // namespace

@@ -3,7 +3,7 @@
 // runs first; in the container each address gets a /32 (/128) link route to its gateway and its
 // subnet via that gateway; on the host the veth carries the gateway as /32 (/128) and a host
 // route to the container's address; optional ipMasq. Keys: ipMasq, ipMasqBackend, mtu, ipam
-// (required), dns. A failed ADD undoes everything (link, rules, IPAM allocation). DEL is
+// (required), dns, skipIPv6LinkLocal. A failed ADD undoes everything (link, rules, IPAM allocation). DEL is
 // idempotent: IPAM DEL, then the link if the namespace still exists, then the ipMasq rules by
 // chain name (the reference skips those when the link is gone and leaks them).
 #include "core/applet.hpp"
@@ -26,16 +26,18 @@ struct PtpConf {
     std::string ip_masq_backend;
     int mtu = 0;
     Dns dns;
+    bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
 };
 
 Result<PtpConf> parse_ptp_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    PtpConf c{std::move(nc), false, {}, 0, {}};
+    PtpConf c{std::move(nc), false, {}, 0, {}, false};
     const json::Value& root = c.net.root();
     const json::Where& w = c.net.where;
     CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
     CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
     c.dns = c.net.dns;
     return c;
 }
@@ -104,6 +106,7 @@ Result<CniResult> ptp_add(const Context& ctx) {
     result.interfaces = {host_if, cont_if};
     for (auto& ip : result.ips) ip.interface = 1;
 
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, veth.container, result.ips));
     CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
     for (auto& ip : result.ips) CNI_TRY(route_via_gateway(container, veth.container, ip));
     for (auto& ip : result.ips) CNI_TRY(host_side(host, veth.host, ip));
@@ -143,6 +146,7 @@ Status ptp_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
     if (c.ip_masq)
         CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
     return {};
@@ -155,7 +159,8 @@ Status ptp_status(const Context& ctx) {
 
 constexpr std::string_view kHelp = R"(A veth pair with point-to-point routing: the container routes its subnet via the
 gateway, the host veth holds the gateway as /32 (/128) and a host route to the container.
-Keys: ipam (required), mtu, ipMasq, ipMasqBackend ("iptables" or "nftables"), dns.)";
+Keys: ipam (required), mtu, ipMasq, ipMasqBackend ("iptables" or "nftables"), dns,
+skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result).)";
 
 }  // namespace
 

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// vlan (reference-behaviour 2.5): an 802.1Q child of `master` (required) with `vlanId`
-// (0..4094), created under a temporary name in the container namespace and renamed; IPAM is
-// required; mtu 0..master MTU; linkInContainer; dns always replaces the result's. Unlike the
-// reference, a failed ADD removes the link, and DEL needs neither the master (the reference
-// looks up its MTU and fails when it is gone) nor the namespace.
+// vlan (reference-behaviour 2.5): an 802.1Q child of `master` (required) with `vlanId` (0..4094),
+// created under a temporary name in the container namespace and renamed; IPAM is required; mtu
+// 0..master MTU; linkInContainer; skipIPv6LinkLocal; dns always replaces the result's. Unlike the
+// reference, a failed ADD removes the link, and DEL needs neither the master (the reference looks
+// up its MTU and fails when it is gone) nor the namespace.
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
+#include "core/iface/configure.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
@@ -22,6 +23,7 @@ struct VlanConf {
     int vlan_id = 0;
     int mtu = 0;
     bool link_in_container = false;
+    bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     Dns dns;
 };
 
@@ -35,6 +37,7 @@ Result<VlanConf> parse_vlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "vlanId", c.vlan_id, w));
     CNI_TRY(json::field(root, "mtu", c.mtu, w));
     CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
+    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
     c.dns = c.net.dns;
     if (c.master.empty())
         return fail("\"master\" field is required. It specifies the host interface name to create the VLAN for.");
@@ -69,6 +72,7 @@ Result<CniResult> vlan_add(const Context& ctx) {
     result.interfaces = {entry};
     result.ips = ipam_result->ips;
     result.routes = ipam_result->routes;
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
     CNI_TRY(iface::configure_child(container, ns, link, result, false));
     result.dns = c.dns;
     undo.dismiss();
@@ -94,6 +98,7 @@ Status vlan_check(const Context& ctx) {
         return fail("vlan: " + r.ifname + " has VLAN id " + std::to_string(link.vlan_id) + ", the config says " +
                     std::to_string(c.vlan_id));
     CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
     return {};
 }
 
@@ -108,7 +113,8 @@ extern const Applet vlan_applet{
     .name = "vlan",
     .kind = AppletKind::main,
     .summary = "an 802.1Q child of a host link in the container",
-    .help = "Keys: master (required), vlanId (0..4094), mtu (0..master MTU), linkInContainer, ipam (required), dns.",
+    .help = "Keys: master (required), vlanId (0..4094), mtu (0..master MTU), linkInContainer, ipam (required), dns,\n"
+            "skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result).",
     .versions = kAllVersions,
     .add = vlan_add,
     .del = vlan_del,

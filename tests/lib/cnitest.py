@@ -124,6 +124,16 @@ def addrs(ns, dev):
     return [f"{a['local']}/{a['prefixlen']}" for i in info for a in i.get("addr_info", [])]
 
 
+def link_local(ns, dev, wait=2.0):
+    """The link's IPv6 link-local addresses, waiting up to `wait` seconds for one to appear."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = [a for a in addrs(ns, dev) if a.startswith("fe80:")]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.05)
+
+
 class Plugin:
     """Runs one plugin binary (ours through a symlink, or a reference one)."""
 

@@ -11,8 +11,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, check, eq, install_dir, link, masquerade_source, netns, nft_masq_comments,  # noqa: E402
-                     ns_path, reference_dir, run_all, sh, test)
+from cnitest import (Plugin, addrs, check, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
+                     netns, nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -344,6 +344,48 @@ def bridge_whose_ports_all_left_takes_the_new_ports_mac():
         eq(r["interfaces"][0]["mac"], link(host, hostveth)["address"])
         eq(sh("ip", "netns", "exec", host, "cat", "/sys/class/net/cnibr0/addr_assign_type").stdout.strip(), "3")
         delete(host, c1, conf(e.data, isGateway=True), "br-z").ok()
+
+
+@test
+def skip_ipv6_link_local():
+    """bridge skipIPv6LinkLocal (cni-all's own key): no IPv6 link-local address on an IPv4-only link, CHECK notices one; kept with an IPv6 result, without the key, and by Go's bridge; a non-bool refused"""
+    with Env(4) as e:
+        host, quiet, plain, dual, go = e.names
+        c = conf(e.data, isGateway=True, skipIPv6LinkLocal=True)
+        r = add(host, quiet, c, "br-q").ok().json()
+        check("addrgenmode none" in details(quiet, "eth0"), details(quiet, "eth0"))
+        eq(link_local(quiet, "eth0", wait=0.5), [])
+        eq(addrs(quiet, "eth0"), ["10.74.0.2/24"])
+        sh("ip", "netns", "exec", quiet, "ping", "-c1", "-W2", "10.74.0.1")
+        bridge().run("CHECK", dict(c, prevResult=r), host_ns=host, netns=ns_path(quiet), container_id="br-q").ok()
+        sh("ip", "-n", quiet, "addr", "add", "fe80::1/64", "dev", "eth0")
+        err = bridge().run("CHECK", dict(c, prevResult=r), host_ns=host, netns=ns_path(quiet), container_id="br-q").error()
+        eq(err["msg"], "skipIPv6LinkLocal: eth0 has the IPv6 link-local address fe80::1/64")
+
+        add(host, plain, conf(e.data, isGateway=True), "br-p").ok()
+        check(link_local(plain, "eth0"), addrs(plain, "eth0"))
+
+        dual_conf = conf(e.data, isGateway=True, skipIPv6LinkLocal=True)
+        dual_conf["ipam"] = {"type": "host-local", "dataDir": e.data,
+                             "ranges": [[{"subnet": "10.74.0.0/24"}], [{"subnet": "fd74:0:0:1::/64"}]]}
+        rd = add(host, dual, dual_conf, "br-d").ok().json()
+        eq([ip["address"] for ip in rd["ips"]], ["10.74.0.4/24", "fd74:0:0:1::2/64"])
+        check("addrgenmode none" not in details(dual, "eth0"), details(dual, "eth0"))
+        check(link_local(dual, "eth0"), addrs(dual, "eth0"))
+        bridge().run("CHECK", dict(dual_conf, prevResult=rd), host_ns=host, netns=ns_path(dual), container_id="br-d").ok()
+
+        if not REF:
+            raise AssertionError("Debian's containernetworking-plugins is not installed")
+        add(host, go, c, "br-go", plugin_dir=REF).ok()
+        check(link_local(go, "eth0"), "the Go bridge ignores the key: " + str(addrs(go, "eth0")))
+
+        err = add(host, go, conf(e.data, skipIPv6LinkLocal="yes"), "br-bad", ifname="eth1").error()
+        check("skipIPv6LinkLocal" in err["msg"] and "bool" in err["msg"], err)
+        check(link(go, "eth1") is None)
+
+        for ctr, cid, cc in [(quiet, "br-q", c), (plain, "br-p", c), (dual, "br-d", dual_conf), (go, "br-go", c)]:
+            delete(host, ctr, cc, cid).ok()
+        eq(reservations(e.data), [])
 
 
 @test

@@ -11,8 +11,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, check, eq, install_dir, link, netns, ns_path, reference_dir,  # noqa: E402
-                     run_all, sh, test)
+from cnitest import (Plugin, addrs, check, eq, install_dir, link, link_local, netns, ns_path,  # noqa: E402
+                     reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -106,6 +106,33 @@ def mac_sources_l2_and_bcqueuelen():
         r = run("ADD", host, c3, conf(e.data, ipam=False, bcqueuelen=123), "mv-l2").ok().json()
         check("UP" in link(c3, "eth0")["flags"] and "ips" not in r, r)
         check("bcqueuelen 123" in details(c3, "eth0"), details(c3, "eth0"))
+
+
+@test
+def skip_ipv6_link_local():
+    """macvlan skipIPv6LinkLocal (cni-all's own key): no IPv6 link-local address on an IPv4-only or L2 link, CHECK notices one; kept with an IPv6 result"""
+    with Env(3) as e:
+        host, c1, c2, c3 = e.names
+        c = conf(e.data, skipIPv6LinkLocal=True)
+        r = run("ADD", host, c1, c, "mv-q").ok().json()
+        check("addrgenmode none" in details(c1, "eth0"), details(c1, "eth0"))
+        eq(addrs(c1, "eth0"), ["10.76.0.2/24"])
+        run("CHECK", host, c1, dict(c, prevResult=r), "mv-q").ok()
+        sh("ip", "-n", c1, "addr", "add", "fe80::1/64", "dev", "eth0")
+        eq(run("CHECK", host, c1, dict(c, prevResult=r), "mv-q").error()["msg"],
+           "skipIPv6LinkLocal: eth0 has the IPv6 link-local address fe80::1/64")
+        run("ADD", host, c2, conf(e.data, ipam=False, skipIPv6LinkLocal=True), "mv-ql2").ok()
+        check("UP" in link(c2, "eth0")["flags"])
+        eq(link_local(c2, "eth0", wait=0.5), [])
+        dual = conf(e.data, skipIPv6LinkLocal=True)
+        dual["ipam"] = {"type": "host-local", "dataDir": e.data,
+                        "ranges": [[{"subnet": "10.76.0.0/24"}], [{"subnet": "fd76::/64"}]]}
+        run("ADD", host, c3, dual, "mv-d").ok()
+        check("addrgenmode none" not in details(c3, "eth0"))
+        check(link_local(c3, "eth0"), addrs(c3, "eth0"))
+        for ctr, cc, cid in [(c1, c, "mv-q"), (c3, dual, "mv-d")]:
+            run("DEL", host, ctr, cc, cid).ok()
+        eq(sorted(f for f in os.listdir(os.path.join(e.data, "mv-test")) if f[0].isdigit()), [])
 
 
 @test

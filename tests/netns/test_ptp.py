@@ -12,8 +12,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, check, eq, install_dir, link, masquerade_source, netns, nft_masq_comments, ns_path,  # noqa: E402
-                     reference_dir, run_all, sh, test)
+from cnitest import (Plugin, addrs, check, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
+                     nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -82,6 +82,31 @@ def add_check_del_state():
             eq(reservations(data), [])
             ptp().run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-a").ok()
             ptp().run("DEL", c, host_ns=host, netns="", container_id="ptp-a").ok()
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def skip_ipv6_link_local():
+    """ptp skipIPv6LinkLocal (cni-all's own key): no IPv6 link-local address on an IPv4-only link, which still reaches the host; CHECK notices one; kept when dual-stack"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr, netns("ctr") as dual_ctr:
+            c = conf(data, ranges=[[{"subnet": "10.71.0.0/24"}]], skipIPv6LinkLocal=True)
+            res = ptp().run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-q").ok().json()
+            check("addrgenmode none" in sh("ip", "-n", ctr, "-d", "link", "show", "eth0").stdout)
+            eq(addrs(ctr, "eth0"), ["10.71.0.2/24"])
+            sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", "10.71.0.1")
+            ptp().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="ptp-q").ok()
+            sh("ip", "-n", ctr, "addr", "add", "fe80::1/64", "dev", "eth0")
+            err = ptp().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="ptp-q").error()
+            eq(err["msg"], "skipIPv6LinkLocal: eth0 has the IPv6 link-local address fe80::1/64")
+            d = conf(data, skipIPv6LinkLocal=True)
+            ptp().run("ADD", d, host_ns=host, netns=ns_path(dual_ctr), container_id="ptp-d").ok()
+            check(link_local(dual_ctr, "eth0"), addrs(dual_ctr, "eth0"))
+            ptp().run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-q").ok()
+            ptp().run("DEL", d, host_ns=host, netns=ns_path(dual_ctr), container_id="ptp-d").ok()
+            eq(reservations(data), [])
     finally:
         shutil.rmtree(data)
 

@@ -257,6 +257,34 @@ def ipvlan_same_state_as_go():
     eq(seen["ours"], seen["go"])
 
 
+@test
+def vlan_and_ipvlan_skip_ipv6_link_local():
+    """vlan and ipvlan skipIPv6LinkLocal (cni-all's own key): the IPv4-only child gets no IPv6 link-local address, still reaches its peer, CHECK passes"""
+    with VlanWorld() as w:
+        c = vlan_conf(w.data, skipIPv6LinkLocal=True)
+        res = w.run("ADD", c).ok().json()
+        check("addrgenmode none" in sh("ip", "-n", w.ctr, "-d", "link", "show", "eth0").stdout)
+        eq(addrs(w.ctr, "eth0"), ["10.79.0.2/24"])
+        sh("ip", "netns", "exec", w.ctr, "ping", "-c1", "-W3", "10.79.0.100")
+        w.run("CHECK", dict(c, prevResult=res)).ok()
+        w.run("DEL", c).ok()
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            sh("ip", "-n", host, "link", "add", "m0", "type", "dummy")
+            sh("ip", "-n", host, "link", "set", "m0", "up")
+            ipv = Plugin(os.path.join(BIN, "ipvlan"))
+            c = ipvlan_conf(data, skipIPv6LinkLocal=True)
+            res = ipv.run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="i-q").ok().json()
+            check("addrgenmode none" in sh("ip", "-n", ctr, "-d", "link", "show", "eth0").stdout)
+            eq(addrs(ctr, "eth0"), ["10.80.0.2/24"])
+            ipv.run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="i-q").ok()
+            ipv.run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="i-q").ok()
+            check(link(ctr, "eth0") is None)
+    finally:
+        shutil.rmtree(data)
+
+
 def hostdev_conf(data, **extra):
     c = {"cniVersion": "0.4.0", "name": "hd-test", "type": "host-device", "device": "hostdev0",
          "ipam": {"type": "host-local", "subnet": "10.82.0.0/24", "dataDir": data}}

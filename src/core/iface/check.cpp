@@ -41,4 +41,14 @@ Result<std::vector<IpNet>> check_addresses_and_routes(const nl::Socket& containe
     return nets;
 }
 
+Status check_no_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo& link, const CniResult& prev) {
+    for (auto& ip : prev.ips)
+        if (!ip.address.ip.is_v4()) return {};
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index, AF_INET6));
+    for (auto& a : addrs)
+        if (a.scope == RT_SCOPE_LINK)
+            return fail("skipIPv6LinkLocal: " + link.name + " has the IPv6 link-local address " + a.local.str());
+    return {};
+}
+
 }  // namespace cni::iface

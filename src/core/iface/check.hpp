@@ -21,4 +21,8 @@ Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const Cni
 Result<std::vector<IpNet>> check_addresses_and_routes(const nl::Socket& container, const nl::LinkInfo& link,
                                                       const CniResult& prev, const std::string& ifname);
 
+// skipIPv6LinkLocal (configure.hpp): when prevResult gives the link no IPv6 address, it has no
+// IPv6 link-local address either.
+Status check_no_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo& link, const CniResult& prev);
+
 }  // namespace cni::iface

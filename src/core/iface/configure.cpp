@@ -3,6 +3,7 @@
 #include "core/iface/configure.hpp"
 
 #include <linux/if_addr.h>
+#include <linux/if_link.h>
 
 #include <chrono>
 #include <thread>
@@ -106,6 +107,14 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
             return fail("failed to add route '" + r.dst.str() + " via " + (spec.gw ? spec.gw->str() : std::string("<nil>")) +
                         " dev " + ifname + "': " + st.error().msg);
     }
+    return {};
+}
+
+Status skip_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo& link, const std::vector<IpConfig>& ips) {
+    for (auto& ip : ips)
+        if (!ip.address.ip.is_v4()) return {};
+    if (auto st = nl::set_ipv6_addr_gen_mode(container, link, IN6_ADDR_GEN_MODE_NONE); !st)
+        return fail("skipIPv6LinkLocal: " + st.error().msg);
     return {};
 }
 

@@ -3,7 +3,7 @@
 // the IPs whose interface index names `ifname` (IPv6 enabled on lo and the link first,
 // keep_addr_on_down=1), the link set up, a bounded wait for IPv6 DAD when there is an IPv6
 // gateway, then the routes, each via its own gw or the first gateway of its family. Also IP
-// forwarding in the current namespace.
+// forwarding in the current namespace, and skipIPv6LinkLocal.
 #pragma once
 
 #include <string>
@@ -21,6 +21,13 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
 // The same for a link the caller has just looked up (one request fewer).
 Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const nl::LinkInfo& link,
                        const CniResult& result);
+
+// skipIPv6LinkLocal, a key of cni-all's own (the reference has none and ignores it): when `ips`
+// hold no IPv6 address, the still-down `link` gets no IPv6 link-local address either
+// (addr_gen_mode none), so it sends no MLD report, router solicitation or DAD probe. A bridge
+// floods each of those to every port: per new pod, work that grows with the pods already
+// there (bench/RESULTS.md, churn). A no-op on a kernel without IPv6.
+Status skip_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo& link, const std::vector<IpConfig>& ips);
 
 // net.ipv4.ip_forward / net.ipv6.conf.all.forwarding = 1 for the families of `ips` (written only
 // if not already 1) in the namespace of `s`, which must be the calling thread's.

@@ -7,6 +7,7 @@
 #include <linux/if_link.h>
 #include <netlink/msg.h>
 #include <netlink/route/link/inet.h>
+#include <netlink/route/link/inet6.h>
 #include <netlink/route/link/ipvlan.h>
 #include <netlink/route/link/macvlan.h>
 #include <netlink/route/link/vlan.h>
@@ -77,15 +78,25 @@ Status create(const Socket& s, rtnl_link* l, std::string_view kind, const std::s
     return s.check(rtnl_link_add(s.get(), l, NLM_F_CREATE | NLM_F_EXCL), "creating " + std::string(kind) + " " + name);
 }
 
-// RTM_NEWLINK on an existing link with only the attributes `fill` sets.
+// RTM_NEWLINK on an existing link with only the attributes `fill` sets; a libnl return code
+// in `tolerated` (0: none) counts as success and is handed back.
 template <class Fill>
-Status change(const Socket& s, const LinkInfo& link, std::string_view what, Fill&& fill) {
+Result<int> change_tolerating(const Socket& s, const LinkInfo& link, std::string_view what, int tolerated, Fill&& fill) {
     LinkPtr orig(rtnl_link_alloc()), delta(rtnl_link_alloc());
     if (!orig || !delta) return fail("netlink: out of memory");
     rtnl_link_set_ifindex(orig.get(), link.index);
     rtnl_link_set_name(orig.get(), link.name.c_str());
     CNI_TRY(fill(delta.get()));
-    return s.check(rtnl_link_change(s.get(), orig.get(), delta.get(), 0), std::string(what) + " " + link.name);
+    int rc = rtnl_link_change(s.get(), orig.get(), delta.get(), 0);
+    if (rc < 0 && rc == tolerated) return rc;
+    CNI_TRY(s.check(rc, std::string(what) + " " + link.name));
+    return 0;
+}
+
+template <class Fill>
+Status change(const Socket& s, const LinkInfo& link, std::string_view what, Fill&& fill) {
+    CNI_TRY(change_tolerating(s, link, what, 0, std::forward<Fill>(fill)));
+    return {};
 }
 
 }  // namespace
@@ -265,6 +276,14 @@ Status set_ipv4_conf(const Socket& s, const LinkInfo& link, unsigned id, std::ui
     return change(s, link, "setting IPv4 setting " + std::to_string(id) + " of", [&](rtnl_link* d) -> Status {
         return s.check(rtnl_link_inet_set_conf(d, id, value), "netlink");
     });
+}
+
+Result<bool> set_ipv6_addr_gen_mode(const Socket& s, const LinkInfo& link, std::uint8_t mode) {
+    CNI_TRY_ASSIGN(int rc, change_tolerating(s, link, "setting the IPv6 address generation mode of", -NLE_AF_NOSUPPORT,
+                                             [&](rtnl_link* d) -> Status {
+                                                 return s.check(rtnl_link_inet6_set_addr_gen_mode(d, mode), "netlink");
+                                             }));
+    return rc == 0;
 }
 
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu) {

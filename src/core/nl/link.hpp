@@ -79,6 +79,9 @@ Result<LinkInfo> wait_until_running(const Socket& s, const std::string& name, st
 // One of the link's IPv4 settings (IPV4_DEVCONF_*, e.g. ARP_NOTIFY) as the sysctl
 // net.ipv4.conf.<link>.* sets it, without a /proc/sys lookup (see os::SysctlDir).
 Status set_ipv4_conf(const Socket& s, const LinkInfo& link, unsigned id, std::uint32_t value);
+// The link's IPv6 address generation mode (IN6_ADDR_GEN_MODE_*, ip link's addrgenmode); false
+// when the kernel has no IPv6 at all (booted with ipv6.disable=1).
+Result<bool> set_ipv6_addr_gen_mode(const Socket& s, const LinkInfo& link, std::uint8_t mode);
 Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);
 Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac);
 Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 0 releases it
