@@ -134,6 +134,22 @@ def link_local(ns, dev, wait=2.0):
         time.sleep(0.05)
 
 
+def check_skipped_link_local(run, conf, result, ctr, address, ping=None):
+    """The state skipIPv6LinkLocal gives `ctr`'s IPv4-only eth0: addrgenmode none, `address`
+    its only address, `ping` reachable; CHECK (`run(command, conf)`) passes, and fails once a
+    link-local address is added (removed again afterwards)."""
+    d = sh("ip", "-n", ctr, "-d", "link", "show", "eth0").stdout
+    check("addrgenmode none" in d, d)
+    eq(addrs(ctr, "eth0"), [address])
+    if ping:
+        sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W3", ping)
+    run("CHECK", dict(conf, prevResult=result)).ok()
+    sh("ip", "-n", ctr, "addr", "add", "fe80::1/64", "dev", "eth0")
+    eq(run("CHECK", dict(conf, prevResult=result)).error()["msg"],
+       "skipIPv6LinkLocal: eth0 has the IPv6 link-local address fe80::1/64")
+    sh("ip", "-n", ctr, "addr", "del", "fe80::1/64", "dev", "eth0")
+
+
 class Plugin:
     """Runs one plugin binary (ours through a symlink, or a reference one)."""
 

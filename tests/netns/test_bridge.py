@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, addrs, check, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
+from cnitest import (Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
                      netns, nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -353,14 +353,9 @@ def skip_ipv6_link_local():
         host, quiet, plain, dual, go = e.names
         c = conf(e.data, isGateway=True, skipIPv6LinkLocal=True)
         r = add(host, quiet, c, "br-q").ok().json()
-        check("addrgenmode none" in details(quiet, "eth0"), details(quiet, "eth0"))
         eq(link_local(quiet, "eth0", wait=0.5), [])
-        eq(addrs(quiet, "eth0"), ["10.74.0.2/24"])
-        sh("ip", "netns", "exec", quiet, "ping", "-c1", "-W2", "10.74.0.1")
-        bridge().run("CHECK", dict(c, prevResult=r), host_ns=host, netns=ns_path(quiet), container_id="br-q").ok()
-        sh("ip", "-n", quiet, "addr", "add", "fe80::1/64", "dev", "eth0")
-        err = bridge().run("CHECK", dict(c, prevResult=r), host_ns=host, netns=ns_path(quiet), container_id="br-q").error()
-        eq(err["msg"], "skipIPv6LinkLocal: eth0 has the IPv6 link-local address fe80::1/64")
+        check_skipped_link_local(lambda cmd, cc: bridge().run(cmd, cc, host_ns=host, netns=ns_path(quiet), container_id="br-q"),
+                                 c, r, quiet, "10.74.0.2/24", ping="10.74.0.1")
 
         add(host, plain, conf(e.data, isGateway=True), "br-p").ok()
         check(link_local(plain, "eth0"), addrs(plain, "eth0"))

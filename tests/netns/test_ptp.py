@@ -4,7 +4,6 @@
 the host and masqueraded traffic to another namespace, rollback of failed ADDs, idempotent
 DEL, and the same ADD through Debian's Go ptp giving the same state. Each test builds its own
 "host", "container" (and "remote") namespaces; the plugins run inside the host one."""
-import json
 import os
 import re
 import shutil
@@ -12,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, addrs, check, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
+from cnitest import (Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
                      nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -94,13 +93,8 @@ def skip_ipv6_link_local():
         with netns("host") as host, netns("ctr") as ctr, netns("ctr") as dual_ctr:
             c = conf(data, ranges=[[{"subnet": "10.71.0.0/24"}]], skipIPv6LinkLocal=True)
             res = ptp().run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-q").ok().json()
-            check("addrgenmode none" in sh("ip", "-n", ctr, "-d", "link", "show", "eth0").stdout)
-            eq(addrs(ctr, "eth0"), ["10.71.0.2/24"])
-            sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", "10.71.0.1")
-            ptp().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="ptp-q").ok()
-            sh("ip", "-n", ctr, "addr", "add", "fe80::1/64", "dev", "eth0")
-            err = ptp().run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="ptp-q").error()
-            eq(err["msg"], "skipIPv6LinkLocal: eth0 has the IPv6 link-local address fe80::1/64")
+            check_skipped_link_local(lambda cmd, cc: ptp().run(cmd, cc, host_ns=host, netns=ns_path(ctr), container_id="ptp-q"),
+                                     c, res, ctr, "10.71.0.2/24", ping="10.71.0.1")
             d = conf(data, skipIPv6LinkLocal=True)
             ptp().run("ADD", d, host_ns=host, netns=ns_path(dual_ctr), container_id="ptp-d").ok()
             check(link_local(dual_ctr, "eth0"), addrs(dual_ctr, "eth0"))

@@ -5,6 +5,7 @@ tests/vm/run-in-vm.sh: the dummy, vlan, ipvlan and host-device applets and the b
 VLAN-filtering ports, the vrf applet, and the netlink layer's vrf links (kernel state, traffic, errors, rollback, idempotent DEL, and Debian's Go
 plugins side by side), and the link kinds through the kernel's module autoloading. Each test
 builds its own namespaces in the guest."""
+import contextlib
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, addrs, canonical_result, check, eq, install_dir, link, netns, ns_path, reference_dir, run_all,  # noqa: E402
+from cnitest import (Plugin, addrs, canonical_result, check, check_skipped_link_local, eq, install_dir, link, netns, ns_path, reference_dir, run_all,  # noqa: E402
                      sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -197,6 +198,19 @@ def ipvlan_conf(data, mode="l2", **extra):
     return c
 
 
+@contextlib.contextmanager
+def ipvlan_world():
+    """(data dir, host namespace with an up dummy "m0", container namespace), removed afterwards."""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            sh("ip", "-n", host, "link", "add", "m0", "type", "dummy")
+            sh("ip", "-n", host, "link", "set", "m0", "up")
+            yield data, host, ctr
+    finally:
+        shutil.rmtree(data)
+
+
 @test
 def ipvlan_siblings_modes_and_chaining():
     """ipvlan: l2 siblings talk; l3 mode; a chained prevResult names the master and gives the IPs"""
@@ -241,48 +255,31 @@ def ipvlan_same_state_as_go():
         raise AssertionError("Debian's containernetworking-plugins is not installed")
     seen = {}
     for impl, plugin_dir in [("go", REF), ("ours", BIN)]:
-        data = tempfile.mkdtemp()
-        try:
-            with netns("host") as host, netns("ctr") as ctr:
-                sh("ip", "-n", host, "link", "add", "m0", "type", "dummy")
-                sh("ip", "-n", host, "link", "set", "m0", "up")
-                p = Plugin(os.path.join(plugin_dir, "ipvlan"))
-                out = p.run("ADD", ipvlan_conf(data, mode="l3", mtu=1400), host_ns=host, netns=ns_path(ctr), container_id="g").ok()
-                seen[impl] = (re.sub(r'"mac": "[^"]*"', "MAC", out.out.replace(ns_path(ctr), "NETNS")), details(ctr, "eth0"))
-                Plugin(os.path.join(BIN if impl == "go" else REF, "ipvlan")).run(
-                    "DEL", ipvlan_conf(data, mode="l3", mtu=1400), host_ns=host, netns=ns_path(ctr), container_id="g").ok()
-                check(link(ctr, "eth0") is None)
-        finally:
-            shutil.rmtree(data)
+        with ipvlan_world() as (data, host, ctr):
+            p = Plugin(os.path.join(plugin_dir, "ipvlan"))
+            out = p.run("ADD", ipvlan_conf(data, mode="l3", mtu=1400), host_ns=host, netns=ns_path(ctr), container_id="g").ok()
+            seen[impl] = (re.sub(r'"mac": "[^"]*"', "MAC", out.out.replace(ns_path(ctr), "NETNS")), details(ctr, "eth0"))
+            Plugin(os.path.join(BIN if impl == "go" else REF, "ipvlan")).run(
+                "DEL", ipvlan_conf(data, mode="l3", mtu=1400), host_ns=host, netns=ns_path(ctr), container_id="g").ok()
+            check(link(ctr, "eth0") is None)
     eq(seen["ours"], seen["go"])
 
 
 @test
 def vlan_and_ipvlan_skip_ipv6_link_local():
-    """vlan and ipvlan skipIPv6LinkLocal (cni-all's own key): the IPv4-only child gets no IPv6 link-local address, still reaches its peer, CHECK passes"""
+    """vlan and ipvlan skipIPv6LinkLocal (cni-all's own key): the IPv4-only child gets no IPv6 link-local address, still reaches its peer, CHECK notices one added"""
     with VlanWorld() as w:
         c = vlan_conf(w.data, skipIPv6LinkLocal=True)
-        res = w.run("ADD", c).ok().json()
-        check("addrgenmode none" in sh("ip", "-n", w.ctr, "-d", "link", "show", "eth0").stdout)
-        eq(addrs(w.ctr, "eth0"), ["10.79.0.2/24"])
-        sh("ip", "netns", "exec", w.ctr, "ping", "-c1", "-W3", "10.79.0.100")
-        w.run("CHECK", dict(c, prevResult=res)).ok()
+        check_skipped_link_local(w.run, c, w.run("ADD", c).ok().json(), w.ctr, "10.79.0.2/24", ping="10.79.0.100")
         w.run("DEL", c).ok()
-    data = tempfile.mkdtemp()
-    try:
-        with netns("host") as host, netns("ctr") as ctr:
-            sh("ip", "-n", host, "link", "add", "m0", "type", "dummy")
-            sh("ip", "-n", host, "link", "set", "m0", "up")
-            ipv = Plugin(os.path.join(BIN, "ipvlan"))
-            c = ipvlan_conf(data, skipIPv6LinkLocal=True)
-            res = ipv.run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="i-q").ok().json()
-            check("addrgenmode none" in sh("ip", "-n", ctr, "-d", "link", "show", "eth0").stdout)
-            eq(addrs(ctr, "eth0"), ["10.80.0.2/24"])
-            ipv.run("CHECK", dict(c, prevResult=res), host_ns=host, netns=ns_path(ctr), container_id="i-q").ok()
-            ipv.run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="i-q").ok()
-            check(link(ctr, "eth0") is None)
-    finally:
-        shutil.rmtree(data)
+    with ipvlan_world() as (data, host, ctr):
+        ipv = Plugin(os.path.join(BIN, "ipvlan"))
+        c = ipvlan_conf(data, skipIPv6LinkLocal=True)
+        res = ipv.run("ADD", c, host_ns=host, netns=ns_path(ctr), container_id="i-q").ok().json()
+        check_skipped_link_local(lambda cmd, cc: ipv.run(cmd, cc, host_ns=host, netns=ns_path(ctr), container_id="i-q"),
+                                 c, res, ctr, "10.80.0.2/24")
+        ipv.run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="i-q").ok()
+        check(link(ctr, "eth0") is None)
 
 
 def hostdev_conf(data, **extra):
