@@ -5,6 +5,7 @@
 # relays its output and exit code. For tests that need kernel features this machine lacks
 # (dummy, 8021q, ipvlan, vrf, VLAN-filtering bridges).
 # usage: tests/vm/run-in-vm.sh WORKDIR COMMAND [ARGS...]   (WORKDIR: in the build folder)
+# CNI_VM_APPEND adds to the guest kernel's command line (e.g. ipv6.disable=1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 work=$(realpath -m "$1"); shift
@@ -17,7 +18,7 @@ echo "$work" > "$run/kernel-dir"
   printf '%q ' "$@"; echo; } > "$run/job.sh"
 timeout "$limit" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
   -kernel "$work/kernel/vmlinuz" -initrd "$work/kernel/initrd.gz" \
-  -append "console=ttyS0 quiet loglevel=2 panic=-1 cniall.init=$here/guest-init.sh cniall.job=$run/job.sh" \
+  -append "console=ttyS0 quiet loglevel=2 panic=-1 cniall.init=$here/guest-init.sh cniall.job=$run/job.sh ${CNI_VM_APPEND:-}" \
   -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hostroot > "$run/console" 2>&1 || true
 if [ ! -f "$run/rc" ]; then
   { echo "# the test VM did not finish in $limit s; its console:"; sed 's/^/# /' "$run/console" | tail -40
