@@ -515,6 +515,12 @@ def settle(idle=0.9, window=0.25, limit=20.0):
             return
 
 
+def set_sysctls(namespaces, settings):
+    """`settings` ("key=value") written in each of `namespaces`: the churn's controls."""
+    for ns in namespaces:
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *settings], check=True)
+
+
 def churn_scenarios():
     """Every pod count and 1 and 2 workers, --churn-runs times per implementation, the two
     alternating (the order flips every run), each run on a settled machine:
@@ -523,12 +529,9 @@ def churn_scenarios():
     host = netns_setup(None)
     ctrs = [netns_setup(None) for _ in range(max(counts))]
     if opts.churn_without_ipv6:
-        for ns in [host] + ctrs:
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
-                            "net.ipv6.conf.default.disable_ipv6=1"], check=True)
+        set_sysctls([host] + ctrs, ["net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1"])
     if opts.churn_pod_sysctl:
-        for ns in ctrs:
-            subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-q", "-w", *opts.churn_pod_sysctl.split(",")], check=True)
+        set_sysctls(ctrs, opts.churn_pod_sysctl.split(","))
     out = {}
     try:
         for run in range(opts.churn_runs):
