@@ -23,6 +23,19 @@ TEST_CASE("syntax errors read like Go's") {
     CHECK(json::parse("x").error().code == cni::code::decoding_failure);
 }
 
+TEST_CASE("nesting deeper than Go's 10,000 levels is a syntax error, not a stack overflow") {
+    auto nested = [](std::size_t levels, std::string_view inside = "") {
+        return std::string(levels, '[') + std::string(inside) + std::string(levels, ']');
+    };
+    CHECK(json::parse(nested(10000)).has_value());
+    CHECK(parse_error(nested(10001)) == "invalid character '[' exceeded max depth");
+    CHECK(parse_error("{\"a\":" + std::string(5'000'000, '[')) == "invalid character '[' exceeded max depth");
+    CHECK(json::parse(nested(10001)).error().code == cni::code::decoding_failure);
+    // Brackets inside strings do not count; an earlier syntax error wins.
+    CHECK(json::parse(nested(9999, "\"[[[\\\"[[[\"")).has_value());
+    CHECK(parse_error("[x" + nested(20000)) == "invalid character 'x' looking for beginning of value");
+}
+
 TEST_CASE("keys match case-insensitively and the last duplicate wins") {
     auto d = json::parse(R"({"Bridge":"a","MTU":1,"bridge":"b"})");
     REQUIRE(d);

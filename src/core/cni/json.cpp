@@ -62,12 +62,42 @@ std::string go_syntax_error(rapidjson::ParseErrorCode code, std::size_t offset, 
     }
 }
 
+// Go's decoder refuses values nested more than 10,000 arrays or objects deep, where RapidJSON's
+// recursive parser would run out of stack. The offset of the bracket that opens level 10,001
+// (outside strings), or npos.
+std::size_t too_deep_at(std::string_view text) {
+    constexpr int max_depth = 10000;
+    int depth = 0;
+    bool in_string = false;
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        char c = text[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max_depth) return i;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return std::string_view::npos;
+}
+
 }  // namespace
 
 Result<Document> parse(std::string_view text) {
+    // Only the text before a too-deep bracket is parsed: a syntax error there comes first, as
+    // Go's scanner reports whichever it meets first.
+    std::size_t deep = too_deep_at(text);
+    std::string_view parsed = text.substr(0, deep);
     Document d;
     // Go treats leading/trailing whitespace as fine and anything after the value as an error.
-    d.Parse<rapidjson::kParseFullPrecisionFlag>(text.data(), text.size());
+    d.Parse<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseIterativeFlag>(parsed.data(), parsed.size());
+    if (deep != std::string_view::npos && (!d.HasParseError() || d.GetErrorOffset() >= deep))
+        return fail(code::decoding_failure, "invalid character " + quote_char(static_cast<unsigned char>(text[deep])) +
+                                                " exceeded max depth");
     if (d.HasParseError())
         return fail(code::decoding_failure, go_syntax_error(d.GetParseError(), d.GetErrorOffset(), text));
     return d;
