@@ -2,6 +2,8 @@
 // Go encoding/json compatibility of the JSON layer: errors, lookups, decoding, output format.
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include "core/cni/json.hpp"
 
 namespace json = cni::json;
@@ -21,6 +23,47 @@ TEST_CASE("syntax errors read like Go's") {
     CHECK(parse_error("{a:1}") == "invalid character 'a' looking for beginning of object key string");
     CHECK(json::parse("  {\"a\":1}\n").has_value());
     CHECK(json::parse("x").error().code == cni::code::decoding_failure);
+}
+
+TEST_CASE("every syntax error reads like Go's, the offending byte quoted like strconv.Quote") {
+    CHECK(parse_error("[1,]") == "invalid character ']' looking for beginning of value");
+    CHECK(parse_error("[1 2]") == "invalid character '2' after array element");
+    CHECK(parse_error("{\"a\":1,}") == "invalid character '}' looking for beginning of object key string");
+    CHECK(parse_error("[tru]") == "invalid character ']' in literal true (expecting 'e')");
+    CHECK(parse_error("nul") == "invalid character ' ' in literal null (expecting 'l')");
+    CHECK(parse_error("[fals") == "invalid character ' ' in literal false (expecting 'e')");
+    CHECK(parse_error("[-x]") == "invalid character 'x' in numeric literal");
+    CHECK(parse_error("[1.]") == "invalid character ']' after decimal point in numeric literal");
+    CHECK(parse_error("[1e+]") == "invalid character ']' in exponent of numeric literal");
+    CHECK(parse_error("[01]") == "invalid character '1' after array element");
+    CHECK(parse_error("[\"\\x\"]") == "invalid character 'x' in string escape code");
+    CHECK(parse_error("[\"\\u12g4\"]") == "invalid character 'g' in \\u hexadecimal character escape");
+    CHECK(parse_error("[\"\\u12") == "invalid character ' ' in \\u hexadecimal character escape");
+    CHECK(parse_error("[\"a\tb\"]") == "invalid character '\\t' in string literal");
+    CHECK(parse_error(std::string("[\"a\0\"]", 5)) == "invalid character '\\x00' in string literal");
+    CHECK(parse_error("[\\]") == "invalid character '\\\\' looking for beginning of value");
+    CHECK(parse_error("\xef\xbb\xbf{}") == "invalid character '\xc3\xaf' looking for beginning of value");
+    CHECK(parse_error("[\x80]") == "invalid character '\\u0080' looking for beginning of value");
+    CHECK(parse_error("[\x7f]") == "invalid character '\\x7f' looking for beginning of value");
+    CHECK(parse_error("[\v]") == "invalid character '\\v' looking for beginning of value");
+    CHECK(parse_error("{\"a\"}") == "invalid character '}' after object key");
+    CHECK(parse_error("  ") == "unexpected end of JSON input");
+    CHECK(json::parse(" 12 ").has_value());
+}
+
+TEST_CASE("valid JSON RapidJSON refuses is read the way Go reads it") {
+    auto d = json::parse(R"({"lone":"\ud800x","low":"\udc00","pair":"\ud83d\ude00","high2":"\ud800\ud83d\ude00"})");
+    REQUIRE(d);
+    CHECK(std::string((*d)["lone"].GetString()) == "\xef\xbf\xbdx");
+    CHECK(std::string((*d)["low"].GetString()) == "\xef\xbf\xbd");
+    CHECK(std::string((*d)["pair"].GetString()) == "\xf0\x9f\x98\x80");
+    CHECK(std::string((*d)["high2"].GetString()) == "\xef\xbf\xbd\xf0\x9f\x98\x80");
+    // Beyond a double: accepted (Go skips it in an unknown key), read as the largest double.
+    auto big = json::parse(R"({"x":[1e999,-2E+400,1e-999]})");
+    REQUIRE(big);
+    CHECK((*big)["x"][0].GetDouble() == std::numeric_limits<double>::max());
+    CHECK((*big)["x"][1].GetDouble() == -std::numeric_limits<double>::max());
+    CHECK((*big)["x"][2].GetDouble() == 0.0);
 }
 
 TEST_CASE("nesting deeper than Go's 10,000 levels is a syntax error, not a stack overflow") {

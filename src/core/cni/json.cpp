@@ -2,6 +2,8 @@
 // Go-compatible JSON reading and writing (see json.hpp).
 #include "core/cni/json.hpp"
 
+#include "core/cni/json_syntax.hpp"
+
 #include <rapidjson/error/error.h>
 
 #include <algorithm>
@@ -25,82 +27,29 @@ bool equal_fold(std::string_view a, std::string_view b) {
 
 std::string_view name_of(const Value& v) { return {v.GetString(), v.GetStringLength()}; }
 
-// Go quotes the offending byte like strconv.QuoteRune inside single quotes.
-std::string quote_char(unsigned char c) {
-    char buf[16];
-    if (c == '\'') return "'\\''";
-    if (c == '"') return "'\"'";
-    if (c >= 0x20 && c < 0x7f) { std::snprintf(buf, sizeof buf, "'%c'", c); return buf; }
-    if (c == '\n') return "'\\n'";
-    if (c == '\t') return "'\\t'";
-    if (c == '\r') return "'\\r'";
-    std::snprintf(buf, sizeof buf, "'\\x%02x'", c);
-    return buf;
-}
-
-std::string go_syntax_error(rapidjson::ParseErrorCode code, std::size_t offset, std::string_view text) {
-    if (offset >= text.size()) return "unexpected end of JSON input";
-    std::string c = quote_char(static_cast<unsigned char>(text[offset]));
-    switch (code) {
-    case rapidjson::kParseErrorDocumentRootNotSingular: return "invalid character " + c + " after top-level value";
-    case rapidjson::kParseErrorObjectMissName: return "invalid character " + c + " looking for beginning of object key string";
-    case rapidjson::kParseErrorObjectMissColon: return "invalid character " + c + " after object key";
-    case rapidjson::kParseErrorObjectMissCommaOrCurlyBracket: return "invalid character " + c + " after object key:value pair";
-    case rapidjson::kParseErrorArrayMissCommaOrSquareBracket: return "invalid character " + c + " after array element";
-    case rapidjson::kParseErrorStringMissQuotationMark: return "unexpected end of JSON input";
-    case rapidjson::kParseErrorStringEscapeInvalid: return "invalid character " + c + " in string escape code";
-    case rapidjson::kParseErrorStringInvalidEncoding:
-    case rapidjson::kParseErrorStringUnicodeEscapeInvalidHex:
-    case rapidjson::kParseErrorStringUnicodeSurrogateInvalid: return "invalid character " + c + " in string literal";
-    case rapidjson::kParseErrorNumberMissFraction: return "invalid character " + c + " after decimal point in numeric literal";
-    case rapidjson::kParseErrorNumberMissExponent: return "invalid character " + c + " in exponent of numeric literal";
-    case rapidjson::kParseErrorNumberTooBig: return "number out of range";
-    default:
-        if (text[offset] >= 0 && text[offset] < 0x20 && text[offset] != '\n' && text[offset] != '\t' && text[offset] != '\r')
-            return "invalid character " + c + " in string literal";
-        return "invalid character " + c + " looking for beginning of value";
-    }
-}
-
-// Go's decoder refuses values nested more than 10,000 arrays or objects deep, where RapidJSON's
-// recursive parser would run out of stack. The offset of the bracket that opens level 10,001
-// (outside strings), or npos.
-std::size_t too_deep_at(std::string_view text) {
-    constexpr int max_depth = 10000;
-    int depth = 0;
-    bool in_string = false;
-    for (std::size_t i = 0; i < text.size(); ++i) {
-        char c = text[i];
-        if (in_string) {
-            if (c == '\\') ++i;
-            else if (c == '"') in_string = false;
-        } else if (c == '"') {
-            in_string = true;
-        } else if (c == '[' || c == '{') {
-            if (++depth > max_depth) return i;
-        } else if (c == ']' || c == '}') {
-            --depth;
-        }
-    }
-    return std::string_view::npos;
-}
-
 }  // namespace
 
 Result<Document> parse(std::string_view text) {
-    // Only the text before a too-deep bracket is parsed: a syntax error there comes first, as
-    // Go's scanner reports whichever it meets first.
-    std::size_t deep = too_deep_at(text);
-    std::string_view parsed = text.substr(0, deep);
+    if (auto error = go_syntax_error(text)) return fail(code::decoding_failure, *error);
+    // Valid JSON RapidJSON still refuses is rewritten the way Go reads it: unpaired surrogate
+    // escapes decode to U+FFFD; a number beyond a double's range is accepted until a field
+    // needs its value (then the type error names the largest double instead).
     Document d;
-    // Go treats leading/trailing whitespace as fine and anything after the value as an error.
-    d.Parse<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseIterativeFlag>(parsed.data(), parsed.size());
-    if (deep != std::string_view::npos && (!d.HasParseError() || d.GetErrorOffset() >= deep))
-        return fail(code::decoding_failure, "invalid character " + quote_char(static_cast<unsigned char>(text[deep])) +
-                                                " exceeded max depth");
-    if (d.HasParseError())
-        return fail(code::decoding_failure, go_syntax_error(d.GetParseError(), d.GetErrorOffset(), text));
-    return d;
+    std::string rewritten;
+    bool surrogates_replaced = false;
+    while (true) {
+        std::string_view in = rewritten.empty() ? text : rewritten;
+        d.Parse<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseIterativeFlag>(in.data(), in.size());
+        if (!d.HasParseError()) return d;
+        if (d.GetParseError() == rapidjson::kParseErrorStringUnicodeSurrogateInvalid && !surrogates_replaced) {
+            rewritten = replace_lone_surrogates(in);
+            surrogates_replaced = true;
+        } else if (d.GetParseError() == rapidjson::kParseErrorNumberTooBig) {
+            rewritten = clamp_number_at(in, d.GetErrorOffset());
+        } else {
+            return fail(code::decoding_failure, "invalid JSON at offset " + std::to_string(d.GetErrorOffset()));
+        }
+    }
 }
 
 const Value* find(const Value& obj, std::string_view key) {

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// The syntax check Go's encoding/json runs over a whole text before decoding it, written anew
+// as a state machine: the first error, worded as Go words it ("invalid character 'x' after
+// object key", "... in literal true (expecting 'r')", "exceeded max depth" past 10,000 nested
+// arrays and objects, "unexpected end of JSON input"). A config that fails it is refused with
+// exactly the Go plugins' text; one that passes is what RapidJSON then parses, without
+// recursion. Also here: rewriting the valid JSON RapidJSON refuses (lone UTF-16 surrogate
+// escapes, which Go decodes to U+FFFD; numbers beyond a double's range, which Go accepts until
+// a field needs their value).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cni::json {
+
+// Go's message for the first syntax error in `text`, or nullopt when it is valid JSON.
+std::optional<std::string> go_syntax_error(std::string_view text);
+
+// `text` (valid JSON) with every \u escape of an unpaired surrogate replaced by \ufffd.
+std::string replace_lone_surrogates(std::string_view text);
+
+// `text` (valid JSON) with the number literal at `offset` replaced by the largest finite double
+// of the same sign.
+std::string clamp_number_at(std::string_view text, std::size_t offset);
+
+}  // namespace cni::json
