@@ -222,6 +222,9 @@ Status decode_routes(const Value& v, std::vector<Route>& out, const json::Where&
         if (e.IsNull()) continue;
         Route r;
         CNI_TRY(decode_route(e, r, w));
+        // Go's IPAM plugins print it as "dst": "<nil>", which every main plugin then refuses with
+        // this error, after the address was allocated.
+        if (!json::find(e, "dst")) return fail("invalid CIDR address: <nil>");
         out.push_back(std::move(r));
     }
     return {};

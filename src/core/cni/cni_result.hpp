@@ -83,7 +83,8 @@ Result<CniResult> round_trip(const CniResult& r, std::string_view version);
 std::string encode_error(const Error& e);
 Error decode_error(const json::Value& v);
 
-// The routes and DNS of a config, which several applets copy into their result verbatim.
+// The routes and DNS of a config, which several applets copy into their result verbatim. A
+// route without "dst" is refused (Go's IPAM plugins print it as "<nil>", which no plugin accepts).
 Status decode_routes(const json::Value& v, std::vector<Route>& out, const json::Where& w);
 Status decode_dns(const json::Value& v, Dns& out, const json::Where& w);
 
