@@ -65,8 +65,7 @@ Result<BridgeConf> parse_bridge_conf(const Request& req) {
     c.net = std::move(nc);
     const json::Value& root = c.net.root();
     const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "bridge", c.bridge, w));
-    if (c.bridge.empty()) c.bridge = "cni0";
+    CNI_TRY(json::field(root, "bridge", c.bridge, w));  // an explicit "" stays: ADD refuses it, as Go does
     CNI_TRY(json::field(root, "isGateway", c.is_gateway, w));
     CNI_TRY(json::field(root, "isDefaultGateway", c.is_default_gateway, w));
     CNI_TRY(json::field(root, "forceAddress", c.force_address, w));
@@ -110,6 +109,7 @@ Status check_for_add(BridgeConf& c) {
 
 // The bridge, created if missing (MTU only at creation), promisc as configured, accept_ra=0, up.
 Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const os::SysctlDir& ipv6_conf, const BridgeConf& c) {
+    if (c.bridge.empty()) return fail("could not add \"\": LinkAttrs.Name cannot be empty");
     CNI_TRY_ASSIGN(auto existing, nl::find_link(host, c.bridge));
     if (!existing) {
         auto made = nl::add_bridge(host, nl::NewLink{c.bridge, c.mtu, "", 0, -1}, c.vlans.filtering());
@@ -238,7 +238,9 @@ Result<CniResult> bridge_add(const Context& ctx) {
     auto ipv6_conf = os::SysctlDir::open("net/ipv6/conf");
 
     Rollback undo;
-    CNI_TRY_ASSIGN(auto br, ensure_bridge(host, ipv6_conf, c));
+    auto bridge = ensure_bridge(host, ipv6_conf, c);
+    if (!bridge) return fail("failed to create bridge \"" + c.bridge + "\": " + bridge.error().msg);
+    const nl::LinkInfo& br = *bridge;
     CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
     undo.push([&] { (void)nl::delete_link(container, r.ifname); });
     CNI_TRY(nl::set_master(host, veth.host, br.index));

@@ -188,7 +188,7 @@ def layer2_and_disabled_container_interface():
 
 @test
 def failed_add_and_del_without_namespace_leave_nothing():
-    """bridge: failed ADDs undo veth and allocation; DEL with the netns gone removes rules and address"""
+    """bridge: failed ADDs (names, VLANs, subnets) leave no veth or allocation; DEL without the netns cleans up"""
     with Env(1) as e:
         host, c1 = e.names
         sh("ip", "-n", c1, "link", "add", "eth0", "type", "veth", "peer", "name", "x0")
@@ -214,6 +214,14 @@ def failed_add_and_del_without_namespace_leave_nothing():
                            ([{"id": 5000}], "incorrect trunk id parameter: 5000")]:
             eq(add(host, c1, conf(e.data, vlanTrunk=trunk), "br-t", ifname="eth2").error()["msg"], msg)
         eq(ports_now(host), "", "bad VLAN keys touch nothing")
+        # Bridge names Go cannot create either: the same words (and no silent fallback to cni0).
+        for name, msg in [("", 'failed to create bridge "": could not add "": LinkAttrs.Name cannot be empty'),
+                          ("lo", 'failed to create bridge "lo": "lo" already exists but is not a bridge')]:
+            eq(add(host, c1, conf(e.data, bridge=name), "br-n", ifname="eth2").error(), {"code": 999, "msg": msg})
+            if REF:
+                eq(add(host, c1, conf(e.data, bridge=name), "br-n", ifname="eth2", plugin_dir=REF).error()["msg"], msg)
+        check(link(host, "cni0") is None, "no cni0")
+        eq(reservations(e.data), [])
     with Env(0) as e:
         host = e.names[0]
         with netns("ctr") as gone:
