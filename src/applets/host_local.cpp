@@ -44,7 +44,7 @@ Status decode_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::
 }
 
 Result<HostLocalConf> parse_host_local_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, parse_netconf(req.config, "Net"));
+    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
     HostLocalConf c{nc.name, nc.cni_version, {}, {}, {}, {}, {}, std::move(nc.valid_attachments)};
     const json::Value& root = nc.root();
     json::Where top{"Net", ""};

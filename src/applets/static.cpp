@@ -56,7 +56,7 @@ Status replace_addresses(const json::Value* holder, StaticConf& c, const json::W
 }
 
 Result<StaticConf> parse_static_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, parse_netconf(req.config, "Net"));
+    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "main.Net", "main.IPAMConfig"));
     StaticConf c{nc.cni_version, {}, {}, {}};
     json::Where top{"Net", ""};
     const json::Value* ipam = nc.member("ipam");

@@ -8,14 +8,40 @@
 
 namespace cni {
 
-Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type) {
+namespace {
+
+Status decode_valid_attachments(NetConf& c) {
+    const auto* va = c.member("cni.dev/valid-attachments");
+    if (!va || va->IsNull()) return {};
+    auto vw = c.where.at("cni.dev/valid-attachments");
+    if (!va->IsArray()) return std::unexpected(json::type_error(*va, vw, "[]types.GCAttachment"));
+    std::vector<Attachment> list;
+    for (const auto& e : va->GetArray()) {
+        CNI_TRY(json::expect_object(e, vw, "types.GCAttachment"));
+        Attachment a;
+        CNI_TRY(json::field(e, "containerID", a.container_id, vw.in("GCAttachment")));
+        CNI_TRY(json::field(e, "ifname", a.ifname, vw.in("GCAttachment")));
+        list.push_back(std::move(a));
+    }
+    c.valid_attachments = std::move(list);
+    return {};
+}
+
+Result<NetConf> parse_document(std::string_view config, std::string_view go_type, std::string_view top_go_type) {
     NetConf c;
     CNI_TRY_ASSIGN(c.doc, json::parse(config));
     c.where = json::Where{std::string(go_type), ""};
+    if (!c.doc.IsObject()) return std::unexpected(json::type_error(c.doc, c.where, top_go_type));
+    CNI_TRY(json::field(c.doc, "cniVersion", c.cni_version, c.where));
+    CNI_TRY(json::field(c.doc, "name", c.name, c.where));
+    return c;
+}
+
+}  // namespace
+
+Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type) {
+    CNI_TRY_ASSIGN(auto c, parse_document(config, go_type, "types.NetConf"));
     const json::Where& w = c.where;
-    if (!c.doc.IsObject()) return std::unexpected(json::type_error(c.doc, w, "types.NetConf"));
-    CNI_TRY(json::field(c.doc, "cniVersion", c.cni_version, w));
-    CNI_TRY(json::field(c.doc, "name", c.name, w));
     CNI_TRY(json::field(c.doc, "type", c.type, w));
     if (const auto* ipam = c.member("ipam"); ipam && !ipam->IsNull()) {
         CNI_TRY(json::expect_object(*ipam, w.at("ipam"), "types.IPAM"));
@@ -23,19 +49,17 @@ Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type)
     }
     if (const auto* prev = c.member("prevResult"); prev && !prev->IsNull() && !prev->IsObject())
         return std::unexpected(json::type_error(*prev, w.at("prevResult"), "map[string]interface {}"));
-    if (const auto* va = c.member("cni.dev/valid-attachments"); va && !va->IsNull()) {
-        auto vw = w.at("cni.dev/valid-attachments");
-        if (!va->IsArray()) return std::unexpected(json::type_error(*va, vw, "[]types.GCAttachment"));
-        std::vector<Attachment> list;
-        for (const auto& e : va->GetArray()) {
-            CNI_TRY(json::expect_object(e, vw, "types.GCAttachment"));
-            Attachment a;
-            CNI_TRY(json::field(e, "containerID", a.container_id, vw.in("GCAttachment")));
-            CNI_TRY(json::field(e, "ifname", a.ifname, vw.in("GCAttachment")));
-            list.push_back(std::move(a));
-        }
-        c.valid_attachments = std::move(list);
+    CNI_TRY(decode_valid_attachments(c));
+    return c;
+}
+
+Result<NetConf> parse_ipam_netconf(std::string_view config, std::string_view net_go_type, std::string_view ipam_go_type) {
+    CNI_TRY_ASSIGN(auto c, parse_document(config, "Net", net_go_type));
+    if (const auto* ipam = c.member("ipam"); ipam && !ipam->IsNull()) {
+        CNI_TRY(json::expect_object(*ipam, c.where.at("ipam"), ipam_go_type));
+        CNI_TRY(json::field(*ipam, "type", c.ipam_type, c.where.at("ipam").in("IPAMConfig")));
     }
+    CNI_TRY(decode_valid_attachments(c));
     return c;
 }
 

@@ -40,6 +40,12 @@ struct NetConf {
 // Parse stdin into a NetConf. `go_type` names the applet's Go struct for type errors.
 Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type = "NetConf");
 
+// The top-level struct of host-local and static (Go's `Net`, named `net_go_type` when the whole
+// config has the wrong type), which does not embed types.NetConf: only cniVersion, name, ipam
+// (an object of `ipam_go_type`, with a string "type") and, for GC, cni.dev/valid-attachments are
+// read; "type", "prevResult" and other keys are not looked at, as Go's decoding ignores them.
+Result<NetConf> parse_ipam_netconf(std::string_view config, std::string_view net_go_type, std::string_view ipam_go_type);
+
 // The wordings the reference plugins wrap their configuration's json.Unmarshal in.
 inline constexpr std::string_view kLoadNetconf = "failed to load netconf: ";            // most plugins
 inline constexpr std::string_view kParseNetworkConf = "failed to parse network configuration: ";  // bandwidth, sbr, portmap
