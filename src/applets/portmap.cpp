@@ -242,7 +242,12 @@ Result<CniResult> portmap_add(const Context& ctx) {
     if (!*prev) return fail("must be called as chained plugin");
     if (c.mappings.empty()) return std::move(**prev);
     auto addrs = container_addresses(**prev, r.ifname);
-    if (addrs.empty()) return fail("portmap: prevResult has no address of " + r.ifname + " to forward ports to");
+    if (addrs.empty()) {
+        // Go's portmap then forwards nothing and succeeds, so a pod whose main plugin returns no
+        // address (no IPAM, DHCP from inside the pod) still starts; said on stderr here.
+        ctx.warn("portmap: prevResult has no address of " + r.ifname + ", no ports forwarded");
+        return std::move(**prev);
+    }
 
     Rollback undo;
     undo.push([&] { (void)teardown(c, r.container_id); });
