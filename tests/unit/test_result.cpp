@@ -265,7 +265,7 @@ TEST_CASE("decoding requires the result's cniVersion to be of the config version
     CHECK(r02->ips[0].gateway->str() == "10.0.0.1");
 }
 
-TEST_CASE("prevResult: a missing cniVersion takes the config's; a lowercase one wins") {
+TEST_CASE("prevResult: a missing or empty CNIVersion takes the config's; a lowercase one wins; null changes nothing") {
     auto conf = parse_netconf(R"({"cniVersion":"1.0.0","name":"n","prevResult":{"ips":[{"address":"10.0.0.2/24"}]}})");
     REQUIRE(conf);
     auto prev = parse_prev_result(*conf);
@@ -281,6 +281,18 @@ TEST_CASE("prevResult: a missing cniVersion takes the config's; a lowercase one 
     REQUIRE(parse_prev_result(*upper));
     auto none = parse_netconf(R"({"cniVersion":"1.0.0","name":"n"})");
     CHECK_FALSE(*parse_prev_result(*none));
+    // A null changes nothing; an empty exact "CNIVersion" is replaced by the config's version.
+    auto label_error = [](const char* prev) {
+        auto c = parse_netconf(std::string(R"({"cniVersion":"1.0.0","name":"n","prevResult":)") + prev + "}");
+        auto r = parse_prev_result(*c);
+        return r ? std::string() : r.error().msg;
+    };
+    CHECK(label_error(R"({"cniVersion":null,"ips":[]})") == "");
+    CHECK(label_error(R"({"CNIVersion":""})") == "");
+    CHECK(label_error(R"({"CNIVersion":null})") == "result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is \"\"");
+    CHECK(label_error(R"({"CNIVersion":"","cniVersion":"0.4.0"})") ==
+          "result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is \"0.4.0\"");
+    CHECK(label_error(R"({"cniVersion":5})") == "json: cannot unmarshal number into Go struct field Result.cniVersion of type string");
 }
 
 TEST_CASE("netconf: valid attachments and common keys") {

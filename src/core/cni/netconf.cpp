@@ -66,24 +66,30 @@ Result<NetConf> parse_ipam_netconf(std::string_view config, std::string_view net
 Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
     const json::Value* prev = conf.member("prevResult");
     if (!prev || prev->IsNull()) return std::optional<CniResult>{};
-    // version.ParsePrevResult: when the map has no exact "CNIVersion" key it injects one with
-    // the config's version, re-marshals (keys sorted) and decodes case-insensitively, so the
-    // winner is the version-ish key that sorts last.
-    std::map<std::string, const json::Value*> versions;
+    // version.ParsePrevResult: unless the map has an exact "CNIVersion" key with a value other
+    // than "", it sets one to the config's version; it re-marshals (keys sorted) and decodes
+    // case-insensitively, so each version-ish key in sorted order overrides the last, a null
+    // changing nothing.
+    std::map<std::string, const json::Value*> versions;  // nullptr: the injected config version
     for (const auto& m : prev->GetObject()) {
         std::string key(m.name.GetString(), m.name.GetStringLength());
         std::string lower = key;
         for (auto& ch : lower) ch = char(std::tolower(static_cast<unsigned char>(ch)));
         if (lower == "cniversion") versions[key] = &m.value;
     }
-    std::optional<std::string> label;
-    if (!versions.contains("CNIVersion")) label = conf.cni_version;
-    if (!versions.empty() && versions.rbegin()->first > "CNIVersion") label.reset();
-    if (!label) {
-        const json::Value* v = versions.rbegin()->second;
-        if (!v->IsString()) return fail("json: cannot unmarshal " +
-                                        std::string(json::kind(*v)) + " into Go struct field Result.cniVersion of type string");
-        label = std::string(v->GetString(), v->GetStringLength());
+    auto exact = versions.find("CNIVersion");
+    if (exact == versions.end() || (exact->second->IsString() && exact->second->GetStringLength() == 0))
+        versions["CNIVersion"] = nullptr;
+    std::string label;
+    for (const auto& [key, v] : versions) {
+        if (!v) {
+            label = conf.cni_version;
+        } else if (v->IsString()) {
+            label.assign(v->GetString(), v->GetStringLength());
+        } else if (!v->IsNull()) {
+            return fail("json: cannot unmarshal " + std::string(json::kind(*v)) +
+                        " into Go struct field Result.cniVersion of type string");
+        }
     }
     CNI_TRY_ASSIGN(auto r, decode_result(*prev, conf.cni_version.empty() ? "0.1.0" : conf.cni_version, label));
     return std::optional<CniResult>(std::move(r));
