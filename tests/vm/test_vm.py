@@ -3,8 +3,9 @@
 """Tests that need kernel features this machine lacks, run inside the test VM by
 tests/vm/run-in-vm.sh: the dummy, vlan, ipvlan and host-device applets and the bridge's
 VLAN-filtering ports, the vrf applet, and the netlink layer's vrf links (kernel state, traffic, errors, rollback, idempotent DEL, and Debian's Go
-plugins side by side), and the link kinds through the kernel's module autoloading. Each test
-builds its own namespaces in the guest."""
+plugins side by side), the link kinds through the kernel's module autoloading, and the fuzz
+suite's variants for dummy, vlan, ipvlan and vrf. Each test builds its own namespaces in the
+guest."""
 import contextlib
 import json
 import os
@@ -14,6 +15,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "netns"))
+import test_fuzz  # noqa: E402
 from cnitest import (Plugin, addrs, canonical_result, check, check_skipped_link_local, eq, install_dir, link, netns, ns_path, reference_dir, run_all,  # noqa: E402
                      sh, test)
 
@@ -574,6 +577,11 @@ def vrf_same_state_as_go():
             check(link(ctr, "blue") is None, f"ADD by {add_dir}, DEL by {del_dir}")
     eq(seen[BIN], seen[REF])
 
+
+# The fuzz suite's hostile variants for the applets whose links only this kernel can make (on
+# the host they stop at link creation); fewer per applet, as the VM is emulated.
+for applet in ("dummy", "vlan", "ipvlan", "vrf"):
+    test_fuzz.register(applet, BIN, sample=int(os.environ.get("CNI_FUZZ_SAMPLE", "12")))
 
 if __name__ == "__main__":
     run_all(cleanup=[BIN])
