@@ -3,9 +3,9 @@
 """Malformed configs, ours against Debian's Go loopback: a valid config holding every kind of
 JSON value is broken by one to three random edits (a byte removed, inserted or replaced, or
 the text cut short; the inserted bytes are JSON punctuation, digits, letters of literals,
-control bytes, bytes >= 0x80, escapes, huge numbers and lone surrogates). Whenever either side
-refuses the text as JSON (code 6), both must print the same error, byte for byte; a text Go
-accepts must not be refused as JSON by ours. Fixed seeds, so a failure is reproducible; one TAP
+control bytes, bytes >= 0x80, a UTF-8 BOM, escapes, huge numbers and lone surrogates). Whenever
+either side refuses the text as JSON (code 6), both must print the same error, byte for byte; a
+text Go accepts must not be refused as JSON by ours; every output must be UTF-8 JSON. Fixed seeds, so a failure is reproducible; one TAP
 test per seed. No root needed: CNI_NETNS names no namespace, so nothing is configured."""
 import json
 import os
@@ -23,7 +23,7 @@ SEED_CONFIG = ('{"cniVersion":"1.0.0","name":"n","type":"loopback","a":[1,2.5e3,
                '{"b":-0}],"c":{"d":"\\"q"},"e":false}')
 EDITS = ([bytes([c]) for c in b'{}[]:,"\\ \t\n0123456789-+.eEtrufalsn']
          + [b"\x00", b"\x1f", b"\x7f", b"\x80", b"\xa0", b"\xff", "é".encode(), b"\\u", b"\\ud800", b"1e999",
-            b"-0.0e-999", b"\\udc00"])
+            b"-0.0e-999", b"\\udc00", b"\xef\xbb\xbf"])
 
 
 def broken(rng):

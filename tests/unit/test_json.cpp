@@ -64,6 +64,15 @@ TEST_CASE("valid JSON RapidJSON refuses is read the way Go reads it") {
     CHECK((*big)["x"][0].GetDouble() == std::numeric_limits<double>::max());
     CHECK((*big)["x"][1].GetDouble() == -std::numeric_limits<double>::max());
     CHECK((*big)["x"][2].GetDouble() == 0.0);
+    // RapidJSON skips a BOM and stops at a NUL; Go refuses both.
+    CHECK(parse_error(std::string("{}\0x", 4)) == "invalid character '\\x00' after top-level value");
+}
+
+TEST_CASE("output is valid UTF-8: invalid bytes and lone surrogates become U+FFFD, as Go decodes them") {
+    auto d = json::parse("[\"a\x80" "b\", \"\\udc00\", \"\xed\xa0\x80\", \"\xf0\x9f\x98\x80\xc3\xa9\", \"\xe2\x82\"]");
+    REQUIRE(d);
+    CHECK(json::write(*d, json::Style::compact, false) ==
+          "[\"a\xef\xbf\xbd" "b\",\"\xef\xbf\xbd\",\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\",\"\xf0\x9f\x98\x80\xc3\xa9\",\"\xef\xbf\xbd\xef\xbf\xbd\"]");
 }
 
 TEST_CASE("nesting deeper than Go's 10,000 levels is a syntax error, not a stack overflow") {

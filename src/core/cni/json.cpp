@@ -5,6 +5,9 @@
 #include "core/cni/json_syntax.hpp"
 
 #include <rapidjson/error/error.h>
+#include <rapidjson/memorystream.h>
+#include <rapidjson/encodedstream.h>
+#include <rapidjson/reader.h>
 
 #include <algorithm>
 #include <cmath>
@@ -29,26 +32,71 @@ std::string_view name_of(const Value& v) { return {v.GetString(), v.GetStringLen
 
 }  // namespace
 
+namespace {
+
+// The document's own SAX handler, stopping the parse where nesting passes Go's 10,000 levels.
+class DepthLimited {
+public:
+    explicit DepthLimited(Document& d) : d_(d) {}
+    bool Null() { return d_.Null(); }
+    bool Bool(bool b) { return d_.Bool(b); }
+    bool Int(int i) { return d_.Int(i); }
+    bool Uint(unsigned u) { return d_.Uint(u); }
+    bool Int64(std::int64_t i) { return d_.Int64(i); }
+    bool Uint64(std::uint64_t u) { return d_.Uint64(u); }
+    bool Double(double x) { return d_.Double(x); }
+    bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) { return d_.RawNumber(s, n, copy); }
+    bool String(const char* s, rapidjson::SizeType n, bool copy) { return d_.String(s, n, copy); }
+    bool Key(const char* s, rapidjson::SizeType n, bool copy) { return d_.Key(s, n, copy); }
+    bool StartObject() { return ++depth_ <= kGoMaxDepth && d_.StartObject(); }
+    bool EndObject(rapidjson::SizeType n) { --depth_; return d_.EndObject(n); }
+    bool StartArray() { return ++depth_ <= kGoMaxDepth && d_.StartArray(); }
+    bool EndArray(rapidjson::SizeType n) { --depth_; return d_.EndArray(n); }
+
+private:
+    static constexpr unsigned kGoMaxDepth = 10000;
+    Document& d_;
+    unsigned depth_ = 0;
+};
+
+// RapidJSON's parse, iterative (no recursion however deep the text) and depth-limited.
+bool parse_into(Document& d, std::string_view text, rapidjson::ParseResult& result) {
+    auto generate = [&](Document& handler) {
+        rapidjson::MemoryStream bytes(text.data(), text.size());
+        rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(bytes);
+        DepthLimited limited(handler);
+        rapidjson::Reader reader;
+        result = reader.Parse<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseIterativeFlag>(in, limited);
+        return !result.IsError();
+    };
+    d.Populate(generate);
+    return !result.IsError();
+}
+
+}  // namespace
+
 Result<Document> parse(std::string_view text) {
-    if (auto error = go_syntax_error(text)) return fail(code::decoding_failure, *error);
-    // Valid JSON RapidJSON still refuses is rewritten the way Go reads it: unpaired surrogate
-    // escapes decode to U+FFFD; a number beyond a double's range is accepted until a field
-    // needs its value (then the type error names the largest double instead).
     Document d;
-    std::string rewritten;
-    bool surrogates_replaced = false;
+    rapidjson::ParseResult result;
+    // The common case, valid JSON, costs one RapidJSON parse. Where RapidJSON's verdict may not
+    // be Go's (it skips a UTF-8 BOM, stops at a NUL byte, keeps a lone low surrogate escape) or
+    // it fails, Go's syntax check decides and words the error.
+    bool surrogate_escapes = text.find("\\ud") != std::string_view::npos || text.find("\\uD") != std::string_view::npos;
+    if (!text.starts_with("\xEF\xBB\xBF") && text.find('\0') == std::string_view::npos && !surrogate_escapes &&
+        parse_into(d, text, result))
+        return d;
+    if (auto error = go_syntax_error(text)) return fail(code::decoding_failure, *error);
+    // Valid JSON is rewritten where RapidJSON would read it otherwise than Go: unpaired
+    // surrogate escapes decode to U+FFFD (RapidJSON refuses a lone high one and keeps a lone low
+    // one as invalid UTF-8); a number beyond a double's range is accepted until a field needs
+    // its value (then the type error names the largest double instead).
+    std::string rewritten = surrogate_escapes ? replace_lone_surrogates(text) : std::string();
     while (true) {
         std::string_view in = rewritten.empty() ? text : rewritten;
-        d.Parse<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseIterativeFlag>(in.data(), in.size());
-        if (!d.HasParseError()) return d;
-        if (d.GetParseError() == rapidjson::kParseErrorStringUnicodeSurrogateInvalid && !surrogates_replaced) {
-            rewritten = replace_lone_surrogates(in);
-            surrogates_replaced = true;
-        } else if (d.GetParseError() == rapidjson::kParseErrorNumberTooBig) {
-            rewritten = clamp_number_at(in, d.GetErrorOffset());
-        } else {
-            return fail(code::decoding_failure, "invalid JSON at offset " + std::to_string(d.GetErrorOffset()));
-        }
+        if (parse_into(d, in, result)) return d;
+        if (result.Code() != rapidjson::kParseErrorNumberTooBig)
+            return fail(code::decoding_failure, "invalid JSON at offset " + std::to_string(result.Offset()));
+        rewritten = clamp_number_at(in, result.Offset());
     }
 }
 
@@ -209,6 +257,22 @@ void set(Value& obj, std::string_view key, Value v, Alloc& a) { obj.AddMember(st
 // ---- output ----------------------------------------------------------------------------------
 namespace {
 
+// The length of the valid UTF-8 sequence `s` starts with (Go's utf8.DecodeRune rules: no
+// overlong forms, no surrogates, nothing past U+10FFFF), or 0.
+std::size_t utf8_sequence_length(std::string_view s) {
+    auto at = [&](std::size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
+    auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xbf) { return at(k) >= lo && at(k) <= hi; };
+    unsigned c = at(0);
+    if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
+    if (c == 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
+    if (c == 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
+    if (c >= 0xe1 && c <= 0xef) return cont(1) && cont(2) ? 3 : 0;
+    if (c == 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
+    if (c >= 0xf1 && c <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
+    if (c == 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
+    return 0;
+}
+
 void write_string(std::string& out, std::string_view s) {
     static const char* hex = "0123456789abcdef";
     out += '"';
@@ -244,7 +308,19 @@ void write_string(std::string& out, std::string_view s) {
             i += 2;
             continue;
         }
-        out += static_cast<char>(c);
+        if (c < 0x80) {
+            out += static_cast<char>(c);
+            continue;
+        }
+        // Go's decoder turns each byte that does not start a valid UTF-8 sequence into U+FFFD
+        // (lone surrogates included), so its output never carries invalid UTF-8; neither does ours.
+        std::size_t n = utf8_sequence_length(s.substr(i));
+        if (n == 0) {
+            out += "\xEF\xBF\xBD";
+            continue;
+        }
+        out.append(s.substr(i, n));
+        i += n - 1;
     }
     out += '"';
 }

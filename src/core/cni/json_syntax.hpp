@@ -2,11 +2,11 @@
 // The syntax check Go's encoding/json runs over a whole text before decoding it, written anew
 // as a state machine: the first error, worded as Go words it ("invalid character 'x' after
 // object key", "... in literal true (expecting 'r')", "exceeded max depth" past 10,000 nested
-// arrays and objects, "unexpected end of JSON input"). A config that fails it is refused with
-// exactly the Go plugins' text; one that passes is what RapidJSON then parses, without
-// recursion. Also here: rewriting the valid JSON RapidJSON refuses (lone UTF-16 surrogate
-// escapes, which Go decodes to U+FFFD; numbers beyond a double's range, which Go accepts until
-// a field needs their value).
+// arrays and objects, "unexpected end of JSON input"). json::parse lets RapidJSON try first and
+// asks here only where RapidJSON's verdict may not be Go's, so a refused config gets exactly
+// the Go plugins' text. Also here: rewriting the valid JSON RapidJSON refuses (lone UTF-16
+// surrogate escapes, which Go decodes to U+FFFD; numbers beyond a double's range, which Go
+// accepts until a field needs their value).
 #pragma once
 
 #include <optional>
