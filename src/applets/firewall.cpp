@@ -70,7 +70,8 @@ Status check_admin_chain(const FirewallConf& c) {
 
 std::vector<IpAddr> addresses(const CniResult& r) {
     std::vector<IpAddr> out;
-    for (auto& ip : r.ips) out.push_back(ip.address.ip);
+    for (auto& ip : r.ips)
+        if (!ip.address.is_nil()) out.push_back(ip.address.ip);
     return out;
 }
 
@@ -78,6 +79,7 @@ Result<CniResult> prev_or_fail(const FirewallConf& c) {
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("must be called as a chained plugin");
+    CNI_TRY(require_ip_addresses(**prev));
     return std::move(**prev);
 }
 

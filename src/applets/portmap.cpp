@@ -178,6 +178,7 @@ std::vector<IpNet> container_addresses(const CniResult& prev, const std::string&
             if (i >= 0 && i < int(prev.interfaces.size()) && (prev.interfaces[i].name != ifname || prev.interfaces[i].sandbox.empty()))
                 continue;
         }
+        if (ip.address.is_nil()) continue;
         auto& slot = ip.address.ip.is_v4() ? v4 : v6;
         if (!slot) slot = ip.address;
     }
@@ -241,6 +242,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
     if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("must be called as chained plugin");
     if (c.mappings.empty()) return std::move(**prev);
+    CNI_TRY(require_ip_addresses(**prev));
     auto addrs = container_addresses(**prev, r.ifname);
     if (addrs.empty()) {
         // Go's portmap then forwards nothing and succeeds, so a pod whose main plugin returns no
@@ -281,6 +283,7 @@ Status portmap_check(const Context& ctx) {
     if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("must be called as chained plugin");
     if (c.mappings.empty()) return {};
+    CNI_TRY(require_ip_addresses(**prev));
     for (auto& addr : container_addresses(**prev, r.ifname)) {
         auto spec = spec_for(c, r, addr);
         if (!spec.mappings.empty()) CNI_TRY(c.nftables ? fw::nft_ports::check(spec) : fw::check_hostports(spec));

@@ -63,6 +63,7 @@ Result<SbrConf> parse_sbr_conf(const Request& req) {
 // The prevResult's addresses on CNI_IFNAME (an address without an interface counts).
 Result<std::vector<IpConfig>> addresses_for(const CniResult& prev, const std::string& ifname) {
     if (prev.ips.empty()) return fail("No IP addresses supplied on interface: " + ifname);
+    CNI_TRY(require_ip_addresses(prev));
     std::vector<IpConfig> out;
     for (auto& ip : prev.ips)
         if (iface::ip_is_for(prev, ip, ifname)) out.push_back(ip);

@@ -6,11 +6,12 @@ fractional numbers, empty, long and odd strings, arrays and objects - and so are
 CNI_ARGS and CNI_CONTAINERID. Each variant runs ADD, CHECK (after a successful ADD), DEL,
 STATUS and GC in a throwaway host namespace against a throwaway container namespace. Every
 call must end with exit code 0, or exit code 1 and a CNI error (an integer code, a message) on
-stdout - never a signal, a hang or a C++ exception text. After a failed ADD, and after a
-successful ADD's DEL, nothing of the attachment may remain: no extra link or address in the
-container, no veth, macvlan, tap or ifb left on the host, no iptables/nftables rule naming the
-container or a test address, no host-local allocation, saved state or flannel file (also under
-/var/lib/cni and /run/cni, private tmpfs mounts for the run). One TAP test per applet; the
+stdout - never a signal, a hang or a C++ exception text - and a CHECK right after a successful
+ADD must pass (but see check_may_fail). After a failed ADD, and after a
+successful ADD's DEL, nothing of the attachment may remain: no extra link, address, route or
+rule (any table) in the container, no veth, macvlan, tap or ifb left on the host, no
+iptables/nftables rule naming the container or a test address, no host-local allocation, saved
+state or flannel file (also under /var/lib/cni and /run/cni, private tmpfs mounts for the run). One TAP test per applet; the
 failing variants are listed. CNI_FUZZ_SAMPLE=N tries N variants per applet (default 60, always
 the same ones; 0: all)."""
 import copy
@@ -134,6 +135,14 @@ def variants(conf, sample):
     return out
 
 
+def check_may_fail(why, add_output):
+    """A CHECK right after a successful ADD may fail, in Go too, where the version does not allow
+    CHECK, where the ADD passed a prevResult's left-out address on as "<nil>" (no plugin parses
+    it), and where tuning wrote an empty sysctl value (the kernel keeps its own)."""
+    return ("does not allow CHECK" in why or "<nil>" in str(json.loads(add_output))
+            or re.search(r"Tuning configured value of \S+ is , current value", why) is not None)
+
+
 class Attachment:
     """One applet between a throwaway host and container namespace, called as a runtime would."""
 
@@ -179,7 +188,8 @@ class Attachment:
         (read by one shell in the host namespace: process starts are what is slow in the VM)."""
         c = self.ctr
         script = (f"ip -n {c} -o link | cut -d: -f2,3 | sed 's/ state.*//'; ip -n {c} -o addr | grep -v 'inet6 fe80'; "
-                  f"ip -n {c} route; ip -n {c} -6 route | grep -v '^fe80\\|^ff00\\|^multicast'; echo @@; "
+                  f"ip -n {c} -4 route show table all; ip -n {c} -6 route show table all | grep -v '^fe80\\|^ff00\\|^multicast\\|^local\\|^anycast'; "
+                  f"ip -n {c} rule; ip -n {c} -6 rule; echo @@; "
                   "ip -d -j link; echo @@; iptables-legacy-save; ip6tables-legacy-save; iptables-nft-save; nft list ruleset")
         ctr_state, links, rules = sh("ip", "netns", "exec", self.host, "sh", "-c", script, check_rc=False).stdout.split("@@\n")
         host_links = sorted(f"{k['ifname']}:{k.get('linkinfo', {}).get('info_kind', '')}" for k in json.loads(links))
@@ -250,6 +260,8 @@ def fuzz(applet, bin_dir, sample):
                     checked, why = att.call("CHECK", dict(c, prevResult=json.loads(msg)), env)
                     if checked is None:
                         failures.append(f"{label}: {why}")
+                    elif not checked and not check_may_fail(why, msg):
+                        failures.append(f"{label}: CHECK right after the ADD failed: {why}")
                 deleted, msg = att.call("DEL", c, env)
                 if deleted is None:
                     failures.append(f"{label}: {msg}")

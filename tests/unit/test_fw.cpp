@@ -25,6 +25,7 @@ TEST_CASE("chain names and comments are bit-exact with the reference") {
     CHECK(chain_name("CNI-", "mynet", "1234567890abcdef").size() == 28);
     CHECK(chain_name("CNI-DN-", "mynet", "1234567890abcdef").starts_with("CNI-DN-"));
     CHECK(masq_comment("mynet", "cid-1") == "name: \"mynet\" id: \"cid-1\"");
+    CHECK(masq_comment("mynet", std::string(300, 'x')).size() == 255);  // what iptables keeps of it
 }
 
 TEST_CASE("ipMasq backends: iptables and nftables served, others unknown") {

@@ -265,6 +265,46 @@ TEST_CASE("decoding requires the result's cniVersion to be of the config version
     CHECK(r02->ips[0].gateway->str() == "10.0.0.1");
 }
 
+TEST_CASE("a left-out address or dst is Go's nil IPNet and a null element stays null, in place") {
+    auto doc = json::parse(R"({"cniVersion":"1.0.0","interfaces":[null,{"name":"eth0"}],)"
+                           R"("ips":[{"interface":1},null,{"address":"10.0.0.2/24","interface":1}],"routes":[{},null]})");
+    REQUIRE(doc);
+    auto r = decode_result(*doc, "1.0.0");
+    REQUIRE(r);
+    REQUIRE(r->interfaces.size() == 2);  // the index 1 still names eth0
+    CHECK(r->interfaces[0].null);
+    CHECK(r->interfaces[1].name == "eth0");
+    CHECK(r->ips[0].address.is_nil());
+    CHECK(r->ips[1].null);
+    CHECK(r->routes[0].dst.is_nil());
+    CHECK(r->routes[1].null);
+    auto out = json::parse(enc(*r, "1.0.0"));
+    REQUIRE(out);
+    CHECK((*out)["interfaces"][0].IsNull());
+    CHECK(std::string((*out)["ips"][0]["address"].GetString()) == "<nil>");
+    CHECK((*out)["ips"][1].IsNull());
+    CHECK(std::string((*out)["routes"][0]["dst"].GetString()) == "<nil>");
+    CHECK((*out)["routes"][1].IsNull());
+    // Printed, "<nil>" is no CIDR: the next plugin refuses it, as Go's do.
+    CHECK_FALSE(decode_result(*out, "1.0.0"));
+    // Go's conversion up from 0.4.0 crashes on a null interface or address; here it is an error.
+    auto v04 = json::parse(R"({"cniVersion":"0.4.0","ips":[null],"routes":[null]})");
+    CHECK(decode_result(*v04, "0.4.0").error().msg == "cannot convert: ips[0] is null");
+    auto v04_routes = json::parse(R"({"cniVersion":"0.4.0","routes":[null]})");
+    CHECK(decode_result(*v04_routes, "0.4.0"));
+    // At 0.2.0 a nil address is of neither family; only the valid one is kept.
+    CHECK(enc(*r, "0.2.0").find("\"ip\": \"10.0.0.2/24\"") != std::string::npos);
+    // A plugin acting on the addresses refuses them.
+    CHECK(require_ip_addresses(*r).error().msg == "invalid CIDR address: <nil>");
+    r->ips.erase(r->ips.begin());
+    CHECK(require_ip_addresses(*r).error().msg == "ips[0] is null");
+    r->ips.erase(r->ips.begin());
+    CHECK(require_ip_addresses(*r));
+    CHECK(require_addresses_and_routes(*r).error().msg == "invalid CIDR address: <nil>");
+    r->routes.erase(r->routes.begin());
+    CHECK(require_addresses_and_routes(*r).error().msg == "routes[0] is null");
+}
+
 TEST_CASE("prevResult: a missing or empty CNIVersion takes the config's; a lowercase one wins; null changes nothing") {
     auto conf = parse_netconf(R"({"cniVersion":"1.0.0","name":"n","prevResult":{"ips":[{"address":"10.0.0.2/24"}]}})");
     REQUIRE(conf);

@@ -50,6 +50,7 @@ Value dns_json(const Dns& d, Alloc& a) {
 }
 
 Value route_json(const Route& r, Alloc& a, bool dst_gw_only) {
+    if (r.null) return Value();
     Value o(rapidjson::kObjectType);
     json::set(o, "dst", json::str(r.dst.str(), a), a);
     if (r.gw) json::set(o, "gw", json::str(r.gw->str(), a), a);
@@ -81,6 +82,10 @@ std::string encode_list_shape(const CniResult& r, std::string_view label, Shape 
     if (!r.interfaces.empty()) {
         Value arr(rapidjson::kArrayType);
         for (auto& i : r.interfaces) {
+            if (i.null) {
+                arr.PushBack(Value(), a);
+                continue;
+            }
             Value o(rapidjson::kObjectType);
             json::set(o, "name", json::str(i.name, a), a);
             if (!i.mac.empty()) json::set(o, "mac", json::str(i.mac, a), a);
@@ -95,6 +100,10 @@ std::string encode_list_shape(const CniResult& r, std::string_view label, Shape 
     if (!r.ips.empty()) {
         Value arr(rapidjson::kArrayType);
         for (auto& ip : r.ips) {
+            if (ip.null) {
+                arr.PushBack(Value(), a);
+                continue;
+            }
             Value o(rapidjson::kObjectType);
             if (!v100) json::set(o, "version", json::str(ip.address.ip.is_v4() ? "4" : "6", a), a);
             if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
@@ -113,6 +122,7 @@ Result<std::string> encode_020(const CniResult& r, std::string_view label) {
     const IpConfig* ip4 = nullptr;
     const IpConfig* ip6 = nullptr;
     for (auto& ip : r.ips) {
+        if (ip.address.is_nil()) continue;
         if (ip.address.ip.is_v4()) {
             if (!ip4) ip4 = &ip;
         } else if (!ip6) {
@@ -130,7 +140,7 @@ Result<std::string> encode_020(const CniResult& r, std::string_view label) {
         if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
         std::vector<Route> mine;
         for (auto& rt : r.routes)
-            if (rt.dst.ip.is_v4() == v4) mine.push_back(rt);
+            if (!rt.null && rt.dst.ip.is_v4() == v4) mine.push_back(rt);
         if (!mine.empty()) json::set(o, "routes", routes_json(mine, a, true), a);
         return o;
     };
@@ -149,6 +159,7 @@ Result<std::string> encode_020(const CniResult& r, std::string_view label) {
 Status decode_route(const Value& v, Route& out, const json::Where& w) {
     CNI_TRY(json::expect_object(v, w, "types.route"));
     const json::Where& rw = w;
+    if (!json::find(v, "dst")) out.dst = IpNet::nil();
     CNI_TRY(json::field(v, "dst", out.dst, rw));
     CNI_TRY(json::field(v, "gw", out.gw, rw));
     CNI_TRY(json::field(v, "mtu", out.mtu, rw));
@@ -164,6 +175,7 @@ Status decode_route(const Value& v, Route& out, const json::Where& w) {
 Status decode_ip_config(const Value& v, IpConfig& out, const json::Where& w, std::string_view pkg) {
     CNI_TRY(json::expect_object(v, w, std::string(pkg) + ".ipConfig"));
     CNI_TRY(json::field(v, "interface", out.interface, w));
+    if (!json::find(v, "address")) out.address = IpNet::nil();
     CNI_TRY(json::field(v, "address", out.address, w));
     CNI_TRY(json::field(v, "gateway", out.gateway, w));
     return {};
@@ -192,11 +204,25 @@ Status decode_list(const Value& obj, std::string_view key, std::string_view go_t
     auto kw = w.at(key);
     if (!m->IsArray()) return std::unexpected(json::type_error(*m, kw, go_type));
     for (const auto& e : m->GetArray()) {
-        if (e.IsNull()) continue;  // a nil pointer element
         T item{};
-        CNI_TRY(one(e, item, kw));
+        if (!e.IsNull()) CNI_TRY(one(e, item, kw));
+        else {  // a nil pointer, or in a slice of values (0.2.0 routes) a zero value
+            item.null = go_type.starts_with("[]*");
+            if constexpr (requires { item.address; }) item.address = IpNet::nil();
+            if constexpr (requires { item.dst; }) item.dst = IpNet::nil();
+        }
         out.push_back(std::move(item));
     }
+    return {};
+}
+
+// Go's conversion of a 0.3.x/0.4.0 result to 1.x dereferences every interface and address (a
+// null one crashes the Go plugin); a clean error here.
+Status require_convertible_from_040(const CniResult& r) {
+    for (std::size_t i = 0; i < r.interfaces.size(); ++i)
+        if (r.interfaces[i].null) return fail("cannot convert: interfaces[" + std::to_string(i) + "] is null");
+    for (std::size_t i = 0; i < r.ips.size(); ++i)
+        if (r.ips[i].null) return fail("cannot convert: ips[" + std::to_string(i) + "] is null");
     return {};
 }
 
@@ -206,6 +232,7 @@ Status decode_020_ip(const Value& obj, std::string_view key, CniResult& r, const
     auto kw = w.at(key);
     CNI_TRY(json::expect_object(*m, kw, "types020.ipConfig"));  // IPConfig decodes itself, as in 0.4.0+
     IpConfig ip;
+    if (!json::find(*m, "ip")) ip.address = IpNet::nil();
     CNI_TRY(json::field(*m, "ip", ip.address, kw));
     CNI_TRY(json::field(*m, "gateway", ip.gateway, kw));
     r.ips.push_back(ip);
@@ -224,7 +251,7 @@ Status decode_routes(const Value& v, std::vector<Route>& out, const json::Where&
         CNI_TRY(decode_route(e, r, w));
         // Go's IPAM plugins print it as "dst": "<nil>", which every main plugin then refuses with
         // this error, after the address was allocated.
-        if (!json::find(e, "dst")) return fail("invalid CIDR address: <nil>");
+        if (r.dst.is_nil()) return fail("invalid CIDR address: <nil>");
         out.push_back(std::move(r));
     }
     return {};
@@ -278,9 +305,27 @@ Result<CniResult> decode_result(const Value& v, std::string_view version, std::o
         CNI_TRY(decode_list(v, "ips", "[]*" + pkg + ".IPConfig", r.ips, w,
                             [&](const Value& e, IpConfig& ip, const json::Where& iw) { return decode_ip_config(e, ip, iw, pkg); }));
         CNI_TRY(decode_list(v, "routes", "[]*types.Route", r.routes, w, decode_route));
+        if (!full) CNI_TRY(require_convertible_from_040(r));
     }
     if (const Value* d = json::find(v, "dns"); d && !d->IsNull()) CNI_TRY(decode_dns(*d, r.dns, w.at("dns")));
     return r;
+}
+
+Status require_ip_addresses(const CniResult& r) {
+    for (std::size_t i = 0; i < r.ips.size(); ++i) {
+        if (r.ips[i].null) return fail("ips[" + std::to_string(i) + "] is null");
+        if (r.ips[i].address.is_nil()) return fail("invalid CIDR address: <nil>");
+    }
+    return {};
+}
+
+Status require_addresses_and_routes(const CniResult& r) {
+    CNI_TRY(require_ip_addresses(r));
+    for (std::size_t i = 0; i < r.routes.size(); ++i) {
+        if (r.routes[i].null) return fail("routes[" + std::to_string(i) + "] is null");
+        if (r.routes[i].dst.is_nil()) return fail("invalid CIDR address: <nil>");
+    }
+    return {};
 }
 
 Result<CniResult> round_trip(const CniResult& r, std::string_view version) {

@@ -15,6 +15,10 @@
 
 namespace cni {
 
+// Go's results hold their interfaces, ips and routes as pointer slices: a JSON null element stays
+// a nil pointer, is printed back as null and keeps the indexes of the elements after it. Such an
+// element here is a default one with `null` set (an IpConfig's address and a Route's dst nil).
+
 struct Interface {
     std::string name;
     std::string mac;
@@ -22,6 +26,7 @@ struct Interface {
     std::string sandbox;
     std::string socket_path;
     std::string pci_id;
+    bool null = false;
     bool operator==(const Interface&) const = default;
 };
 
@@ -29,6 +34,7 @@ struct IpConfig {
     std::optional<int> interface;  // index into interfaces
     IpNet address;                 // keeps host bits
     std::optional<IpAddr> gateway;
+    bool null = false;
     bool operator==(const IpConfig&) const = default;
 };
 
@@ -40,6 +46,7 @@ struct Route {
     int priority = 0;
     std::optional<int> table;
     std::optional<int> scope;
+    bool null = false;
     bool operator==(const Route&) const = default;
 };
 
@@ -82,6 +89,13 @@ Result<CniResult> round_trip(const CniResult& r, std::string_view version);
 // or mistyped fields stay empty, as Go's decoding of types.Error leaves them).
 std::string encode_error(const Error& e);
 Error decode_error(const json::Value& v);
+
+// For a plugin that acts on a result's addresses (and routes): fails on a nil address (dst),
+// i.e. a key the result left out, and on a null ips (routes) element, which Go's plugins use as
+// they are, crashing or installing rules for "<nil>". A null interface has no name, so it is
+// never the interface an address belongs to, and passes.
+Status require_ip_addresses(const CniResult& r);
+Status require_addresses_and_routes(const CniResult& r);
 
 // The routes and DNS of a config, which several applets copy into their result verbatim. A
 // route without "dst" is refused (Go's IPAM plugins print it as "<nil>", which no plugin accepts).

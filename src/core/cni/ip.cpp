@@ -275,6 +275,6 @@ bool IpNet::contains(const IpAddr& a) const {
     return true;
 }
 
-std::string IpNet::str() const { return ip.str() + "/" + std::to_string(prefix); }
+std::string IpNet::str() const { return is_nil() ? "<nil>" : ip.str() + "/" + std::to_string(prefix); }
 
 }  // namespace cni

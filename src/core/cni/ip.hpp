@@ -45,20 +45,24 @@ private:
     std::array<std::uint8_t, 16> b_{};
 };
 
-// A CIDR as Go types.IPNet holds it: the address keeps its host bits ("10.1.0.5/16").
+// A CIDR as Go types.IPNet holds it: the address keeps its host bits ("10.1.0.5/16"). A result
+// that leaves an address or a route's dst out holds Go's zero IPNet, which prints as "<nil>":
+// nil() here (mask_bits 0), never produced by parse().
 struct IpNet {
     IpAddr ip;
     int prefix = 0;
-    int mask_bits = 32;  // 32 or 128: the family of the mask, which Go keeps apart from the IP
+    int mask_bits = 32;  // 32 or 128: the family of the mask, which Go keeps apart from the IP; 0: nil
 
     // Go types.ParseCIDR: the address as written plus the prefix length.
     static std::optional<IpNet> parse(std::string_view text);
+    static IpNet nil() { return IpNet{IpAddr{}, 0, 0}; }
+    bool is_nil() const { return mask_bits == 0; }
 
     IpAddr network() const;         // host bits cleared
     IpAddr last() const;            // all host bits set (broadcast for IPv4)
     bool contains(const IpAddr& a) const;
     bool family_matches() const { return ip.bits() == mask_bits; }
-    std::string str() const;        // "ip/prefix"
+    std::string str() const;        // "ip/prefix", or "<nil>"
     IpNet masked() const { return IpNet{network(), prefix, mask_bits}; }
 
     bool operator==(const IpNet&) const = default;

@@ -11,7 +11,8 @@ namespace cni::fw {
 // (prefix + hex(sha512(network + containerID)))[:28]; prefix "CNI-" for ipMasq, "CNI-DN-" for
 // portmap's DNAT chain.
 std::string chain_name(std::string_view prefix, std::string_view network, std::string_view container_id);
-// Go fmt.Sprintf("name: %q id: %q", network, containerID).
+// Go fmt.Sprintf("name: %q id: %q", network, containerID), cut to the 255 bytes an iptables
+// comment keeps, so that a rule read back compares equal (container IDs past ~230 characters).
 std::string masq_comment(std::string_view network, std::string_view container_id);
 
 }  // namespace cni::fw

@@ -67,6 +67,7 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
 
 Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const nl::LinkInfo& link,
                        const CniResult& result) {
+    CNI_TRY(require_addresses_and_routes(result));
     const std::string& ifname = link.name;
     std::optional<IpAddr> gw4, gw6;
     bool ipv6_enabled = false;
