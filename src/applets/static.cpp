@@ -125,7 +125,7 @@ Result<CniResult> static_add(const Context& ctx) {
 
 Status static_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_static_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto nc, parse_netconf(ctx.req.config));
+    CNI_TRY_ASSIGN(auto nc, load_netconf(ctx.req.config));  // Go decodes the prevResult through types.NetConf
     CNI_TRY_ASSIGN(auto prev, require_prev_result(nc, "Required prevResult missing"));
     for (auto& a : c.addresses)
         for (auto& ip : prev.ips)
