@@ -241,6 +241,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("must be called as chained plugin");
+    (*prev)->echo_given_versions = true;  // Go prints the prevResult as it decoded it
     if (c.mappings.empty()) return std::move(**prev);
     CNI_TRY(require_ip_addresses(**prev));
     auto addrs = container_addresses(**prev, r.ifname);

@@ -227,6 +227,9 @@ Result<CniResult> tuning_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
     if (!prev) return fail("Required prevResult missing");
     CniResult result = std::move(*prev);
+    // Go prints the prevResult as it decoded it, unless it set a MAC, which replaces it with its
+    // conversion to 1.x (0.4.0 "version" then recomputed).
+    result.echo_given_versions = c.mac.empty();
     CNI_TRY(check_allowlist(c.sysctl));
     std::map<std::string, std::string> files;  // path -> value
     for (auto& [key, value] : c.sysctl) {

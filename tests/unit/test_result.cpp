@@ -305,6 +305,23 @@ TEST_CASE("a left-out address or dst is Go's nil IPNet and a null element stays 
     CHECK(require_addresses_and_routes(*r).error().msg == "routes[0] is null");
 }
 
+TEST_CASE("a 0.4.0 ip's version is recomputed when printed, or echoed as written when the plugin asks") {
+    auto doc = json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"6","address":"10.0.0.2/24"},{"address":"10.0.0.3/24"}]})");
+    REQUIRE(doc);
+    auto r = decode_result(*doc, "0.4.0");
+    REQUIRE(r);
+    CHECK(r->ips[0].given_version == "6");
+    CHECK(r->ips[1].given_version == "");
+    auto versions = [](const std::string& text) {
+        auto out = json::parse(text);
+        return std::string((*out)["ips"][0]["version"].GetString()) + "," + (*out)["ips"][1]["version"].GetString();
+    };
+    CHECK(versions(enc(*r, "0.4.0")) == "4,4");  // converted to 1.x and back, as firewall/sbr/bandwidth do
+    r->echo_given_versions = true;               // as tuning and portmap do
+    CHECK(versions(enc(*r, "0.4.0")) == "6,");
+    CHECK(enc(*r, "1.0.0").find("version") == std::string::npos);
+}
+
 TEST_CASE("prevResult: a missing or empty CNIVersion takes the config's; a lowercase one wins; null changes nothing") {
     auto conf = parse_netconf(R"({"cniVersion":"1.0.0","name":"n","prevResult":{"ips":[{"address":"10.0.0.2/24"}]}})");
     REQUIRE(conf);

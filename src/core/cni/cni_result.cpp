@@ -105,7 +105,11 @@ std::string encode_list_shape(const CniResult& r, std::string_view label, Shape 
                 continue;
             }
             Value o(rapidjson::kObjectType);
-            if (!v100) json::set(o, "version", json::str(ip.address.ip.is_v4() ? "4" : "6", a), a);
+            if (!v100) {
+                std::string version = ip.address.ip.is_v4() ? "4" : "6";
+                if (r.echo_given_versions && ip.given_version) version = *ip.given_version;
+                json::set(o, "version", json::str(version, a), a);
+            }
             if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
             json::set(o, "address", json::str(ip.address.str(), a), a);
             if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
@@ -174,6 +178,11 @@ Status decode_route(const Value& v, Route& out, const json::Where& w) {
 // package ("types100.ipConfig"): errors name the enclosing struct, as for a route.
 Status decode_ip_config(const Value& v, IpConfig& out, const json::Where& w, std::string_view pkg) {
     CNI_TRY(json::expect_object(v, w, std::string(pkg) + ".ipConfig"));
+    if (pkg == "types040") {
+        std::string version;
+        CNI_TRY(json::field(v, "version", version, w));
+        out.given_version = version;
+    }
     CNI_TRY(json::field(v, "interface", out.interface, w));
     if (!json::find(v, "address")) out.address = IpNet::nil();
     CNI_TRY(json::field(v, "address", out.address, w));

@@ -35,6 +35,9 @@ struct IpConfig {
     IpNet address;                 // keeps host bits
     std::optional<IpAddr> gateway;
     bool null = false;
+    // A 0.3.x/0.4.0 input's "version" as it was written ("" when absent); printed back only by
+    // a result with echo_given_versions, otherwise computed from the address.
+    std::optional<std::string> given_version = std::nullopt;
     bool operator==(const IpConfig&) const = default;
 };
 
@@ -68,6 +71,9 @@ struct CniResult {
     std::vector<IpConfig> ips;
     std::vector<Route> routes;
     Dns dns;
+    // Set by the plugins whose Go original prints a 0.3.x/0.4.0 prevResult as it decoded it
+    // (tuning, portmap) rather than converted to 1.x and back (which recomputes "version").
+    bool echo_given_versions = false;
     bool operator==(const CniResult&) const = default;
 };
 
