@@ -234,6 +234,36 @@ def failed_add_and_del_without_namespace_leave_nothing():
 
 
 @test
+def ipam_result_without_an_address_is_released():
+    """bridge: an external IPAM result whose address is left out is refused and released, and no port is left"""
+    wrapper_dir = tempfile.mkdtemp()
+    try:
+        # An IPAM plugin that allocates through host-local but prints its first address without
+        # "address" (Go's types print that as "<nil>").
+        wrapper = os.path.join(wrapper_dir, "nil-ipam")
+        with open(wrapper, "w") as f:
+            f.write(f"""#!/bin/sh
+out=$({BIN}/host-local) || {{ echo "$out"; exit 1; }}
+[ "$CNI_COMMAND" = ADD ] || exit 0
+echo "$out" | python3 -c 'import json, sys; r = json.load(sys.stdin); del r["ips"][0]["address"]; print(json.dumps(r))'
+""")
+        os.chmod(wrapper, 0o755)
+        plugin = Plugin(os.path.join(BIN, "bridge"), cni_path=f"{wrapper_dir}:{BIN}")
+        with Env(1) as e:
+            host, c1 = e.names
+            c = conf(e.data, ipMasq=True)
+            c["ipam"]["type"] = "nil-ipam"
+            err = plugin.run("ADD", c, host_ns=host, netns=ns_path(c1), container_id="br-nil", extra_env=ENV).error()
+            eq(err, {"code": 999, "msg": "invalid CIDR address: <nil>"})
+            eq(reservations(e.data), [], "the allocation was released")
+            eq(ports_now(host), "", "no port left on the bridge")
+            eq(nat_rules(host), [])
+            check(link(c1, "eth0") is None, "no eth0 in the container")
+    finally:
+        shutil.rmtree(wrapper_dir)
+
+
+@test
 def gc_removes_what_no_valid_attachment_owns():
     """bridge GC: ipMasq rules and IPAM reservations of attachments not in the valid list go"""
     with Env(2) as e:

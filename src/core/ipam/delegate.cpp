@@ -87,7 +87,12 @@ Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_p
 Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::string_view config) {
     CNI_TRY_ASSIGN(auto r, invoke(ctx, Command::add, type, config));
     if (!r) return fail("delegate " + std::string(type) + " returned no result");
-    CNI_TRY(require_addresses_and_routes(*r));
+    // A result no plugin can configure: the delegate allocated, so it is released here (the
+    // caller's rollback only knows about delegates that returned a usable result).
+    if (auto usable = require_addresses_and_routes(*r); !usable) {
+        (void)invoke(ctx, Command::del, type, config);
+        return std::unexpected(usable.error());
+    }
     return std::move(*r);
 }
 

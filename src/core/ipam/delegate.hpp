@@ -21,6 +21,8 @@ Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_p
 // every plugin of a conflist with.
 Result<std::optional<CniResult>> invoke(const Context& ctx, Command cmd, std::string_view type, std::string_view config);
 
+// ADD through a delegate; a result with a left-out address or dst, or a null ips/routes entry,
+// is refused after a DEL to the same delegate, so nothing stays allocated.
 Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::string_view config);
 Status delegate_del(const Context& ctx, std::string_view type, std::string_view config);
 Status delegate_check(const Context& ctx, std::string_view type, std::string_view config);
