@@ -301,10 +301,12 @@ def register(applet, bin_dir, sample=SAMPLE):
 def in_private_state_dirs():
     """Re-runs this script in its own mount namespace with tmpfs over /var/lib/cni and /run/cni:
     a variant that falls back to a default path (host-local's dataDir when flannel's ipam is
-    gone, the dhcp daemon's socket, tuning's saved state) must not touch the machine's."""
+    gone, the dhcp daemon's socket, tuning's saved state) must not touch the machine's. /run/netns
+    is private too: a namespace's mount lives only in this mount namespace, so a run killed
+    before its cleanup would otherwise leave an empty file there for each namespace it held."""
     if os.environ.get("CNI_FUZZ_PRIVATE") == "1":
         return
-    script = "for d in /var/lib/cni /run/cni; do mkdir -p $d && mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\""
+    script = "for d in /var/lib/cni /run/cni /run/netns; do mkdir -p $d && mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\""
     os.execvpe("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
                            sys.executable] + sys.argv, dict(os.environ, CNI_FUZZ_PRIVATE="1"))
 
