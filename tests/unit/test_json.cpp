@@ -228,3 +228,35 @@ TEST_CASE("output is Go MarshalIndent: 4 spaces, Go escaping, optional sorted ke
     REQUIRE(ctl);
     CHECK(json::write(*ctl, json::Style::compact, false) == R"({"s":"a\u0001\t\"\\"})");
 }
+
+TEST_CASE("a float64 prints as encoding/json prints it: shortest digits, fixed-point between 1e-6 and 1e21") {
+    CHECK(json::go_float(0) == "0");
+    CHECK(json::go_float(-0.0) == "-0");
+    CHECK(json::go_float(100) == "100");
+    CHECK(json::go_float(0.1) == "0.1");
+    CHECK(json::go_float(123456.7) == "123456.7");           // not %g's 123457
+    CHECK(json::go_float(9223372036854775807.0) == "9223372036854776000");  // not the exact ...808
+    CHECK(json::go_float(1e20) == "100000000000000000000");
+    CHECK(json::go_float(1e21) == "1e+21");
+    CHECK(json::go_float(1e-6) == "0.000001");
+    CHECK(json::go_float(1.5e-7) == "1.5e-7");               // Go trims "e-07"
+    CHECK(json::go_float(-2.5e-10) == "-2.5e-10");
+    CHECK(json::go_float(5e-324) == "5e-324");
+    CHECK(json::go_float(1e300) == "1e+300");
+}
+
+TEST_CASE("the interface{} round trip: numbers through float64, keys sorted, a repeated key's last value") {
+    auto d = json::parse(R"({"z":[1e2,-0.0,1.5,9223372036854775807,18446744073709551615],"B":{"k":1,"k":2},"a":"s"})");
+    REQUIRE(d);
+    json::Document out;
+    auto v = json::go_interface_round_trip(*d, out.GetAllocator());
+    CHECK(json::write(v, json::Style::compact, false) ==
+          R"({"B":{"k":2},"a":"s","z":[100,0,1.5,9223372036854776000,18446744073709552000]})");
+    CHECK(v["z"][0].IsInt64());
+    int n = 0;
+    auto big = json::parse(R"({"n":9223372036854775807})");
+    auto rt = json::go_interface_round_trip(*big, out.GetAllocator());
+    auto st = json::field(rt, "n", n, json::Where{"Result", ""});
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "json: cannot unmarshal number 9223372036854776000 into Go struct field Result.n of type int");
+}

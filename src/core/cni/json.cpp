@@ -10,9 +10,10 @@
 #include <rapidjson/reader.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <limits>
-#include <cstdio>
+#include <vector>
 
 namespace cni::json {
 namespace {
@@ -98,6 +99,58 @@ Result<Document> parse(std::string_view text) {
             return fail(code::decoding_failure, "invalid JSON at offset " + std::to_string(result.Offset()));
         rewritten = clamp_number_at(in, result.Offset());
     }
+}
+
+std::string go_float(double x) {
+    // The shortest digits that read back as x, as "d.ddde±XX"; Go writes those same digits in
+    // fixed-point, padded with zeros (2^63 is 9223372036854776000, not the exact ...808).
+    char buf[64];
+    std::string sci(buf, std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific).ptr);
+    double magnitude = std::fabs(x);
+    if (magnitude != 0 && (magnitude < 1e-6 || magnitude >= 1e21)) {
+        // Go trims a negative exponent's leading zero ("e-07" to "e-7"), not a positive one's.
+        if (auto n = sci.size(); n >= 4 && sci[n - 4] == 'e' && sci[n - 3] == '-' && sci[n - 2] == '0') sci.erase(n - 2, 1);
+        return sci;
+    }
+    bool negative = sci[0] == '-';
+    auto e = sci.find('e');
+    std::string digits;
+    for (char c : sci.substr(negative, e - negative))
+        if (c != '.') digits += c;
+    int exponent = std::stoi(sci.substr(e + 1));
+    std::string out = negative ? "-" : "";
+    if (exponent < 0) return out + "0." + std::string(std::size_t(-exponent - 1), '0') + digits;
+    auto whole = std::size_t(exponent) + 1;
+    if (digits.size() <= whole) return out + digits + std::string(whole - digits.size(), '0');
+    return out + digits.substr(0, whole) + "." + digits.substr(whole);
+}
+
+Value go_interface_round_trip(const Value& v, Alloc& a) {
+    if (v.IsNumber()) {
+        std::string text = go_float(v.GetDouble());
+        const char* first = text.data();
+        const char* last = first + text.size();
+        if (text.find_first_of(".e") == std::string::npos) {
+            std::int64_t i;
+            if (auto r = std::from_chars(first, last, i); r.ec == std::errc() && r.ptr == last) return Value(i);
+            std::uint64_t u;
+            if (auto r = std::from_chars(first, last, u); r.ec == std::errc() && r.ptr == last) return Value(u);
+        }
+        return Value(v.GetDouble());
+    }
+    if (v.IsArray()) {
+        Value out(rapidjson::kArrayType);
+        for (const auto& e : v.GetArray()) out.PushBack(go_interface_round_trip(e, a), a);
+        return out;
+    }
+    if (v.IsObject()) {
+        std::map<std::string_view, const Value*> members;  // sorted, the last of a repeated key
+        for (const auto& m : v.GetObject()) members[name_of(m.name)] = &m.value;
+        Value out(rapidjson::kObjectType);
+        for (const auto& [key, value] : members) set(out, key, go_interface_round_trip(*value, a), a);
+        return out;
+    }
+    return Value(v, a);
 }
 
 const Value* find(const Value& obj, std::string_view key) {
@@ -198,11 +251,7 @@ Status decode_int(const Value& v, T& out, const Where& w, std::string_view go_ty
                                          "." + w.path + " of type " + std::string(go_type),
                                      {}});
     };
-    if (v.IsDouble()) {
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%g", v.GetDouble());
-        return range_error(buf);
-    }
+    if (v.IsDouble()) return range_error(go_float(v.GetDouble()));
     if (v.IsInt64()) {
         auto x = v.GetInt64();
         if (x < static_cast<std::int64_t>(std::numeric_limits<T>::min()) ||
@@ -339,11 +388,7 @@ void write_value(std::string& out, const Value& v, Style style, bool sort_keys, 
     case rapidjson::kNumberType:
         if (v.IsInt64()) out += std::to_string(v.GetInt64());
         else if (v.IsUint64()) out += std::to_string(v.GetUint64());
-        else {
-            char buf[64];
-            std::snprintf(buf, sizeof buf, "%.17g", v.GetDouble());
-            out += buf;
-        }
+        else out += go_float(v.GetDouble());
         return;
     case rapidjson::kArrayType: {
         if (v.Empty()) { out += "[]"; return; }

@@ -34,6 +34,16 @@ const Value* find(const Value& obj, std::string_view key);
 // Exact-name lookup, for the few places Go matches exactly (map keys).
 const Value* find_exact(const Value& obj, std::string_view key);
 
+// What Go's json.Marshal makes of `v` after json.Unmarshal into interface{}, as a plugin's
+// prevResult goes (version.ParsePrevResult): every number through float64 (1e2 becomes 100,
+// 1.5 stays a fraction, 2^63-1 becomes 9223372036854776000), each object's keys sorted
+// bytewise with a repeated key's last value kept.
+Value go_interface_round_trip(const Value& v, Alloc& a);
+
+// A float64 as Go's encoding/json writes it: the shortest form that reads back the same,
+// fixed-point unless the magnitude is below 1e-6 or at least 1e21 ("1e+21", "1.5e-7").
+std::string go_float(double x);
+
 // Go's name for a JSON value's kind in error messages: "string", "number", "object", ...
 std::string_view kind(const Value& v);
 

@@ -67,9 +67,9 @@ Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
     const json::Value* prev = conf.member("prevResult");
     if (!prev || prev->IsNull()) return std::optional<CniResult>{};
     // version.ParsePrevResult: unless the map has an exact "CNIVersion" key with a value other
-    // than "", it sets one to the config's version; it re-marshals (keys sorted) and decodes
-    // case-insensitively, so each version-ish key in sorted order overrides the last, a null
-    // changing nothing.
+    // than "", it sets one to the config's version; it re-marshals (keys sorted, numbers through
+    // float64) and decodes case-insensitively, so each version-ish key in sorted order overrides
+    // the last, a null changing nothing.
     std::map<std::string, const json::Value*> versions;  // nullptr: the injected config version
     for (const auto& m : prev->GetObject()) {
         std::string key(m.name.GetString(), m.name.GetStringLength());
@@ -91,7 +91,9 @@ Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
                         " into Go struct field Result.cniVersion of type string");
         }
     }
-    CNI_TRY_ASSIGN(auto r, decode_result(*prev, conf.cni_version.empty() ? "0.1.0" : conf.cni_version, label));
+    json::Document round_trip;
+    json::Value as_go_reads_it = json::go_interface_round_trip(*prev, round_trip.GetAllocator());
+    CNI_TRY_ASSIGN(auto r, decode_result(as_go_reads_it, conf.cni_version.empty() ? "0.1.0" : conf.cni_version, label));
     return std::optional<CniResult>(std::move(r));
 }
 
