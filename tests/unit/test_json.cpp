@@ -243,6 +243,7 @@ TEST_CASE("a float64 prints as encoding/json prints it: shortest digits, fixed-p
     CHECK(json::go_float(-2.5e-10) == "-2.5e-10");
     CHECK(json::go_float(5e-324) == "5e-324");
     CHECK(json::go_float(1e300) == "1e+300");
+    CHECK(json::go_float(std::numeric_limits<double>::infinity()) == "inf");  // no exception
 }
 
 TEST_CASE("the interface{} round trip: numbers through float64, keys sorted, a repeated key's last value") {

@@ -106,6 +106,7 @@ std::string go_float(double x) {
     // fixed-point, padded with zeros (2^63 is 9223372036854776000, not the exact ...808).
     char buf[64];
     std::string sci(buf, std::to_chars(buf, buf + sizeof buf, x, std::chars_format::scientific).ptr);
+    if (!std::isfinite(x)) return sci;  // Go refuses to marshal these; parsed JSON never holds one
     double magnitude = std::fabs(x);
     if (magnitude != 0 && (magnitude < 1e-6 || magnitude >= 1e21)) {
         // Go trims a negative exponent's leading zero ("e-07" to "e-7"), not a positive one's.

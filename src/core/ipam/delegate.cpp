@@ -90,7 +90,7 @@ Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::s
     // A result no plugin can configure: the delegate allocated, so it is released here (the
     // caller's rollback only knows about delegates that returned a usable result).
     if (auto usable = require_addresses_and_routes(*r); !usable) {
-        (void)invoke(ctx, Command::del, type, config);
+        (void)delegate_del(ctx, type, config);
         return std::unexpected(usable.error());
     }
     return std::move(*r);
