@@ -91,11 +91,45 @@ class Parser {
 public:
     explicit Parser(std::string_view re) : re_(re) {}
 
+    // The whole pattern, with an explicit stack of open groups in place of recursion, so
+    // nesting costs heap, never call stack.
     Result<int> parse() {
-        Flags flags;
-        CNI_TRY_ASSIGN(int root, alternation(flags));
-        if (pos_ < re_.size()) return error("unexpected )", re_);  // only a ')' stops alternation early
-        return root;
+        std::vector<OpenGroup> open(1);  // the pattern itself is the outermost "group"
+        for (;;) {
+            OpenGroup& group = open.back();
+            if (at_end() || peek() == '|' || peek() == ')') {
+                group.branches.push_back(sequence(std::move(group.sequence)));
+                group.sequence.clear();
+                if (!at_end() && peek() == '|') {
+                    ++pos_;
+                    continue;
+                }
+                bool outermost = open.size() == 1;
+                if (at_end() && !outermost) return error("missing closing )", re_);
+                if (!at_end() && outermost) return error("unexpected )", re_);
+                int node = choice(std::move(group.branches));
+                if (outermost) return node;
+                ++pos_;
+                open.pop_back();
+                CNI_TRY_ASSIGN(int repeated, repetitions(node));
+                open.back().sequence.push_back(repeated);
+                continue;
+            }
+            if (repeat_length() > 0) return error("missing argument to repetition operator", re_.substr(pos_, repeat_length()));
+            if (peek() == '(') {
+                CNI_TRY_ASSIGN(GroupOpening opening, group_opening(group.flags));
+                if (opening.flags_only) {  // (?i): a repetition after it has nothing to repeat
+                    group.flags = opening.inner;
+                    continue;
+                }
+                if (open.size() > std::size_t(kMaxDepth)) return error("expression nests too deeply", re_);
+                open.push_back(OpenGroup{.flags = opening.inner});
+                continue;
+            }
+            CNI_TRY_ASSIGN(int node, atom(group.flags));
+            CNI_TRY_ASSIGN(int repeated, repetitions(node));
+            group.sequence.push_back(repeated);
+        }
     }
 
     std::vector<Node> nodes;
@@ -104,7 +138,19 @@ public:
 private:
     std::string_view re_;
     std::size_t pos_ = 0;
-    int depth_ = 0;  // open groups: the parser and the compiler recurse once per level
+
+    // A group whose `)` has not been read yet.
+    struct OpenGroup {
+        Flags flags;                 // in force inside it, (?i) included
+        std::vector<int> branches = {};  // finished alternatives
+        std::vector<int> sequence = {};  // the alternative being read
+    };
+    // What a `(` opened: a group with these flags inside, or (flags_only) a flag group such as
+    // (?i) that changes the flags of the group around it and matches nothing.
+    struct GroupOpening {
+        Flags inner;
+        bool flags_only = false;
+    };
 
     static std::unexpected<Error> error(std::string_view what, std::string_view expr) {
         return fail(code::invalid_config, "error parsing regexp: " + std::string(what) + ": `" + std::string(expr) + "`");
@@ -130,29 +176,11 @@ private:
         return add(std::move(cat));
     }
 
-    Result<int> alternation(Flags& flags) {
-        Node alt{.kind = Node::Kind::alternate};
-        for (;;) {
-            CNI_TRY_ASSIGN(int branch, concatenation(flags));
-            alt.parts.push_back(branch);
-            if (at_end() || peek() != '|') break;
-            ++pos_;
-        }
-        return alt.parts.size() == 1 ? alt.parts[0] : add(std::move(alt));
+    int sequence(std::vector<int> parts) {
+        return parts.size() == 1 ? parts[0] : add(Node{.kind = Node::Kind::concat, .parts = std::move(parts)});
     }
-
-    Result<int> concatenation(Flags& flags) {
-        Node cat{.kind = Node::Kind::concat};
-        while (!at_end() && peek() != '|' && peek() != ')') {
-            CNI_TRY_ASSIGN(int atom_node, atom(flags));
-            if (atom_node < 0) {  // a flag group such as (?i): nothing to repeat
-                if (!at_end() && repeat_length() > 0) return error("missing argument to repetition operator", re_.substr(pos_, repeat_length()));
-                continue;
-            }
-            CNI_TRY_ASSIGN(int repeated, repetitions(atom_node));
-            cat.parts.push_back(repeated);
-        }
-        return cat.parts.size() == 1 ? cat.parts[0] : add(std::move(cat));
+    int choice(std::vector<int> branches) {
+        return branches.size() == 1 ? branches[0] : add(Node{.kind = Node::Kind::alternate, .parts = std::move(branches)});
     }
 
     // The length of the repetition operator at pos_ (0 if there is none); `{` that does not
@@ -209,14 +237,11 @@ private:
         }
     }
 
-    // One atom; -1 for a flag group, which changes `flags` and matches nothing.
-    Result<int> atom(Flags& flags) {
+    // One atom other than a group.
+    Result<int> atom(const Flags& flags) {
         std::size_t start = pos_;
-        char c = peek();
-        if (repeat_length() > 0) return error("missing argument to repetition operator", re_.substr(pos_, repeat_length()));
-        ++pos_;
+        char c = re_[pos_++];
         switch (c) {
-            case '(': return group(flags, start);
             case '[': return char_class(flags, start);
             case '.': {
                 ByteSet all;
@@ -231,8 +256,10 @@ private:
         }
     }
 
-    Result<int> group(Flags& flags, std::size_t start) {
-        Flags inner = flags;
+    // After `(` is seen (pos_ at it): its header, (?P<name>, (?<name>, (?flags: or (?flags).
+    Result<GroupOpening> group_opening(const Flags& outer) {
+        std::size_t start = pos_++;
+        GroupOpening opening{.inner = outer};
         if (next_is("?P<") || next_is("?<")) {
             pos_ += next_is("?P<") ? 3 : 2;
             std::size_t end = re_.find('>', pos_);
@@ -245,13 +272,13 @@ private:
         } else if (next_is("?")) {  // flags: (?i) for the rest of this group, (?i:...) scoped
             ++pos_;
             bool negate = false, saw_flag = false;
-            while (!at_end()) {
+            for (;;) {
+                if (at_end()) return error("invalid or unsupported Perl syntax", re_.substr(start));
                 char f = re_[pos_++];
                 if (f == ':' || f == ')') {
                     if (negate && !saw_flag) break;
-                    if (f == ':') return group_body(inner);
-                    flags = inner;
-                    return -1;
+                    opening.flags_only = f == ')';
+                    return opening;
                 }
                 if (f == '-') {
                     if (negate) break;
@@ -259,26 +286,15 @@ private:
                     saw_flag = false;
                     continue;
                 }
-                if (f == 'i') inner.fold = !negate;
-                else if (f == 'm') inner.multiline = !negate;
-                else if (f == 's') inner.dot_nl = !negate;
+                if (f == 'i') opening.inner.fold = !negate;
+                else if (f == 'm') opening.inner.multiline = !negate;
+                else if (f == 's') opening.inner.dot_nl = !negate;
                 else if (f != 'U') break;  // U (ungreedy) changes which match, not whether one exists
                 saw_flag = true;
             }
             return error("invalid or unsupported Perl syntax", re_.substr(start, pos_ - start));
         }
-        return group_body(inner);
-    }
-
-    Result<int> group_body(Flags inner) {
-        if (depth_ == kMaxDepth) return error("expression nests too deeply", re_);
-        ++depth_;
-        auto body = alternation(inner);
-        --depth_;
-        if (!body) return body;
-        if (at_end()) return error("missing closing )", re_);
-        ++pos_;
-        return body;
+        return opening;
     }
 
     // After `\`: a class (\d), an assertion (\b), literal text (\Q..\E) or one character.
@@ -437,37 +453,24 @@ private:
     }
 };
 
+// The program each node compiles to, as Thompson's construction lays it out, emitted with an
+// explicit stack of nodes in progress rather than recursion. Sizes are worked out first, bottom
+// up (a node's parts always come before it in the node list), so that a pattern too large is
+// refused before anything is emitted and a repeat of something empty costs nothing.
 class Compiler {
 public:
     Compiler(const std::vector<Node>& nodes, std::vector<Regexp::Inst>& program) : nodes_(nodes), program_(program) {}
 
-    Status emit(int index) {
-        if (program_.size() > kMaxProgram) return fail(code::invalid_config, "expression too large");
-        const Node& n = nodes_[std::size_t(index)];
-        switch (n.kind) {
-            case Node::Kind::empty: return {};
-            case Node::Kind::set: add(Regexp::Op::byte, n.set); return {};
-            case Node::Kind::assert: add(Regexp::Op::assert, int(n.assertion)); return {};
-            case Node::Kind::concat:
-                for (int part : n.parts) CNI_TRY(emit(part));
-                return {};
-            case Node::Kind::alternate: {
-                std::vector<std::size_t> to_end;
-                for (std::size_t i = 0; i < n.parts.size(); ++i) {
-                    std::size_t split = program_.size();
-                    bool last = i + 1 == n.parts.size();
-                    if (!last) add(Regexp::Op::split, int(split) + 1);
-                    CNI_TRY(emit(n.parts[i]));
-                    if (!last) {
-                        to_end.push_back(program_.size());
-                        add(Regexp::Op::jump);
-                        program_[split].y = int(program_.size());
-                    }
-                }
-                for (auto j : to_end) program_[j].x = int(program_.size());
-                return {};
-            }
-            case Node::Kind::repeat: return repeat(n.parts[0], n.min, n.max);
+    Status emit(int root) {
+        std::vector<std::size_t> sizes = program_sizes();
+        if (sizes[std::size_t(root)] > kMaxProgram) return fail(code::invalid_config, "expression too large");
+        program_.reserve(sizes[std::size_t(root)] + 1);
+        std::vector<Frame> stack{{root}};
+        while (!stack.empty()) {
+            Frame& frame = stack.back();
+            int part = sizes[std::size_t(frame.node)] == 0 ? -1 : next_part(frame);
+            if (part < 0) stack.pop_back();
+            else stack.push_back({part});
         }
         return {};
     }
@@ -476,26 +479,91 @@ private:
     const std::vector<Node>& nodes_;
     std::vector<Regexp::Inst>& program_;
 
-    void add(Regexp::Op op, int x = 0, int y = 0) { program_.push_back({op, x, y}); }
+    struct Frame {
+        int node;
+        std::size_t done = 0;          // parts (or copies of the repeated part) emitted so far
+        std::size_t mark = 0;          // alternate: the last split; unbounded repeat: the loop's split
+        std::vector<std::size_t> patches = {};  // jumps or splits that go to the end
+    };
 
-    Status repeat(int body, int min, int max) {
-        for (int i = 0; i < min; ++i) CNI_TRY(emit(body));
-        if (max < 0) {  // L: split body, out; body; jump L
-            std::size_t loop = program_.size();
-            add(Regexp::Op::split, int(loop) + 1);
-            CNI_TRY(emit(body));
-            add(Regexp::Op::jump, int(loop));
-            program_[loop].y = int(program_.size());
-            return {};
+    // The number of instructions each node emits, capped just past the limit.
+    std::vector<std::size_t> program_sizes() const {
+        std::vector<std::size_t> sizes(nodes_.size(), 0);
+        auto capped = [](std::size_t n) { return std::min(n, kMaxProgram + 1); };
+        for (std::size_t i = 0; i < nodes_.size(); ++i) {
+            const Node& n = nodes_[i];
+            std::size_t total = 0;
+            switch (n.kind) {
+                case Node::Kind::empty: break;
+                case Node::Kind::set:
+                case Node::Kind::assert: total = 1; break;
+                case Node::Kind::concat:
+                case Node::Kind::alternate:
+                    for (int part : n.parts) total = capped(total + sizes[std::size_t(part)]);
+                    if (n.kind == Node::Kind::alternate) total = capped(total + 2 * (n.parts.size() - 1));  // split, jump
+                    break;
+                case Node::Kind::repeat: {
+                    std::size_t body = sizes[std::size_t(n.parts[0])];
+                    std::size_t optional = n.max < 0 ? body + 2 : std::size_t(n.max - n.min) * (body + 1);
+                    total = capped(std::size_t(n.min) * body + optional);
+                    break;
+                }
+            }
+            sizes[i] = total;
         }
-        std::vector<std::size_t> skips;  // each optional copy may be skipped to the end
-        for (int i = min; i < max; ++i) {
-            skips.push_back(program_.size());
-            add(Regexp::Op::split, int(program_.size()) + 1);
-            CNI_TRY(emit(body));
+        return sizes;
+    }
+
+    void add(Regexp::Op op, int x = 0, int y = 0) { program_.push_back({op, x, y}); }
+    int here() const { return int(program_.size()); }
+
+    // Emits what comes before the frame's next part, and returns that part; or emits what
+    // comes after its last part and returns -1.
+    int next_part(Frame& frame) {
+        const Node& n = nodes_[std::size_t(frame.node)];
+        std::size_t k = frame.done++;
+        switch (n.kind) {
+            case Node::Kind::empty: return -1;
+            case Node::Kind::set: add(Regexp::Op::byte, n.set); return -1;
+            case Node::Kind::assert: add(Regexp::Op::assert, int(n.assertion)); return -1;
+            case Node::Kind::concat: return k < n.parts.size() ? n.parts[k] : -1;
+            case Node::Kind::alternate: {  // split L1, next; branch; jump end; next: split ...; last branch
+                std::size_t count = n.parts.size();
+                if (k > 0 && k < count) {
+                    frame.patches.push_back(program_.size());
+                    add(Regexp::Op::jump);
+                    program_[frame.mark].y = here();
+                }
+                if (k == count) {
+                    for (auto jump : frame.patches) program_[jump].x = here();
+                    return -1;
+                }
+                if (k + 1 < count) {
+                    frame.mark = program_.size();
+                    add(Regexp::Op::split, here() + 1);
+                }
+                return n.parts[k];
+            }
+            case Node::Kind::repeat: {  // min copies, then L: split body, out; body; jump L — or
+                                        // (max - min) times: split body, end; body
+                std::size_t copies = std::size_t(n.min) + (n.max < 0 ? 1 : std::size_t(n.max - n.min));
+                if (k == copies) {
+                    if (n.max < 0) {
+                        add(Regexp::Op::jump, int(frame.mark));
+                        program_[frame.mark].y = here();
+                    }
+                    for (auto split : frame.patches) program_[split].y = here();
+                    return -1;
+                }
+                if (k >= std::size_t(n.min)) {
+                    if (n.max < 0) frame.mark = program_.size();
+                    else frame.patches.push_back(program_.size());
+                    add(Regexp::Op::split, here() + 1);
+                }
+                return n.parts[0];
+            }
         }
-        for (auto s : skips) program_[s].y = int(program_.size());
-        return {};
+        return -1;
     }
 };
 

@@ -10,7 +10,8 @@
 // as Go's ("error parsing regexp: missing closing ): `(a`"). Unicode classes (\p, \P) and
 // non-ASCII characters inside a class are refused, not guessed at, and so is a pattern whose
 // unrolled repeats exceed 100,000 instructions (Go's limit is higher; no allowlist comes close),
-// and groups nested more than 1,000 deep ("expression nests too deeply", as Go).
+// and groups nested more than 1,000 deep ("expression nests too deeply", as Go). Parsing and
+// compiling keep their own stacks on the heap, so nesting never depends on the call stack's size.
 #pragma once
 
 #include <bitset>
