@@ -95,7 +95,7 @@ Status flannel_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto config, os::read_file(path));
     CNI_TRY_ASSIGN(auto doc, json::parse(config));
     if (const auto* prev = c.net.member("prevResult"); prev && prev->IsObject())  // the delegate checks against it
-        json::set(doc, "prevResult", json::Value(*prev, doc.GetAllocator()), doc.GetAllocator());
+        json::set(doc, "prevResult", json::copy(*prev, doc.GetAllocator()), doc.GetAllocator());
     return ipam::delegate_check(ctx, flannel::delegate_type(doc), json::write(doc, json::Style::compact, true));
 }
 

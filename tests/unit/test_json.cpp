@@ -2,9 +2,11 @@
 // Go encoding/json compatibility of the JSON layer: errors, lookups, decoding, output format.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <limits>
 
 #include "core/cni/json.hpp"
+#include "small_stack.hpp"
 
 namespace json = cni::json;
 
@@ -86,6 +88,31 @@ TEST_CASE("nesting deeper than Go's 10,000 levels is a syntax error, not a stack
     // Brackets inside strings do not count; an earlier syntax error wins.
     CHECK(json::parse(nested(9999, "\"[[[\\\"[[[\"")).has_value());
     CHECK(parse_error("[x" + nested(20000)) == "invalid character 'x' looking for beginning of value");
+}
+
+TEST_CASE("a document nested 10,000 deep is parsed, written, copied and round-tripped without recursion") {
+    std::string text, inner = "1e2", written_inner = "100";
+    for (int i = 0; i < 5000; ++i) text += R"({"k":[)";
+    std::string close;
+    for (int i = 0; i < 5000; ++i) close += "]}";
+    std::string expected = text + written_inner + close;
+    text += inner + close;
+    std::string compact, indented, copied, round_trip;
+    on_small_stack([&] {
+        auto d = json::parse(text);
+        if (!d) return;
+        compact = json::write(*d, json::Style::compact, true);
+        indented = json::write(*d, json::Style::indented, false);
+        json::Document other;
+        copied = json::write(json::copy(*d, other.GetAllocator()), json::Style::compact, false);
+        round_trip = json::write(json::go_interface_round_trip(*d, other.GetAllocator()), json::Style::compact, false);
+    });
+    CHECK(compact == expected);
+    CHECK(copied == expected);
+    CHECK(round_trip == expected);
+    CHECK(std::count(indented.begin(), indented.end(), '\n') == 2 * 10000);
+    CHECK(indented.ends_with("\n    ]\n}"));
+    CHECK(indented.find("\n" + std::string(4 * 9999, ' ') + "]\n") != std::string::npos);
 }
 
 TEST_CASE("keys match case-insensitively and the last duplicate wins") {

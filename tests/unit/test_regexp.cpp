@@ -2,11 +2,11 @@
 // Go regexp syntax and MatchString answers (tuning's allowlist): the expected values are what
 // Go's regexp package gives for the same pattern and text.
 #include <catch2/catch.hpp>
-#include <pthread.h>
 
 #include <string>
 
 #include "core/regexp.hpp"
+#include "small_stack.hpp"
 
 namespace {
 
@@ -144,36 +144,6 @@ TEST_CASE("regexp: errors read as Go's") {
           "error parsing regexp: expression too large: `((a{1000}){1000}){1000}`");
 }
 
-namespace {
-
-// Runs `body` on a thread with a 64 KiB stack, as a plugin started under a small `ulimit -s`
-// would have, and waits for it.
-void on_small_stack(void (*body)(void*), void* arg) {
-    struct Call {
-        void (*body)(void*);
-        void* arg;
-    } call{body, arg};
-    pthread_attr_t attr;
-    REQUIRE(pthread_attr_init(&attr) == 0);
-    REQUIRE(pthread_attr_setstacksize(&attr, 64 * 1024) == 0);
-    pthread_t thread;
-    auto start = [](void* p) -> void* {
-        auto* c = static_cast<Call*>(p);
-        c->body(c->arg);
-        return nullptr;
-    };
-    REQUIRE(pthread_create(&thread, &attr, start, &call) == 0);
-    pthread_join(thread, nullptr);
-    pthread_attr_destroy(&attr);
-}
-
-struct DeepOutcome {
-    bool compiled = false, matched = false;
-    std::string error;
-};
-
-}  // namespace
-
 TEST_CASE("regexp: nesting costs no call stack") {
     // 1,000 nested groups (the most Go allows) and every kind of node at each level: parsing
     // and compiling use explicit stacks, so a 64 KiB stack is plenty.
@@ -181,20 +151,18 @@ TEST_CASE("regexp: nesting costs no call stack") {
     for (int i = 0; i < 1000; ++i) pattern += "(?:x|";
     pattern += "a";
     for (int i = 0; i < 1000; ++i) pattern += "y?)*";
-    std::pair<std::string, DeepOutcome> run{pattern, {}};
-    on_small_stack(
-        [](void* p) {
-            auto& [re_text, out] = *static_cast<std::pair<std::string, DeepOutcome>*>(p);
-            auto re = cni::Regexp::compile(re_text);
-            out.compiled = bool(re);
-            if (re) out.matched = re->search("-a-");
-            auto deeper = cni::Regexp::compile("(" + re_text + ")");
-            out.error = deeper ? "" : deeper.error().msg;
-        },
-        &run);
-    CHECK(run.second.compiled);
-    CHECK(run.second.matched);
-    CHECK(run.second.error == "error parsing regexp: expression nests too deeply: `(" + pattern + ")`");
+    bool compiled = false, matched = false;
+    std::string error;
+    on_small_stack([&] {
+        auto re = cni::Regexp::compile(pattern);
+        compiled = bool(re);
+        if (re) matched = re->search("-a-");
+        auto deeper = cni::Regexp::compile("(" + pattern + ")");
+        error = deeper ? "" : deeper.error().msg;
+    });
+    CHECK(compiled);
+    CHECK(matched);
+    CHECK(error == "error parsing regexp: expression nests too deeply: `(" + pattern + ")`");
 }
 
 TEST_CASE("regexp: a repeat of something empty costs nothing") {

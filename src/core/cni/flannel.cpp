@@ -27,8 +27,6 @@ Result<std::vector<IpNet>> network_list(std::string_view key, std::string_view t
     return out;
 }
 
-json::Value copy(const json::Value& v, json::Alloc& a) { return json::Value(v, a); }
-
 // obj[key] = value, replacing an existing member of that exact name.
 void put(json::Value& obj, std::string_view key, json::Value value, json::Alloc& a) {
     if (auto it = obj.FindMember(json::str(key, a)); it != obj.MemberEnd()) it->value = std::move(value);
@@ -90,21 +88,21 @@ Result<std::string> delegate_config(const json::Value& conf, const SubnetEnv& en
     d.SetObject();
     if (const auto* given = json::find(conf, "delegate"); given && !given->IsNull()) {
         if (!given->IsObject()) return fail("\"delegate\" must be an object");
-        d.CopyFrom(*given, a);
+        static_cast<json::Value&>(d) = json::copy(*given, a);
     }
     if (has(d, "name")) return fail("\"delegate\" must not have \"name\" field");
     if (has(d, "ipam")) return fail("\"delegate\" must not have \"ipam\" field");
     if (const auto* t = json::find_exact(d, "type"); t && !t->IsString()) return fail("\"delegate\" field \"type\" must be a string");
-    if (const auto* name = json::find(conf, "name"); name && name->IsString()) put(d, "name", copy(*name, a), a);
+    if (const auto* name = json::find(conf, "name"); name && name->IsString()) put(d, "name", json::copy(*name, a), a);
     if (!has(d, "type")) put(d, "type", json::str("bridge", a), a);
     if (!has(d, "ipMasq")) put(d, "ipMasq", json::Value(!*env.ipmasq), a);
     if (!has(d, "mtu")) put(d, "mtu", json::Value(*env.mtu), a);
     if (delegate_type(d) == "bridge" && !has(d, "isGateway")) put(d, "isGateway", json::Value(true), a);
     if (const auto* v = json::find(conf, "cniVersion"); v && v->IsString() && v->GetStringLength())
-        put(d, "cniVersion", copy(*v, a), a);
+        put(d, "cniVersion", json::copy(*v, a), a);
 
     json::Value ipam(rapidjson::kObjectType);
-    if (const auto* base = json::find(conf, "ipam"); base && base->IsObject()) ipam.CopyFrom(*base, a);
+    if (const auto* base = json::find(conf, "ipam"); base && base->IsObject()) ipam = json::copy(*base, a);
     if (!has(ipam, "type")) put(ipam, "type", json::str("host-local", a), a);
     json::Value ranges(rapidjson::kArrayType);
     for (const auto& sn : {env.subnet, env.ipv6_subnet}) {
@@ -118,7 +116,7 @@ Result<std::string> delegate_config(const json::Value& conf, const SubnetEnv& en
     put(ipam, "ranges", std::move(ranges), a);
     json::Value routes(rapidjson::kArrayType);
     if (auto it = ipam.FindMember("routes"); it != ipam.MemberEnd() && it->value.IsArray())
-        for (auto& r : it->value.GetArray()) routes.PushBack(copy(r, a), a);
+        for (auto& r : it->value.GetArray()) routes.PushBack(json::copy(r, a), a);
     for (const auto* list : {&env.networks, &env.ipv6_networks})
         for (auto& n : *list) {
             json::Value route(rapidjson::kObjectType);
@@ -127,7 +125,7 @@ Result<std::string> delegate_config(const json::Value& conf, const SubnetEnv& en
         }
     put(ipam, "routes", std::move(routes), a);
     put(d, "ipam", std::move(ipam), a);
-    if (const auto* rc = json::find(conf, "runtimeConfig"); rc && !rc->IsNull()) put(d, "runtimeConfig", copy(*rc, a), a);
+    if (const auto* rc = json::find(conf, "runtimeConfig"); rc && !rc->IsNull()) put(d, "runtimeConfig", json::copy(*rc, a), a);
     return json::write(d, json::Style::compact, true);
 }
 

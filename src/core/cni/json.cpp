@@ -126,33 +126,93 @@ std::string go_float(double x) {
     return out + digits.substr(0, whole) + "." + digits.substr(whole);
 }
 
-Value go_interface_round_trip(const Value& v, Alloc& a) {
-    if (v.IsNumber()) {
-        std::string text = go_float(v.GetDouble());
-        const char* first = text.data();
-        const char* last = first + text.size();
-        if (text.find_first_of(".e") == std::string::npos) {
-            std::int64_t i;
-            if (auto r = std::from_chars(first, last, i); r.ec == std::errc() && r.ptr == last) return Value(i);
-            std::uint64_t u;
-            if (auto r = std::from_chars(first, last, u); r.ec == std::errc() && r.ptr == last) return Value(u);
-        }
-        return Value(v.GetDouble());
-    }
+namespace {
+
+// A container's children in the order a walk visits them: (name, value) for an object's
+// members, (nullptr, value) for an array's elements.
+using Children = std::vector<std::pair<const Value*, const Value*>>;
+
+enum class MemberOrder {
+    as_written,
+    sorted,  // bytewise by name, a repeated name kept each time (MarshalIndent of our maps)
+    go_map,  // bytewise by name, only a repeated name's last value (a Go map's view)
+};
+
+Children children_of(const Value& v, MemberOrder order) {
+    Children out;
     if (v.IsArray()) {
-        Value out(rapidjson::kArrayType);
-        for (const auto& e : v.GetArray()) out.PushBack(go_interface_round_trip(e, a), a);
+        for (const auto& e : v.GetArray()) out.emplace_back(nullptr, &e);
         return out;
     }
-    if (v.IsObject()) {
-        std::map<std::string_view, const Value*> members;  // sorted, the last of a repeated key
-        for (const auto& m : v.GetObject()) members[name_of(m.name)] = &m.value;
-        Value out(rapidjson::kObjectType);
-        for (const auto& [key, value] : members) set(out, key, go_interface_round_trip(*value, a), a);
+    if (order == MemberOrder::go_map) {
+        std::map<std::string_view, const Value::Member*> last;
+        for (const auto& m : v.GetObject()) last[name_of(m.name)] = &m;
+        for (const auto& [name, m] : last) out.emplace_back(&m->name, &m->value);
         return out;
     }
-    return Value(v, a);
+    for (const auto& m : v.GetObject()) out.emplace_back(&m.name, &m.value);
+    if (order == MemberOrder::sorted)
+        std::stable_sort(out.begin(), out.end(), [](auto& x, auto& y) { return name_of(*x.first) < name_of(*y.first); });
+    return out;
 }
+
+bool is_container(const Value& v) { return v.IsArray() || v.IsObject(); }
+
+// A number as it comes back from float64: an integer while it prints as one, else a double.
+Value through_float64(const Value& v) {
+    std::string text = go_float(v.GetDouble());
+    const char* first = text.data();
+    const char* last = first + text.size();
+    if (text.find_first_of(".e") == std::string::npos) {
+        std::int64_t i;
+        if (auto r = std::from_chars(first, last, i); r.ec == std::errc() && r.ptr == last) return Value(i);
+        std::uint64_t u;
+        if (auto r = std::from_chars(first, last, u); r.ec == std::errc() && r.ptr == last) return Value(u);
+    }
+    return Value(v.GetDouble());
+}
+
+// A deep copy of `root` allocated from `a`, walked with an explicit stack (a document may
+// nest 10,000 deep, which recursion would pay for in call stack); with go_round_trip the
+// copy is what Go's interface{} round trip makes of it.
+Value rebuild(const Value& root, Alloc& a, bool go_round_trip) {
+    auto leaf = [&](const Value& v) { return go_round_trip && v.IsNumber() ? through_float64(v) : Value(v, a); };
+    struct Open {
+        Children children;
+        std::size_t next = 0;
+        Value copy;
+    };
+    auto open = [&](const Value& v) {
+        return Open{children_of(v, go_round_trip ? MemberOrder::go_map : MemberOrder::as_written), 0, Value(v.GetType())};
+    };
+    auto attach = [&](Open& parent, Value child) {
+        const Value* name = parent.children[parent.next++].first;
+        if (name) parent.copy.AddMember(Value(*name, a), child, a);
+        else parent.copy.PushBack(child, a);
+    };
+    if (!is_container(root)) return leaf(root);
+    std::vector<Open> stack;
+    stack.push_back(open(root));
+    for (;;) {
+        Open& top = stack.back();
+        if (top.next < top.children.size()) {
+            const Value& child = *top.children[top.next].second;
+            if (is_container(child)) stack.push_back(open(child));
+            else attach(top, leaf(child));
+            continue;
+        }
+        Value done = std::move(top.copy);
+        stack.pop_back();
+        if (stack.empty()) return done;
+        attach(stack.back(), std::move(done));
+    }
+}
+
+}  // namespace
+
+Value copy(const Value& v, Alloc& a) { return rebuild(v, a, false); }
+
+Value go_interface_round_trip(const Value& v, Alloc& a) { return rebuild(v, a, true); }
 
 const Value* find(const Value& obj, std::string_view key) {
     if (!obj.IsObject()) return nullptr;
@@ -375,12 +435,7 @@ void write_string(std::string& out, std::string_view s) {
     out += '"';
 }
 
-void write_value(std::string& out, const Value& v, Style style, bool sort_keys, int depth) {
-    auto newline = [&](int d) {
-        if (style == Style::compact) return;
-        out += '\n';
-        out.append(std::size_t(d) * 4, ' ');
-    };
+void write_scalar(std::string& out, const Value& v) {
     switch (v.GetType()) {
     case rapidjson::kNullType: out += "null"; return;
     case rapidjson::kFalseType: out += "false"; return;
@@ -391,50 +446,52 @@ void write_value(std::string& out, const Value& v, Style style, bool sort_keys, 
         else if (v.IsUint64()) out += std::to_string(v.GetUint64());
         else out += go_float(v.GetDouble());
         return;
-    case rapidjson::kArrayType: {
-        if (v.Empty()) { out += "[]"; return; }
-        out += '[';
-        bool first = true;
-        for (const auto& e : v.GetArray()) {
-            if (!first) out += ',';
-            first = false;
-            newline(depth + 1);
-            write_value(out, e, style, sort_keys, depth + 1);
-        }
-        newline(depth);
-        out += ']';
-        return;
-    }
-    case rapidjson::kObjectType: {
-        if (v.ObjectEmpty()) { out += "{}"; return; }
-        std::vector<const rapidjson::Value::Member*> members;
-        for (const auto& m : v.GetObject()) members.push_back(&m);
-        if (sort_keys)
-            std::stable_sort(members.begin(), members.end(), [](auto* a, auto* b) {
-                return name_of(a->name) < name_of(b->name);
-            });
-        out += '{';
-        bool first = true;
-        for (auto* m : members) {
-            if (!first) out += ',';
-            first = false;
-            newline(depth + 1);
-            write_string(out, name_of(m->name));
-            out += style == Style::compact ? ":" : ": ";
-            write_value(out, m->value, style, sort_keys, depth + 1);
-        }
-        newline(depth);
-        out += '}';
-        return;
-    }
+    case rapidjson::kArrayType: out += "[]"; return;   // only ever called for an empty one
+    case rapidjson::kObjectType: out += "{}"; return;
     }
 }
 
 }  // namespace
 
-std::string write(const Value& v, Style style, bool sort_keys) {
+std::string write(const Value& root, Style style, bool sort_keys) {
     std::string out;
-    write_value(out, v, style, sort_keys, 0);
+    // The containers open around the value being written, innermost last (no recursion: a
+    // document may nest 10,000 deep).
+    struct Open {
+        Children children;
+        std::size_t next = 0;
+        bool array;
+    };
+    std::vector<Open> stack;
+    auto newline = [&] {
+        if (style == Style::compact) return;
+        out += '\n';
+        out.append(stack.size() * 4, ' ');
+    };
+    auto begin = [&](const Value& v) {
+        if (v.IsArray() ? v.Empty() : !v.IsObject() || v.ObjectEmpty()) return write_scalar(out, v);
+        out += v.IsArray() ? '[' : '{';
+        stack.push_back({children_of(v, sort_keys ? MemberOrder::sorted : MemberOrder::as_written), 0, v.IsArray()});
+    };
+    begin(root);
+    while (!stack.empty()) {
+        Open& top = stack.back();
+        if (top.next == top.children.size()) {
+            char close = top.array ? ']' : '}';
+            stack.pop_back();
+            newline();
+            out += close;
+            continue;
+        }
+        auto [name, value] = top.children[top.next++];
+        if (top.next > 1) out += ',';
+        newline();
+        if (name) {
+            write_string(out, name_of(*name));
+            out += style == Style::compact ? ":" : ": ";
+        }
+        begin(*value);
+    }
     return out;
 }
 

@@ -34,6 +34,11 @@ const Value* find(const Value& obj, std::string_view key);
 // Exact-name lookup, for the few places Go matches exactly (map keys).
 const Value* find_exact(const Value& obj, std::string_view key);
 
+// A deep copy of `v` allocated from `a`. Use it, not RapidJSON's copy constructor or CopyFrom,
+// for anything from a config: those recurse once per level, and a document may nest 10,000
+// deep. (Writing and go_interface_round_trip walk without recursion too.)
+Value copy(const Value& v, Alloc& a);
+
 // What Go's json.Marshal makes of `v` after json.Unmarshal into interface{}, as a plugin's
 // prevResult goes (version.ParsePrevResult): every number through float64 (1e2 becomes 100,
 // 1.5 stays a fraction, 2^63-1 becomes 9223372036854776000), each object's keys sorted

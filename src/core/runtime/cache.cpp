@@ -91,7 +91,7 @@ Status write_cache(const std::string& cache_dir, const CachedAttachment& c) {
     for (auto [key, text] : {std::pair{"capabilityArgs", &c.capability_args}, std::pair{"result", &c.result}}) {
         if (text->empty()) continue;
         CNI_TRY_ASSIGN(auto v, json::parse(*text));
-        if (v.IsObject() && v.MemberCount() > 0) json::set(d, key, json::Value(v, a), a);
+        if (v.IsObject() && v.MemberCount() > 0) json::set(d, key, json::copy(v, a), a);
     }
     std::string path = cache_path(cache_dir, c.network, c.container_id, c.ifname);
     CNI_TRY(os::mkdir_all(cache_dir + "/results", 0700));

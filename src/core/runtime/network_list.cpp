@@ -81,9 +81,9 @@ Result<NetworkList> conflist_from_conf(std::string_view bytes) {
     json::Document list(rapidjson::kObjectType);
     auto& a = list.GetAllocator();
     for (std::string_view key : {"cniVersion", "name"})
-        if (const json::Value* v = json::find_exact(*doc, key)) json::set(list, key, json::Value(*v, a), a);
+        if (const json::Value* v = json::find_exact(*doc, key)) json::set(list, key, json::copy(*v, a), a);
     json::Value plugins(rapidjson::kArrayType);
-    plugins.PushBack(json::Value(*doc, a), a);
+    plugins.PushBack(json::copy(*doc, a), a);
     json::set(list, "plugins", std::move(plugins), a);
     return parse_conflist(json::write(list, json::Style::compact, false));
 }

@@ -109,7 +109,7 @@ Result<std::string> plugin_config(const NetworkList& list, std::size_t i, const 
             for (const auto& m : declared->GetObject()) {
                 if (!m.value.IsBool() || !m.value.GetBool()) continue;
                 std::string_view name(m.name.GetString(), m.name.GetStringLength());
-                if (const json::Value* v = json::find_exact(caps, name)) json::set(rc, name, json::Value(*v, a), a);
+                if (const json::Value* v = json::find_exact(caps, name)) json::set(rc, name, json::copy(*v, a), a);
             }
         if (rc.MemberCount() > 0) {
             doc.RemoveMember("runtimeConfig");
@@ -117,7 +117,7 @@ Result<std::string> plugin_config(const NetworkList& list, std::size_t i, const 
         }
         if (prev_doc) {
             doc.RemoveMember("prevResult");
-            json::set(doc, "prevResult", json::Value(*prev_doc, a), a);
+            json::set(doc, "prevResult", json::copy(*prev_doc, a), a);
         }
     });
 }
