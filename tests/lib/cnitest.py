@@ -2,6 +2,7 @@
 """Helpers for the root and e2e suites: a TAP runner (one line per test, so meson counts
 tests), throwaway network namespaces that are removed even when a test fails, and running a
 plugin binary the way a runtime does (CNI_* environment, config on stdin) inside a namespace."""
+import atexit
 import contextlib
 import json
 import os
@@ -12,6 +13,28 @@ import tempfile
 import time
 import traceback
 import uuid
+
+# Every temporary file and directory a test process makes through tempfile (plugin install
+# dirs, IPAM data dirs, work dirs) goes under one scratch directory, removed when the process
+# exits, pass or fail, so runs leave nothing behind in /tmp.
+_SCRATCH = tempfile.mkdtemp(prefix="cni-all-test.")
+_SCRATCH_OWNER = os.getpid()
+tempfile.tempdir = _SCRATCH
+
+
+def _remove_scratch():
+    if os.getpid() != _SCRATCH_OWNER:  # a forked child exiting: the directory is not its own
+        return
+    # Never recurse into something still mounted (a bind-mounted /sys, say): leave it, loudly.
+    with open("/proc/self/mountinfo") as f:
+        mounted = [line.split()[4] for line in f if line.split()[4].startswith(_SCRATCH + "/")]
+    if mounted:
+        print(f"# left {_SCRATCH}: still mounted under it: {' '.join(mounted)}", file=sys.stderr)
+        return
+    shutil.rmtree(_SCRATCH, ignore_errors=True)
+
+
+atexit.register(_remove_scratch)
 
 _TESTS = []
 
