@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs every test suite on a Debian 12 machine: installs the dependencies, builds into
 # build-test/, runs `meson test` (unit, root, e2e; the root suite needs root, so meson runs
-# under sudo when this script is not root), and ends with one line "N passed, N failed" that
-# counts individual tests. Extra arguments go to `meson test` (e.g. --suite unit).
+# under sudo when this script is not root), then the suites that run our code once more on a
+# sanitizer build in build-sanitize/, and ends with one line "N passed, N failed" that counts
+# individual tests of both. Extra arguments go to `meson test` (e.g. --suite unit) and skip the
+# sanitizer pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -20,5 +22,23 @@ set +e
 $sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" "CNI_ALL_DEB=$CNI_ALL_DEB" meson test -C build-test --no-rebuild --print-errorlogs "$@"
 rc=$?
 set -e
-python3 scripts/test_summary.py build-test/meson-logs/testlog.json
+logs=(build-test/meson-logs/testlog.json)
+# A full run (no extra arguments) repeats the suites that run our code on its own (not the
+# packaging, podman and VM ones, nor the two that mostly run Go's plugins) on a build with
+# AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer; its last test fails on any
+# report a plugin, the daemon or a test binary wrote (src/sanitizer_options.cpp.in).
+if [ $# -eq 0 ]; then
+  [ -f build-sanitize/build.ninja ] ||
+    meson setup build-sanitize --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+  ninja -C build-sanitize
+  rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
+  set +e
+  $sudo meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 \
+    unit os cli e2e root ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec fuzz \
+    sanitizer-reports
+  [ $? -eq 0 ] || rc=1
+  set -e
+  logs+=(build-sanitize/meson-logs/testlog.json)
+fi
+python3 scripts/test_summary.py "${logs[@]}"
 exit $rc
