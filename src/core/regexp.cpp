@@ -234,7 +234,28 @@ private:
             last_op = op;
             Node rep{.kind = Node::Kind::repeat, .parts = {node}, .min = min, .max = max};
             node = add(std::move(rep));
+            if ((min >= 2 || max >= 2) && !copies_within_limit(node))
+                return error("invalid repeat count", re_.substr(op, pos_ - op));
         }
+    }
+
+    // Go's rule for counted repeats: nested ones may not multiply past 1,000 copies of what is
+    // innermost, so (a{100}){10} is fine and (a{100}){11} is not.
+    bool copies_within_limit(int root) const {
+        std::vector<std::pair<int, int>> todo{{root, kMaxRepeat}};  // node, copies it may still make
+        while (!todo.empty()) {
+            auto [index, budget] = todo.back();
+            todo.pop_back();
+            const Node& n = nodes[std::size_t(index)];
+            if (n.kind == Node::Kind::repeat) {
+                int most = n.max < 0 ? n.min : n.max;
+                if (most == 0) continue;  // x{0}: whatever is inside never appears
+                if (most > budget) return false;
+                budget /= most;
+            }
+            for (int part : n.parts) todo.emplace_back(part, budget);
+        }
+        return true;
     }
 
     // One atom other than a group.

@@ -8,10 +8,14 @@
 // \b \B, groups (plain, (?:), (?P<name>), (?<name>)), the flags i m s U (for the rest of the
 // group or scoped as (?i:...)), * + ? {n} {n,} {n,m} and their lazy forms, and |. Errors read
 // as Go's ("error parsing regexp: missing closing ): `(a`"). Unicode classes (\p, \P) and
-// non-ASCII characters inside a class are refused, not guessed at, and so is a pattern whose
-// unrolled repeats exceed 100,000 instructions (Go's limit is higher; no allowlist comes close),
-// and groups nested more than 1,000 deep ("expression nests too deeply", as Go). Parsing and
-// compiling keep their own stacks on the heap, so nesting never depends on the call stack's size.
+// non-ASCII characters inside a class are refused, not guessed at. As in Go, counted repeats
+// nested inside each other may not multiply past 1,000 copies ("invalid repeat count"). Also
+// refused: a pattern whose unrolled repeats exceed 100,000 instructions (Go's limit is higher;
+// no allowlist comes close), and groups nested more than 1,000 deep ("expression nests too
+// deeply"; Go limits the height of its parse tree to 1,000, which a group holding `|` or a
+// repeat adds more than one level to, so Go refuses some patterns a few hundred groups deep
+// that we accept). Parsing and compiling keep their own stacks on the heap, so nesting never
+// depends on the call stack's size.
 #pragma once
 
 #include <bitset>
