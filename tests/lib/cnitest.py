@@ -22,7 +22,9 @@ _SCRATCH_OWNER = os.getpid()
 tempfile.tempdir = _SCRATCH
 
 
-def _remove_scratch():
+def remove_scratch():
+    """Removes this process's scratch directory; runs at exit, and must be called before an
+    exec that replaces the process, which skips exit handlers."""
     if os.getpid() != _SCRATCH_OWNER:  # a forked child exiting: the directory is not its own
         return
     # Never recurse into something still mounted (a bind-mounted /sys, say): leave it, loudly.
@@ -34,7 +36,7 @@ def _remove_scratch():
     shutil.rmtree(_SCRATCH, ignore_errors=True)
 
 
-atexit.register(_remove_scratch)
+atexit.register(remove_scratch)
 
 _TESTS = []
 

@@ -26,7 +26,7 @@ import tempfile
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import check, install_dir, netns, ns_path, remove_scratch, run_all, sh, test  # noqa: E402
 
 SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
 CONTAINER_ID = "fuzz" + uuid.uuid4().hex[:8]  # per run: tuning and others keep state per container ID
@@ -307,6 +307,7 @@ def in_private_state_dirs():
     if os.environ.get("CNI_FUZZ_PRIVATE") == "1":
         return
     script = "for d in /var/lib/cni /run/cni /run/netns; do mkdir -p $d && mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\""
+    remove_scratch()
     os.execvpe("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
                            sys.executable] + sys.argv, dict(os.environ, CNI_FUZZ_PRIVATE="1"))
 
