@@ -16,7 +16,7 @@ using Assertion = Regexp::Assertion;
 
 constexpr int kMaxRepeat = 1000;        // RE2's limit on {n,m}
 constexpr std::size_t kMaxProgram = 100'000;  // instructions, after repeats are unrolled
-constexpr int kMaxDepth = 1000;                // nested groups (Go limits the tree's height to 1000)
+constexpr int kMaxDepth = 1000;                // nested groups (Go limits its parse tree's height instead; see regexp.hpp)
 
 struct Flags {
     bool fold = false;       // i
