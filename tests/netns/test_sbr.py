@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of the sbr applet: per-address routing tables and source rules in the container
 (dual stack: one table per address), traffic from each source through its own table, `table`
-mode (rules only), static `gateways`, addSourceHints, rollback of a failed ADD, idempotent DEL
-(twice, empty netns, netns or link gone), CHECK, and the Go sbr leaving the same rules and
-tables. The container interface is a veth the test wires to a throwaway host namespace."""
+mode (rules only), static `gateways`, addSourceHints, which prevResult addresses count,
+rollback of a failed ADD, idempotent DEL (twice, empty netns, netns or link gone), CHECK, and
+the Go sbr leaving the same rules and tables. The container interface is a veth the test wires
+to a throwaway host namespace."""
 import os
 import sys
 
@@ -135,6 +136,28 @@ def sbr_failed_add_is_undone():
            "No IP addresses supplied on interface: eth0")
         run("ADD", conf(ctr), host, ctr, netns="/run/netns/sbr-missing-ns").error()
         check(not os.path.exists("/run/netns/sbr-missing-ns"), "a failed ADD leaves no file where the netns should be")
+
+
+@test
+def sbr_addresses_by_interface_index():
+    """sbr: an address whose index names another interface is skipped; absent, negative and
+    out-of-range indexes count as CNI_IFNAME's (the Go sbr's rule, compared when it is installed)"""
+    rule4, rule6 = "32765:\tfrom 10.87.0.2 lookup 100", "32765:\tfrom fd00:87::2 lookup 101"
+    # (interface index of the IPv4 address, of the IPv6 one; index 1 is the host's h0)
+    for idx4, idx6, want in [(7, 1, ([rule4], [])), (-1, 0, ([rule4], [rule6])), (None, 1, ([rule4], []))]:
+        ips = [{"address": "10.87.0.2/24", "gateway": "10.87.0.1", "interface": idx4},
+               {"address": "fd00:87::2/64", "gateway": "fd00:87::1", "interface": idx6}]
+        if idx4 is None:
+            del ips[0]["interface"]
+        for impl in [BIN] + ([REF] if REF else []):
+            with netns("sh") as host, netns("sc") as ctr:
+                wire(host, ctr)
+                c = conf(ctr, prevResult={"cniVersion": "0.4.0", "ips": ips,
+                                          "interfaces": [{"name": "eth0", "sandbox": ns_path(ctr)}, {"name": "h0"}]})
+                run("ADD", c, host, ctr, plugin_dir=impl).ok()
+                got = routing(ctr)
+                eq((got["rules4"], got["rules6"]), want, f"{impl}, interface indexes {idx4}, {idx6}")
+                run("DEL", c, host, ctr, plugin_dir=impl).ok()
 
 
 @test

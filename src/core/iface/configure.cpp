@@ -54,9 +54,9 @@ Status wait_for_dad(const nl::Socket& s, const nl::LinkInfo& link) {
 }  // namespace
 
 bool ip_is_for(const CniResult& result, const IpConfig& ip, const std::string& ifname) {
-    if (!ip.interface) return true;
+    if (!ip.interface || *ip.interface < 0) return true;
     auto idx = std::size_t(*ip.interface);
-    return idx < result.interfaces.size() && result.interfaces[idx].name == ifname;
+    return idx >= result.interfaces.size() || result.interfaces[idx].name == ifname;
 }
 
 Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const std::string& ifname,

@@ -33,7 +33,8 @@ Status skip_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo& lin
 // if not already 1) in the namespace of `s`, which must be the calling thread's.
 Status enable_forwarding(const nl::Socket& s, const std::vector<IpConfig>& ips);
 
-// Does the IP belong to `ifname` (its interface index is absent or names it)? (1.5)
+// Does the IP belong to `ifname`? Only an index that names another interface says no: an
+// absent, negative or out-of-range index counts as `ifname`'s, as in Go's sbr (1.5).
 bool ip_is_for(const CniResult& result, const IpConfig& ip, const std::string& ifname);
 
 }  // namespace cni::iface
