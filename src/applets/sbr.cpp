@@ -10,7 +10,8 @@
 // reference does, so Go and cni-all sbr exclude each other. Beyond the reference: DEL succeeds
 // with an empty or vanished netns; it also removes the interface's routes from the tables whose
 // rules it deletes; a configured gateway is not overwritten by a copy of the main table's default
-// route; a failed ADD removes the rules and routes it added; CHECK verifies the rules.
+// route; a failed ADD removes the rules and routes it added; CHECK verifies the rules. As the
+// reference, it reads prevResult without giving it the config's cniVersion when it has none.
 #include <linux/rtnetlink.h>
 #include <unistd.h>
 
@@ -173,7 +174,7 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
 Result<CniResult> sbr_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net);
+    auto prev = parse_prev_result(c.net, PrevResultVersion::as_given);
     if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("This plugin must be called as chained plugin");
     CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
@@ -234,7 +235,7 @@ Status sbr_del(const Context& ctx) {
 Status sbr_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net);
+    auto prev = parse_prev_result(c.net, PrevResultVersion::as_given);
     if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("This plugin must be called as chained plugin");
     CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));

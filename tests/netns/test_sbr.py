@@ -122,7 +122,8 @@ def sbr_table_mode_gateways_and_hints():
 
 @test
 def sbr_failed_add_is_undone():
-    """sbr: a gateway the kernel refuses fails the ADD; rules, tables and main routes are as before"""
+    """sbr: a gateway the kernel refuses fails the ADD; rules, tables and main routes are as before;
+    prevResult errors"""
     with netns("sh") as host, netns("sc") as ctr:
         wire(host, ctr)
         before = routing(ctr)
@@ -134,6 +135,10 @@ def sbr_failed_add_is_undone():
         eq(run("ADD", c, host, ctr).error()["msg"], "This plugin must be called as chained plugin")
         eq(run("ADD", dict(c, prevResult=dict(prev(ctr), ips=[])), host, ctr).error()["msg"],
            "No IP addresses supplied on interface: eth0")
+        # The Go sbr reads prevResult as given: without a cniVersion it is no 0.4.0 result.
+        unversioned = {k: v for k, v in prev(ctr).items() if k != "cniVersion"}
+        eq(run("ADD", dict(c, prevResult=unversioned), host, ctr).error()["msg"],
+           'could not parse prevResult: result type supports [0.3.0 0.3.1 0.4.0] but unmarshalled CNIVersion is ""')
         run("ADD", conf(ctr), host, ctr, netns="/run/netns/sbr-missing-ns").error()
         check(not os.path.exists("/run/netns/sbr-missing-ns"), "a failed ADD leaves no file where the netns should be")
 

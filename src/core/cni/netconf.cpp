@@ -63,7 +63,7 @@ Result<NetConf> parse_ipam_netconf(std::string_view config, std::string_view net
     return c;
 }
 
-Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
+Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf, PrevResultVersion missing) {
     const json::Value* prev = conf.member("prevResult");
     if (!prev || prev->IsNull()) return std::optional<CniResult>{};
     // version.ParsePrevResult: unless the map has an exact "CNIVersion" key with a value other
@@ -78,7 +78,8 @@ Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf) {
         if (lower == "cniversion") versions[key] = &m.value;
     }
     auto exact = versions.find("CNIVersion");
-    if (exact == versions.end() || (exact->second->IsString() && exact->second->GetStringLength() == 0))
+    bool inject = missing == PrevResultVersion::config_if_missing;
+    if (inject && (exact == versions.end() || (exact->second->IsString() && exact->second->GetStringLength() == 0)))
         versions["CNIVersion"] = nullptr;
     std::string label;
     for (const auto& [key, v] : versions) {

@@ -63,9 +63,15 @@ Result<NetConf> load_netconf(std::string_view config, std::string_view go_type =
 Result<std::optional<std::string>> cni_args_mac(std::string_view cni_args);
 Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const json::Where& w);
 
+// Which cniVersion a prevResult without one of its own (or with "") is read as: the config's, as
+// version.ParsePrevResult injects it (most plugins), or none, as sbr's own parser reads it ("" is
+// a 0.1.0/0.2.0 result's version only, so at later versions the prevResult is refused).
+enum class PrevResultVersion { config_if_missing, as_given };
+
 // The prevResult, if any, decoded for conf.cni_version and converted to the current version.
 // Errors carry no prefix; applets wrap them with their reference's wording.
-Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf);
+Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf,
+                                                   PrevResultVersion missing = PrevResultVersion::config_if_missing);
 
 // The prevResult a CHECK needs; without one, an error worded `missing` (each reference plugin
 // words it its own way).
