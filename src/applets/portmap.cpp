@@ -174,8 +174,8 @@ std::vector<IpNet> container_addresses(const CniResult& prev, const std::string&
     std::optional<IpNet> v4, v6;
     for (auto& ip : prev.ips) {
         if (ip.interface) {
-            int i = *ip.interface;
-            if (i >= 0 && i < int(prev.interfaces.size()) && (prev.interfaces[i].name != ifname || prev.interfaces[i].sandbox.empty()))
+            std::int64_t i = *ip.interface;
+            if (i >= 0 && i < std::int64_t(prev.interfaces.size()) && (prev.interfaces[i].name != ifname || prev.interfaces[i].sandbox.empty()))
                 continue;
         }
         if (ip.address.is_nil()) continue;

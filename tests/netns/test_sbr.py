@@ -146,10 +146,12 @@ def sbr_failed_add_is_undone():
 @test
 def sbr_addresses_by_interface_index():
     """sbr: an address whose index names another interface is skipped; absent, negative and
-    out-of-range indexes count as CNI_IFNAME's (the Go sbr's rule, compared when it is installed)"""
+    out-of-range indexes (up to Go's 64-bit int) count as CNI_IFNAME's (the Go sbr's rule,
+    compared when it is installed)"""
     rule4, rule6 = "32765:\tfrom 10.87.0.2 lookup 100", "32765:\tfrom fd00:87::2 lookup 101"
     # (interface index of the IPv4 address, of the IPv6 one; index 1 is the host's h0)
-    for idx4, idx6, want in [(7, 1, ([rule4], [])), (-1, 0, ([rule4], [rule6])), (None, 1, ([rule4], []))]:
+    for idx4, idx6, want in [(7, 1, ([rule4], [])), (-1, 0, ([rule4], [rule6])), (None, 1, ([rule4], [])),
+                              (2**31, 0, ([rule4], [rule6]))]:  # Go's int is 64 bits wide
         ips = [{"address": "10.87.0.2/24", "gateway": "10.87.0.1", "interface": idx4},
                {"address": "fd00:87::2/64", "gateway": "fd00:87::1", "interface": idx6}]
         if idx4 is None:

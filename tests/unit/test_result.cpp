@@ -352,6 +352,30 @@ TEST_CASE("prevResult: a missing or empty CNIVersion takes the config's; a lower
     CHECK(label_error(R"({"cniVersion":5})") == "json: cannot unmarshal number into Go struct field Result.cniVersion of type string");
 }
 
+TEST_CASE("prevResult as given (sbr): no version injected, so an unversioned one is refused after 0.2.0") {
+    auto as_given = [](const char* version, const char* prev) {
+        auto c = parse_netconf(std::string(R"({"cniVersion":")") + version + R"(","name":"n","prevResult":)" + prev + "}");
+        auto r = parse_prev_result(*c, PrevResultVersion::as_given);
+        return r ? std::string() : r.error().msg;
+    };
+    CHECK(as_given("1.0.0", R"({"ips":[]})") == "result type supports [1.0.0 1.1.0] but unmarshalled CNIVersion is \"\"");
+    CHECK(as_given("0.4.0", R"({"CNIVersion":""})") == "result type supports [0.3.0 0.3.1 0.4.0] but unmarshalled CNIVersion is \"\"");
+    CHECK(as_given("0.2.0", R"({"ip4":{"ip":"10.0.0.2/24"}})") == "");
+    CHECK(as_given("1.0.0", R"({"cniVersion":"1.0.0","ips":[]})") == "");
+}
+
+TEST_CASE("an address's interface index is Go's 64-bit int") {
+    auto index_of = [](const char* index) -> std::string {
+        auto doc = json::parse(std::string(R"({"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24","interface":)") + index + "}]}");
+        auto r = decode_result(*doc, "1.0.0");
+        return r ? std::to_string(*r->ips[0].interface) : r.error().msg;
+    };
+    CHECK(index_of("2147483648") == "2147483648");
+    CHECK(index_of("-9223372036854775808") == "-9223372036854775808");
+    CHECK(index_of("9223372036854775808") ==
+          "json: cannot unmarshal number 9223372036854775808 into Go struct field Result.ips.interface of type int");
+}
+
 TEST_CASE("netconf: valid attachments and common keys") {
     auto c = parse_netconf(R"({"cniVersion":"1.1.0","name":"n","type":"bridge","ipam":{"type":"host-local"},
         "cni.dev/valid-attachments":[{"containerID":"c1","ifname":"eth0"}]})");

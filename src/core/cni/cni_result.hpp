@@ -31,7 +31,7 @@ struct Interface {
 };
 
 struct IpConfig {
-    std::optional<int> interface;  // index into interfaces
+    std::optional<std::int64_t> interface;  // index into interfaces (Go's 64-bit int)
     IpNet address;                 // keeps host bits
     std::optional<IpAddr> gateway;
     bool null = false;

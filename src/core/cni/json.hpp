@@ -69,6 +69,12 @@ Status decode(const Value& v, int& out, const Where& w);
 Status decode(const Value& v, std::int64_t& out, const Where& w);
 Status decode(const Value& v, std::uint32_t& out, const Where& w);
 Status decode(const Value& v, std::uint64_t& out, const Where& w);
+// Go's int is 64 bits wide on every platform we build for; GoInt decodes over that range and
+// is named "int" in errors, for a field an int would hold too narrowly (a result's interface index).
+struct GoInt {
+    std::int64_t value = 0;
+};
+Status decode(const Value& v, GoInt& out, const Where& w);
 Status decode(const Value& v, IpAddr& out, const Where& w);  // Go net.IP
 Status decode(const Value& v, IpNet& out, const Where& w);   // CNI types.IPNet
 Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w);  // "" stays nil
