@@ -107,6 +107,7 @@ Result<ipam::Store> open_store(const Context& ctx, const HostLocalConf& c) {
 
 Result<CniResult> host_local_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+    CNI_TRY(require_route_dsts(c.routes));
     CniResult result;
     if (!c.resolv_conf.empty()) {
         CNI_TRY_ASSIGN(result.dns, ipam::parse_resolv_conf(c.resolv_conf));

@@ -116,6 +116,7 @@ Result<StaticConf> parse_static_conf(const Request& req) {
 
 Result<CniResult> static_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_static_conf(ctx.req));
+    CNI_TRY(require_route_dsts(c.routes));
     CniResult r;
     for (auto& a : c.addresses) r.ips.push_back(IpConfig{std::nullopt, *a.address, a.gateway});
     r.routes = c.routes;

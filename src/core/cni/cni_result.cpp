@@ -260,9 +260,6 @@ Status decode_routes(const Value& v, std::vector<Route>& out, const json::Where&
         if (e.IsNull()) continue;
         Route r;
         CNI_TRY(decode_route(e, r, w));
-        // Go's IPAM plugins print it as "dst": "<nil>", which every main plugin then refuses with
-        // this error, after the address was allocated.
-        if (r.dst.is_nil()) return fail("invalid CIDR address: <nil>");
         out.push_back(std::move(r));
     }
     return {};
@@ -327,6 +324,12 @@ Status require_ip_addresses(const CniResult& r) {
         if (r.ips[i].null) return fail("ips[" + std::to_string(i) + "] is null");
         if (r.ips[i].address.is_nil()) return fail("invalid CIDR address: <nil>");
     }
+    return {};
+}
+
+Status require_route_dsts(const std::vector<Route>& routes) {
+    for (auto& r : routes)
+        if (r.dst.is_nil()) return fail("invalid CIDR address: <nil>");
     return {};
 }
 

@@ -104,8 +104,14 @@ Status require_ip_addresses(const CniResult& r);
 Status require_addresses_and_routes(const CniResult& r);
 
 // The routes and DNS of a config, which several applets copy into their result verbatim. A
-// route without "dst" is refused (Go's IPAM plugins print it as "<nil>", which no plugin accepts).
+// route without "dst" keeps Go's nil IPNet: only ADD refuses it (require_route_dsts), so a DEL
+// of such a config still releases what it can, as Go's does.
 Status decode_routes(const json::Value& v, std::vector<Route>& out, const json::Where& w);
+
+// A config's routes an IPAM ADD is about to return: Go's IPAM plugins print a route without
+// "dst" as "<nil>", which every main plugin refuses with this error after the address was
+// allocated; refused before allocating.
+Status require_route_dsts(const std::vector<Route>& routes);
 Status decode_dns(const json::Value& v, Dns& out, const json::Where& w);
 
 }  // namespace cni
