@@ -264,6 +264,29 @@ echo "$out" | python3 -c 'import json, sys; r = json.load(sys.stdin); del r["ips
 
 
 @test
+def ipam_route_without_dst_fails_add_only():
+    """bridge + host-local: an IPAM route without dst fails the ADD before allocating; a DEL
+    with it still removes an attachment and releases its address (as Go's host-local DEL does)"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        bad = conf(e.data, ipMasq=True)
+        bad["ipam"]["routes"].append({"gw": "10.74.0.254"})
+        err = add(host, c1, bad, "br-nodst").error()
+        eq(err, {"code": 999, "msg": "invalid CIDR address: <nil>"})
+        eq(reservations(e.data), [], "nothing allocated")
+        check(link(c1, "eth0") is None, "no eth0 in the container")
+        delete(host, c1, bad, "br-nodst").ok()
+
+        add(host, c2, conf(e.data, ipMasq=True), "br-edited").ok()
+        eq(len(reservations(e.data)), 1)
+        delete(host, c2, bad, "br-edited").ok()
+        eq(reservations(e.data), [], "the address was released")
+        eq(ports_now(host), "", "no port left on the bridge")
+        eq(nat_rules(host), [])
+        check(link(c2, "eth0") is None, "no eth0 in the container")
+
+
+@test
 def gc_removes_what_no_valid_attachment_owns():
     """bridge GC: ipMasq rules and IPAM reservations of attachments not in the valid list go"""
     with Env(2) as e:
