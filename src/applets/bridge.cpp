@@ -46,7 +46,7 @@ struct BridgeConf {
     bool force_address = false;
     bool ip_masq = false;
     std::string ip_masq_backend;
-    int mtu = 0;
+    std::int64_t mtu = 0;
     bool hairpin = false;
     bool promisc = false;
     bool enable_dad = false;

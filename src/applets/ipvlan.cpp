@@ -24,7 +24,7 @@ struct IpvlanConf {
     std::string master;
     std::string mode_name;
     std::optional<int> mode;  // nullopt for an unknown name: refused by ADD and CHECK only
-    int mtu = 0;
+    std::int64_t mtu = 0;
     bool link_in_container = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     Dns dns;

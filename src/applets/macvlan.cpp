@@ -26,7 +26,7 @@ struct MacvlanConf {
     std::string master;
     std::string mode_name;
     std::optional<std::uint32_t> mode;  // nullopt for an unknown name: refused by ADD and CHECK only
-    int mtu = 0;
+    std::int64_t mtu = 0;
     std::string mac;
     bool link_in_container = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local

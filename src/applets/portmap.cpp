@@ -78,19 +78,23 @@ Status choose_backend(PortmapConf& c, const std::string& backend, const std::opt
 Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
     CNI_TRY(json::expect_object(v, w, "main.PortMapEntry"));
     fw::PortMapping m;
+    std::int64_t host_port = 0, container_port = 0;  // Go ints
     std::string proto, host_ip;
     json::Where e = w.in("PortMapEntry");
-    CNI_TRY(json::field(v, "hostPort", m.host_port, e));
-    CNI_TRY(json::field(v, "containerPort", m.container_port, e));
+    CNI_TRY(json::field(v, "hostPort", host_port, e));
+    CNI_TRY(json::field(v, "containerPort", container_port, e));
     CNI_TRY(json::field(v, "protocol", proto, e));
     CNI_TRY(json::field(v, "hostIP", host_ip, e));
     // The reference refuses ports below 1 for every command; a port above 65535 fails only its
-    // ADD (in iptables), so here it fails ADD and CHECK and leaves DEL to clean up.
-    if (m.container_port <= 0) return fail("Invalid container port number: " + std::to_string(m.container_port));
-    if (m.host_port <= 0) return fail("Invalid host port number: " + std::to_string(m.host_port));
-    for (auto [port, what] : {std::pair{m.container_port, "container"}, std::pair{m.host_port, "host"}})
+    // ADD (in iptables), so here it fails ADD and CHECK and leaves DEL to clean up. Such a port
+    // is kept as 0: nothing reads it then.
+    if (container_port <= 0) return fail("Invalid container port number: " + std::to_string(container_port));
+    if (host_port <= 0) return fail("Invalid host port number: " + std::to_string(host_port));
+    for (auto [port, what] : {std::pair{container_port, "container"}, std::pair{host_port, "host"}})
         if (port > 65535 && !unusable)
             unusable = Error{code::internal, std::string("Invalid ") + what + " port number: " + std::to_string(port), {}};
+    m.host_port = host_port <= 65535 ? int(host_port) : 0;
+    m.container_port = container_port <= 65535 ? int(container_port) : 0;
     std::transform(proto.begin(), proto.end(), proto.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     if (proto.empty()) proto = "tcp";
     m.proto = proto == "tcp" ? IPPROTO_TCP : proto == "udp" ? IPPROTO_UDP : proto == "sctp" ? IPPROTO_SCTP : 0;
@@ -115,7 +119,7 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
     const json::Value& root = c.net.root();
     const json::Where& w = c.net.where;
     std::optional<bool> snat;
-    std::optional<int> mark_bit;
+    std::optional<std::int64_t> mark_bit;  // a Go int
     std::optional<std::vector<std::string>> cond4, cond6;
     std::string backend;
     CNI_TRY(json::field(root, "snat", snat, w));
@@ -127,8 +131,8 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
     CNI_TRY(json::field(root, "backend", backend, w));
     if (snat) c.snat = *snat;
     if (mark_bit && c.external_setmark_chain) return fail("Cannot specify externalSetMarkChain and markMasqBit");
-    if (mark_bit) c.mark_bit = *mark_bit;
-    if (c.mark_bit < 0 || c.mark_bit > 31) return fail("MasqMarkBit must be between 0 and 31");
+    if (mark_bit && (*mark_bit < 0 || *mark_bit > 31)) return fail("MasqMarkBit must be between 0 and 31");
+    if (mark_bit) c.mark_bit = int(*mark_bit);
     CNI_TRY(choose_backend(c, backend, cond4, cond6));
     auto note = [&c](auto parsed, auto& into) {
         if (parsed) into = std::move(*parsed);

@@ -24,7 +24,7 @@ struct PtpConf {
     NetConf net;
     bool ip_masq = false;
     std::string ip_masq_backend;
-    int mtu = 0;
+    std::int64_t mtu = 0;
     Dns dns;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
 };

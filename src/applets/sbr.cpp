@@ -15,6 +15,7 @@
 #include <linux/rtnetlink.h>
 #include <unistd.h>
 
+#include <limits>
 #include <set>
 
 #include "core/applet.hpp"
@@ -35,7 +36,7 @@ constexpr int kFirstTable = 100;
 
 struct SbrConf {
     NetConf net;
-    std::optional<int> table;
+    std::optional<std::int64_t> table;  // a Go int; ADD refuses one that is no kernel table id
     std::optional<IpAddr> gw4, gw6;  // `gateways`
     bool add_source_hints = false;
 };
@@ -100,11 +101,11 @@ Result<std::vector<nl::RouteSpec>> main_routes_of(const nl::Socket& s, int link_
     return out;
 }
 
-Status add_rules_only(const nl::Socket& s, const std::vector<IpConfig>& ips, int table, Rollback& undo) {
+Status add_rules_only(const nl::Socket& s, const std::vector<IpConfig>& ips, std::uint32_t table, Rollback& undo) {
     for (auto& ip : ips) {
         nl::RuleSpec rule;
         rule.src = host_net(ip.address.ip);
-        rule.table = std::uint32_t(table);
+        rule.table = table;
         if (auto st = nl::add_rule(s, rule); !st) return fail("failed to add rule: " + st.error().msg);
         undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
     }
@@ -178,13 +179,16 @@ Result<CniResult> sbr_add(const Context& ctx) {
     if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("This plugin must be called as chained plugin");
     CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
+    // Go's netlink would send a negative table as none and keep the low 32 bits of a larger one.
+    if (c.table && (*c.table < 0 || *c.table > std::int64_t(std::numeric_limits<std::uint32_t>::max())))
+        return fail("invalid table " + std::to_string(*c.table) + ": a routing table id lies in [0, 4294967295]");
 
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_existing(r.netns));
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
     Rollback undo;
     if (c.table) {
-        CNI_TRY(add_rules_only(s, ips, *c.table, undo));
+        CNI_TRY(add_rules_only(s, ips, std::uint32_t(*c.table), undo));
     } else {
         auto link = nl::find_link(s, r.ifname);
         if (!link || !*link)
@@ -211,7 +215,7 @@ Status sbr_del(const Context& ctx) {
     for (int family : {AF_INET, AF_INET6}) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family));
         for (auto& rule : rules) {
-            if (!rule.src || (c.table && int(rule.table) != *c.table)) continue;
+            if (!rule.src || (c.table && std::int64_t(rule.table) != *c.table)) continue;
             bool ours = false;
             for (auto& a : addrs) ours = ours || a.local.ip == rule.src->ip;
             if (!ours) continue;
@@ -245,7 +249,7 @@ Status sbr_check(const Context& ctx) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, ip.address.ip.is_v4() ? AF_INET : AF_INET6));
         bool found = false;
         for (auto& rule : rules)
-            found = found || (rule.src && *rule.src == host_net(ip.address.ip) && (!c.table || int(rule.table) == *c.table));
+            found = found || (rule.src && *rule.src == host_net(ip.address.ip) && (!c.table || std::int64_t(rule.table) == *c.table));
         if (!found) return fail("sbr: no rule \"from " + ip.address.ip.str() + " lookup ...\" for " + r.ifname);
     }
     return {};

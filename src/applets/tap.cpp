@@ -26,7 +26,7 @@ namespace {
 struct TapConf {
     NetConf net;
     bool multi_queue = false;
-    int mtu = 0;
+    std::int64_t mtu = 0;
     std::string mac;
     std::optional<std::uint32_t> owner, group;
     std::string bridge;

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -43,8 +44,8 @@ struct TuningConf {
     std::map<std::string, std::string> sysctl;  // key as configured -> value
     std::string mac;                            // normalised; "" = leave alone
     bool promisc = false;
-    int mtu = 0;
-    std::optional<int> txqlen;
+    std::int64_t mtu = 0;  // Go ints, as txQLen
+    std::optional<std::int64_t> txqlen;
     std::optional<bool> allmulti;
     bool changes_link() const { return !mac.empty() || promisc || mtu != 0 || txqlen || allmulti; }
 };
@@ -53,9 +54,9 @@ struct TuningConf {
 struct Backup {
     std::string mac;
     std::optional<bool> promisc;
-    int mtu = 0;
+    std::int64_t mtu = 0;
     std::optional<bool> allmulti;
-    std::optional<int> txqlen;
+    std::optional<std::int64_t> txqlen;
     std::map<std::string, std::string> sysctl;  // /proc/sys path -> original value
     std::string network;
 };
@@ -86,7 +87,7 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
         CNI_TRY(json::field(*a, "sysctl", c.sysctl, wa));  // merged over the top-level map
         std::optional<std::string> mac;
         std::optional<bool> promisc;
-        std::optional<int> mtu;
+        std::optional<std::int64_t> mtu;
         CNI_TRY(json::field(*a, "mac", mac, wa));
         CNI_TRY(json::field(*a, "promisc", promisc, wa));
         CNI_TRY(json::field(*a, "mtu", mtu, wa));
@@ -104,8 +105,13 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
 // applying). Normalises the MAC.
 Status check_values(TuningConf& c) {
     CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::args));
+    // Go ints, which the kernel holds in 32 bits.
+    constexpr std::int64_t kMax = std::numeric_limits<std::uint32_t>::max();
     if (c.mtu < 0) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not be negative");
+    if (c.mtu > kMax) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not exceed 4294967295");
     if (c.txqlen && *c.txqlen < 0) return fail("invalid txQLen " + std::to_string(*c.txqlen) + ": it must not be negative");
+    if (c.txqlen && *c.txqlen > kMax)
+        return fail("invalid txQLen " + std::to_string(*c.txqlen) + ": it must not exceed 4294967295");
     return {};
 }
 

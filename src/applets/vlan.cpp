@@ -20,8 +20,8 @@ namespace {
 struct VlanConf {
     NetConf net;
     std::string master;
-    int vlan_id = 0;
-    int mtu = 0;
+    std::int64_t vlan_id = 0;  // checked to lie in 0..4094 at parse
+    std::int64_t mtu = 0;
     bool link_in_container = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     Dns dns;
@@ -57,7 +57,7 @@ Result<CniResult> vlan_add(const Context& ctx) {
     Rollback undo;
     CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, "", "vlan",
                                                   [&](const nl::Socket& s, const nl::NewLink& attrs) {
-                                                      return nl::add_vlan(s, attrs, master.index, c.vlan_id);
+                                                      return nl::add_vlan(s, attrs, master.index, int(c.vlan_id));
                                                   },
                                                   undo));
     auto ipam_result = ipam::delegate_add(ctx, c.net.ipam_type, r.config);

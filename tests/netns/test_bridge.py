@@ -287,6 +287,42 @@ def ipam_route_without_dst_fails_add_only():
 
 
 @test
+def go_ints_past_int32_fail_add_only():
+    """bridge + host-local: integer keys are Go's 64-bit ints. One the kernel cannot take (the
+    bridge MTU, an IPAM route's priority) fails the ADD with its value named and nothing left;
+    a DEL with it succeeds and removes a live attachment, as Go's DEL does (its config decodes)"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        huge_mtu = conf(e.data, ipMasq=True, mtu=2**32 + 1500)  # Go's netlink would set 1500
+        err = add(host, c1, huge_mtu, "br-int").error()
+        eq(err, {"code": 999, "msg": 'failed to create bridge "cnibr0": could not add "cnibr0": invalid MTU 4294968796: '
+                                     "out of the kernel's range [0, 4294967295]"})
+        check(link(host, "cnibr0") is None, "no bridge made")
+        eq(reservations(e.data), [], "nothing allocated")
+        delete(host, c1, huge_mtu, "br-int").ok()
+
+        big_metric = conf(e.data, ipMasq=True)
+        big_metric["ipam"]["routes"] = [{"dst": "0.0.0.0/0", "priority": 2**31}]
+        err = add(host, c1, big_metric, "br-int").error()
+        eq(err, {"code": 999, "msg": "route 0.0.0.0/0: priority 2147483648 is out of range [0, 2147483647]"})
+        eq(reservations(e.data), [], "the allocation was released")
+        eq(ports_now(host), "", "no port left on the bridge")
+        eq(nat_rules(host), [])
+        check(link(c1, "eth0") is None, "no eth0 in the container")
+
+        # A non-positive priority is no metric, as Go's netlink leaves it out.
+        no_metric = conf(e.data, ipMasq=True)
+        no_metric["ipam"]["routes"] = [{"dst": "0.0.0.0/0", "priority": -1}]
+        add(host, c2, no_metric, "br-live").ok()
+        eq(sh("ip", "-n", c2, "route", "show", "default").stdout.strip(), "default via 10.74.0.1 dev eth0")
+        delete(host, c2, dict(huge_mtu, mtu=2**31), "br-live").ok()
+        eq(reservations(e.data), [], "the address was released")
+        eq(ports_now(host), "", "no port left on the bridge")
+        eq(nat_rules(host), [])
+        check(link(c2, "eth0") is None, "no eth0 in the container")
+
+
+@test
 def gc_removes_what_no_valid_attachment_owns():
     """bridge GC: ipMasq rules and IPAM reservations of attachments not in the valid list go"""
     with Env(2) as e:

@@ -99,7 +99,8 @@ def sbr_tables_rules_and_traffic():
 
 @test
 def sbr_table_mode_gateways_and_hints():
-    """sbr: `table` adds rules only; `gateways` overrides the gateway; addSourceHints keeps subnet routes"""
+    """sbr: `table` adds rules only (any u32 id, nothing past it); `gateways` overrides the gateway;
+    addSourceHints keeps subnet routes"""
     with netns("sh") as host, netns("sc") as ctr:
         wire(host, ctr)
         run("ADD", conf(ctr, table=500), host, ctr).ok()
@@ -107,6 +108,18 @@ def sbr_table_mode_gateways_and_hints():
         check("default via 10.87.0.1 dev eth0" in lines(ctr, "route"), "main routes untouched")
         run("CHECK", conf(ctr, table=500), host, ctr).ok()
         run("DEL", conf(ctr, table=500), host, ctr).ok()
+        eq(routing(ctr)["rules4"], [])
+        # A table is a Go int: past the kernel's 32 bits ADD refuses it (Go's netlink would use
+        # table 500 here), negative too; its DEL decodes it and removes nothing else.
+        for table in (2**32 + 500, -1):
+            eq(run("ADD", conf(ctr, table=table), host, ctr).error()["msg"],
+               f"invalid table {table}: a routing table id lies in [0, 4294967295]")
+        eq(routing(ctr)["rules4"], [])
+        run("ADD", conf(ctr, table=2**32 - 1), host, ctr).ok()
+        eq(routing(ctr)["rules4"], ["32765:\tfrom 10.87.0.2 lookup 4294967295"])
+        run("DEL", conf(ctr, table=2**32 + 500), host, ctr).ok()
+        eq(routing(ctr)["rules4"], ["32765:\tfrom 10.87.0.2 lookup 4294967295"], "another table's rule stays")
+        run("DEL", conf(ctr, table=2**32 - 1), host, ctr).ok()
         eq(routing(ctr)["rules4"], [])
 
         sh("ip", "-n", host, "addr", "add", "10.87.0.254/24", "dev", "h0")

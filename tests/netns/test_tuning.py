@@ -100,7 +100,8 @@ def tuning_applies_checks_and_restores():
 
 @test
 def tuning_refuses_keys_and_needs_prev_result():
-    """tuning: non-net sysctls, "..", missing prevResult, bad values; nothing changed afterwards"""
+    """tuning: non-net sysctls, "..", missing prevResult, bad values (integers past 32 bits too);
+    nothing changed afterwards"""
     data = tempfile.mkdtemp()
     try:
         with netns("th") as host, netns("tc") as ctr:
@@ -119,6 +120,13 @@ def tuning_refuses_keys_and_needs_prev_result():
             eq(run("ADD", conf(data, ctr, mac="zz"), host, ctr).error()["msg"],
                "invalid args zz for MAC addr: address zz: invalid MAC address")
             run("DEL", conf(data, ctr, mac="zz"), host, ctr).ok()  # the DEL after that ADD succeeds
+            # Go's 64-bit ints: refused past the kernel's 32 bits (Go's netlink would keep the low
+            # bits: MTU 1400 here), before anything changes; the DEL decodes them, as Go's.
+            eq(run("ADD", conf(data, ctr, mtu=2**32 + 1400), host, ctr).error()["msg"],
+               "invalid mtu 4294968696: it must not exceed 4294967295")
+            eq(run("ADD", conf(data, ctr, txQLen=2**32), host, ctr).error()["msg"],
+               "invalid txQLen 4294967296: it must not exceed 4294967295")
+            run("DEL", conf(data, ctr, mtu=2**40, txQLen=2**40), host, ctr).ok()
             eq(state(ctr)["mtu"], 1500)
             eq(os.listdir(data), [])
     finally:

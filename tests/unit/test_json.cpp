@@ -119,7 +119,7 @@ TEST_CASE("keys match case-insensitively and the last duplicate wins") {
     auto d = json::parse(R"({"Bridge":"a","MTU":1,"bridge":"b"})");
     REQUIRE(d);
     std::string bridge;
-    int mtu = 0;
+    std::int64_t mtu = 0;
     json::Where w{"NetConf", ""};
     REQUIRE(json::field(*d, "bridge", bridge, w));
     REQUIRE(json::field(*d, "mtu", mtu, w));
@@ -133,7 +133,7 @@ TEST_CASE("type mismatches name the Go struct field and type") {
     auto d = json::parse(R"({"mtu":"1500","ipam":{"dataDir":5},"n":1.5,"u":-1,"ok":null})");
     REQUIRE(d);
     json::Where w{"NetConf", ""};
-    int mtu = 7;
+    std::int64_t mtu = 7;
     auto st = json::field(*d, "mtu", mtu, w);
     REQUIRE_FALSE(st);
     CHECK(st.error().msg == "json: cannot unmarshal string into Go struct field NetConf.mtu of type int");
@@ -141,7 +141,7 @@ TEST_CASE("type mismatches name the Go struct field and type") {
     st = json::field(*json::find(*d, "ipam"), "dataDir", dir, w.at("ipam").in("IPAMConfig"));
     REQUIRE_FALSE(st);
     CHECK(st.error().msg == "json: cannot unmarshal number into Go struct field IPAMConfig.ipam.dataDir of type string");
-    int n = 0;
+    std::int64_t n = 0;
     st = json::field(*d, "n", n, w);
     REQUIRE_FALSE(st);
     CHECK(st.error().msg == "json: cannot unmarshal number 1.5 into Go struct field NetConf.n of type int");
@@ -149,9 +149,25 @@ TEST_CASE("type mismatches name the Go struct field and type") {
     st = json::field(*d, "u", u, w);
     REQUIRE_FALSE(st);
     CHECK(st.error().msg == "json: cannot unmarshal number -1 into Go struct field NetConf.u of type uint32");
-    int keep = 42;
+    std::int64_t keep = 42;
     REQUIRE(json::field(*d, "ok", keep, w));
     CHECK(keep == 42);  // null leaves the default
+}
+
+TEST_CASE("a Go int is 64 bits wide: read to int64's ends, refused past them") {
+    auto d = json::parse(R"({"a":2147483648,"b":-9223372036854775808,"c":9223372036854775807,"d":9223372036854775808})");
+    REQUIRE(d);
+    json::Where w{"NetConf", ""};
+    std::int64_t v = 0;
+    REQUIRE(json::field(*d, "a", v, w));
+    CHECK(v == 2147483648);
+    REQUIRE(json::field(*d, "b", v, w));
+    CHECK(v == std::numeric_limits<std::int64_t>::min());
+    REQUIRE(json::field(*d, "c", v, w));
+    CHECK(v == std::numeric_limits<std::int64_t>::max());
+    auto st = json::field(*d, "d", v, w);
+    REQUIRE_FALSE(st);
+    CHECK(st.error().msg == "json: cannot unmarshal number 9223372036854775808 into Go struct field NetConf.d of type int");
 }
 
 TEST_CASE("an anonymous struct field: an object or nothing, and its fields name no struct") {
@@ -281,7 +297,7 @@ TEST_CASE("the interface{} round trip: numbers through float64, keys sorted, a r
     CHECK(json::write(v, json::Style::compact, false) ==
           R"({"B":{"k":2},"a":"s","z":[100,0,1.5,9223372036854776000,18446744073709552000]})");
     CHECK(v["z"][0].IsInt64());
-    int n = 0;
+    std::int64_t n = 0;
     auto big = json::parse(R"({"n":9223372036854775807})");
     auto rt = json::go_interface_round_trip(*big, out.GetAllocator());
     auto st = json::field(rt, "n", n, json::Where{"Result", ""});

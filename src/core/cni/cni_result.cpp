@@ -183,9 +183,7 @@ Status decode_ip_config(const Value& v, IpConfig& out, const json::Where& w, std
         CNI_TRY(json::field(v, "version", version, w));
         out.given_version = version;
     }
-    std::optional<json::GoInt> index;
-    CNI_TRY(json::field(v, "interface", index, w));
-    if (index) out.interface = index->value;
+    CNI_TRY(json::field(v, "interface", out.interface, w));
     if (!json::find(v, "address")) out.address = IpNet::nil();
     CNI_TRY(json::field(v, "address", out.address, w));
     CNI_TRY(json::field(v, "gateway", out.gateway, w));

@@ -22,7 +22,7 @@ namespace cni {
 struct Interface {
     std::string name;
     std::string mac;
-    int mtu = 0;
+    std::int64_t mtu = 0;  // Go's int, as every integer below
     std::string sandbox;
     std::string socket_path;
     std::string pci_id;
@@ -31,7 +31,7 @@ struct Interface {
 };
 
 struct IpConfig {
-    std::optional<std::int64_t> interface;  // index into interfaces (Go's 64-bit int)
+    std::optional<std::int64_t> interface;  // index into interfaces
     IpNet address;                 // keeps host bits
     std::optional<IpAddr> gateway;
     bool null = false;
@@ -44,11 +44,11 @@ struct IpConfig {
 struct Route {
     IpNet dst;
     std::optional<IpAddr> gw;
-    int mtu = 0;
-    int advmss = 0;
-    int priority = 0;
-    std::optional<int> table;
-    std::optional<int> scope;
+    std::int64_t mtu = 0;
+    std::int64_t advmss = 0;
+    std::int64_t priority = 0;
+    std::optional<std::int64_t> table;
+    std::optional<std::int64_t> scope;
     bool null = false;
     bool operator==(const Route&) const = default;
 };

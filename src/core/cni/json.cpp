@@ -328,9 +328,7 @@ Status decode_int(const Value& v, T& out, const Where& w, std::string_view go_ty
 }
 }  // namespace
 
-Status decode(const Value& v, int& out, const Where& w) { return decode_int(v, out, w, "int"); }
-Status decode(const Value& v, std::int64_t& out, const Where& w) { return decode_int(v, out, w, "int64"); }
-Status decode(const Value& v, GoInt& out, const Where& w) { return decode_int(v, out.value, w, "int"); }
+Status decode(const Value& v, std::int64_t& out, const Where& w) { return decode_int(v, out, w, "int"); }
 Status decode(const Value& v, std::uint32_t& out, const Where& w) { return decode_int(v, out, w, "uint32"); }
 Status decode(const Value& v, std::uint64_t& out, const Where& w) { return decode_int(v, out, w, "uint64"); }
 

@@ -65,16 +65,13 @@ Error type_error(const Value& v, const Where& w, std::string_view go_type);
 // decode(value, out, where) for each Go field type used by the applets.
 Status decode(const Value& v, std::string& out, const Where& w);
 Status decode(const Value& v, bool& out, const Where& w);
-Status decode(const Value& v, int& out, const Where& w);
+// Go's int is 64 bits wide on every platform we build for, so a Go int field decodes into
+// std::int64_t (named "int" in errors): a value an int32 cannot hold is still read, as Go reads
+// it, and whatever uses it checks its range. A C++ int is deliberately not decodable.
 Status decode(const Value& v, std::int64_t& out, const Where& w);
+Status decode(const Value& v, int& out, const Where& w) = delete;
 Status decode(const Value& v, std::uint32_t& out, const Where& w);
 Status decode(const Value& v, std::uint64_t& out, const Where& w);
-// Go's int is 64 bits wide on every platform we build for; GoInt decodes over that range and
-// is named "int" in errors, for a field an int would hold too narrowly (a result's interface index).
-struct GoInt {
-    std::int64_t value = 0;
-};
-Status decode(const Value& v, GoInt& out, const Where& w);
 Status decode(const Value& v, IpAddr& out, const Where& w);  // Go net.IP
 Status decode(const Value& v, IpNet& out, const Where& w);   // CNI types.IPNet
 Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w);  // "" stays nil
@@ -101,7 +98,7 @@ std::string go_type_name() {
     if constexpr (requires { GoName<T>::value; }) return std::string(GoName<T>::value);
     else if constexpr (std::is_same_v<T, std::string>) return "string";
     else if constexpr (std::is_same_v<T, bool>) return "bool";
-    else if constexpr (std::is_same_v<T, int>) return "int";
+    else if constexpr (std::is_same_v<T, std::int64_t>) return "int";
     else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
     else if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
     else if constexpr (std::is_same_v<T, IpAddr>) return "net.IP";

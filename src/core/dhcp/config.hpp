@@ -21,7 +21,7 @@ struct DhcpConf {
     std::string socket_path{kDefaultSocketPath};
     Bytes request_list;           // option 55
     std::vector<Option> provide;  // sent in DISCOVER/REQUEST; a provided client id replaces ours
-    int priority = 0;
+    std::int64_t priority = 0;  // a Go int: the metric of the routes (configure_iface checks it)
 };
 
 // `config` is the plugin's stdin, `cni_args` CNI_ARGS (for fromArg).

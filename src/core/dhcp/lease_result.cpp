@@ -9,7 +9,7 @@ namespace {
 
 constexpr int kScopeLink = 253;  // RT_SCOPE_LINK
 
-Route route_for(const StaticRoute& r, int priority) {
+Route route_for(const StaticRoute& r, std::int64_t priority) {
     Route out{r.dst, std::nullopt, 0, 0, priority, std::nullopt, std::nullopt};
     if (r.gateway) out.gw = v4(r.gateway);
     else out.scope = kScopeLink;
@@ -18,7 +18,7 @@ Route route_for(const StaticRoute& r, int priority) {
 
 }  // namespace
 
-Result<CniResult> lease_result(const Message& ack, int priority) {
+Result<CniResult> lease_result(const Message& ack, std::int64_t priority) {
     auto mask = ack.address_option(opt::subnet_mask);
     if (!mask) return fail("DHCP option Subnet Mask not found in DHCPACK");
     if (std::uint32_t inv = ~*mask; (inv & (inv + 1)) != 0)

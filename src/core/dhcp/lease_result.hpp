@@ -11,6 +11,6 @@
 
 namespace cni::dhcp {
 
-Result<CniResult> lease_result(const Message& ack, int priority);
+Result<CniResult> lease_result(const Message& ack, std::int64_t priority);
 
 }  // namespace cni::dhcp

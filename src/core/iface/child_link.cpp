@@ -23,13 +23,13 @@ Result<nl::LinkInfo> find_master(const nl::Socket& where, const std::string& nam
     return *link;
 }
 
-Status check_child_mtu(int mtu, const nl::LinkInfo& master) {
+Status check_child_mtu(std::int64_t mtu, const nl::LinkInfo& master) {
     if (mtu >= 0 && mtu <= master.mtu) return {};
     return fail("invalid MTU " + std::to_string(mtu) + ", must be [0, master MTU(" + std::to_string(master.mtu) + ")]");
 }
 
 Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& container, const os::Netns& ns,
-                                  bool in_container, const std::string& ifname, int mtu, const std::string& mac,
+                                  bool in_container, const std::string& ifname, std::int64_t mtu, const std::string& mac,
                                   std::string_view kind, const CreateChild& create, Rollback& undo) {
     std::string tmp = nl::random_veth_name();
     nl::NewLink attrs{tmp, mtu, mac, 0, in_container ? -1 : ns.fd()};

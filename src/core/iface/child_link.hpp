@@ -20,14 +20,14 @@ namespace cni::iface {
 Result<nl::LinkInfo> find_master(const nl::Socket& where, const std::string& name);
 
 // A child's MTU must lie in [0, master MTU] (macvlan and vlan; 0 keeps the kernel's choice).
-Status check_child_mtu(int mtu, const nl::LinkInfo& master);
+Status check_child_mtu(std::int64_t mtu, const nl::LinkInfo& master);
 
 // Creates the child with `create(socket, attrs)` (attrs: the temporary name, mtu, mac and the
 // container netns when the master is on the host), renames it, and registers its removal with
 // `undo`. `kind` names it in errors: "failed to create vlan: ...", "failed to rename vlan to ...".
 using CreateChild = std::function<Status(const nl::Socket&, const nl::NewLink&)>;
 Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& container, const os::Netns& ns,
-                                  bool in_container, const std::string& ifname, int mtu, const std::string& mac,
+                                  bool in_container, const std::string& ifname, std::int64_t mtu, const std::string& mac,
                                   std::string_view kind, const CreateChild& create, Rollback& undo);
 
 // L3 finish: the result's IPs (interface 0) on the link, with arp_notify/ndisc_notify when

@@ -6,6 +6,7 @@
 #include <linux/if_link.h>
 
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "core/nl/addr.hpp"
@@ -49,6 +50,27 @@ Status wait_for_dad(const nl::Socket& s, const nl::LinkInfo& link) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+}
+
+// A result route's priority, table, mtu, advmss and scope are Go ints. As Go's netlink does, one
+// of the first four at 0 or below is left unset (the main table for a table). One past what is
+// taken here (an int32, a byte for scope) is refused, where Go's would keep its low bits.
+Status set_route_numbers(const Route& r, nl::RouteSpec& spec) {
+    auto value = [&](std::int64_t v, std::string_view key, std::int64_t max) -> Result<int> {
+        if (v > max)
+            return fail("route " + r.dst.str() + ": " + std::string(key) + " " + std::to_string(v) + " is out of range [0, " +
+                        std::to_string(max) + "]");
+        return v > 0 ? int(v) : 0;
+    };
+    constexpr std::int64_t kInt32 = std::numeric_limits<std::int32_t>::max();
+    CNI_TRY_ASSIGN(spec.metric, value(r.priority, "priority", kInt32));
+    CNI_TRY_ASSIGN(spec.mtu, value(r.mtu, "mtu", kInt32));
+    CNI_TRY_ASSIGN(spec.advmss, value(r.advmss, "advmss", kInt32));
+    if (r.table && *r.table > 0) CNI_TRY_ASSIGN(spec.table, value(*r.table, "table", kInt32));
+    if (r.scope && (*r.scope < 0 || *r.scope > 255))
+        return fail("route " + r.dst.str() + ": scope " + std::to_string(*r.scope) + " is out of range [0, 255]");
+    if (r.scope) spec.scope = int(*r.scope);
+    return {};
 }
 
 }  // namespace
@@ -99,11 +121,7 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
         // stays on-link. The reference fills in the default gateway here too, which the kernel
         // always refuses for a scope-link route ("Nexthop has invalid gateway").
         if (!r.gw && r.scope == RT_SCOPE_LINK) spec.gw.reset();
-        spec.metric = r.priority;
-        spec.mtu = r.mtu;
-        spec.advmss = r.advmss;
-        if (r.table) spec.table = *r.table;
-        if (r.scope) spec.scope = *r.scope;
+        CNI_TRY(set_route_numbers(r, spec));
         if (auto st = nl::add_route(container, spec); !st)
             return fail("failed to add route '" + r.dst.str() + " via " + (spec.gw ? spec.gw->str() : std::string("<nil>")) +
                         " dev " + ifname + "': " + st.error().msg);

@@ -9,18 +9,18 @@ namespace cni::iface {
 namespace {
 
 Status add_trunk_item(const json::Value& item, const json::Where& w, std::bitset<4095>& vids) {
-    std::optional<int> min_id, max_id, id;
+    std::optional<std::int64_t> min_id, max_id, id;  // Go ints
     CNI_TRY(json::field(item, "minID", min_id, w));
     CNI_TRY(json::field(item, "maxID", max_id, w));
     CNI_TRY(json::field(item, "id", id, w));
-    auto valid = [](int v) { return v > 0 && v <= 4094; };
+    auto valid = [](std::int64_t v) { return v > 0 && v <= 4094; };
     if (min_id && !max_id) return fail("minID and maxID should be configured simultaneously, maxID is missing");
     if (!min_id && max_id) return fail("minID and maxID should be configured simultaneously, minID is missing");
     if (min_id) {
         if (!valid(*min_id)) return fail("incorrect trunk minID parameter: " + std::to_string(*min_id));
         if (!valid(*max_id)) return fail("incorrect trunk maxID parameter: " + std::to_string(*max_id));
         if (*max_id < *min_id) return fail("minID is greater than maxID in trunk parameter");
-        for (int v = *min_id; v <= *max_id; ++v) vids.set(std::size_t(v));
+        for (auto v = *min_id; v <= *max_id; ++v) vids.set(std::size_t(v));
     }
     if (id) {
         if (!valid(*id)) return fail("incorrect trunk id parameter: " + std::to_string(*id));
@@ -34,9 +34,10 @@ Status add_trunk_item(const json::Value& item, const json::Where& w, std::bitset
 Result<PortVlans> parse_port_vlans(const NetConf& conf) {
     PortVlans v;
     const json::Where& w = conf.where;
-    CNI_TRY(json::field(conf.root(), "vlan", v.vlan, w));
-    if (v.vlan < 0 || v.vlan > 4094)
-        return fail("invalid VLAN ID " + std::to_string(v.vlan) + " (must be between 0 and 4094)");
+    std::int64_t vlan = 0;  // a Go int
+    CNI_TRY(json::field(conf.root(), "vlan", vlan, w));
+    if (vlan < 0 || vlan > 4094) return fail("invalid VLAN ID " + std::to_string(vlan) + " (must be between 0 and 4094)");
+    v.vlan = int(vlan);
     CNI_TRY(json::field(conf.root(), "preserveDefaultVlan", v.preserve_default, w));
     const json::Value* trunk = conf.member("vlanTrunk");
     if (!trunk || trunk->IsNull()) return v;

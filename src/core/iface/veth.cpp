@@ -5,7 +5,7 @@
 namespace cni::iface {
 
 Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
-                            const os::SysctlDir& host_ipv6_conf, const std::string& ifname, int mtu,
+                            const os::SysctlDir& host_ipv6_conf, const std::string& ifname, std::int64_t mtu,
                             const std::string& mac) {
     // Why a creation failed is asked only after it did, and the host end is found through the
     // container end's IFLA_LINK: an RTNL request can wait behind the kernel's own work on a busy

@@ -20,7 +20,7 @@ struct VethPair {
 };
 
 Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
-                            const os::SysctlDir& host_ipv6_conf, const std::string& ifname, int mtu,
+                            const os::SysctlDir& host_ipv6_conf, const std::string& ifname, std::int64_t mtu,
                             const std::string& mac);
 
 }  // namespace cni::iface

@@ -3,6 +3,7 @@
 #include "core/nl/link.hpp"
 
 #include <net/if.h>
+#include <limits>
 #include <netlink/errno.h>
 #include <linux/if_link.h>
 #include <netlink/msg.h>
@@ -62,9 +63,20 @@ Result<std::optional<LinkInfo>> lookup(const Socket& s, int index, const char* n
     return std::optional<LinkInfo>(to_info(link.get()));
 }
 
+// A configured MTU or queue length is a Go int and the kernel's a u32: Go's netlink keeps the low
+// 32 bits of a larger one, which would set a value nobody wrote; it is refused instead.
+Result<std::uint32_t> kernel_u32(std::int64_t v, std::string_view what) {
+    if (v < 0 || v > std::int64_t(std::numeric_limits<std::uint32_t>::max()))
+        return fail("invalid " + std::string(what) + " " + std::to_string(v) + ": out of the kernel's range [0, 4294967295]");
+    return std::uint32_t(v);
+}
+
 Status apply(rtnl_link* l, const NewLink& a) {
     if (!a.name.empty()) rtnl_link_set_name(l, a.name.c_str());
-    if (a.mtu > 0) rtnl_link_set_mtu(l, unsigned(a.mtu));
+    if (a.mtu > 0) {
+        CNI_TRY_ASSIGN(auto mtu, kernel_u32(a.mtu, "MTU"));
+        rtnl_link_set_mtu(l, mtu);
+    }
     if (!a.mac.empty()) {
         CNI_TRY_ASSIGN(auto mac, mac_to_nl_addr(a.mac));
         rtnl_link_set_addr(l, mac.get());
@@ -171,7 +183,10 @@ Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_vie
     ifi.ifi_family = AF_UNSPEC;
     bool ok = nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) == 0 &&
               nla_put_string(msg.get(), IFLA_IFNAME, attrs.name.c_str()) == 0;
-    if (ok && attrs.mtu > 0) ok = nla_put_u32(msg.get(), IFLA_MTU, std::uint32_t(attrs.mtu)) == 0;
+    if (ok && attrs.mtu > 0) {
+        CNI_TRY_ASSIGN(auto mtu, kernel_u32(attrs.mtu, "MTU"));
+        ok = nla_put_u32(msg.get(), IFLA_MTU, mtu) == 0;
+    }
     if (ok) ok = nla_put_u32(msg.get(), IFLA_TXQLEN, 0) == 0;  // as Go netlink's LinkAdd sends
     if (ok && parent > 0) ok = nla_put_u32(msg.get(), IFLA_LINK, std::uint32_t(parent)) == 0;
     if (ok && attrs.master > 0) ok = nla_put_u32(msg.get(), IFLA_MASTER, std::uint32_t(attrs.master)) == 0;
@@ -286,9 +301,10 @@ Result<bool> set_ipv6_addr_gen_mode(const Socket& s, const LinkInfo& link, std::
     return rc == 0;
 }
 
-Status set_mtu(const Socket& s, const LinkInfo& link, int mtu) {
+Status set_mtu(const Socket& s, const LinkInfo& link, std::int64_t mtu) {
     return change(s, link, "setting the MTU " + std::to_string(mtu) + " of", [&](rtnl_link* d) -> Status {
-        rtnl_link_set_mtu(d, unsigned(mtu));
+        CNI_TRY_ASSIGN(auto value, kernel_u32(mtu, "MTU"));
+        rtnl_link_set_mtu(d, value);
         return {};
     });
 }
@@ -322,9 +338,10 @@ Status set_allmulti(const Socket& s, const LinkInfo& link, bool on) {
     });
 }
 
-Status set_txqlen(const Socket& s, const LinkInfo& link, int txqlen) {
+Status set_txqlen(const Socket& s, const LinkInfo& link, std::int64_t txqlen) {
     return change(s, link, "setting txqueuelen " + std::to_string(txqlen) + " on", [&](rtnl_link* d) -> Status {
-        rtnl_link_set_txqlen(d, unsigned(txqlen));
+        CNI_TRY_ASSIGN(auto value, kernel_u32(txqlen, "transmit queue length"));
+        rtnl_link_set_txqlen(d, value);
         return {};
     });
 }

@@ -38,7 +38,7 @@ struct LinkInfo {
 // Attributes common to every new link.
 struct NewLink {
     std::string name;
-    int mtu = 0;
+    std::int64_t mtu = 0;  // a config's Go int: 0 or less keeps the kernel's; past 32 bits refused
     std::string mac;
     int master = 0;
     int netns_fd = -1;  // create it directly in this namespace
@@ -82,12 +82,12 @@ Status set_ipv4_conf(const Socket& s, const LinkInfo& link, unsigned id, std::ui
 // The link's IPv6 address generation mode (IN6_ADDR_GEN_MODE_*, ip link's addrgenmode); false
 // when the kernel has no IPv6 at all (booted with ipv6.disable=1).
 Result<bool> set_ipv6_addr_gen_mode(const Socket& s, const LinkInfo& link, std::uint8_t mode);
-Status set_mtu(const Socket& s, const LinkInfo& link, int mtu);
+Status set_mtu(const Socket& s, const LinkInfo& link, std::int64_t mtu);
 Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac);
 Status set_master(const Socket& s, const LinkInfo& link, int master_index);  // 0 releases it
 Status set_promisc(const Socket& s, const LinkInfo& link, bool on);
 Status set_allmulti(const Socket& s, const LinkInfo& link, bool on);
-Status set_txqlen(const Socket& s, const LinkInfo& link, int txqlen);
+Status set_txqlen(const Socket& s, const LinkInfo& link, std::int64_t txqlen);
 Status rename_link(const Socket& s, const LinkInfo& link, const std::string& name);
 Status move_link(const Socket& s, const LinkInfo& link, int netns_fd);
 Status set_alias(const Socket& s, const LinkInfo& link, const std::string& alias);  // "" clears it
