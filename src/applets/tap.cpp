@@ -4,8 +4,9 @@
 // and renamed to CNI_IFNAME; mtu and mac (config, then CNI_ARGS MAC, then runtimeConfig mac);
 // optionally enslaved to `bridge` inside the container; IPAM optional (L2 when absent).
 // Unlike the reference, the device is always made with the TUN ioctls (nl::add_persistent_tap);
-// selinuxContext is refused with code 2 (the binary does not change exec contexts). A failed
-// ADD deletes the device and releases the allocation; DEL is idempotent.
+// ADD refuses selinuxContext with code 2 (the binary does not change exec contexts); DEL, CHECK
+// and STATUS accept it, as they ignore it. A failed ADD deletes the device and releases the
+// allocation; DEL is idempotent.
 #include <linux/ip.h>
 
 #include "core/applet.hpp"
@@ -30,6 +31,7 @@ struct TapConf {
     std::string mac;
     std::optional<std::uint32_t> owner, group;
     std::string bridge;
+    std::string selinux_context;  // refused by ADD
     Dns dns;
 };
 
@@ -46,10 +48,7 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     CNI_TRY(json::field(root, "group", c.group, w));
     CNI_TRY(json::field(root, "bridge", c.bridge, w));
     c.dns = c.net.dns;
-    std::string selinux;
-    CNI_TRY(json::field(root, "selinuxContext", selinux, w));
-    if (!selinux.empty())
-        return fail(code::unsupported_field, "tap: \"selinuxContext\" " + go_quote(selinux) + " is not supported by cni-all");
+    CNI_TRY(json::field(root, "selinuxContext", c.selinux_context, w));
     // The MAC: the config's, then CNI_ARGS MAC, then runtimeConfig mac.
     CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
     CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
@@ -59,6 +58,9 @@ Result<TapConf> parse_tap_conf(const Request& req) {
 
 Result<CniResult> tap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
+    if (!c.selinux_context.empty())
+        return fail(code::unsupported_field,
+                    "tap: \"selinuxContext\" " + go_quote(c.selinux_context) + " is not supported by cni-all");
     CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));  // ADD's alone, as the reference's
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
@@ -131,7 +133,7 @@ Status tap_status(const Context& ctx) {
 
 constexpr std::string_view kHelp = R"(A persistent tap device in the container (for VM runtimes).
 Keys: multiQueue, mtu, mac (then CNI_ARGS MAC, then runtimeConfig mac), owner, group, bridge
-(in the container), ipam (optional), dns. selinuxContext is refused (code 2).)";
+(in the container), ipam (optional), dns. ADD refuses selinuxContext (code 2).)";
 
 }  // namespace
 

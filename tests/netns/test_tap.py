@@ -72,12 +72,19 @@ def tap_on_a_container_bridge_and_l2():
 
 @test
 def tap_errors_and_rollback():
-    """tap: selinuxContext is code 2; an existing ifname or an IPAM failure leaves no device behind"""
+    """tap: selinuxContext is code 2 at ADD only (the DEL a runtime sends then succeeds, and removes
+    an attachment); an existing ifname or an IPAM failure leaves no device behind"""
     data = tempfile.mkdtemp()
     try:
         with netns("host") as host, netns("ctr") as ctr:
-            eq(tap().run("ADD", conf(data, selinuxContext="system_u:system_r:container_t:s0"), host_ns=host,
-                         netns=ns_path(ctr)).error()["code"], 2)
+            labelled = conf(data, selinuxContext="system_u:system_r:container_t:s0")
+            eq(tap().run("ADD", labelled, host_ns=host, netns=ns_path(ctr)).error(),
+               {"code": 2, "msg": 'tap: "selinuxContext" "system_u:system_r:container_t:s0" is not supported by cni-all'})
+            tap().run("DEL", labelled, host_ns=host, netns=ns_path(ctr)).ok()
+            tap().run("ADD", conf(data), host_ns=host, netns=ns_path(ctr), ifname="tap7").ok()
+            tap().run("DEL", labelled, host_ns=host, netns=ns_path(ctr), ifname="tap7").ok()
+            check(link(ctr, "tap7") is None, "a DEL with selinuxContext removes the tap")
+            eq([f for f in os.listdir(os.path.join(data, "tap-test")) if f[0].isdigit()], [], "and releases its address")
             sh("ip", "-n", ctr, "link", "add", "tap0", "type", "veth", "peer", "name", "x0")
             err = tap().run("ADD", conf(data), host_ns=host, netns=ns_path(ctr), ifname="tap0").error()
             check(err["msg"].startswith('failed to rename tap to "tap0"'), err)
