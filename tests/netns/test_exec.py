@@ -198,6 +198,23 @@ def exec_failed_add_is_undone():
 
 
 @test
+def exec_hands_plugins_libcnis_round_trip():
+    """exec: each plugin's config is what libcni hands on after its interface{} round trip, so a
+    number written as a float ("mtu": 1400.0, "txQLen": 1e3) reaches the plugin as an integer"""
+    with workdir() as work, netns("exh") as host, netns("exc") as ctr:
+        c = conflist(work)
+        c["plugins"][0]["mtu"] = 1400.0
+        c["plugins"][2]["txQLen"] = 1e3
+        write(work, "10-exnet.conflist", c)
+        ok(cni(host, work, "add", "exnet", ns_path(ctr)))
+        eth0 = link(ctr, "eth0")
+        eq((eth0["mtu"], eth0["txqlen"]), (1400, 1000))
+        ok(cni(host, work, "del", "exnet", ns_path(ctr)))
+        check(link(ctr, "eth0") is None)
+        eq(reservations(work), [])
+
+
+@test
 def exec_command_line_errors():
     """exec: usage errors exit 2 with the usage; malformed capability args and CNI_ARGS are named"""
     with workdir() as work, netns("exh") as host:

@@ -58,11 +58,16 @@ def flannel_pods_on_two_nodes_talk_over_vxlan():
             vxlan_node(n1, 1, 2)
             vxlan_node(n2, 2, 1)
             r1 = flannel().run("ADD", conf(work, 1), host_ns=n1, netns=ns_path(p1), container_id="pod-1").ok().json()
-            r2 = flannel().run("ADD", conf(work, 2), host_ns=n2, netns=ns_path(p2), container_id="pod-2").ok().json()
+            # Go's flannel marshals its delegate from an interface{} map: numbers come through
+            # float64, so a delegate "mtu": 1400.0 reaches the bridge as 1400.
+            c2 = conf(work, 2, delegate={"hairpinMode": True, "isDefaultGateway": True, "mtu": 1400.0})
+            r2 = flannel().run("ADD", c2, host_ns=n2, netns=ns_path(p2), container_id="pod-2").ok().json()
             eq(r1["ips"][0]["address"], "10.244.1.2/24")
             eq(r2["ips"][0]["address"], "10.244.2.2/24")
             eq(r1["interfaces"][0]["name"], "cni0")
             eq(sh("ip", "-n", p1, "-j", "link", "show", "eth0").stdout.count('"mtu":1450'), 1)
+            eq(sh("ip", "-n", p2, "-j", "link", "show", "eth0").stdout.count('"mtu":1400'), 1)
+            check('"mtu":1400,' in open(f"{work}/flannel2/pod-2").read(), "saved as the integer Go writes")
             saved = json.load(open(f"{work}/flannel1/pod-1"))
             eq((saved["type"], saved["ipMasq"], saved["isGateway"], saved["mtu"], saved["ipam"]["routes"]),
                ("bridge", True, True, 1450, [{"dst": "10.244.0.0/16"}]))
@@ -80,7 +85,7 @@ def flannel_pods_on_two_nodes_talk_over_vxlan():
             # A lost scratch file (a crash) does not stop DEL from cleaning up: the delegate's
             # config is rebuilt from subnet.env.
             os.unlink(f"{work}/flannel2/pod-2")
-            flannel().run("DEL", conf(work, 2), host_ns=n2, netns=ns_path(p2), container_id="pod-2").ok()
+            flannel().run("DEL", c2, host_ns=n2, netns=ns_path(p2), container_id="pod-2").ok()
             check(sh("ip", "-n", p2, "link", "show", "eth0", check_rc=False).returncode != 0, "pod-2's interface is gone")
             eq([f for f in os.listdir(f"{work}/ipam2/cbr0") if f.startswith("10.")], [])
     finally:

@@ -75,6 +75,14 @@ TEST_CASE("the delegate keeps what it sets, extends the base IPAM and passes run
     CHECK(delegate(R"({"name":"n","type":"flannel"})", env).find(R"("ipMasq":true)") != std::string::npos);
 }
 
+TEST_CASE("the delegate's numbers come through float64, as Go's flannel marshals its interface{} maps") {
+    const char* env = "FLANNEL_NETWORK=10.5.0.0/16\nFLANNEL_SUBNET=10.5.7.1/24\nFLANNEL_MTU=8951\nFLANNEL_IPMASQ=false\n";
+    auto out = delegate(R"({"name":"n","delegate":{"mtu":1400.0,"big":9007199254740993},"ipam":{"x":1e2}})", env);
+    CHECK(out.find(R"("mtu":1400,)") != std::string::npos);
+    CHECK(out.find(R"("big":9007199254740992,)") != std::string::npos);
+    CHECK(out.find(R"("type":"host-local","x":100})") != std::string::npos);
+}
+
 TEST_CASE("the delegate refuses name and ipam of its own") {
     CHECK(delegate(R"({"name":"n","delegate":{"name":"x"}})") == "error: \"delegate\" must not have \"name\" field");
     CHECK(delegate(R"({"name":"n","delegate":{"ipam":{}}})") == "error: \"delegate\" must not have \"ipam\" field");

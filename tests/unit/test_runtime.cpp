@@ -43,6 +43,19 @@ TEST_CASE("plugin config: injected name and version, runtimeConfig only for decl
     CHECK(*c == R"({"cniVersion":"1.0.0","name":"net","prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]},"type":"tuning"})");
 }
 
+TEST_CASE("plugin config: numbers through float64 as libcni's interface{} round trip leaves them") {
+    auto l = parse_conflist(R"({"cniVersion":"1.0.0","name":"net","plugins":[
+        {"type":"bridge","mtu":1400.0,"x":1e2,"big":9007199254740993,"f":1.5,"capabilities":{"portMappings":true}}]})");
+    REQUIRE(l);
+    RuntimeConf rt;
+    rt.capability_args = R"({"portMappings":[{"hostPort":8080.0,"containerPort":9007199254740993}]})";
+    auto c = plugin_config(*l, 0, rt, std::nullopt);
+    REQUIRE(c);
+    CHECK(*c == R"({"big":9007199254740992,"capabilities":{"portMappings":true},"cniVersion":"1.0.0","f":1.5,"mtu":1400,)"
+                R"("name":"net","runtimeConfig":{"portMappings":[{"containerPort":9007199254740992,"hostPort":8080}]},)"
+                R"("type":"bridge","x":100})");
+}
+
 TEST_CASE("base64: Go's standard encoding with padding, both ways") {
     CHECK(base64_encode("") == "");
     CHECK(base64_encode("f") == "Zg==");

@@ -126,7 +126,10 @@ Result<std::string> delegate_config(const json::Value& conf, const SubnetEnv& en
     put(ipam, "routes", std::move(routes), a);
     put(d, "ipam", std::move(ipam), a);
     if (const auto* rc = json::find(conf, "runtimeConfig"); rc && !rc->IsNull()) put(d, "runtimeConfig", json::copy(*rc, a), a);
-    return json::write(d, json::Style::compact, true);
+    // Go's flannel holds the delegate, ipam and runtimeConfig as interface{} maps: what it
+    // marshals has every number through float64 (a delegate "mtu": 1400.0 arrives as 1400).
+    json::Document out;
+    return json::write(json::go_interface_round_trip(d, out.GetAllocator()), json::Style::compact, true);
 }
 
 }  // namespace cni::flannel

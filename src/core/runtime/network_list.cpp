@@ -68,7 +68,9 @@ Result<NetworkList> parse_conflist(std::string_view bytes) {
         if (!p.IsObject()) return fail(code::invalid_config, "failed to parse plugin config: not a JSON object");
         CNI_TRY_ASSIGN(auto type, plugin_type(p));
         l.types.push_back(std::move(type));
-        l.plugins.push_back(json::write(p, json::Style::compact, false));
+        // libcni hands each plugin json.Marshal of its interface{} value: numbers through
+        // float64 (a "mtu": 1500.0 reaches the plugin as 1500), keys sorted, last duplicate kept.
+        l.plugins.push_back(json::write(json::go_interface_round_trip(p, doc->GetAllocator()), json::Style::compact, false));
     }
     return l;
 }

@@ -109,7 +109,8 @@ Result<std::string> plugin_config(const NetworkList& list, std::size_t i, const 
             for (const auto& m : declared->GetObject()) {
                 if (!m.value.IsBool() || !m.value.GetBool()) continue;
                 std::string_view name(m.name.GetString(), m.name.GetStringLength());
-                if (const json::Value* v = json::find_exact(caps, name)) json::set(rc, name, json::copy(*v, a), a);
+                if (const json::Value* v = json::find_exact(caps, name))  // an interface{} in libcni, as CAP_ARGS is
+                    json::set(rc, name, json::go_interface_round_trip(*v, a), a);
             }
         if (rc.MemberCount() > 0) {
             doc.RemoveMember("runtimeConfig");
