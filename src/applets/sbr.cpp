@@ -32,7 +32,7 @@
 namespace cni {
 namespace {
 
-constexpr int kFirstTable = 100;
+constexpr std::uint32_t kFirstTable = 100;
 
 struct SbrConf {
     NetConf net;
@@ -75,18 +75,18 @@ Result<std::vector<IpConfig>> addresses_for(const CniResult& prev, const std::st
 IpNet host_net(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
 
 // Every table any rule or route of either family refers to.
-Result<std::set<int>> tables_in_use(const nl::Socket& s) {
-    std::set<int> used;
+Result<std::set<std::uint32_t>> tables_in_use(const nl::Socket& s) {
+    std::set<std::uint32_t> used;
     for (int family : {AF_INET, AF_INET6}) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family));
-        for (auto& r : rules) used.insert(int(r.table));
+        for (auto& r : rules) used.insert(r.table);
         CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, family, std::nullopt));
         for (auto& r : routes) used.insert(r.table);
     }
     return used;
 }
 
-int next_free(const std::set<int>& used, int from) {
+std::uint32_t next_free(const std::set<std::uint32_t>& used, std::uint32_t from) {
     while (used.contains(from)) ++from;
     return from;
 }
@@ -116,11 +116,11 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
                           Rollback& undo) {
     CNI_TRY_ASSIGN(auto used, tables_in_use(s));
     CNI_TRY_ASSIGN(auto routes, main_routes_of(s, link.index));
-    int table = next_free(used, kFirstTable);
+    std::uint32_t table = next_free(used, kFirstTable);
     for (auto& ip : ips) {
         nl::RuleSpec rule;
         rule.src = host_net(ip.address.ip);
-        rule.table = std::uint32_t(table);
+        rule.table = table;
         if (auto st = nl::add_rule(s, rule); !st) return fail("Failed to add rule: " + st.error().msg);
         undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
 
@@ -225,7 +225,7 @@ Status sbr_del(const Context& ctx) {
             }
             if (c.table) continue;  // a configured table is the operator's, its routes stay
             for (int route_family : {AF_INET, AF_INET6}) {
-                CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, route_family, int(rule.table)));
+                CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, route_family, rule.table));
                 for (auto& route : routes)
                     if (route.oif == link->index)
                         if (auto gone = nl::del_route(s, route); !gone) errors.push_back(gone.error().msg);

@@ -64,7 +64,7 @@ Result<std::uint32_t> free_vrf_table(const nl::Socket& s) {
 // Waits (about 2.5 s at most, as the reference) until table `table` routes `addr`'s prefix.
 Status await_prefix_route(const nl::Socket& s, const IpNet& addr, std::uint32_t table) {
     for (int attempt = 0; attempt < 8; ++attempt) {
-        CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, AF_INET6, int(table)));
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, AF_INET6, table));
         for (auto& r : routes)
             if (r.dst == addr.masked()) return {};
         std::this_thread::sleep_for(std::chrono::milliseconds(10 << attempt));
@@ -98,7 +98,7 @@ Status enslave(const nl::Socket& s, const nl::LinkInfo& vrf, const nl::LinkInfo&
     }
     for (auto r : gateway_routes) {
         (void)nl::del_route(s, r);  // usually gone already: the kernel flushed them with the link
-        r.table = int(vrf.vrf_table);
+        r.table = vrf.vrf_table;
         if (auto st = nl::replace_route(s, r); !st)
             return fail("could not move route " + nl::describe(r) + " to the VRF table: " + st.error().msg);
     }

@@ -279,7 +279,7 @@ TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD,
     CHECK(std::find(got.begin(), got.end(), "10.62.0.5/24") != got.end());
     CHECK(std::find(got.begin(), got.end(), "fd62::5/64") != got.end());
     auto v4 = *nl::list_routes(p.cs, AF_INET);
-    auto has = [](const std::vector<nl::RouteSpec>& rs, std::string dst, std::string gw, int metric) {
+    auto has = [](const std::vector<nl::RouteSpec>& rs, std::string dst, std::string gw, std::uint32_t metric) {
         for (auto& r : rs)
             if (r.dst.str() == dst && r.gw && r.gw->str() == gw && r.metric == metric) return true;
         return false;

@@ -302,19 +302,20 @@ def go_ints_past_int32_fail_add_only():
         delete(host, c1, huge_mtu, "br-int").ok()
 
         big_metric = conf(e.data, ipMasq=True)
-        big_metric["ipam"]["routes"] = [{"dst": "0.0.0.0/0", "priority": 2**31}]
+        big_metric["ipam"]["routes"] = [{"dst": "0.0.0.0/0", "priority": 2**32 + 10}]  # Go's would be metric 10
         err = add(host, c1, big_metric, "br-int").error()
-        eq(err, {"code": 999, "msg": "route 0.0.0.0/0: priority 2147483648 is out of range [0, 2147483647]"})
+        eq(err, {"code": 999, "msg": "route 0.0.0.0/0: priority 4294967306 is out of range [0, 4294967295]"})
         eq(reservations(e.data), [], "the allocation was released")
         eq(ports_now(host), "", "no port left on the bridge")
         eq(nat_rules(host), [])
         check(link(c1, "eth0") is None, "no eth0 in the container")
 
-        # A non-positive priority is no metric, as Go's netlink leaves it out.
+        # A non-positive priority is no metric, as Go's netlink leaves it out; any u32 is one.
         no_metric = conf(e.data, ipMasq=True)
-        no_metric["ipam"]["routes"] = [{"dst": "0.0.0.0/0", "priority": -1}]
+        no_metric["ipam"]["routes"] = [{"dst": "0.0.0.0/0", "priority": -1}, {"dst": "10.99.0.0/16", "priority": 3 * 10**9}]
         add(host, c2, no_metric, "br-live").ok()
         eq(sh("ip", "-n", c2, "route", "show", "default").stdout.strip(), "default via 10.74.0.1 dev eth0")
+        eq(sh("ip", "-n", c2, "route", "show", "10.99.0.0/16").stdout.strip(), "10.99.0.0/16 via 10.74.0.1 dev eth0 metric 3000000000")
         delete(host, c2, dict(huge_mtu, mtu=2**31), "br-live").ok()
         eq(reservations(e.data), [], "the address was released")
         eq(ports_now(host), "", "no port left on the bridge")

@@ -52,21 +52,20 @@ Status wait_for_dad(const nl::Socket& s, const nl::LinkInfo& link) {
     }
 }
 
-// A result route's priority, table, mtu, advmss and scope are Go ints. As Go's netlink does, one
-// of the first four at 0 or below is left unset (the main table for a table). One past what is
-// taken here (an int32, a byte for scope) is refused, where Go's would keep its low bits.
+// A result route's priority, table, mtu, advmss and scope are Go ints, the kernel's u32s (scope a
+// byte). As Go's netlink does, one of the first four at 0 or below is left unset (the main table
+// for a table). One past the kernel's field is refused, where Go's would keep its low bits.
 Status set_route_numbers(const Route& r, nl::RouteSpec& spec) {
-    auto value = [&](std::int64_t v, std::string_view key, std::int64_t max) -> Result<int> {
-        if (v > max)
-            return fail("route " + r.dst.str() + ": " + std::string(key) + " " + std::to_string(v) + " is out of range [0, " +
-                        std::to_string(max) + "]");
-        return v > 0 ? int(v) : 0;
+    auto value = [&](std::int64_t v, std::string_view key) -> Result<std::uint32_t> {
+        if (v > std::int64_t(std::numeric_limits<std::uint32_t>::max()))
+            return fail("route " + r.dst.str() + ": " + std::string(key) + " " + std::to_string(v) +
+                        " is out of range [0, 4294967295]");
+        return v > 0 ? std::uint32_t(v) : 0;
     };
-    constexpr std::int64_t kInt32 = std::numeric_limits<std::int32_t>::max();
-    CNI_TRY_ASSIGN(spec.metric, value(r.priority, "priority", kInt32));
-    CNI_TRY_ASSIGN(spec.mtu, value(r.mtu, "mtu", kInt32));
-    CNI_TRY_ASSIGN(spec.advmss, value(r.advmss, "advmss", kInt32));
-    if (r.table && *r.table > 0) CNI_TRY_ASSIGN(spec.table, value(*r.table, "table", kInt32));
+    CNI_TRY_ASSIGN(spec.metric, value(r.priority, "priority"));
+    CNI_TRY_ASSIGN(spec.mtu, value(r.mtu, "mtu"));
+    CNI_TRY_ASSIGN(spec.advmss, value(r.advmss, "advmss"));
+    if (r.table && *r.table > 0) CNI_TRY_ASSIGN(spec.table, value(*r.table, "table"));
     if (r.scope && (*r.scope < 0 || *r.scope > 255))
         return fail("route " + r.dst.str() + ": scope " + std::to_string(*r.scope) + " is out of range [0, 255]");
     if (r.scope) spec.scope = int(*r.scope);

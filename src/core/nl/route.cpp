@@ -22,7 +22,7 @@ Result<RoutePtr> build(const RouteSpec& r, bool for_delete = false) {
     rtnl_route_set_family(route.get(), r.dst.ip.is_v4() ? AF_INET : AF_INET6);
     CNI_TRY_ASSIGN(auto dst, to_nl_addr(r.dst.masked()));
     rtnl_route_set_dst(route.get(), dst.get());
-    rtnl_route_set_table(route.get(), unsigned(r.table));
+    rtnl_route_set_table(route.get(), r.table);
     if (for_delete) {
         rtnl_route_set_scope(route.get(), RT_SCOPE_NOWHERE);
         rtnl_route_set_protocol(route.get(), RTPROT_UNSPEC);  // libnl's default is "static"
@@ -31,13 +31,13 @@ Result<RoutePtr> build(const RouteSpec& r, bool for_delete = false) {
         rtnl_route_set_protocol(route.get(), std::uint8_t(r.protocol));
         rtnl_route_set_type(route.get(), std::uint8_t(r.type));
     }
-    if (r.metric) rtnl_route_set_priority(route.get(), unsigned(r.metric));
+    if (r.metric) rtnl_route_set_priority(route.get(), r.metric);
     if (r.src) {
         CNI_TRY_ASSIGN(auto src, to_nl_addr(*r.src));
         rtnl_route_set_pref_src(route.get(), src.get());
     }
-    if (r.mtu) rtnl_route_set_metric(route.get(), RTAX_MTU, unsigned(r.mtu));
-    if (r.advmss) rtnl_route_set_metric(route.get(), RTAX_ADVMSS, unsigned(r.advmss));
+    if (r.mtu) rtnl_route_set_metric(route.get(), RTAX_MTU, r.mtu);
+    if (r.advmss) rtnl_route_set_metric(route.get(), RTAX_ADVMSS, r.advmss);
     auto add_hop = [&route](const NextHop& hop, bool weighted) -> Status {
         rtnl_nexthop* nh = rtnl_route_nh_alloc();
         if (!nh) return fail("netlink: out of memory");
@@ -142,21 +142,21 @@ std::optional<int> route_get_link(const Socket& s, const IpAddr& dst) {
     return std::optional<int>{};
 }
 
-Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table) {
+Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<std::uint32_t> table) {
     CNI_TRY_ASSIGN(auto cache, s.dump([family](nl_sock* sk, nl_cache** c) { return rtnl_route_alloc_cache(sk, family, 0, c); },
                                       "listing routes"));
     std::vector<RouteSpec> out;
     for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
         auto* rt = reinterpret_cast<rtnl_route*>(o);
         if (rtnl_route_get_type(rt) != RTN_UNICAST) continue;
-        if (table && int(rtnl_route_get_table(rt)) != *table) continue;
+        if (table && rtnl_route_get_table(rt) != *table) continue;
         auto dst = from_nl_addr(rtnl_route_get_dst(rt));
         if (!dst) continue;
         RouteSpec r;
         r.dst = *dst;
-        r.table = int(rtnl_route_get_table(rt));
+        r.table = rtnl_route_get_table(rt);
         r.scope = rtnl_route_get_scope(rt);
-        r.metric = int(rtnl_route_get_priority(rt));
+        r.metric = rtnl_route_get_priority(rt);
         r.protocol = rtnl_route_get_protocol(rt);
         if (auto src = from_nl_addr(rtnl_route_get_pref_src(rt))) r.src = src->ip;
         for (int i = 0, n = rtnl_route_get_nnexthops(rt); i < n; ++i) {

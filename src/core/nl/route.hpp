@@ -28,10 +28,10 @@ struct RouteSpec {
     int oif = 0;                    // output link index, 0 if none
     std::optional<IpAddr> src;      // preferred source
     int scope = RT_SCOPE_UNIVERSE;
-    int table = RT_TABLE_MAIN;
-    int metric = 0;
-    int mtu = 0;
-    int advmss = 0;
+    std::uint32_t table = RT_TABLE_MAIN;  // the kernel's u32s
+    std::uint32_t metric = 0;
+    std::uint32_t mtu = 0;
+    std::uint32_t advmss = 0;
     int type = RTN_UNICAST;
     int protocol = RTPROT_BOOT;     // who made it (RTPROT_KERNEL for prefix routes, ...)
     std::vector<NextHop> multipath; // ECMP: set instead of gw/oif (a listed route with one next hop has none)
@@ -44,7 +44,7 @@ Status replace_route(const Socket& s, const RouteSpec& r);
 // Matches on dst, table, oif, gw, metric, src (scope and protocol are wildcards); false when absent.
 Result<bool> del_route(const Socket& s, const RouteSpec& r);
 // Routes of `family` (AF_INET/AF_INET6) in `table` (all tables when nullopt), unicast only.
-Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<int> table = RT_TABLE_MAIN);
+Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<std::uint32_t> table = RT_TABLE_MAIN);
 
 // The link the kernel routes `dst` through (`ip route get`: rules and tables included);
 // nullopt when it is unreachable, leaves through no link, or the lookup fails.
