@@ -15,11 +15,11 @@
 #include <linux/rtnetlink.h>
 #include <unistd.h>
 
-#include <limits>
 #include <set>
 
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/go_num.hpp"
 #include "core/iface/configure.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
@@ -180,7 +180,7 @@ Result<CniResult> sbr_add(const Context& ctx) {
     if (!*prev) return fail("This plugin must be called as chained plugin");
     CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
     // Go's netlink would send a negative table as none and keep the low 32 bits of a larger one.
-    if (c.table && (*c.table < 0 || *c.table > std::int64_t(std::numeric_limits<std::uint32_t>::max())))
+    if (c.table && !kernel_u32(*c.table))
         return fail("invalid table " + std::to_string(*c.table) + ": a routing table id lies in [0, 4294967295]");
 
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,6 +22,7 @@
 #include "core/cni/cni_args.hpp"
 #include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/go_num.hpp"
 #include "core/iface/garp.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/errno_error.hpp"
@@ -105,12 +105,11 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
 // applying). Normalises the MAC.
 Status check_values(TuningConf& c) {
     CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::args));
-    // Go ints, which the kernel holds in 32 bits.
-    constexpr std::int64_t kMax = std::numeric_limits<std::uint32_t>::max();
+    // Go ints, which the kernel holds in 32 bits (checked here, before anything changes).
     if (c.mtu < 0) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not be negative");
-    if (c.mtu > kMax) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not exceed 4294967295");
+    if (c.mtu > kMaxKernelU32) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not exceed 4294967295");
     if (c.txqlen && *c.txqlen < 0) return fail("invalid txQLen " + std::to_string(*c.txqlen) + ": it must not be negative");
-    if (c.txqlen && *c.txqlen > kMax)
+    if (c.txqlen && *c.txqlen > kMaxKernelU32)
         return fail("invalid txQLen " + std::to_string(*c.txqlen) + ": it must not exceed 4294967295");
     return {};
 }

@@ -6,9 +6,9 @@
 #include <linux/if_link.h>
 
 #include <chrono>
-#include <limits>
 #include <thread>
 
+#include "core/go_num.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/netconf.hpp"
@@ -57,10 +57,9 @@ Status wait_for_dad(const nl::Socket& s, const nl::LinkInfo& link) {
 // for a table). One past the kernel's field is refused, where Go's would keep its low bits.
 Status set_route_numbers(const Route& r, nl::RouteSpec& spec) {
     auto value = [&](std::int64_t v, std::string_view key) -> Result<std::uint32_t> {
-        if (v > std::int64_t(std::numeric_limits<std::uint32_t>::max()))
-            return fail("route " + r.dst.str() + ": " + std::string(key) + " " + std::to_string(v) +
-                        " is out of range [0, 4294967295]");
-        return v > 0 ? std::uint32_t(v) : 0;
+        if (v <= 0) return 0;
+        if (auto u = kernel_u32(v)) return *u;
+        return fail("route " + r.dst.str() + ": " + std::string(key) + " " + std::to_string(v) + " is out of range [0, 4294967295]");
     };
     CNI_TRY_ASSIGN(spec.metric, value(r.priority, "priority"));
     CNI_TRY_ASSIGN(spec.mtu, value(r.mtu, "mtu"));

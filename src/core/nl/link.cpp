@@ -3,7 +3,6 @@
 #include "core/nl/link.hpp"
 
 #include <net/if.h>
-#include <limits>
 #include <netlink/errno.h>
 #include <linux/if_link.h>
 #include <netlink/msg.h>
@@ -19,6 +18,7 @@
 #include <random>
 #include <thread>
 
+#include "core/go_num.hpp"
 #include "core/nl/nl_addr.hpp"
 #include "core/nl/ptr.hpp"
 #include "core/os/fs.hpp"
@@ -63,18 +63,16 @@ Result<std::optional<LinkInfo>> lookup(const Socket& s, int index, const char* n
     return std::optional<LinkInfo>(to_info(link.get()));
 }
 
-// A configured MTU or queue length is a Go int and the kernel's a u32: Go's netlink keeps the low
-// 32 bits of a larger one, which would set a value nobody wrote; it is refused instead.
-Result<std::uint32_t> kernel_u32(std::int64_t v, std::string_view what) {
-    if (v < 0 || v > std::int64_t(std::numeric_limits<std::uint32_t>::max()))
-        return fail("invalid " + std::string(what) + " " + std::to_string(v) + ": out of the kernel's range [0, 4294967295]");
-    return std::uint32_t(v);
+// A configured MTU or queue length (a Go int) as the kernel's u32, refused when it does not fit.
+Result<std::uint32_t> link_u32(std::int64_t v, std::string_view what) {
+    if (auto u = kernel_u32(v)) return *u;
+    return fail("invalid " + std::string(what) + " " + std::to_string(v) + ": out of the kernel's range [0, 4294967295]");
 }
 
 Status apply(rtnl_link* l, const NewLink& a) {
     if (!a.name.empty()) rtnl_link_set_name(l, a.name.c_str());
     if (a.mtu > 0) {
-        CNI_TRY_ASSIGN(auto mtu, kernel_u32(a.mtu, "MTU"));
+        CNI_TRY_ASSIGN(auto mtu, link_u32(a.mtu, "MTU"));
         rtnl_link_set_mtu(l, mtu);
     }
     if (!a.mac.empty()) {
@@ -184,7 +182,7 @@ Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_vie
     bool ok = nlmsg_append(msg.get(), &ifi, sizeof ifi, NLMSG_ALIGNTO) == 0 &&
               nla_put_string(msg.get(), IFLA_IFNAME, attrs.name.c_str()) == 0;
     if (ok && attrs.mtu > 0) {
-        CNI_TRY_ASSIGN(auto mtu, kernel_u32(attrs.mtu, "MTU"));
+        CNI_TRY_ASSIGN(auto mtu, link_u32(attrs.mtu, "MTU"));
         ok = nla_put_u32(msg.get(), IFLA_MTU, mtu) == 0;
     }
     if (ok) ok = nla_put_u32(msg.get(), IFLA_TXQLEN, 0) == 0;  // as Go netlink's LinkAdd sends
@@ -303,7 +301,7 @@ Result<bool> set_ipv6_addr_gen_mode(const Socket& s, const LinkInfo& link, std::
 
 Status set_mtu(const Socket& s, const LinkInfo& link, std::int64_t mtu) {
     return change(s, link, "setting the MTU " + std::to_string(mtu) + " of", [&](rtnl_link* d) -> Status {
-        CNI_TRY_ASSIGN(auto value, kernel_u32(mtu, "MTU"));
+        CNI_TRY_ASSIGN(auto value, link_u32(mtu, "MTU"));
         rtnl_link_set_mtu(d, value);
         return {};
     });
@@ -340,7 +338,7 @@ Status set_allmulti(const Socket& s, const LinkInfo& link, bool on) {
 
 Status set_txqlen(const Socket& s, const LinkInfo& link, std::int64_t txqlen) {
     return change(s, link, "setting txqueuelen " + std::to_string(txqlen) + " on", [&](rtnl_link* d) -> Status {
-        CNI_TRY_ASSIGN(auto value, kernel_u32(txqlen, "transmit queue length"));
+        CNI_TRY_ASSIGN(auto value, link_u32(txqlen, "transmit queue length"));
         rtnl_link_set_txqlen(d, value);
         return {};
     });
