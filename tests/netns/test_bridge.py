@@ -62,6 +62,14 @@ def reservations(data, net="br-test"):
     return sorted(f for f in os.listdir(d) if f[0].isdigit()) if os.path.isdir(d) else []
 
 
+def nothing_left(e, host, ctr, released="the address was released"):
+    """No reservation, bridge port, nat rule or container eth0 remains."""
+    eq(reservations(e.data), [], released)
+    eq(ports_now(host), "", "no port left on the bridge")
+    eq(nat_rules(host), [])
+    check(link(ctr, "eth0") is None, "no eth0 in the container")
+
+
 class Env:
     """A host namespace, container namespaces and an IPAM data dir, all removed afterwards."""
 
@@ -255,10 +263,7 @@ echo "$out" | python3 -c 'import json, sys; r = json.load(sys.stdin); del r["ips
             c["ipam"]["type"] = "nil-ipam"
             err = plugin.run("ADD", c, host_ns=host, netns=ns_path(c1), container_id="br-nil", extra_env=ENV).error()
             eq(err, {"code": 999, "msg": "invalid CIDR address: <nil>"})
-            eq(reservations(e.data), [], "the allocation was released")
-            eq(ports_now(host), "", "no port left on the bridge")
-            eq(nat_rules(host), [])
-            check(link(c1, "eth0") is None, "no eth0 in the container")
+            nothing_left(e, host, c1, "the allocation was released")
     finally:
         shutil.rmtree(wrapper_dir)
 
@@ -280,10 +285,7 @@ def ipam_route_without_dst_fails_add_only():
         add(host, c2, conf(e.data, ipMasq=True), "br-edited").ok()
         eq(len(reservations(e.data)), 1)
         delete(host, c2, bad, "br-edited").ok()
-        eq(reservations(e.data), [], "the address was released")
-        eq(ports_now(host), "", "no port left on the bridge")
-        eq(nat_rules(host), [])
-        check(link(c2, "eth0") is None, "no eth0 in the container")
+        nothing_left(e, host, c2)
 
 
 @test
@@ -305,10 +307,7 @@ def go_ints_past_int32_fail_add_only():
         big_metric["ipam"]["routes"] = [{"dst": "0.0.0.0/0", "priority": 2**32 + 10}]  # Go's would be metric 10
         err = add(host, c1, big_metric, "br-int").error()
         eq(err, {"code": 999, "msg": "route 0.0.0.0/0: priority 4294967306 is out of range [0, 4294967295]"})
-        eq(reservations(e.data), [], "the allocation was released")
-        eq(ports_now(host), "", "no port left on the bridge")
-        eq(nat_rules(host), [])
-        check(link(c1, "eth0") is None, "no eth0 in the container")
+        nothing_left(e, host, c1, "the allocation was released")
 
         # A non-positive priority is no metric, as Go's netlink leaves it out; any u32 is one.
         no_metric = conf(e.data, ipMasq=True)
@@ -317,10 +316,7 @@ def go_ints_past_int32_fail_add_only():
         eq(sh("ip", "-n", c2, "route", "show", "default").stdout.strip(), "default via 10.74.0.1 dev eth0")
         eq(sh("ip", "-n", c2, "route", "show", "10.99.0.0/16").stdout.strip(), "10.99.0.0/16 via 10.74.0.1 dev eth0 metric 3000000000")
         delete(host, c2, dict(huge_mtu, mtu=2**31), "br-live").ok()
-        eq(reservations(e.data), [], "the address was released")
-        eq(ports_now(host), "", "no port left on the bridge")
-        eq(nat_rules(host), [])
-        check(link(c2, "eth0") is None, "no eth0 in the container")
+        nothing_left(e, host, c2)
 
 
 @test

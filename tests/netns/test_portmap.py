@@ -13,7 +13,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
@@ -207,6 +206,8 @@ def portmap_options_errors_and_rollback():
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 70000}]}}, 999, "Invalid container port number: 70000"),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 70000, "containerPort": 80}]}}, 999, "Invalid host port number: 70000"),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 0, "containerPort": 70000}]}}, 999, "Invalid host port number: 0"),
+            ({"runtimeConfig": {"portMappings": [{"hostPort": 2**31, "containerPort": 80}]}}, 999,  # a Go int, 64-bit
+             "Invalid host port number: 2147483648"),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "protocol": "icmp"}]}}, 999,
              'invalid protocol "icmp" in portMappings: only tcp, udp and sctp are forwarded'),
             ({"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "hostIP": "10.0.0.300"}]}}, 999,
@@ -243,6 +244,7 @@ def portmap_options_errors_and_rollback():
                      {"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 80, "hostIP": "10.0.0.300"}]}},
                      {"runtimeConfig": {"portMappings": [{"hostPort": 80, "containerPort": 70000}]}},
                      {"runtimeConfig": {"portMappings": [{"hostPort": 70000, "containerPort": 80}]}},
+                     {"runtimeConfig": {"portMappings": [{"hostPort": 2**31, "containerPort": 2**40}]}},
                      {"conditionsV4": ["-p", "tcp"]}):
             # What only ADD uses does not fail the DEL sent after the refused ADD (nor does it in the Go plugin).
             conf = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0")
@@ -257,6 +259,11 @@ def portmap_options_errors_and_rollback():
         check(any("! -s 10.99.0.0/16 -i up0 -p tcp" in line and "--dports 8080" in line for line in n.nat()), n.nat())
         n.serve()
         eq(n.ask(n.client, "tcp", HOST_IP, 8080), "tcp-from 10.91.0.2", "the condition lets the client in")
+        # A DEL whose ports are past int32 (Go reads them, as 64-bit ints) removes the live attachment.
+        huge = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0", prevResult=res,
+                    runtimeConfig={"portMappings": [{"hostPort": 2**31, "containerPort": 2**31, "protocol": "tcp"}]})
+        pm.run("DEL", huge, host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV).ok()
+        check(not [line for line in n.nat() if line.startswith(":CNI-DN-") or "--dports 8080" in line], n.nat())
         pm.run("DEL", dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0", prevResult=res),
                host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-9", extra_env=ENV).ok()
 
