@@ -16,7 +16,7 @@ struct PortVlans {
     int vlan = 0;
     std::vector<nl::VidRange> trunk;  // sorted, disjoint, merged
     bool trunk_set = false;           // "vlanTrunk" present (even as []), like Go's non-nil slice
-    bool preserve_default = false;
+    bool preserve_default = false;  // false since containernetworking/plugins#1181 (2025); true before
 
     bool filtering() const { return vlan != 0 || trunk_set; }
 };
