@@ -38,6 +38,22 @@ def remove_scratch():
 
 atexit.register(remove_scratch)
 
+@contextlib.contextmanager
+def mount_points(*dirs):
+    """Makes the missing ones of `dirs`, for a child to mount a private tmpfs on in its own
+    mount namespace, and removes the ones it made afterwards: a node that had no /var/lib/cni
+    before a run has none after it."""
+    made = [d for d in dirs if not os.path.isdir(d)]
+    for d in made:
+        os.makedirs(d)
+    try:
+        yield
+    finally:
+        for d in reversed(made):
+            with contextlib.suppress(OSError):  # not empty: something outside the tmpfs wrote there
+                os.rmdir(d)
+
+
 _TESTS = []
 
 

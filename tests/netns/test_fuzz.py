@@ -26,7 +26,7 @@ import tempfile
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, install_dir, netns, ns_path, remove_scratch, run_all, sh, test  # noqa: E402
+from cnitest import check, install_dir, mount_points, netns, ns_path, run_all, sh, test  # noqa: E402
 
 SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
 CONTAINER_ID = "fuzz" + uuid.uuid4().hex[:8]  # per run: tuning and others keep state per container ID
@@ -299,17 +299,20 @@ def register(applet, bin_dir, sample=SAMPLE):
 
 
 def in_private_state_dirs():
-    """Re-runs this script in its own mount namespace with tmpfs over /var/lib/cni and /run/cni:
+    """Runs this script again as a child in its own mount namespace with tmpfs over /var/lib/cni
+    and /run/cni (mount points this run had to make are removed afterwards):
     a variant that falls back to a default path (host-local's dataDir when flannel's ipam is
     gone, the dhcp daemon's socket, tuning's saved state) must not touch the machine's. /run/netns
     is private too: a namespace's mount lives only in this mount namespace, so a run killed
     before its cleanup would otherwise leave an empty file there for each namespace it held."""
     if os.environ.get("CNI_FUZZ_PRIVATE") == "1":
         return
-    script = "for d in /var/lib/cni /run/cni /run/netns; do mkdir -p $d && mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\""
-    remove_scratch()
-    os.execvpe("unshare", ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                           sys.executable] + sys.argv, dict(os.environ, CNI_FUZZ_PRIVATE="1"))
+    dirs = ("/var/lib/cni", "/run/cni", "/run/netns")
+    script = f"for d in {' '.join(dirs)}; do mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\""
+    with mount_points(*dirs):
+        rc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
+                             sys.executable, *sys.argv], env=dict(os.environ, CNI_FUZZ_PRIVATE="1")).returncode
+    sys.exit(rc)
 
 
 if __name__ == "__main__":
