@@ -300,16 +300,19 @@ def register(applet, bin_dir, sample=SAMPLE):
 
 def in_private_state_dirs():
     """Runs this script again as a child in its own mount namespace with tmpfs over /var/lib/cni
-    and /run/cni (mount points this run had to make are removed afterwards):
+    (private_var_lib_cni.sh) and /run/cni (a mount point this run had to make is removed
+    afterwards):
     a variant that falls back to a default path (host-local's dataDir when flannel's ipam is
     gone, the dhcp daemon's socket, tuning's saved state) must not touch the machine's. /run/netns
     is private too: a namespace's mount lives only in this mount namespace, so a run killed
     before its cleanup would otherwise leave an empty file there for each namespace it held."""
     if os.environ.get("CNI_FUZZ_PRIVATE") == "1":
         return
-    dirs = ("/var/lib/cni", "/run/cni", "/run/netns")
-    script = f"for d in {' '.join(dirs)}; do mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\""
-    with mount_points(*dirs):
+    run_dirs = ("/run/cni", "/run/netns")
+    var_lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "private_var_lib_cni.sh")
+    script = (f"{var_lib} {tempfile.mkdtemp(prefix='var-lib.')} || exit 1; "
+              f"for d in {' '.join(run_dirs)}; do mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\"")
+    with mount_points(*run_dirs):
         rc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
                              sys.executable, *sys.argv], env=dict(os.environ, CNI_FUZZ_PRIVATE="1")).returncode
     sys.exit(rc)

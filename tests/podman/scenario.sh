@@ -5,8 +5,7 @@
 # backend runs our applets from $BIN; everything podman writes is under $WORK. Prints
 # "KEY VALUE" lines the test checks; any failing step exits non-zero.
 set -euo pipefail
-mkdir -p /var/lib/cni  # a fresh node has none (test_podman.py removes it again); the tmpfs hides what it holds
-mount -t tmpfs tmpfs /var/lib/cni
+"$(dirname "$0")/../lib/private_var_lib_cni.sh" "$WORK/var-lib"  # an empty /var/lib/cni of our own
 mount -t tmpfs tmpfs /usr/lib/cni  # Debian's Go plugins are out of reach: only ours can run
 mkdir -p "$WORK/netconf" "$WORK/storage" "$WORK/run" "$WORK/tmp" "$WORK/rootfs/bin" "$WORK/rootfs/www"
 cat > "$WORK/containers.conf" <<CONF

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, eq, install_dir, mount_points, netns, ns_path, run_all, test  # noqa: E402
+from cnitest import check, eq, install_dir, netns, ns_path, run_all, test  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -27,7 +27,7 @@ def podman_runs_a_container_on_our_plugins():
     """podman (CNI backend, our plugins only): network create, run -d -p 18080:80, HTTP via the container IP and the port, rm -f leaves nothing"""
     work = tempfile.mkdtemp(prefix="cni-all-podman.")
     try:
-        with netns("pod") as host, mount_points("/var/lib/cni"):
+        with netns("pod") as host:
             r = subprocess.run(["nsenter", f"--net={ns_path(host)}", "unshare", "-m", "--propagation", "private",
                                 "env", f"WORK={work}/w", f"BIN={BIN}", "bash", SCENARIO],
                                capture_output=True, text=True, timeout=240)
