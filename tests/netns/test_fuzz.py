@@ -19,6 +19,7 @@ import json
 import os
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -310,7 +311,7 @@ def in_private_state_dirs():
         return
     run_dirs = ("/run/cni", "/run/netns")
     var_lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "private_var_lib_cni.sh")
-    script = (f"{var_lib} {tempfile.mkdtemp(prefix='var-lib.')} || exit 1; "
+    script = (f"{shlex.quote(var_lib)} {shlex.quote(tempfile.mkdtemp(prefix='var-lib.'))} || exit 1; "
               f"for d in {' '.join(run_dirs)}; do mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\"")
     with mount_points(*run_dirs):
         rc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",

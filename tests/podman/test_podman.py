@@ -26,6 +26,7 @@ SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenario.sh
 def podman_runs_a_container_on_our_plugins():
     """podman (CNI backend, our plugins only): network create, run -d -p 18080:80, HTTP via the container IP and the port, rm -f leaves nothing"""
     work = tempfile.mkdtemp(prefix="cni-all-podman.")
+    had_var_lib_cni = os.path.isdir("/var/lib/cni")
     try:
         with netns("pod") as host:
             r = subprocess.run(["nsenter", f"--net={ns_path(host)}", "unshare", "-m", "--propagation", "private",
@@ -47,6 +48,8 @@ def podman_runs_a_container_on_our_plugins():
             for key in ("veths_after", "dnat_after", "rules_after", "cache_after", "allocations_after"):
                 eq(got[key], "0", f"{key}: podman rm -f left something behind")
             eq(got["done"], "1")
+            if not had_var_lib_cni:
+                check(not os.path.exists("/var/lib/cni"), "the run made no /var/lib/cni on the machine")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
