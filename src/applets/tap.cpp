@@ -3,10 +3,10 @@
 // IFF_MULTI_QUEUE, owner and group) created in the container namespace under a temporary name
 // and renamed to CNI_IFNAME; mtu and mac (config, then CNI_ARGS MAC, then runtimeConfig mac);
 // optionally enslaved to `bridge` inside the container; IPAM optional (L2 when absent).
-// Unlike the reference, the device is always made with the TUN ioctls (nl::add_persistent_tap);
-// ADD refuses selinuxContext with code 2 (the binary does not change exec contexts); DEL, CHECK
-// and STATUS accept it, as they ignore it. A failed ADD deletes the device and releases the
-// allocation; DEL is idempotent.
+// The device is made with the TUN ioctls (nl::add_persistent_tap), where the reference sometimes
+// execs `ip tuntap`; with selinuxContext, as in the reference, `ip tuntap add` runs under that
+// label (nl::add_labelled_tap), so the device carries it. A failed ADD deletes the device and
+// releases the allocation; DEL is idempotent.
 #include <linux/ip.h>
 
 #include "core/applet.hpp"
@@ -31,7 +31,7 @@ struct TapConf {
     std::string mac;
     std::optional<std::uint32_t> owner, group;
     std::string bridge;
-    std::string selinux_context;  // refused by ADD
+    std::string selinux_context;  // the SELinux label of the process that creates the device
     Dns dns;
 };
 
@@ -58,9 +58,6 @@ Result<TapConf> parse_tap_conf(const Request& req) {
 
 Result<CniResult> tap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
-    if (!c.selinux_context.empty())
-        return fail(code::unsupported_field,
-                    "tap: \"selinuxContext\" " + go_quote(c.selinux_context) + " is not supported by cni-all");
     CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));  // ADD's alone, as the reference's
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
@@ -69,7 +66,9 @@ Result<CniResult> tap_add(const Context& ctx) {
     std::string tmp = nl::random_veth_name();
     {
         CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-        CNI_TRY(nl::add_persistent_tap(nl::TapSpec{tmp, c.multi_queue, c.owner, c.group}));
+        nl::TapSpec spec{tmp, c.multi_queue, c.owner, c.group};
+        if (c.selinux_context.empty()) CNI_TRY(nl::add_persistent_tap(spec));
+        else CNI_TRY(nl::add_labelled_tap(spec, c.selinux_context, r.environ));  // `ip` fails leaving none
     }
     auto name = std::make_shared<std::string>(tmp);
     undo.push([&container, name] { (void)nl::delete_link(container, *name); });
@@ -133,7 +132,8 @@ Status tap_status(const Context& ctx) {
 
 constexpr std::string_view kHelp = R"(A persistent tap device in the container (for VM runtimes).
 Keys: multiQueue, mtu, mac (then CNI_ARGS MAC, then runtimeConfig mac), owner, group, bridge
-(in the container), ipam (optional), dns. ADD refuses selinuxContext (code 2).)";
+(in the container), selinuxContext (the device is made by `ip tuntap add` run under this
+SELinux label, found in PATH), ipam (optional), dns.)";
 
 }  // namespace
 

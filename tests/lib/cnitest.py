@@ -212,8 +212,8 @@ class Plugin:
         env.update(extra_env or {})
         stdin = conf if isinstance(conf, str) else json.dumps(conf)
         cmd = [self.path]
-        if host_ns:
-            cmd = ["ip", "netns", "exec", host_ns] + cmd
+        if host_ns:  # the test's own `ip`: the plugin's PATH may be one without it
+            cmd = [shutil.which("ip") or "ip", "netns", "exec", host_ns] + cmd
         r = _run(cmd, input=stdin, env=env, timeout=CALL_TIMEOUT, label=command)
         return Outcome(r.returncode, r.stdout, r.stderr)
 

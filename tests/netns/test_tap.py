@@ -72,14 +72,21 @@ def tap_on_a_container_bridge_and_l2():
 
 @test
 def tap_errors_and_rollback():
-    """tap: selinuxContext is code 2 at ADD only (the DEL a runtime sends then succeeds, and removes
-    an attachment); an existing ifname or an IPAM failure leaves no device behind"""
+    """tap: selinuxContext on a host without SELinux fails at ADD with the label's error, and without
+    `ip` in PATH with Go's exec error (nothing made; the DEL a runtime sends then succeeds, and
+    removes an attachment); an existing ifname or an IPAM failure leaves no device behind"""
     data = tempfile.mkdtemp()
     try:
         with netns("host") as host, netns("ctr") as ctr:
+            check(not os.path.exists("/sys/fs/selinux/enforce"), "this host has no SELinux (the test VM's suite has)")
             labelled = conf(data, selinuxContext="system_u:system_r:container_t:s0")
             eq(tap().run("ADD", labelled, host_ns=host, netns=ns_path(ctr)).error(),
-               {"code": 2, "msg": 'tap: "selinuxContext" "system_u:system_r:container_t:s0" is not supported by cni-all'})
+               {"code": 999, "msg": 'failed to set the SELinux exec label "system_u:system_r:container_t:s0": '
+                                    'write /proc/thread-self/attr/exec: invalid argument'})
+            eq(tap().run("ADD", labelled, host_ns=host, netns=ns_path(ctr), extra_env={"PATH": data}).error()["msg"],
+               'failed to run command : exec: "ip": executable file not found in $PATH')
+            eq([l for l in sh("ip", "-n", ctr, "-br", "link").stdout.splitlines() if not l.startswith("lo ")], [])
+            check(not os.path.exists(os.path.join(data, "tap-test")), "IPAM never ran")
             tap().run("DEL", labelled, host_ns=host, netns=ns_path(ctr)).ok()
             tap().run("ADD", conf(data), host_ns=host, netns=ns_path(ctr), ifname="tap7").ok()
             tap().run("DEL", labelled, host_ns=host, netns=ns_path(ctr), ifname="tap7").ok()

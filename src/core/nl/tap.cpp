@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "core/os/errno_error.hpp"
+#include "core/os/exec.hpp"
 #include "core/os/unique_fd.hpp"
 
 namespace cni::nl {
@@ -28,6 +29,18 @@ Status add_persistent_tap(const TapSpec& spec) {
     if (spec.group && ::ioctl(tun.get(), TUNSETGROUP, static_cast<unsigned long>(*spec.group)) != 0)
         return fail("failed to set the group of tap " + name + ": " + os::errno_text(errno));
     if (::ioctl(tun.get(), TUNSETPERSIST, 1) != 0) return fail("failed to make tap " + name + " persistent: " + os::errno_text(errno));
+    return {};
+}
+
+Status add_labelled_tap(const TapSpec& spec, const std::string& selinux_label, std::span<const std::string> environ) {
+    auto ip = os::look_path("ip", environ);
+    if (!ip) return fail("failed to run command : " + ip.error().msg);
+    os::Program p{*ip, {"tuntap", "add", "mode", "tap", "name", spec.name}, {environ.begin(), environ.end()}, {}, selinux_label};
+    if (spec.multi_queue) p.args.emplace_back("multi_queue");
+    if (spec.owner) p.args.insert(p.args.end(), {"user", std::to_string(*spec.owner)});
+    if (spec.group) p.args.insert(p.args.end(), {"group", std::to_string(*spec.group)});
+    CNI_TRY_ASSIGN(auto res, os::run_program(p));
+    if (!res.ok()) return fail("failed to run command " + res.out + res.err + ": " + res.status_text());
     return {};
 }
 

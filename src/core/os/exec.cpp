@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// fork+exec with piped stdin/stdout/stderr (see exec.hpp).
+// fork+exec with piped stdin/stdout/stderr, PATH lookup (see exec.hpp).
 #include "core/os/exec.hpp"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 
 #include "core/os/errno_error.hpp"
 #include "core/os/unique_fd.hpp"
+#include "core/strings.hpp"
 
 namespace cni::os {
 namespace {
@@ -38,28 +42,48 @@ const char* signal_name(int sig) {
     }
 }
 
-// One attempt; returns the exec errno through `exec_errno` when execve itself failed.
-Result<ExecOutput> attempt(const std::string& path, const std::vector<std::string>& env, std::string_view input,
-                           int& exec_errno) {
+// What the child reports through its close-on-exec pipe when it could not run the program.
+struct ChildFailure {
+    int step = 0;  // kExec or kLabel
+    int error = 0;
+};
+constexpr int kExec = 1, kLabel = 2;
+constexpr const char* kExecAttr = "/proc/thread-self/attr/exec";
+
+// One attempt; returns what kept the child from running the program through `failure`.
+Result<ExecOutput> attempt(const Program& p, ChildFailure& failure) {
     CNI_TRY_ASSIGN(auto in, Pipe::make());
     CNI_TRY_ASSIGN(auto out, Pipe::make());
     CNI_TRY_ASSIGN(auto err, Pipe::make());
     CNI_TRY_ASSIGN(auto report, Pipe::make());
-    std::vector<char*> argv{const_cast<char*>(path.c_str()), nullptr};
+    // Everything the child uses is made before fork: after it, only async-signal-safe calls.
+    std::vector<char*> argv{const_cast<char*>(p.path.c_str())};
+    for (auto& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
     std::vector<char*> envp;
-    for (auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+    for (auto& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
     envp.push_back(nullptr);
+    const std::string& label = p.selinux_exec_label;
 
     pid_t pid = ::fork();
-    if (pid < 0) return sys_fail("fork", path);
+    if (pid < 0) return sys_fail("fork", p.path);
     if (pid == 0) {
         ::signal(SIGPIPE, SIG_DFL);  // an ignored disposition would survive execve
         ::dup2(in.r.get(), 0);
         ::dup2(out.w.get(), 1);
         ::dup2(err.w.get(), 2);
-        ::execve(path.c_str(), argv.data(), envp.data());
-        int e = errno;
-        [[maybe_unused]] auto n = ::write(report.w.get(), &e, sizeof e);
+        ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+        ChildFailure f{kExec, 0};
+        if (!label.empty()) {
+            int fd = ::open(kExecAttr, O_WRONLY | O_CLOEXEC);
+            if (fd < 0 || ::write(fd, label.data(), label.size()) != ssize_t(label.size())) f = {kLabel, errno};
+            if (fd >= 0) ::close(fd);
+        }
+        if (f.step == kExec) {
+            ::execve(p.path.c_str(), argv.data(), envp.data());
+            f.error = errno;
+        }
+        [[maybe_unused]] auto n = ::write(report.w.get(), &f, sizeof f);
         ::_exit(127);
     }
     in.r.reset();
@@ -69,6 +93,7 @@ Result<ExecOutput> attempt(const std::string& path, const std::vector<std::strin
 
     ExecOutput res;
     std::size_t written = 0;
+    std::string_view input = p.input;
     if (input.empty()) in.w.reset();
     // A delegate that exits without reading all of stdin must not kill us with SIGPIPE.
     struct sigaction ignore{}, previous{};
@@ -102,9 +127,9 @@ Result<ExecOutput> attempt(const std::string& path, const std::vector<std::strin
     in.w.reset();
     ::sigaction(SIGPIPE, &previous, nullptr);
     while (::waitpid(pid, &res.status, 0) < 0)
-        if (errno != EINTR) return sys_fail("wait", path);
-    int e = 0;
-    exec_errno = ::read(report.r.get(), &e, sizeof e) == sizeof e ? e : 0;
+        if (errno != EINTR) return sys_fail("wait", p.path);
+    ChildFailure f;
+    failure = ::read(report.r.get(), &f, sizeof f) == sizeof f ? f : ChildFailure{};
     return res;
 }
 
@@ -121,17 +146,37 @@ std::string ExecOutput::status_text() const {
     return "unknown wait status";
 }
 
-Result<ExecOutput> run_process(const std::string& path, const std::vector<std::string>& env, std::string_view input) {
+Result<ExecOutput> run_program(const Program& p) {
     for (int tries = 0;; ++tries) {
-        int exec_errno = 0;
-        CNI_TRY_ASSIGN(auto res, attempt(path, env, input, exec_errno));
-        if (exec_errno == ETXTBSY && tries < 5) {
+        ChildFailure failure;
+        CNI_TRY_ASSIGN(auto res, attempt(p, failure));
+        if (failure.step == kLabel)
+            return fail("failed to set the SELinux exec label \"" + p.selinux_exec_label + "\": write " +
+                        std::string(kExecAttr) + ": " + errno_text(failure.error));
+        if (failure.error == ETXTBSY && tries < 5) {
             std::this_thread::sleep_for(std::chrono::seconds(1));
             continue;
         }
-        if (exec_errno != 0) return fail("fork/exec " + path + ": " + errno_text(exec_errno));
+        if (failure.error != 0) return fail("fork/exec " + p.path + ": " + errno_text(failure.error));
         return res;
     }
+}
+
+Result<ExecOutput> run_process(const std::string& path, const std::vector<std::string>& env, std::string_view input) {
+    return run_program(Program{path, {}, env, input, {}});
+}
+
+Result<std::string> look_path(std::string_view name, std::span<const std::string> environ) {
+    std::string_view path;
+    for (std::string_view kv : environ)
+        if (kv.starts_with("PATH=")) path = kv.substr(5);
+    for (auto dir : split(path, ':')) {
+        if (!dir.starts_with('/')) continue;  // Go refuses what a relative entry finds
+        std::string full = std::string(dir) + "/" + std::string(name);
+        struct stat st{};
+        if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0111)) return full;
+    }
+    return fail("exec: \"" + std::string(name) + "\": executable file not found in $PATH");
 }
 
 }  // namespace cni::os
