@@ -183,6 +183,29 @@ def exec_gc_dels_attachments_whose_netns_is_gone():
 
 
 @test
+def exec_second_add_of_an_attachment_is_refused():
+    """exec: an ADD of an attachment already cached is refused before any plugin runs; the first stays whole"""
+    with workdir() as work, netns("exh") as host, netns("exc") as ctr:
+        write(work, "10-exnet.conflist", conflist(work))
+        ok(cni(host, work, "add", "exnet", ns_path(ctr)))
+        before = (addrs(ctr, "eth0"), reservations(work), sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout)
+        r = cni(host, work, "add", "exnet", ns_path(ctr))
+        eq(r.returncode, 1)
+        cached = f"{work}/cache/results/exnet-{cnitool_id(ns_path(ctr))}-eth0"
+        check(f'network \\"exnet\\" is already attached to container \\"{cnitool_id(ns_path(ctr))}\\" as eth0 ({cached}): DEL it first'
+              in r.stderr, r.stderr)
+        nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+        eq((addrs(ctr, "eth0"), reservations(work), nat), before, "address, reservation and rules unchanged")
+        check(os.path.exists(cached))
+        # Another interface is another attachment (without shaping: bandwidth's IFB is per network and container).
+        ok(cni(host, work, "add", "exnet", ns_path(ctr), "--ifname", "net1", caps=None))
+        check(link(ctr, "net1") is not None)
+        for ifname in ("net1", "eth0"):
+            ok(cni(host, work, "del", "exnet", ns_path(ctr), "--ifname", ifname))
+        eq(reservations(work), [])
+
+
+@test
 def exec_failed_add_is_undone():
     """exec: a plugin failing mid-list makes the earlier ones DEL (no veth, no reservation, no cache)"""
     with workdir() as work, netns("exh") as host, netns("exc") as ctr:

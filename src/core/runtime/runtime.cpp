@@ -78,8 +78,6 @@ Status del_all(const NetworkList& list, const RuntimeConf& rt, const std::option
     return {};
 }
 
-
-
 // Names and versions only (STATUS, GC), plus `extra` members.
 Result<std::string> plain_config(const NetworkList& list, std::size_t i, const std::function<void(json::Document&)>& extra) {
     CNI_TRY_ASSIGN(auto doc, json::parse(list.plugins[i]));
@@ -124,6 +122,12 @@ Result<std::string> plugin_config(const NetworkList& list, std::size_t i, const 
 }
 
 Result<CniResult> add_network_list(const NetworkList& list, const RuntimeConf& rt, const Warn& warn) {
+    // The spec forbids a second ADD of an attachment without a DEL between; the clean-up of its
+    // failure would tear the first one down. An unreadable cache entry does not count.
+    std::string cached = cache_path(rt.cache_dir, list.name, rt.container_id, rt.ifname);
+    if (auto entry = read_cache(cached); entry && *entry)
+        return fail("network \"" + list.name + "\" is already attached to container \"" + rt.container_id + "\" as " +
+                    rt.ifname + " (" + cached + "): DEL it first");
     std::optional<CniResult> prev;
     for (std::size_t i = 0; i < list.plugins.size(); ++i) {
         auto config = plugin_config(list, i, rt, prev);

@@ -34,7 +34,8 @@ struct RuntimeConf {
 using Warn = std::function<void(std::string_view)>;
 
 // On failure the plugins that ran are DELeted in reverse order (best effort), as container
-// runtimes do after a failed ADD, and nothing is cached.
+// runtimes do after a failed ADD, and nothing is cached. An attachment already cached is refused
+// before any plugin runs.
 Result<CniResult> add_network_list(const NetworkList& list, const RuntimeConf& rt, const Warn& warn);
 Status check_network_list(const NetworkList& list, const RuntimeConf& rt, const Warn& warn);
 Status del_network_list(const NetworkList& list, const RuntimeConf& rt, const Warn& warn);
