@@ -24,10 +24,12 @@ Result<IptTable> IptTable::open(Family family, const std::string& table) {
 bool IptTable::legacy_nat_usable() {
     os::UniqueFd fd(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
     if (!fd) return false;
-    ipt_getinfo info{};
-    std::strcpy(info.name, "nat");
-    socklen_t len = sizeof info;
-    return ::getsockopt(fd.get(), IPPROTO_IP, IPT_SO_GET_INFO, &info, &len) == 0;
+    return detail::retry_first_use([&] {
+        ipt_getinfo info{};
+        std::strcpy(info.name, "nat");
+        socklen_t len = sizeof info;
+        return ::getsockopt(fd.get(), IPPROTO_IP, IPT_SO_GET_INFO, &info, &len) == 0;
+    });
 }
 
 bool IptTable::has_chain(const std::string& chain) const { return impl_->has_chain(chain); }

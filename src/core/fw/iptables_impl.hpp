@@ -521,11 +521,23 @@ struct ImplFor final : IptTable::Impl {
     }
 };
 
+// A namespace gets its own instance of a table on the table's first use. When two processes
+// use it first at the same moment, the kernel makes both instantiate it (xt_find_table_lock runs
+// the template's init outside its mutex) and the loser's lookup fails with EEXIST, although the
+// table now exists (3 times in 60 fresh namespaces with 8 lookups at once). Asked again, the
+// kernel finds it. `lookup` returns something false with errno set when it fails.
+template <class Lookup>
+auto retry_first_use(Lookup&& lookup) {
+    auto found = lookup();
+    for (int tries = 1; !found && errno == EEXIST && tries < 4; ++tries) found = lookup();
+    return found;
+}
+
 template <class T>
 Result<std::unique_ptr<IptTable::Impl>> open_table(const std::string& table) {
     auto impl = std::make_unique<ImplFor<T>>();
     impl->t.name = std::string(T::kName) + " " + table;
-    impl->t.h = T::init(table.c_str());
+    impl->t.h = retry_first_use([&] { return T::init(table.c_str()); });
     if (!impl->t.h)
         return fail(std::string(T::kName) + ": cannot open table " + table + ": " + T::strerror(errno));
     return std::unique_ptr<IptTable::Impl>(std::move(impl));
