@@ -7,10 +7,12 @@ cache, DEL in reverse with the cached result, disableCheck, single .conf files a
 GC of attachments whose namespace is gone plus the plugins' own GC, STATUS, a failed ADD undone,
 and command-line errors."""
 import base64
+import concurrent.futures
 import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -203,6 +205,50 @@ def exec_second_add_of_an_attachment_is_refused():
         for ifname in ("net1", "eth0"):
             ok(cni(host, work, "del", "exnet", ns_path(ctr), "--ifname", ifname))
         eq(reservations(work), [])
+
+
+@test
+def exec_concurrent_adds_and_dels_of_many_containers():
+    """exec: 16 chain ADDs at once onto a bridge that does not exist yet, then 8 DELs beside 8 more
+    ADDs, then every DEL at once: each pod gets its own address, veth and published port, and
+    nothing is left at the end (no veth, reservation, nat chain, forward rule or cache entry)"""
+    with workdir() as work, netns("exh") as host, contextlib.ExitStack() as stack:
+        write(work, "10-exnet.conflist", conflist(work, plugins=conflist(work)["plugins"][:3]))
+        pods = [stack.enter_context(netns("exc")) for _ in range(24)]
+
+        def call(verb, i):
+            caps = {"portMappings": [{"hostPort": 9100 + i, "containerPort": 80, "protocol": "tcp"}]}
+            return i, cni(host, work, verb, "exnet", ns_path(pods[i]), caps=caps)
+
+        def run(jobs):
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                for i, r in pool.map(lambda job: call(*job), jobs):
+                    check(r.returncode == 0, f"{jobs[0][0]} pod {i}: {r.stdout}{r.stderr}")
+
+        def state():
+            nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+            ports = sorted(int(p) for p in re.findall(r"--dports (\d+) -j CNI-DN-", nat))
+            masq = len(re.findall(r"^:CNI-[0-9a-f]{24} ", nat, re.M))
+            veths = [l for l in sh("ip", "-n", host, "-br", "link").stdout.splitlines() if l.startswith("veth")]
+            return ports, masq, len(veths), len(reservations(work)), len(os.listdir(f"{work}/cache/results"))
+
+        run([("add", i) for i in range(16)])
+        got = [addrs(pods[i], "eth0")[0] for i in range(16)]
+        eq(len(set(got)), 16, f"distinct addresses: {got}")
+        eq(state(), (list(range(9100, 9116)), 16, 16, 16, 16))
+        eq(link(host, "exbr0")["operstate"] in ("UP", "UNKNOWN"), True)
+        with concurrent.futures.ThreadPoolExecutor(2) as both:
+            dels = both.submit(run, [("del", i) for i in range(8)])
+            adds = both.submit(run, [("add", i) for i in range(16, 24)])
+            dels.result()
+            adds.result()
+        eq(state(), (list(range(9108, 9124)), 16, 16, 16, 16))
+        for i in range(8):
+            check(link(pods[i], "eth0") is None, f"pod {i}'s interface is gone")
+        run([("del", i) for i in range(8, 24)])
+        eq(state(), ([], 0, 0, 0, 0))
+        fwd = sh("ip", "netns", "exec", host, "iptables-legacy", "-S", "CNI-FORWARD", check_rc=False).stdout
+        check("10.216." not in fwd, fwd)
 
 
 @test
