@@ -7,6 +7,7 @@ lease directory in a temporary directory. Checked: the lease in the container an
 lease file, renewals at a short T1, a daemon restart that keeps renewing, release on DEL (gone
 from dnsmasq's file), CHECK, GC, STATUS, classless routes and priority, provided options,
 socket activation, bad input, and a failed ADD that leaves nothing behind."""
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -174,6 +175,27 @@ def dhcp_add_renew_release():
         eq(lease_files(lb), [], "the record is removed")
         check("DHCPRELEASE" in open(f"{lb.work}/dnsmasq.log").read(), "dnsmasq saw the RELEASE")
         lb.delete(ctr).ok()  # idempotent
+
+
+@test
+def dhcp_concurrent_adds_and_dels():
+    """dhcp: 8 ADDs at once through one daemon get 8 distinct leases from dnsmasq, each in its
+    container; 8 DELs at once release them all and leave no lease record"""
+    with lab() as lb, contextlib.ExitStack() as stack:
+        ctrs = [stack.enter_context(netns("dhc")) for _ in range(8)]
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            results = list(pool.map(lambda i: lb.add(ctrs[i], cid=f"c{i}"), range(8)))
+        ips = [r.ok().json()["ips"][0]["address"] for r in results]
+        eq(len(set(ips)), 8, f"distinct leases: {ips}")
+        for i, ip in enumerate(ips):
+            eq(addrs(ctrs[i], "eth0")[:1], [ip])
+            eq(lb.lease(ip.split("/")[0])[3], client_id_hex(f"c{i}/dhnet/eth0"))
+        eq(len(lease_files(lb)), 8)
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            for r in pool.map(lambda i: lb.delete(ctrs[i], cid=f"c{i}"), range(8)):
+                r.ok()
+        wait_for(lambda: not any(ip.split("/")[0] in lb.leases() for ip in ips), 5, "every lease released: " + lb.log())
+        eq(lease_files(lb), [])
 
 
 @test
