@@ -166,11 +166,8 @@ Result<ExecOutput> run_process(const std::string& path, const std::vector<std::s
     return run_program(Program{path, {}, env, input, {}});
 }
 
-Result<std::string> look_path(std::string_view name, std::span<const std::string> environ) {
-    std::string_view path;
-    for (std::string_view kv : environ)
-        if (kv.starts_with("PATH=")) path = kv.substr(5);
-    for (auto dir : split(path, ':')) {
+Result<std::string> look_path(std::string_view name, std::string_view path_list) {
+    for (auto dir : split(path_list, ':')) {
         if (!dir.starts_with('/')) continue;  // Go refuses what a relative entry finds
         std::string full = std::string(dir) + "/" + std::string(name);
         struct stat st{};

@@ -8,7 +8,6 @@
 // caller's later programs keep their own). look_path finds a program by name as Go's does.
 #pragma once
 
-#include <span>
 #include <string>
 #include <vector>
 
@@ -37,7 +36,7 @@ Result<ExecOutput> run_program(const Program& p);
 Result<ExecOutput> run_process(const std::string& path, const std::vector<std::string>& env, std::string_view input);
 
 // Go's exec.LookPath for a bare name: the first executable regular file `name` in the absolute
-// directories of PATH (taken from `environ`), else `exec: "NAME": executable file not found in $PATH`.
-Result<std::string> look_path(std::string_view name, std::span<const std::string> environ);
+// directories of `path_list` (a PATH value), else `exec: "NAME": executable file not found in $PATH`.
+Result<std::string> look_path(std::string_view name, std::string_view path_list);
 
 }  // namespace cni::os
