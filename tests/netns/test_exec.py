@@ -190,14 +190,15 @@ def exec_second_add_of_an_attachment_is_refused():
     with workdir() as work, netns("exh") as host, netns("exc") as ctr:
         write(work, "10-exnet.conflist", conflist(work))
         ok(cni(host, work, "add", "exnet", ns_path(ctr)))
-        before = (addrs(ctr, "eth0"), reservations(work), sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout)
+        # -S, not iptables-save: no counters or timestamp, which any stray packet or a second's tick changes
+        nat_rules = lambda: sh("ip", "netns", "exec", host, "iptables-legacy", "-t", "nat", "-S").stdout
+        before = (addrs(ctr, "eth0"), reservations(work), nat_rules())
         r = cni(host, work, "add", "exnet", ns_path(ctr))
         eq(r.returncode, 1)
         cached = f"{work}/cache/results/exnet-{cnitool_id(ns_path(ctr))}-eth0"
         check(f'network \\"exnet\\" is already attached to container \\"{cnitool_id(ns_path(ctr))}\\" as eth0 ({cached}): DEL it first'
               in r.stderr, r.stderr)
-        nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
-        eq((addrs(ctr, "eth0"), reservations(work), nat), before, "address, reservation and rules unchanged")
+        eq((addrs(ctr, "eth0"), reservations(work), nat_rules()), before, "address, reservation and rules unchanged")
         check(os.path.exists(cached))
         # Another interface is another attachment (without shaping: bandwidth's IFB is per network and container).
         ok(cni(host, work, "add", "exnet", ns_path(ctr), "--ifname", "net1", caps=None))
