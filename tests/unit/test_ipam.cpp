@@ -10,6 +10,7 @@
 
 #include "core/ipam/allocator.hpp"
 #include "core/ipam/resolv_conf.hpp"
+#include "core/strings.hpp"
 #include "temp_dir.hpp"
 
 using namespace cni;
@@ -215,6 +216,38 @@ TEST_CASE("the index spares re-reading files, and notices files replaced behind 
         s.flush();
     }
     CHECK(d.read("net1/.cni-all-index").starts_with("cni-all host-local index 2 "));
+}
+
+TEST_CASE("an index whose lines are torn or out of address order is not trusted") {
+    TempDir d;
+    auto set = set_of({range("10.7.0.0/24")});
+    {
+        auto s = open_store(d);
+        for (int i = 0; i < 3; ++i) REQUIRE(alloc(s, set, "c" + std::to_string(i)).starts_with("10.7.0."));
+        s.flush();
+    }
+    const std::string index = d.read("net1/.cni-all-index");
+    auto lines = split(index, '\n');
+    REQUIRE(lines.size() == 5);  // header, three entries, the empty rest
+    REQUIRE(lines[1].starts_with("10.7.0.2 "));
+    auto rewrite = [&](std::vector<std::string_view> order) {
+        std::string text;
+        for (auto l : order) (text += l) += '\n';
+        d.write("net1/.cni-all-index", text);  // rewritten, not recreated: the directory keeps its stamp
+    };
+    rewrite({lines[0], lines[1], lines[2], lines[3]});
+    CHECK(open_store(d).files_read() == 0);  // as written: trusted
+    rewrite({lines[0], lines[2], lines[1], lines[3]});
+    {
+        auto s = open_store(d);
+        CHECK(s.files_read() == 3);
+        CHECK(s.has_id("c0", "eth0"));
+        CHECK(s.has_id("c2", "eth0"));
+        s.flush();
+    }
+    CHECK(open_store(d).files_read() == 0);  // rebuilt
+    rewrite({lines[0], lines[1], lines[2], lines[3].substr(0, lines[3].size() - 2)});  // a torn last line
+    CHECK(open_store(d).files_read() == 3);
 }
 
 TEST_CASE("a stale index never releases someone else's address") {

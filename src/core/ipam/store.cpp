@@ -7,10 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <memory>
-#include <unordered_map>
 
 #include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
@@ -22,6 +22,9 @@ namespace {
 
 constexpr std::string_view kIndexHeader = "cni-all host-local index 2";
 constexpr const char* kLastReservedPrefix = "last_reserved_ip.";
+
+// For std::lower_bound over entries sorted by address.
+constexpr auto ip_before = [](const auto& entry, const IpAddr& ip) { return entry.ip < ip; };
 
 bool printable_token(std::string_view s) {
     if (s.empty()) return false;
@@ -49,11 +52,11 @@ std::string join(std::string a, std::string_view b) {
 Result<std::string> read_small(const std::string& path, ino_t* ino = nullptr) {
     os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) return os::sys_fail("open", path);
-    if (ino) {
-        struct stat st{};
-        if (::fstat(fd.get(), &st) == 0) *ino = st.st_ino;
-    }
     std::string out;
+    if (struct stat st{}; ::fstat(fd.get(), &st) == 0) {
+        if (ino) *ino = st.st_ino;
+        out.reserve(std::size_t(std::clamp<off_t>(st.st_size, 0, 1 << 20)));  // one allocation for the index
+    }
     char buf[4096];
     ssize_t n;
     while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && out.size() < (1u << 20)) out.append(buf, std::size_t(n));
@@ -64,8 +67,9 @@ Result<std::string> read_small(const std::string& path, ino_t* ino = nullptr) {
 }  // namespace
 
 // One index line: "<ip> <inode> c <id> <ifname> ;", "<ip> <inode> l <id> ;" or
-// "<ip> <inode> f ;". A line without its terminator (a torn write) is ignored.
-std::optional<std::pair<std::string_view, Store::Entry>> Store::parse_index_line(std::string_view line) {
+// "<ip> <inode> f ;"; the views point into the line. A line without its terminator (a torn
+// write) is refused, and so is a name that is not how the index writes an address.
+std::optional<Store::Entry> Store::parse_index_line(std::string_view line) const {
     std::array<std::string_view, 7> f;  // no allocation: this runs once per reservation
     std::size_t n = 0;
     for (std::size_t pos = 0; pos < line.size();) {
@@ -78,34 +82,35 @@ std::optional<std::pair<std::string_view, Store::Entry>> Store::parse_index_line
         pos = end + 1;
     }
     if (n < 4 || f[n - 1] != ";") return std::nullopt;
+    auto ip = IpAddr::parse(f[0]);
     unsigned long long ino = 0;
     auto [ptr, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), ino);
-    if (ec != std::errc() || ptr != f[1].data() + f[1].size()) return std::nullopt;
-    Entry e;
-    e.ino = ino_t(ino);
-    if (f[2] == "c" && n == 6) e.owner = Owner{Owner::Kind::current, std::string(f[3]), std::string(f[4])};
-    else if (f[2] == "l" && n == 5) e.owner = Owner{Owner::Kind::legacy, std::string(f[3]), {}};
+    if (!ip || ec != std::errc() || ptr != f[1].data() + f[1].size()) return std::nullopt;
+    Entry e{*ip, ino_t(ino), {}};
+    if (f[2] == "c" && n == 6) e.owner = OwnerView{OwnerKind::current, f[3], f[4]};
+    else if (f[2] == "l" && n == 5) e.owner = OwnerView{OwnerKind::legacy, f[3], {}};
     else if (f[2] != "f" || n != 4) return std::nullopt;
-    return std::pair{f[0], std::move(e)};
+    return e;
 }
 
-Owner Owner::parse(std::string_view content) {
+OwnerView OwnerView::parse(std::string_view content) {
     auto t = trim_space(content);
-    Owner o;
     if (auto pos = t.find("\r\n"); pos != std::string_view::npos) {
         auto id = t.substr(0, pos), ifn = t.substr(pos + 2);
-        if (printable_token(id) && printable_token(ifn)) o = Owner{Kind::current, std::string(id), std::string(ifn)};
+        if (printable_token(id) && printable_token(ifn)) return OwnerView{OwnerKind::current, id, ifn};
     } else if (printable_token(t)) {
-        o = Owner{Kind::legacy, std::string(t), {}};
+        return OwnerView{OwnerKind::legacy, t, {}};
     }
-    return o;
+    return {};
 }
 
-bool Owner::matches(std::string_view want_id, std::string_view want_if) const {
-    return kind == Kind::current && id == trim_space(want_id) && ifname == want_if;
+bool OwnerView::matches(std::string_view want_id, std::string_view want_if) const {
+    return kind == OwnerKind::current && id == trim_space(want_id) && ifname == want_if;
 }
 
-bool Owner::matches_legacy(std::string_view want_id) const { return kind == Kind::legacy && id == trim_space(want_id); }
+bool OwnerView::matches_legacy(std::string_view want_id) const {
+    return kind == OwnerKind::legacy && id == trim_space(want_id);
+}
 
 Result<Store> Store::open(const std::string& data_dir, const std::string& network, Warn warn) {
     std::string dir = join(data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir, network);
@@ -124,54 +129,65 @@ std::string dir_stamp(const std::string& dir) {
            std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
 }
 
+// The index's entries, if its header carries the directory's current stamp and its lines are
+// whole and in the order flush() writes them (strictly by address); otherwise nothing, and every
+// reservation is read again, as the reference does on every call.
+bool Store::load_index(std::string text) {
+    auto first_line = text.find('\n');
+    if (first_line == std::string::npos || std::string_view(text).substr(0, first_line) != std::string(kIndexHeader) + " " + dir_stamp(dir_))
+        return false;
+    index_text_ = std::make_unique<const std::string>(std::move(text));
+    std::string_view rest = std::string_view(*index_text_).substr(first_line + 1);
+    // room for what a call adds (an address per range set), so a reservation does not double it
+    entries_.reserve(std::size_t(std::count(rest.begin(), rest.end(), '\n')) + 16);
+    while (!rest.empty()) {
+        auto end = rest.find('\n');
+        auto line = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        if (line.empty()) continue;
+        auto e = parse_index_line(line);
+        if (!e || (!entries_.empty() && !(entries_.back().ip < e->ip))) {
+            entries_.clear();
+            index_text_.reset();
+            return false;
+        }
+        entries_.push_back(*e);
+    }
+    return true;
+}
+
 Status Store::scan() {
     // The index exists before the directory is stamped, so writing it later in place does not
     // change the stamp.
     std::string index_path = join(dir_, kIndexName);
     if (os::UniqueFd fd(::open(index_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600)); !fd)
         warn_("host-local: cannot create the index " + index_path + ": " + os::errno_text(errno));
-    std::string stamp = dir_stamp(dir_);
-
-    // The index: name -> (inode, owner) as this implementation last left the directory. It is
-    // trusted only if nothing created or removed a file since (same stamp); otherwise every
-    // reservation is read again, as the reference does on every call.
-    std::unordered_map<std::string_view, Entry> index;
-    bool trusted = false;
+    // The index holds name, inode and owner as this implementation last left the directory. Its
+    // entries are kept below only where the directory still has that name with that inode.
     auto text = read_small(index_path);
-    if (text) {
-        auto lines = split(*text, '\n');
-        if (!lines.empty() && lines[0] == std::string(kIndexHeader) + " " + stamp) {
-            trusted = true;
-            index.reserve(lines.size());
-            for (std::size_t i = 1; i < lines.size(); ++i)
-                if (auto parsed = parse_index_line(lines[i])) index.emplace(parsed->first, std::move(parsed->second));
-        }
-    }
-    dirty_ = !trusted;
+    dirty_ = !text || !load_index(std::move(*text));
+    const std::size_t indexed = entries_.size();
+    std::vector<bool> seen(indexed);
+    std::vector<Entry> fresh;
 
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir_.c_str()), ::closedir);
     if (!d) return os::sys_fail("open", dir_);
-    std::size_t seen_indexed = 0;
     while (dirent* e = ::readdir(d.get())) {
         std::string_view name = e->d_name;
         if (name == "." || name == ".." || name == "lock" || name.starts_with(kLastReservedPrefix) ||
             name.starts_with(kIndexName))
             continue;
         auto ip = IpAddr::parse(name);
-        auto it = index.find(name);
-        bool indexed = ip && it != index.end() && it->second.ino == e->d_ino;  // indexed names are canonical
-        if (!ip || (!indexed && ip->str() != name)) {
+        if (!ip || ip->str() != name) {
             warn_("host-local: skipping " + join(dir_, name) + ": not an address reservation");
             continue;
         }
-        if (indexed) {
-            entries_[*ip] = std::move(it->second);  // the index is not read again
-            ++seen_indexed;
+        auto it = std::lower_bound(entries_.begin(), entries_.begin() + std::ptrdiff_t(indexed), *ip, ip_before);
+        if (it != entries_.begin() + std::ptrdiff_t(indexed) && it->ip == *ip && it->ino == e->d_ino) {
+            seen[std::size_t(it - entries_.begin())] = true;  // the index is not read again
             continue;
         }
-        dirty_ = true;
-        Entry entry;
-        entry.ino = e->d_ino;
+        Entry entry{*ip, e->d_ino, {}};
         if (e->d_type == DT_DIR) {
             warn_("host-local: " + join(dir_, name) + " is a directory; its address stays unavailable");
         } else {
@@ -180,21 +196,52 @@ Status Store::scan() {
             if (!content) {
                 warn_("host-local: " + content.error().msg + "; its address stays unavailable");
             } else {
-                entry.owner = Owner::parse(*content);
-                if (entry.owner.kind == Owner::Kind::foreign)
+                entry.owner = keep_owner(std::move(*content));
+                if (entry.owner.kind == OwnerKind::foreign)
                     warn_("host-local: " + join(dir_, name) +
                           " does not hold \"<containerID>\\r\\n<ifname>\"; its address stays unavailable");
             }
         }
-        entries_[*ip] = std::move(entry);
+        fresh.push_back(entry);
     }
-    if (seen_indexed != index.size()) dirty_ = true;
+    // Keep the indexed entries still on disk, then add the ones read from their files.
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < indexed; ++i)
+        if (seen[i]) entries_[kept++] = entries_[i];
+    dirty_ |= kept != indexed || !fresh.empty();
+    entries_.resize(kept);
+    if (!fresh.empty()) {
+        entries_.insert(entries_.end(), fresh.begin(), fresh.end());
+        std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.ip < b.ip; });
+    }
     return {};
 }
 
+OwnerView Store::keep_owner(std::string content) {
+    return OwnerView::parse(owner_texts_.emplace_back(std::move(content)));
+}
+
+std::vector<Store::Entry>::iterator Store::find(const IpAddr& ip) {
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), ip, ip_before);
+    return it != entries_.end() && it->ip == ip ? it : entries_.end();
+}
+
+void Store::put(const Entry& e) {
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), e.ip, ip_before);
+    if (it != entries_.end() && it->ip == e.ip) *it = e;
+    else entries_.insert(it, e);
+    dirty_ = true;
+}
+
+bool Store::taken(const IpAddr& ip) const {
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), ip, ip_before);
+    return it != entries_.end() && it->ip == ip;
+}
+
 std::size_t Store::count_taken_between(const IpAddr& first, const IpAddr& last) const {
+    auto it = std::lower_bound(entries_.begin(), entries_.end(), first, ip_before);
     std::size_t n = 0;
-    for (auto it = entries_.lower_bound(first); it != entries_.end() && !(last < it->first); ++it) ++n;
+    for (; it != entries_.end() && !(last < it->ip); ++it) ++n;
     return n;
 }
 
@@ -203,10 +250,9 @@ Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_v
     os::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
     if (!fd) {
         if (errno != EEXIST) return os::sys_fail("open", path);
-        Entry e;
-        if (auto content = read_small(path, &e.ino)) e.owner = Owner::parse(*content);
-        entries_[ip] = e;
-        dirty_ = true;
+        Entry e{ip, 0, {}};
+        if (auto content = read_small(path, &e.ino)) e.owner = keep_owner(std::move(*content));
+        put(e);
         return false;
     }
     std::string content = std::string(trim_space(id)) + "\r\n" + std::string(ifname);
@@ -218,8 +264,7 @@ Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_v
         return os::sys_fail("write", path, err);
     }
     fd.reset();
-    entries_[ip] = Entry{Owner{Owner::Kind::current, std::string(trim_space(id)), std::string(ifname)}, st.st_ino};
-    dirty_ = true;
+    put(Entry{ip, st.st_ino, keep_owner(std::move(content))});
     std::string last = join(dir_, kLastReservedPrefix + std::to_string(set_index));
     os::UniqueFd lf(::open(last.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
     if (!lf || !overwrite_in_place(lf.get(), ip.str()))
@@ -235,48 +280,42 @@ std::optional<IpAddr> Store::last_reserved(int set_index) const {
 
 std::vector<IpAddr> Store::find_by_id(std::string_view id, std::string_view ifname) const {
     std::vector<IpAddr> out;
-    for (auto& [ip, e] : entries_)
-        if (e.owner.matches(id, ifname) || e.owner.matches_legacy(id)) out.push_back(ip);
+    for (auto& e : entries_)
+        if (e.owner.matches(id, ifname) || e.owner.matches_legacy(id)) out.push_back(e.ip);
     return out;
 }
 
 bool Store::has_id(std::string_view id, std::string_view ifname) const {
-    for (auto& [ip, e] : entries_)
+    for (auto& e : entries_)
         if (e.owner.matches(id, ifname)) return true;
-    for (auto& [ip, e] : entries_)
+    for (auto& e : entries_)
         if (e.owner.matches_legacy(id)) return true;
     return false;
 }
 
-std::optional<Owner> Store::read_owner(const IpAddr& ip) const {
-    auto content = read_small(join(dir_, ip.str()));
-    if (!content) return std::nullopt;
-    return Owner::parse(*content);
-}
-
 Result<bool> Store::release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned) {
-    auto it = entries_.find(ip);
     dirty_ = true;
-    auto owner = read_owner(ip);
-    if (!owner) {
-        if (it != entries_.end()) entries_.erase(it);
-        return false;
-    }
-    if (!still_owned(*owner)) {
-        if (it != entries_.end()) it->second.owner = *owner;
-        return false;
-    }
     std::string path = join(dir_, ip.str());
+    auto content = read_small(path);
+    if (!content) {
+        if (auto it = find(ip); it != entries_.end()) entries_.erase(it);
+        return false;
+    }
+    OwnerView now = keep_owner(std::move(*content));
+    if (!still_owned(Owner::of(now))) {
+        if (auto it = find(ip); it != entries_.end()) it->owner = now;
+        return false;
+    }
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) return os::sys_fail("remove", path);
-    if (it != entries_.end()) entries_.erase(it);
+    if (auto it = find(ip); it != entries_.end()) entries_.erase(it);
     return true;
 }
 
 Status Store::release_by_id(std::string_view id, std::string_view ifname) {
     std::vector<IpAddr> current, legacy;
-    for (auto& [ip, e] : entries_) {
-        if (e.owner.matches(id, ifname)) current.push_back(ip);
-        else if (e.owner.matches_legacy(id)) legacy.push_back(ip);
+    for (auto& e : entries_) {
+        if (e.owner.matches(id, ifname)) current.push_back(e.ip);
+        else if (e.owner.matches_legacy(id)) legacy.push_back(e.ip);
     }
     bool found = false;
     for (auto& ip : current) {
@@ -290,29 +329,37 @@ Status Store::release_by_id(std::string_view id, std::string_view ifname) {
 
 std::vector<std::pair<IpAddr, Owner>> Store::reservations() const {
     std::vector<std::pair<IpAddr, Owner>> out;
-    for (auto& [ip, e] : entries_) out.emplace_back(ip, e.owner);
+    out.reserve(entries_.size());
+    for (auto& e : entries_) out.emplace_back(e.ip, Owner::of(e.owner));
     return out;
 }
 
+// Writes the index in place in 64 KiB pieces (no copy of it all in memory), then cuts it to
+// length; no rename, so the directory's stamp stays what the header says.
 void Store::flush() {
     if (!dirty_) return;
-    std::string text(kIndexHeader);
-    text += " " + dir_stamp(dir_) + "\n";
-    text.reserve(entries_.size() * 48);
-    for (auto& [ip, e] : entries_) {
-        const char* kind = e.owner.kind == Owner::Kind::current ? " c" : e.owner.kind == Owner::Kind::legacy ? " l" : " f";
-        text += ip.str();
-        text += ' ';
-        text += std::to_string(e.ino);
-        text += kind;
-        if (e.owner.kind != Owner::Kind::foreign) (text += ' ') += e.owner.id;
-        if (e.owner.kind == Owner::Kind::current) (text += ' ') += e.owner.ifname;
-        text += " ;\n";
-    }
-    // Written in place (no rename), so the directory's stamp stays what the header says.
     std::string path = join(dir_, kIndexName);
     os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
-    if (!fd || !overwrite_in_place(fd.get(), text)) {
+    std::string chunk;
+    off_t written = 0;
+    bool ok = bool(fd);
+    auto drain = [&] {
+        if (ok && ::pwrite(fd.get(), chunk.data(), chunk.size(), written) != static_cast<ssize_t>(chunk.size())) ok = false;
+        written += off_t(chunk.size());
+        chunk.clear();
+    };
+    chunk.reserve(64 * 1024 + 512);
+    chunk.append(kIndexHeader).append(" ").append(dir_stamp(dir_)).append("\n");
+    for (auto& e : entries_) {
+        const char* kind = e.owner.kind == OwnerKind::current ? " c" : e.owner.kind == OwnerKind::legacy ? " l" : " f";
+        chunk.append(e.ip.str()).append(" ").append(std::to_string(e.ino)).append(kind);
+        if (e.owner.kind != OwnerKind::foreign) chunk.append(" ").append(e.owner.id);
+        if (e.owner.kind == OwnerKind::current) chunk.append(" ").append(e.owner.ifname);
+        chunk.append(" ;\n");
+        if (chunk.size() >= 64 * 1024) drain();
+    }
+    drain();
+    if (!ok || ::ftruncate(fd.get(), written) != 0) {
         warn_("host-local: cannot write the index " + path + ": " + os::errno_text(errno));
         if (fd) (void)::ftruncate(fd.get(), 0);
         return;

@@ -10,13 +10,15 @@
 // foreign change (the Go plugin, a crash before the index was written) every file is read once,
 // as the reference always does. Owners are re-read before a file is removed, so a stale index
 // can never release someone else's address. Files that are not reservations are skipped with a
-// warning.
+// warning. Reservations are held as a sorted array whose owners point into the index's text, and
+// the index is written back in pieces, so memory grows by about 100 bytes per reservation.
 #pragma once
 
 #include <sys/types.h>
 
+#include <deque>
 #include <functional>
-#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -27,14 +29,29 @@
 
 namespace cni::ipam {
 
+enum class OwnerKind { current, legacy, foreign };  // "<id>\r\n<if>", "<id>", anything else
+
+// A reservation's owner as views into text kept elsewhere (the Store's index or file contents).
+struct OwnerView {
+    OwnerKind kind = OwnerKind::foreign;
+    std::string_view id, ifname;
+
+    static OwnerView parse(std::string_view content);  // views into content
+    bool matches(std::string_view id, std::string_view ifname) const;  // current format
+    bool matches_legacy(std::string_view id) const;
+};
+
+// The same, owning its text (what callers of the Store get).
 struct Owner {
-    enum class Kind { current, legacy, foreign };  // "<id>\r\n<if>", "<id>", anything else
+    using Kind = OwnerKind;
     Kind kind = Kind::foreign;
     std::string id, ifname;
 
-    static Owner parse(std::string_view content);
-    bool matches(std::string_view id, std::string_view ifname) const;         // current format
-    bool matches_legacy(std::string_view id) const;
+    static Owner parse(std::string_view content) { return of(OwnerView::parse(content)); }
+    static Owner of(const OwnerView& v) { return Owner{v.kind, std::string(v.id), std::string(v.ifname)}; }
+    OwnerView view() const { return OwnerView{kind, id, ifname}; }
+    bool matches(std::string_view id, std::string_view ifname) const { return view().matches(id, ifname); }
+    bool matches_legacy(std::string_view id) const { return view().matches_legacy(id); }
 };
 
 class Store {
@@ -45,7 +62,7 @@ public:
     static Result<Store> open(const std::string& data_dir, const std::string& network, Warn warn);
 
     const std::string& dir() const { return dir_; }
-    bool taken(const IpAddr& ip) const { return entries_.contains(ip); }
+    bool taken(const IpAddr& ip) const;
     std::size_t count_taken_between(const IpAddr& first, const IpAddr& last) const;  // inclusive
 
     // Reference Store.Reserve: false if the file exists already.
@@ -71,19 +88,27 @@ public:
     std::size_t files_read() const { return files_read_; }
 
 private:
+    // One reservation, 64 bytes: its owner's text stays in index_text_ or owner_texts_, so 10,000
+    // reservations cost about 0.6 MiB besides the index file's text.
     struct Entry {
-        Owner owner;
+        IpAddr ip;
         ino_t ino = 0;
+        OwnerView owner;
     };
     Store(std::string dir, os::FileLock lock, Warn warn) : dir_(std::move(dir)), lock_(std::move(lock)), warn_(std::move(warn)) {}
     Status scan();
-    static std::optional<std::pair<std::string_view, Entry>> parse_index_line(std::string_view line);
-    std::optional<Owner> read_owner(const IpAddr& ip) const;
+    bool load_index(std::string text);
+    std::optional<Entry> parse_index_line(std::string_view line) const;
+    OwnerView keep_owner(std::string content);
+    std::vector<Entry>::iterator find(const IpAddr& ip);
+    void put(const Entry& e);  // insert or replace, keeping entries_ sorted
 
     std::string dir_;
     os::FileLock lock_;
     Warn warn_;
-    std::map<IpAddr, Entry> entries_;
+    std::unique_ptr<const std::string> index_text_;  // on the heap: entries' views survive moves
+    std::deque<std::string> owner_texts_;            // owners read from files or written since
+    std::vector<Entry> entries_;                     // sorted by ip
     bool dirty_ = false;
     std::size_t files_read_ = 0;
 };
