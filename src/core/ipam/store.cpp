@@ -168,7 +168,6 @@ Status Store::scan() {
     dirty_ = !text || !load_index(std::move(*text));
     const std::size_t indexed = entries_.size();
     std::vector<bool> seen(indexed);
-    std::vector<Entry> fresh;
 
     std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir_.c_str()), ::closedir);
     if (!d) return os::sys_fail("open", dir_);
@@ -202,18 +201,16 @@ Status Store::scan() {
                           " does not hold \"<containerID>\\r\\n<ifname>\"; its address stays unavailable");
             }
         }
-        fresh.push_back(entry);
+        entries_.push_back(entry);  // after the indexed ones (no copy of them all on the first call)
     }
-    // Keep the indexed entries still on disk, then add the ones read from their files.
+    // Keep the indexed entries still on disk, followed by the ones read from their files.
     std::size_t kept = 0;
     for (std::size_t i = 0; i < indexed; ++i)
         if (seen[i]) entries_[kept++] = entries_[i];
-    dirty_ |= kept != indexed || !fresh.empty();
-    entries_.resize(kept);
-    if (!fresh.empty()) {
-        entries_.insert(entries_.end(), fresh.begin(), fresh.end());
-        std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.ip < b.ip; });
-    }
+    const bool read_some = entries_.size() > indexed;
+    dirty_ |= kept != indexed || read_some;
+    entries_.erase(entries_.begin() + std::ptrdiff_t(kept), entries_.begin() + std::ptrdiff_t(indexed));
+    if (read_some) std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.ip < b.ip; });
     return {};
 }
 
