@@ -178,14 +178,17 @@ TEST_CASE("foreign files are skipped with a warning and keep their address unava
     CHECK(alloc(s, set, "a") == "10.5.0.3/24 gw 10.5.0.1");
 }
 
+// Containers c0..c<n-1> get addresses in 10.7.0.0/24 and the index is written.
+void allocate_and_flush(const TempDir& d, int n) {
+    auto set = set_of({range("10.7.0.0/24")});
+    auto s = open_store(d);
+    for (int i = 0; i < n; ++i) REQUIRE(alloc(s, set, "c" + std::to_string(i)).starts_with("10.7.0."));
+    s.flush();
+}
+
 TEST_CASE("the index spares re-reading files, and notices files replaced behind its back") {
     TempDir d;
-    auto set = set_of({range("10.7.0.0/24")});
-    {
-        auto s = open_store(d);
-        for (int i = 0; i < 20; ++i) REQUIRE(alloc(s, set, "c" + std::to_string(i)).starts_with("10.7.0."));
-        s.flush();
-    }
+    allocate_and_flush(d, 20);
     {
         auto s = open_store(d);
         CHECK(s.files_read() == 0);
@@ -220,12 +223,7 @@ TEST_CASE("the index spares re-reading files, and notices files replaced behind 
 
 TEST_CASE("an index whose lines are torn or out of address order is not trusted") {
     TempDir d;
-    auto set = set_of({range("10.7.0.0/24")});
-    {
-        auto s = open_store(d);
-        for (int i = 0; i < 3; ++i) REQUIRE(alloc(s, set, "c" + std::to_string(i)).starts_with("10.7.0."));
-        s.flush();
-    }
+    allocate_and_flush(d, 3);
     const std::string index = d.read("net1/.cni-all-index");
     auto lines = split(index, '\n');
     REQUIRE(lines.size() == 5);  // header, three entries, the empty rest
