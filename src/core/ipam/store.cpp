@@ -37,8 +37,9 @@ bool printable_token(std::string_view s) {
 // Replaces a small file's content without truncating it to zero first: on ext4 a truncate to
 // zero makes close() flush the file synchronously (auto_da_alloc), which costs an ADD more than
 // all its netlink work. A crash between the write and the truncate leaves the old tail behind;
-// both callers tolerate that (the index is checked entry by entry against the directory, and
-// last_reserved_ip is only where the next search starts).
+// last_reserved_ip tolerates that (it is only where the next search starts), and so does the
+// index, which flush() writes the same way in pieces (a torn or out-of-order line makes it
+// untrusted, and every entry is checked against the directory's inodes).
 bool overwrite_in_place(int fd, std::string_view text) {
     return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
            ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
