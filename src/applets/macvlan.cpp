@@ -49,10 +49,7 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
     CNI_TRY(json::field(root, "bcqueuelen", c.bc_queue_len, w));
     c.dns = c.net.dns;
     c.mode = nl::macvlan_mode_from_name(c.mode_name);
-    // The MAC: the config's, then CNI_ARGS MAC, then runtimeConfig mac.
-    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
-    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
-    c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
+    CNI_TRY_ASSIGN(c.mac, layered_mac(req.args, c.net, w, std::move(c.mac)));
     return c;
 }
 

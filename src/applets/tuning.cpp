@@ -77,9 +77,7 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
     CNI_TRY(json::field(root, "allmulti", c.allmulti, w));
 
     // The MAC: CNI_ARGS MAC, then runtimeConfig mac, then args.cni.mac (the last one set wins).
-    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
-    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
-    c.mac = rc_mac.value_or(env_mac.value_or(c.mac));
+    CNI_TRY_ASSIGN(c.mac, layered_mac(req.args, c.net, w, std::move(c.mac)));
     CNI_TRY_ASSIGN(auto args, json::anonymous_struct(root, "args", w, R"(struct { A *main.IPAMArgs "json:\"cni\"" })"));
     CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "main.IPAMArgs"));
     if (a) {

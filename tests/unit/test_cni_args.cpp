@@ -74,6 +74,14 @@ TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value say
     CHECK(cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":"x"})"), w).error().msg ==
           R"(json: cannot unmarshal string into Go struct field NetConf.runtimeConfig of type struct { Mac string "json:\"mac,omitempty\"" })");
     CHECK_FALSE(*cni::runtime_config_mac(conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":null})"), w));
+
+    // Layered over the plugin's own key: runtimeConfig beats CNI_ARGS beats the config; silence keeps it.
+    auto with_rc = conf(R"({"cniVersion":"1.0.0","name":"n","runtimeConfig":{"mac":"0a:00:00:00:00:02"}})");
+    auto without = conf(R"({"cniVersion":"1.0.0","name":"n"})");
+    CHECK(*cni::layered_mac("MAC=0a:00:00:00:00:01", with_rc, w, "0a:00:00:00:00:03") == "0a:00:00:00:00:02");
+    CHECK(*cni::layered_mac("MAC=0a:00:00:00:00:01", without, w, "0a:00:00:00:00:03") == "0a:00:00:00:00:01");
+    CHECK(*cni::layered_mac("", without, w, "0a:00:00:00:00:03") == "0a:00:00:00:00:03");
+    CHECK(cni::layered_mac("POD=x", with_rc, w, "").error().msg.find("POD") != std::string::npos);
 }
 
 TEST_CASE("a configured MAC: normalised, none stays none, the reference's two error wordings") {

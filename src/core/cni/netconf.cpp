@@ -138,4 +138,11 @@ Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const
     return mac.empty() ? std::nullopt : std::optional<std::string>(mac);
 }
 
+Result<std::string> layered_mac(std::string_view cni_args, const NetConf& conf, const json::Where& w,
+                                std::string config_mac) {
+    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(cni_args));
+    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(conf, w));
+    return rc_mac.value_or(env_mac.value_or(std::move(config_mac)));
+}
+
 }  // namespace cni

@@ -62,6 +62,10 @@ Result<NetConf> load_netconf(std::string_view config, std::string_view go_type =
 // type errors.
 Result<std::optional<std::string>> cni_args_mac(std::string_view cni_args);
 Result<std::optional<std::string>> runtime_config_mac(const NetConf& conf, const json::Where& w);
+// `config_mac` (the plugin's own key) overridden by CNI_ARGS MAC, then by runtimeConfig mac: the
+// order of macvlan, tap and tuning (tuning then lets args.cni.mac win; bridge puts it between).
+Result<std::string> layered_mac(std::string_view cni_args, const NetConf& conf, const json::Where& w,
+                                std::string config_mac);
 
 // Which cniVersion a prevResult without one of its own (or with "") is read as: the config's, as
 // version.ParsePrevResult injects it (most plugins), or none, as sbr's own parser reads it ("" is
