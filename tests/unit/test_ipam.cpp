@@ -120,6 +120,25 @@ TEST_CASE("requested addresses, the gateway and duplicates") {
     CHECK(alloc(s, set, "b") == "10.9.0.78/24 gw 10.9.0.1");
 }
 
+TEST_CASE("a reservation whose last_reserved_ip cannot be written is undone") {
+    TempDir d;
+    auto set = set_of({range("10.8.0.0/24")});
+    std::filesystem::create_directories(d / "net1/last_reserved_ip.0");  // open(O_WRONLY) gets EISDIR
+    auto s = open_store(d);
+    for (std::optional<std::string> want : {std::optional<std::string>(), std::optional<std::string>("10.8.0.9")}) {
+        auto got = alloc(s, set, "c0", want);
+        CHECK(got.starts_with("ERR "));
+        CHECK(got.find("last_reserved_ip.0") != std::string::npos);
+    }
+    CHECK_FALSE(d.exists("net1/10.8.0.2"));  // no file left for an ADD that failed
+    CHECK_FALSE(d.exists("net1/10.8.0.9"));
+    CHECK_FALSE(s.taken(*IpAddr::parse("10.8.0.2")));
+    CHECK(s.find_by_id("c0", "eth0").empty());
+    std::filesystem::remove(d / "net1/last_reserved_ip.0");
+    CHECK(alloc(s, set, "c0") == "10.8.0.2/24 gw 10.8.0.1");
+    CHECK(d.read("net1/10.8.0.2") == "c0\r\neth0");
+}
+
 TEST_CASE("several ranges in a set are walked in order") {
     TempDir d;
     auto set = set_of({range("10.1.0.0/24", "10.1.0.253"), range("10.2.0.0/24", "", "10.2.0.3")});

@@ -253,20 +253,21 @@ Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_v
         put(e);
         return false;
     }
+    // A reserve that fails leaves no file behind: the caller has no address to release.
+    auto abandon = [&](const std::string& failed, int err) -> Result<bool> {
+        ::unlink(path.c_str());
+        return os::sys_fail("write", failed, err);
+    };
     std::string content = std::string(trim_space(id)) + "\r\n" + std::string(ifname);
     struct stat st{};
     if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
-        ::fstat(fd.get(), &st) != 0) {
-        int err = errno;
-        ::unlink(path.c_str());
-        return os::sys_fail("write", path, err);
-    }
+        ::fstat(fd.get(), &st) != 0)
+        return abandon(path, errno);
     fd.reset();
-    put(Entry{ip, st.st_ino, keep_owner(std::move(content))});
     std::string last = join(dir_, kLastReservedPrefix + std::to_string(set_index));
     os::UniqueFd lf(::open(last.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-    if (!lf || !overwrite_in_place(lf.get(), ip.str()))
-        return os::sys_fail("write", last);
+    if (!lf || !overwrite_in_place(lf.get(), ip.str())) return abandon(last, errno);
+    put(Entry{ip, st.st_ino, keep_owner(std::move(content))});
     return true;
 }
 
