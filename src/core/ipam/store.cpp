@@ -33,7 +33,6 @@ bool printable_token(std::string_view s) {
     return true;
 }
 
-
 // Replaces a small file's content without truncating it to zero first: on ext4 a truncate to
 // zero makes close() flush the file synchronously (auto_da_alloc), which costs an ADD more than
 // all its netlink work. A crash between the write and the truncate leaves the old tail behind;
@@ -63,6 +62,14 @@ Result<std::string> read_small(const std::string& path, ino_t* ino = nullptr) {
     while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && out.size() < (1u << 20)) out.append(buf, std::size_t(n));
     if (n < 0) return os::sys_fail("read", path);
     return out;
+}
+
+// The directory's mtime and ctime: any file created or removed in it changes them.
+std::string dir_stamp(const std::string& dir) {
+    struct stat st{};
+    if (::stat(dir.c_str(), &st) != 0) return "?";
+    return std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "/" +
+           std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
 }
 
 }  // namespace
@@ -120,14 +127,6 @@ Result<Store> Store::open(const std::string& data_dir, const std::string& networ
     Store s(dir, std::move(lock), std::move(warn));
     CNI_TRY(s.scan());
     return s;
-}
-
-// The directory's mtime and ctime: any file created or removed in it changes them.
-std::string dir_stamp(const std::string& dir) {
-    struct stat st{};
-    if (::stat(dir.c_str(), &st) != 0) return "?";
-    return std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "/" +
-           std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
 }
 
 // The index's entries, if its header carries the directory's current stamp and its lines are
