@@ -24,7 +24,7 @@ rc=$?
 set -e
 logs=(build-test/meson-logs/testlog.json)
 # A full run (no extra arguments) repeats the suites that run our code on its own (not the
-# packaging, podman and VM ones, nor the two that mostly run Go's plugins) on a build with
+# packaging, podman and VM ones, nor the three that mostly run Go's plugins) on a build with
 # AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer; its last test fails on any
 # report a plugin, the daemon or a test binary wrote (src/sanitizer_options.cpp.in).
 if [ $# -eq 0 ]; then
