@@ -321,16 +321,23 @@ def go_ints_past_int32_fail_add_only():
 
 @test
 def gc_removes_what_no_valid_attachment_owns():
-    """bridge GC: ipMasq rules and IPAM reservations of attachments not in the valid list go"""
-    with Env(2) as e:
-        host, c1, c2 = e.names
+    """bridge GC: ipMasq rules and IPAM reservations of attachments not in the valid list go, also
+    those of an ID too long for the rules' 255-byte comments"""
+    with Env(3) as e:
+        host, c1, c2, c3 = e.names
         c = conf(e.data, version="1.1.0", ipMasq=True)
+        long_id = "stale-long-" + "x" * 240
         add(host, c1, c, "keep-me").ok()
         add(host, c2, c, "stale-one").ok()
+        add(host, c3, c, long_id).ok()
+        check(any("stale-long-xxx" in r and long_id not in r for r in nat_rules(host)), "the long ID's comments are cut")
         gc = dict(c, **{"cni.dev/valid-attachments": [{"containerID": "keep-me", "ifname": "eth0"}]})
         bridge().run("GC", gc, host_ns=host, raw_env={"CNI_COMMAND": "GC", "CNI_PATH": BIN}).ok()
         rules = nat_rules(host)
-        check(any("keep-me" in r for r in rules) and not any("stale-one" in r for r in rules), rules)
+        check(any("keep-me" in r for r in rules) and not any("stale-" in r for r in rules), rules)
+        chains = [r.split()[0][1:] for r in rules if r.startswith(":CNI-")]
+        eq(len(chains), 1, f"only keep-me's chain is left: {rules}")
+        check(any(f"-j {chains[0]}" in r and "keep-me" in r for r in rules), rules)
         eq(reservations(e.data), ["10.74.0.2"])
         bridge().run("STATUS", c, host_ns=host, raw_env={"CNI_COMMAND": "STATUS", "CNI_PATH": BIN}).ok()
 

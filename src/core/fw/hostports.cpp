@@ -144,7 +144,7 @@ Status remove_chain(IptTable& t, const std::string& from, const std::string& cha
 
 std::string dnat_comment(std::string_view network, std::string_view container_id) {
     std::string c = "dnat name: \"" + std::string(network) + "\" id: \"" + std::string(container_id) + "\"";
-    if (c.size() > 255) c = c.substr(0, 252) + "...";
+    if (c.size() > kMaxCommentLength) c = c.substr(0, kMaxCommentLength - 3) + "...";
     return c;
 }
 

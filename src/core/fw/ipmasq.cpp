@@ -82,8 +82,8 @@ Status iptables_setup(const std::vector<IpNet>& ips, std::string_view network, s
     });
 }
 
-Status iptables_teardown(std::string_view network, std::string_view container_id) {
-    std::string chain = chain_name("CNI-", network, container_id);
+// Removes an attachment's chain and the POSTROUTING rules that jump to it, in both families.
+Status iptables_teardown_chain(const std::string& chain) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     for (Family f : {Family::v4, Family::v6}) {
         auto nat = IptTable::open(f, "nat");
@@ -98,9 +98,29 @@ Status iptables_teardown(std::string_view network, std::string_view container_id
     return {};
 }
 
-Status iptables_gc(std::string_view network, const std::vector<std::string>& keep) {
+Status iptables_teardown(std::string_view network, std::string_view container_id) {
+    return iptables_teardown_chain(chain_name("CNI-", network, container_id));
+}
+
+// Whether a rule's comment marks `chain` as this network's masquerade chain of some attachment:
+// the comment names the network and an ID whose chain it is. A comment cut at iptables' 255
+// bytes no longer holds the whole ID; then the network's name at its start has to do.
+bool masq_chain_of(std::string_view network, const std::string& chain, const std::string& comment) {
     std::string prefix = "name: " + go_quote(network) + " id: ";
-    std::vector<std::string> stale;
+    if (!comment.starts_with(prefix)) return false;
+    if (comment.size() >= kMaxCommentLength) return true;
+    std::string quoted = comment.substr(prefix.size());
+    if (quoted.size() < 2) return false;
+    std::string id = quoted.substr(1, quoted.size() - 2);
+    return go_quote(id) == quoted && chain == chain_name("CNI-", network, id);
+}
+
+// The network's masquerade chains (CNI- and 24 hex digits) whose attachment is not in `keep`
+// go, found by their rules' comments and compared by chain name, so an ID too long for its
+// comment is collected too.
+Status iptables_gc(std::string_view network, const std::vector<std::string>& keep) {
+    std::vector<std::string> kept, stale;
+    for (auto& id : keep) kept.push_back(chain_name("CNI-", network, id));
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
         for (Family f : {Family::v4, Family::v6}) {
@@ -108,24 +128,18 @@ Status iptables_gc(std::string_view network, const std::vector<std::string>& kee
             if (!nat) continue;
             for (auto& chain : nat->chains()) {
                 if (!chain.starts_with("CNI-") || chain.size() != 28 || chain.starts_with("CNI-DN-")) continue;
+                if (std::find(kept.begin(), kept.end(), chain) != kept.end() ||
+                    std::find(stale.begin(), stale.end(), chain) != stale.end())
+                    continue;
                 CNI_TRY_ASSIGN(auto rules, nat->rules(chain));
-                for (auto& l : rules) {
-                    if (!l.rule.comment.starts_with(prefix)) continue;
-                    std::string quoted = l.rule.comment.substr(prefix.size());
-                    if (quoted.size() < 2) continue;
-                    std::string id = quoted.substr(1, quoted.size() - 2);
-                    if (go_quote(id) != quoted || chain != chain_name("CNI-", network, id)) continue;
-                    if (std::find(keep.begin(), keep.end(), id) == keep.end() &&
-                        std::find(stale.begin(), stale.end(), id) == stale.end())
-                        stale.push_back(id);
-                    break;
-                }
+                if (std::any_of(rules.begin(), rules.end(), [&](auto& l) { return masq_chain_of(network, chain, l.rule.comment); }))
+                    stale.push_back(chain);
             }
         }
     }
     std::string errors;
-    for (auto& id : stale)
-        if (auto st = iptables_teardown(network, id); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
+    for (auto& chain : stale)
+        if (auto st = iptables_teardown_chain(chain); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
     if (!errors.empty()) return fail("ipMasq GC: " + errors);
     return {};
 }

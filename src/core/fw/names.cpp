@@ -14,7 +14,7 @@ std::string chain_name(std::string_view prefix, std::string_view network, std::s
 
 std::string masq_comment(std::string_view network, std::string_view container_id) {
     std::string c = "name: " + go_quote(network) + " id: " + go_quote(container_id);
-    if (c.size() > 255) c.resize(255);
+    if (c.size() > kMaxCommentLength) c.resize(kMaxCommentLength);
     return c;
 }
 

@@ -3,16 +3,20 @@
 // implementation can find and remove what the other made.
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
 namespace cni::fw {
 
+// The bytes of a comment an iptables rule keeps (xt_comment's 256, less its terminator).
+constexpr std::size_t kMaxCommentLength = 255;
+
 // (prefix + hex(sha512(network + containerID)))[:28]; prefix "CNI-" for ipMasq, "CNI-DN-" for
 // portmap's DNAT chain.
 std::string chain_name(std::string_view prefix, std::string_view network, std::string_view container_id);
-// Go fmt.Sprintf("name: %q id: %q", network, containerID), cut to the 255 bytes an iptables
-// comment keeps, so that a rule read back compares equal (container IDs past ~230 characters).
+// Go fmt.Sprintf("name: %q id: %q", network, containerID), cut to kMaxCommentLength, so that a
+// rule read back compares equal (container IDs past ~230 characters).
 std::string masq_comment(std::string_view network, std::string_view container_id);
 
 }  // namespace cni::fw
