@@ -281,10 +281,16 @@ def portmap_options_errors_and_rollback():
         eq(n.ask(n.client, "tcp", HOST_IP, 8080), "error ConnectionRefusedError", "the condition keeps the client out")
         add(conditionsV4=cond).ok()  # ADD again: the entry rule is recognised, not duplicated
         eq(len([line for line in n.nat() if line.startswith("-A CNI-HOSTPORT-DNAT") and "--dports 8080" in line]), 1)
+        # An ID too long for the entry rules' 255-byte comments, which then end in "...".
+        long_conf = dict(conflist(n.data, MAPPINGS)["plugins"][1], name="pm-test", cniVersion="1.0.0", prevResult=res,
+                         runtimeConfig={"portMappings": [{"hostPort": 8090, "containerPort": 80, "protocol": "tcp"}]})
+        pm.run("ADD", long_conf, host_ns=n.host, netns=ns_path(n.ctr), container_id="pm-long-" + "x" * 240, extra_env=ENV).ok()
+        check(any('xxx..."' in line for line in n.nat()), "the long ID's comment is cut")
         gc = {"cniVersion": "1.1.0", "name": "pm-test", "type": "portmap", "runtimeConfig": {"portMappings": MAPPINGS},
               "cni.dev/valid-attachments": [{"containerID": "pm-0", "ifname": "eth0"}]}
         pm.run("GC", gc, host_ns=n.host, extra_env=ENV).ok()
-        check(not [line for line in n.nat() if line.startswith(":CNI-DN-")], "GC removed the stale attachment's chain")
+        eq([line for line in n.nat() if line.startswith(":CNI-DN-") or "pm-" in line], [],
+           "GC removed the stale attachments' chains and entry rules, also the long ID's")
 
 
 def nft_table(ns, family="ip"):

@@ -294,18 +294,27 @@ Status ensure_localnet_guard() {
     return filter.commit();
 }
 
-Status teardown_hostports(std::string_view network, std::string_view container_id) {
-    const std::string chain = chain_name("CNI-DN-", network, container_id);
-    const std::string old_snat = chain_name("CNI-SN-", network, container_id);
+namespace {
+
+// Removes an attachment's DNAT chain and, when its name is known, the SNAT chain of older
+// reference versions, with the rules jumping to them, in both families (libiptc and xtables-nft).
+Status teardown_chains(const std::string& chain, const std::string& old_snat) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     for (Family f : {Family::v4, Family::v6}) {
         auto nat = IptTable::open(f, "nat");
         if (!nat) continue;  // no nat table for this family: nothing of ours can be there
         CNI_TRY(remove_chain(*nat, kDnatChain, chain));
-        CNI_TRY(remove_chain(*nat, kOldSnatChain, old_snat));
+        if (!old_snat.empty()) CNI_TRY(remove_chain(*nat, kOldSnatChain, old_snat));
         CNI_TRY(nat->commit());
     }
+    if (old_snat.empty()) return remove_xtables_nft_chains({chain});
     return remove_xtables_nft_chains({chain, old_snat});
+}
+
+}  // namespace
+
+Status teardown_hostports(std::string_view network, std::string_view container_id) {
+    return teardown_chains(chain_name("CNI-DN-", network, container_id), chain_name("CNI-SN-", network, container_id));
 }
 
 Status check_hostports(const HostPortSpec& s) {
@@ -330,9 +339,15 @@ Status check_hostports(const HostPortSpec& s) {
     return {};
 }
 
+// The attachments of `network` whose DNAT chain is not a valid attachment's go. They are found by
+// the comments of their entry rules in CNI-HOSTPORT-DNAT; one cut at 255 bytes (dnat_comment) no
+// longer holds the whole ID, so its chain (the rule's target) goes without the old SNAT chain,
+// whose name needs the ID (and which no version writing such comments made).
 Status gc_hostports(std::string_view network, const std::vector<std::string>& keep) {
     const std::string prefix = "dnat name: \"" + std::string(network) + "\" id: \"";
-    std::vector<std::string> stale;
+    std::vector<std::string> kept;
+    for (auto& id : keep) kept.push_back(chain_name("CNI-DN-", network, id));
+    std::vector<std::pair<std::string, std::string>> stale;  // DNAT chain, old SNAT chain
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
         for (Family f : {Family::v4, Family::v6}) {
@@ -341,17 +356,24 @@ Status gc_hostports(std::string_view network, const std::vector<std::string>& ke
             CNI_TRY_ASSIGN(auto rules, nat->rules(kDnatChain));
             for (auto& l : rules) {
                 const std::string& c = l.rule.comment;
-                if (!c.starts_with(prefix) || !c.ends_with("\"") || c.size() <= prefix.size()) continue;
+                const std::string& chain = l.rule.target;
+                if (!c.starts_with(prefix) || !chain.starts_with("CNI-DN-") ||
+                    std::find(kept.begin(), kept.end(), chain) != kept.end() ||
+                    std::any_of(stale.begin(), stale.end(), [&](auto& s) { return s.first == chain; }))
+                    continue;
+                if (c.size() == kMaxCommentLength && c.ends_with("...")) {
+                    stale.emplace_back(chain, "");
+                    continue;
+                }
+                if (!c.ends_with("\"") || c.size() <= prefix.size()) continue;
                 std::string id = c.substr(prefix.size(), c.size() - prefix.size() - 1);
-                if (l.rule.target != chain_name("CNI-DN-", network, id)) continue;  // a trimmed or foreign comment
-                if (std::find(keep.begin(), keep.end(), id) == keep.end() && std::find(stale.begin(), stale.end(), id) == stale.end())
-                    stale.push_back(id);
+                if (chain == chain_name("CNI-DN-", network, id)) stale.emplace_back(chain, chain_name("CNI-SN-", network, id));
             }
         }
     }
     std::string errors;
-    for (auto& id : stale)
-        if (auto st = teardown_hostports(network, id); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
+    for (auto& [chain, old_snat] : stale)
+        if (auto st = teardown_chains(chain, old_snat); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
     if (!errors.empty()) return fail("portmap GC: " + errors);
     return {};
 }
