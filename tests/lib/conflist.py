@@ -5,7 +5,7 @@ kernel, for the differential tests (the same conflist against Debian's Go plugin
 run_add/run_check/run_del follow libcni: each plugin gets the list's name and cniVersion, ADD
 passes every plugin's result to the next as prevResult, CHECK and DEL hand every plugin the
 final ADD result, and DEL walks the list in reverse. snapshot() reads links, addresses,
-routes, rules, sysctls, iptables (legacy) tables and host-local files, and replaces what is
+routes, rules, sysctls, iptables tables (legacy and nft) and host-local files, and replaces what is
 random per run (host veth names, MACs, IPv6 link-local addresses, interface indexes); qdiscs
 and ingress filters too."""
 import json
@@ -161,10 +161,12 @@ def _sysctls(ns, names, links):
 
 
 def _iptables(ns, names):
+    """Both variants' tables: the Go plugins write the nft one where `iptables` is iptables-nft
+    (a kernel without nf_tables, as the VM's, shows it empty)."""
     out = {}
-    for tool in ("iptables-legacy-save", "ip6tables-legacy-save"):
+    for tool in ("iptables-legacy-save", "ip6tables-legacy-save", "iptables-nft-save", "ip6tables-nft-save"):
         for table in ("nat", "filter"):
-            text = sh("ip", "netns", "exec", ns, tool, "-t", table).stdout
+            text = sh("ip", "netns", "exec", ns, tool, "-t", table, check_rc="legacy" in tool).stdout
             rules = [names.text(re.sub(r"\[\d+:\d+\]", "", line)) for line in text.splitlines()
                      if line.startswith(("-A", ":"))]
             out[f"{tool} {table}"] = sorted(rules)

@@ -5,6 +5,8 @@
 // rule shape portmap and firewall use (ports, multiport, addrtype, mark, conntrack, interfaces,
 // MARK, DNAT) reads back from the binary's rule and is found by `iptables -C` when we write it.
 // And a table's first use in a fresh namespace by several processes at once succeeds for all.
+// The same shapes written by iptables-nft are found in nf_tables (XtNftTable), as CHECK needs on a
+// node where the Go plugins wrote them, and a rule differing in a compared field is not.
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -21,9 +23,11 @@
 #include <memory>
 #include <vector>
 
+#include "core/fw/forward.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
+#include "core/fw/xtables_nft.hpp"
 #include "core/os/netns.hpp"
 #include "test_ns.hpp"
 
@@ -130,13 +134,23 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6") 
     REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
 }
 
+namespace {
+
+// The reference's ipMasq rules for kOwner and 10.1.0.5/24, written by an iptables binary.
+void write_masq_rules(const TestNs& ns, const std::string& iptables) {
+    const std::string c = " -m comment " + kComment;
+    REQUIRE(ns.sh(iptables + " -t nat -N " + kChain) == 0);
+    REQUIRE(ns.sh(iptables + " -t nat -A " + kChain + " -d 10.1.0.0/24 -j ACCEPT" + c) == 0);
+    REQUIRE(ns.sh(iptables + " -t nat -A " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
+    REQUIRE(ns.sh(iptables + " -t nat -A POSTROUTING -s 10.1.0.5 -j " + kChain + c) == 0);
+}
+
+}  // namespace
+
 TEST_CASE("teardown removes rules written by the iptables binary, legacy form included") {
     TestNs ns("cnit-fw");
-    std::string c = " -m comment --comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
-    REQUIRE(ns.sh("iptables-legacy -t nat -N " + kChain) == 0);
-    REQUIRE(ns.sh("iptables-legacy -t nat -A " + kChain + " -d 10.1.0.0/24 -j ACCEPT" + c) == 0);
-    REQUIRE(ns.sh("iptables-legacy -t nat -A " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
-    REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.1.0.5 -j " + kChain + c) == 0);
+    std::string c = " -m comment " + kComment;
+    write_masq_rules(ns, "iptables-legacy");
     REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.1.0.5/24 -j " + kChain + c) == 0);  // pre-0.8 form
     REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE") == 0);   // not ours
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
@@ -367,4 +381,112 @@ TEST_CASE("portmap and firewall rule shapes: read from iptables' rules, found by
             CHECK(ns.sh("test -z \"$(" + tool + "-save -t " + table + " | grep -- \"-A CNI-T\")\"") == 0);
         }
     }
+}
+
+namespace {
+
+// A rule that differs from `r` in one thing a dump of iptables-nft's rule reads back.
+std::vector<std::pair<std::string, fw::IptRule>> changed(const fw::IptRule& r, bool v6) {
+    std::vector<std::pair<std::string, fw::IptRule>> out;
+    auto with = [&](std::string what, auto&& change) {
+        fw::IptRule c = r;
+        change(c);
+        out.emplace_back(std::move(what), std::move(c));
+    };
+    with("target", [](fw::IptRule& c) { c.target = c.target == "RETURN" ? "ACCEPT" : "RETURN"; });
+    with("comment", [](fw::IptRule& c) { c.comment += "x"; });
+    with("protocol", [](fw::IptRule& c) { c.proto = c.proto == IPPROTO_TCP ? IPPROTO_UDP : IPPROTO_TCP; });
+    with("destination", [&](fw::IptRule& c) { c.dst = *IpNet::parse(v6 ? "2001:db8:9::/48" : "198.51.100.0/24"); });
+    with("source prefix", [&](fw::IptRule& c) {
+        c.src = c.src ? IpNet{c.src->network(), c.src->prefix - 1, c.src->mask_bits}.masked() : *IpNet::parse(v6 ? "fd09::1/128" : "10.9.9.9/32");
+    });
+    with("source negation", [](fw::IptRule& c) {
+        if (!c.src) c.src = *IpNet::parse("10.9.9.9/32");
+        c.src_inverted = !c.src_inverted;
+    });
+    for (std::size_t i = 0; i < r.matches.size(); ++i)
+        if (std::holds_alternative<fw::DstPort>(r.matches[i]))
+            with("port", [i](fw::IptRule& c) { std::get<fw::DstPort>(c.matches[i]).port += 1; });
+    return out;
+}
+
+// ipMasq's shapes, with a prefix that is not whole bytes.
+std::vector<Shape> masq_shapes(bool v6) {
+    auto net = [&](const char* a, const char* b) { return *IpNet::parse(v6 ? b : a); };
+    auto accept = base("ACCEPT");
+    accept.dst = net("10.1.0.0/20", "fd01::/60");
+    accept.comment = "name: \"n\" id: \"c\"";
+    auto masquerade = base("MASQUERADE");
+    masquerade.dst = net("224.0.0.0/4", "ff00::/8");
+    masquerade.dst_inverted = true;
+    masquerade.comment = accept.comment;
+    auto jump = base("CNI-0123456789abcdef01234567");
+    jump.src = net("10.1.0.5/32", "fd01::5/128");
+    jump.comment = accept.comment;
+    const std::string c = " -m comment --comment \"name: \\\"n\\\" id: \\\"c\\\"\"";
+    static std::string args[2][3];
+    auto& a = args[v6];
+    a[0] = std::string(v6 ? "-d fd01::/60" : "-d 10.1.0.0/20") + c + " -j ACCEPT";
+    a[1] = std::string(v6 ? "! -d ff00::/8" : "! -d 224.0.0.0/4") + c + " -j MASQUERADE";
+    a[2] = std::string(v6 ? "-s fd01::5" : "-s 10.1.0.5") + c + " -j CNI-0123456789abcdef01234567";
+    return {{a[0].c_str(), accept}, {a[1].c_str(), masquerade}, {a[2].c_str(), jump}};
+}
+
+}  // namespace
+
+TEST_CASE("iptables-nft's form of each rule shape is found in nf_tables, a rule differing in what a dump shows is not") {
+    for (bool v6 : {false, true}) {
+        const std::string tool = v6 ? "ip6tables-nft" : "iptables-nft";
+        const auto family = v6 ? fw::Family::v6 : fw::Family::v4;
+        auto all = shapes(v6);
+        for (auto& s : masq_shapes(v6)) all.push_back(s);
+        for (auto& shape : all) {
+            INFO((v6 ? "v6: " : "v4: ") << shape.args);
+            TestNs ns("cnit-fw");
+            const std::string t = tool + " -t " + shape.table;
+            if (shape.rule.target.starts_with("CNI-")) REQUIRE(ns.sh(t + " -N " + shape.rule.target) == 0);
+            REQUIRE(ns.sh(t + " -N CNI-T") == 0);
+            if (ns.sh(t + " -A CNI-T " + shape.args + " 2>/dev/null") != 0) {
+                REQUIRE(shape.rule.proto == IPPROTO_SCTP);
+                WARN("this kernel has no sctp match; the sctp shape is not checked here");
+                continue;
+            }
+            inside(ns, [&] {
+                auto table = fw::XtNftTable::open(family, shape.table);
+                REQUIRE(table);
+                CHECK(table->has_chain("CNI-T"));
+                CHECK_FALSE(table->has_chain("CNI-U"));
+                CHECK(*table->has_rule("CNI-T", shape.rule));
+                CHECK_FALSE(*table->has_rule("POSTROUTING", shape.rule));
+                for (auto& [what, other] : changed(shape.rule, v6)) {
+                    INFO("changed: " << what << ": " << show(other));
+                    CHECK_FALSE(*table->has_rule("CNI-T", other));
+                }
+            });
+        }
+    }
+}
+
+TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with iptables-nft") {
+    TestNs ns("cnit-fw");
+    std::string c = " -m comment " + kComment;
+    write_masq_rules(ns, "iptables-nft");
+    std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
+    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, {*IpNet::parse("10.1.0.6/24")}, kOwner); }));
+    REQUIRE(ns.sh("iptables-nft -t nat -D " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
+    auto missing = inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); });
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error().msg == "ipMasq chain " + kChain + " is missing");  // the legacy tables' answer
+
+    // The firewall's per-address rules: DEL removes the address's two, not another's.
+    REQUIRE(ns.sh("iptables-nft -N CNI-FORWARD") == 0);
+    for (const char* ip : {"10.1.0.5", "10.1.0.6"}) {
+        REQUIRE(ns.sh(std::string("iptables-nft -A CNI-FORWARD -d ") + ip + "/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT") == 0);
+        REQUIRE(ns.sh(std::string("iptables-nft -A CNI-FORWARD -s ") + ip + "/32 -j ACCEPT") == 0);
+    }
+    REQUIRE(inside(ns, [&] { return fw::teardown_forward({*IpAddr::parse("10.1.0.5")}); }));
+    CHECK(run("ip netns exec " + ns.name + " iptables-nft-save -t filter | grep '^-A CNI-FORWARD'") ==
+          "-A CNI-FORWARD -d 10.1.0.6/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n"
+          "-A CNI-FORWARD -s 10.1.0.6/32 -j ACCEPT\n");
 }

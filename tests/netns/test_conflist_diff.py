@@ -6,8 +6,9 @@ result JSON and a normalised snapshot of the kernel (links and their flags, addr
 rules, sysctls, legacy iptables tables) and of the host-local files must be the same, and DEL
 must leave no more behind than the reference's DEL does. Then the two are mixed: ADD by one
 implementation, CHECK and DEL by the other; the CHECK must pass (bar the Go bugs below) and
-again nothing more may be left behind (a node can switch implementations with pods running). Only this machine's kernel features are used; VLAN, ipvlan
-and dummy cases live in tests/vm."""
+again nothing more may be left behind (a node can switch implementations with pods running),
+also on a node whose `iptables` is iptables-nft, where Go's plugins write nf_tables. Only this
+machine's kernel features are used; VLAN, ipvlan and dummy cases live in tests/vm."""
 import json
 import os
 import re
@@ -27,6 +28,8 @@ LEGACY = tempfile.mkdtemp(prefix="cni-legacy-path.")
 for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
     os.symlink("/usr/sbin/" + tool.replace("tables", "tables-legacy", 1), os.path.join(LEGACY, tool))
 ENV = {"PATH": f"{LEGACY}:/usr/sbin:/usr/bin:/sbin:/bin"}
+# Debian 12's own `iptables` is iptables-nft: there the Go plugins write nf_tables.
+NFT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
 
 
 def host_local(data, *ranges, routes=None):
@@ -109,10 +112,10 @@ GO_CHECK_BUGS = {
 }
 
 
-def check_chain(case, plugin_dir, conflist, host, ctr, result):
+def check_chain(case, plugin_dir, conflist, host, ctr, result, env):
     bug = GO_CHECK_BUGS.get(case) if plugin_dir == REF else None
     try:
-        run_check(plugin_dir, conflist, host, ns_path(ctr), "diff-1", result, env=ENV)
+        run_check(plugin_dir, conflist, host, ns_path(ctr), "diff-1", result, env=env)
     except AssertionError as e:
         if not bug or bug not in str(e):
             raise
@@ -120,7 +123,7 @@ def check_chain(case, plugin_dir, conflist, host, ctr, result):
     check(not bug, f"{case}: the Go CHECK bug ({bug}) is gone; drop it from GO_CHECK_BUGS")
 
 
-def attach(case, add_dir, del_dir):
+def attach(case, add_dir, del_dir, env=ENV):
     """Sets up fresh namespaces, ADD + CHECK with add_dir, CHECK and DEL with del_dir. Returns the
     normalised result, the snapshot after ADD, and what DEL left of it (the differences to the
     snapshot before ADD: even the reference keeps the bridge, ip_forward and last_reserved_ip)."""
@@ -132,15 +135,15 @@ def attach(case, add_dir, del_dir):
             conflist = make(data)
             names = Names({ns_path(ctr): "CTRNS", ctr: "CTRNS", host: "HOSTNS", data: "DATA"})
             before = snapshot(host, ctr, data, names)
-            result = run_add(add_dir, conflist, host, ns_path(ctr), "diff-1", env=ENV)
-            check_chain(case, add_dir, conflist, host, ctr, result)
+            result = run_add(add_dir, conflist, host, ns_path(ctr), "diff-1", env=env)
+            check_chain(case, add_dir, conflist, host, ctr, result, env)
             if del_dir != add_dir:  # a node switched implementations: the other one's CHECK of this ADD
-                check_chain(case, del_dir, conflist, host, ctr, result)
+                check_chain(case, del_dir, conflist, host, ctr, result, env)
             after = without_extensions(snapshot(host, ctr, data, names))
             for i in result.get("interfaces", []):
                 names.alias(i["name"])
             shown = canonical_result(names.text(json_text(result)))
-            run_del(del_dir, conflist, host, ns_path(ctr), "diff-1", result, env=ENV)
+            run_del(del_dir, conflist, host, ns_path(ctr), "diff-1", result, env=env)
             return shown, after, diff(without_extensions(snapshot(host, ctr, data, names)), before)
     finally:
         shutil.rmtree(data, ignore_errors=True)
@@ -185,12 +188,35 @@ def differential(case):
         eq([x for x in left if x not in go_left], [], f"{case}: {what} leaves more than the reference")
 
 
-for _case in CASES:
-    def _t(case=_case):
-        differential(case)
-    _t.__doc__ = f"conflist, Go vs ours: {_case}"
-    _t.__name__ = "diff_" + "".join(ch if ch.isalnum() else "_" for ch in _case)
-    test(_t)
+# The cases with iptables rules (ipMasq, portmap, firewall).
+NFT_NODE_CASES = ["bridge, gateway, ipMasq, hairpin, dual stack, MTU", "ptp, ipMasq, dual stack, MTU",
+                  "bridge + firewall (same-bridge)", "bridge + portmap + tuning + bandwidth + firewall"]
+
+
+def nft_node(case):
+    """A node whose `iptables` is iptables-nft switches from the Go plugins to ours with pods
+    running: Go's ADD wrote nf_tables; our CHECK must find its rules there and our DEL must
+    leave no more than Go's DEL."""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    _, go_state, go_left = attach(case, REF, REF, env=NFT_ENV)
+    nft_rules = [r for key, rules in go_state["host iptables"].items() if "-nft-" in key for r in rules if "-A CNI-" in r]
+    check(nft_rules, f"{case}: Go's ADD wrote no iptables-nft rules (is `iptables` the nft variant?)")
+    _, _, our_left = attach(case, REF, BIN, env=NFT_ENV)
+    eq([x for x in our_left if x not in go_left], [], f"{case}: our DEL of Go's iptables-nft ADD leaves more than Go's DEL")
+
+
+def register(run, cases, name, doc):
+    for case in cases:
+        def _t(case=case):
+            run(case)
+        _t.__doc__ = f"{doc}: {case}"
+        _t.__name__ = name + "".join(ch if ch.isalnum() else "_" for ch in case)
+        test(_t)
+
+
+register(differential, CASES, "diff_", "conflist, Go vs ours")
+register(nft_node, NFT_NODE_CASES, "nft_node_", "conflist on an iptables-nft node, Go's ADD, our CHECK and DEL")
 
 
 if __name__ == "__main__":

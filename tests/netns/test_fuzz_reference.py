@@ -7,11 +7,14 @@ fresh state directories, so one variant cannot change the next. Drop-in means we
 what the reference accepts: an ADD that Go's plugin completes must complete here too (except
 ALLOWED_REFUSALS, each a documented choice), and a DEL of the variant after the seed's ADD that
 Go's plugin completes must complete here, with no exception (a failing DEL keeps a pod from
-being removed). Where Go fails or crashes and we succeed is fine: our DEL is more lenient, and
-Go panics on some null entries. Left out: applets whose kernel features or daemon this machine
+being removed). And where Go's CHECK passes on Go's ADD of the variant, ours must pass on it
+too, with the same exceptions as ADD (a node switched implementations with pods running; the
+Go plugins run with the node's `iptables`, Debian's iptables-nft). Where Go fails or crashes and
+we succeed is fine: our DEL is more lenient, and Go panics on some null entries. Left out: applets whose kernel features or daemon this machine
 lacks (vlan, ipvlan, dummy, vrf, dhcp) and those Debian's 1.1.1 does not ship (tap, flannel).
 CNI_FUZZ_SAMPLE as in test_fuzz.py (the same variants)."""
 import glob
+import json
 import os
 import shutil
 import sys
@@ -59,21 +62,52 @@ def outcome(bin_dir, seed, variant, env, needs_eth0, data, verb):
         return result
 
 
+def cross_check(ours, ref, seed, variant, env, needs_eth0, data):
+    """Go's ADD of the variant, then CHECK of that ADD by Go's plugin and by ours in the same
+    namespaces (a node switched implementations with pods running): Go's (ok, message) and ours;
+    Go's ok is None when its ADD did not complete."""
+    fresh_state(data)
+    with netns("frh") as host, netns("frc") as ctr:
+        fuzz.prepare(host, ctr, data, needs_eth0)
+        go = fuzz.Attachment(ref, seed["type"], host, ctr, data)
+        mine = fuzz.Attachment(ours, seed["type"], host, ctr, data)
+        try:
+            ok, out = go.call("ADD", variant, env)
+            try:
+                result = json.loads(out) if ok is True else None
+            except ValueError:
+                result = None
+            if not isinstance(result, dict):
+                return (None, ""), (None, "")
+            conf = dict(variant, prevResult=result) if isinstance(variant, dict) else variant
+            return go.call("CHECK", conf, env), mine.call("CHECK", conf, env)
+        finally:
+            go.call("DEL", variant, env)
+            go.call("DEL", seed, {})
+
+
+def allowed_refusal(msg):
+    return next((k for k in ALLOWED_REFUSALS if msg.endswith(k)), None)
+
+
 def compare(applet, ours, ref, sample):
     data = tempfile.mkdtemp(prefix="cni-fuzzref.")
     try:
         _, seed, needs_eth0 = next(s for s in fuzz.seeds(data) if s[0] == applet)
         problems, allowed, compared, go_completed = [], [], 0, 0
         for label, variant, env in fuzz.variants(seed, sample):
-            for verb in ("ADD", "DEL"):
-                go_ok, _ = outcome(ref, seed, variant, env, needs_eth0, data, verb)
-                our_ok, msg = outcome(ours, seed, variant, env, needs_eth0, data, verb)
+            for verb in ("ADD", "DEL", "CHECK"):
+                if verb == "CHECK":
+                    (go_ok, _), (our_ok, msg) = cross_check(ours, ref, seed, variant, env, needs_eth0, data)
+                else:
+                    go_ok, _ = outcome(ref, seed, variant, env, needs_eth0, data, verb)
+                    our_ok, msg = outcome(ours, seed, variant, env, needs_eth0, data, verb)
                 compared += 1
                 go_completed += go_ok is True
                 if go_ok is not True or our_ok is True:
                     continue
-                if verb == "ADD" and our_ok is False and msg in ALLOWED_REFUSALS:
-                    allowed.append(msg)
+                if verb != "DEL" and our_ok is False and allowed_refusal(msg):
+                    allowed.append(allowed_refusal(msg))
                     continue
                 problems.append(f"{label}: Go's {verb} succeeded, ours {'failed' if our_ok is False else 'broke'}: {msg}")
         print(f"# {applet}: {compared} calls compared, {go_completed} completed by Go's, {len(allowed)} allowed refusals, "
@@ -91,7 +125,7 @@ def register(applet, ours, ref):
         check(ref, "Debian's containernetworking-plugins is not installed")
         compare(applet, ours, ref, fuzz.SAMPLE)
     run.__name__ = "fuzz_reference_" + applet.replace("-", "_")
-    run.__doc__ = f"{applet}: no mutated ADD or DEL that Go's plugin completes is refused by ours"
+    run.__doc__ = f"{applet}: no mutated ADD, DEL or CHECK of Go's ADD that Go's plugin completes is refused by ours"
     test(run)
 
 

@@ -7,7 +7,10 @@
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/xt_conntrack.h>
 
+#include <algorithm>
+
 #include "core/fw/iptables.hpp"
+#include "core/fw/xtables_nft.hpp"
 #include "core/os/file_lock.hpp"
 
 namespace cni::fw {
@@ -36,14 +39,19 @@ std::pair<IptRule, IptRule> address_rules(const IpAddr& ip) {
     return {replies, from};
 }
 
+std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, Family f) {
+    std::vector<IpAddr> mine;
+    for (auto& ip : ips)
+        if (ip.is_v4() == (f == Family::v4)) mine.push_back(ip);
+    return mine;
+}
+
 // Runs `fn` on the filter table of each family that has addresses, then commits it.
 template <class Fn>
 Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     for (Family f : {Family::v4, Family::v6}) {
-        std::vector<IpAddr> mine;
-        for (auto& ip : ips)
-            if (ip.is_v4() == (f == Family::v4)) mine.push_back(ip);
+        auto mine = of_family(ips, f);
         if (mine.empty()) continue;
         CNI_TRY_ASSIGN(auto filter, IptTable::open(f, "filter"));
         CNI_TRY(fn(filter, mine));
@@ -75,32 +83,36 @@ Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_ch
 
 Status teardown_forward(const std::vector<IpAddr>& ips) {
     return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
-        if (!t.has_chain(kPrivate)) return {};
+        std::vector<IptRule> doomed;
         for (auto& ip : mine) {
             auto [replies, from] = address_rules(ip);
-            CNI_TRY(t.delete_if(kPrivate, "ACCEPT", [&](const IptRule& r) { return r == replies || r == from; }));
+            doomed.push_back(replies), doomed.push_back(from);
         }
+        CNI_TRY(remove_xtables_nft_rules(mine.front().is_v4() ? Family::v4 : Family::v6, "filter", kPrivate, doomed));
+        if (!t.has_chain(kPrivate)) return {};
+        auto is_doomed = [&](const IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
+        CNI_TRY(t.delete_if(kPrivate, "ACCEPT", is_doomed));
         return {};
     });
 }
 
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
-    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
-        auto has = [&](const std::string& chain, const IptRule& want) -> Result<bool> {
-            if (!t.has_chain(chain)) return false;
-            CNI_TRY_ASSIGN(auto rules, t.rules(chain));
-            for (auto& l : rules)
-                if (!l.foreign && l.rule == want) return true;
-            return false;
-        };
-        CNI_TRY_ASSIGN(bool jump, has(kForward, to(kPrivate, "CNI firewall plugin rules")));
-        CNI_TRY_ASSIGN(bool admin, has(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
-        if (!jump || !admin) return fail("firewall: the jumps FORWARD -> " + std::string(kPrivate) + " -> " + admin_chain + " are missing");
-        for (auto& ip : mine) {
-            auto [replies, from] = address_rules(ip);
-            CNI_TRY_ASSIGN(bool r1, has(kPrivate, replies));
-            CNI_TRY_ASSIGN(bool r2, has(kPrivate, from));
-            if (!r1 || !r2) return fail("firewall: the rules accepting traffic of " + ip.str() + " are missing from " + kPrivate);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    return check_legacy_or_xtables_nft([&](auto open) -> Status {
+        for (Family f : {Family::v4, Family::v6}) {
+            auto mine = of_family(ips, f);
+            if (mine.empty()) continue;
+            CNI_TRY_ASSIGN(auto t, open(f, "filter"));
+            CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
+            CNI_TRY_ASSIGN(bool admin, t.has_rule(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
+            if (!jump || !admin)
+                return fail("firewall: the jumps FORWARD -> " + std::string(kPrivate) + " -> " + admin_chain + " are missing");
+            for (auto& ip : mine) {
+                auto [replies, from] = address_rules(ip);
+                CNI_TRY_ASSIGN(bool r1, t.has_rule(kPrivate, replies));
+                CNI_TRY_ASSIGN(bool r2, t.has_rule(kPrivate, from));
+                if (!r1 || !r2) return fail("firewall: the rules accepting traffic of " + ip.str() + " are missing from " + kPrivate);
+            }
         }
         return {};
     });

@@ -17,8 +17,10 @@
 namespace cni::fw {
 
 Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
-// Removes the per-address rules (the chains stay, shared by every attachment).
+// Removes the per-address rules (the chains stay, shared by every attachment), also those the
+// Go plugins wrote with iptables-nft.
 Status teardown_forward(const std::vector<IpAddr>& ips);
+// Passes when the legacy tables or iptables-nft's (the Go plugins' on such a node) hold the rules.
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
 
 enum class IngressPolicy { open, same_bridge, isolated };

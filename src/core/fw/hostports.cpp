@@ -126,12 +126,6 @@ Status ensure_chain(IptTable& t, const std::string& chain) {
     return t.create_chain(chain);
 }
 
-bool contains(const std::vector<IptTable::Listed>& list, const IptRule& want) {
-    for (auto& l : list)
-        if (!l.foreign && l.rule == want) return true;
-    return false;
-}
-
 // Deletes the chain and every rule of `from` jumping to it; fine when neither is there.
 Status remove_chain(IptTable& t, const std::string& from, const std::string& chain) {
     if (t.has_chain(from)) CNI_TRY(t.delete_if(from, chain));
@@ -320,23 +314,25 @@ Status teardown_hostports(std::string_view network, std::string_view container_i
 Status check_hostports(const HostPortSpec& s) {
     const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    CNI_TRY_ASSIGN(auto nat, IptTable::open(family_of(s.container.ip), "nat"));
-    auto require = [&](const std::string& in, const IptRule& want, std::string_view what) -> Status {
-        if (!nat.has_chain(in)) return fail("portmap: chain " + in + " is missing");
-        CNI_TRY_ASSIGN(auto rules, nat.rules(in));
-        if (!contains(rules, want)) return fail("portmap: " + std::string(what) + " is missing from " + in);
+    return check_legacy_or_xtables_nft([&](auto open) -> Status {
+        CNI_TRY_ASSIGN(auto nat, open(family_of(s.container.ip), "nat"));
+        auto require = [&](const std::string& in, const IptRule& want, std::string_view what) -> Status {
+            if (!nat.has_chain(in)) return fail("portmap: chain " + in + " is missing");
+            CNI_TRY_ASSIGN(bool found, nat.has_rule(in, want));
+            if (!found) return fail("portmap: " + std::string(what) + " is missing from " + in);
+            return {};
+        };
+        if (s.snat && !s.external_setmark_chain) {
+            CNI_TRY(require(kSetMarkChain, setmark_rule(s.mark_bit), "the masquerade mark rule"));
+            CNI_TRY(require(kMasqChain, masq_rule(s.mark_bit), "the masquerade rule"));
+            CNI_TRY(require("POSTROUTING", masq_entry(), "the jump to " + std::string(kMasqChain)));
+        }
+        CNI_TRY(require("PREROUTING", dnat_entry(), "the jump to " + std::string(kDnatChain)));
+        CNI_TRY(require("OUTPUT", dnat_entry(), "the jump to " + std::string(kDnatChain)));
+        for (auto& r : dn_rules(s)) CNI_TRY(require(chain, r, "a rule of " + s.container.ip.str()));
+        for (auto& r : entry_rules(s, chain)) CNI_TRY(require(kDnatChain, r, "the jump to " + chain));
         return {};
-    };
-    if (s.snat && !s.external_setmark_chain) {
-        CNI_TRY(require(kSetMarkChain, setmark_rule(s.mark_bit), "the masquerade mark rule"));
-        CNI_TRY(require(kMasqChain, masq_rule(s.mark_bit), "the masquerade rule"));
-        CNI_TRY(require("POSTROUTING", masq_entry(), "the jump to " + std::string(kMasqChain)));
-    }
-    CNI_TRY(require("PREROUTING", dnat_entry(), "the jump to " + std::string(kDnatChain)));
-    CNI_TRY(require("OUTPUT", dnat_entry(), "the jump to " + std::string(kDnatChain)));
-    for (auto& r : dn_rules(s)) CNI_TRY(require(chain, r, "a rule of " + s.container.ip.str()));
-    for (auto& r : entry_rules(s, chain)) CNI_TRY(require(kDnatChain, r, "the jump to " + chain));
-    return {};
+    });
 }
 
 // The attachments of `network` whose DNAT chain is not a valid attachment's go. They are found by

@@ -65,6 +65,7 @@ Status ensure_localnet_guard();
 // Removes the attachment's chain and its entry rules (and the legacy CNI-SN chain) in both
 // families; fine when nothing is there.
 Status teardown_hostports(std::string_view network, std::string_view container_id);
+// Passes when the legacy tables or iptables-nft's (the Go plugins' on such a node) hold the rules.
 Status check_hostports(const HostPortSpec& spec);
 // Removes this network's chains of attachments whose container IDs are not in `keep`.
 Status gc_hostports(std::string_view network, const std::vector<std::string>& keep);

@@ -144,27 +144,26 @@ Status iptables_gc(std::string_view network, const std::vector<std::string>& kee
     return {};
 }
 
+// Checks the attachment's chain and rules in the nat tables `open` gives (see
+// check_legacy_or_xtables_nft: Go's plugins may have written them with iptables-nft).
 Status iptables_check(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
     std::string chain = chain_name("CNI-", network, container_id);
     std::string comment = masq_comment(network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
-        CNI_TRY_ASSIGN(auto nat, IptTable::open(f, "nat"));
-        if (!nat.has_chain(chain)) return fail("ipMasq chain " + chain + " is missing");
-        CNI_TRY_ASSIGN(auto in_chain, nat.rules(chain));
-        CNI_TRY_ASSIGN(auto in_post, nat.rules(kPostrouting));
-        auto has = [](const std::vector<IptTable::Listed>& list, const IptRule& want) {
-            for (auto& l : list)
-                if (!l.foreign && l.rule == want) return true;
-            return false;
-        };
-        for (auto& ip : mine) {
-            auto r = rules_for(ip, chain, comment);
-            if (!has(in_chain, r.accept) || !has(in_chain, r.masquerade))
-                return fail("ipMasq chain " + chain + " lacks the rules for " + ip.str());
-            if (!has(in_post, r.jump)) return fail("POSTROUTING lacks the jump to " + chain + " for " + ip.ip.str());
-        }
-        return {};
+    return check_legacy_or_xtables_nft([&](auto open) {
+        return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
+            CNI_TRY_ASSIGN(auto nat, open(f, "nat"));
+            if (!nat.has_chain(chain)) return fail("ipMasq chain " + chain + " is missing");
+            for (auto& ip : mine) {
+                auto r = rules_for(ip, chain, comment);
+                CNI_TRY_ASSIGN(bool accept, nat.has_rule(chain, r.accept));
+                CNI_TRY_ASSIGN(bool masquerade, nat.has_rule(chain, r.masquerade));
+                CNI_TRY_ASSIGN(bool jump, nat.has_rule(kPostrouting, r.jump));
+                if (!accept || !masquerade) return fail("ipMasq chain " + chain + " lacks the rules for " + ip.str());
+                if (!jump) return fail("POSTROUTING lacks the jump to " + chain + " for " + ip.ip.str());
+            }
+            return {};
+        });
     });
 }
 

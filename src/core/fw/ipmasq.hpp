@@ -26,6 +26,7 @@ Status validate_ipmasq_backend(std::string_view backend);
 MasqBackend choose_ipmasq_backend(std::string_view configured);
 
 Status setup_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
+// iptables: the rules in the legacy tables, or where the Go plugins' iptables-nft put them.
 Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
 // Both backends, as the reference's DEL: what either one holds for the attachment goes.
 Status teardown_ipmasq(const MasqOwner& owner);

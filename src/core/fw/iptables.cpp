@@ -6,6 +6,7 @@
 
 #include <libiptc/libiptc.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/os/unique_fd.hpp"
@@ -38,6 +39,11 @@ Status IptTable::create_chain(const std::string& chain) { return impl_->create_c
 Status IptTable::flush_chain(const std::string& chain) { return impl_->flush_chain(chain); }
 Status IptTable::delete_chain(const std::string& chain) { return impl_->delete_chain(chain); }
 Result<std::vector<IptTable::Listed>> IptTable::rules(const std::string& chain) const { return impl_->rules(chain); }
+Result<bool> IptTable::has_rule(const std::string& chain, const IptRule& want) const {
+    if (!has_chain(chain)) return false;
+    CNI_TRY_ASSIGN(auto listed, rules(chain));
+    return std::ranges::any_of(listed, [&](const Listed& l) { return !l.foreign && l.rule == want; });
+}
 Status IptTable::append_unique(const std::string& chain, const IptRule& rule) { return impl_->append_unique(chain, rule); }
 Status IptTable::insert_unique(const std::string& chain, const IptRule& rule) { return impl_->insert_unique(chain, rule); }
 Result<int> IptTable::delete_if(const std::string& chain, const std::string& target,

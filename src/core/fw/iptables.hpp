@@ -106,6 +106,8 @@ public:
         bool foreign = false;
     };
     Result<std::vector<Listed>> rules(const std::string& chain) const;
+    // Whether the chain holds a rule identical to `want`; false when there is no such chain.
+    Result<bool> has_rule(const std::string& chain, const IptRule& want) const;
     // Appends unless an identical rule is already in the chain (go-iptables AppendUnique).
     Status append_unique(const std::string& chain, const IptRule& rule);
     // Inserts at the top (iptables -I chain 1) unless an identical rule is already in the chain.

@@ -18,11 +18,6 @@
 #include <linux/netfilter/xt_iprange.h>
 #include <linux/netfilter/xt_mark.h>
 #include <linux/netfilter/xt_multiport.h>
-// xt_sctp.h is written for C: it uses _Bool and defines a macro named `bytes`.
-#define _Bool bool
-#include <linux/netfilter/xt_sctp.h>
-#undef _Bool
-#undef bytes
 #include <linux/netfilter/xt_tcpudp.h>
 
 #include <algorithm>
@@ -34,6 +29,7 @@
 #include <vector>
 
 #include "core/fw/iptables.hpp"
+#include "core/nl/xt_sctp.hpp"
 
 namespace cni::fw::detail {
 

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/nl/nftables_decode.hpp"
 #include "core/os/errno_error.hpp"
 
 namespace cni::nl::nft {
@@ -353,29 +354,6 @@ Status Batch::commit(std::string_view what) {
 
 namespace {
 
-// The chain a rule's jump or goto verdict names (an `immediate` expression), if it has one.
-std::string jump_target(nlattr* expressions) {
-    nlattr* elem;
-    int rem;
-    nla_for_each_nested(elem, expressions, rem) {
-        nlattr* e[NFTA_EXPR_MAX + 1];
-        if (nla_parse_nested(e, NFTA_EXPR_MAX, elem, nullptr) < 0 || !e[NFTA_EXPR_NAME] || !e[NFTA_EXPR_DATA] ||
-            std::strcmp(nla_get_string(e[NFTA_EXPR_NAME]), "immediate") != 0)
-            continue;
-        nlattr* imm[NFTA_IMMEDIATE_MAX + 1];
-        nlattr* data[NFTA_DATA_MAX + 1];
-        nlattr* verdict[NFTA_VERDICT_MAX + 1];
-        if (nla_parse_nested(imm, NFTA_IMMEDIATE_MAX, e[NFTA_EXPR_DATA], nullptr) < 0 || !imm[NFTA_IMMEDIATE_DATA] ||
-            nla_parse_nested(data, NFTA_DATA_MAX, imm[NFTA_IMMEDIATE_DATA], nullptr) < 0 || !data[NFTA_DATA_VERDICT] ||
-            nla_parse_nested(verdict, NFTA_VERDICT_MAX, data[NFTA_DATA_VERDICT], nullptr) < 0 ||
-            !verdict[NFTA_VERDICT_CODE] || !verdict[NFTA_VERDICT_CHAIN])
-            continue;
-        auto code = static_cast<std::int32_t>(ntohl(nla_get_u32(verdict[NFTA_VERDICT_CODE])));
-        if (code == NFT_JUMP || code == NFT_GOTO) return nla_get_string(verdict[NFTA_VERDICT_CHAIN]);
-    }
-    return {};
-}
-
 int on_rule(nl_msg* msg, void* arg) {
     nlattr* tb[NFTA_RULE_MAX + 1];
     if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] ||
@@ -385,7 +363,8 @@ int on_rule(nl_msg* msg, void* arg) {
     r.chain = nla_get_string(tb[NFTA_RULE_CHAIN]);
     r.handle = be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]));
     if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
-    if (tb[NFTA_RULE_EXPRESSIONS]) r.jumps_to = jump_target(tb[NFTA_RULE_EXPRESSIONS]);
+    auto family = Family(static_cast<nfgenmsg*>(nlmsg_data(nlmsg_hdr(msg)))->nfgen_family);
+    if (tb[NFTA_RULE_EXPRESSIONS]) detail::decode_expressions(tb[NFTA_RULE_EXPRESSIONS], family, r);
     static_cast<std::vector<ListedRule>*>(arg)->push_back(std::move(r));
     return NL_OK;
 }

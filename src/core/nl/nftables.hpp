@@ -5,8 +5,8 @@
 // cmp, immediate, fib, masquerade, dnat) carrying their comment as nft's userdata TLV, so
 // `nft list ruleset` shows them as the reference's and the reference's DEL finds them. A Batch
 // is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it applies or none,
-// and only its last message is acked. list_rules and list_chains dump a table's objects. Registers are the kernel's 16-byte
-// NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
+// and only its last message is acked. list_rules and list_chains dump a table's objects.
+// Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
 #pragma once
 
 #include <netlink/msg.h>
@@ -84,11 +84,25 @@ private:
     bool oom_ = false;
 };
 
+// An address comparison of a rule in an ip or ip6 table: [!] ip saddr|daddr NET.
+struct AddressMatch {
+    bool source = false;
+    IpNet net;
+    bool negated = false;
+    bool operator==(const AddressMatch&) const = default;
+};
 struct ListedRule {
     std::string chain;
     std::uint64_t handle = 0;
-    std::string comment;
+    std::string comment;   // nft's userdata comment, or the text of iptables-nft's comment match
     std::string jumps_to;  // the chain of its jump or goto verdict, if any
+    // Decoded as iptables would show it (nftables_decode.hpp): the verdict (ACCEPT, DROP, RETURN,
+    // a chain) or xtables target (MASQUERADE, DNAT, ...), the address comparisons in order, and
+    // the `meta l4proto` and `th dport` equalities.
+    std::string target;
+    std::vector<AddressMatch> addresses;
+    int l4proto = 0;
+    std::uint16_t dport = 0;
 };
 // Every rule of the table, in chain order; none when the table does not exist.
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);
