@@ -6,7 +6,8 @@
 // MARK, DNAT) reads back from the binary's rule and is found by `iptables -C` when we write it.
 // And a table's first use in a fresh namespace by several processes at once succeeds for all.
 // The same shapes written by iptables-nft are found in nf_tables (XtNftTable), as CHECK needs on a
-// node where the Go plugins wrote them, and a rule differing in a compared field is not.
+// node where the Go plugins wrote them, and a rule differing in a compared field is not; GC and
+// the firewall's DEL remove such rules.
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "core/fw/forward.hpp"
+#include "core/fw/hostports.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
@@ -489,4 +491,33 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
     CHECK(run("ip netns exec " + ns.name + " iptables-nft-save -t filter | grep '^-A CNI-FORWARD'") ==
           "-A CNI-FORWARD -d 10.1.0.6/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n"
           "-A CNI-FORWARD -s 10.1.0.6/32 -j ACCEPT\n");
+}
+
+TEST_CASE("ipMasq and portmap GC remove stale chains the Go plugins wrote with iptables-nft, and keep valid ones") {
+    TestNs ns("cnit-fw");
+    auto comment = [](const std::string& text) {
+        std::string quoted;
+        for (char ch : text) quoted += ch == '"' ? std::string("\\\"") : std::string(1, ch);
+        return " -m comment --comment \"" + quoted + "\"";
+    };
+    for (const char* id : {"kept-1", "gone-2"}) {
+        std::string masq = fw::chain_name("CNI-", "mynet", id), dnat = fw::chain_name("CNI-DN-", "mynet", id);
+        std::string c = comment(fw::masq_comment("mynet", id));
+        REQUIRE(ns.sh("iptables-nft -t nat -N " + masq) == 0);
+        REQUIRE(ns.sh("iptables-nft -t nat -A " + masq + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
+        REQUIRE(ns.sh("iptables-nft -t nat -A POSTROUTING -s 10.1.0.5 -j " + masq + c) == 0);
+        REQUIRE(ns.sh("iptables-nft -t nat -N " + dnat) == 0);
+        REQUIRE(ns.sh("iptables-nft -t nat -A " + dnat + " -p tcp --dport 8080 -j DNAT --to-destination 10.1.0.5:80") == 0);
+        REQUIRE(ns.sh("iptables-nft -t nat -N CNI-HOSTPORT-DNAT 2>/dev/null; iptables-nft -t nat -A CNI-HOSTPORT-DNAT -p tcp -m multiport "
+                      "--destination-ports 8080 -j " + dnat + comment(fw::dnat_comment("mynet", id))) == 0);
+    }
+    REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {{"kept-1", "eth0"}}); }));
+    REQUIRE(inside(ns, [&] { return fw::gc_hostports("mynet", {"kept-1"}); }));
+    std::string left = run("ip netns exec " + ns.name + " iptables-nft-save -t nat | grep -c -- '-A '");
+    CHECK(left == "4\n");  // kept-1's four rules
+    for (const char* prefix : {"CNI-", "CNI-DN-"}) {
+        std::string save = "ip netns exec " + ns.name + " iptables-nft-save -t nat | grep -c -- ";
+        CHECK(run(save + fw::chain_name(prefix, "mynet", "kept-1")) != "0\n");
+        CHECK(run(save + fw::chain_name(prefix, "mynet", "gone-2")) == "0\n");
+    }
 }

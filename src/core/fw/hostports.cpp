@@ -335,36 +335,49 @@ Status check_hostports(const HostPortSpec& s) {
     });
 }
 
-// The attachments of `network` whose DNAT chain is not a valid attachment's go. They are found by
-// the comments of their entry rules in CNI-HOSTPORT-DNAT; one cut at 255 bytes (dnat_comment) no
-// longer holds the whole ID, so its chain (the rule's target) goes without the old SNAT chain,
-// whose name needs the ID (and which no version writing such comments made).
-Status gc_hostports(std::string_view network, const std::vector<std::string>& keep) {
+namespace {
+
+// Adds to `stale` the attachments of `network` in `nat` whose DNAT chain is not `kept`. They are
+// found by the comments of their entry rules in CNI-HOSTPORT-DNAT; one cut at 255 bytes
+// (dnat_comment) no longer holds the whole ID, so its chain (the rule's target) goes without the
+// old SNAT chain, whose name needs the ID (and which no version writing such comments made).
+template <class Table>
+Status find_stale_dnat_chains(const Table& nat, std::string_view network, const std::vector<std::string>& kept,
+                              std::vector<std::pair<std::string, std::string>>& stale) {
+    if (!nat.has_chain(kDnatChain)) return {};
     const std::string prefix = "dnat name: \"" + std::string(network) + "\" id: \"";
+    CNI_TRY_ASSIGN(auto rules, nat.rules(kDnatChain));
+    for (auto& l : rules) {
+        const std::string& c = l.rule.comment;
+        const std::string& chain = l.rule.target;
+        if (!c.starts_with(prefix) || !chain.starts_with("CNI-DN-") || std::ranges::find(kept, chain) != kept.end() ||
+            std::ranges::any_of(stale, [&](auto& s) { return s.first == chain; }))
+            continue;
+        if (c.size() == kMaxCommentLength && c.ends_with("...")) {
+            stale.emplace_back(chain, "");
+            continue;
+        }
+        if (!c.ends_with("\"") || c.size() <= prefix.size()) continue;
+        std::string id = c.substr(prefix.size(), c.size() - prefix.size() - 1);
+        if (chain == chain_name("CNI-DN-", network, id)) stale.emplace_back(chain, chain_name("CNI-SN-", network, id));
+    }
+    return {};
+}
+
+}  // namespace
+
+// The attachments of `network` whose DNAT chain is not a valid attachment's go, from the legacy
+// tables and where the Go plugins' iptables-nft put them (find_stale_dnat_chains).
+Status gc_hostports(std::string_view network, const std::vector<std::string>& keep) {
     std::vector<std::string> kept;
     for (auto& id : keep) kept.push_back(chain_name("CNI-DN-", network, id));
     std::vector<std::pair<std::string, std::string>> stale;  // DNAT chain, old SNAT chain
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
         for (Family f : {Family::v4, Family::v6}) {
-            auto nat = IptTable::open(f, "nat");
-            if (!nat || !nat->has_chain(kDnatChain)) continue;
-            CNI_TRY_ASSIGN(auto rules, nat->rules(kDnatChain));
-            for (auto& l : rules) {
-                const std::string& c = l.rule.comment;
-                const std::string& chain = l.rule.target;
-                if (!c.starts_with(prefix) || !chain.starts_with("CNI-DN-") ||
-                    std::find(kept.begin(), kept.end(), chain) != kept.end() ||
-                    std::any_of(stale.begin(), stale.end(), [&](auto& s) { return s.first == chain; }))
-                    continue;
-                if (c.size() == kMaxCommentLength && c.ends_with("...")) {
-                    stale.emplace_back(chain, "");
-                    continue;
-                }
-                if (!c.ends_with("\"") || c.size() <= prefix.size()) continue;
-                std::string id = c.substr(prefix.size(), c.size() - prefix.size() - 1);
-                if (chain == chain_name("CNI-DN-", network, id)) stale.emplace_back(chain, chain_name("CNI-SN-", network, id));
-            }
+            if (auto nat = IptTable::open(f, "nat")) CNI_TRY(find_stale_dnat_chains(*nat, network, kept, stale));
+            CNI_TRY_ASSIGN(auto xt_nat, XtNftTable::open(f, "nat"));
+            CNI_TRY(find_stale_dnat_chains(xt_nat, network, kept, stale));
         }
     }
     std::string errors;

@@ -67,7 +67,8 @@ Status ensure_localnet_guard();
 Status teardown_hostports(std::string_view network, std::string_view container_id);
 // Passes when the legacy tables or iptables-nft's (the Go plugins' on such a node) hold the rules.
 Status check_hostports(const HostPortSpec& spec);
-// Removes this network's chains of attachments whose container IDs are not in `keep`.
+// Removes this network's chains of attachments whose container IDs are not in `keep`, also
+// those the Go plugins wrote with iptables-nft.
 Status gc_hostports(std::string_view network, const std::vector<std::string>& keep);
 
 // The DNAT entry rules' comment, trimmed to iptables' 255 characters as the reference does.

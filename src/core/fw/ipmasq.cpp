@@ -115,31 +115,39 @@ bool masq_chain_of(std::string_view network, const std::string& chain, const std
     return go_quote(id) == quoted && chain == chain_name("CNI-", network, id);
 }
 
-// The network's masquerade chains (CNI- and 24 hex digits) whose attachment is not in `keep`
-// go, found by their rules' comments and compared by chain name, so an ID too long for its
-// comment is collected too.
+// Adds to `stale` the network's masquerade chains (CNI- and 24 hex digits) in `nat` that are
+// not `kept`, found by their rules' comments and compared by chain name, so an ID too long for
+// its comment is collected too.
+template <class Table>
+Status find_stale_masq_chains(const Table& nat, std::string_view network, const std::vector<std::string>& kept,
+                              std::vector<std::string>& stale) {
+    for (auto& chain : nat.chains()) {
+        if (!chain.starts_with("CNI-") || chain.size() != 28 || chain.starts_with("CNI-DN-")) continue;
+        if (std::ranges::find(kept, chain) != kept.end() || std::ranges::find(stale, chain) != stale.end()) continue;
+        CNI_TRY_ASSIGN(auto rules, nat.rules(chain));
+        if (std::ranges::any_of(rules, [&](auto& l) { return masq_chain_of(network, chain, l.rule.comment); }))
+            stale.push_back(chain);
+    }
+    return {};
+}
+
+// The network's masquerade chains whose attachment is not in `keep` go, in the legacy tables and
+// where the Go plugins' iptables-nft put them.
 Status iptables_gc(std::string_view network, const std::vector<std::string>& keep) {
     std::vector<std::string> kept, stale;
     for (auto& id : keep) kept.push_back(chain_name("CNI-", network, id));
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
         for (Family f : {Family::v4, Family::v6}) {
-            auto nat = IptTable::open(f, "nat");
-            if (!nat) continue;
-            for (auto& chain : nat->chains()) {
-                if (!chain.starts_with("CNI-") || chain.size() != 28 || chain.starts_with("CNI-DN-")) continue;
-                if (std::find(kept.begin(), kept.end(), chain) != kept.end() ||
-                    std::find(stale.begin(), stale.end(), chain) != stale.end())
-                    continue;
-                CNI_TRY_ASSIGN(auto rules, nat->rules(chain));
-                if (std::any_of(rules.begin(), rules.end(), [&](auto& l) { return masq_chain_of(network, chain, l.rule.comment); }))
-                    stale.push_back(chain);
-            }
+            if (auto nat = IptTable::open(f, "nat")) CNI_TRY(find_stale_masq_chains(*nat, network, kept, stale));
+            CNI_TRY_ASSIGN(auto xt_nat, XtNftTable::open(f, "nat"));
+            CNI_TRY(find_stale_masq_chains(xt_nat, network, kept, stale));
         }
     }
     std::string errors;
     for (auto& chain : stale)
         if (auto st = iptables_teardown_chain(chain); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
+    if (auto st = remove_xtables_nft_chains(stale); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
     if (!errors.empty()) return fail("ipMasq GC: " + errors);
     return {};
 }

@@ -32,8 +32,8 @@ Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const Ma
 Status teardown_ipmasq(const MasqOwner& owner);
 
 // GC, both backends: tears down the ipMasq rules of `network` whose attachment is not in `keep`
-// (found through the iptables chains' comments and the nft rules' hashes, so rules written by
-// the reference count too).
+// (found through the iptables chains' comments, legacy and iptables-nft, and the nft rules'
+// hashes, so rules written by the reference count too).
 Status gc_ipmasq(std::string_view network, const std::vector<Attachment>& keep);
 
 }  // namespace cni::fw

@@ -6,7 +6,7 @@
 // rules here. A DEL removes them: the per-attachment chains (portmap's CNI-DN-/CNI-SN-, ipMasq's
 // CNI-) by name, with the rules jumping to them, one transaction per family; rules in a shared
 // chain by what they match. A CHECK finds them: XtNftTable answers what IptTable answers for a
-// check, and check_legacy_or_xtables_nft runs a check against both. Nothing happens where
+// check, and check_legacy_or_xtables_nft runs a check against both. GC reads their comments. Nothing happens where
 // nf_tables is missing or holds none of them.
 #pragma once
 
@@ -32,6 +32,10 @@ class XtNftTable {
 public:
     static Result<XtNftTable> open(Family family, const std::string& table);
     bool has_chain(const std::string& chain) const;
+    std::vector<std::string> chains() const;  // the base chains too
+    // The chain's rules as far as a dump reads them back: addresses, protocol, destination port,
+    // comment and target; all `foreign`, as the rest is not read.
+    Result<std::vector<IptTable::Listed>> rules(const std::string& chain) const;
     // Whether the chain holds a rule that is `want` as far as a dump reads back: target, comment,
     // addresses, protocol and destination port (interfaces, other matches and target options are
     // not compared).
