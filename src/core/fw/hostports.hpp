@@ -71,7 +71,8 @@ Status check_hostports(const HostPortSpec& spec);
 // those the Go plugins wrote with iptables-nft.
 Status gc_hostports(std::string_view network, const std::vector<std::string>& keep);
 
-// The DNAT entry rules' comment, trimmed to iptables' 255 characters as the reference does.
+// The DNAT entry rules' comment; past iptables' 255 bytes, its first 252 and "...". (The
+// reference keeps 253 and "...", 256 bytes, which iptables refuses: its ADD fails there.)
 std::string dnat_comment(std::string_view network, std::string_view container_id);
 
 }  // namespace cni::fw
