@@ -6,8 +6,8 @@
 // rules here. A DEL removes them: the per-attachment chains (portmap's CNI-DN-/CNI-SN-, ipMasq's
 // CNI-) by name, with the rules jumping to them, one transaction per family; rules in a shared
 // chain by what they match. A CHECK finds them: XtNftTable answers what IptTable answers for a
-// check, and check_legacy_or_xtables_nft runs a check against both. GC reads their comments. Nothing happens where
-// nf_tables is missing or holds none of them.
+// check, and check_legacy_or_xtables_nft runs a check against both. GC reads their comments.
+// Nothing happens where nf_tables is missing or holds none of them.
 #pragma once
 
 #include <string>

@@ -6,7 +6,8 @@
 // `nft list ruleset` shows them as the reference's and the reference's DEL finds them. A Batch
 // is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it applies or none,
 // and only its last message is acked. list_rules and list_chains dump a table's objects.
-// Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
+// Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the
+// kernel wants.
 #pragma once
 
 #include <netlink/msg.h>

@@ -2,8 +2,9 @@
 // Reading back what a dumped nf_tables rule does, for ListedRule (nftables.hpp): its jump or goto
 // chain, its verdict or xtables target, the address, protocol and destination-port comparisons
 // iptables-nft and nft emit (a payload or meta load, an optional bitwise mask, a cmp; the port
-// of an xtables tcp, udp or sctp match) and the comment iptables-nft keeps in its `comment` match. Only the shapes our CHECKs compare are
-// decoded; anything else is skipped, never misread as one of them.
+// of an xtables tcp, udp or sctp match) and the comment iptables-nft keeps in its `comment`
+// match. Only the shapes our CHECK, DEL and GC compare are decoded; anything else is skipped,
+// never misread as one of them.
 #pragma once
 
 #include <netlink/attr.h>
