@@ -385,15 +385,10 @@ Status bridge_status(const Context& ctx) {
 
 Status bridge_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
-    std::string errors;
-    if (c.ip_masq && c.net.valid_attachments) {
-        if (auto st = fw::gc_ipmasq(c.net.name, *c.net.valid_attachments); !st) errors = st.error().msg;
-    }
-    if (!c.net.ipam_type.empty())
-        if (auto st = ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config); !st)
-            errors += (errors.empty() ? "" : "; ") + st.error().msg;
-    if (!errors.empty()) return fail(errors);
-    return {};
+    Failures failures;
+    if (c.ip_masq && c.net.valid_attachments) failures.add(fw::gc_ipmasq(c.net.name, *c.net.valid_attachments));
+    if (!c.net.ipam_type.empty()) failures.add(ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config));
+    return failures.status();
 }
 
 constexpr std::string_view kHelp = R"(A host bridge (created if missing) with one veth per container.

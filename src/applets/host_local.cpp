@@ -183,15 +183,13 @@ Status host_local_gc(const Context& ctx) {
         return o.kind == ipam::Owner::Kind::foreign;  // never ours to release
     };
     CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
-    std::string errors;
+    Failures failures;
     for (auto& [ip, owner] : store.reservations()) {
         if (is_valid(owner)) continue;
-        auto removed = store.release_if(ip, [&](const ipam::Owner& now) { return !is_valid(now); });
-        if (!removed) errors += (errors.empty() ? "" : "; ") + removed.error().msg;
+        failures.add(store.release_if(ip, [&](const ipam::Owner& now) { return !is_valid(now); }));
     }
     store.flush();
-    if (!errors.empty()) return fail("host-local GC: " + errors);
-    return {};
+    return failures.status("host-local GC: ");
 }
 
 Status host_local_status(const Context& ctx) {

@@ -7,6 +7,7 @@
 
 #include <expected>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace cni {
@@ -59,6 +60,24 @@ template <class T>
 std::unexpected<Error> propagate(const Result<T>& r, std::string_view what) {
     return std::unexpected(r.error().context(what));
 }
+
+// The failures of steps that must all be tried (GC and libcni's GC go on past errors): each
+// failed Result's message, joined by "; ", becomes one untyped error.
+class Failures {
+public:
+    template <class T>
+    void add(const Result<T>& r) {
+        if (!r) text_ += (text_.empty() ? "" : "; ") + r.error().msg;
+    }
+    // Success when nothing failed; else "<prefix><messages>".
+    Status status(std::string_view prefix = {}) const {
+        if (text_.empty()) return {};
+        return fail(std::string(prefix) + text_);
+    }
+
+private:
+    std::string text_;
+};
 
 }  // namespace cni
 

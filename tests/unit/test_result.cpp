@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Result encoding at every spec version (literal expected JSON), decoding per version family,
-// every conversion pair, the loopback label quirk, and the error JSON.
+// every conversion pair, the loopback label quirk, the error JSON, and Failures (errors of steps
+// that must all be tried).
 #include <catch2/catch.hpp>
 
 #include "core/cni/cni_result.hpp"
@@ -394,4 +395,19 @@ TEST_CASE("errors print as {code, msg, details} without cniVersion") {
     CHECK(encode_error(Error{4, "interface name is too long", "interface name should be less than 16 characters"}) ==
           "{\n    \"code\": 4,\n    \"msg\": \"interface name is too long\",\n    \"details\": \"interface name should be less than 16 characters\"\n}");
     CHECK(encode_error(Error{999, "x <y>", ""}) == "{\n    \"code\": 999,\n    \"msg\": \"x \\u003cy\\u003e\"\n}");
+}
+
+TEST_CASE("Failures: every failed step's message, joined, as one untyped error; success when none failed") {
+    Failures none;
+    none.add(Status{});
+    none.add(Result<int>{3});
+    CHECK(none.status("GC: "));
+    Failures some;
+    some.add(Status{fail(code::io_failure, "first")});
+    some.add(Status{});
+    some.add(Result<int>{fail("second")});
+    auto st = some.status("GC: ");
+    REQUIRE_FALSE(st);
+    CHECK(st.error().code == code::internal);
+    CHECK(st.error().msg == "GC: first; second");
 }

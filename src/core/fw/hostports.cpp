@@ -380,11 +380,9 @@ Status gc_hostports(std::string_view network, const std::vector<std::string>& ke
             CNI_TRY(find_stale_dnat_chains(xt_nat, network, kept, stale));
         }
     }
-    std::string errors;
-    for (auto& [chain, old_snat] : stale)
-        if (auto st = teardown_chains(chain, old_snat); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
-    if (!errors.empty()) return fail("portmap GC: " + errors);
-    return {};
+    Failures failures;
+    for (auto& [chain, old_snat] : stale) failures.add(teardown_chains(chain, old_snat));
+    return failures.status("portmap GC: ");
 }
 
 }  // namespace cni::fw

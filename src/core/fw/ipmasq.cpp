@@ -144,12 +144,10 @@ Status iptables_gc(std::string_view network, const std::vector<std::string>& kee
             CNI_TRY(find_stale_masq_chains(xt_nat, network, kept, stale));
         }
     }
-    std::string errors;
-    for (auto& chain : stale)
-        if (auto st = iptables_teardown_chain(chain); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
-    if (auto st = remove_xtables_nft_chains(stale); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
-    if (!errors.empty()) return fail("ipMasq GC: " + errors);
-    return {};
+    Failures failures;
+    for (auto& chain : stale) failures.add(iptables_teardown_chain(chain));
+    failures.add(remove_xtables_nft_chains(stale));
+    return failures.status("ipMasq GC: ");
 }
 
 // Checks the attachment's chain and rules in the nat tables `open` gives (see

@@ -172,7 +172,7 @@ Status del_network_list(const NetworkList& list, const RuntimeConf& rt, const Wa
 
 Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std::vector<Attachment>& valid, const Warn& warn) {
     if (list.disable_gc) return {};
-    std::string errors;
+    Failures failures;
     for (auto& c : cached_attachments(rt.cache_dir, list.name)) {
         if (std::find(valid.begin(), valid.end(), Attachment{c.container_id, c.ifname}) != valid.end()) continue;
         RuntimeConf stale = rt;
@@ -181,9 +181,9 @@ Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std
         stale.netns = c.netns;
         stale.args = c.cni_args;
         stale.capability_args = c.capability_args;
-        if (auto st = del_network_list(list, stale, warn); !st) errors += (errors.empty() ? "" : "; ") + st.error().msg;
+        failures.add(del_network_list(list, stale, warn));
     }
-    if (!errors.empty()) return fail(errors);
+    CNI_TRY(failures.status());
     CNI_TRY_ASSIGN(bool supported, at_least(list, "1.1.0"));
     if (!supported) return {};
     for (std::size_t i = 0; i < list.plugins.size(); ++i) {
@@ -199,11 +199,9 @@ Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std
             doc.RemoveMember("cni.dev/valid-attachments");
             json::set(doc, "cni.dev/valid-attachments", std::move(arr), a);
         }));
-        if (auto st = run_plugin(list, i, Command::gc, rt, config, warn); !st)
-            errors += (errors.empty() ? "" : "; ") + st.error().msg;
+        failures.add(run_plugin(list, i, Command::gc, rt, config, warn));
     }
-    if (!errors.empty()) return fail(errors);
-    return {};
+    return failures.status();
 }
 
 Status status_network_list(const NetworkList& list, const RuntimeConf& rt, const Warn& warn) {
