@@ -2,8 +2,8 @@
 // portmap (reference-behaviour 2.15): forwards host ports to the container, chained after a
 // main plugin. runtimeConfig.portMappings [{hostPort, containerPort, protocol, hostIP}] apply to
 // the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, chosen
-// as the reference chooses: iptables (core/fw/hostports: one libiptc commit per table, no
-// iptables processes) and nftables (core/fw/hostports_nft: one nf_tables transaction); keys
+// as the reference chooses: iptables (core/fw/hostports: one commit per table in the node's
+// variant, no iptables processes) and nftables (core/fw/hostports_nft: one nf_tables transaction); keys
 // snat (default true), masqAll, markMasqBit (13), externalSetMarkChain, conditionsV4/V6 (the
 // iptables -s/-d/-i/-o selectors and -m addrtype/iprange/mark, or the nft ip/ip6
 // saddr/daddr and iifname/oifname matches) and backend. After a mapping, UDP flows already
@@ -63,7 +63,7 @@ Status choose_backend(PortmapConf& c, const std::string& backend, const std::opt
     for (auto& [key, cond] : {std::pair{"conditionsV4", &cond4}, std::pair{"conditionsV6", &cond6}})
         if (*cond && !(*cond)->empty()) (iptables_syntax(**cond) ? iptables_only : nftables_only).push_back(key);
     c.nftables = backend == "nftables" ||
-                 (backend.empty() && !fw::IptTable::legacy_nat_usable() && nl::nft::available());
+                 (backend.empty() && !fw::iptables_usable() && nl::nft::available());
     auto& wrong = c.nftables ? iptables_only : nftables_only;
     if (!wrong.empty()) {
         std::string keys;
@@ -309,7 +309,7 @@ Status portmap_gc(const Context& ctx) {
 extern const Applet portmap_applet{
     .name = "portmap",
     .kind = AppletKind::meta,
-    .summary = "forward host ports to the container (chained; iptables via libiptc, or nftables)",
+    .summary = "forward host ports to the container (chained; iptables, or nftables)",
     .help = "runtimeConfig portMappings [{hostPort, containerPort, protocol, hostIP}]; keys snat (true), masqAll, "
             "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o, -m addrtype/iprange/mark; or nft "
             "ip/ip6 saddr/daddr, iifname/oifname), backend (iptables or nftables). "

@@ -239,6 +239,21 @@ class Outcome:
         return f"Outcome(rc={self.rc}, out={self.out!r}, err={self.err!r})"
 
 
+def iptables_save(ns, table="nat", v6=False):
+    """`table` of `ns` as iptables-save prints it, the legacy variant's and then the nft one's
+    (our plugins, like the Go ones, write where the `iptables` in their PATH writes)."""
+    base = "ip6tables" if v6 else "iptables"
+    return "".join(sh("ip", "netns", "exec", ns, f"{base}-{variant}-save", "-t", table).stdout
+                   for variant in ("legacy", "nft"))
+
+
+def iptables_list(ns, table="nat", chain=None):
+    """`iptables -t TABLE -S [CHAIN]` of `ns` in both variants, without counters or timestamps;
+    a variant lacking the chain adds nothing."""
+    return "".join(sh("ip", "netns", "exec", ns, f"iptables-{variant}", "-t", table, "-S", *([chain] if chain else []),
+                      check_rc=False).stdout for variant in ("legacy", "nft"))
+
+
 def nft_masq_comments(ns):
     """The comments of the rules in the ipMasq nftables chain (inet cni_plugins_masquerade
     masq_checks) of `ns`; none when the table is absent."""

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Root tests of the libiptc layer inside throwaway namespaces: ipMasq rules are exactly the ones
-// `iptables` writes for the reference's command lines - the iptables-legacy binary finds and
-// deletes ours, and our teardown removes ones the binary wrote - for IPv4 and IPv6; and every
-// rule shape portmap and firewall use (ports, multiport, addrtype, mark, conntrack, interfaces,
-// MARK, DNAT) reads back from the binary's rule and is found by `iptables -C` when we write it.
-// And a table's first use in a fresh namespace by several processes at once succeeds for all.
-// The same shapes written by iptables-nft are found in nf_tables (XtNftTable), as CHECK needs on a
-// node where the Go plugins wrote them, and a rule differing in a compared field is not; GC and
-// the firewall's DEL remove such rules.
+// Root tests of IptTable inside throwaway namespaces, in both variants (legacy x_tables through
+// libiptc, and iptables-nft's form in nf_tables): ipMasq rules are exactly the ones `iptables`
+// writes for the reference's command lines - the variant's iptables binary finds and deletes
+// ours, and our teardown removes ones the binary wrote - for IPv4 and IPv6; and every rule shape
+// portmap and firewall use (ports, multiport, addrtype, mark, conntrack, interfaces, MARK, DNAT)
+// reads back from the binary's rule and is found by `iptables -C` when we write it; in nf_tables
+// our rule's expressions are the binary's, one by one. The node's variant follows the
+// `iptables` in PATH. A table's first use in a fresh namespace by several processes at once
+// succeeds for all. A rule differing in a compared field is not found; GC and the firewall's DEL
+// remove rules the Go plugins wrote with iptables-nft.
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -21,6 +22,8 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <vector>
 
@@ -45,9 +48,37 @@ std::string run(const std::string& cmd) {
     return out;
 }
 
-// The nat rules of the namespace as iptables-legacy-save prints them ("-A ..." lines only).
-std::string nat_rules(const TestNs& ns, bool v6 = false) {
-    std::string all = run("ip netns exec " + ns.name + (v6 ? " ip6tables-legacy-save" : " iptables-legacy-save") + " -t nat");
+// The variant's iptables tool for a family: "iptables-legacy", "ip6tables-nft", ...
+std::string tool(fw::Variant variant, bool v6) {
+    return std::string(v6 ? "ip6tables" : "iptables") + (variant == fw::Variant::nft ? "-nft" : "-legacy");
+}
+
+const char* name_of(fw::Variant v) { return v == fw::Variant::nft ? "nft" : "legacy"; }
+
+// While it lives, PATH starts with a directory holding only an `iptables` and `ip6tables` of the
+// variant, which makes it the node's variant for this process.
+struct VariantPath {
+    std::string dir, saved;
+    explicit VariantPath(fw::Variant v) : dir("/tmp/cnit-path-" + std::to_string(::getpid())), saved(std::getenv("PATH")) {
+        const std::string path = dir + ":" + saved;
+        std::filesystem::create_directories(dir);
+        for (bool v6 : {false, true}) {
+            std::string link = dir + (v6 ? "/ip6tables" : "/iptables");
+            std::filesystem::remove(link);
+            std::filesystem::create_symlink("/usr/sbin/" + tool(v, v6), link);
+        }
+        ::setenv("PATH", path.c_str(), 1);
+    }
+    ~VariantPath() {
+        ::setenv("PATH", saved.c_str(), 1);
+        std::filesystem::remove_all(dir);
+    }
+};
+
+// The nat rules of the namespace as the variant's iptables-save prints them ("-A ..." and
+// user chain lines only).
+std::string nat_rules(const TestNs& ns, bool v6 = false, fw::Variant variant = fw::Variant::legacy) {
+    std::string all = run("ip netns exec " + ns.name + " " + tool(variant, v6) + "-save -t nat");
     std::string out;
     std::size_t pos = 0;
     while (pos < all.size()) {
@@ -93,7 +124,7 @@ TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 proce
                 ::close(gate[1]);
                 char c;
                 if (::setns(netns->fd(), CLONE_NEWNET) != 0 || ::read(gate[0], &c, 1) != 0) ::_exit(2);
-                bool ok = i % 2 ? fw::IptTable::legacy_nat_usable() : bool(fw::IptTable::open(fw::Family::v4, "nat"));
+                bool ok = i % 2 ? fw::IptTable::legacy_nat_usable() : bool(fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::legacy));
                 ::_exit(ok ? 0 : 1);
             }
             users.push_back(pid);
@@ -109,31 +140,38 @@ TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 proce
     CHECK(failed == 0);
 }
 
-TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6") {
-    TestNs ns("cnit-fw");
-    std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));  // no duplicates
-    CHECK(nat_rules(ns) == ":" + kChain + " -\n"
-                           "-A POSTROUTING -s 10.1.0.5/32 -m comment " + kComment + " -j " + kChain + "\n"
-                           "-A " + kChain + " -d 10.1.0.0/24 -m comment " + kComment + " -j ACCEPT\n"
-                           "-A " + kChain + " ! -d 224.0.0.0/4 -m comment " + kComment + " -j MASQUERADE\n");
-    CHECK(nat_rules(ns, true) == ":" + kChain + " -\n"
-                                 "-A POSTROUTING -s fd01::5/128 -m comment " + kComment + " -j " + kChain + "\n"
-                                 "-A " + kChain + " -d fd01::/64 -m comment " + kComment + " -j ACCEPT\n"
-                                 "-A " + kChain + " ! -d ff00::/8 -m comment " + kComment + " -j MASQUERADE\n");
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
-    // The iptables binary recognises our rules as the ones the reference's command lines make.
-    std::string c = " -m comment --comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
-    CHECK(ns.sh("iptables-legacy -t nat -C POSTROUTING -s 10.1.0.5 -j " + kChain + c) == 0);
-    CHECK(ns.sh("iptables-legacy -t nat -C " + kChain + " -d 10.1.0.5/24 -j ACCEPT" + c) == 0);
-    CHECK(ns.sh("iptables-legacy -t nat -C " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
-    CHECK(ns.sh("ip6tables-legacy -t nat -D " + kChain + " ! -d ff00::/8 -j MASQUERADE" + c) == 0);
-    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
-    CHECK(nat_rules(ns).empty());
-    CHECK(nat_rules(ns, true).empty());
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
+TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, in the PATH's variant") {
+    for (fw::Variant variant : fw::kVariants) {
+        INFO("variant " << name_of(variant));
+        VariantPath path(variant);
+        CHECK(fw::node_variant() == variant);
+        TestNs ns("cnit-fw");
+        std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
+        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));  // no duplicates
+        CHECK(nat_rules(ns, false, variant) == ":" + kChain + " -\n"
+                               "-A POSTROUTING -s 10.1.0.5/32 -m comment " + kComment + " -j " + kChain + "\n"
+                               "-A " + kChain + " -d 10.1.0.0/24 -m comment " + kComment + " -j ACCEPT\n"
+                               "-A " + kChain + " ! -d 224.0.0.0/4 -m comment " + kComment + " -j MASQUERADE\n");
+        CHECK(nat_rules(ns, true, variant) == ":" + kChain + " -\n"
+                                     "-A POSTROUTING -s fd01::5/128 -m comment " + kComment + " -j " + kChain + "\n"
+                                     "-A " + kChain + " -d fd01::/64 -m comment " + kComment + " -j ACCEPT\n"
+                                     "-A " + kChain + " ! -d ff00::/8 -m comment " + kComment + " -j MASQUERADE\n");
+        CHECK(nat_rules(ns, false, fw::other(variant)).empty());  // nothing in the other variant
+        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+        // The iptables binary recognises our rules as the ones the reference's command lines make.
+        std::string c = " -m comment --comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
+        const std::string ipt = tool(variant, false), ip6t = tool(variant, true);
+        CHECK(ns.sh(ipt + " -t nat -C POSTROUTING -s 10.1.0.5 -j " + kChain + c) == 0);
+        CHECK(ns.sh(ipt + " -t nat -C " + kChain + " -d 10.1.0.5/24 -j ACCEPT" + c) == 0);
+        CHECK(ns.sh(ipt + " -t nat -C " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
+        CHECK(ns.sh(ip6t + " -t nat -D " + kChain + " ! -d ff00::/8 -j MASQUERADE" + c) == 0);
+        CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+        REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
+        CHECK(nat_rules(ns, false, variant).empty());
+        CHECK(nat_rules(ns, true, variant).empty());
+        REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
+    }
 }
 
 namespace {
@@ -149,16 +187,20 @@ void write_masq_rules(const TestNs& ns, const std::string& iptables) {
 
 }  // namespace
 
-TEST_CASE("teardown removes rules written by the iptables binary, legacy form included") {
-    TestNs ns("cnit-fw");
-    std::string c = " -m comment " + kComment;
-    write_masq_rules(ns, "iptables-legacy");
-    REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.1.0.5/24 -j " + kChain + c) == 0);  // pre-0.8 form
-    REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE") == 0);   // not ours
-    std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
-    CHECK(nat_rules(ns) == "-A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE\n");
+TEST_CASE("teardown removes rules written by either iptables binary, legacy form included") {
+    for (fw::Variant variant : fw::kVariants) {
+        INFO("written by " << tool(variant, false));
+        TestNs ns("cnit-fw");
+        std::string c = " -m comment " + kComment;
+        const std::string ipt = tool(variant, false);
+        write_masq_rules(ns, ipt);
+        REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.1.0.5/24 -j " + kChain + c) == 0);  // pre-0.8 form
+        REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE") == 0);   // not ours
+        std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
+        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+        REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
+        CHECK(nat_rules(ns, false, variant) == "-A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE\n");
+    }
 }
 
 namespace {
@@ -219,18 +261,23 @@ TEST_CASE("ipMasq teardown without nft rules or with no table at all succeeds") 
 }
 
 TEST_CASE("rules beyond what IptRule describes are listed as foreign, never matched") {
-    TestNs ns("cnit-fw");
-    REQUIRE(ns.sh("iptables-legacy -t nat -A POSTROUTING -s 10.1.0.5 -m ttl --ttl-eq 64 -j ACCEPT") == 0);
-    auto listed = inside(ns, [&] {
-        auto nat = fw::IptTable::open(fw::Family::v4, "nat");
-        REQUIRE(nat);
-        return nat->rules("POSTROUTING");
-    });
-    REQUIRE(listed);
-    REQUIRE(listed->size() == 1);
-    CHECK((*listed)[0].foreign);
-    CHECK((*listed)[0].rule.target == "ACCEPT");
-    CHECK((*listed)[0].rule.src->str() == "10.1.0.5/32");
+    for (fw::Variant variant : fw::kVariants) {
+        for (const char* extra : {"-m ttl --ttl-eq 64", "-p tcp --sport 99"}) {
+            INFO(name_of(variant) << ": " << extra);
+            TestNs ns("cnit-fw");
+            REQUIRE(ns.sh(tool(variant, false) + " -t nat -A POSTROUTING -s 10.1.0.5 " + extra + " -j ACCEPT") == 0);
+            auto listed = inside(ns, [&] {
+                auto nat = fw::IptTable::open(fw::Family::v4, "nat", variant);
+                REQUIRE(nat);
+                return nat->rules("POSTROUTING");
+            });
+            REQUIRE(listed);
+            REQUIRE(listed->size() == 1);
+            CHECK((*listed)[0].foreign);
+            CHECK((*listed)[0].rule.target == "ACCEPT");
+            CHECK((*listed)[0].rule.src->str() == "10.1.0.5/32");
+        }
+    }
 }
 
 namespace {
@@ -339,16 +386,28 @@ std::vector<Shape> shapes(bool v6) {
 
 }  // namespace
 
+namespace {
+
+// The expressions of chain CNI-T's rules in nf_tables as `nft --debug=netlink` prints them,
+// without handles.
+std::string nft_expressions(const TestNs& ns, bool v6, const std::string& table) {
+    return run("ip netns exec " + ns.name + " nft --debug=netlink list chain " + (v6 ? "ip6 " : "ip ") + table +
+               " CNI-T 2>&1 | grep '^  \\['");
+}
+
+}  // namespace
+
 TEST_CASE("portmap and firewall rule shapes: read from iptables' rules, found by iptables -C when written by us") {
+    for (fw::Variant variant : fw::kVariants)
     for (bool v6 : {false, true}) {
-        const std::string tool = v6 ? "ip6tables-legacy" : "iptables-legacy";
+        const std::string tool_name = tool(variant, v6);
         const auto family = v6 ? fw::Family::v6 : fw::Family::v4;
         for (auto& shape : shapes(v6)) {
-            INFO((v6 ? "v6: " : "v4: ") << shape.args);
+            INFO(tool_name << ": " << shape.args);
             const bool custom = !shape.rule.target.empty() && shape.rule.target.starts_with("CNI-");
             const std::string table = shape.table;
             TestNs ns("cnit-fw");
-            const std::string t = tool + " -t " + table;
+            const std::string t = tool_name + " -t " + table;
             if (custom) REQUIRE(ns.sh(t + " -N " + shape.rule.target) == 0);
             REQUIRE(ns.sh(t + " -N CNI-T") == 0);
             // The binary's rule, read back by us.
@@ -358,8 +417,9 @@ TEST_CASE("portmap and firewall rule shapes: read from iptables' rules, found by
             }
             REQUIRE(ns.sh(t + " -F CNI-T") == 0);
             REQUIRE(ns.sh(t + " -A CNI-T " + shape.args) == 0);
+            const std::string binary_form = variant == fw::Variant::nft ? nft_expressions(ns, v6, table) : "";
             auto listed = inside(ns, [&] {
-                auto nat = fw::IptTable::open(family, table);
+                auto nat = fw::IptTable::open(family, table, variant);
                 REQUIRE(nat);
                 return nat->rules("CNI-T");
             });
@@ -368,26 +428,30 @@ TEST_CASE("portmap and firewall rule shapes: read from iptables' rules, found by
             CHECK_FALSE((*listed)[0].foreign);
             CHECK(show((*listed)[0].rule) == show(shape.rule));
             CHECK((*listed)[0].rule == shape.rule);
-            // Ours, found by the binary.
+            // Ours, found by the binary; in nf_tables, expression for expression the binary's.
             REQUIRE(ns.sh(t + " -F CNI-T") == 0);
             auto wrote = inside(ns, [&]() -> Status {
-                auto nat = fw::IptTable::open(family, table);
+                auto nat = fw::IptTable::open(family, table, variant);
                 REQUIRE(nat);
                 CNI_TRY(nat->append_unique("CNI-T", shape.rule));
                 CNI_TRY(nat->append_unique("CNI-T", shape.rule));  // unique: once
                 return nat->commit();
             });
             REQUIRE(wrote);
+            if (variant == fw::Variant::nft) {
+                CHECK_FALSE(binary_form.empty());
+                CHECK(nft_expressions(ns, v6, table) == binary_form);
+            }
             CHECK(ns.sh(t + " -C CNI-T " + shape.args) == 0);
             CHECK(ns.sh(t + " -D CNI-T " + shape.args) == 0);
-            CHECK(ns.sh("test -z \"$(" + tool + "-save -t " + table + " | grep -- \"-A CNI-T\")\"") == 0);
+            CHECK(ns.sh("test -z \"$(" + tool_name + "-save -t " + table + " | grep -- \"-A CNI-T\")\"") == 0);
         }
     }
 }
 
 namespace {
 
-// A rule that differs from `r` in one thing a dump of iptables-nft's rule reads back.
+// A rule that differs from `r` in one thing.
 std::vector<std::pair<std::string, fw::IptRule>> changed(const fw::IptRule& r, bool v6) {
     std::vector<std::pair<std::string, fw::IptRule>> out;
     auto with = [&](std::string what, auto&& change) {
@@ -406,9 +470,29 @@ std::vector<std::pair<std::string, fw::IptRule>> changed(const fw::IptRule& r, b
         if (!c.src) c.src = *IpNet::parse("10.9.9.9/32");
         c.src_inverted = !c.src_inverted;
     });
-    for (std::size_t i = 0; i < r.matches.size(); ++i)
-        if (std::holds_alternative<fw::DstPort>(r.matches[i]))
-            with("port", [i](fw::IptRule& c) { std::get<fw::DstPort>(c.matches[i]).port += 1; });
+    with("in interface", [](fw::IptRule& c) { c.in_iface += "x"; });
+    with("out interface negation", [](fw::IptRule& c) {
+        if (c.out_iface.empty()) c.out_iface = "eth+";
+        c.out_inverted = !c.out_inverted;
+    });
+    if (auto* d = std::get_if<fw::DnatTo>(&r.target_args))
+        with("DNAT port", [d](fw::IptRule& c) { c.target_args = fw::DnatTo{d->ip, std::uint16_t(d->port + 1)}; });
+    if (auto* x = std::get_if<fw::SetXMark>(&r.target_args))
+        with("MARK value", [x](fw::IptRule& c) { c.target_args = fw::SetXMark{x->mark ^ 1, x->mask}; });
+    for (std::size_t i = 0; i < r.matches.size(); ++i) {
+        std::visit([&](auto& m) {
+            using M = std::decay_t<decltype(m)>;
+            with("match " + std::to_string(i), [i](fw::IptRule& c) {
+                auto& changed = std::get<M>(c.matches[i]);
+                if constexpr (std::is_same_v<M, fw::DstPort>) changed.port += 1;
+                else if constexpr (std::is_same_v<M, fw::MultiportDst>) changed.ports[0] += 1;
+                else if constexpr (std::is_same_v<M, fw::MarkMatch>) changed.mark ^= 1;
+                else if constexpr (std::is_same_v<M, fw::CtState>) changed.inverted = !changed.inverted;
+                else if constexpr (std::is_same_v<M, fw::AddrType>) changed.dst_inverted = !changed.dst_inverted;
+                else changed.src_inverted = !changed.src_inverted;
+            });
+        }, r.matches[i]);
+    }
     return out;
 }
 
@@ -436,7 +520,7 @@ std::vector<Shape> masq_shapes(bool v6) {
 
 }  // namespace
 
-TEST_CASE("iptables-nft's form of each rule shape is found in nf_tables, a rule differing in what a dump shows is not") {
+TEST_CASE("iptables-nft's form of each rule shape is found in nf_tables, a rule differing in a field is not") {
     for (bool v6 : {false, true}) {
         const std::string tool = v6 ? "ip6tables-nft" : "iptables-nft";
         const auto family = v6 ? fw::Family::v6 : fw::Family::v4;
@@ -454,7 +538,7 @@ TEST_CASE("iptables-nft's form of each rule shape is found in nf_tables, a rule 
                 continue;
             }
             inside(ns, [&] {
-                auto table = fw::XtNftTable::open(family, shape.table);
+                auto table = fw::IptTable::open(family, shape.table, fw::Variant::nft);
                 REQUIRE(table);
                 CHECK(table->has_chain("CNI-T"));
                 CHECK_FALSE(table->has_chain("CNI-U"));
@@ -479,7 +563,7 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
     REQUIRE(ns.sh("iptables-nft -t nat -D " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
     auto missing = inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); });
     REQUIRE_FALSE(missing);
-    CHECK(missing.error().msg == "ipMasq chain " + kChain + " is missing");  // the legacy tables' answer
+    CHECK(missing.error().msg == "ipMasq chain " + kChain + " lacks the rules for 10.1.0.5/24");  // the node variant's answer
 
     // The firewall's per-address rules: DEL removes the address's two, not another's.
     REQUIRE(ns.sh("iptables-nft -N CNI-FORWARD") == 0);
@@ -508,8 +592,8 @@ TEST_CASE("ipMasq and portmap GC remove stale chains the Go plugins wrote with i
         REQUIRE(ns.sh("iptables-nft -t nat -A POSTROUTING -s 10.1.0.5 -j " + masq + c) == 0);
         REQUIRE(ns.sh("iptables-nft -t nat -N " + dnat) == 0);
         REQUIRE(ns.sh("iptables-nft -t nat -A " + dnat + " -p tcp --dport 8080 -j DNAT --to-destination 10.1.0.5:80") == 0);
-        REQUIRE(ns.sh("iptables-nft -t nat -N CNI-HOSTPORT-DNAT 2>/dev/null; iptables-nft -t nat -A CNI-HOSTPORT-DNAT -p tcp -m multiport "
-                      "--destination-ports 8080 -j " + dnat + comment(fw::dnat_comment("mynet", id))) == 0);
+        REQUIRE(ns.sh("iptables-nft -t nat -N CNI-HOSTPORT-DNAT 2>/dev/null; iptables-nft -t nat -A CNI-HOSTPORT-DNAT" +
+                      comment(fw::dnat_comment("mynet", id)) + " -p tcp -m multiport --destination-ports 8080 -j " + dnat) == 0);
     }
     REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {{"kept-1", "eth0"}}); }));
     REQUIRE(inside(ns, [&] { return fw::gc_hostports("mynet", {"kept-1"}); }));

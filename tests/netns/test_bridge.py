@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
+from cnitest import (iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
                      netns, nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -53,7 +53,7 @@ def details(ns, dev):
 
 
 def nat_rules(ns):
-    out = sh("ip", "netns", "exec", ns, "iptables-legacy-save", "-t", "nat").stdout
+    out = iptables_save(ns)
     return [line for line in out.splitlines() if line.startswith("-A") or line.startswith(":CNI")]
 
 

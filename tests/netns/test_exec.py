@@ -19,7 +19,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import addrs, check, eq, install_dir, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import iptables_list, iptables_save, addrs, check, eq, install_dir, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -107,7 +107,7 @@ def exec_add_check_del_a_conflist():
         eq(cache["result"]["ips"], result["ips"])
         eq(oct(os.stat(f"{work}/cache/results").st_mode & 0o777), "0o700")
         # runtimeConfig reached the plugins that declared the capabilities
-        nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+        nat = iptables_save(host)
         check("--dport 8081" in nat and "CNI-DN-" in nat, nat)
         qdiscs = sh("ip", "netns", "exec", host, "tc", "qdisc", "show").stdout
         check("tbf" in qdiscs, qdiscs)
@@ -125,7 +125,7 @@ def exec_add_check_del_a_conflist():
         check(link(ctr, "eth0") is None, "the container interface is gone")
         eq(reservations(work), [])
         check(not os.path.exists(f"{work}/cache/results/exnet-{cid}-eth0"), "the cache entry is removed")
-        nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+        nat = iptables_save(host)
         check("CNI-DN-" not in nat and "8081" not in nat, nat)
         check("tbf" not in sh("ip", "netns", "exec", host, "tc", "qdisc", "show").stdout, "no shaping left")
         ok(cni(host, work, "del", "exnet", ns_path(ctr)))  # idempotent, without a cache entry
@@ -167,7 +167,7 @@ def exec_gc_dels_attachments_whose_netns_is_gone():
     with workdir() as work, netns("exh") as host, netns("exc1") as c1:
         write(work, "10-exnet.conflist", conflist(work))
         ok(cni(host, work, "add", "exnet", ns_path(c1)))
-        dnat_rules = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout.count("-A CNI-DN-")
+        dnat_rules = iptables_save(host).count("-A CNI-DN-")
         with netns("exc2") as c2:
             ok(cni(host, work, "add", "exnet", ns_path(c2)))
             gone = cnitool_id(ns_path(c2))
@@ -178,7 +178,7 @@ def exec_gc_dels_attachments_whose_netns_is_gone():
         ok(cni(host, work, "gc", "exnet"))
         eq(reservations(work), ["10.216.0.2"], "the stale attachment's and the stranger's addresses are released")
         eq(sorted(os.listdir(f"{work}/cache/results")), [f"exnet-{cnitool_id(ns_path(c1))}-eth0"])
-        nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+        nat = iptables_save(host)
         eq(nat.count("-A CNI-DN-"), dnat_rules, "only the live attachment's DNAT chain is left")
         check(gone not in json.dumps(os.listdir(f"{work}/cache/results")))
         ok(cni(host, work, "del", "exnet", ns_path(c1)))
@@ -191,7 +191,7 @@ def exec_second_add_of_an_attachment_is_refused():
         write(work, "10-exnet.conflist", conflist(work))
         ok(cni(host, work, "add", "exnet", ns_path(ctr)))
         # -S, not iptables-save: no counters or timestamp, which any stray packet or a second's tick changes
-        nat_rules = lambda: sh("ip", "netns", "exec", host, "iptables-legacy", "-t", "nat", "-S").stdout
+        nat_rules = lambda: iptables_list(host)
         before = (addrs(ctr, "eth0"), reservations(work), nat_rules())
         r = cni(host, work, "add", "exnet", ns_path(ctr))
         eq(r.returncode, 1)
@@ -227,7 +227,7 @@ def exec_concurrent_adds_and_dels_of_many_containers():
                     check(r.returncode == 0, f"{jobs[0][0]} pod {i}: {r.stdout}{r.stderr}")
 
         def state():
-            nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+            nat = iptables_save(host)
             ports = sorted(int(p) for p in re.findall(r"--dports (\d+) -j CNI-DN-", nat))
             masq = len(re.findall(r"^:CNI-[0-9a-f]{24} ", nat, re.M))
             veths = [l for l in sh("ip", "-n", host, "-br", "link").stdout.splitlines() if l.startswith("veth")]
@@ -248,7 +248,7 @@ def exec_concurrent_adds_and_dels_of_many_containers():
             check(link(pods[i], "eth0") is None, f"pod {i}'s interface is gone")
         run([("del", i) for i in range(8, 24)])
         eq(state(), ([], 0, 0, 0, 0))
-        fwd = sh("ip", "netns", "exec", host, "iptables-legacy", "-S", "CNI-FORWARD", check_rc=False).stdout
+        fwd = iptables_list(host, "filter", "CNI-FORWARD")
         check("10.216." not in fwd, fwd)
 
 

@@ -16,7 +16,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import iptables_save, Plugin, check, eq, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
 from conflist import run_add, run_check, run_del  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -44,7 +44,7 @@ def dropped(ctr, ip):
 
 
 def filter_rules(host):
-    out = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "filter").stdout
+    out = iptables_save(host, "filter")
     return [line for line in out.splitlines() if line.startswith("-A")]
 
 

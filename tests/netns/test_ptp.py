@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
+from cnitest import (iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
                      nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -36,9 +36,13 @@ def routes(ns, v6=False):
     return sorted(line.strip() for line in out.splitlines() if "fe80" not in line)
 
 
-def nat_rules(ns):
-    out = sh("ip", "netns", "exec", ns, "iptables-legacy-save", "-t", "nat").stdout
+def nat_rules(ns, save=None):
+    out = save(ns) if save else iptables_save(ns)
     return [line for line in out.splitlines() if line.startswith("-A") or line.startswith(":CNI")]
+
+
+def legacy_nat(ns):
+    return sh("ip", "netns", "exec", ns, "iptables-legacy-save", "-t", "nat").stdout
 
 
 def reservations(data):
@@ -269,7 +273,7 @@ def del_removes_what_the_go_ptp_wrote_through_iptables_nft():
             written = nft_variant_nat(host)
             check(any(line.startswith(":CNI-") for line in written), written)
             check(any("-A POSTROUTING" in line and "-j CNI-" in line for line in written), written)
-            eq(nat_rules(host), [], "the Go plugin wrote nothing into the legacy tables")
+            eq(nat_rules(host, legacy_nat), [], "the Go plugin wrote nothing into the legacy tables")
             ptp().run("DEL", c, host_ns=host, netns=ns_path(ctr), container_id="ptp-nftvariant").ok()
             eq(nft_variant_nat(host), [])
             eq(reservations(data), [])

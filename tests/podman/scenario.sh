@@ -5,6 +5,7 @@
 # backend runs our applets from $BIN; everything podman writes is under $WORK. Prints
 # "KEY VALUE" lines the test checks; any failing step exits non-zero.
 set -euo pipefail
+save() { iptables-legacy-save "$@"; iptables-nft-save "$@" 2>/dev/null; }  # our applets write the node's variant
 "$(dirname "$0")/../lib/private_var_lib_cni.sh" "$WORK/var-lib"  # an empty /var/lib/cni of our own
 mount -t tmpfs tmpfs /usr/lib/cni  # Debian's Go plugins are out of reach: only ours can run
 mkdir -p "$WORK/netconf" "$WORK/storage" "$WORK/run" "$WORK/tmp" "$WORK/rootfs/bin" "$WORK/rootfs/www"
@@ -59,11 +60,11 @@ else:
 echo "direct $(fetch "http://$ip:80/")"
 echo "published $(fetch "http://$gw:18080/")"
 echo "cache_during $(ls /var/lib/cni/results | wc -l)"
-echo "dnat_during $(iptables-legacy-save -t nat | grep -c 'CNI-DN-' || true)"
+echo "dnat_during $(save -t nat | grep -c 'CNI-DN-' || true)"
 p rm -f -t 0 "$cid" >/dev/null
 echo "veths_after $(ip -o link show type veth | wc -l)"
-echo "dnat_after $(iptables-legacy-save -t nat | grep -c 'CNI-DN-' || true)"
-echo "rules_after $(iptables-legacy-save | grep -c -e "$ip" -e "$cid" || true)"
+echo "dnat_after $(save -t nat | grep -c 'CNI-DN-' || true)"
+echo "rules_after $(save | grep -c -e "$ip" -e "$cid" || true)"
 echo "cache_after $(ls /var/lib/cni/results | wc -l)"
 echo "allocations_after $(ls /var/lib/cni/networks/cniallnet 2>/dev/null | grep -c '^10\.' || true)"
 p network rm -f cniallnet >/dev/null

@@ -19,7 +19,7 @@ import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import addrs, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import iptables_save, addrs, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
 STATIC = os.environ.get("CNI_ALL_STATIC", "")
 SIZE_LIMIT = 3 * 1024 * 1024
@@ -88,7 +88,7 @@ def static_binary_runs_a_conflist_in_an_empty_root():
             eq(json.loads(r.stdout)["ips"][0]["address"], "10.218.0.2/24")
             eq(addrs(ctr, "eth0")[:1], ["10.218.0.2/24"])
             check(link(host, "stbr0") is not None, "the bridge is in the host namespace")
-            nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+            nat = iptables_save(host)
             check("--dport 8082" in nat, nat)
             check(os.listdir(os.path.join(root, "var/lib/cni/networks/static")), "host-local's files are inside the root")
             check(os.listdir(os.path.join(root, "var/lib/cni/results")), "the result is cached inside the root")
@@ -97,7 +97,7 @@ def static_binary_runs_a_conflist_in_an_empty_root():
             r = in_chroot(host, root, "exec", "del", "static", ns_path(ctr), "--capability-args", caps)
             eq(r.returncode, 0, r.stdout + r.stderr)
             check(link(ctr, "eth0") is None, "the container interface is gone")
-            nat = sh("ip", "netns", "exec", host, "iptables-legacy-save", "-t", "nat").stdout
+            nat = iptables_save(host)
             check("8082" not in nat and "CNI-DN-" not in nat, nat)
             eq(os.listdir(os.path.join(root, "var/lib/cni/results")), [])
     finally:

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cni {
 
@@ -30,6 +31,10 @@ public:
     int bits() const { return is_v4() ? 32 : 128; }
     std::string str() const;  // Go String()
     const std::array<std::uint8_t, 16>& bytes() const { return b_; }
+    // As it goes on the wire: 4 bytes for IPv4, 16 for IPv6.
+    std::vector<std::uint8_t> wire_bytes() const {
+        return is_v4() ? std::vector<std::uint8_t>(b_.end() - 4, b_.end()) : std::vector<std::uint8_t>(b_.begin(), b_.end());
+    }
     std::uint32_t v4() const;  // host order; only for is_v4()
 
     IpAddr next() const;  // +1 with carry (Go ip.NextIP)

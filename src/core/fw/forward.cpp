@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The firewall plugin's filter rules through libiptc (see forward.hpp).
+// The firewall plugin's filter rules through IptTable (see forward.hpp).
 #include "core/fw/forward.hpp"
 
 #include <netinet/in.h>
@@ -46,8 +46,8 @@ std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, Family f) {
     return mine;
 }
 
-// Runs `fn(table, family, addresses)` on the filter table of each family that has addresses,
-// then commits it.
+// Runs `fn(table, addresses)` on the filter table of the node's variant of each family that has
+// addresses, then commits it.
 template <class Fn>
 Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
@@ -55,7 +55,7 @@ Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
         auto mine = of_family(ips, f);
         if (mine.empty()) continue;
         CNI_TRY_ASSIGN(auto filter, IptTable::open(f, "filter"));
-        CNI_TRY(fn(filter, f, mine));
+        CNI_TRY(fn(filter, mine));
         CNI_TRY(filter.commit());
     }
     return {};
@@ -68,7 +68,7 @@ Status ensure_chain(IptTable& t, const std::string& chain) {
 }  // namespace
 
 Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
-    return per_family(ips, [&](IptTable& t, Family, const std::vector<IpAddr>& mine) -> Status {
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
         CNI_TRY(ensure_chain(t, kPrivate));
         CNI_TRY(ensure_chain(t, admin_chain));
         CNI_TRY(t.insert_unique(kForward, to(kPrivate, "CNI firewall plugin rules")));
@@ -82,28 +82,35 @@ Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_ch
     });
 }
 
+// The per-address rules go from both variants.
 Status teardown_forward(const std::vector<IpAddr>& ips) {
-    return per_family(ips, [&](IptTable& t, Family f, const std::vector<IpAddr>& mine) -> Status {
-        std::vector<IptRule> doomed;
-        for (auto& ip : mine) {
-            auto [replies, from] = address_rules(ip);
-            doomed.push_back(replies), doomed.push_back(from);
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    for (Variant v : kVariants) {
+        for (Family f : {Family::v4, Family::v6}) {
+            auto mine = of_family(ips, f);
+            if (mine.empty()) continue;
+            auto t = IptTable::open(f, "filter", v);
+            if (!t || !t->has_chain(kPrivate)) continue;  // nothing of ours can be there
+            std::vector<IptRule> doomed;
+            for (auto& ip : mine) {
+                auto [replies, from] = address_rules(ip);
+                doomed.push_back(replies), doomed.push_back(from);
+            }
+            auto is_doomed = [&](const IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
+            CNI_TRY(t->delete_if(kPrivate, "ACCEPT", is_doomed));
+            CNI_TRY(t->commit());
         }
-        CNI_TRY(remove_xtables_nft_rules(f, "filter", kPrivate, doomed));
-        if (!t.has_chain(kPrivate)) return {};
-        auto is_doomed = [&](const IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
-        CNI_TRY(t.delete_if(kPrivate, "ACCEPT", is_doomed));
-        return {};
-    });
+    }
+    return {};
 }
 
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    return check_legacy_or_xtables_nft([&](auto open) -> Status {
+    return check_either_variant([&](Variant v) -> Status {
         for (Family f : {Family::v4, Family::v6}) {
             auto mine = of_family(ips, f);
             if (mine.empty()) continue;
-            CNI_TRY_ASSIGN(auto t, open(f, "filter"));
+            CNI_TRY_ASSIGN(auto t, IptTable::open(f, "filter", v));
             CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
             CNI_TRY_ASSIGN(bool admin, t.has_rule(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
             if (!jump || !admin)
@@ -123,7 +130,7 @@ Status setup_isolation(const std::string& bridge, IngressPolicy policy, const st
     if (policy == IngressPolicy::open) return {};
     const std::string comment = std::string("CNI firewall plugin rules (ingressPolicy: ") +
                                 (policy == IngressPolicy::isolated ? "isolated" : "same-bridge") + ")";
-    return per_family(ips, [&](IptTable& t, Family, const std::vector<IpAddr>&) -> Status {
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
         CNI_TRY(ensure_chain(t, kStage1));
         CNI_TRY(ensure_chain(t, kStage2));
         CNI_TRY(t.insert_unique(kForward, to(kStage1, comment)));

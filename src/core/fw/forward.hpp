@@ -17,10 +17,10 @@
 namespace cni::fw {
 
 Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
-// Removes the per-address rules (the chains stay, shared by every attachment), also those the
-// Go plugins wrote with iptables-nft.
+// Removes the per-address rules (the chains stay, shared by every attachment) in both iptables
+// variants.
 Status teardown_forward(const std::vector<IpAddr>& ips);
-// Passes when the legacy tables or iptables-nft's (the Go plugins' on such a node) hold the rules.
+// Passes when either iptables variant holds the rules (check_either_variant).
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
 
 enum class IngressPolicy { open, same_bridge, isolated };

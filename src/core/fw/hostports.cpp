@@ -291,18 +291,19 @@ Status ensure_localnet_guard() {
 namespace {
 
 // Removes an attachment's DNAT chain and, when its name is known, the SNAT chain of older
-// reference versions, with the rules jumping to them, in both families (libiptc and xtables-nft).
+// reference versions, with the rules jumping to them, in both families and both variants.
 Status teardown_chains(const std::string& chain, const std::string& old_snat) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    for (Family f : {Family::v4, Family::v6}) {
-        auto nat = IptTable::open(f, "nat");
-        if (!nat) continue;  // no nat table for this family: nothing of ours can be there
-        CNI_TRY(remove_chain(*nat, kDnatChain, chain));
-        if (!old_snat.empty()) CNI_TRY(remove_chain(*nat, kOldSnatChain, old_snat));
-        CNI_TRY(nat->commit());
+    for (Variant v : kVariants) {
+        for (Family f : {Family::v4, Family::v6}) {
+            auto nat = IptTable::open(f, "nat", v);
+            if (!nat) continue;  // no nat table for this family: nothing of ours can be there
+            CNI_TRY(remove_chain(*nat, kDnatChain, chain));
+            if (!old_snat.empty()) CNI_TRY(remove_chain(*nat, kOldSnatChain, old_snat));
+            CNI_TRY(nat->commit());
+        }
     }
-    if (old_snat.empty()) return remove_xtables_nft_chains({chain});
-    return remove_xtables_nft_chains({chain, old_snat});
+    return {};
 }
 
 }  // namespace
@@ -314,8 +315,8 @@ Status teardown_hostports(std::string_view network, std::string_view container_i
 Status check_hostports(const HostPortSpec& s) {
     const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    return check_legacy_or_xtables_nft([&](auto open) -> Status {
-        CNI_TRY_ASSIGN(auto nat, open(family_of(s.container.ip), "nat"));
+    return check_either_variant([&](Variant v) -> Status {
+        CNI_TRY_ASSIGN(auto nat, IptTable::open(family_of(s.container.ip), "nat", v));
         auto require = [&](const std::string& in, const IptRule& want, std::string_view what) -> Status {
             if (!nat.has_chain(in)) return fail("portmap: chain " + in + " is missing");
             CNI_TRY_ASSIGN(bool found, nat.has_rule(in, want));
@@ -341,8 +342,7 @@ namespace {
 // found by the comments of their entry rules in CNI-HOSTPORT-DNAT; one cut at 255 bytes
 // (dnat_comment) no longer holds the whole ID, so its chain (the rule's target) goes without the
 // old SNAT chain, whose name needs the ID (and which no version writing such comments made).
-template <class Table>
-Status find_stale_dnat_chains(const Table& nat, std::string_view network, const std::vector<std::string>& kept,
+Status find_stale_dnat_chains(const IptTable& nat, std::string_view network, const std::vector<std::string>& kept,
                               std::vector<std::pair<std::string, std::string>>& stale) {
     if (!nat.has_chain(kDnatChain)) return {};
     const std::string prefix = "dnat name: \"" + std::string(network) + "\" id: \"";
@@ -366,19 +366,17 @@ Status find_stale_dnat_chains(const Table& nat, std::string_view network, const 
 
 }  // namespace
 
-// The attachments of `network` whose DNAT chain is not a valid attachment's go, from the legacy
-// tables and where the Go plugins' iptables-nft put them (find_stale_dnat_chains).
+// The attachments of `network` whose DNAT chain is not a valid attachment's go, from both
+// variants (find_stale_dnat_chains).
 Status gc_hostports(std::string_view network, const std::vector<std::string>& keep) {
     std::vector<std::string> kept;
     for (auto& id : keep) kept.push_back(chain_name("CNI-DN-", network, id));
     std::vector<std::pair<std::string, std::string>> stale;  // DNAT chain, old SNAT chain
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-        for (Family f : {Family::v4, Family::v6}) {
-            if (auto nat = IptTable::open(f, "nat")) CNI_TRY(find_stale_dnat_chains(*nat, network, kept, stale));
-            CNI_TRY_ASSIGN(auto xt_nat, XtNftTable::open(f, "nat"));
-            CNI_TRY(find_stale_dnat_chains(xt_nat, network, kept, stale));
-        }
+        for (Variant v : kVariants)
+            for (Family f : {Family::v4, Family::v6})
+                if (auto nat = IptTable::open(f, "nat", v)) CNI_TRY(find_stale_dnat_chains(*nat, network, kept, stale));
     }
     Failures failures;
     for (auto& [chain, old_snat] : stale) failures.add(teardown_chains(chain, old_snat));

@@ -63,12 +63,12 @@ Status setup_hostports(const HostPortSpec& spec);
 // The guard that must accompany route_localnet=1 (inserted once at the top of filter INPUT).
 Status ensure_localnet_guard();
 // Removes the attachment's chain and its entry rules (and the legacy CNI-SN chain) in both
-// families; fine when nothing is there.
+// families and both iptables variants; fine when nothing is there.
 Status teardown_hostports(std::string_view network, std::string_view container_id);
-// Passes when the legacy tables or iptables-nft's (the Go plugins' on such a node) hold the rules.
+// Passes when either iptables variant holds the rules (check_either_variant).
 Status check_hostports(const HostPortSpec& spec);
-// Removes this network's chains of attachments whose container IDs are not in `keep`, also
-// those the Go plugins wrote with iptables-nft.
+// Removes this network's chains of attachments whose container IDs are not in `keep`, in both
+// iptables variants.
 Status gc_hostports(std::string_view network, const std::vector<std::string>& keep);
 
 // The DNAT entry rules' comment; past iptables' 255 bytes, its first 252 and "...". (The

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipMasq chains and rules through libiptc, and the choice between the backends (see ipmasq.hpp).
+// ipMasq chains and rules through IptTable, and the choice between the backends (see ipmasq.hpp).
 #include "core/fw/ipmasq.hpp"
 
 #include <algorithm>
@@ -59,7 +59,7 @@ Status validate_ipmasq_backend(std::string_view backend) {
 MasqBackend choose_ipmasq_backend(std::string_view configured) {
     if (configured == "nftables") return MasqBackend::nftables;
     if (configured == "iptables") return MasqBackend::iptables;
-    if (!IptTable::legacy_nat_usable() && nl::nft::available()) return MasqBackend::nftables;
+    if (!iptables_usable() && nl::nft::available()) return MasqBackend::nftables;
     return MasqBackend::iptables;
 }
 
@@ -82,18 +82,21 @@ Status iptables_setup(const std::vector<IpNet>& ips, std::string_view network, s
     });
 }
 
-// Removes an attachment's chain and the POSTROUTING rules that jump to it, in both families.
+// Removes an attachment's chain and the POSTROUTING rules that jump to it, in both families and
+// both variants.
 Status iptables_teardown_chain(const std::string& chain) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    for (Family f : {Family::v4, Family::v6}) {
-        auto nat = IptTable::open(f, "nat");
-        if (!nat) continue;  // no nat table for this family: nothing of ours can be there
-        CNI_TRY(nat->delete_if(kPostrouting, chain));
-        if (nat->has_chain(chain)) {
-            CNI_TRY(nat->flush_chain(chain));
-            CNI_TRY(nat->delete_chain(chain));
+    for (Variant v : kVariants) {
+        for (Family f : {Family::v4, Family::v6}) {
+            auto nat = IptTable::open(f, "nat", v);
+            if (!nat) continue;  // no nat table for this family: nothing of ours can be there
+            CNI_TRY(nat->delete_if(kPostrouting, chain));
+            if (nat->has_chain(chain)) {
+                CNI_TRY(nat->flush_chain(chain));
+                CNI_TRY(nat->delete_chain(chain));
+            }
+            CNI_TRY(nat->commit());
         }
-        CNI_TRY(nat->commit());
     }
     return {};
 }
@@ -118,8 +121,7 @@ bool masq_chain_of(std::string_view network, const std::string& chain, const std
 // Adds to `stale` the network's masquerade chains (CNI- and 24 hex digits) in `nat` that are
 // not `kept`, found by their rules' comments and compared by chain name, so an ID too long for
 // its comment is collected too.
-template <class Table>
-Status find_stale_masq_chains(const Table& nat, std::string_view network, const std::vector<std::string>& kept,
+Status find_stale_masq_chains(const IptTable& nat, std::string_view network, const std::vector<std::string>& kept,
                               std::vector<std::string>& stale) {
     for (auto& chain : nat.chains()) {
         if (!chain.starts_with("CNI-") || chain.size() != 28 || chain.starts_with("CNI-DN-")) continue;
@@ -131,34 +133,29 @@ Status find_stale_masq_chains(const Table& nat, std::string_view network, const 
     return {};
 }
 
-// The network's masquerade chains whose attachment is not in `keep` go, in the legacy tables and
-// where the Go plugins' iptables-nft put them.
+// The network's masquerade chains whose attachment is not in `keep` go, from both variants.
 Status iptables_gc(std::string_view network, const std::vector<std::string>& keep) {
     std::vector<std::string> kept, stale;
     for (auto& id : keep) kept.push_back(chain_name("CNI-", network, id));
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-        for (Family f : {Family::v4, Family::v6}) {
-            if (auto nat = IptTable::open(f, "nat")) CNI_TRY(find_stale_masq_chains(*nat, network, kept, stale));
-            CNI_TRY_ASSIGN(auto xt_nat, XtNftTable::open(f, "nat"));
-            CNI_TRY(find_stale_masq_chains(xt_nat, network, kept, stale));
-        }
+        for (Variant v : kVariants)
+            for (Family f : {Family::v4, Family::v6})
+                if (auto nat = IptTable::open(f, "nat", v)) CNI_TRY(find_stale_masq_chains(*nat, network, kept, stale));
     }
     Failures failures;
     for (auto& chain : stale) failures.add(iptables_teardown_chain(chain));
-    failures.add(remove_xtables_nft_chains(stale));
     return failures.status("ipMasq GC: ");
 }
 
-// Checks the attachment's chain and rules in the nat tables `open` gives (see
-// check_legacy_or_xtables_nft: Go's plugins may have written them with iptables-nft).
+// Checks the attachment's chain and rules in either variant (check_either_variant).
 Status iptables_check(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
     std::string chain = chain_name("CNI-", network, container_id);
     std::string comment = masq_comment(network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    return check_legacy_or_xtables_nft([&](auto open) {
+    return check_either_variant([&](Variant v) {
         return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
-            CNI_TRY_ASSIGN(auto nat, open(f, "nat"));
+            CNI_TRY_ASSIGN(auto nat, IptTable::open(f, "nat", v));
             if (!nat.has_chain(chain)) return fail("ipMasq chain " + chain + " is missing");
             for (auto& ip : mine) {
                 auto r = rules_for(ip, chain, comment);
@@ -188,7 +185,6 @@ Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const Ma
 Status teardown_ipmasq(const MasqOwner& owner) {
     auto ipt = iptables_teardown(owner.network, owner.container_id);
     CNI_TRY(nft_masq::teardown(owner));
-    CNI_TRY(remove_xtables_nft_chains({chain_name("CNI-", owner.network, owner.container_id)}));
     return ipt;
 }
 

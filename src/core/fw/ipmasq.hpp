@@ -22,17 +22,17 @@ enum class MasqBackend { iptables, nftables };
 // "", "iptables" or "nftables"; anything else is the reference's "unknown ipmasq backend".
 Status validate_ipmasq_backend(std::string_view backend);
 // The backend an ADD or CHECK uses: the configured one, or (none configured) iptables unless
-// its nat table cannot be opened here and nf_tables answers, as the reference chooses.
+// iptables is unusable here (iptables_usable) and nf_tables answers, as the reference chooses.
 MasqBackend choose_ipmasq_backend(std::string_view configured);
 
 Status setup_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
-// iptables: the rules in the legacy tables, or where the Go plugins' iptables-nft put them.
+// iptables: the rules in either iptables variant (check_either_variant).
 Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
 // Both backends, as the reference's DEL: what either one holds for the attachment goes.
 Status teardown_ipmasq(const MasqOwner& owner);
 
 // GC, both backends: tears down the ipMasq rules of `network` whose attachment is not in `keep`
-// (found through the iptables chains' comments, legacy and iptables-nft, and the nft rules'
+// (found through the iptables chains' comments in both variants, and the nft rules'
 // hashes, so rules written by the reference count too).
 Status gc_ipmasq(std::string_view network, const std::vector<Attachment>& keep);
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// IptTable's family dispatch (see iptables.hpp and iptables_impl.hpp).
+// IptTable's variant and family dispatch (see iptables.hpp, iptables_impl.hpp, xtables_nft.hpp).
 #include "core/fw/iptables.hpp"
 
 #include "core/fw/iptables_impl.hpp"  // first: net/if.h before the kernel headers
+#include "core/fw/xtables_nft.hpp"
 
 #include <libiptc/libiptc.h>
 
@@ -17,10 +18,18 @@ IptTable::IptTable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 IptTable::IptTable(IptTable&&) noexcept = default;
 IptTable::~IptTable() = default;
 
-Result<IptTable> IptTable::open(Family family, const std::string& table) {
+Result<IptTable> IptTable::open(Family family, const std::string& table) { return open(family, table, node_variant()); }
+
+Result<IptTable> IptTable::open(Family family, const std::string& table, Variant variant) {
+    if (variant == Variant::nft) {
+        CNI_TRY_ASSIGN(auto impl, detail::open_xtables_nft(family, table));
+        return IptTable(std::move(impl));
+    }
     CNI_TRY_ASSIGN(auto impl, family == Family::v4 ? detail::open_v4(table) : detail::open_v6(table));
     return IptTable(std::move(impl));
 }
+
+bool iptables_usable() { return node_variant() == Variant::nft || IptTable::legacy_nat_usable(); }
 
 bool IptTable::legacy_nat_usable() {
     os::UniqueFd fd(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// iptables through libiptc (legacy x_tables), for IPv4 and IPv6. An IptTable is one table of one
-// family loaded into memory, changed, and committed in ONE transaction; callers hold the
+// iptables for IPv4 and IPv6, in either of the node's two variants: legacy x_tables through
+// libiptc, or iptables-nft's tables in nf_tables (xtables_nft.hpp). The node's variant is the
+// one its `iptables` is, as for the Go plugins, which run that binary. An IptTable is one table
+// of one family loaded into memory, changed, and committed in ONE transaction; callers hold the
 // xtables lock (/run/xtables.lock, flock) around it exactly as the iptables binary does, so
 // kube-proxy and iptables-restore never race with us. Rules are described by the fields and
 // matches the reference's rules use ([!] -s, [!] -d, -p, [!] -i, [!] -o, -m comment, multiport
@@ -24,6 +26,20 @@
 namespace cni::fw {
 
 enum class Family { v4, v6 };
+
+// Where iptables rules live: the legacy x_tables, or nf_tables in iptables-nft's form.
+enum class Variant { legacy, nft };
+inline constexpr Variant kVariants[] = {Variant::legacy, Variant::nft};
+inline Variant other(Variant v) { return v == Variant::legacy ? Variant::nft : Variant::legacy; }
+
+// The node's variant: the `iptables` first in PATH, by the name it resolves to
+// (xtables-nft-multi, iptables-legacy, ...) or else by what its --version says; nft only where
+// nf_tables answers. Legacy when there is no `iptables`.
+Variant node_variant();
+
+// Whether iptables works here, the reference's test before it falls back to its nftables
+// backends: nf_tables for the nft variant, the legacy nat table for the legacy one.
+bool iptables_usable();
 
 inline constexpr const char* kXtablesLock = "/run/xtables.lock";
 
@@ -87,7 +103,10 @@ struct IptRule {
 
 class IptTable {
 public:
+    // The table in the node's variant, or in `variant`. An nft table that does not exist yet is
+    // empty; it and its built-in chains are made when a rule goes in, as iptables-nft makes them.
     static Result<IptTable> open(Family family, const std::string& table);
+    static Result<IptTable> open(Family family, const std::string& table, Variant variant);
     // Whether the kernel's legacy IPv4 nat table answers here (one getsockopt, no table copy):
     // the "is iptables usable" of the reference's backend choice.
     static bool legacy_nat_usable();

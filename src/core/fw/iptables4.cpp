@@ -71,5 +71,6 @@ struct V4 {
 }  // namespace
 
 Result<std::unique_ptr<IptTable::Impl>> open_v4(const std::string& table) { return open_table<V4>(table); }
+const XtCodec& xt_codec_v4() { return xt_codec_for<V4>(); }
 
 }  // namespace cni::fw::detail

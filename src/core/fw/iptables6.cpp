@@ -73,5 +73,6 @@ struct V6 {
 }  // namespace
 
 Result<std::unique_ptr<IptTable::Impl>> open_v6(const std::string& table) { return open_table<V6>(table); }
+const XtCodec& xt_codec_v6() { return xt_codec_for<V6>(); }
 
 }  // namespace cni::fw::detail

@@ -26,9 +26,11 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "core/fw/iptables.hpp"
+#include "core/nl/nftables.hpp"
 #include "core/nl/xt_sctp.hpp"
 
 namespace cni::fw::detail {
@@ -43,11 +45,15 @@ inline int prefix_of(const unsigned char* mask, int bytes) {
 // flush/delete_chain/first/next/get_target/append/insert/delete_num/strerror, address,
 // protocol and interface accessors, the inverse flags, the MASQUERADE payload, and the socket
 // family/level/options that ask the kernel which match and target revisions it has.
+// Asks the kernel whether it has revision `rev` of the xtables target (or match) `name`.
+using RevisionProbe = std::function<bool(bool target, const char* name, std::uint8_t rev)>;
+
 template <class T>
 struct Table {
     typename T::Handle* h = nullptr;
     std::string name;
     std::map<std::string, std::uint8_t> revisions;
+    RevisionProbe probe;  // empty: the legacy getsockopt, as iptables-legacy asks
 
     ~Table() {
         if (h) T::free(h);
@@ -169,6 +175,14 @@ struct Table {
         std::string key = (target ? "t:" : "m:") + std::string(name);
         if (auto it = revisions.find(key); it != revisions.end()) return it->second;
         std::uint8_t pick = *(known.end() - 1);
+        if (probe) {
+            for (std::uint8_t r : known)
+                if (probe(target, name, r)) {
+                    pick = r;
+                    break;
+                }
+            return revisions[key] = pick;
+        }
         int fd = ::socket(T::kAf, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
         if (fd >= 0) {
             for (std::uint8_t r : known) {
@@ -541,6 +555,68 @@ Result<std::unique_ptr<IptTable::Impl>> open_table(const std::string& table) {
 
 Result<std::unique_ptr<IptTable::Impl>> open_v4(const std::string& table);
 Result<std::unique_ptr<IptTable::Impl>> open_v6(const std::string& table);
+
+// One family's xtables payloads of a rule, built as iptables builds them, and read back: what
+// the iptables-nft form (xtables_nft.cpp) shares with the libiptc one. Payloads are padded to
+// XT_ALIGN, as iptables-nft hands them to nft_compat.
+struct XtCodec {
+    nl::nft::XtPayload (*comment)(const std::string& text);
+    nl::nft::XtPayload (*encode_match)(const IptMatch& m, int proto, const RevisionProbe& probe);
+    std::optional<nl::nft::XtPayload> (*encode_target)(const IptRule& r, const RevisionProbe& probe);
+    std::optional<IptMatch> (*decode_match)(const nl::nft::XtPayload& x, int proto);
+    std::optional<IptTargetArgs> (*decode_target)(const nl::nft::XtPayload& x);
+};
+
+template <class T>
+const XtCodec& xt_codec_for() {
+    using P = typename Table<T>::Payload;
+    static constexpr auto padded = [](const char* name, std::uint8_t rev, std::vector<unsigned char> data) {
+        data.resize(XT_ALIGN(data.size()), 0);
+        return nl::nft::XtPayload{name, rev, std::move(data)};
+    };
+    // The kernel's form of a payload, for the legacy decoders.
+    static constexpr auto entry = [](const nl::nft::XtPayload& x, std::size_t header) {
+        std::vector<unsigned char> buf(header + x.info.size(), 0);
+        auto* m = reinterpret_cast<xt_entry_match*>(buf.data());  // xt_entry_target has the same head
+        m->u.match_size = static_cast<std::uint16_t>(buf.size());
+        std::strncpy(m->u.user.name, x.name.c_str(), sizeof m->u.user.name - 1);
+        m->u.user.revision = x.revision;
+        std::memcpy(buf.data() + header, x.info.data(), x.info.size());
+        return buf;
+    };
+    static const XtCodec codec{
+        [](const std::string& text) {
+            std::vector<unsigned char> info(sizeof(xt_comment_info), 0);
+            std::strncpy(reinterpret_cast<xt_comment_info*>(info.data())->comment, text.c_str(), XT_MAX_COMMENT_LEN - 1);
+            return padded("comment", 0, std::move(info));
+        },
+        [](const IptMatch& m, int proto, const RevisionProbe& probe) {
+            Table<T> t;
+            t.probe = probe;
+            P p = t.encode_match(m, proto);
+            return padded(p.name, p.revision, std::move(p.data));
+        },
+        [](const IptRule& r, const RevisionProbe& probe) -> std::optional<nl::nft::XtPayload> {
+            Table<T> t;
+            t.probe = probe;
+            auto p = t.encode_target(r);
+            if (!p) return std::nullopt;
+            return padded(p->name, p->revision, std::move(p->data));
+        },
+        [](const nl::nft::XtPayload& x, int proto) {
+            auto buf = entry(x, sizeof(xt_entry_match));
+            return Table<T>::decode_match(reinterpret_cast<const xt_entry_match*>(buf.data()), proto);
+        },
+        [](const nl::nft::XtPayload& x) {
+            auto buf = entry(x, sizeof(xt_entry_target));
+            return Table<T>::decode_target(reinterpret_cast<const xt_entry_target*>(buf.data()), x.name);
+        },
+    };
+    return codec;
+}
+
+const XtCodec& xt_codec_v4();
+const XtCodec& xt_codec_v6();
 
 }  // namespace detail
 }  // namespace cni::fw

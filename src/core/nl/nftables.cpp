@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nf_tables_compat.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
 #include <netinet/in.h>
@@ -55,57 +56,12 @@ std::string comment_of(const nlattr* udata) {
     return {};
 }
 
-Expr meta(std::uint32_t key) {
-    return {"meta", [key](nl_msg* m) { return put_be32(m, NFTA_META_DREG, NFT_REG_1) && put_be32(m, NFTA_META_KEY, key); }};
-}
-
-Expr payload(std::uint32_t base, std::uint32_t offset, std::uint32_t len) {
-    return {"payload", [=](nl_msg* m) {
-                return put_be32(m, NFTA_PAYLOAD_DREG, NFT_REG_1) && put_be32(m, NFTA_PAYLOAD_BASE, base) &&
-                       put_be32(m, NFTA_PAYLOAD_OFFSET, offset) && put_be32(m, NFTA_PAYLOAD_LEN, len);
-            }};
-}
-
-Expr cmp(std::uint32_t op, std::vector<std::uint8_t> value) {
-    return {"cmp", [op, value = std::move(value)](nl_msg* m) {
-                return put_be32(m, NFTA_CMP_SREG, NFT_REG_1) && put_be32(m, NFTA_CMP_OP, op) &&
-                       put_data(m, NFTA_CMP_DATA, value.data(), value.size());
-            }};
-}
-
-Expr bitwise_and(std::vector<std::uint8_t> mask) {
-    return {"bitwise", [mask = std::move(mask)](nl_msg* m) {
-                std::vector<std::uint8_t> zero(mask.size(), 0);
-                return put_be32(m, NFTA_BITWISE_SREG, NFT_REG_1) && put_be32(m, NFTA_BITWISE_DREG, NFT_REG_1) &&
-                       put_be32(m, NFTA_BITWISE_LEN, std::uint32_t(mask.size())) &&
-                       put_data(m, NFTA_BITWISE_MASK, mask.data(), mask.size()) &&
-                       put_data(m, NFTA_BITWISE_XOR, zero.data(), zero.size());
-            }};
-}
-
 Expr immediate(std::uint32_t reg, std::vector<std::uint8_t> value) {
     return {"immediate", [reg, value = std::move(value)](nl_msg* m) {
                 return put_be32(m, NFTA_IMMEDIATE_DREG, reg) && put_data(m, NFTA_IMMEDIATE_DATA, value.data(), value.size());
             }};
 }
 
-Expr verdict(std::int32_t code, std::string chain = {}) {
-    return {"immediate", [code, chain = std::move(chain)](nl_msg* m) {
-                if (!put_be32(m, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT)) return false;
-                nlattr* data = nla_nest_start(m, NFTA_IMMEDIATE_DATA | NLA_F_NESTED);
-                nlattr* v = data ? nla_nest_start(m, NFTA_DATA_VERDICT | NLA_F_NESTED) : nullptr;
-                if (!v || !put_be32(m, NFTA_VERDICT_CODE, std::uint32_t(code))) return false;
-                if (!chain.empty() && nla_put_string(m, NFTA_VERDICT_CHAIN, chain.c_str()) != 0) return false;
-                nla_nest_end(m, v);
-                nla_nest_end(m, data);
-                return true;
-            }};
-}
-
-std::vector<std::uint8_t> address_bytes(const IpAddr& ip) {
-    auto& b = ip.bytes();
-    return ip.is_v4() ? std::vector<std::uint8_t>(b.end() - 4, b.end()) : std::vector<std::uint8_t>(b.begin(), b.end());
-}
 
 std::vector<std::uint8_t> port_bytes(std::uint16_t port) { return {std::uint8_t(port >> 8), std::uint8_t(port & 0xff)}; }
 
@@ -153,26 +109,88 @@ MsgPtr new_message(int type, int flags, Family f) {
 
 }  // namespace
 
+Expr load_meta(std::uint32_t key) {
+    return {"meta", [key](nl_msg* m) { return put_be32(m, NFTA_META_DREG, NFT_REG_1) && put_be32(m, NFTA_META_KEY, key); }};
+}
+
+Expr load_payload(std::uint32_t base, std::uint32_t offset, std::uint32_t len) {
+    return {"payload", [=](nl_msg* m) {
+                return put_be32(m, NFTA_PAYLOAD_DREG, NFT_REG_1) && put_be32(m, NFTA_PAYLOAD_BASE, base) &&
+                       put_be32(m, NFTA_PAYLOAD_OFFSET, offset) && put_be32(m, NFTA_PAYLOAD_LEN, len);
+            }};
+}
+
+Expr compare(bool negated, std::vector<std::uint8_t> value) {
+    std::uint32_t op = negated ? NFT_CMP_NEQ : NFT_CMP_EQ;
+    return {"cmp", [op, value = std::move(value)](nl_msg* m) {
+                return put_be32(m, NFTA_CMP_SREG, NFT_REG_1) && put_be32(m, NFTA_CMP_OP, op) &&
+                       put_data(m, NFTA_CMP_DATA, value.data(), value.size());
+            }};
+}
+
+Expr mask_with(std::vector<std::uint8_t> mask) {
+    return {"bitwise", [mask = std::move(mask)](nl_msg* m) {
+                std::vector<std::uint8_t> zero(mask.size(), 0);
+                return put_be32(m, NFTA_BITWISE_SREG, NFT_REG_1) && put_be32(m, NFTA_BITWISE_DREG, NFT_REG_1) &&
+                       put_be32(m, NFTA_BITWISE_LEN, std::uint32_t(mask.size())) &&
+                       put_data(m, NFTA_BITWISE_MASK, mask.data(), mask.size()) &&
+                       put_data(m, NFTA_BITWISE_XOR, zero.data(), zero.size());
+            }};
+}
+
+Expr verdict(std::int32_t code, std::string chain) {
+    return {"immediate", [code, chain = std::move(chain)](nl_msg* m) {
+                if (!put_be32(m, NFTA_IMMEDIATE_DREG, NFT_REG_VERDICT)) return false;
+                nlattr* data = nla_nest_start(m, NFTA_IMMEDIATE_DATA | NLA_F_NESTED);
+                nlattr* v = data ? nla_nest_start(m, NFTA_DATA_VERDICT | NLA_F_NESTED) : nullptr;
+                if (!v || !put_be32(m, NFTA_VERDICT_CODE, std::uint32_t(code))) return false;
+                if (!chain.empty() && nla_put_string(m, NFTA_VERDICT_CHAIN, chain.c_str()) != 0) return false;
+                nla_nest_end(m, v);
+                nla_nest_end(m, data);
+                return true;
+            }};
+}
+
+Expr xt_match(std::string name, std::uint8_t revision, std::vector<std::uint8_t> info) {
+    return {"match", [name = std::move(name), revision, info = std::move(info)](nl_msg* m) {
+                return nla_put_string(m, NFTA_MATCH_NAME, name.c_str()) == 0 && put_be32(m, NFTA_MATCH_REV, revision) &&
+                       nla_put(m, NFTA_MATCH_INFO, int(info.size()), info.data()) == 0;
+            }};
+}
+
+Expr xt_target(std::string name, std::uint8_t revision, std::vector<std::uint8_t> info) {
+    return {"target", [name = std::move(name), revision, info = std::move(info)](nl_msg* m) {
+                return nla_put_string(m, NFTA_TARGET_NAME, name.c_str()) == 0 && put_be32(m, NFTA_TARGET_REV, revision) &&
+                       nla_put(m, NFTA_TARGET_INFO, int(info.size()), info.data()) == 0;
+            }};
+}
+
+Expr counter() {
+    return {"counter", [](nl_msg* m) {
+                return nla_put_u64(m, NFTA_COUNTER_BYTES, 0) == 0 && nla_put_u64(m, NFTA_COUNTER_PACKETS, 0) == 0;
+            }};
+}
+
 Exprs match_address(Family table, bool source, const IpNet& net, bool negated) {
     bool v4 = net.ip.is_v4();
     Exprs e;
-    if (table == Family::inet) e.push_back(meta(NFT_META_NFPROTO)), e.push_back(cmp(NFT_CMP_EQ, {v4 ? NFPROTO_IPV4 : NFPROTO_IPV6}));
+    if (table == Family::inet) e.push_back(load_meta(NFT_META_NFPROTO)), e.push_back(compare(false, {v4 ? NFPROTO_IPV4 : NFPROTO_IPV6}));
     std::uint32_t offset = v4 ? (source ? 12 : 16) : (source ? 8 : 24);
     std::uint32_t len = v4 ? 4 : 16;
-    e.push_back(payload(NFT_PAYLOAD_NETWORK_HEADER, offset, len));
-    auto value = address_bytes(net.network());
+    e.push_back(load_payload(NFT_PAYLOAD_NETWORK_HEADER, offset, len));
+    auto value = net.network().wire_bytes();
     if (net.prefix < int(len * 8)) {
         std::vector<std::uint8_t> mask(len, 0);
         for (int i = 0; i < net.prefix; ++i) mask[std::size_t(i / 8)] |= std::uint8_t(0x80 >> (i % 8));
-        e.push_back(bitwise_and(std::move(mask)));
+        e.push_back(mask_with(std::move(mask)));
     }
-    e.push_back(cmp(negated ? NFT_CMP_NEQ : NFT_CMP_EQ, std::move(value)));
+    e.push_back(compare(negated, std::move(value)));
     return e;
 }
 
 Exprs match_dport(std::uint8_t l4proto, std::uint16_t port) {
-    return {meta(NFT_META_L4PROTO), cmp(NFT_CMP_EQ, {l4proto}), payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2),
-            cmp(NFT_CMP_EQ, port_bytes(port))};
+    return {load_meta(NFT_META_L4PROTO), compare(false, {l4proto}), load_payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2),
+            compare(false, port_bytes(port))};
 }
 
 Exprs match_local_destination() {
@@ -183,11 +201,11 @@ Exprs match_local_destination() {
     std::uint32_t local = 2;  // RTN_LOCAL, in the register in host order
     std::vector<std::uint8_t> value(4);
     std::memcpy(value.data(), &local, 4);
-    return {fib, cmp(NFT_CMP_EQ, std::move(value))};
+    return {fib, compare(false, std::move(value))};
 }
 
 Exprs match_ether_source(const std::array<std::uint8_t, 6>& mac) {
-    return {payload(NFT_PAYLOAD_LL_HEADER, 6, 6), cmp(NFT_CMP_EQ, std::vector<std::uint8_t>(mac.begin(), mac.end()))};
+    return {load_payload(NFT_PAYLOAD_LL_HEADER, 6, 6), compare(false, std::vector<std::uint8_t>(mac.begin(), mac.end()))};
 }
 
 Exprs match_iface(bool in, std::string_view name, bool negated) {
@@ -198,14 +216,14 @@ Exprs match_iface(bool in, std::string_view name, bool negated) {
         value.assign(16, 0);  // IFNAMSIZ, zero-padded: the whole name
         std::copy(name.begin(), name.begin() + std::min<std::size_t>(name.size(), 15), value.begin());
     }
-    return {meta(in ? NFT_META_IIFNAME : NFT_META_OIFNAME), cmp(negated ? NFT_CMP_NEQ : NFT_CMP_EQ, std::move(value))};
+    return {load_meta(in ? NFT_META_IIFNAME : NFT_META_OIFNAME), compare(negated, std::move(value))};
 }
 
 Exprs match_ct_none_of(std::uint32_t key, std::uint32_t mask) {
     Expr ct{"ct", [key](nl_msg* m) { return put_be32(m, NFTA_CT_DREG, NFT_REG_1) && put_be32(m, NFTA_CT_KEY, key); }};
     std::vector<std::uint8_t> bits(4), zero(4, 0);
     std::memcpy(bits.data(), &mask, 4);  // the kernel's register holds these in host order
-    return {ct, bitwise_and(std::move(bits)), cmp(NFT_CMP_EQ, std::move(zero))};
+    return {ct, mask_with(std::move(bits)), compare(false, std::move(zero))};
 }
 
 Exprs verdict_return() { return {verdict(NFT_RETURN)}; }
@@ -220,7 +238,7 @@ Exprs dnat_to(const IpAddr& ip, std::uint16_t port) {
                  return put_be32(m, NFTA_NAT_TYPE, NFT_NAT_DNAT) && put_be32(m, NFTA_NAT_FAMILY, family) &&
                         put_be32(m, NFTA_NAT_REG_ADDR_MIN, NFT_REG_1) && put_be32(m, NFTA_NAT_REG_PROTO_MIN, NFT_REG_2);
              }};
-    return {immediate(NFT_REG_1, address_bytes(ip)), immediate(NFT_REG_2, port_bytes(port)), nat};
+    return {immediate(NFT_REG_1, ip.wire_bytes()), immediate(NFT_REG_2, port_bytes(port)), nat};
 }
 
 nl_msg* Batch::start(int type, int flags, Family f) {
@@ -250,6 +268,7 @@ void Batch::add_chain(Family f, std::string_view table, std::string_view chain, 
         ok = h && put_be32(m, NFTA_HOOK_HOOKNUM, hook->hooknum) && put_be32(m, NFTA_HOOK_PRIORITY, std::uint32_t(hook->priority));
         if (ok) nla_nest_end(m, h);
         ok = ok && nla_put_string(m, NFTA_CHAIN_TYPE, hook->type.c_str()) == 0;
+        if (hook->accept_policy) ok = ok && put_be32(m, NFTA_CHAIN_POLICY, NF_ACCEPT);
     }
     if (!ok || !put_comment(m, NFTA_CHAIN_USERDATA, comment)) oom_ = true;
 }
@@ -268,8 +287,9 @@ void Batch::delete_chain(Family f, std::string_view table, std::string_view chai
         oom_ = true;
 }
 
-void Batch::add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment) {
-    nl_msg* m = start(NFT_MSG_NEWRULE, NLM_F_CREATE | NLM_F_APPEND, f);
+void Batch::add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment,
+                     const RulePlacement& placement) {
+    nl_msg* m = start(NFT_MSG_NEWRULE, NLM_F_CREATE | (placement.at_top ? 0 : NLM_F_APPEND), f);
     if (!m) return;
     bool ok = nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) == 0 &&
               nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) == 0;
@@ -285,6 +305,11 @@ void Batch::add_rule(Family f, std::string_view table, std::string_view chain, c
         nla_nest_end(m, elem);
     }
     if (ok) nla_nest_end(m, list);
+    if (ok && placement.compat_proto) {
+        nlattr* compat = nla_nest_start(m, NFTA_RULE_COMPAT | NLA_F_NESTED);
+        ok = compat && put_be32(m, NFTA_RULE_COMPAT_PROTO, *placement.compat_proto) && put_be32(m, NFTA_RULE_COMPAT_FLAGS, 0);
+        if (ok) nla_nest_end(m, compat);
+    }
     if (!ok || !put_comment(m, NFTA_RULE_USERDATA, comment)) oom_ = true;
 }
 
@@ -427,6 +452,37 @@ Result<bool> has_chain(Family f, std::string_view table, std::string_view chain)
     if (err == -NLE_OBJ_NOTFOUND || err == -NLE_AF_NOSUPPORT || err == -NLE_OPNOTSUPP) return false;
     if (err < 0) return fail(what + ": " + nl_geterror(err));
     return true;
+}
+
+bool has_xt_revision(Family f, bool target, std::string_view name, std::uint8_t revision) {
+    auto sk = connect();
+    if (!sk) return false;
+    MsgPtr req(nlmsg_alloc_simple((NFNL_SUBSYS_NFT_COMPAT << 8) | NFNL_MSG_COMPAT_GET, NLM_F_REQUEST));
+    nfgenmsg g{};
+    g.nfgen_family = static_cast<std::uint8_t>(f);
+    g.version = NFNETLINK_V0;
+    if (!req || nlmsg_append(req.get(), &g, sizeof g, NLMSG_ALIGNTO) != 0 ||
+        nla_put_string(req.get(), NFTA_COMPAT_NAME, std::string(name).c_str()) != 0 ||
+        !put_be32(req.get(), NFTA_COMPAT_REV, revision) || !put_be32(req.get(), NFTA_COMPAT_TYPE, target ? 1 : 0))
+        return false;
+    if (nl_send_auto(sk->get(), req.get()) < 0) return false;
+    // The answer (flagged NLM_F_MULTI, without a DONE) and then the ack, or only an error: no
+    // such revision. libnl's receive loop would wait for the DONE, so the ack is looked for here.
+    const std::uint32_t seq = nlmsg_hdr(req.get())->nlmsg_seq;
+    for (;;) {
+        sockaddr_nl peer{};
+        unsigned char* data = nullptr;
+        int n = nl_recv(sk->get(), &peer, &data, nullptr);
+        if (n <= 0) {
+            std::free(data);
+            return false;
+        }
+        std::optional<bool> answer;
+        for (auto* h = reinterpret_cast<nlmsghdr*>(data); nlmsg_ok(h, n); h = nlmsg_next(h, &n))
+            if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_seq == seq) answer = static_cast<nlmsgerr*>(nlmsg_data(h))->error == 0;
+        std::free(data);
+        if (answer) return *answer;
+    }
 }
 
 bool available() {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // nf_tables over nfnetlink, in the current network namespace: the small part of what `nft -f`
-// sends that the ipMasq and portmap backends need (reference-behaviour 2.0b and 2.15). Tables,
-// regular and base chains, and rules built from typed expressions (meta, payload, bitwise,
-// cmp, immediate, fib, masquerade, dnat) carrying their comment as nft's userdata TLV, so
-// `nft list ruleset` shows them as the reference's and the reference's DEL finds them. A Batch
-// is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it applies or none,
-// and only its last message is acked. list_rules and list_chains dump a table's objects.
-// Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the
-// kernel wants.
+// sends that the ipMasq and portmap backends need (reference-behaviour 2.0b and 2.15), and what
+// iptables-nft sends for the iptables rules (core/fw/xtables_nft). Tables, regular and base
+// chains, and rules built from typed expressions (meta, payload, bitwise, cmp, immediate, fib,
+// masquerade, dnat, counter, and nft_compat's xtables match and target) carrying their comment
+// as nft's userdata TLV, so `nft list ruleset` shows them as the reference's and the
+// reference's DEL finds them. A Batch is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one
+// datagram: all of it applies or none, and only its last message is acked. list_rules and
+// list_chains dump a table's objects. Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2;
+// u32 attributes go big-endian as the kernel wants.
 #pragma once
 
 #include <netlink/msg.h>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "core/cni/ip.hpp"
@@ -58,11 +60,39 @@ Exprs verdict_goto(std::string_view chain);
 Exprs masquerade();
 Exprs dnat_to(const IpAddr& ip, std::uint16_t port);
 
-// A base chain's hook: type "nat", hook (NF_INET_*), priority.
+// The building blocks of the matches above, for rules laid out expression by expression as
+// iptables-nft lays them out (core/fw/xtables_nft.cpp): a load into register 1 (meta key, or
+// payload base/offset/length), a mask on it, a comparison of it, an xtables match or target
+// (name, revision and the kernel's info struct, as nft_compat takes them), a zeroed counter,
+// a verdict (NF_ACCEPT, NF_DROP, NFT_RETURN, or NFT_JUMP/NFT_GOTO to `chain`).
+Expr load_meta(std::uint32_t key);
+Expr load_payload(std::uint32_t base, std::uint32_t offset, std::uint32_t len);
+Expr mask_with(std::vector<std::uint8_t> mask);
+Expr compare(bool negated, std::vector<std::uint8_t> value);
+Expr xt_match(std::string name, std::uint8_t revision, std::vector<std::uint8_t> info);
+Expr xt_target(std::string name, std::uint8_t revision, std::vector<std::uint8_t> info);
+Expr counter();
+Expr verdict(std::int32_t code, std::string chain = {});
+
+// Whether the kernel's nft_compat has revision `revision` of the xtables match (or target)
+// `name` for family `f` (ip or ip6), loading its module if needed: what iptables-nft asks
+// before it picks a revision.
+bool has_xt_revision(Family f, bool target, std::string_view name, std::uint8_t revision);
+
+// A base chain's hook: type "nat", hook (NF_INET_*), priority; `accept_policy` sets the policy
+// explicitly, as iptables-nft does for its built-in chains.
 struct Hook {
     std::uint32_t hooknum;
     std::int32_t priority;
     std::string type = "nat";
+    bool accept_policy = false;
+};
+
+// Where add_rule puts a rule, and the layer-4 protocol nft_compat checks xtables matches
+// against (iptables-nft's NFTA_RULE_COMPAT: a tcp or multiport match needs `-p tcp`).
+struct RulePlacement {
+    bool at_top = false;
+    std::optional<std::uint32_t> compat_proto;
 };
 
 class Batch {
@@ -72,7 +102,8 @@ public:
                    std::string_view comment = {});
     void flush_chain(Family f, std::string_view table, std::string_view chain);
     void delete_chain(Family f, std::string_view table, std::string_view chain);  // flush it first
-    void add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment);
+    void add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment,
+                  const RulePlacement& placement = {});
     void delete_rule(Family f, std::string_view table, std::string_view chain, std::uint64_t handle);
     bool empty() const { return msgs_.empty(); }
     // Sends the transaction and waits for the kernel's answer to every message. `what` names
@@ -92,18 +123,40 @@ struct AddressMatch {
     bool negated = false;
     bool operator==(const AddressMatch&) const = default;
 };
+// An xtables match or target in a rule: its name, revision and info struct.
+struct XtPayload {
+    std::string name;
+    std::uint8_t revision = 0;
+    std::vector<std::uint8_t> info;
+};
+// The native comparisons iptables-nft emits for `-p tcp|udp --dport P` and `-m mark [!] --mark`.
+struct PortEquals {
+    std::uint16_t port = 0;
+};
+struct MarkCompare {
+    std::uint32_t value = 0, mask = 0xffffffff;
+    bool negated = false;
+};
+using RuleMatch = std::variant<XtPayload, PortEquals, MarkCompare>;
+
 struct ListedRule {
     std::string chain;
     std::uint64_t handle = 0;
     std::string comment;   // nft's userdata comment, or the text of iptables-nft's comment match
     std::string jumps_to;  // the chain of its jump or goto verdict, if any
-    // Decoded as iptables would show it (nftables_decode.hpp): the verdict (ACCEPT, DROP, RETURN,
-    // a chain) or xtables target (MASQUERADE, DNAT, ...), the address comparisons in order, and
-    // the `meta l4proto` and `th dport` equalities.
+    // Decoded as iptables-nft reads it back (nftables_decode.hpp): the verdict (ACCEPT, DROP,
+    // RETURN, a chain) or xtables target (MASQUERADE, DNAT, ...) with its payload, the address
+    // comparisons in order, the `meta l4proto` equality, the interface comparisons (a name
+    // compared as a prefix ends in '+', as iptables writes it), and the matches after them in
+    // order (a leading comment match is `comment`). `unknown`: something else is in the rule.
     std::string target;
+    std::optional<XtPayload> xt_target;
     std::vector<AddressMatch> addresses;
     int l4proto = 0;
-    std::uint16_t dport = 0;
+    std::string in_iface, out_iface;
+    bool in_negated = false, out_negated = false;
+    std::vector<RuleMatch> matches;
+    bool unknown = false;
 };
 // Every rule of the table, in chain order; none when the table does not exist.
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);

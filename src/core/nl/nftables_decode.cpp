@@ -1,21 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // The decoder of dumped rule expressions (see nftables_decode.hpp). Expressions are read in
 // order: a load remembers what it put in the register, a bitwise its mask, and a cmp then says
-// what was compared; a cmp on anything not remembered is ignored.
+// what was compared; a cmp on anything not remembered, or an expression of another kind, marks
+// the rule `unknown`.
 #include "core/nl/nftables_decode.hpp"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nf_tables_compat.h>
-#include <linux/netfilter/xt_tcpudp.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <optional>
+#include <utility>
 #include <vector>
-
-#include "core/nl/xt_sctp.hpp"
 
 namespace cni::nl::nft::detail {
 namespace {
@@ -36,7 +36,7 @@ Bytes data_value(nlattr* a) {
 
 // What the register holds since the last load.
 struct Loaded {
-    enum Kind { nothing, l4proto, saddr, daddr, dport } kind = nothing;
+    enum Kind { nothing, l4proto, saddr, daddr, dport, iifname, oifname, mark } kind = nothing;
     std::size_t len = 0;
     std::optional<Bytes> mask;
 };
@@ -60,7 +60,13 @@ Loaded meta_load(nlattr* data) {
     nlattr* tb[NFTA_META_MAX + 1];
     if (nla_parse_nested(tb, NFTA_META_MAX, data, nullptr) < 0 || !tb[NFTA_META_KEY] || !tb[NFTA_META_DREG]) return {};
     Loaded l;
-    if (be32(tb[NFTA_META_KEY]) == NFT_META_L4PROTO) l.kind = Loaded::l4proto, l.len = 1;
+    switch (be32(tb[NFTA_META_KEY])) {
+        case NFT_META_L4PROTO: l.kind = Loaded::l4proto; break;
+        case NFT_META_IIFNAME: l.kind = Loaded::iifname; break;
+        case NFT_META_OIFNAME: l.kind = Loaded::oifname; break;
+        case NFT_META_MARK: l.kind = Loaded::mark; break;
+        default: break;
+    }
     return l;
 }
 
@@ -82,28 +88,62 @@ std::optional<IpNet> prefix_of(Family f, const Loaded& l, const Bytes& value) {
     return IpNet{IpAddr::from_bytes(b), prefix, 128};
 }
 
+// An interface name compared as iptables-nft compares it: the name and its NUL, or a prefix
+// (iptables' "name+"); a name padded to IFNAMSIZ, as nft writes it, reads the same.
+std::string iface_of(const Bytes& value) {
+    auto nul = std::find(value.begin(), value.end(), 0);
+    std::string name(value.begin(), nul);
+    return nul == value.end() ? name + "+" : name;
+}
+
+std::uint32_t host_u32(const Bytes& b) {
+    std::uint32_t v = 0;
+    std::memcpy(&v, b.data(), std::min<std::size_t>(b.size(), 4));
+    return v;
+}
+
 void compare(nlattr* data, Family f, Loaded& l, ListedRule& r) {
     nlattr* tb[NFTA_CMP_MAX + 1];
-    if (nla_parse_nested(tb, NFTA_CMP_MAX, data, nullptr) < 0 || !tb[NFTA_CMP_OP] || !tb[NFTA_CMP_DATA]) return;
+    Loaded loaded = std::exchange(l, Loaded{});
+    if (nla_parse_nested(tb, NFTA_CMP_MAX, data, nullptr) < 0 || !tb[NFTA_CMP_OP] || !tb[NFTA_CMP_DATA]) {
+        r.unknown = true;
+        return;
+    }
     std::uint32_t op = be32(tb[NFTA_CMP_OP]);
-    if (op != NFT_CMP_EQ && op != NFT_CMP_NEQ) return;
     Bytes value = data_value(tb[NFTA_CMP_DATA]);
-    switch (l.kind) {
+    bool eq = op == NFT_CMP_EQ, negated = op == NFT_CMP_NEQ, plain = eq && !loaded.mask;
+    switch (loaded.kind) {
         case Loaded::l4proto:
-            if (op == NFT_CMP_EQ && value.size() == 1) r.l4proto = value[0];
+            if (plain && value.size() == 1 && r.l4proto == 0) return void(r.l4proto = value[0]);
             break;
         case Loaded::dport:
-            if (op == NFT_CMP_EQ && value.size() == 2 && !l.mask) r.dport = std::uint16_t((value[0] << 8) | value[1]);
+            if (plain && value.size() == 2) return void(r.matches.emplace_back(std::in_place_type<PortEquals>, std::uint16_t((value[0] << 8) | value[1])));
             break;
         case Loaded::saddr:
         case Loaded::daddr:
-            if (auto net = prefix_of(f, l, value))
-                r.addresses.push_back(AddressMatch{l.kind == Loaded::saddr, *net, op == NFT_CMP_NEQ});
+            if (eq || negated)
+                if (auto net = prefix_of(f, loaded, value))
+                    return r.addresses.push_back(AddressMatch{loaded.kind == Loaded::saddr, *net, negated});
+            break;
+        case Loaded::iifname:
+        case Loaded::oifname: {
+            bool in = loaded.kind == Loaded::iifname;
+            std::string& name = in ? r.in_iface : r.out_iface;
+            if ((eq || negated) && !loaded.mask && name.empty() && !value.empty()) {
+                name = iface_of(value);
+                (in ? r.in_negated : r.out_negated) = negated;
+                return;
+            }
+            break;
+        }
+        case Loaded::mark:
+            if ((eq || negated) && value.size() == 4 && (!loaded.mask || loaded.mask->size() == 4))
+                return void(r.matches.emplace_back(std::in_place_type<MarkCompare>, host_u32(value), loaded.mask ? host_u32(*loaded.mask) : 0xffffffffu, negated));
             break;
         case Loaded::nothing:
             break;
     }
-    l = {};
+    r.unknown = true;
 }
 
 void immediate(nlattr* data, ListedRule& r) {
@@ -113,7 +153,7 @@ void immediate(nlattr* data, ListedRule& r) {
     if (nla_parse_nested(imm, NFTA_IMMEDIATE_MAX, data, nullptr) < 0 || !imm[NFTA_IMMEDIATE_DATA] ||
         nla_parse_nested(value, NFTA_DATA_MAX, imm[NFTA_IMMEDIATE_DATA], nullptr) < 0 || !value[NFTA_DATA_VERDICT] ||
         nla_parse_nested(verdict, NFTA_VERDICT_MAX, value[NFTA_DATA_VERDICT], nullptr) < 0 || !verdict[NFTA_VERDICT_CODE])
-        return;
+        return void(r.unknown = true);
     auto code = static_cast<std::int32_t>(be32(verdict[NFTA_VERDICT_CODE]));
     if ((code == NFT_JUMP || code == NFT_GOTO) && verdict[NFTA_VERDICT_CHAIN])
         r.jumps_to = r.target = nla_get_string(verdict[NFTA_VERDICT_CHAIN]);
@@ -123,46 +163,34 @@ void immediate(nlattr* data, ListedRule& r) {
         r.target = "DROP";
     else if (code == NFT_RETURN)
         r.target = "RETURN";
+    else
+        r.unknown = true;
 }
 
-// The destination port of an xtables tcp, udp or sctp match (a single port, not negated), or 0.
-// iptables-nft uses the sctp one; older versions used all three.
-std::uint16_t xt_dport(std::string_view name, const void* info, std::size_t len) {
-    auto single = [](const std::uint16_t* dpts) { return dpts[0] == dpts[1] ? dpts[0] : std::uint16_t(0); };
-    if (name == "tcp" && len >= sizeof(xt_tcp)) {
-        xt_tcp m;
-        std::memcpy(&m, info, sizeof m);
-        return m.invflags & XT_TCP_INV_DSTPT ? 0 : single(m.dpts);
-    }
-    if (name == "udp" && len >= sizeof(xt_udp)) {
-        xt_udp m;
-        std::memcpy(&m, info, sizeof m);
-        return m.invflags & XT_UDP_INV_DSTPT ? 0 : single(m.dpts);
-    }
-    if (name == "sctp" && len >= sizeof(xt_sctp_info)) {
-        xt_sctp_info m;
-        std::memcpy(&m, info, sizeof m);
-        return (m.flags & XT_SCTP_DEST_PORTS) && !(m.invflags & XT_SCTP_DEST_PORTS) ? single(m.dpts) : 0;
-    }
-    return 0;
-}
-
-// An xtables target's name, the text of a `comment` match, or a port match's port.
+// An xtables target, or a match: the text of a leading `comment` match goes to `comment`, as
+// iptables-nft shows it, and every other match to `matches` in order.
 void xtables(nlattr* data, bool is_target, ListedRule& r) {
     int name_attr = is_target ? int(NFTA_TARGET_NAME) : int(NFTA_MATCH_NAME);
+    int rev_attr = is_target ? int(NFTA_TARGET_REV) : int(NFTA_MATCH_REV);
     int info_attr = is_target ? int(NFTA_TARGET_INFO) : int(NFTA_MATCH_INFO);
     nlattr* tb[NFTA_MATCH_MAX + 1];  // NFTA_TARGET_* numbers the same attributes
-    if (nla_parse_nested(tb, NFTA_MATCH_MAX, data, nullptr) < 0 || !tb[name_attr]) return;
-    std::string name = nla_get_string(tb[name_attr]);
-    if (is_target) {
-        r.target = name;
-    } else if (!tb[info_attr]) {
+    if (nla_parse_nested(tb, NFTA_MATCH_MAX, data, nullptr) < 0 || !tb[name_attr] || !tb[info_attr]) {
+        r.unknown = true;
         return;
-    } else if (name == "comment") {
-        auto* text = static_cast<const char*>(nla_data(tb[info_attr]));
-        r.comment = std::string(text, strnlen(text, std::min<std::size_t>(kXtCommentMax, std::size_t(nla_len(tb[info_attr])))));
-    } else if (auto port = xt_dport(name, nla_data(tb[info_attr]), std::size_t(nla_len(tb[info_attr])))) {
-        r.dport = port;
+    }
+    XtPayload x;
+    x.name = nla_get_string(tb[name_attr]);
+    if (tb[rev_attr]) x.revision = std::uint8_t(be32(tb[rev_attr]));
+    auto* info = static_cast<const std::uint8_t*>(nla_data(tb[info_attr]));
+    x.info.assign(info, info + nla_len(tb[info_attr]));
+    if (is_target) {
+        r.target = x.name;
+        r.xt_target = std::move(x);
+    } else if (x.name == "comment" && r.comment.empty() && r.matches.empty()) {
+        auto* text = reinterpret_cast<const char*>(x.info.data());
+        r.comment = std::string(text, strnlen(text, std::min(kXtCommentMax, x.info.size())));
+    } else {
+        r.matches.emplace_back(std::in_place_type<XtPayload>, std::move(x));
     }
 }
 
@@ -179,6 +207,7 @@ void decode_expressions(nlattr* expressions, Family f, ListedRule& r) {
         nlattr* data = e[NFTA_EXPR_DATA];
         if (name == "payload") {
             loaded = payload_load(data, f);
+            if (loaded.kind == Loaded::nothing) r.unknown = true;  // a load we do not follow, or a write
         } else if (name == "meta") {
             loaded = meta_load(data);
         } else if (name == "bitwise") {
@@ -194,7 +223,8 @@ void decode_expressions(nlattr* expressions, Family f, ListedRule& r) {
         } else if (name == "match" || name == "target") {
             xtables(data, name == "target", r);
         } else if (name != "counter") {
-            loaded = {};  // any other load leaves the register holding something we do not follow
+            loaded = {};  // any other expression: something we do not follow
+            r.unknown = true;
         }
     }
 }
