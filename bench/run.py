@@ -11,7 +11,7 @@ network; host-local ADD+DEL with 10,000 existing reservations (both implementati
 identical copy of the same reservation directory, written in the reference's format); ptp with
 host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq;
 bridge (isGateway) with host-local and ipMasq (the Go plugins run with iptables-legacy first in
-PATH, so both write the same tables); macvlan with host-local on a veth master; the chain
+PATH, or iptables-nft with --iptables nft, and both write where it writes); macvlan with host-local on a veth master; the chain
 bridge + portmap + tuning + bandwidth run as libcni runs a conflist (ADD in order with
 prevResult, DEL in reverse); one portmap ADD and DEL in a nat table already holding 1,000
 attachments' portmap chains; macvlan with the dhcp IPAM against dnsmasq (each implementation
@@ -66,6 +66,8 @@ p.add_argument("--churn-bridge", default="",
                help="a control: the churn's bridge made beforehand with these `ip link add ... type bridge` options "
                     "(e.g. 'mcast_querier 1'), which the plugin then finds")
 p.add_argument("--plots", help="directory for the PNG plots (default: next to --markdown)")
+p.add_argument("--iptables", choices=["legacy", "nft"], default="legacy",
+               help="the variant `iptables` is in the plugins' PATH (both implementations write where it writes)")
 opts = p.parse_args()
 
 
@@ -96,10 +98,11 @@ subprocess.run([opts.cni_all, "install", ours_dir], check=True, capture_output=T
 IMPLS = {"cni-all": ours_dir, "reference": opts.reference}
 
 
-# The Go plugins exec `iptables`; this PATH makes that iptables-legacy, where libiptc writes.
-LEGACY_PATH = tempfile.mkdtemp(prefix="cni-bench-path.")
+# The Go plugins exec `iptables`, and cni-all writes where that one writes; this PATH makes it
+# the --iptables variant (iptables-legacy by default).
+VARIANT_PATH = tempfile.mkdtemp(prefix="cni-bench-path.")
 for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
-    os.symlink("/usr/sbin/" + tool.replace("tables", "tables-legacy", 1), os.path.join(LEGACY_PATH, tool))
+    os.symlink("/usr/sbin/" + tool.replace("tables", f"tables-{opts.iptables}", 1), os.path.join(VARIANT_PATH, tool))
 
 
 # Set for one extra, untimed iteration per scenario: calls then run under strace, which counts
@@ -115,7 +118,7 @@ def processes_in(trace):
 
 def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench", host_ns=None):
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0",
-           "CNI_PATH": plugin_dir, "PATH": LEGACY_PATH + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+           "CNI_PATH": plugin_dir, "PATH": VARIANT_PATH + ":/usr/sbin:/usr/bin:/sbin:/bin"}
     cmd = [opts.spawn_timer, os.path.join(plugin_dir, applet)]
     trace = None
     if COUNT_PROCESSES:
@@ -272,7 +275,7 @@ def chain_step(impl, state):
 
 def existing_mappings_setup(count):
     """A host namespace whose nat table holds `count` attachments' portmap chains (one mapping
-    each, in the reference's layout), loaded with iptables-legacy-restore."""
+    each, in the reference's layout), loaded with the --iptables variant's iptables-restore."""
     def setup(_impl):
         host, ctr = netns_setup(None), netns_setup(None)
         lines = ["*nat", ":CNI-HOSTPORT-DNAT - [0:0]", ":CNI-HOSTPORT-SETMARK - [0:0]", ":CNI-HOSTPORT-MASQ - [0:0]"]
@@ -291,7 +294,7 @@ def existing_mappings_setup(count):
                       f"-A {chain} -s 127.0.0.1/32 -p tcp -m tcp --dport {port} -j CNI-HOSTPORT-SETMARK",
                       f"-A {chain} -p tcp -m tcp --dport {port} -j DNAT --to-destination {ip}:80"]
         text = "\n".join(lines + rules + ["COMMIT", ""])
-        subprocess.run(["ip", "netns", "exec", host, "iptables-legacy-restore"], input=text, text=True, check=True)
+        subprocess.run(["ip", "netns", "exec", host, f"iptables-{opts.iptables}-restore"], input=text, text=True, check=True)
         return host, ctr
     return setup
 
@@ -622,7 +625,7 @@ def p95(xs):
 
 
 ref_bytes = sum(os.path.getsize(os.path.join(opts.reference, f)) for f in os.listdir(opts.reference))
-lines = [f"# cni-all vs {opts.reference} ({opts.iterations} iterations, alternating)", "",
+lines = [f"# cni-all vs {opts.reference} ({opts.iterations} iterations, alternating; `iptables` is iptables-{opts.iptables})", "",
          "| scenario | cni-all median (p95) | reference median (p95) | wall ratio | cni-all CPU | reference CPU | CPU ratio | peak RSS cni-all / reference | processes cni-all / reference |",
          "|---|---|---|---|---|---|---|---|---|"]
 for name, s, procs in results:
@@ -700,4 +703,4 @@ if opts.markdown:
     with open(opts.markdown, "w") as f:
         f.write(report + "\n")
 shutil.rmtree(ours_dir)
-shutil.rmtree(LEGACY_PATH)
+shutil.rmtree(VARIANT_PATH)

@@ -59,7 +59,9 @@ cni add "/run/netns/$ns"; echo
 echo "== the cached result: $(ls "$data/cache/results")"
 echo "== the container:"; ip -n "$ns" -br addr
 echo "== the host side:"; ip -n "$host" -br addr show demo0; ip -n "$host" -br link show master demo0
-echo "== nat rules (iptables-legacy-save -t nat):"; ip netns exec "$host" iptables-legacy-save -t nat | grep -- "-A"
+# The rules go where this node's `iptables` writes (iptables-nft on Debian 12, else legacy).
+nat_rules() { ip netns exec "$host" iptables-legacy-save -t nat; ip netns exec "$host" iptables-nft-save -t nat 2>/dev/null; }
+echo "== nat rules (iptables-save -t nat; \`iptables\` here is $(basename "$(readlink -f "$(command -v iptables)")")):"; nat_rules | grep -- "-A"
 echo "== shaping (tc):"; ip netns exec "$host" tc qdisc show | grep tbf
 echo "== ping the gateway from the container:"; ip netns exec "$ns" ping -c1 -W2 10.250.0.1 | grep transmitted
 ip netns exec "$ns" python3 -c 'import http.server, sys
@@ -78,7 +80,7 @@ kill "$server"; server=""
 echo "== cni-all exec del (reverse order, the cached result as prevResult)"
 cni del "/run/netns/$ns"
 echo "== after DEL:"; ip -n "$ns" -br link
-echo "per-container nat rules left: $(ip netns exec "$host" iptables-legacy-save -t nat | grep -c -e 'CNI-DN-' -e 'name: \\"demo\\"' || true)"
+echo "per-container nat rules left: $(nat_rules | grep -c -e 'CNI-DN-' -e 'name: \\"demo\\"' || true)"
 ls "$data/ipam/demo" | grep -v -e lock -e last_reserved -e index || echo "(no reservations left)"
 ls "$data/cache/results" 2>/dev/null | grep . || echo "(no cached result left)"
 echo "== done; namespaces and files removed"
