@@ -117,7 +117,10 @@ void compare(nlattr* data, Family f, Loaded& l, ListedRule& r) {
             if (plain && value.size() == 1 && r.l4proto == 0) return void(r.l4proto = value[0]);
             break;
         case Loaded::dport:
-            if (plain && value.size() == 2) return void(r.matches.emplace_back(std::in_place_type<PortEquals>, std::uint16_t((value[0] << 8) | value[1])));
+            if (plain && value.size() == 2) {
+                r.matches.emplace_back(std::in_place_type<PortEquals>, std::uint16_t((value[0] << 8) | value[1]));
+                return;
+            }
             break;
         case Loaded::saddr:
         case Loaded::daddr:
@@ -137,8 +140,11 @@ void compare(nlattr* data, Family f, Loaded& l, ListedRule& r) {
             break;
         }
         case Loaded::mark:
-            if ((eq || negated) && value.size() == 4 && (!loaded.mask || loaded.mask->size() == 4))
-                return void(r.matches.emplace_back(std::in_place_type<MarkCompare>, host_u32(value), loaded.mask ? host_u32(*loaded.mask) : 0xffffffffu, negated));
+            if ((eq || negated) && value.size() == 4 && (!loaded.mask || loaded.mask->size() == 4)) {
+                std::uint32_t mask = loaded.mask ? host_u32(*loaded.mask) : 0xffffffffu;
+                r.matches.emplace_back(std::in_place_type<MarkCompare>, host_u32(value), mask, negated);
+                return;
+            }
             break;
         case Loaded::nothing:
             break;
