@@ -5,10 +5,10 @@
 // ours, and our teardown removes ones the binary wrote - for IPv4 and IPv6; and every rule shape
 // portmap and firewall use (ports, multiport, addrtype, mark, conntrack, interfaces, MARK, DNAT)
 // reads back from the binary's rule and is found by `iptables -C` when we write it; in nf_tables
-// our rule's expressions are the binary's, one by one. The node's variant follows the
-// `iptables` in PATH. A table's first use in a fresh namespace by several processes at once
-// succeeds for all. A rule differing in a compared field is not found; GC and the firewall's DEL
-// remove rules the Go plugins wrote with iptables-nft.
+// our rule's expressions are the binary's, one by one. The node's variant follows the first
+// `iptables` in PATH (by its resolved name, else its --version). A table's first use in a fresh
+// namespace by several processes at once succeeds for all. A rule differing in a compared field
+// is not found; GC and the firewall's DEL remove rules the Go plugins wrote with iptables-nft.
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -138,6 +138,43 @@ TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 proce
         }
     }
     CHECK(failed == 0);
+}
+
+TEST_CASE("the node's variant is the first iptables in PATH: by its resolved name, else by its --version") {
+    const std::string dir = "/tmp/cnit-variant-" + std::to_string(::getpid());
+    const std::string saved = std::getenv("PATH");
+    auto with_path = [&](const std::string& path) {
+        ::setenv("PATH", path.c_str(), 1);
+        auto v = fw::node_variant();
+        ::setenv("PATH", saved.c_str(), 1);
+        return v;
+    };
+    std::filesystem::create_directories(dir + "/a");
+    std::filesystem::create_directories(dir + "/b");
+    // A wrapper under another name (as kube-proxy images install one) answers --version.
+    auto wrapper = [&](const std::string& sub, const std::string& version) {
+        std::string path = dir + "/" + sub + "/iptables";
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        REQUIRE(f);
+        std::fprintf(f, "#!/bin/sh\necho '%s'\n", version.c_str());
+        std::fclose(f);
+        std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+    };
+    wrapper("a", "iptables v1.8.9 (nf_tables)");
+    wrapper("b", "iptables v1.8.9 (legacy)");
+    CHECK(with_path(dir + "/a:" + saved) == fw::Variant::nft);
+    CHECK(with_path(dir + "/b:" + dir + "/a") == fw::Variant::legacy);  // the first one in PATH
+    CHECK(with_path(dir) == fw::Variant::legacy);                       // no iptables at all
+    CHECK(with_path("") == fw::Variant::legacy);
+    {
+        VariantPath nft(fw::Variant::nft);  // a symlink to iptables-nft: xtables-nft-multi
+        CHECK(fw::node_variant() == fw::Variant::nft);
+    }
+    {
+        VariantPath legacy(fw::Variant::legacy);
+        CHECK(fw::node_variant() == fw::Variant::legacy);
+    }
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, in the PATH's variant") {
