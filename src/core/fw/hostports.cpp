@@ -294,16 +294,11 @@ namespace {
 // reference versions, with the rules jumping to them, in both families and both variants.
 Status teardown_chains(const std::string& chain, const std::string& old_snat) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    for (Variant v : kVariants) {
-        for (Family f : {Family::v4, Family::v6}) {
-            auto nat = IptTable::open(f, "nat", v);
-            if (!nat) continue;  // no nat table for this family: nothing of ours can be there
-            CNI_TRY(remove_chain(*nat, kDnatChain, chain));
-            if (!old_snat.empty()) CNI_TRY(remove_chain(*nat, kOldSnatChain, old_snat));
-            CNI_TRY(nat->commit());
-        }
-    }
-    return {};
+    return for_each_table("nat", [&](IptTable& nat, Family) -> Status {
+        CNI_TRY(remove_chain(nat, kDnatChain, chain));
+        if (!old_snat.empty()) CNI_TRY(remove_chain(nat, kOldSnatChain, old_snat));
+        return nat.commit();
+    });
 }
 
 }  // namespace
@@ -374,9 +369,7 @@ Status gc_hostports(std::string_view network, const std::vector<std::string>& ke
     std::vector<std::pair<std::string, std::string>> stale;  // DNAT chain, old SNAT chain
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-        for (Variant v : kVariants)
-            for (Family f : {Family::v4, Family::v6})
-                if (auto nat = IptTable::open(f, "nat", v)) CNI_TRY(find_stale_dnat_chains(*nat, network, kept, stale));
+        CNI_TRY(for_each_table("nat", [&](IptTable& nat, Family) { return find_stale_dnat_chains(nat, network, kept, stale); }));
     }
     Failures failures;
     for (auto& [chain, old_snat] : stale) failures.add(teardown_chains(chain, old_snat));

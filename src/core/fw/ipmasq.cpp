@@ -86,19 +86,14 @@ Status iptables_setup(const std::vector<IpNet>& ips, std::string_view network, s
 // both variants.
 Status iptables_teardown_chain(const std::string& chain) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    for (Variant v : kVariants) {
-        for (Family f : {Family::v4, Family::v6}) {
-            auto nat = IptTable::open(f, "nat", v);
-            if (!nat) continue;  // no nat table for this family: nothing of ours can be there
-            CNI_TRY(nat->delete_if(kPostrouting, chain));
-            if (nat->has_chain(chain)) {
-                CNI_TRY(nat->flush_chain(chain));
-                CNI_TRY(nat->delete_chain(chain));
-            }
-            CNI_TRY(nat->commit());
+    return for_each_table("nat", [&](IptTable& nat, Family) -> Status {
+        CNI_TRY(nat.delete_if(kPostrouting, chain));
+        if (nat.has_chain(chain)) {
+            CNI_TRY(nat.flush_chain(chain));
+            CNI_TRY(nat.delete_chain(chain));
         }
-    }
-    return {};
+        return nat.commit();
+    });
 }
 
 Status iptables_teardown(std::string_view network, std::string_view container_id) {
@@ -139,9 +134,7 @@ Status iptables_gc(std::string_view network, const std::vector<std::string>& kee
     for (auto& id : keep) kept.push_back(chain_name("CNI-", network, id));
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-        for (Variant v : kVariants)
-            for (Family f : {Family::v4, Family::v6})
-                if (auto nat = IptTable::open(f, "nat", v)) CNI_TRY(find_stale_masq_chains(*nat, network, kept, stale));
+        CNI_TRY(for_each_table("nat", [&](IptTable& nat, Family) { return find_stale_masq_chains(nat, network, kept, stale); }));
     }
     Failures failures;
     for (auto& chain : stale) failures.add(iptables_teardown_chain(chain));

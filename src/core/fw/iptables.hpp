@@ -143,4 +143,14 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
+// Runs `fn(table, family)` on `table` of each family in both variants wherever it opens (a
+// variant or family without it holds nothing of ours): the sweep of DEL and GC.
+template <class Fn>
+Status for_each_table(const std::string& table, Fn&& fn) {
+    for (Variant v : kVariants)
+        for (Family f : {Family::v4, Family::v6})
+            if (auto t = IptTable::open(f, table, v)) CNI_TRY(fn(*t, f));
+    return {};
+}
+
 }  // namespace cni::fw
