@@ -12,19 +12,15 @@
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
-#include <sched.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_conntrack.h>
 
-#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <memory>
 #include <vector>
 
 #include "core/fw/forward.hpp"
@@ -39,14 +35,6 @@
 using namespace cni;
 
 namespace {
-
-std::string run(const std::string& cmd) {
-    std::string out;
-    std::unique_ptr<FILE, int (*)(FILE*)> p(::popen(cmd.c_str(), "r"), ::pclose);
-    std::array<char, 4096> buf;
-    while (p && std::fgets(buf.data(), int(buf.size()), p.get())) out += buf.data();
-    return out;
-}
 
 // The variant's iptables tool for a family: "iptables-legacy", "ip6tables-nft", ...
 std::string tool(fw::Variant variant, bool v6) {
@@ -90,15 +78,6 @@ std::string nat_rules(const TestNs& ns, bool v6 = false, fw::Variant variant = f
     return out;
 }
 
-template <class Fn>
-auto inside(const TestNs& ns, Fn&& fn) {
-    auto netns = os::Netns::open(ns.path);
-    REQUIRE(netns);
-    auto guard = os::NetnsGuard::enter(*netns);
-    REQUIRE(guard);
-    return fn();
-}
-
 const std::string kChain = "CNI-e2e8cd5c6ebacde4cecc8b58";  // chain_name("CNI-", "mynet", "1234567890abcdef")
 const fw::MasqOwner kOwner{"mynet", "1234567890abcdef", "eth0"};
 const std::string kComment = "--comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
@@ -112,30 +91,10 @@ TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 proce
     int failed = 0;
     for (int round = 0; round < 60; ++round) {
         TestNs ns("cnifu");
-        auto netns = os::Netns::open(ns.path);
-        REQUIRE(netns);
-        int gate[2];
-        REQUIRE(::pipe(gate) == 0);
-        std::vector<pid_t> users;
-        for (int i = 0; i < 8; ++i) {
-            pid_t pid = ::fork();
-            REQUIRE(pid >= 0);
-            if (pid == 0) {  // waits at the gate, then uses nat first: opening it, or the backend probe
-                ::close(gate[1]);
-                char c;
-                if (::setns(netns->fd(), CLONE_NEWNET) != 0 || ::read(gate[0], &c, 1) != 0) ::_exit(2);
-                bool ok = i % 2 ? fw::IptTable::legacy_nat_usable() : bool(fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::legacy));
-                ::_exit(ok ? 0 : 1);
-            }
-            users.push_back(pid);
-        }
-        ::close(gate[0]);
-        ::close(gate[1]);  // opens the gate
-        for (pid_t pid : users) {
-            int status = 0;
-            ::waitpid(pid, &status, 0);
-            if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-        }
+        // Each uses nat first: opening it, or the backend probe.
+        failed += at_once(ns, [](int i) {
+            return i % 2 ? fw::IptTable::legacy_nat_usable() : bool(fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::legacy));
+        });
     }
     CHECK(failed == 0);
 }

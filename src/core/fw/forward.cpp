@@ -47,16 +47,14 @@ std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, Family f) {
 }
 
 // Runs `fn(table, addresses)` on the filter table of the node's variant of each family that has
-// addresses, then commits it.
+// addresses, and commits it (IptTable::update).
 template <class Fn>
 Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     for (Family f : {Family::v4, Family::v6}) {
         auto mine = of_family(ips, f);
         if (mine.empty()) continue;
-        CNI_TRY_ASSIGN(auto filter, IptTable::open(f, "filter"));
-        CNI_TRY(fn(filter, mine));
-        CNI_TRY(filter.commit());
+        CNI_TRY(IptTable::update(f, "filter", [&](IptTable& filter) { return fn(filter, mine); }));
     }
     return {};
 }
@@ -97,8 +95,10 @@ Status teardown_forward(const std::vector<IpAddr>& ips) {
                 doomed.push_back(replies), doomed.push_back(from);
             }
             auto is_doomed = [&](const IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
-            CNI_TRY(t->delete_if(kPrivate, "ACCEPT", is_doomed));
-            CNI_TRY(t->commit());
+            CNI_TRY(t->transact([&](IptTable& x) -> Status {
+                if (x.has_chain(kPrivate)) CNI_TRY(x.delete_if(kPrivate, "ACCEPT", is_doomed));
+                return {};
+            }));
         }
     }
     return {};

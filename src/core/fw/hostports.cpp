@@ -256,23 +256,24 @@ Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std:
 Status setup_hostports(const HostPortSpec& s) {
     const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    CNI_TRY_ASSIGN(auto nat, IptTable::open(family_of(s.container.ip), "nat"));
-    if (s.snat && !s.external_setmark_chain) {
-        CNI_TRY(ensure_chain(nat, kSetMarkChain));
-        CNI_TRY(nat.append_unique(kSetMarkChain, setmark_rule(s.mark_bit)));
-        CNI_TRY(ensure_chain(nat, kMasqChain));
-        CNI_TRY(nat.append_unique(kMasqChain, masq_rule(s.mark_bit)));
-        CNI_TRY(nat.insert_unique("POSTROUTING", masq_entry()));
-    }
-    CNI_TRY(ensure_chain(nat, kDnatChain));
-    CNI_TRY(nat.append_unique("PREROUTING", dnat_entry()));
-    CNI_TRY(nat.append_unique("OUTPUT", dnat_entry()));
-    // Start the attachment's chain afresh, in case something of an earlier attempt is left.
-    CNI_TRY(remove_chain(nat, kDnatChain, chain));
-    CNI_TRY(nat.create_chain(chain));
-    for (auto& r : dn_rules(s)) CNI_TRY(nat.append_unique(chain, r));
-    for (auto& r : entry_rules(s, chain)) CNI_TRY(nat.append_unique(kDnatChain, r));
-    return nat.commit();
+    return IptTable::update(family_of(s.container.ip), "nat", [&](IptTable& nat) -> Status {
+        if (s.snat && !s.external_setmark_chain) {
+            CNI_TRY(ensure_chain(nat, kSetMarkChain));
+            CNI_TRY(nat.append_unique(kSetMarkChain, setmark_rule(s.mark_bit)));
+            CNI_TRY(ensure_chain(nat, kMasqChain));
+            CNI_TRY(nat.append_unique(kMasqChain, masq_rule(s.mark_bit)));
+            CNI_TRY(nat.insert_unique("POSTROUTING", masq_entry()));
+        }
+        CNI_TRY(ensure_chain(nat, kDnatChain));
+        CNI_TRY(nat.append_unique("PREROUTING", dnat_entry()));
+        CNI_TRY(nat.append_unique("OUTPUT", dnat_entry()));
+        // Start the attachment's chain afresh, in case something of an earlier attempt is left.
+        CNI_TRY(remove_chain(nat, kDnatChain, chain));
+        CNI_TRY(nat.create_chain(chain));
+        for (auto& r : dn_rules(s)) CNI_TRY(nat.append_unique(chain, r));
+        for (auto& r : entry_rules(s, chain)) CNI_TRY(nat.append_unique(kDnatChain, r));
+        return {};
+    });
 }
 
 Status ensure_localnet_guard() {
@@ -283,9 +284,7 @@ Status ensure_localnet_guard() {
     guard.matches = {CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED) |
                                  XT_CONNTRACK_STATE_DNAT, true}};
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    CNI_TRY_ASSIGN(auto filter, IptTable::open(Family::v4, "filter"));
-    CNI_TRY(filter.insert_unique("INPUT", guard));
-    return filter.commit();
+    return IptTable::update(Family::v4, "filter", [&](IptTable& filter) { return filter.insert_unique("INPUT", guard); });
 }
 
 namespace {
@@ -297,7 +296,7 @@ Status teardown_chains(const std::string& chain, const std::string& old_snat) {
     return for_each_table("nat", [&](IptTable& nat, Family) -> Status {
         CNI_TRY(remove_chain(nat, kDnatChain, chain));
         if (!old_snat.empty()) CNI_TRY(remove_chain(nat, kOldSnatChain, old_snat));
-        return nat.commit();
+        return {};
     });
 }
 

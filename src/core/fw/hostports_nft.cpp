@@ -94,41 +94,42 @@ Result<nft::Exprs> parse_conditions(const std::vector<std::string>& tokens, std:
 
 Status setup(const HostPortSpec& s, const nft::Exprs& conditions) {
     const nft::Family f = family_of(s.container.ip);
-    CNI_TRY_ASSIGN(auto stale, rules_of(f, s.container_id));
-    nft::Batch tx;
-    tx.add_table(f, kTable, "CNI portmap plugin");
-    tx.add_chain(f, kTable, kHostPorts);
-    tx.add_chain(f, kTable, kHostIpHostPorts);
-    tx.add_chain(f, kTable, kAll);
-    tx.flush_chain(f, kTable, kAll);
-    tx.add_rule(f, kTable, kAll, nft::verdict_jump(kHostIpHostPorts), {});
-    tx.add_rule(f, kTable, kAll, nft::verdict_jump(kHostPorts), {});
-    for (auto [chain, hook] : {std::pair{"prerouting", NF_INET_PRE_ROUTING}, std::pair{"output", NF_INET_LOCAL_OUT}}) {
-        tx.add_chain(f, kTable, chain, nft::Hook{std::uint32_t(hook), kDstNat});
-        tx.flush_chain(f, kTable, chain);
-        nft::Exprs entry = conditions;
-        nft::append(entry, nft::match_local_destination());
-        nft::append(entry, nft::verdict_jump(kAll));
-        tx.add_rule(f, kTable, chain, entry, {});
-    }
-    if (s.snat) tx.add_chain(f, kTable, kMasquerading, nft::Hook{NF_INET_POST_ROUTING, kSrcNat});
-    for (auto& r : stale) tx.delete_rule(f, kTable, r.chain, r.handle);
-    for (auto& m : s.mappings) {
-        nft::Exprs rule;
-        if (m.host_ip) nft::append(rule, nft::match_address(f, false, host(*m.host_ip)));
-        nft::append(rule, nft::match_dport(std::uint8_t(m.proto), std::uint16_t(m.host_port)));
-        nft::append(rule, nft::dnat_to(s.container.ip, std::uint16_t(m.container_port)));
-        tx.add_rule(f, kTable, kHostPorts, rule, s.container_id);
-    }
-    if (s.snat) {
-        for (auto& src : masquerade_sources(s)) {
-            nft::Exprs rule = nft::match_address(f, true, src);
-            nft::append(rule, nft::match_address(f, false, host(s.container.ip)));
-            nft::append(rule, nft::masquerade());
-            tx.add_rule(f, kTable, kMasquerading, rule, s.container_id);
+    return nft::transact("unable to set up nftables rules for port mappings", [&](nft::Batch& tx) -> Status {
+        CNI_TRY_ASSIGN(auto stale, rules_of(f, s.container_id));
+        tx.add_table(f, kTable, "CNI portmap plugin");
+        tx.add_chain(f, kTable, kHostPorts);
+        tx.add_chain(f, kTable, kHostIpHostPorts);
+        tx.add_chain(f, kTable, kAll);
+        tx.flush_chain(f, kTable, kAll);
+        tx.add_rule(f, kTable, kAll, nft::verdict_jump(kHostIpHostPorts), {});
+        tx.add_rule(f, kTable, kAll, nft::verdict_jump(kHostPorts), {});
+        for (auto [chain, hook] : {std::pair{"prerouting", NF_INET_PRE_ROUTING}, std::pair{"output", NF_INET_LOCAL_OUT}}) {
+            tx.add_chain(f, kTable, chain, nft::Hook{std::uint32_t(hook), kDstNat});
+            tx.flush_chain(f, kTable, chain);
+            nft::Exprs entry = conditions;
+            nft::append(entry, nft::match_local_destination());
+            nft::append(entry, nft::verdict_jump(kAll));
+            tx.add_rule(f, kTable, chain, entry, {});
         }
-    }
-    return tx.commit("unable to set up nftables rules for port mappings");
+        if (s.snat) tx.add_chain(f, kTable, kMasquerading, nft::Hook{NF_INET_POST_ROUTING, kSrcNat});
+        for (auto& r : stale) tx.delete_rule(f, kTable, r.chain, r.handle);
+        for (auto& m : s.mappings) {
+            nft::Exprs rule;
+            if (m.host_ip) nft::append(rule, nft::match_address(f, false, host(*m.host_ip)));
+            nft::append(rule, nft::match_dport(std::uint8_t(m.proto), std::uint16_t(m.host_port)));
+            nft::append(rule, nft::dnat_to(s.container.ip, std::uint16_t(m.container_port)));
+            tx.add_rule(f, kTable, kHostPorts, rule, s.container_id);
+        }
+        if (s.snat) {
+            for (auto& src : masquerade_sources(s)) {
+                nft::Exprs rule = nft::match_address(f, true, src);
+                nft::append(rule, nft::match_address(f, false, host(s.container.ip)));
+                nft::append(rule, nft::masquerade());
+                tx.add_rule(f, kTable, kMasquerading, rule, s.container_id);
+            }
+        }
+        return {};
+    });
 }
 
 Status check(const HostPortSpec& s) {
@@ -145,28 +146,30 @@ Status check(const HostPortSpec& s) {
 Status teardown(std::string_view container_id) {
     if (!nft::available()) return {};
     for (nft::Family f : {nft::Family::ip, nft::Family::ip6}) {
-        CNI_TRY_ASSIGN(auto mine, rules_of(f, container_id));
-        nft::Batch tx;
-        for (auto& r : mine) tx.delete_rule(f, kTable, r.chain, r.handle);
-        CNI_TRY(tx.commit("error deleting nftables rules"));
+        CNI_TRY(nft::transact("error deleting nftables rules", [&](nft::Batch& tx) -> Status {
+            CNI_TRY_ASSIGN(auto mine, rules_of(f, container_id));
+            for (auto& r : mine) tx.delete_rule(f, kTable, r.chain, r.handle);
+            return {};
+        }));
     }
     return {};
 }
 
 Status ensure_localnet_guard() {
     const nft::Family f = nft::Family::ip;
-    CNI_TRY_ASSIGN(auto all, nft::list_rules(f, kTable));
-    if (std::any_of(all.begin(), all.end(), [](auto& r) { return r.chain == kGuard && r.comment == kGuardComment; })) return {};
-    nft::Batch tx;
-    tx.add_table(f, kTable, "CNI portmap plugin");
-    tx.add_chain(f, kTable, kGuard, nft::Hook{NF_INET_LOCAL_IN, kFilter, "filter"});
-    nft::Exprs rule = nft::match_address(f, true, *IpNet::parse("127.0.0.0/8"), true);
-    nft::append(rule, nft::match_address(f, false, *IpNet::parse("127.0.0.0/8")));
-    nft::append(rule, nft::match_ct_none_of(NFT_CT_STATE, NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED)));
-    nft::append(rule, nft::match_ct_none_of(NFT_CT_STATUS, IPS_DST_NAT));
-    nft::append(rule, nft::verdict_drop());
-    tx.add_rule(f, kTable, kGuard, rule, kGuardComment);
-    return tx.commit("adding the localnet guard rule");
+    return nft::transact("adding the localnet guard rule", [&](nft::Batch& tx) -> Status {
+        CNI_TRY_ASSIGN(auto all, nft::list_rules(f, kTable));
+        if (std::any_of(all.begin(), all.end(), [](auto& r) { return r.chain == kGuard && r.comment == kGuardComment; })) return {};
+        tx.add_table(f, kTable, "CNI portmap plugin");
+        tx.add_chain(f, kTable, kGuard, nft::Hook{NF_INET_LOCAL_IN, kFilter, "filter"});
+        nft::Exprs rule = nft::match_address(f, true, *IpNet::parse("127.0.0.0/8"), true);
+        nft::append(rule, nft::match_address(f, false, *IpNet::parse("127.0.0.0/8")));
+        nft::append(rule, nft::match_ct_none_of(NFT_CT_STATE, NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED)));
+        nft::append(rule, nft::match_ct_none_of(NFT_CT_STATUS, IPS_DST_NAT));
+        nft::append(rule, nft::verdict_drop());
+        tx.add_rule(f, kTable, kGuard, rule, kGuardComment);
+        return {};
+    });
 }
 
 }  // namespace cni::fw::nft_ports

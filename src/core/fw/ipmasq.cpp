@@ -70,15 +70,16 @@ Status iptables_setup(const std::vector<IpNet>& ips, std::string_view network, s
     std::string comment = masq_comment(network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
-        CNI_TRY_ASSIGN(auto nat, IptTable::open(f, "nat"));
-        if (!nat.has_chain(chain)) CNI_TRY(nat.create_chain(chain));
-        for (auto& ip : mine) {
-            auto r = rules_for(ip, chain, comment);
-            CNI_TRY(nat.append_unique(chain, r.accept));
-            CNI_TRY(nat.append_unique(chain, r.masquerade));
-            CNI_TRY(nat.append_unique(kPostrouting, r.jump));
-        }
-        return nat.commit();
+        return IptTable::update(f, "nat", [&](IptTable& nat) -> Status {
+            if (!nat.has_chain(chain)) CNI_TRY(nat.create_chain(chain));
+            for (auto& ip : mine) {
+                auto r = rules_for(ip, chain, comment);
+                CNI_TRY(nat.append_unique(chain, r.accept));
+                CNI_TRY(nat.append_unique(chain, r.masquerade));
+                CNI_TRY(nat.append_unique(kPostrouting, r.jump));
+            }
+            return {};
+        });
     });
 }
 
@@ -92,7 +93,7 @@ Status iptables_teardown_chain(const std::string& chain) {
             CNI_TRY(nat.flush_chain(chain));
             CNI_TRY(nat.delete_chain(chain));
         }
-        return nat.commit();
+        return {};
     });
 }
 

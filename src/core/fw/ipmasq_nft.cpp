@@ -58,30 +58,32 @@ std::string comment_for(const MasqOwner& o) {
 }
 
 Status setup(const std::vector<IpNet>& ips, const MasqOwner& owner) {
-    CNI_TRY_ASSIGN(auto stale, rules_with(instance_hash(owner)));
-    nft::Batch tx;
-    tx.add_table(kFamily, kTable, "Masquerading for plugins from github.com/containernetworking/plugins");
-    tx.add_chain(kFamily, kTable, kChain, {}, "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet");
-    tx.add_chain(kFamily, kTable, kPostrouting, nft::Hook{NF_INET_POST_ROUTING, kSrcNatPriority});
-    tx.flush_chain(kFamily, kTable, kPostrouting);
-    for (const char* multicast : {"224.0.0.0/4", "ff00::/8"}) {
-        nft::Exprs e = nft::match_address(kFamily, false, *IpNet::parse(multicast));
-        nft::append(e, nft::verdict_return());
-        tx.add_rule(kFamily, kTable, kPostrouting, e, {});
-    }
-    tx.add_rule(kFamily, kTable, kPostrouting, nft::verdict_goto(kChain), {});
-    for (auto& r : stale) tx.delete_rule(kFamily, kTable, kChain, r.handle);
-    std::string comment = comment_for(owner);
-    for (auto& ip : ips) tx.add_rule(kFamily, kTable, kChain, masquerade_rule(ip), comment);
-    return tx.commit("ipMasq (nftables)");
+    return nft::transact("ipMasq (nftables)", [&](nft::Batch& tx) -> Status {
+        CNI_TRY_ASSIGN(auto stale, rules_with(instance_hash(owner)));
+        tx.add_table(kFamily, kTable, "Masquerading for plugins from github.com/containernetworking/plugins");
+        tx.add_chain(kFamily, kTable, kChain, {}, "Masquerade traffic from certain IPs to any (non-multicast) IP outside their subnet");
+        tx.add_chain(kFamily, kTable, kPostrouting, nft::Hook{NF_INET_POST_ROUTING, kSrcNatPriority});
+        tx.flush_chain(kFamily, kTable, kPostrouting);
+        for (const char* multicast : {"224.0.0.0/4", "ff00::/8"}) {
+            nft::Exprs e = nft::match_address(kFamily, false, *IpNet::parse(multicast));
+            nft::append(e, nft::verdict_return());
+            tx.add_rule(kFamily, kTable, kPostrouting, e, {});
+        }
+        tx.add_rule(kFamily, kTable, kPostrouting, nft::verdict_goto(kChain), {});
+        for (auto& r : stale) tx.delete_rule(kFamily, kTable, kChain, r.handle);
+        std::string comment = comment_for(owner);
+        for (auto& ip : ips) tx.add_rule(kFamily, kTable, kChain, masquerade_rule(ip), comment);
+        return {};
+    });
 }
 
 Status teardown(const MasqOwner& owner) {
     if (!nft::available()) return {};
-    CNI_TRY_ASSIGN(auto rules, rules_with(instance_hash(owner)));
-    nft::Batch tx;
-    for (auto& r : rules) tx.delete_rule(kFamily, kTable, kChain, r.handle);
-    return tx.commit("ipMasq (nftables) teardown");
+    return nft::transact("ipMasq (nftables) teardown", [&](nft::Batch& tx) -> Status {
+        CNI_TRY_ASSIGN(auto rules, rules_with(instance_hash(owner)));
+        for (auto& r : rules) tx.delete_rule(kFamily, kTable, kChain, r.handle);
+        return {};
+    });
 }
 
 Status check(const std::vector<IpNet>& ips, const MasqOwner& owner) {
@@ -95,13 +97,14 @@ Status check(const std::vector<IpNet>& ips, const MasqOwner& owner) {
 
 Status gc(std::string_view network, const std::vector<Attachment>& keep) {
     if (!nft::available()) return {};
-    CNI_TRY_ASSIGN(auto rules, rules_with(network_hash(network) + "-"));
     std::vector<std::string> valid;
     for (auto& a : keep) valid.push_back(comment_for(MasqOwner{network, a.container_id, a.ifname}));
-    nft::Batch tx;
-    for (auto& r : rules)
-        if (std::find(valid.begin(), valid.end(), r.comment) == valid.end()) tx.delete_rule(kFamily, kTable, kChain, r.handle);
-    return tx.commit("ipMasq (nftables) GC");
+    return nft::transact("ipMasq (nftables) GC", [&](nft::Batch& tx) -> Status {
+        CNI_TRY_ASSIGN(auto rules, rules_with(network_hash(network) + "-"));
+        for (auto& r : rules)
+            if (std::find(valid.begin(), valid.end(), r.comment) == valid.end()) tx.delete_rule(kFamily, kTable, kChain, r.handle);
+        return {};
+    });
 }
 
 }  // namespace cni::fw::nft_masq

@@ -14,7 +14,8 @@
 
 namespace cni::fw {
 
-IptTable::IptTable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+IptTable::IptTable(std::unique_ptr<Impl> impl, Family family, std::string table, Variant variant)
+    : impl_(std::move(impl)), family_(family), table_(std::move(table)), variant_(variant) {}
 IptTable::IptTable(IptTable&&) noexcept = default;
 IptTable::~IptTable() = default;
 
@@ -23,10 +24,16 @@ Result<IptTable> IptTable::open(Family family, const std::string& table) { retur
 Result<IptTable> IptTable::open(Family family, const std::string& table, Variant variant) {
     if (variant == Variant::nft) {
         CNI_TRY_ASSIGN(auto impl, detail::open_xtables_nft(family, table));
-        return IptTable(std::move(impl));
+        return IptTable(std::move(impl), family, table, variant);
     }
     CNI_TRY_ASSIGN(auto impl, family == Family::v4 ? detail::open_v4(table) : detail::open_v6(table));
-    return IptTable(std::move(impl));
+    return IptTable(std::move(impl), family, table, variant);
+}
+
+Status IptTable::reload() {
+    CNI_TRY_ASSIGN(auto fresh, open(family_, table_, variant_));
+    impl_ = std::move(fresh.impl_);
+    return {};
 }
 
 bool iptables_usable() { return node_variant() == Variant::nft || IptTable::legacy_nat_usable(); }

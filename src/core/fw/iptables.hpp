@@ -4,7 +4,9 @@
 // one its `iptables` is, as for the Go plugins, which run that binary. An IptTable is one table
 // of one family loaded into memory, changed, and committed in ONE transaction; callers hold the
 // xtables lock (/run/xtables.lock, flock) around it exactly as the iptables binary does, so
-// kube-proxy and iptables-restore never race with us. Rules are described by the fields and
+// legacy iptables and iptables-restore never race with us, and go through transact(), which
+// reads and changes the table again when a writer without the lock (iptables-nft) committed in
+// between. Rules are described by the fields and
 // matches the reference's rules use ([!] -s, [!] -d, -p, [!] -i, [!] -o, -m comment, multiport
 // --destination-ports, tcp/udp/sctp --dport, addrtype, mark, conntrack --ctstate, and iprange
 // for portmap's conditions; -j ACCEPT/DROP/RETURN/MASQUERADE/MARK --set-xmark/DNAT
@@ -17,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -136,20 +139,48 @@ public:
                           const std::function<bool(const IptRule&)>& pred = nullptr);
     Status commit();
 
+    // Runs `change(*this)` and commits. When the commit finds that another writer changed the
+    // table after it was read (code 11: nf_tables' generation moved - iptables-nft and
+    // kube-proxy's iptables-nft-restore take no xtables lock - or the legacy table was replaced),
+    // the table is read again and `change` runs again on it, kAttempts times in all; so what
+    // `change` decided from the table (a rule is missing, a chain exists) still holds when it
+    // applies.
+    template <class Change>
+    Status transact(Change&& change) {
+        for (int attempt = 1;; ++attempt) {
+            CNI_TRY(change(*this));
+            auto status = commit();
+            if (status || status.error().code != code::try_again_later || attempt == kAttempts) return status;
+            CNI_TRY(reload());
+        }
+    }
+    // open() and transact(): the read-change-commit of one table in the node's variant.
+    template <class Change>
+    static Status update(Family family, const std::string& table, Change&& change) {
+        CNI_TRY_ASSIGN(auto t, open(family, table));
+        return t.transact(std::forward<Change>(change));
+    }
+    static constexpr int kAttempts = 16;
+
     struct Impl;
 
 private:
-    explicit IptTable(std::unique_ptr<Impl> impl);
+    IptTable(std::unique_ptr<Impl> impl, Family family, std::string table, Variant variant);
+    Status reload();  // a fresh copy of the table, uncommitted changes dropped
     std::unique_ptr<Impl> impl_;
+    Family family_;
+    std::string table_;
+    Variant variant_;
 };
 
-// Runs `fn(table, family)` on `table` of each family in both variants wherever it opens (a
-// variant or family without it holds nothing of ours): the sweep of DEL and GC.
+// Runs `fn(table, family)` and commits, through transact(), on `table` of each family in both
+// variants wherever it opens (a variant or family without it holds nothing of ours): the sweep
+// of DEL and GC.
 template <class Fn>
 Status for_each_table(const std::string& table, Fn&& fn) {
     for (Variant v : kVariants)
         for (Family f : {Family::v4, Family::v6})
-            if (auto t = IptTable::open(f, table, v)) CNI_TRY(fn(*t, f));
+            if (auto t = IptTable::open(f, table, v)) CNI_TRY(t->transact([&](IptTable& x) { return fn(x, f); }));
     return {};
 }
 

@@ -525,9 +525,13 @@ struct ImplFor final : IptTable::Impl {
     Result<int> delete_if(const std::string& c, const std::string& target, const std::function<bool(const IptRule&)>& p) override {
         return t.delete_if(c, target, p);
     }
+    // EAGAIN: another writer replaced the table since it was read (one that does not take the
+    // xtables lock); IptTable::transact reads it again.
     Status commit() override {
-        if (!T::commit(t.h)) return std::unexpected(t.err("committing table " + t.name));
-        return {};
+        if (T::commit(t.h)) return {};
+        Error e = t.err("committing table " + t.name);
+        if (errno == EAGAIN) e.code = code::try_again_later;
+        return std::unexpected(std::move(e));
     }
 };
 

@@ -151,7 +151,9 @@ public:
 
     Status load() {
         if (table_ != "nat" && table_ != "filter") return fail("iptables-nft: table " + table_ + " is not supported");
-        if (!nft::available()) return fail("iptables-nft: nf_tables is not available here");
+        auto generation = nft::generation();
+        if (!generation) return fail("iptables-nft: nf_tables is not available here");
+        batch_ = nft::Batch(*generation);  // commits only onto the ruleset read below
         CNI_TRY_ASSIGN(chains_, nft::list_chains(family_, table_));
         table_exists_ = !chains_.empty();
         CNI_TRY_ASSIGN(auto dumped, nft::list_rules(family_, table_));

@@ -9,7 +9,8 @@
 // byte), the comment and other xtables matches (tcp/udp ports and marks as native comparisons,
 // the rest as nft_compat matches with iptables' own payloads), a counter, then the verdict, jump
 // or nft_compat target. Rules read back through the same layout (nftables_decode), and a rule
-// holding anything else is `foreign`. Changes go in one nf_tables transaction at commit.
+// holding anything else is `foreign`. Changes go in one nf_tables transaction at commit, bound
+// to the generation the table was read at, as iptables-nft binds its own.
 #pragma once
 
 #include <memory>

@@ -16,7 +16,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "core/nl/nftables_decode.hpp"
 #include "core/os/errno_error.hpp"
@@ -326,21 +328,28 @@ Status Batch::commit(std::string_view what) {
     if (msgs_.empty()) return {};
     CNI_TRY_ASSIGN(auto sk, connect());
     // BEGIN, the messages, END, in one datagram; the messages are numbered 1..n.
-    auto marker = [](int type, std::uint32_t seq) {
+    // BATCH_BEGIN carries the generation the transaction was built at, when it has one: the
+    // kernel then refuses the whole batch with ERESTART if another transaction came in between.
+    auto marker = [](int type, std::uint32_t seq, std::optional<std::uint32_t> genid) {
         struct {
             nlmsghdr h;
             nfgenmsg g;
+            nlattr a;
+            std::uint32_t genid;
         } msg{};
-        msg.h.nlmsg_len = NLMSG_LENGTH(sizeof(nfgenmsg));
+        msg.h.nlmsg_len = NLMSG_LENGTH(sizeof(nfgenmsg)) + (genid ? NLA_HDRLEN + sizeof(std::uint32_t) : 0);
         msg.h.nlmsg_type = std::uint16_t(type);
         msg.h.nlmsg_flags = NLM_F_REQUEST;
         msg.h.nlmsg_seq = seq;
         msg.g.nfgen_family = AF_UNSPEC;
         msg.g.version = NFNETLINK_V0;
         msg.g.res_id = htons(NFNL_SUBSYS_NFTABLES);
+        msg.a.nla_len = NLA_HDRLEN + sizeof(std::uint32_t);
+        msg.a.nla_type = NFNL_BATCH_GENID;
+        msg.genid = htonl(genid.value_or(0));
         return std::string(reinterpret_cast<const char*>(&msg), NLMSG_ALIGN(msg.h.nlmsg_len));
     };
-    std::string buf = marker(NFNL_MSG_BATCH_BEGIN, 0);
+    std::string buf = marker(NFNL_MSG_BATCH_BEGIN, 0, generation_);
     std::uint32_t seq = 0;
     for (auto& m : msgs_) {
         nlmsghdr* h = nlmsg_hdr(m.get());
@@ -349,7 +358,7 @@ Status Batch::commit(std::string_view what) {
         if (seq == msgs_.size()) h->nlmsg_flags |= NLM_F_ACK;
         buf.append(reinterpret_cast<const char*>(h), NLMSG_ALIGN(h->nlmsg_len));
     }
-    buf += marker(NFNL_MSG_BATCH_END, seq + 1);
+    buf += marker(NFNL_MSG_BATCH_END, seq + 1, std::nullopt);
     if (int err = nl_sendto(sk.get(), buf.data(), buf.size()); err < 0)
         return fail(std::string(what) + ": " + nl_geterror(err));
     // The kernel answers every failed message, in order, and the last one (acked) even when
@@ -357,6 +366,7 @@ Status Batch::commit(std::string_view what) {
     // Waiting for the last message's answer therefore sees all errors, whatever the size of
     // the transaction (no ack per message to fill the receive buffer).
     std::string first_error;
+    bool changed_meanwhile = false;
     for (bool done = false; !done;) {
         sockaddr_nl peer{};
         unsigned char* data = nullptr;
@@ -369,10 +379,13 @@ Status Batch::commit(std::string_view what) {
             if (h->nlmsg_type != NLMSG_ERROR) continue;
             auto* e = static_cast<nlmsgerr*>(nlmsg_data(h));
             if (e->error != 0 && first_error.empty()) first_error = errno_message(-e->error, ext_ack_message(h));
+            if (e->error == -ERESTART && h->nlmsg_seq == 0) changed_meanwhile = true;
             if (h->nlmsg_seq == seq || h->nlmsg_seq == 0 || h->nlmsg_seq == seq + 1) done = true;
         }
         std::free(data);
     }
+    if (changed_meanwhile)
+        return fail(code::try_again_later, std::string(what) + ": the ruleset changed while the transaction was built");
     if (!first_error.empty()) return fail(std::string(what) + ": " + first_error);
     return {};
 }
@@ -485,13 +498,25 @@ bool has_xt_revision(Family f, bool target, std::string_view name, std::uint8_t 
     }
 }
 
-bool available() {
-    auto sk = connect();
-    if (!sk) return false;
+Result<std::uint32_t> generation() {
+    CNI_TRY_ASSIGN(auto sk, connect());
     auto req = new_message(NFT_MSG_GETGEN, 0, Family{});
-    if (!req) return false;
-    if (nl_send_auto(sk->get(), req.get()) < 0) return false;
-    return nl_recvmsgs_default(sk->get()) >= 0;  // the generation, or an error without nf_tables
+    if (!req) return fail("nftables: out of memory");
+    std::optional<std::uint32_t> gen;
+    auto on_gen = [](nl_msg* msg, void* arg) -> int {
+        nlattr* tb[NFTA_GEN_MAX + 1];
+        if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_GEN_MAX, nullptr) == 0 && tb[NFTA_GEN_ID])
+            *static_cast<std::optional<std::uint32_t>*>(arg) = ntohl(nla_get_u32(tb[NFTA_GEN_ID]));
+        return NL_OK;
+    };
+    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_gen, &gen);
+    const char* what = "nftables: reading the ruleset's generation: ";
+    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + std::string(nl_geterror(err)));
+    if (int err = nl_recvmsgs_default(sk.get()); err < 0) return fail(what + std::string(nl_geterror(err)));
+    if (!gen) return fail(what + std::string("the kernel gave none"));
+    return *gen;
 }
+
+bool available() { return generation().has_value(); }  // an error without nf_tables
 
 }  // namespace cni::nl::nft

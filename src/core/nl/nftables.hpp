@@ -6,9 +6,11 @@
 // masquerade, dnat, counter, and nft_compat's xtables match and target) carrying their comment
 // as nft's userdata TLV, so `nft list ruleset` shows them as the reference's and the
 // reference's DEL finds them. A Batch is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one
-// datagram: all of it applies or none, and only its last message is acked. list_rules and
-// list_chains dump a table's objects. Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2;
-// u32 attributes go big-endian as the kernel wants.
+// datagram: all of it applies or none, and only its last message is acked; bound to the
+// generation it was built at, it applies only if nothing else committed since (transact() reads,
+// builds and commits again until it does). list_rules and list_chains dump a table's objects.
+// Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the
+// kernel wants.
 #pragma once
 
 #include <netlink/msg.h>
@@ -95,8 +97,16 @@ struct RulePlacement {
     std::optional<std::uint32_t> compat_proto;
 };
 
+// The ruleset's generation in this namespace: every committed nf_tables transaction moves it.
+Result<std::uint32_t> generation();
+
 class Batch {
 public:
+    Batch() = default;
+    // A transaction built from what was read at `generation`: the kernel applies it only if no
+    // other transaction committed since, and commit() fails with code 11 (try again later)
+    // otherwise. iptables-nft and nft do the same; neither takes the xtables lock.
+    explicit Batch(std::uint32_t generation) : generation_(generation) {}
     void add_table(Family f, std::string_view table, std::string_view comment);
     void add_chain(Family f, std::string_view table, std::string_view chain, const std::optional<Hook>& hook = {},
                    std::string_view comment = {});
@@ -112,9 +122,28 @@ public:
 
 private:
     nl_msg* start(int type, int flags, Family f);
+    std::optional<std::uint32_t> generation_;
     std::vector<MsgPtr> msgs_;
     bool oom_ = false;
 };
+
+// How often a read-then-write transaction is rebuilt when other writers keep committing.
+inline constexpr int kTransactAttempts = 16;
+
+// Reads the generation, runs `build(tx)` - which reads what it needs and fills tx - and commits
+// tx; when another writer committed in between, all of it again (kTransactAttempts in all, then
+// the try-again-later error stands). So a decision made from a dump (a rule is missing, a rule
+// has this handle) never applies to a ruleset that changed after the dump.
+template <class Build>
+Status transact(std::string_view what, Build&& build) {
+    for (int attempt = 1;; ++attempt) {
+        CNI_TRY_ASSIGN(auto gen, generation());
+        Batch tx(gen);
+        CNI_TRY(build(tx));
+        auto status = tx.commit(what);
+        if (status || status.error().code != code::try_again_later || attempt == kTransactAttempts) return status;
+    }
+}
 
 // An address comparison of a rule in an ip or ip6 table: [!] ip saddr|daddr NET.
 struct AddressMatch {

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// Root tests of what happens when another writer commits between our read of the firewall and
+// our commit, inside throwaway namespaces. nf_tables: a transaction bound to the generation it
+// was read at applies nothing once another transaction came in between, and says "try again
+// later" (code 11); nft::transact reads and builds again, and gives up after kTransactAttempts.
+// IptTable::transact, in both variants, runs the change again on a fresh copy when iptables-nft
+// (which takes no xtables lock) or iptables-legacy committed in between, so a rule the other
+// writer added meanwhile is not doubled. And real concurrency: 8 processes at once adding the
+// portmap localnet guard (the nftables backend takes no lock) or appending one iptables-nft rule
+// without the xtables lock leave exactly one copy.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/fw/hostports_nft.hpp"
+#include "core/fw/iptables.hpp"
+#include "core/nl/nftables.hpp"
+#include "test_ns.hpp"
+
+using namespace cni;
+namespace nft = cni::nl::nft;
+
+namespace {
+
+// How often `needle` occurs in what the command prints.
+int occurrences(const std::string& cmd, const std::string& needle) {
+    std::string out = run(cmd);
+    int n = 0;
+    for (std::size_t pos = 0; (pos = out.find(needle, pos)) != std::string::npos; pos += needle.size()) ++n;
+    return n;
+}
+
+fw::IptRule accept_from(const char* ip) {
+    fw::IptRule r;
+    r.src = IpNet::parse(std::string(ip) + "/32");
+    r.target = "ACCEPT";
+    return r;
+}
+
+const char* tool(fw::Variant v) { return v == fw::Variant::nft ? "iptables-nft" : "iptables-legacy"; }
+
+}  // namespace
+
+TEST_CASE("an nf_tables transaction read before another commit applies nothing and is built again") {
+    TestNs ns("cnit-gen");
+    const std::string tables = "ip netns exec " + ns.name + " nft list tables";
+    inside(ns, [&] {
+        auto gen = nft::generation();
+        REQUIRE(gen);
+        REQUIRE(ns.sh("nft add table ip cnit_other") == 0);
+        auto later = nft::generation();
+        REQUIRE(later);
+        CHECK(*later != *gen);
+
+        nft::Batch stale(*gen);
+        stale.add_table(nft::Family::ip, "cnit_mine", "");
+        auto refused = stale.commit("adding cnit_mine");
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().code == code::try_again_later);
+        CHECK(refused.error().msg == "adding cnit_mine: the ruleset changed while the transaction was built");
+        CHECK(run(tables).find("cnit_mine") == std::string::npos);
+
+        nft::Batch current(*later);
+        current.add_table(nft::Family::ip, "cnit_mine", "");
+        CHECK(current.commit("adding cnit_mine"));
+        CHECK(run(tables).find("cnit_mine") != std::string::npos);
+
+        // transact builds again after another writer's commit, and gives up after its attempts.
+        int builds = 0;
+        auto once = nft::transact("adding cnit_again", [&](nft::Batch& tx) -> Status {
+            if (++builds == 1) REQUIRE(ns.sh("nft add table ip cnit_third") == 0);
+            tx.add_table(nft::Family::ip, "cnit_again", "");
+            return {};
+        });
+        CHECK(once);
+        CHECK(builds == 2);
+        CHECK(run(tables).find("cnit_again") != std::string::npos);
+
+        builds = 0;
+        auto never = nft::transact("adding cnit_never", [&](nft::Batch& tx) -> Status {
+            REQUIRE(ns.sh("nft add table ip cnit_busy" + std::to_string(++builds)) == 0);
+            tx.add_table(nft::Family::ip, "cnit_never", "");
+            return {};
+        });
+        REQUIRE_FALSE(never);
+        CHECK(never.error().code == code::try_again_later);
+        CHECK(builds == nft::kTransactAttempts);
+        CHECK(run(tables).find("cnit_never") == std::string::npos);
+    });
+}
+
+TEST_CASE("IptTable::transact reads the table again when another writer commits in between, in both variants") {
+    for (fw::Variant v : fw::kVariants) {
+        INFO(tool(v));
+        TestNs ns("cnit-gen");
+        const std::string save = "ip netns exec " + ns.name + " " + tool(v) + "-save -t nat";
+        inside(ns, [&] {
+            auto nat = fw::IptTable::open(fw::Family::v4, "nat", v);
+            REQUIRE(nat);
+            // The Go plugin (or an admin) adds the very rule we are about to add.
+            int runs = 0;
+            auto status = nat->transact([&](fw::IptTable& t) -> Status {
+                if (++runs == 1) REQUIRE(ns.sh(std::string(tool(v)) + " -t nat -A POSTROUTING -s 10.1.0.5 -j ACCEPT") == 0);
+                return t.append_unique("POSTROUTING", accept_from("10.1.0.5"));
+            });
+            CHECK(status);
+            CHECK(runs == 2);
+            CHECK(occurrences(save, "-A POSTROUTING -s 10.1.0.5/32 -j ACCEPT") == 1);
+
+            // A change without a writer in between commits at once, and the copy stays usable.
+            runs = 0;
+            CHECK(nat->transact([&](fw::IptTable& t) { return ++runs, t.append_unique("POSTROUTING", accept_from("10.1.0.6")); }));
+            CHECK(runs == 1);
+            CHECK(occurrences(save, "-A POSTROUTING -s 10.1.0.6/32 -j ACCEPT") == 1);
+        });
+    }
+}
+
+TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rule, without a lock, leave one copy") {
+    for (int round = 0; round < 5; ++round) {
+        TestNs ns("cnit-gen");
+        CHECK(at_once(ns, [](int) { return bool(fw::nft_ports::ensure_localnet_guard()); }) == 0);
+        CHECK(occurrences("ip netns exec " + ns.name + " nft list chain ip cni_hostport localnet_guard",
+                          "CNI portfwd: block incoming localnet connections") == 1);
+        CHECK(at_once(ns, [](int) {
+                  auto nat = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
+                  return nat && nat->transact([](fw::IptTable& t) { return t.append_unique("POSTROUTING", accept_from("10.1.0.7")); });
+              }) == 0);
+        CHECK(occurrences("ip netns exec " + ns.name + " iptables-nft-save -t nat", "-A POSTROUTING -s 10.1.0.7/32 -j ACCEPT") == 1);
+    }
+}
