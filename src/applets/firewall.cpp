@@ -9,9 +9,9 @@
 // firewalld is used when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables
 // otherwise, as the reference chooses. The ingress policy is iptables either way. DEL removes
 // the per-address rules or sources (from prevResult, as the reference); the shared chains stay.
-// Beyond the reference: CHECK fails when firewalld does not have the source, a failed ADD
-// takes back the sources it added, and DEL succeeds when firewalld is gone (its runtime sources
-// went with it).
+// Beyond the reference: CHECK fails when an isolation rule is missing or firewalld does not
+// have the source, a failed ADD takes back the sources it added, and DEL succeeds when firewalld
+// is gone (its runtime sources went with it).
 #include <memory>
 
 #include "core/applet.hpp"
@@ -99,6 +99,15 @@ Status add_sources(const FirewallConf& c, const Context& ctx, const std::vector<
     return {};
 }
 
+// The bridge an ingress policy isolates: prevResult's first interface.
+Result<std::string> bridge_of(fw::IngressPolicy policy, const CniResult& prev) {
+    if (prev.interfaces.empty())
+        return fail(std::string("interface needs to be set for ingress policy \"") + fw::policy_name(policy) +
+                    "\", make sure to chain \"firewall\" plugin with \"bridge\"");
+    if (prev.interfaces[0].name.empty()) return fail("got empty bridge name");
+    return prev.interfaces[0].name;
+}
+
 Result<CniResult> firewall_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
     CNI_TRY(check_admin_chain(c));
@@ -112,12 +121,8 @@ Result<CniResult> firewall_add(const Context& ctx) {
         CNI_TRY(fw::setup_forward(ips, c.admin_chain));
     }
     if (c.policy != fw::IngressPolicy::open) {
-        const char* name = c.policy == fw::IngressPolicy::isolated ? "isolated" : "same-bridge";
-        if (prev.interfaces.empty())
-            return fail(std::string("interface needs to be set for ingress policy \"") + name +
-                        "\", make sure to chain \"firewall\" plugin with \"bridge\"");
-        if (prev.interfaces[0].name.empty()) return fail("got empty bridge name");
-        CNI_TRY(fw::setup_isolation(prev.interfaces[0].name, c.policy, ips));
+        CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
+        CNI_TRY(fw::setup_isolation(bridge, c.policy, ips));
     }
     undo.dismiss();
     return prev;
@@ -144,6 +149,10 @@ Status firewall_check(const Context& ctx) {
     CNI_TRY(check_admin_chain(c));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
+    if (c.policy != fw::IngressPolicy::open) {
+        CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
+        CNI_TRY(fw::check_isolation(bridge, c.policy, ips));
+    }
     if (backend_of(c, ctx) != Backend::firewalld) return fw::check_forward(ips, c.admin_chain);
     CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
     for (auto& ip : ips) {

@@ -9,6 +9,7 @@ on a private dbus-daemon: zone sources, the automatic choice, CHECK, rollback, D
 firewalld. Each test builds its own host and container namespaces."""
 import ast
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -128,6 +129,35 @@ def firewall_isolated_blocks_inside_the_bridge_too():
             check(dropped(n.a1, n.ip("a2")), "a1 -> a2 must be dropped")
         else:
             print("# bridged traffic bypasses iptables here (no br_netfilter): only the rule is checked")
+
+
+@test
+def firewall_check_names_each_missing_isolation_rule():
+    """firewall: CHECK of an isolated attachment fails naming each isolation rule taken away, and passes once it is back"""
+    with Nodes("isolated", "same-bridge") as n:
+        run_check(BIN, n.ca, n.host, ns_path(n.a1), "a1", n.results["a1"])
+        fw = Plugin(os.path.join(BIN, "firewall"))
+        conf = dict(n.ca["plugins"][1], name=n.ca["name"], cniVersion=n.ca["cniVersion"], prevResult=n.results["a1"])
+        comment = '-m comment --comment "CNI firewall plugin rules (ingressPolicy: isolated)"'
+        for chain, match, target in [("FORWARD", "", "CNI-ISOLATION-STAGE-1"),
+                                     ("CNI-ISOLATION-STAGE-1", "-i cnifwa ! -o cnifwa", "CNI-ISOLATION-STAGE-2"),
+                                     ("CNI-ISOLATION-STAGE-1", "-i cnifwa -o cnifwa", "DROP"),
+                                     ("CNI-ISOLATION-STAGE-1", "", "RETURN"),
+                                     ("CNI-ISOLATION-STAGE-2", "-o cnifwa", "DROP"),
+                                     ("CNI-ISOLATION-STAGE-2", "", "RETURN")]:
+            spec = shlex.split(f"{match} {comment} -j {target}")
+            sh("ip", "netns", "exec", n.host, "iptables", "-D", chain, *spec)  # the node's variant, as the plugin's
+            check(f"-A {chain} {match} {comment} -j {target}".replace("  ", " ") not in filter_rules(n.host), "rule gone")
+            err = fw.run("CHECK", conf, host_ns=n.host, netns=ns_path(n.a1), container_id="a1").error()
+            shown = f"{match} -j {target}".strip()
+            eq((err["code"], err["msg"]),
+               (999, f'firewall: ingressPolicy "isolated" needs the rule {chain} {shown}, which is missing'))
+            sh("ip", "netns", "exec", n.host, "iptables", "-A", chain, *spec)
+            run_check(BIN, n.ca, n.host, ns_path(n.a1), "a1", n.results["a1"])
+        # b1's bridge has its own rules: a1's CHECK does not lean on them, nor b1's on a1's
+        sh("ip", "netns", "exec", n.host, "iptables", "-D", "CNI-ISOLATION-STAGE-2", "-o", "cnifwa", *shlex.split(comment),
+           "-j", "DROP")
+        run_check(BIN, n.cb, n.host, ns_path(n.b1), "b1", n.results["b1"])
 
 
 @test

@@ -59,6 +59,22 @@ Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
     return {};
 }
 
+// Runs `check(table, addresses)` on the filter table of each family that has addresses, in each
+// variant; passes when one variant passes for every family (check_either_variant).
+template <class Fn>
+Status check_per_family(const std::vector<IpAddr>& ips, Fn&& check) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    return check_either_variant([&](Variant v) -> Status {
+        for (Family f : {Family::v4, Family::v6}) {
+            auto mine = of_family(ips, f);
+            if (mine.empty()) continue;
+            CNI_TRY_ASSIGN(auto t, IptTable::open(f, "filter", v));
+            CNI_TRY(check(t, mine));
+        }
+        return {};
+    });
+}
+
 Status ensure_chain(IptTable& t, const std::string& chain) {
     return t.has_chain(chain) ? Status{} : t.create_chain(chain);
 }
@@ -105,49 +121,93 @@ Status teardown_forward(const std::vector<IpAddr>& ips) {
 }
 
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    return check_either_variant([&](Variant v) -> Status {
-        for (Family f : {Family::v4, Family::v6}) {
-            auto mine = of_family(ips, f);
-            if (mine.empty()) continue;
-            CNI_TRY_ASSIGN(auto t, IptTable::open(f, "filter", v));
-            CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
-            CNI_TRY_ASSIGN(bool admin, t.has_rule(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
-            if (!jump || !admin)
-                return fail("firewall: the jumps FORWARD -> " + std::string(kPrivate) + " -> " + admin_chain + " are missing");
-            for (auto& ip : mine) {
-                auto [replies, from] = address_rules(ip);
-                CNI_TRY_ASSIGN(bool r1, t.has_rule(kPrivate, replies));
-                CNI_TRY_ASSIGN(bool r2, t.has_rule(kPrivate, from));
-                if (!r1 || !r2) return fail("firewall: the rules accepting traffic of " + ip.str() + " are missing from " + kPrivate);
-            }
+    return check_per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+        CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
+        CNI_TRY_ASSIGN(bool admin, t.has_rule(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
+        if (!jump || !admin)
+            return fail("firewall: the jumps FORWARD -> " + std::string(kPrivate) + " -> " + admin_chain + " are missing");
+        for (auto& ip : mine) {
+            auto [replies, from] = address_rules(ip);
+            CNI_TRY_ASSIGN(bool r1, t.has_rule(kPrivate, replies));
+            CNI_TRY_ASSIGN(bool r2, t.has_rule(kPrivate, from));
+            if (!r1 || !r2) return fail("firewall: the rules accepting traffic of " + ip.str() + " are missing from " + kPrivate);
         }
         return {};
     });
 }
 
+namespace {
+
+// One isolation rule: its chain, and whether it goes first (inserted) or last (appended).
+struct IsolationRule {
+    const char* chain;
+    IptRule rule;
+    bool first;
+};
+
+// The isolation rules for `bridge` in the order setup_isolation places them (so the last
+// inserted is first in its chain, as the reference leaves them).
+std::vector<IsolationRule> isolation_rules(const std::string& bridge, IngressPolicy policy) {
+    const std::string comment = std::string("CNI firewall plugin rules (ingressPolicy: ") + policy_name(policy) + ")";
+    std::vector<IsolationRule> out{{kForward, to(kStage1, comment), true}};
+    IptRule leave = to(kStage2, comment);  // -i BR ! -o BR: leaving the bridge for another
+    leave.in_iface = leave.out_iface = bridge;
+    leave.out_inverted = true;
+    out.push_back({kStage1, leave, true});
+    if (policy == IngressPolicy::isolated) {
+        IptRule within = to("DROP", comment);  // -i BR -o BR: between containers of the bridge
+        within.in_iface = within.out_iface = bridge;
+        out.push_back({kStage1, within, true});
+    }
+    out.push_back({kStage1, to("RETURN", comment), false});
+    IptRule enter = to("DROP", comment);  // -o BR: arriving from another bridge
+    enter.out_iface = bridge;
+    out.push_back({kStage2, enter, true});
+    out.push_back({kStage2, to("RETURN", comment), false});
+    return out;
+}
+
+// An isolation rule as iptables -S shows its interfaces and target.
+std::string shown(const IptRule& r) {
+    std::string s;
+    if (!r.in_iface.empty()) s += "-i " + r.in_iface + " ";
+    if (!r.out_iface.empty()) s += std::string(r.out_inverted ? "! " : "") + "-o " + r.out_iface + " ";
+    return s + "-j " + r.target;
+}
+
+}  // namespace
+
+const char* policy_name(IngressPolicy policy) {
+    switch (policy) {
+        case IngressPolicy::open: return "open";
+        case IngressPolicy::same_bridge: return "same-bridge";
+        case IngressPolicy::isolated: return "isolated";
+    }
+    return "open";
+}
+
 Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
     if (policy == IngressPolicy::open) return {};
-    const std::string comment = std::string("CNI firewall plugin rules (ingressPolicy: ") +
-                                (policy == IngressPolicy::isolated ? "isolated" : "same-bridge") + ")";
+    auto rules = isolation_rules(bridge, policy);
     return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
         CNI_TRY(ensure_chain(t, kStage1));
         CNI_TRY(ensure_chain(t, kStage2));
-        CNI_TRY(t.insert_unique(kForward, to(kStage1, comment)));
-        IptRule leave = to(kStage2, comment);  // -i BR ! -o BR: leaving the bridge for another
-        leave.in_iface = leave.out_iface = bridge;
-        leave.out_inverted = true;
-        CNI_TRY(t.insert_unique(kStage1, leave));
-        if (policy == IngressPolicy::isolated) {
-            IptRule within = to("DROP", comment);  // -i BR -o BR: between containers of the bridge
-            within.in_iface = within.out_iface = bridge;
-            CNI_TRY(t.insert_unique(kStage1, within));
+        for (auto& r : rules) CNI_TRY(r.first ? t.insert_unique(r.chain, r.rule) : t.append_unique(r.chain, r.rule));
+        return {};
+    });
+}
+
+Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
+    if (policy == IngressPolicy::open) return {};
+    auto rules = isolation_rules(bridge, policy);
+    return check_per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
+        for (auto& r : rules) {
+            CNI_TRY_ASSIGN(bool found, t.has_rule(r.chain, r.rule));
+            if (!found)
+                return fail(std::string("firewall: ingressPolicy \"") + policy_name(policy) + "\" needs the rule " +
+                            r.chain + " " + shown(r.rule) + ", which is missing");
         }
-        CNI_TRY(t.append_unique(kStage1, to("RETURN", comment)));
-        IptRule enter = to("DROP", comment);  // -o BR: arriving from another bridge
-        enter.out_iface = bridge;
-        CNI_TRY(t.insert_unique(kStage2, enter));
-        return t.append_unique(kStage2, to("RETURN", comment));
+        return {};
     });
 }
 

@@ -24,7 +24,12 @@ Status teardown_forward(const std::vector<IpAddr>& ips);
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
 
 enum class IngressPolicy { open, same_bridge, isolated };
+// The policy as the config spells it ("open", "same-bridge", "isolated").
+const char* policy_name(IngressPolicy policy);
 // The isolation chains for `bridge` in the families of `ips`; nothing for `open`.
 Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips);
+// Passes when either iptables variant holds all of them; the error names the first one missing
+// (beyond the reference, whose CHECK does not look at them).
+Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips);
 
 }  // namespace cni::fw
