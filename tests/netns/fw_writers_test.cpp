@@ -5,12 +5,18 @@
 // later" (code 11); nft::transact reads and builds again, and gives up after kTransactAttempts.
 // IptTable::transact, in both variants, runs the change again on a fresh copy when iptables-nft
 // (which takes no xtables lock) or iptables-legacy committed in between, so a rule the other
-// writer added meanwhile is not doubled. And real concurrency: 8 processes at once adding the
-// portmap localnet guard (the nftables backend takes no lock) or appending one iptables-nft rule
-// without the xtables lock leave exactly one copy.
+// writer added meanwhile is not doubled. A dump that a commit interrupts is taken again. And real
+// concurrency: 8 processes at once adding the portmap localnet guard (the nftables backend takes
+// no lock) or appending one iptables-nft rule without the xtables lock leave exactly one copy.
 #include <catch2/catch.hpp>
 
+#include <csignal>
+#include <cstdio>
+#include <fstream>
 #include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "core/fw/hostports_nft.hpp"
 #include "core/fw/iptables.hpp"
@@ -36,6 +42,35 @@ fw::IptRule accept_from(const char* ip) {
     r.target = "ACCEPT";
     return r;
 }
+
+// A worker's outcome; a failure's error goes to stderr, which the test log keeps.
+bool succeeded(const Status& s) {
+    if (!s) std::fprintf(stderr, "# worker %d failed: code %d: %s\n", int(::getpid()), s.error().code, s.error().msg.c_str());
+    return bool(s);
+}
+
+// A process committing to nf_tables in the namespace about every 10 ms (a table more each time,
+// so the rules of other tables stay as they are): far more often than kube-proxy, yet with
+// room for a dump between two commits. Killed with its process group when it goes.
+struct BusyWriter {
+    pid_t pid;
+    explicit BusyWriter(const TestNs& ns) : pid(::fork()) {
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            ::setpgid(0, 0);
+            std::string loop = "ip netns exec " + ns.name + " sh -c 'i=0; while :; do i=$((i+1)); nft add table ip cnit_w$i; sleep 0.01; done'";
+            ::execl("/bin/sh", "sh", "-c", loop.c_str(), static_cast<char*>(nullptr));
+            ::_exit(127);
+        }
+        ::setpgid(pid, pid);
+    }
+    BusyWriter(const BusyWriter&) = delete;
+    BusyWriter& operator=(const BusyWriter&) = delete;
+    ~BusyWriter() {
+        ::kill(-pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+    }
+};
 
 const char* tool(fw::Variant v) { return v == fw::Variant::nft ? "iptables-nft" : "iptables-legacy"; }
 
@@ -89,6 +124,43 @@ TEST_CASE("an nf_tables transaction read before another commit applies nothing a
     });
 }
 
+TEST_CASE("a dump of a table another writer commits to meanwhile is taken again, never half") {
+    TestNs ns("cnit-dump");
+    // 2,000 rules: a dump the kernel sends in many rounds, between which commits come.
+    const std::string script = "/tmp/" + ns.name + ".nft";
+    {
+        std::ofstream f(script);
+        f << "add table ip nat\nadd chain ip nat POSTROUTING { type nat hook postrouting priority 100; }\n";
+        for (int i = 0; i < 2000; ++i) f << "add rule ip nat POSTROUTING ip saddr 10.9." << i / 250 << "." << i % 250 + 1 << " accept\n";
+    }
+    REQUIRE(ns.sh("nft -f " + script) == 0);
+    std::remove(script.c_str());
+    inside(ns, [&] {
+        auto before = nft::generation();
+        REQUIRE(before);
+        auto commits = [&] {
+            auto now = nft::generation();
+            REQUIRE(now);
+            return *now - *before;
+        };
+        {
+            BusyWriter writer(ns);
+            // At least 30 rounds, and on until the writer has committed 20 times meanwhile.
+            for (int i = 0; i < 30 || (commits() < 20 && i < 3000); ++i) {
+                auto rules = nft::list_rules(nft::Family::ip, "nat");
+                INFO((rules ? std::string() : rules.error().msg));
+                REQUIRE(rules);
+                CHECK(rules->size() == 2000);
+                auto chains = nft::list_chains(nft::Family::ip, "nat");
+                INFO((chains ? std::string() : chains.error().msg));
+                REQUIRE(chains);
+                CHECK(*chains == std::vector<std::string>{"POSTROUTING"});
+            }
+        }
+        CHECK(commits() >= 20);  // the dumps ran while the writer committed
+    });
+}
+
 TEST_CASE("IptTable::transact reads the table again when another writer commits in between, in both variants") {
     for (fw::Variant v : fw::kVariants) {
         INFO(tool(v));
@@ -119,12 +191,13 @@ TEST_CASE("IptTable::transact reads the table again when another writer commits 
 TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rule, without a lock, leave one copy") {
     for (int round = 0; round < 5; ++round) {
         TestNs ns("cnit-gen");
-        CHECK(at_once(ns, [](int) { return bool(fw::nft_ports::ensure_localnet_guard()); }) == 0);
+        CHECK(at_once(ns, [](int) { return succeeded(fw::nft_ports::ensure_localnet_guard()); }) == 0);
         CHECK(occurrences("ip netns exec " + ns.name + " nft list chain ip cni_hostport localnet_guard",
                           "CNI portfwd: block incoming localnet connections") == 1);
         CHECK(at_once(ns, [](int) {
                   auto nat = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
-                  return nat && nat->transact([](fw::IptTable& t) { return t.append_unique("POSTROUTING", accept_from("10.1.0.7")); });
+                  if (!nat) return succeeded(Status(std::unexpected(nat.error())));
+                  return succeeded(nat->transact([](fw::IptTable& t) { return t.append_unique("POSTROUTING", accept_from("10.1.0.7")); }));
               }) == 0);
         CHECK(occurrences("ip netns exec " + ns.name + " iptables-nft-save -t nat", "-A POSTROUTING -s 10.1.0.7/32 -j ACCEPT") == 1);
     }

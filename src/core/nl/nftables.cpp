@@ -418,23 +418,34 @@ int on_chain(nl_msg* msg, void* arg) {
     return NL_OK;
 }
 
+// How often a dump is taken again when other transactions keep committing during it.
+constexpr int kDumpAttempts = 16;
+
 // A dump of one table's objects (`type` GETRULE or GETCHAIN, filtered by `table_attr`), each
-// decoded by `on_object` into `out`; nothing when the table does not exist.
+// decoded by `on_object` into `out`; nothing when the table does not exist. When another
+// transaction commits during the dump, the kernel marks it interrupted (NLM_F_DUMP_INTR: what
+// came may mix two generations) and it is taken again; a Batch bound to the generation read
+// before it is then refused at commit, and transact() reads and builds again.
 template <class T>
 Result<std::vector<T>> dump_table(Family f, std::string_view table, int type, int table_attr, nl_recvmsg_msg_cb_t on_object,
                                   std::string_view what) {
-    CNI_TRY_ASSIGN(auto sk, connect());
-    std::vector<T> out;
-    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_object, &out);
-    auto req = new_message(type, NLM_F_DUMP, f);
-    if (!req || nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0)
-        return fail("nftables: out of memory");
     std::string msg = "nftables: listing the " + std::string(what) + " of table " + std::string(table);
-    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(msg + ": " + nl_geterror(err));
-    int err = nl_recvmsgs_default(sk.get());
-    if (err == -NLE_OBJ_NOTFOUND) return std::vector<T>{};  // no such table
-    if (err < 0) return fail(msg + ": " + nl_geterror(err));
-    return out;
+    for (int attempt = 1;; ++attempt) {
+        CNI_TRY_ASSIGN(auto sk, connect());
+        std::vector<T> out;
+        nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_object, &out);
+        auto req = new_message(type, NLM_F_DUMP, f);
+        if (!req || nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0)
+            return fail("nftables: out of memory");
+        if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(msg + ": " + nl_geterror(err));
+        int err = nl_recvmsgs_default(sk.get());
+        if (err == -NLE_OBJ_NOTFOUND) return std::vector<T>{};  // no such table
+        if (err == -NLE_DUMP_INTR && attempt < kDumpAttempts) continue;
+        if (err == -NLE_DUMP_INTR)
+            return fail(code::try_again_later, msg + ": the ruleset changed during each of " + std::to_string(kDumpAttempts) + " dumps");
+        if (err < 0) return fail(msg + ": " + nl_geterror(err));
+        return out;
+    }
 }
 
 }  // namespace
