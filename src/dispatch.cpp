@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <exception>
 
 #include "core/os/errno_error.hpp"
 #include "core/run.hpp"
@@ -55,7 +56,14 @@ int run_cni(const Applet& a, std::span<const std::string> environ, int stdin_fd,
                     std::fwrite(line.data(), 1, line.size(), err);
                     std::fputc('\n', err);
                 }};
-    auto outcome = run_verb(a, ctx);
+    // Errors are values; an exception escaping a verb is a bug, answered as a CNI error rather
+    // than an abort the runtime would retry forever.
+    Result<Outcome> outcome = fail("internal error");
+    try {
+        outcome = run_verb(a, ctx);
+    } catch (const std::exception& e) {
+        return print_error(Error{code::internal, std::string(a.name) + ": internal error: " + e.what(), {}});
+    }
     if (!outcome) return print_error(outcome.error());
     if (outcome->result) {
         auto text = encode_result(*outcome->result, outcome->conf_version);

@@ -69,7 +69,7 @@ Result<CniResult> flannel_add(const Context& ctx) {
 // The config ADD saved; when it is missing or unreadable, the one ADD would build now (DELs are
 // idempotent, so deleting what was never added is harmless); nullopt when neither exists.
 std::optional<std::string> delegate_for_del(const Context& ctx, const FlannelConf& c, const std::string& path) {
-    if (auto saved = os::read_file(path); saved && json::parse(*saved)) return *saved;
+    if (auto saved = os::read_state_file(path); saved && *saved && json::parse(**saved)) return **saved;
     auto env = load_subnet_env(c);
     if (!env) return std::nullopt;  // flanneld and the saved config are both gone: nothing to know the delegate by
     auto built = flannel::delegate_config(c.net.root(), *env);
@@ -92,8 +92,9 @@ Status flannel_del(const Context& ctx) {
 Status flannel_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_flannel_conf(ctx.req));
     std::string path = saved_path(c, ctx.req);
-    CNI_TRY_ASSIGN(auto config, os::read_file(path));
-    CNI_TRY_ASSIGN(auto doc, json::parse(config));
+    CNI_TRY_ASSIGN(auto config, os::read_state_file(path));
+    if (!config) return os::sys_fail("open", path, ENOENT);
+    CNI_TRY_ASSIGN(auto doc, json::parse(*config));
     if (const auto* prev = c.net.member("prevResult"); prev && prev->IsObject())  // the delegate checks against it
         json::set(doc, "prevResult", json::copy(*prev, doc.GetAllocator()), doc.GetAllocator());
     return ipam::delegate_check(ctx, flannel::delegate_type(doc), json::write(doc, json::Style::compact, true));

@@ -157,7 +157,8 @@ Status check_allowlist(const std::map<std::string, std::string>& sysctl) {
 // The os::sysctl name of a /proc/sys path as sysctl_file returns it.
 std::string sysctl_name(const std::string& path) { return path.substr(std::string_view("/proc/sys/").size()); }
 
-std::string backup_path(const TuningConf& c, const Request& r) { return c.data_dir + "/" + r.container_id + "_" + r.ifname + ".json"; }
+std::string backup_name(const Request& r) { return r.container_id + "_" + r.ifname + ".json"; }
+std::string backup_path(const TuningConf& c, const Request& r) { return c.data_dir + "/" + backup_name(r); }
 
 // The reference writes json.MarshalIndent(config, "", " "); the same layout here.
 std::string encode_backup(const Backup& b) {
@@ -197,19 +198,28 @@ Result<Backup> decode_backup(const std::string& text) {
     return b;
 }
 
-Status save_backup(const std::string& dir, const std::string& path, const Backup& b) {
-    if (auto st = os::mkdir_all(dir, 0700); !st) return fail("failed to create backup directory: " + st.error().msg);
-    if (auto st = os::write_file_atomic(path, encode_backup(b), 0600); !st)
-        return fail("failed to save file " + path + ": " + st.error().msg);
+Status save_backup(const TuningConf& c, const Request& r, const Backup& b) {
+    auto dir = os::Dir::create(c.data_dir, 0700);
+    if (!dir) return fail("failed to create backup directory: " + dir.error().msg);
+    if (auto st = dir->write_atomic(backup_name(r), encode_backup(b), 0600); !st)
+        return fail("failed to save file " + backup_path(c, r) + ": " + st.error().msg);
     return {};
 }
 
-// Puts the link attributes and sysctls of a backup back; every failure is collected.
+// Puts the link attributes and sysctls of a backup back; every failure is collected. The backup
+// is a file anyone able to write the data directory could have written: a sysctl path in it is
+// restored only where ADD could have written it (os::net_sysctl_set), any other is skipped and
+// reported.
 std::vector<std::string> restore(const nl::Socket& s, const std::string& ifname, const Backup& b) {
     std::vector<std::string> errors;
-    for (auto& [path, value] : b.sysctl)
+    for (auto& [path, value] : b.sysctl) {
+        if (!os::is_net_sysctl_path(path)) {
+            errors.push_back("skipped " + go_quote(path) + " in the backup: not a sysctl under /proc/sys/net");
+            continue;
+        }
         if (::access(path.c_str(), F_OK) == 0)  // per-interface sysctls leave with their interface
-            if (auto st = os::sysctl_set(sysctl_name(path), value); !st) errors.push_back("failed to restore " + path + ": " + st.error().msg);
+            if (auto st = os::net_sysctl_set(path, value); !st) errors.push_back("failed to restore " + path + ": " + st.error().msg);
+    }
     auto link = nl::find_link(s, ifname);
     if (!link || !*link) return errors;
     auto note = [&](const Status& st, const char* what) {
@@ -264,13 +274,13 @@ Result<CniResult> tuning_add(const Context& ctx) {
     std::string backup = backup_path(c, r);
     Rollback undo;
     if (c.changes_link() || !files.empty()) {
-        CNI_TRY(save_backup(c.data_dir, backup, orig));
+        CNI_TRY(save_backup(c, r, orig));
         undo.push([&] {
             (void)restore(sock, r.ifname, orig);
             ::unlink(backup.c_str());
         });
     }
-    for (auto& [path, value] : files) CNI_TRY(os::sysctl_set(sysctl_name(path), value));
+    for (auto& [path, value] : files) CNI_TRY(os::net_sysctl_set(path, value));
     if (link) {
         if (!c.mac.empty()) {
             CNI_TRY(nl::set_mac(sock, *link, c.mac));
@@ -291,10 +301,17 @@ Result<CniResult> tuning_add(const Context& ctx) {
 Status tuning_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
     const Request& r = ctx.req;
-    std::string path = backup_path(c, r);
-    auto text = os::read_file(path);
-    if (!text) return {};  // nothing was changed, or it was restored already
-    auto backup = decode_backup(*text);
+    auto dir = os::Dir::open(c.data_dir);
+    if (!dir) return {};  // nothing was changed, or it was restored already
+    auto text = dir->read_if_exists(backup_name(r));
+    if (!text) {  // a link, a directory, a FIFO: nothing ADD wrote, and not to be read through
+        ctx.warn("tuning: " + text.error().msg);
+        dir->remove(backup_name(r));
+        return {};
+    }
+    if (!*text) return {};
+    auto backup = decode_backup(**text);
+    if (!backup) ctx.warn("tuning: " + backup_path(c, r) + ": " + backup.error().msg);
     auto ns = r.netns.empty() ? Result<std::optional<os::Netns>>(std::nullopt) : os::Netns::open_if_exists(r.netns);
     if (backup && ns && *ns) {
         auto sock = nl::Socket::open_in(**ns);
@@ -302,7 +319,7 @@ Status tuning_del(const Context& ctx) {
         if (sock && guard)
             for (auto& e : restore(*sock, r.ifname, *backup)) ctx.warn("tuning: " + e);
     }
-    ::unlink(path.c_str());
+    dir->remove(backup_name(r));
     return {};
 }
 
@@ -349,17 +366,16 @@ Status tuning_gc(const Context& ctx) {
     if (!c.net.valid_attachments) return {};
     std::set<std::string> keep;
     for (auto& a : *c.net.valid_attachments) keep.insert(a.container_id + "_" + a.ifname + ".json");
-    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(c.data_dir.c_str()), ::closedir);
-    if (!d) return {};
+    auto dir = os::Dir::open(c.data_dir);
+    if (!dir) return {};
     std::vector<std::string> stale;
-    while (dirent* e = ::readdir(d.get())) {
-        std::string name = e->d_name;
+    for (auto& name : dir->names()) {
         if (!name.ends_with(".json") || keep.contains(name)) continue;
-        auto text = os::read_file(c.data_dir + "/" + name);
-        if (!text) continue;
-        if (auto b = decode_backup(*text); b && b->network == c.net.name) stale.push_back(name);
+        auto text = dir->read_if_exists(name);
+        if (!text || !*text) continue;
+        if (auto b = decode_backup(**text); b && b->network == c.net.name) stale.push_back(name);
     }
-    for (auto& name : stale) ::unlink((c.data_dir + "/" + name).c_str());
+    for (auto& name : stale) dir->remove(name);
     return {};
 }
 

@@ -230,5 +230,42 @@ def switching_implementations_keeps_state():
         shutil.rmtree(data)
 
 
+@test
+def host_local_never_follows_planted_links():
+    """host-local: links planted at the index, last_reserved_ip, lock and an address are never written or read through"""
+    data = tempfile.mkdtemp()
+    victim = tempfile.NamedTemporaryFile("w", delete=False)
+    victim.write("original")
+    victim.close()
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            pool = os.path.join(data, "pool")
+            os.makedirs(pool)
+            absent = victim.name + ".absent"  # a link to a missing file must not create it either
+            for name, target in [(".cni-all-index", victim.name), ("last_reserved_ip.0", victim.name),
+                                 ("lock", absent), ("10.91.0.2", victim.name)]:
+                os.symlink(target, os.path.join(pool, name))
+            hl = ours("host-local")
+            conf = host_local_conf(data, "1.0.0", subnet="10.91.0.0/24")
+            res = hl.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a")
+            eq(open(victim.name).read(), "original", "a planted link was written through")
+            check(not os.path.exists(absent), "the lock link created its target")
+            check(res.rc != 0 and "lock" in res.json()["msg"], f"a link at the lock refuses the call: {res}")
+            os.unlink(os.path.join(pool, "lock"))
+            res = hl.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a").ok().json()
+            eq(res["ips"][0]["address"], "10.91.0.3/24", "the linked address is taken, not read through or replaced")
+            eq(open(victim.name).read(), "original", "a planted link was written through")
+            check(os.path.islink(os.path.join(pool, "10.91.0.2")), "the planted address link stays")
+            for name in (".cni-all-index", "last_reserved_ip.0"):
+                check(not os.path.islink(os.path.join(pool, name)), f"{name}: our own file replaced the planted link")
+            eq(open(os.path.join(pool, "last_reserved_ip.0")).read(), "10.91.0.3")
+            hl.run("DEL", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a").ok()
+            check(not os.path.exists(os.path.join(pool, "10.91.0.3")), "DEL released pod-a")
+            eq(open(victim.name).read(), "original")
+    finally:
+        shutil.rmtree(data)
+        os.unlink(victim.name)
+
+
 if __name__ == "__main__":
     run_all(cleanup=[BIN])

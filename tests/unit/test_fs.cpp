@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The file helpers of core/os: whole-file reads, and the optional read that tells a file which
-// does not exist apart from one that cannot be read.
+// The file helpers of core/os: whole-file reads, the optional read that tells a file which
+// does not exist apart from one that cannot be read, state-directory writes that never follow a
+// planted link, and the /proc/sys/net path check.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include "core/os/fs.hpp"
+#include "core/os/sysctl.hpp"
 #include "temp_dir.hpp"
 
 using namespace cni;
@@ -24,4 +29,60 @@ TEST_CASE("read_file_if_exists: the text, nothing for a missing file, an error o
     REQUIRE_FALSE(directory);
     CHECK(directory.error().msg.find(dir.path) != std::string::npos);
     CHECK_FALSE(os::read_file(dir / "none.conf"));
+}
+
+TEST_CASE("Dir: writes never go through a planted link or FIFO; atomic writes leave no temporary") {
+    TempDir dir, elsewhere;
+    elsewhere.write("victim", "original");
+    std::filesystem::create_symlink(elsewhere / "victim", dir / "state.json");
+    std::filesystem::create_symlink(elsewhere / "victim", dir / "state.json.tmp");  // the old, guessable name
+    REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    auto d = os::Dir::open(dir.path);
+    REQUIRE(d);
+
+    REQUIRE(d->write_atomic("state.json", "{}", 0600));
+    CHECK(elsewhere.read("victim") == "original");
+    CHECK_FALSE(std::filesystem::is_symlink(dir / "state.json"));
+    CHECK(dir.read("state.json") == "{}");
+    std::size_t entries = 0;
+    for (auto& name : d->names()) entries += name.starts_with(".state.json.") ? 100 : 1;
+    CHECK(entries == 3);  // state.json, state.json.tmp, fifo: no temporary left
+
+    std::filesystem::create_symlink(elsewhere / "victim", dir / "inplace");
+    auto linked = d->write("inplace", "x", 0600);
+    REQUIRE_FALSE(linked);
+    CHECK(linked.error().msg == "open " + (dir / "inplace") + ": a symbolic link");
+    CHECK(elsewhere.read("victim") == "original");
+    auto fifo = d->write("fifo", "x", 0600);  // returns at once instead of waiting for a reader
+    REQUIRE_FALSE(fifo);
+    CHECK(fifo.error().msg.starts_with("open " + (dir / "fifo") + ": "));  // no reader: ENXIO
+    auto fifo_read = d->read_if_exists("fifo");
+    REQUIRE_FALSE(fifo_read);
+    CHECK(fifo_read.error().msg == "open " + (dir / "fifo") + ": not a regular file");
+
+    auto read_link = d->read_if_exists("inplace");
+    REQUIRE_FALSE(read_link);
+    auto none = d->read_if_exists("none");
+    REQUIRE(none);
+    CHECK_FALSE(none->has_value());
+    CHECK_FALSE(os::read_state_file(dir / "inplace"));
+    CHECK(os::read_state_file(dir / "state.json").value() == std::optional<std::string>("{}"));
+    CHECK(os::read_state_file(dir / "no-dir/x").value() == std::nullopt);
+
+    os::UniqueFd own = d->open_own("inplace", O_WRONLY | O_CREAT, 0600);  // ours: the link is replaced
+    CHECK(own);
+    CHECK_FALSE(std::filesystem::is_symlink(dir / "inplace"));
+    CHECK(elsewhere.read("victim") == "original");
+}
+
+TEST_CASE("is_net_sysctl_path: only canonical paths under /proc/sys/net") {
+    CHECK(os::is_net_sysctl_path("/proc/sys/net/ipv4/conf/eth0.100/arp_filter"));
+    CHECK(os::is_net_sysctl_path("/proc/sys/net/core/somaxconn"));
+    for (const char* bad : {"/tmp", "", "/proc/sys/net/", "/proc/sys/net", "/proc/sys/kernel/core_pattern",
+                            "/proc/sys/net/../kernel/core_pattern", "/proc/sys/net/ipv4/./x", "/proc/sys/net//ipv4",
+                            "/proc/sys/net/ipv4/", "/proc/sys/kernel/../../../etc/passwd", "proc/sys/net/core/x"}) {
+        INFO(bad);
+        CHECK_FALSE(os::is_net_sysctl_path(bad));
+        CHECK_FALSE(os::net_sysctl_set(bad, "1"));
+    }
 }

@@ -54,22 +54,20 @@ void LeaseStore::remove(const std::string& key) const { ::unlink(path_for(key).c
 
 std::vector<LeaseRecord> LeaseStore::load_all(const std::function<void(const std::string&)>& bad) const {
     std::vector<LeaseRecord> out;
-    DIR* d = ::opendir(dir_.c_str());
-    if (!d) return out;
-    while (dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
+    auto dir = os::Dir::open(dir_);
+    if (!dir) return out;
+    for (auto& name : dir->names()) {
         if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
-        std::string path = dir_ + "/" + name;
-        auto text = os::read_file(path);
-        auto rec = text ? decode_record(*text) : Result<LeaseRecord>(std::unexpected(text.error()));
+        auto text = dir->read_if_exists(name);
+        if (text && !*text) continue;  // gone since the listing
+        auto rec = text ? decode_record(**text) : Result<LeaseRecord>(std::unexpected(text.error()));
         if (!rec) {
-            bad(path + ": " + rec.error().msg);
-            ::unlink(path.c_str());
+            bad(dir->path_of(name) + ": " + rec.error().msg);
+            dir->remove(name);
             continue;
         }
         out.push_back(std::move(*rec));
     }
-    ::closedir(d);
     return out;
 }
 

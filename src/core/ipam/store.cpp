@@ -49,30 +49,33 @@ std::string join(std::string a, std::string_view b) {
     return a + "/" + std::string(b);
 }
 
-Result<std::string> read_small(const std::string& path, ino_t* ino = nullptr) {
-    os::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) return os::sys_fail("open", path);
+}  // namespace
+
+// A reservation, last_reserved_ip or the index: a regular file in the directory, never read
+// through a link (a planted one to /etc/shadow is not an owner), at most 1 MiB.
+Result<std::string> Store::read_small(const std::string& name, ino_t* ino) const {
+    os::UniqueFd fd(::openat(dir_.fd(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    if (!fd) return os::sys_fail("open", dir_.path_of(name));
     std::string out;
-    if (struct stat st{}; ::fstat(fd.get(), &st) == 0) {
-        if (ino) *ino = st.st_ino;
-        out.reserve(std::size_t(std::clamp<off_t>(st.st_size, 0, 1 << 20)));  // one allocation for the index
-    }
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0) return os::sys_fail("stat", dir_.path_of(name));
+    if (!S_ISREG(st.st_mode)) return fail("open " + dir_.path_of(name) + ": not a regular file");
+    if (ino) *ino = st.st_ino;
+    out.reserve(std::size_t(std::clamp<off_t>(st.st_size, 0, 1 << 20)));  // one allocation for the index
     char buf[4096];
     ssize_t n;
     while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && out.size() < (1u << 20)) out.append(buf, std::size_t(n));
-    if (n < 0) return os::sys_fail("read", path);
+    if (n < 0) return os::sys_fail("read", dir_.path_of(name));
     return out;
 }
 
 // The directory's mtime and ctime: any file created or removed in it changes them.
-std::string dir_stamp(const std::string& dir) {
+std::string Store::dir_stamp() const {
     struct stat st{};
-    if (::stat(dir.c_str(), &st) != 0) return "?";
+    if (::fstat(dir_.fd(), &st) != 0) return "?";
     return std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "/" +
            std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
 }
-
-}  // namespace
 
 // One index line: "<ip> <inode> c <id> <ifname> ;", "<ip> <inode> l <id> ;" or
 // "<ip> <inode> f ;"; the views point into the line. A line without its terminator (a torn
@@ -122,9 +125,9 @@ bool OwnerView::matches_legacy(std::string_view want_id) const {
 
 Result<Store> Store::open(const std::string& data_dir, const std::string& network, Warn warn) {
     std::string dir = join(data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir, network);
-    CNI_TRY(os::mkdir_all(dir, 0755));
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(join(dir, "lock")));
-    Store s(dir, std::move(lock), std::move(warn));
+    CNI_TRY_ASSIGN(auto d, os::Dir::create(dir, 0755));
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_in(d, "lock"));
+    Store s(std::move(d), std::move(lock), std::move(warn));
     CNI_TRY(s.scan());
     return s;
 }
@@ -134,7 +137,7 @@ Result<Store> Store::open(const std::string& data_dir, const std::string& networ
 // reservation is read again, as the reference does on every call.
 bool Store::load_index(std::string text) {
     auto first_line = text.find('\n');
-    if (first_line == std::string::npos || std::string_view(text).substr(0, first_line) != std::string(kIndexHeader) + " " + dir_stamp(dir_))
+    if (first_line == std::string::npos || std::string_view(text).substr(0, first_line) != std::string(kIndexHeader) + " " + dir_stamp())
         return false;
     index_text_ = std::make_unique<const std::string>(std::move(text));
     std::string_view rest = std::string_view(*index_text_).substr(first_line + 1);
@@ -159,18 +162,22 @@ bool Store::load_index(std::string text) {
 Status Store::scan() {
     // The index exists before the directory is stamped, so writing it later in place does not
     // change the stamp.
-    std::string index_path = join(dir_, kIndexName);
-    if (os::UniqueFd fd(::open(index_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600)); !fd)
-        warn_("host-local: cannot create the index " + index_path + ": " + os::errno_text(errno));
+    if (os::UniqueFd fd = dir_.open_own(kIndexName, O_WRONLY | O_CREAT, 0600); !fd)
+        warn_("host-local: cannot create the index " + dir_.path_of(kIndexName) + ": " + os::errno_text(errno));
     // The index holds name, inode and owner as this implementation last left the directory. Its
     // entries are kept below only where the directory still has that name with that inode.
-    auto text = read_small(index_path);
+    auto text = read_small(kIndexName);
     dirty_ = !text || !load_index(std::move(*text));
     const std::size_t indexed = entries_.size();
     std::vector<bool> seen(indexed);
 
-    std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir_.c_str()), ::closedir);
-    if (!d) return os::sys_fail("open", dir_);
+    int listing = ::openat(dir_.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // closedir closes it
+    std::unique_ptr<DIR, int (*)(DIR*)> d(listing >= 0 ? ::fdopendir(listing) : nullptr, ::closedir);
+    if (!d) {
+        int err = errno;
+        if (listing >= 0) ::close(listing);
+        return os::sys_fail("open", dir_.path(), err);
+    }
     while (dirent* e = ::readdir(d.get())) {
         std::string_view name = e->d_name;
         if (name == "." || name == ".." || name == "lock" || name.starts_with(kLastReservedPrefix) ||
@@ -178,7 +185,7 @@ Status Store::scan() {
             continue;
         auto ip = IpAddr::parse(name);
         if (!ip || ip->str() != name) {
-            warn_("host-local: skipping " + join(dir_, name) + ": not an address reservation");
+            warn_("host-local: skipping " + dir_.path_of(name) + ": not an address reservation");
             continue;
         }
         auto it = std::lower_bound(entries_.begin(), entries_.begin() + std::ptrdiff_t(indexed), *ip, ip_before);
@@ -188,16 +195,16 @@ Status Store::scan() {
         }
         Entry entry{*ip, e->d_ino, {}};
         if (e->d_type == DT_DIR) {
-            warn_("host-local: " + join(dir_, name) + " is a directory; its address stays unavailable");
+            warn_("host-local: " + dir_.path_of(name) + " is a directory; its address stays unavailable");
         } else {
             ++files_read_;
-            auto content = read_small(join(dir_, name), &entry.ino);
+            auto content = read_small(std::string(name), &entry.ino);
             if (!content) {
                 warn_("host-local: " + content.error().msg + "; its address stays unavailable");
             } else {
                 entry.owner = keep_owner(std::move(*content));
                 if (entry.owner.kind == OwnerKind::foreign)
-                    warn_("host-local: " + join(dir_, name) +
+                    warn_("host-local: " + dir_.path_of(name) +
                           " does not hold \"<containerID>\\r\\n<ifname>\"; its address stays unavailable");
             }
         }
@@ -243,18 +250,18 @@ std::size_t Store::count_taken_between(const IpAddr& first, const IpAddr& last) 
 }
 
 Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index) {
-    std::string path = join(dir_, ip.str());
-    os::UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    const std::string name = ip.str(), path = dir_.path_of(name);
+    os::UniqueFd fd(::openat(dir_.fd(), name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd) {
         if (errno != EEXIST) return os::sys_fail("open", path);
         Entry e{ip, 0, {}};
-        if (auto content = read_small(path, &e.ino)) e.owner = keep_owner(std::move(*content));
+        if (auto content = read_small(name, &e.ino)) e.owner = keep_owner(std::move(*content));
         put(e);
         return false;
     }
     // A reserve that fails leaves no file behind: the caller has no address to release.
     auto abandon = [&](const std::string& failed, int err) -> Result<bool> {
-        ::unlink(path.c_str());
+        dir_.remove(name);
         return os::sys_fail("write", failed, err);
     };
     std::string content = std::string(trim_space(id)) + "\r\n" + std::string(ifname);
@@ -263,15 +270,15 @@ Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_v
         ::fstat(fd.get(), &st) != 0)
         return abandon(path, errno);
     fd.reset();
-    std::string last = join(dir_, kLastReservedPrefix + std::to_string(set_index));
-    os::UniqueFd lf(::open(last.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
-    if (!lf || !overwrite_in_place(lf.get(), ip.str())) return abandon(last, errno);
+    std::string last = kLastReservedPrefix + std::to_string(set_index);
+    os::UniqueFd lf = dir_.open_own(last, O_WRONLY | O_CREAT, 0600);
+    if (!lf || !overwrite_in_place(lf.get(), ip.str())) return abandon(dir_.path_of(last), errno);
     put(Entry{ip, st.st_ino, keep_owner(std::move(content))});
     return true;
 }
 
 std::optional<IpAddr> Store::last_reserved(int set_index) const {
-    auto text = read_small(join(dir_, kLastReservedPrefix + std::to_string(set_index)));
+    auto text = read_small(kLastReservedPrefix + std::to_string(set_index));
     if (!text) return std::nullopt;
     return IpAddr::parse(*text);
 }
@@ -293,8 +300,8 @@ bool Store::has_id(std::string_view id, std::string_view ifname) const {
 
 Result<bool> Store::release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned) {
     dirty_ = true;
-    std::string path = join(dir_, ip.str());
-    auto content = read_small(path);
+    const std::string name = ip.str();
+    auto content = read_small(name);
     if (!content) {
         if (auto it = find(ip); it != entries_.end()) entries_.erase(it);
         return false;
@@ -304,7 +311,7 @@ Result<bool> Store::release_if(const IpAddr& ip, const std::function<bool(const 
         if (auto it = find(ip); it != entries_.end()) it->owner = now;
         return false;
     }
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) return os::sys_fail("remove", path);
+    if (!dir_.remove(name) && errno != ENOENT) return os::sys_fail("remove", dir_.path_of(name));
     if (auto it = find(ip); it != entries_.end()) entries_.erase(it);
     return true;
 }
@@ -336,8 +343,8 @@ std::vector<std::pair<IpAddr, Owner>> Store::reservations() const {
 // length; no rename, so the directory's stamp stays what the header says.
 void Store::flush() {
     if (!dirty_) return;
-    std::string path = join(dir_, kIndexName);
-    os::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    std::string path = dir_.path_of(kIndexName);
+    os::UniqueFd fd = dir_.open_regular(kIndexName, O_WRONLY);
     std::string chunk;
     off_t written = 0;
     bool ok = bool(fd);
@@ -347,7 +354,7 @@ void Store::flush() {
         chunk.clear();
     };
     chunk.reserve(64 * 1024 + 512);
-    chunk.append(kIndexHeader).append(" ").append(dir_stamp(dir_)).append("\n");
+    chunk.append(kIndexHeader).append(" ").append(dir_stamp()).append("\n");
     for (auto& e : entries_) {
         const char* kind = e.owner.kind == OwnerKind::current ? " c" : e.owner.kind == OwnerKind::legacy ? " l" : " f";
         chunk.append(e.ip.str()).append(" ").append(std::to_string(e.ino)).append(kind);

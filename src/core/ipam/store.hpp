@@ -61,7 +61,7 @@ public:
 
     static Result<Store> open(const std::string& data_dir, const std::string& network, Warn warn);
 
-    const std::string& dir() const { return dir_; }
+    const std::string& dir() const { return dir_.path(); }
     bool taken(const IpAddr& ip) const;
     std::size_t count_taken_between(const IpAddr& first, const IpAddr& last) const;  // inclusive
 
@@ -95,7 +95,7 @@ private:
         ino_t ino = 0;
         OwnerView owner;
     };
-    Store(std::string dir, os::FileLock lock, Warn warn) : dir_(std::move(dir)), lock_(std::move(lock)), warn_(std::move(warn)) {}
+    Store(os::Dir dir, os::FileLock lock, Warn warn) : dir_(std::move(dir)), lock_(std::move(lock)), warn_(std::move(warn)) {}
     Status scan();
     bool load_index(std::string text);
     std::optional<Entry> parse_index_line(std::string_view line) const;
@@ -103,7 +103,10 @@ private:
     std::vector<Entry>::iterator find(const IpAddr& ip);
     void put(const Entry& e);  // insert or replace, keeping entries_ sorted
 
-    std::string dir_;
+    Result<std::string> read_small(const std::string& name, ino_t* ino = nullptr) const;
+    std::string dir_stamp() const;
+
+    os::Dir dir_;  // every file is opened relative to it, never through a link
     os::FileLock lock_;
     Warn warn_;
     std::unique_ptr<const std::string> index_text_;  // on the heap: entries' views survive moves

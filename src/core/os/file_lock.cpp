@@ -25,6 +25,12 @@ Result<FileLock> FileLock::acquire(const std::string& path, int mode) {
     return FileLock(std::move(fd));
 }
 
+Result<FileLock> FileLock::acquire_in(const Dir& dir, const std::string& name, int mode) {
+    UniqueFd fd = dir.open_regular(name, O_RDONLY | O_CREAT, mode_t(mode));
+    CNI_TRY_ASSIGN(fd, lock_exclusive(std::move(fd), dir.path_of(name)));
+    return FileLock(std::move(fd));
+}
+
 Result<FileLock> FileLock::acquire_existing(const std::string& path) {
     CNI_TRY_ASSIGN(auto fd, lock_exclusive(UniqueFd(::open(path.c_str(), O_RDONLY | O_CLOEXEC)), path));
     return FileLock(std::move(fd));

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "core/os/fs.hpp"
 #include "core/os/unique_fd.hpp"
 #include "core/result.hpp"
 
@@ -17,6 +18,8 @@ public:
     // The same on a file that must already exist (a netns file, as sbr locks it): a missing
     // path is an error, never created - a stray file under /run/netns would look like a netns.
     static Result<FileLock> acquire_existing(const std::string& path);
+    // `name` in an opened state directory, never through a link.
+    static Result<FileLock> acquire_in(const Dir& dir, const std::string& name, int mode = 0600);
 
 private:
     explicit FileLock(UniqueFd fd) : fd_(std::move(fd)) {}

@@ -2,9 +2,16 @@
 // Directory creation and whole-file I/O (see fs.hpp).
 #include "core/os/fs.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <memory>
 
 #include "core/os/errno_error.hpp"
 #include "core/os/unique_fd.hpp"
@@ -75,21 +82,124 @@ Result<std::string> read_all(int fd, std::size_t limit, std::string_view path) {
     }
 }
 
-Status write_file(const std::string& path, std::string_view data, mode_t mode) {
-    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode));
+namespace {
+
+// "/a/b/c" -> {"/a/b", "c"}; "c" -> {".", "c"}; "/c" -> {"/", "c"}.
+std::pair<std::string, std::string> split_last(const std::string& path) {
+    auto slash = path.find_last_of('/');
+    if (slash == std::string::npos) return {".", path};
+    return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// 16 hex digits from the kernel's random pool (an unpredictable temporary name).
+std::string random_hex() {
+    std::uint64_t r = 0;
+    if (::getrandom(&r, sizeof r, 0) != sizeof r) r = std::uint64_t(::getpid()) << 32 ^ std::uint64_t(::time(nullptr));
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(r));
+    return buf;
+}
+
+
+}  // namespace
+
+Result<Dir> Dir::open(const std::string& path) {
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!fd) return sys_fail("open", path);
-    return write_all(fd.get(), data, path);
+    return Dir(std::move(fd), path);
+}
+
+Result<Dir> Dir::create(const std::string& path, mode_t mode) {
+    CNI_TRY(mkdir_all(path, mode));
+    return open(path);
+}
+
+std::string Dir::path_of(std::string_view name) const {
+    return (path_.ends_with('/') ? path_ : path_ + "/") + std::string(name);
+}
+
+UniqueFd Dir::open_regular(std::string_view name, int flags, mode_t mode) const {
+    std::string n(name);
+    UniqueFd fd(::openat(fd_.get(), n.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode));
+    if (!fd) return fd;
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0) return UniqueFd();
+    if (!S_ISREG(st.st_mode)) {
+        errno = EINVAL;
+        return UniqueFd();
+    }
+    return fd;
+}
+
+UniqueFd Dir::open_own(std::string_view name, int flags, mode_t mode) const {
+    UniqueFd fd = open_regular(name, flags, mode);
+    if (fd || (errno != ELOOP && errno != EINVAL) || !remove(name)) return fd;
+    return open_regular(name, flags | O_EXCL, mode);
+}
+
+std::unexpected<Error> Dir::open_failed(std::string_view name, int err) const {
+    return fail(io_error("open", path_of(name), err == EINVAL ? "not a regular file" : err == ELOOP ? "a symbolic link" : errno_text(err)));
+}
+
+Result<std::optional<std::string>> Dir::read_if_exists(std::string_view name, std::size_t limit) const {
+    UniqueFd fd = open_regular(name, O_RDONLY);
+    if (!fd) {
+        int err = errno;
+        if (err == ENOENT) return std::nullopt;
+        return open_failed(name, err);
+    }
+    CNI_TRY_ASSIGN(std::string text, read_all(fd.get(), limit, path_of(name)));
+    return text;
+}
+
+Status Dir::write(std::string_view name, std::string_view data, mode_t mode) const {
+    UniqueFd fd = open_regular(name, O_WRONLY | O_CREAT | O_TRUNC, mode);
+    if (!fd) return open_failed(name, errno);
+    return write_all(fd.get(), data, path_of(name));
+}
+
+Status Dir::write_atomic(std::string_view name, std::string_view data, mode_t mode) const {
+    std::string tmp = "." + std::string(name) + "." + random_hex() + ".tmp";
+    UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
+    if (!fd) return sys_fail("open", path_of(tmp));
+    auto st = write_all(fd.get(), data, path_of(tmp));
+    if (st && ::renameat(fd_.get(), tmp.c_str(), fd_.get(), std::string(name).c_str()) != 0) st = sys_fail("rename", path_of(tmp));
+    if (!st) ::unlinkat(fd_.get(), tmp.c_str(), 0);
+    return st;
+}
+
+bool Dir::remove(std::string_view name) const { return ::unlinkat(fd_.get(), std::string(name).c_str(), 0) == 0; }
+
+std::vector<std::string> Dir::names() const {
+    std::vector<std::string> out;
+    int fd = ::openat(fd_.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // readdir owns its own
+    std::unique_ptr<DIR, int (*)(DIR*)> d(fd >= 0 ? ::fdopendir(fd) : nullptr, ::closedir);
+    if (!d) {
+        if (fd >= 0) ::close(fd);
+        return out;
+    }
+    while (dirent* e = ::readdir(d.get()))
+        if (std::string_view n = e->d_name; n != "." && n != "..") out.emplace_back(n);
+    return out;
+}
+
+Status write_file(const std::string& path, std::string_view data, mode_t mode) {
+    auto [dir, name] = split_last(path);
+    CNI_TRY_ASSIGN(auto d, Dir::open(dir));
+    return d.write(name, data, mode);
 }
 
 Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode) {
-    std::string tmp = path + ".tmp";
-    CNI_TRY(write_file(tmp, data, mode));
-    if (::rename(tmp.c_str(), path.c_str()) != 0) {
-        int err = errno;
-        ::unlink(tmp.c_str());
-        return sys_fail("rename", tmp, err);
-    }
-    return {};
+    auto [dir, name] = split_last(path);
+    CNI_TRY_ASSIGN(auto d, Dir::open(dir));
+    return d.write_atomic(name, data, mode);
+}
+
+Result<std::optional<std::string>> read_state_file(const std::string& path, std::size_t limit) {
+    auto [dir, name] = split_last(path);
+    if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
+    CNI_TRY_ASSIGN(auto d, Dir::open(dir));
+    return d.read_if_exists(name, limit);
 }
 
 }  // namespace cni::os

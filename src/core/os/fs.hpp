@@ -2,18 +2,25 @@
 // Small file-system helpers: directory creation as Go's os.MkdirAll does it (every missing
 // parent too, an existing directory is fine, an existing non-directory is an error), and
 // reading a whole small file with the errno text Go prints ("open <path>: no such file ..."),
-// whole-buffer reads and writes on descriptors, and file writes (in place, or atomically
-// through a temporary file and rename so readers never see a torn file).
+// whole-buffer reads and writes on descriptors, and state files written through `Dir`: an opened
+// directory whose names are opened relative to it and never through a final symbolic link, so a
+// link or FIFO planted in a state directory (one under /tmp, say) cannot redirect or block a
+// write by root. Atomic writes go to a temporary file created exclusively under an unpredictable
+// name, then renamed over the target (rename replaces a planted link; it never follows it).
 #pragma once
 
 #include <sys/types.h>
 
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "core/os/unique_fd.hpp"
 #include "core/result.hpp"
 
 namespace cni::os {
+
+inline constexpr std::size_t kStateFileLimit = std::size_t(1) << 20;
 
 Status mkdir_all(const std::string& path, mode_t mode);
 Result<std::string> read_file(const std::string& path);
@@ -27,7 +34,41 @@ std::string absolute_path(const std::string& path);
 Status write_all(int fd, std::string_view data, std::string_view path = "");
 // Everything up to EOF; more than `limit` bytes is an error ("read /x: ..." with `path`).
 Result<std::string> read_all(int fd, std::size_t limit, std::string_view path = "");
+// The path-taking forms open the file's directory (following links on the way there, as a
+// configured path may), then act as Dir does on its last component.
 Status write_file(const std::string& path, std::string_view data, mode_t mode);  // truncates
 Status write_file_atomic(const std::string& path, std::string_view data, mode_t mode);
+// A state file: nothing for a missing one; a link, a directory or any other non-regular file is
+// an error, and so is one past `limit` bytes.
+Result<std::optional<std::string>> read_state_file(const std::string& path, std::size_t limit = kStateFileLimit);
+
+class Dir {
+public:
+    static Result<Dir> open(const std::string& path);
+    static Result<Dir> create(const std::string& path, mode_t mode);  // mkdir_all, then open
+
+    int fd() const { return fd_.get(); }
+    const std::string& path() const { return path_; }
+    std::string path_of(std::string_view name) const;
+
+    // `name` as a regular file, never through a link (O_NOFOLLOW, and O_NONBLOCK so a FIFO cannot
+    // hang the call); errno is set and the fd empty on failure (ELOOP for a link, EINVAL for a
+    // non-regular file).
+    UniqueFd open_regular(std::string_view name, int flags, mode_t mode = 0) const;
+    // The same for a file only we write (flags include O_CREAT): a link or special file planted
+    // at its name is removed and the file created anew (a directory there still fails).
+    UniqueFd open_own(std::string_view name, int flags, mode_t mode) const;
+    Result<std::optional<std::string>> read_if_exists(std::string_view name, std::size_t limit = kStateFileLimit) const;
+    Status write(std::string_view name, std::string_view data, mode_t mode) const;  // in place, truncates
+    Status write_atomic(std::string_view name, std::string_view data, mode_t mode) const;
+    bool remove(std::string_view name) const;  // false when it was not there or could not go
+    std::vector<std::string> names() const;     // every entry but "." and ".."
+
+private:
+    std::unexpected<Error> open_failed(std::string_view name, int err) const;
+    Dir(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+    UniqueFd fd_;
+    std::string path_;
+};
 
 }  // namespace cni::os

@@ -3,6 +3,8 @@
 #include "core/os/sysctl.hpp"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "core/os/errno_error.hpp"
@@ -47,6 +49,39 @@ Status write_at(int dir, const std::string& name, const std::string& path, std::
 Status sysctl_set(std::string_view name, std::string_view value) {
     auto path = sysctl_path(name);
     return write_at(AT_FDCWD, path, path, value);
+}
+
+namespace {
+constexpr std::string_view kNetRoot = "/proc/sys/net/";
+}  // namespace
+
+bool is_net_sysctl_path(std::string_view path) {
+    if (!path.starts_with(kNetRoot) || path.size() == kNetRoot.size()) return false;
+    std::string_view rest = path.substr(kNetRoot.size());
+    while (true) {
+        auto slash = rest.find('/');
+        auto part = rest.substr(0, slash);
+        if (part.empty() || part == "." || part == "..") return false;
+        if (slash == std::string_view::npos) return true;
+        rest.remove_prefix(slash + 1);
+    }
+}
+
+Status net_sysctl_set(std::string_view path, std::string_view value) {
+    std::string p(path);
+    if (!is_net_sysctl_path(path)) return fail("refusing to write " + p + ": not a sysctl under /proc/sys/net");
+    UniqueFd root(::open(kNetRoot.data(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!root) return sys_fail("open", kNetRoot);
+    std::string rel = p.substr(kNetRoot.size());
+    open_how how{};
+    how.flags = O_WRONLY | O_CLOEXEC;
+    how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+    long fd = ::syscall(SYS_openat2, root.get(), rel.c_str(), &how, sizeof how);
+    if (fd < 0 && errno == ENOSYS)  // before Linux 5.6: the checked path, its last component not a link
+        fd = ::openat(root.get(), rel.c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return sys_fail("open", p);
+    UniqueFd owned(static_cast<int>(fd));
+    return write_all(owned.get(), value, p);
 }
 
 SysctlDir SysctlDir::open(std::string_view dir) {

@@ -16,6 +16,14 @@ std::string sysctl_path(std::string_view name);
 Result<std::string> sysctl_get(std::string_view name);  // trailing newline removed
 Status sysctl_set(std::string_view name, std::string_view value);
 
+// A path a caller does not control ("/proc/sys/net/ipv4/conf/eth0/arp_filter", from a config key
+// or a backup file) written only if it lies under /proc/sys/net: it must be written in that
+// canonical form (no "..", ".", or empty component; anything else is refused before any write),
+// and it is opened beneath /proc/sys/net with no symbolic link followed on the way
+// (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS).
+bool is_net_sysctl_path(std::string_view path);
+Status net_sysctl_set(std::string_view path, std::string_view value);
+
 // A /proc/sys directory ("net/ipv6/conf") opened once, the names under it then opened
 // relative to it. Every network namespace has its own /proc/sys/net/ipv4 and net/ipv6
 // entries under the one shared "net", so looking either up compares one cached entry per

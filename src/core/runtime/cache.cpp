@@ -99,9 +99,9 @@ Status write_cache(const std::string& cache_dir, const CachedAttachment& c) {
 }
 
 Result<std::optional<CachedAttachment>> read_cache(const std::string& path) {
-    if (::access(path.c_str(), F_OK) != 0) return std::optional<CachedAttachment>{};
-    CNI_TRY_ASSIGN(auto text, os::read_file(path));
-    auto d = json::parse(text);
+    CNI_TRY_ASSIGN(auto text, os::read_state_file(path));
+    if (!text) return std::optional<CachedAttachment>{};
+    auto d = json::parse(*text);
     if (!d || !d->IsObject()) return fail(code::decoding_failure, "failed to unmarshal cached network \"" + path + "\" config");
     if (string_of(*d, "kind") != kKind) return fail(code::decoding_failure, "read cached network \"" + path + "\" config has wrong kind");
     CachedAttachment c;
