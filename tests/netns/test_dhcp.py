@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -39,7 +40,7 @@ def dhcp():
 class Lab:
     """Server and host namespaces, dnsmasq, and our daemon."""
 
-    def __init__(self, host, server, work, dnsmasq_args=()):
+    def __init__(self, host, server, work, dnsmasq_args=(), times=(T1, T2)):
         self.host, self.server, self.work = host, server, work
         self.sock = f"{work}/dhcp.sock"
         self.leasedir = f"{work}/leases"
@@ -54,7 +55,7 @@ class Lab:
              "--conf-file=/dev/null", "--interface=dhs0", "--bind-interfaces", "--no-ping", "--log-dhcp",
              f"--log-facility={work}/dnsmasq.log", f"--dhcp-leasefile={work}/dnsmasq.leases",
              f"--pid-file={work}/dnsmasq.pid", "--dhcp-range=10.213.0.50,10.213.0.99,255.255.255.0,2m",
-             f"--dhcp-option=option:T1,{T1}", f"--dhcp-option=option:T2,{T2}", *dnsmasq_args])
+             f"--dhcp-option=option:T1,{times[0]}", f"--dhcp-option=option:T2,{times[1]}", *dnsmasq_args])
         for _ in range(50):
             if os.path.exists(f"{work}/dnsmasq.pid"):
                 break
@@ -117,10 +118,10 @@ class Lab:
 
 
 @contextlib.contextmanager
-def lab(dnsmasq_args=(), daemon_flags=(), start=True):
+def lab(dnsmasq_args=(), daemon_flags=(), start=True, times=(T1, T2)):
     work = tempfile.mkdtemp(prefix="cni-dhcp.")
     with netns("dhh") as host, netns("dhs") as server:
-        lb = Lab(host, server, work, dnsmasq_args)
+        lb = Lab(host, server, work, dnsmasq_args, times)
         try:
             if start:
                 lb.start_daemon(*daemon_flags)
@@ -339,6 +340,124 @@ def dhcp_bad_input():
         check(link(ctr, "eth0") is None, "the failed ADD removed the macvlan")
         eq(lease_files(lb), [])
         lb.delete(ctr).ok()
+
+
+ZERO_LEASE_SERVER = r"""
+import socket, struct, sys, time
+# A DHCP server that answers every DISCOVER and REQUEST with a lease time of 0 (so T1 = T2 = 0),
+# for DURATION seconds, then prints how many requests it saw.
+dev, server_ip, offer_ip, duration = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, dev.encode())
+s.bind(("0.0.0.0", 67))
+print("ready", flush=True)
+end, seen = time.time() + duration, 0
+while (left := end - time.time()) > 0:
+    s.settimeout(left)
+    try:
+        pkt, _ = s.recvfrom(4096)
+    except socket.timeout:
+        break
+    if len(pkt) < 240 or pkt[236:240] != b"\x63\x82\x53\x63":
+        continue
+    opts, i, kind = pkt[240:], 0, 0
+    while i < len(opts) and opts[i] != 255:
+        if opts[i] == 0:
+            i += 1
+            continue
+        if opts[i] == 53:
+            kind = opts[i + 2]
+        i += 2 + opts[i + 1]
+    if kind not in (1, 3):
+        continue
+    seen += 1
+    ip = lambda a: socket.inet_aton(a)
+    reply = bytearray(pkt[:240])
+    reply[0] = 2
+    reply[16:20] = ip(offer_ip)
+    reply[20:24] = ip(server_ip)
+    reply += bytes([53, 1, 2 if kind == 1 else 5, 54, 4]) + ip(server_ip)
+    reply += bytes([51, 4]) + struct.pack("!I", 0) + bytes([1, 4]) + ip("255.255.255.0") + bytes([3, 4]) + ip(server_ip) + bytes([255])
+    s.sendto(bytes(reply), ("255.255.255.255", 68))
+print(seen, flush=True)
+"""
+
+
+@test
+def dhcp_zero_lease_time_is_not_a_flood():
+    """dhcp: a server answering a lease time of 0 (T1 = T2 = 0) gets a few requests, backed off, not a tight loop"""
+    with lab(start=False) as lb, netns("dhc") as ctr:
+        lb.dnsmasq.terminate()
+        lb.dnsmasq.wait()
+        srv = subprocess.Popen(["ip", "netns", "exec", lb.server, sys.executable, "-c", ZERO_LEASE_SERVER,
+                                "dhs0", SERVER_IP, "10.213.0.60", "8"], stdout=subprocess.PIPE, text=True)
+        try:
+            eq(srv.stdout.readline().strip(), "ready")
+            lb.start_daemon()
+            eq(lb.add(ctr).ok().json()["ips"][0]["address"], "10.213.0.60/24")
+            seen = int(srv.stdout.readline())
+        finally:
+            srv.kill()
+            srv.wait()
+        check(seen <= 8, f"{seen} DISCOVERs and REQUESTs in 8 s: " + lb.log()[-2000:])
+        check("too short to renew at its T1" in lb.log(), lb.log())
+        lb.delete(ctr).ok()
+
+
+def daemon_threads(lb):
+    with open(f"/proc/{lb.daemon.pid}/status") as f:
+        return int(next(line.split()[1] for line in f if line.startswith("Threads:")))
+
+
+@test
+def dhcp_socket_is_roots_and_connections_are_bounded():
+    """dhcp: the socket is 0600; a non-root peer is refused even where it can connect; 100 idle connections hold at most 64 threads and the daemon serves again once they close"""
+    with lab() as lb, netns("dhc") as ctr:
+        eq(stat.S_IMODE(os.stat(lb.sock).st_mode), 0o600, "the socket is root's alone")
+        os.chmod(lb.sock, 0o666)  # as if a group could reach it: the peer check still refuses
+        for d in (lb.work, os.path.dirname(lb.work)):  # the test's temporary folders, for uid 65534
+            os.chmod(d, 0o711)
+        probe = ("import socket, sys; s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); "
+                 "s.sendall(b'{\"op\":\"gc\",\"config\":\"{}\"}'); s.shutdown(socket.SHUT_WR); print(s.recv(65536).decode())")
+        out = subprocess.run(["/usr/bin/python3", "-c", probe, lb.sock], capture_output=True, text=True, timeout=30,
+                             preexec_fn=lambda: (os.setgid(65534), os.setgroups([0]), os.setuid(65534)))
+        eq(out.returncode, 0, out.stderr)
+        check("permission denied" in out.stdout, out.stdout)
+        check("refused a request from uid 65534" in lb.log(), lb.log())
+        base = daemon_threads(lb)
+        idle = []
+        for _ in range(100):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.connect(lb.sock)
+            idle.append(s)
+        time.sleep(1)
+        check(lb.daemon.poll() is None, "the daemon is alive")
+        check(daemon_threads(lb) <= base + 64, f"{daemon_threads(lb)} threads for 100 idle connections")
+        check("refusing connections: 64 are being served" in lb.log(), lb.log())
+        for s in idle:
+            s.close()
+        wait_for(lambda: daemon_threads(lb) == base, 5, "the connections' threads end")
+        lb.add(ctr).ok()
+        lb.delete(ctr).ok()
+
+
+@test
+def dhcp_long_ids_sharing_254_bytes_keep_their_own_leases():
+    """dhcp: two attachments whose keys share their first 254 bytes hold two leases; DEL of one keeps the other's"""
+    with lab() as lb, netns("dhc") as ctr, netns("dhc2") as ctr2:
+        a, b = "x" * 260 + "a", "x" * 260 + "b"
+        ip_a = lb.add(ctr, cid=a).ok().json()["ips"][0]["address"].split("/")[0]
+        ip_b = lb.add(ctr2, cid=b).ok().json()["ips"][0]["address"].split("/")[0]
+        check(ip_a != ip_b, f"one lease for both: {ip_a}")
+        eq(len(lease_files(lb)), 2)
+        lb.delete(ctr, cid=a).ok()
+        wait_for(lambda: ip_a not in lb.leases(), 3, "DEL of a released its lease")
+        check(ip_b in lb.leases(), "b keeps its lease")
+        eq(len(lease_files(lb)), 1)
+        lb.delete(ctr2, cid=b).ok()
+        eq(lease_files(lb), [])
 
 
 if __name__ == "__main__":

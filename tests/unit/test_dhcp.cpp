@@ -65,7 +65,12 @@ TEST_CASE("dhcp lease times: options 51/58/59, else the reference's defaults") {
     auto t = lease_times(ack_with({}));
     CHECK((t.lease == 3600 && t.t1 == 1800 && t.t2 == 3060));
     t = lease_times(ack_with({{opt::lease_time, u32_bytes(120)}, {opt::renewal_time, u32_bytes(5)}, {opt::rebinding_time, u32_bytes(8)}}));
-    CHECK((t.lease == 120 && t.t1 == 5 && t.t2 == 8));
+    CHECK((t.lease == 120 && t.t1 == 5 && t.t2 == 8 && !t.degenerate));
+    // A lease time of 0 (so T1 = 0) or a T1 of 0: floors, and marked degenerate.
+    t = lease_times(ack_with({{opt::lease_time, u32_bytes(0)}}));
+    CHECK((t.lease == kMinLeaseSeconds && t.t1 == 5 && t.t2 == 8 && t.degenerate));
+    t = lease_times(ack_with({{opt::lease_time, u32_bytes(120)}, {opt::renewal_time, u32_bytes(0)}, {opt::rebinding_time, u32_bytes(0)}}));
+    CHECK((t.lease == 120 && t.t1 == kMinRenewSeconds && t.t2 == 102 && t.degenerate));
 }
 
 TEST_CASE("dhcp result: mask, gateway and default route; classless routes are exclusive; priority is the metric") {
@@ -118,7 +123,17 @@ TEST_CASE("dhcp config: defaults, request/skipDefault, provide with fromArg, err
     CHECK(bad.error().msg.find("\"256\"") != std::string::npos);
     CHECK(!parse_dhcp_conf(R"({"name":"n"})", ""));
     CHECK(client_id_for("c/n/eth0") == Bytes{0, 'c', '/', 'n', '/', 'e', 't', 'h', '0'});
-    CHECK(lease_key(std::string(300, 'x'), "n", "eth0").size() == 254);
+    // Long identities stay whole as keys, and apart at the server: two sharing 254 bytes differ.
+    std::string a = lease_key(std::string(300, 'x'), "n", "eth0"), b = lease_key(std::string(300, 'x'), "n", "eth1");
+    CHECK(a.size() == 307);
+    CHECK(a != b);
+    CHECK(client_id_for(a).size() == 255);
+    CHECK(client_id_for(a) != client_id_for(b));
+    CHECK(client_id_for(std::string(254, 'y')) == [] {
+        Bytes id(255, 'y');
+        id[0] = 0;
+        return id;
+    }());
 }
 
 TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding error") {

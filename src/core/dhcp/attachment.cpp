@@ -66,6 +66,16 @@ Status Attachment::check() {
     return {};
 }
 
+std::int64_t Attachment::next_renewal(const Lease& l) {
+    if (!lease_times(l.ack).degenerate) {
+        degenerate_streak_ = 0;
+        return l.t1();
+    }
+    std::int64_t delay = std::min(kMinRetrySeconds << std::min(degenerate_streak_++, 5), kMaxRetrySeconds);
+    log_("the DHCP server gave " + record_.key + " a lease too short to renew at its T1; renewing in " + std::to_string(delay) + " s");
+    return std::max(l.t1(), wall_seconds() + delay);
+}
+
 bool Attachment::sleep_until(std::int64_t wall) {
     std::unique_lock lock(mu_);
     cv_.wait_until(lock, std::chrono::system_clock::from_time_t(wall), [this] { return stopping_.load() || wake_; });
@@ -128,7 +138,7 @@ void Attachment::run() {
         auto now_ns = os::Netns::open(record_.netns);
         return now_ns && now_ns->same_as(*ns);
     };
-    std::int64_t next_attempt = lease_->t1();
+    std::int64_t next_attempt = next_renewal(*lease_);
     for (;;) {
         if (!sleep_until(next_attempt)) break;
         std::int64_t now = wall_seconds();
@@ -154,7 +164,7 @@ void Attachment::run() {
             if (outcome && *outcome == RenewOutcome::acked) {
                 if (rebinding) log_("rebound the lease of " + record_.key + " (" + v4(cur.address()).str() + ")");
                 persist(cur);
-                next_attempt = cur.t1();
+                next_attempt = next_renewal(cur);
                 continue;
             }
             if (outcome && *outcome == RenewOutcome::refused) {
@@ -177,7 +187,7 @@ void Attachment::run() {
             log_("the lease of " + record_.key + " moved from " + v4(cur.address()).str() + " to " + v4(fresh->address()).str() +
                  "; the container keeps the old address until it is re-created");
         persist(*fresh);
-        next_attempt = fresh->t1();
+        next_attempt = next_renewal(*fresh);
     }
     std::lock_guard lock(mu_);
     if (release_ && lease_) {

@@ -45,6 +45,9 @@ private:
     void settle(std::optional<Error> failure);
     void persist(const Lease& lease);
     bool sleep_until(std::int64_t wall_seconds);  // false when stopping
+    // When to renew `l`: its T1, or for a degenerate lease (lease_times) 2, 4, 8 ... 60 s after
+    // now, doubling with each degenerate lease in a row.
+    std::int64_t next_renewal(const Lease& l);
 
     const LeaseRecord record_;
     const DhcpConf conf_;
@@ -52,6 +55,7 @@ private:
     const LeaseStore& store_;
     Logger log_;
     const bool resume_;
+    int degenerate_streak_ = 0;
 
     std::mutex mu_;
     std::condition_variable cv_;

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "core/cni/netconf.hpp"
+#include "core/fw/sha512.hpp"
 #include "core/strings.hpp"
 
 namespace cni::dhcp {
@@ -55,14 +56,14 @@ std::optional<std::uint8_t> option_code(std::string_view name) {
 }
 
 std::string lease_key(std::string_view container_id, std::string_view net_name, std::string_view ifname) {
-    std::string key = std::string(container_id) + "/" + std::string(net_name) + "/" + std::string(ifname);
-    if (key.size() > 254) key.resize(254);
-    return key;
+    return std::string(container_id) + "/" + std::string(net_name) + "/" + std::string(ifname);
 }
 
 Bytes client_id_for(std::string_view key) {
-    Bytes id(key.size() + 1, 0);  // id[0] = 0: no hardware type
-    std::copy(key.begin(), key.end(), id.begin() + 1);
+    std::string text(key);
+    if (text.size() > kMaxClientIdText) text = text.substr(0, kMaxClientIdText - 33) + "#" + fw::sha512_hex(key).substr(0, 32);
+    Bytes id(text.size() + 1, 0);  // id[0] = 0: no hardware type
+    std::copy(text.begin(), text.end(), id.begin() + 1);
     return id;
 }
 

@@ -30,8 +30,12 @@ Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_a
 // An option name of the reference's table, or a decimal code 0-255.
 std::optional<std::uint8_t> option_code(std::string_view name);
 
-// The reference's lease key, "containerID/netName/ifName" cut to 254 bytes; the client id is a
-// 0 byte (no hardware type) followed by it.
+// A lease's key, "containerID/netName/ifName", whole: the reference cuts it to 254 bytes, so two
+// attachments sharing that prefix shared one lease. The client id (option 61, at most 255 bytes)
+// is a 0 byte (no hardware type) followed by the key, as the reference sends it, when it fits;
+// a longer key sends its first 221 bytes, '#' and 32 hex digits of its SHA-512, so such
+// attachments stay apart at the server too.
+inline constexpr std::size_t kMaxClientIdText = 254;
 std::string lease_key(std::string_view container_id, std::string_view net_name, std::string_view ifname);
 Bytes client_id_for(std::string_view key);
 

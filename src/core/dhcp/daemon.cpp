@@ -7,6 +7,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <system_error>
+#include <thread>
 
 #include "core/cni/netconf.hpp"
 #include "core/cni/request.hpp"
@@ -29,7 +32,11 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr auto kConnectionTimeout = 30s;  // a client that never finishes its request
+// A client gets this long for its whole request (a slow sender cannot hold a thread), and at
+// most kMaxConnections are served at once; more are refused (closed) until one ends.
+constexpr auto kRequestDeadline = 30s;
+constexpr int kMaxConnections = 64;
+constexpr uid_t kAllowedUid = 0;  // only root's plugins may ask: a request enters any netns path
 
 void log_line(const std::string& msg) {
     static std::mutex mu;
@@ -53,11 +60,26 @@ public:
             }
             log_line("resuming the lease of " + rec.key + " (" + v4(rec.lease.address()).str() + ")");
             std::string key = rec.key;
-            leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_line, true);
+            try {
+                leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_line, true);
+            } catch (const std::system_error& e) {  // kept on record: the next start resumes it
+                leases_.erase(key);
+                log_line("cannot resume the lease of " + key + " now: " + e.what());
+            }
         }
     }
 
+    // A request's reply; a failure to start a lease thread (std::system_error) is its error,
+    // never an abort that would stop every renewal on the node.
     std::string handle(std::string_view text) {
+        try {
+            return dispatch(text);
+        } catch (const std::exception& e) {
+            return encode_reply(fail(code::try_again_later, std::string("dhcp daemon: ") + e.what()));
+        }
+    }
+
+    std::string dispatch(std::string_view text) {
         auto req = decode_request(text);
         if (!req) return encode_reply(std::unexpected(req.error()));
         switch (req->op) {
@@ -105,9 +127,14 @@ private:
             if (slot && slot->identity().netns == netns) {
                 att = slot;
             } else {
-                replaced = slot;
                 LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}};
-                slot = att = std::make_shared<Attachment>(std::move(rec), conf, opts_.timing, store_, log_line, false);
+                try {
+                    att = std::make_shared<Attachment>(std::move(rec), conf, opts_.timing, store_, log_line, false);
+                } catch (const std::system_error& e) {
+                    if (!slot) leases_.erase(key);
+                    return fail(code::try_again_later, std::string("dhcp daemon: cannot start the lease's thread: ") + e.what());
+                }
+                replaced = std::exchange(slot, att);
             }
         }
         if (replaced) replaced->stop(false);  // same attachment in a new namespace: the old thread is stale
@@ -244,18 +271,58 @@ Result<os::UniqueFd> listen_on(const std::string& path) {
     ::unlink(path.c_str());  // a stale socket from a daemon that died
     os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     if (!fd) return os::sys_fail("socket", "AF_UNIX");
-    if (::bind(fd.get(), addr->get(), addr->len) != 0) return os::sys_fail("listen unix", path);
-    ::chmod(path.c_str(), 0660);
+    // Made 0600 by bind itself (no window at the process umask); no thread runs yet, so the
+    // process-wide umask can change for it.
+    mode_t old_mask = ::umask(0177);
+    int bound = ::bind(fd.get(), addr->get(), addr->len);
+    int err = errno;
+    ::umask(old_mask);
+    if (bound != 0) return os::sys_fail("listen unix", path, err);
     if (::listen(fd.get(), 128) != 0) return os::sys_fail("listen unix", path);
     return fd;
 }
 
+// The request up to EOF, all of it within `deadline`, at most `limit` bytes.
+Result<std::string> read_request(int fd, std::size_t limit, std::chrono::steady_clock::time_point deadline) {
+    std::string out;
+    char buf[16384];
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLIN, 0};
+        int ready = left.count() > 0 ? ::poll(&p, 1, int(left.count())) : 0;
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) return os::sys_fail("poll", "the request");
+        if (ready == 0) return fail("the request was not complete within " + std::to_string(kRequestDeadline.count()) + " s");
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) return out;
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            return os::sys_fail("read", "the request");
+        }
+        if (out.size() + std::size_t(n) > limit) return fail("the request is larger than " + std::to_string(limit) + " bytes");
+        out.append(buf, std::size_t(n));
+    }
+}
+
+// The peer's uid as the kernel saw it at connect (SO_PEERCRED); nothing if it cannot be read.
+std::optional<uid_t> peer_uid(int fd) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
+    return cred.uid;
+}
+
 void serve_connection(Daemon& d, os::UniqueFd fd) {
-    timeval tv{std::chrono::duration_cast<std::chrono::seconds>(kConnectionTimeout).count(), 0};
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    auto text = os::read_all(fd.get(), kMaxConfigBytes);
-    std::string reply = text ? d.handle(*text)
-                             : encode_reply(fail(code::io_failure, "dhcp daemon: reading the request: " + text.error().msg));
+    timeval tv{std::chrono::duration_cast<std::chrono::seconds>(kRequestDeadline).count(), 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);  // a reader that never reads
+    std::string reply;
+    if (auto uid = peer_uid(fd.get()); !uid || *uid != kAllowedUid) {
+        log_line("refused a request from uid " + (uid ? std::to_string(*uid) : std::string("unknown")) + ": only root may ask");
+        reply = encode_reply(fail(code::io_failure, "dhcp daemon: permission denied: only root may send requests"));
+    } else {
+        auto text = read_request(fd.get(), kMaxConfigBytes, std::chrono::steady_clock::now() + kRequestDeadline);
+        reply = text ? d.handle(*text) : encode_reply(fail(code::io_failure, "dhcp daemon: reading the request: " + text.error().msg));
+    }
     (void)os::write_all(fd.get(), reply);
 }
 
@@ -349,6 +416,7 @@ int run_daemon(std::span<const std::string> args) {
     daemon.resume();
     log_line("listening on " + (own_socket ? socket_path : std::string("the socket systemd passed")));
     std::atomic<int> active{0};
+    bool refusing = false;
     for (;;) {
         pollfd p[2] = {{listener.get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
         if (::poll(p, 2, -1) < 0) {
@@ -360,11 +428,22 @@ int run_daemon(std::span<const std::string> args) {
         if (!p[0].revents) continue;
         os::UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
         if (!conn) continue;
+        if (active >= kMaxConnections) {
+            if (!refusing) log_line("refusing connections: " + std::to_string(kMaxConnections) + " are being served");
+            refusing = true;
+            continue;  // closed: the client sees the connection end and may retry
+        }
+        refusing = false;
         ++active;
-        std::thread([&daemon, &active, c = std::move(conn)]() mutable {
-            serve_connection(daemon, std::move(c));
+        try {
+            std::thread([&daemon, &active, c = std::move(conn)]() mutable {
+                serve_connection(daemon, std::move(c));
+                --active;
+            }).detach();
+        } catch (const std::system_error& e) {  // no thread to be had: refuse this one, keep renewing
             --active;
-        }).detach();
+            log_line(std::string("refused a connection: cannot start a thread: ") + e.what());
+        }
     }
     log_line("shutting down; leases stay on record for the next start");
     listener.reset();

@@ -157,10 +157,13 @@ Result<std::vector<StaticRoute>> parse_static_routes(const Bytes& d) {
 
 LeaseTimes lease_times(const Message& ack) {
     LeaseTimes t;
-    t.lease = ack.u32_option(opt::lease_time).value_or(60 * 60);
+    std::uint32_t lease = ack.u32_option(opt::lease_time).value_or(60 * 60);
+    t.lease = std::max(lease, kMinLeaseSeconds);
     t.t1 = ack.u32_option(opt::renewal_time).value_or(t.lease / 2);
     t.t2 = ack.u32_option(opt::rebinding_time).value_or(std::uint32_t(t.lease * 0.85));
+    t.degenerate = lease < kMinLeaseSeconds || t.t1 < kMinRenewSeconds;
     if (t.t1 > t.lease) t.t1 = t.lease / 2;  // nonsense from the server: keep the order T1 <= T2 <= T
+    t.t1 = std::max(t.t1, kMinRenewSeconds);
     if (t.t2 > t.lease || t.t2 < t.t1) t.t2 = std::max(t.t1, std::uint32_t(t.lease * 0.85));
     return t;
 }

@@ -93,8 +93,13 @@ Result<std::vector<StaticRoute>> parse_classless_routes(const Bytes& data);
 // RFC 2132 option 33: {destination, router} pairs, the destination's mask from its class.
 Result<std::vector<StaticRoute>> parse_static_routes(const Bytes& data);
 
+// A lease's times with floors under them: a server answering a lease time of 0 (so T1 = 0) would
+// otherwise make the daemon renew in a tight loop. `degenerate` says the server's own times
+// were below the floors; the daemon then backs off between renewals.
+inline constexpr std::uint32_t kMinLeaseSeconds = 10, kMinRenewSeconds = 2;
 struct LeaseTimes {
     std::uint32_t lease = 0, t1 = 0, t2 = 0;  // seconds
+    bool degenerate = false;
 };
 LeaseTimes lease_times(const Message& ack);
 
