@@ -55,7 +55,8 @@ int run_cni(const Applet& a, std::span<const std::string> environ, int stdin_fd,
     Context ctx{*req, [err](std::string_view line) {
                     std::fwrite(line.data(), 1, line.size(), err);
                     std::fputc('\n', err);
-                }};
+                },
+                nullptr};
     // Errors are values; an exception escaping a verb is a bug, answered as a CNI error rather
     // than an abort the runtime would retry forever.
     Result<Outcome> outcome = fail("internal error");

@@ -125,8 +125,9 @@ std::string ifb_name(const NetConf& net, const std::string& container_id) {
 }
 
 // The host side of CNI_IFNAME's veth, which prevResult must list outside any sandbox.
-Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, const Request& r) {
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, const Context& ctx) {
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto ctr, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto inside, nl::require_link(ctr, r.ifname));
     if (inside.kind != "veth" || !inside.peer_index) return fail("bandwidth: " + r.ifname + " is not a veth: nothing to shape on the host");
@@ -153,7 +154,7 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
     if (!*prev) return fail("must be called as chained plugin");
     CniResult result = std::move(**prev);
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto veth, host_veth(host, result, r));
+    CNI_TRY_ASSIGN(auto veth, host_veth(host, result, ctx));
 
     Rollback undo;
     undo.push([&] { (void)nl::clear_qdiscs(host, veth.index); });
@@ -190,7 +191,7 @@ Status bandwidth_check(const Context& ctx) {
     const Limits& l = c.limits;
     if (!l.ingress_rate && !l.egress_rate) return {};
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto veth, host_veth(host, prev, r));
+    CNI_TRY_ASSIGN(auto veth, host_veth(host, prev, ctx));
     auto expect = [&](int ifindex, const std::string& name, std::uint64_t rate, std::uint64_t burst) -> Status {
         if (!c.subnets.empty()) {
             CNI_TRY_ASSIGN(auto htb, nl::root_htb_split(host, ifindex));

@@ -230,7 +230,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     CNI_TRY(check_for_add(c));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
@@ -335,7 +335,7 @@ Status bridge_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     const Request& r = ctx.req;
     if (!r.netns.empty()) {
-        CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+        CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
         if (ns) {
             CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
             CNI_TRY(nl::delete_link(container, r.ifname));
@@ -363,7 +363,7 @@ Status bridge_check(const Context& ctx) {
     if (br_prev && !br_prev->mac.empty() && br_prev->mac != br->mac)
         return fail("Bridge " + c.bridge + " Mac " + br_prev->mac + " doesn't match " + br->mac);
     if (c.promisc != ((br->flags & IFF_PROMISC) != 0)) return fail("Bridge " + c.bridge + " promisc mode is not as configured");
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
     CNI_TRY_ASSIGN(auto peer, nl::find_link(host, link.peer_index));

@@ -23,7 +23,7 @@ Result<NetConf> parse_dummy_conf(const Request& req) {
 Result<CniResult> dummy_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     Rollback undo;
     if (auto st = nl::add_dummy(container, nl::NewLink{r.ifname, 0, "", 0, -1}); !st)
@@ -54,7 +54,7 @@ Status dummy_check(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "dummy"));
     if (!link.up()) return fail("dummy: interface " + r.ifname + " is down");

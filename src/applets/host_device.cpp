@@ -14,6 +14,7 @@
 #include <algorithm>
 
 #include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
 #include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
@@ -76,6 +77,12 @@ Result<HostDeviceConf> parse_host_device_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", w,
                                                    R"(struct { DeviceID string "json:\"deviceID,omitempty\"" })"));
     if (rc.object) CNI_TRY(json::field(*rc.object, "deviceID", device_id, rc.inner));
+    // Both name an entry of a sysfs bus directory: a path ("../../..") would look elsewhere.
+    for (auto [key, value] : {std::pair{"runtime config DeviceID", &device_id}, std::pair{"pciBusID", &c.pci_bus_id}})
+        if (!value->empty() && (value->find('/') != std::string::npos || *value == "." || *value == ".."))
+            return fail(code::invalid_config, std::string(key) + " " + go_quote(*value) + " is not a device name");
+    if (c.kernelpath.find("/../") != std::string::npos || c.kernelpath.ends_with("/.."))
+        return fail(code::invalid_config, "kernel device path " + go_quote(c.kernelpath) + " must not contain \"..\"");
     if (!device_id.empty()) {
         if (exists(kSysBusPci + device_id)) c.pci_bus_id = device_id;
         else if (exists(kSysBusAux + device_id)) c.aux_device = device_id;
@@ -163,7 +170,7 @@ Status move_renamed(const nl::Socket& from, const nl::LinkInfo& link, const std:
 Result<CniResult> host_device_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_host_device_conf(ctx.req));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CniResult result;
     Interface entry;
     entry.name = r.ifname;
@@ -207,7 +214,7 @@ Status host_device_del(const Context& ctx) {
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
     if (r.netns.empty() || c.dpdk) return {};
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
     if (!ns) return {};
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
     CNI_TRY_ASSIGN(auto link, nl::find_link(container, r.ifname));
@@ -223,7 +230,7 @@ Status host_device_check(const Context& ctx) {
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "Required prevResult missing"));
     if (c.dpdk) return {};
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
     CNI_TRY(iface::check_container_link(container, prev, r.ifname, r.netns, link.kind));

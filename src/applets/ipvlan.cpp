@@ -69,7 +69,7 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
     bool have_prev_ips = c.prev && !c.prev->ips.empty();
     if (c.net.ipam_type.empty() && !have_prev_ips)
         return fail("ipvlan: neither an \"ipam\" type nor IPs in prevResult to configure");
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
@@ -115,7 +115,7 @@ Status ipvlan_check(const Context& ctx) {
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     if (!c.prev) return fail("required prevResult missing");
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *c.prev, r.ifname, r.netns, "ipvlan"));
     if (link.ipvlan_mode != mode)

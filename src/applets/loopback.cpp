@@ -32,7 +32,7 @@ Result<nl::LinkInfo> find_lo(const nl::Socket& s) { return nl::require_link(s, k
 
 Result<CniResult> loopback_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto conf, parse_loopback_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(ctx.req.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto lo, find_lo(sock));
     CNI_TRY(nl::set_link_up(sock, lo, true));
@@ -60,7 +60,7 @@ Result<CniResult> loopback_add(const Context& ctx) {
 
 Status loopback_del(const Context& ctx) {
     if (ctx.req.netns.empty()) return {};
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(ctx.req.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
     if (!ns) return {};
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(*ns));
     CNI_TRY_ASSIGN(auto lo, find_lo(sock));
@@ -68,7 +68,7 @@ Status loopback_del(const Context& ctx) {
 }
 
 Status loopback_check(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(ctx.req.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto lo, find_lo(sock));
     if (!lo.up()) return fail("loopback interface is down");

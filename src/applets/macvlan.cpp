@@ -62,7 +62,7 @@ Result<std::uint32_t> known_mode(const MacvlanConf& c) {
 Result<CniResult> macvlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
     CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::args));  // ADD's alone, as the reference's
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
@@ -111,7 +111,7 @@ Status macvlan_check(const Context& ctx) {
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));

@@ -81,7 +81,7 @@ Result<CniResult> ptp_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
     CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));  // ADD's alone: DEL tries every backend
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
@@ -127,7 +127,7 @@ Status ptp_del(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
     if (!r.netns.empty()) {
-        CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+        CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
         if (ns) {
             CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
             CNI_TRY(nl::delete_link(container, r.ifname));
@@ -142,7 +142,7 @@ Status ptp_check(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "ptp: Required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));

@@ -183,7 +183,7 @@ Result<CniResult> sbr_add(const Context& ctx) {
     if (c.table && !kernel_u32(*c.table))
         return fail("invalid table " + std::to_string(*c.table) + ": a routing table id lies in [0, 4294967295]");
 
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_existing(r.netns));
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
     Rollback undo;
@@ -203,7 +203,7 @@ Status sbr_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
     if (r.netns.empty()) return {};  // nothing can be left in a namespace that is gone
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
     if (!ns) return {};
     auto lock = os::FileLock::acquire_existing(r.netns);
     if (!lock) return ::access(r.netns.c_str(), F_OK) != 0 ? Status{} : Status(std::unexpected(lock.error()));  // gone meanwhile
@@ -243,7 +243,7 @@ Status sbr_check(const Context& ctx) {
     if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
     if (!*prev) return fail("This plugin must be called as chained plugin");
     CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
     for (auto& ip : ips) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, ip.address.ip.is_v4() ? AF_INET : AF_INET6));

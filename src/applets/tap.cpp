@@ -57,7 +57,7 @@ Result<CniResult> tap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
     CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));  // ADD's alone, as the reference's
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     Rollback undo;
     std::string tmp = nl::random_veth_name();
@@ -114,7 +114,7 @@ Status tap_check(const Context& ctx) {
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "tun"));
     CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));

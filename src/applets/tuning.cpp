@@ -251,7 +251,7 @@ Result<CniResult> tuning_add(const Context& ctx) {
         files[path] = value;
     }
 
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));  // /proc/sys/net is the namespace's
     std::optional<nl::LinkInfo> link;
@@ -312,7 +312,7 @@ Status tuning_del(const Context& ctx) {
     if (!*text) return {};
     auto backup = decode_backup(**text);
     if (!backup) ctx.warn("tuning: " + backup_path(c, r) + ": " + backup.error().msg);
-    auto ns = r.netns.empty() ? Result<std::optional<os::Netns>>(std::nullopt) : os::Netns::open_if_exists(r.netns);
+    auto ns = r.netns.empty() ? Result<std::optional<os::Netns>>(std::nullopt) : container_netns_if_exists(ctx);
     if (backup && ns && *ns) {
         auto sock = nl::Socket::open_in(**ns);
         auto guard = os::NetnsGuard::enter(**ns);
@@ -328,7 +328,7 @@ Status tuning_check(const Context& ctx) {
     CNI_TRY(check_values(c));
     const Request& r = ctx.req;
     CNI_TRY(require_prev_result(c.net, "Required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
     for (auto& [key, value] : c.sysctl) {

@@ -49,7 +49,7 @@ Result<VlanConf> parse_vlan_conf(const Request& req) {
 Result<CniResult> vlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));
@@ -89,7 +89,7 @@ Status vlan_check(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));

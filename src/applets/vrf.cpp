@@ -111,7 +111,7 @@ Result<CniResult> vrf_add(const Context& ctx) {
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail(prev.error().msg);
     if (!*prev) return fail("missing prevResult from earlier plugin");
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
     auto wrap = [](const Error& e) { return fail("cmdAdd failed: " + e.msg); };
 
@@ -157,7 +157,7 @@ Status vrf_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vrf_conf(ctx.req));
     const Request& r = ctx.req;
     if (r.netns.empty()) return {};
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open_if_exists(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
     if (!ns) return {};
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(*ns));
     CNI_TRY_ASSIGN(auto vrf, find_vrf(s, c.vrf_name));
@@ -176,7 +176,7 @@ Status vrf_check(const Context& ctx) {
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail(prev.error().msg);
     if (!*prev) return fail("missing prevResult from earlier plugin");
-    CNI_TRY_ASSIGN(auto ns, os::Netns::open(r.netns));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto vrf, find_vrf(s, c.vrf_name));
     if (!vrf) return fail("failed to find VRF " + c.vrf_name);

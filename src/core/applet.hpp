@@ -9,6 +9,8 @@
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -16,6 +18,7 @@
 #include "core/cni/cni_result.hpp"
 #include "core/cni/request.hpp"
 #include "core/cni/version.hpp"
+#include "core/os/netns.hpp"
 
 namespace cni {
 
@@ -24,7 +27,17 @@ enum class AppletKind { main, ipam, meta };
 struct Context {
     const Request& req;
     std::function<void(std::string_view)> warn;  // a diagnostic line for stderr
+    // CNI_NETNS, opened once by run_verb before the verb runs (its own-namespace check used
+    // this same handle), so a path recycled meanwhile cannot switch the namespace under the
+    // call; null when there is none or it could not be opened (then opening by path gives the
+    // error).
+    std::shared_ptr<const os::Netns> netns;
 };
+
+// CNI_NETNS for a verb: a new handle on the namespace run_verb opened, else opened by path.
+Result<os::Netns> container_netns(const Context& ctx);
+// The same, with nothing when the path does not exist (DEL must succeed then).
+Result<std::optional<os::Netns>> container_netns_if_exists(const Context& ctx);
 
 using AddVerb = Result<CniResult> (*)(const Context&);
 using Verb = Status (*)(const Context&);

@@ -38,14 +38,35 @@ bool override_set(const std::string& s) {
     return u == "1" || u == "TRUE";
 }
 
-Status check_netns_not_own(const Request& r) {
-    if (override_set(r.netns_override) || r.netns.empty()) return {};
-    if (os::is_own_netns(r.netns))
+// The verb's Context with CNI_NETNS opened (once for the whole call: an in-process delegate
+// keeps its caller's handle), after Go skel's sanity check on that handle: it must not be the
+// namespace this process runs in, unless CNI_NETNS_OVERRIDE says so. A path that cannot be
+// opened is left to the verb, which reports it (or, on DEL, may not need it).
+Result<Context> with_netns(const Context& ctx) {
+    Context inner = ctx;
+    const Request& r = ctx.req;
+    if (!inner.netns && !r.netns.empty())
+        if (auto ns = os::Netns::open_if_exists(r.netns); ns && *ns) inner.netns = std::make_shared<const os::Netns>(std::move(**ns));
+    if (!inner.netns || override_set(r.netns_override) || ctx.netns) return inner;
+    if (auto own = os::Netns::current(); own && own->same_as(*inner.netns))
         return fail(code::invalid_netns, "plugin's netns and netns from CNI_NETNS should not be the same");
-    return {};
+    return inner;
 }
 
 }  // namespace
+
+Result<os::Netns> container_netns(const Context& ctx) {
+    if (ctx.netns) return ctx.netns->dup();
+    return os::Netns::open(ctx.req.netns);
+}
+
+Result<std::optional<os::Netns>> container_netns_if_exists(const Context& ctx) {
+    if (ctx.netns) {
+        CNI_TRY_ASSIGN(auto ns, ctx.netns->dup());
+        return std::optional<os::Netns>(std::move(ns));
+    }
+    return os::Netns::open_if_exists(ctx.req.netns);
+}
 
 Result<std::string> config_version(std::string_view config) {
     auto doc = json::parse(config);
@@ -67,20 +88,21 @@ Result<Outcome> run_verb(const Applet& a, const Context& ctx) {
     switch (r.command) {
     case Command::add: {
         CNI_TRY(require_exact(a, v));
-        CNI_TRY(check_netns_not_own(r));
+        CNI_TRY_ASSIGN(auto inner, with_netns(ctx));
         if (!a.add) return fail("ADD is not implemented by " + std::string(a.name));
-        CNI_TRY_ASSIGN(out.result, a.add(ctx));
+        CNI_TRY_ASSIGN(out.result, a.add(inner));
         return out;
     }
     case Command::del: {
         CNI_TRY(require_exact(a, v));
-        CNI_TRY(check_netns_not_own(r));
-        if (a.del) CNI_TRY(a.del(ctx));
+        CNI_TRY_ASSIGN(auto inner, with_netns(ctx));
+        if (a.del) CNI_TRY(a.del(inner));
         return out;
     }
     case Command::check: {
         CNI_TRY(require_at_least(a, v, "0.4.0", "CHECK"));
-        if (a.check) CNI_TRY(a.check(ctx));
+        CNI_TRY_ASSIGN(auto inner, with_netns(ctx));
+        if (a.check) CNI_TRY(a.check(inner));
         return out;
     }
     case Command::status: {

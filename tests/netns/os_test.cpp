@@ -5,6 +5,7 @@
 // inside the test's namespace.
 #include <catch2/catch.hpp>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -15,11 +16,13 @@
 #include <fstream>
 #include <random>
 
+#include "core/applet.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/file_lock.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
+#include "core/run.hpp"
 #include "test_ns.hpp"
 
 using namespace cni;
@@ -71,10 +74,13 @@ TEST_CASE("netns validation: missing paths, files and other namespace types") {
     auto mnt = os::Netns::open("/proc/self/ns/mnt");
     REQUIRE_FALSE(mnt);
     CHECK(mnt.error().msg.find("not a network namespace") != std::string::npos);
-    CHECK(os::is_own_netns("/proc/self/ns/net"));
     TestNs t("cnit-os");
-    CHECK_FALSE(os::is_own_netns(t.path));
-    CHECK_FALSE(os::is_own_netns("/nonexistent"));
+    auto opened = os::Netns::open(t.path);
+    REQUIRE(opened);
+    auto copy = opened->dup();
+    REQUIRE(copy);
+    CHECK(copy->same_as(*opened));
+    CHECK_FALSE(copy->same_as(*os::Netns::current()));
 }
 
 TEST_CASE("netlink: a socket opened in a namespace works on that namespace") {
@@ -129,4 +135,50 @@ TEST_CASE("the file lock excludes another process until it lets go") {
     ::close(sync[0]);
     ::close(sync[1]);
     std::filesystem::remove_all(dir);
+}
+
+namespace {
+std::string recycled_path, other_ns_path;  // for the verb below: verbs are plain functions
+
+// Recycles CNI_NETNS's path to another namespace, then reports whether the verb's handle is
+// still the namespace the path named when the call began.
+Result<CniResult> recycle_then_look(const Context& ctx) {
+    REQUIRE(::umount2(recycled_path.c_str(), MNT_DETACH) == 0);
+    REQUIRE(::mount(other_ns_path.c_str(), recycled_path.c_str(), nullptr, MS_BIND, nullptr) == 0);
+    auto ns = container_netns(ctx);
+    REQUIRE(ns);
+    auto now_at_path = os::Netns::open(recycled_path);
+    REQUIRE(now_at_path);
+    CHECK_FALSE(ns->same_as(*now_at_path));
+    return CniResult{};
+}
+}  // namespace
+
+TEST_CASE("run_verb opens CNI_NETNS once: a path recycled during the call still means the first namespace") {
+    TestNs first("cnit-first"), second("cnit-second");
+    recycled_path = "/run/netns/cnit-recycled-" + std::to_string(::getpid());
+    other_ns_path = second.path;
+    { std::ofstream(recycled_path).flush(); }
+    REQUIRE(::mount(first.path.c_str(), recycled_path.c_str(), nullptr, MS_BIND, nullptr) == 0);
+    const Applet fake{.name = "fake", .kind = AppletKind::main, .summary = "", .help = "", .versions = kAllVersions,
+                      .add = recycle_then_look, .check = [](const Context&) -> Status { return {}; }};
+    auto env = [](std::string cmd, std::string netns) {
+        return std::vector<std::string>{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=c1", "CNI_NETNS=" + netns, "CNI_IFNAME=eth0",
+                                        "CNI_PATH=/nonexistent"};
+    };
+    const std::string conf = R"({"cniVersion":"1.0.0","name":"n","type":"fake"})";
+    auto stdin_text = [&](std::size_t) { return Result<std::string>(conf); };
+    auto add = read_request(env("ADD", recycled_path), stdin_text);
+    REQUIRE(add);
+    REQUIRE(run_verb(fake, Context{*add, [](std::string_view) {}, nullptr}));
+    ::umount2(recycled_path.c_str(), MNT_DETACH);
+    ::unlink(recycled_path.c_str());
+
+    // CHECK makes the same sanity check as ADD and DEL (it used to skip it).
+    auto check = read_request(env("CHECK", "/proc/self/ns/net"), stdin_text);
+    REQUIRE(check);
+    auto own = run_verb(fake, Context{*check, [](std::string_view) {}, nullptr});
+    REQUIRE_FALSE(own);
+    CHECK(own.error().code == code::invalid_netns);
+    CHECK(own.error().msg == "plugin's netns and netns from CNI_NETNS should not be the same");
 }

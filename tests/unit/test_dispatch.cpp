@@ -243,6 +243,17 @@ TEST_CASE("static returns its addresses, applies CNI_ARGS, and args/runtimeConfi
     CHECK(run("static", env_for("CHECK"), base).out.find("Required prevResult missing") != std::string::npos);
 }
 
+TEST_CASE("host-device refuses a deviceID, pciBusID or kernelpath that climbs out of sysfs") {
+    for (std::string extra : {R"("device":"x","runtimeConfig":{"deviceID":"../../../../tmp"})", R"("pciBusID":"..")",
+                              R"("kernelpath":"/sys/devices/../../etc")"}) {
+        INFO(extra);
+        auto r = run("host-device", env_for("DEL"), R"({"cniVersion":"1.0.0","name":"n","type":"host-device",)" + extra + "}");
+        CHECK(r.rc == 1);
+        CHECK(r.out.find("\"code\": 7") != std::string::npos);
+        CHECK((r.out.find("is not a device name") != std::string::npos || r.out.find("must not contain") != std::string::npos));
+    }
+}
+
 TEST_CASE("find_in_path follows the reference, refusing names with a slash") {
     TempDir d;
     d.write("bin/plug", "#!/bin/sh\n");
@@ -251,6 +262,10 @@ TEST_CASE("find_in_path follows the reference, refusing names with a slash") {
     CHECK(cni::ipam::find_in_path("sub", d / "dir").error().msg == "failed to find plugin \"sub\" in path [" + d / "dir" + "]");
     CHECK(cni::ipam::find_in_path("../../sbin/reboot", d / "bin").error().msg == "invalid plugin name: ../../sbin/reboot");
     CHECK(cni::ipam::find_in_path("", d / "bin").error().msg == "no plugin name provided");
+    // Empty and relative entries are skipped: they would find the working directory's files.
+    std::filesystem::current_path(d / "bin");
+    CHECK(cni::ipam::find_in_path("plug", ":.:bin").error().msg == "failed to find plugin \"plug\" in path [ . bin]");
+    std::filesystem::current_path("/");
 }
 
 TEST_CASE("IPAM delegation runs our applet in-process and another binary by exec") {
@@ -268,7 +283,7 @@ TEST_CASE("IPAM delegation runs our applet in-process and another binary by exec
     req.config = conf;
     req.environ = req_env;
     std::vector<std::string> warnings;
-    cni::Context ctx{req, [&](std::string_view w) { warnings.emplace_back(w); }};
+    cni::Context ctx{req, [&](std::string_view w) { warnings.emplace_back(w); }, nullptr};
     auto pid_before = ::getpid();
     auto r = cni::ipam::delegate_add(ctx, "host-local", conf);
     REQUIRE(r);

@@ -33,6 +33,14 @@ TEST_CASE("run_program: argv, environment, stdin, both outputs and the exit stat
     CHECK(res->status_text() == "exit status 3");
 }
 
+TEST_CASE("run_program: a program printing without end is stopped at the output limit") {
+    TempDir dir;
+    write_program(dir, "flood", "exec cat /dev/zero");
+    auto res = os::run_program({dir / "flood", {}, {}, {}, {}});
+    REQUIRE_FALSE(res);
+    CHECK(res.error().msg == dir / "flood" + " wrote more than 16 MiB; it was stopped");
+}
+
 TEST_CASE("run_program: a program that cannot be run is an error naming it") {
     TempDir dir;
     write_program(dir, "not-executable", "exit 0", 0644);

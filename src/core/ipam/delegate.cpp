@@ -18,7 +18,7 @@ Result<std::optional<CniResult>> run_in_process(const Applet& a, const Context& 
     Request derived = ctx.req.with_command(cmd);
     auto req = read_request(derived.environ, [&](std::size_t) { return Result<std::string>(std::string(config)); });
     if (!req) return std::unexpected(req.error().error);
-    Context inner{*req, ctx.warn};
+    Context inner{*req, ctx.warn, req->netns == ctx.req.netns ? ctx.netns : nullptr};
     CNI_TRY_ASSIGN(auto outcome, run_verb(a, inner));
     if (!outcome.result) return std::optional<CniResult>{};
     // What the caller would have parsed from the delegate's stdout.
@@ -75,7 +75,8 @@ Result<std::string> find_in_path(std::string_view plugin, std::string_view cni_p
     std::vector<std::string> dirs;
     for (auto d : split(cni_path, ':')) dirs.emplace_back(d);
     for (auto& d : dirs) {
-        std::string full = d.empty() ? std::string(plugin) : (d.back() == '/' ? d : d + "/") + std::string(plugin);
+        if (!d.starts_with('/')) continue;  // an empty or relative entry would find the working directory's files
+        std::string full = (d.back() == '/' ? d : d + "/") + std::string(plugin);
         struct stat st{};
         if (::stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return full;
     }

@@ -92,6 +92,7 @@ Result<ExecOutput> attempt(const Program& p, ChildFailure& failure) {
     report.w.reset();
 
     ExecOutput res;
+    bool too_much = false;
     std::size_t written = 0;
     std::string_view input = p.input;
     if (input.empty()) in.w.reset();
@@ -115,11 +116,20 @@ Result<ExecOutput> attempt(const Program& p, ChildFailure& failure) {
             if (w > 0) written += std::size_t(w);
             if (w < 0 || written == input.size()) in.w.reset();
         }
-        auto drain = [](UniqueFd& fd, std::string& sink) {
+        auto drain = [&](UniqueFd& fd, std::string& sink) {
             char buf[65536];
             ssize_t r = ::read(fd.get(), buf, sizeof buf);
-            if (r > 0) sink.append(buf, std::size_t(r));
-            else if (r == 0 || errno != EINTR) fd.reset();
+            if (r > 0 && sink.size() + std::size_t(r) > kMaxOutputBytes) {
+                too_much = true;
+                ::kill(pid, SIGKILL);
+                out.r.reset();
+                err.r.reset();
+                in.w.reset();
+            } else if (r > 0) {
+                sink.append(buf, std::size_t(r));
+            } else if (r == 0 || errno != EINTR) {
+                fd.reset();
+            }
         };
         if (idx_out >= 0 && fds[idx_out].revents) drain(out.r, res.out);
         if (idx_err >= 0 && fds[idx_err].revents) drain(err.r, res.err);
@@ -130,6 +140,7 @@ Result<ExecOutput> attempt(const Program& p, ChildFailure& failure) {
         if (errno != EINTR) return sys_fail("wait", p.path);
     ChildFailure f;
     failure = ::read(report.r.get(), &f, sizeof f) == sizeof f ? f : ChildFailure{};
+    if (too_much) return fail(p.path + " wrote more than " + std::to_string(kMaxOutputBytes >> 20) + " MiB; it was stopped");
     return res;
 }
 

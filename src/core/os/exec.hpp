@@ -15,6 +15,10 @@
 
 namespace cni::os {
 
+// What a program may print: more on stdout or stderr is an error (the program is killed), as
+// more than this on our own stdin is.
+inline constexpr std::size_t kMaxOutputBytes = 16u << 20;
+
 struct ExecOutput {
     int status = 0;        // raw wait status
     std::string out, err;

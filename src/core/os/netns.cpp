@@ -45,6 +45,12 @@ Result<Netns> Netns::open(const std::string& path) {
     return std::move(*ns);
 }
 
+Result<Netns> Netns::dup() const {
+    UniqueFd fd(::fcntl(fd_.get(), F_DUPFD_CLOEXEC, 0));
+    if (!fd) return fail(code::invalid_netns, "failed to duplicate the handle of netns \"" + path_ + "\": " + errno_text(errno));
+    return Netns(std::move(fd), path_);
+}
+
 Result<Netns> Netns::current() { return open("/proc/thread-self/ns/net"); }
 
 Result<Netns> Netns::create_anonymous() {
@@ -80,13 +86,6 @@ NetnsGuard::~NetnsGuard() {
         std::fputs("cni-all: fatal: cannot return to the original network namespace\n", stderr);
         std::abort();
     }
-}
-
-bool is_own_netns(const std::string& path) {
-    auto own = Netns::current();
-    auto other = Netns::open_if_exists(path);
-    if (!own || !other || !*other) return false;
-    return own->same_as(**other);
 }
 
 }  // namespace cni::os

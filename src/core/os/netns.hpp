@@ -25,6 +25,7 @@ public:
     static Result<Netns> create_anonymous();
 
     int fd() const { return fd_.get(); }
+    Result<Netns> dup() const;  // another handle on the same namespace
     const std::string& path() const { return path_; }
     bool same_as(const Netns& other) const;
 
@@ -47,9 +48,5 @@ private:
     explicit NetnsGuard(UniqueFd saved) : saved_(std::move(saved)) {}
     UniqueFd saved_;
 };
-
-// Go skel's netns sanity check: is `path` the namespace this process runs in? An unopenable
-// path is "no".
-bool is_own_netns(const std::string& path);
 
 }  // namespace cni::os
