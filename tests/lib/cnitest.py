@@ -296,6 +296,15 @@ def install_dir(cni_all):
     return d
 
 
+def legacy_iptables_path():
+    """A fresh folder for the front of PATH under which `iptables` (and ip6tables, -save,
+    -restore) is iptables-legacy: a node of that kind, for our plugins and Go's alike."""
+    d = tempfile.mkdtemp(prefix="cni-legacy-path.")
+    for name in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
+        os.symlink(f"/usr/sbin/{name.replace('tables', 'tables-legacy', 1)}", os.path.join(d, name))
+    return d
+
+
 def reference_dir():
     d = "/usr/lib/cni"
     return d if os.path.exists(os.path.join(d, "host-local")) else None

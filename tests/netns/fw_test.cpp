@@ -43,25 +43,6 @@ std::string tool(fw::Variant variant, bool v6) {
 
 const char* name_of(fw::Variant v) { return v == fw::Variant::nft ? "nft" : "legacy"; }
 
-// While it lives, PATH starts with a directory holding only an `iptables` and `ip6tables` of the
-// variant, which makes it the node's variant for this process.
-struct VariantPath {
-    std::string dir, saved;
-    explicit VariantPath(fw::Variant v) : dir("/tmp/cnit-path-" + std::to_string(::getpid())), saved(std::getenv("PATH")) {
-        const std::string path = dir + ":" + saved;
-        std::filesystem::create_directories(dir);
-        for (bool v6 : {false, true}) {
-            std::string link = dir + (v6 ? "/ip6tables" : "/iptables");
-            std::filesystem::remove(link);
-            std::filesystem::create_symlink("/usr/sbin/" + tool(v, v6), link);
-        }
-        ::setenv("PATH", path.c_str(), 1);
-    }
-    ~VariantPath() {
-        ::setenv("PATH", saved.c_str(), 1);
-        std::filesystem::remove_all(dir);
-    }
-};
 
 // The nat rules of the namespace as the variant's iptables-save prints them ("-A ..." and
 // user chain lines only).
@@ -88,6 +69,7 @@ TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 proce
     // The kernel makes every first user instantiate the table and the losers' lookups fail with
     // EEXIST (iptables_impl.hpp): before the retry, about one fresh namespace in 20 had a
     // failed open, or a "nat is unusable" that sent ipMasq to nftables.
+    VariantPath legacy(fw::Variant::legacy);  // a legacy node: the only one that makes legacy tables
     int failed = 0;
     for (int round = 0; round < 60; ++round) {
         TestNs ns("cnifu");

@@ -164,6 +164,7 @@ TEST_CASE("a dump of a table another writer commits to meanwhile is taken again,
 TEST_CASE("IptTable::transact reads the table again when another writer commits in between, in both variants") {
     for (fw::Variant v : fw::kVariants) {
         INFO(tool(v));
+        VariantPath node(v);  // a legacy table is made only on a legacy node
         TestNs ns("cnit-gen");
         const std::string save = "ip netns exec " + ns.name + " " + tool(v) + "-save -t nat";
         inside(ns, [&] {

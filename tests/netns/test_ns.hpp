@@ -2,7 +2,8 @@
 // A named network namespace under /run/netns for one root test, removed when the test ends
 // (even when it fails); run() gives a shell command's output, inside() runs a function with
 // the calling thread in a namespace,
-// at_once() runs work in 8 processes in a namespace at the same moment.
+// at_once() runs work in 8 processes in a namespace at the same moment, and VariantPath makes
+// the node an iptables-legacy or an iptables-nft one for this process.
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -14,12 +15,14 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/fw/iptables.hpp"
 #include "core/os/netns.hpp"
 
 struct TestNs {
@@ -85,3 +88,24 @@ inline int at_once(const TestNs& ns, const std::function<bool(int)>& work) {
     }
     return failed;
 }
+
+// While it lives, PATH starts with a directory holding only an `iptables` and `ip6tables` of the
+// variant, which makes it the node's variant for this process.
+struct VariantPath {
+    std::string dir, saved;
+    explicit VariantPath(cni::fw::Variant v) : dir("/tmp/cnit-path-" + std::to_string(::getpid())), saved(std::getenv("PATH")) {
+        const std::string path = dir + ":" + saved;
+        std::filesystem::create_directories(dir);
+        for (bool v6 : {false, true}) {
+            std::string link = dir + (v6 ? "/ip6tables" : "/iptables");
+            std::filesystem::remove(link);
+            std::filesystem::create_symlink(std::string("/usr/sbin/") + (v6 ? "ip6tables" : "iptables") +
+                                                (v == cni::fw::Variant::nft ? "-nft" : "-legacy"), link);
+        }
+        ::setenv("PATH", path.c_str(), 1);
+    }
+    ~VariantPath() {
+        ::setenv("PATH", saved.c_str(), 1);
+        std::filesystem::remove_all(dir);
+    }
+};

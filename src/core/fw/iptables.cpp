@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/os/fs.hpp"
 #include "core/os/unique_fd.hpp"
+#include "core/strings.hpp"
 
 namespace cni::fw {
 
@@ -21,11 +23,25 @@ IptTable::~IptTable() = default;
 
 Result<IptTable> IptTable::open(Family family, const std::string& table) { return open(family, table, node_variant()); }
 
+bool legacy_table_present(Family family, const std::string& table) {
+    auto names = os::read_file(family == Family::v4 ? "/proc/thread-self/net/ip_tables_names" : "/proc/thread-self/net/ip6_tables_names");
+    if (!names) return false;
+    for (auto line : split(*names, '\n'))
+        if (line == table) return true;
+    return false;
+}
+
 Result<IptTable> IptTable::open(Family family, const std::string& table, Variant variant) {
     if (variant == Variant::nft) {
         CNI_TRY_ASSIGN(auto impl, detail::open_xtables_nft(family, table));
         return IptTable(std::move(impl), family, table, variant);
     }
+    // Opening a legacy table makes the kernel instantiate it (and load x_tables): on a node
+    // whose iptables is iptables-nft, every `iptables` would then warn of legacy tables. Where
+    // the table does not exist yet it holds nothing of ours, so it is not opened at all.
+    if (node_variant() != Variant::legacy && !legacy_table_present(family, table))
+        return fail(std::string("the legacy ") + (family == Family::v4 ? "iptables " : "ip6tables ") + table +
+                    " table is not in use here");
     CNI_TRY_ASSIGN(auto impl, family == Family::v4 ? detail::open_v4(table) : detail::open_v6(table));
     return IptTable(std::move(impl), family, table, variant);
 }

@@ -44,6 +44,12 @@ Variant node_variant();
 // backends: nf_tables for the nft variant, the legacy nat table for the legacy one.
 bool iptables_usable();
 
+// Whether the legacy x_tables of this namespace already have `table`
+// (/proc/thread-self/net/ip{,6}_tables_names). On a node whose variant is nft, a legacy table
+// is opened only then (IptTable::open fails otherwise): that is the only case in which an older
+// cni-all or the node's past could have left rules there, and opening one would create it.
+bool legacy_table_present(Family family, const std::string& table);
+
 inline constexpr const char* kXtablesLock = "/run/xtables.lock";
 
 // Matches beyond -m comment, in the order they appear on an iptables command line.

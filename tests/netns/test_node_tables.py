@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests: cni-all leaves no table the node did not ask for. On a node whose `iptables` is
+iptables-nft (this machine's default), no legacy x_tables table may ever appear
+(/proc/net/ip_tables_names and ip6_tables_names stay empty: otherwise every `iptables` on the
+node warns of legacy tables); on a node whose `iptables` is iptables-legacy, no nf_tables table
+of iptables' families may appear. Every applet that touches a firewall - bridge and ptp ipMasq,
+portmap, firewall, bridge macspoofchk - goes through a failed ADD, ADD, CHECK, DEL and GC, and
+both kinds of table are read after each call, with tools that never create a legacy table
+themselves (the /proc files and `nft list tables`)."""
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import Plugin, check, eq, install_dir, legacy_iptables_path, netns, ns_path, run_all, sh, test  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+LEGACY = legacy_iptables_path()
+SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
+NODES = {"nft": SYSTEM_PATH, "legacy": f"{LEGACY}:{SYSTEM_PATH}"}  # what `iptables` is for the plugins
+
+
+def legacy_tables(ns):
+    out = {}
+    for family, name in (("ip", "ip_tables_names"), ("ip6", "ip6_tables_names")):
+        text = sh("ip", "netns", "exec", ns, "cat", f"/proc/net/{name}", check_rc=False).stdout
+        out[family] = sorted(text.split())
+    return out
+
+
+def nft_tables(ns):
+    """`nft list tables` as (family, name) pairs."""
+    text = sh("ip", "netns", "exec", ns, "nft", "list", "tables").stdout
+    return sorted(tuple(line.split()[1:3]) for line in text.splitlines() if line.startswith("table "))
+
+
+def iptables_families_in_nft(ns):
+    return [t for t in nft_tables(ns) if t[0] in ("ip", "ip6")]
+
+
+class Node:
+    """A throwaway host and container namespace, a node of one kind."""
+
+    def __init__(self, kind, host, ctr, data):
+        self.kind, self.host, self.ctr, self.data = kind, host, ctr, data
+
+    def run(self, plugin, command, conf, expect_ok=True, cid="nt-1"):
+        out = Plugin(os.path.join(BIN, plugin)).run(command, conf, host_ns=self.host, netns=ns_path(self.ctr),
+                                                   container_id=cid, extra_env={"PATH": NODES[self.kind]})
+        if expect_ok:
+            out.ok()
+        else:
+            check(out.rc != 0, f"{plugin} {command} was meant to fail: {out}")
+        self.assert_clean(f"after {plugin} {command}")
+        return out
+
+    def assert_clean(self, when):
+        if self.kind == "nft":
+            eq(legacy_tables(self.host), {"ip": [], "ip6": []}, f"{when}: a legacy table appeared on an iptables-nft node")
+        else:
+            eq(iptables_families_in_nft(self.host), [], f"{when}: an nf_tables table of iptables' families appeared on a legacy node")
+
+    def rules_present(self, *needles):
+        """Whether the node's variant holds a rule naming any of `needles` (an attachment's
+        container id or addresses)."""
+        tools = [f"ip{six}tables-{self.kind}-save" for six in ("", "6")]  # neither creates a table
+        text = "".join(sh("ip", "netns", "exec", self.host, tool, check_rc=False).stdout for tool in tools)
+        return any(n in text for n in needles)
+
+
+def bridge_conf(data, **extra):
+    c = {"cniVersion": "1.1.0", "name": "ntnet", "type": "bridge", "bridge": "cnint0", "isGateway": True,
+         "ipam": {"type": "host-local", "dataDir": data,
+                  "ranges": [[{"subnet": "10.93.0.0/24"}], [{"subnet": "fd93::/64"}]]}}
+    c.update(extra)
+    return c
+
+
+def ptp_conf(data):
+    return {"cniVersion": "1.1.0", "name": "ntnet", "type": "ptp", "ipMasq": True,
+            "ipam": {"type": "host-local", "dataDir": data, "ranges": [[{"subnet": "10.94.0.0/24"}], [{"subnet": "fd94::/64"}]]}}
+
+
+def meta_conf(plugin, prev, **extra):
+    c = {"cniVersion": "1.1.0", "name": "ntnet", "type": plugin, "prevResult": prev}
+    c.update(extra)
+    return c
+
+
+def gc_conf(conf):
+    c = {k: v for k, v in conf.items() if k != "prevResult"}
+    c["cni.dev/valid-attachments"] = []
+    return c
+
+
+def on_each_node(scenario):
+    for kind in NODES:
+        data = tempfile.mkdtemp()
+        try:
+            with netns("nth") as host, netns("ntc") as ctr:
+                node = Node(kind, host, ctr, data)
+                node.assert_clean("before anything")
+                scenario(node)
+        finally:
+            shutil.rmtree(data)
+
+
+def ips_of(res):
+    return [ip["address"].split("/")[0] for ip in res["ips"]]
+
+
+def main_plugin_lifecycle(node, plugin, conf, bad, collects):
+    node.run(plugin, "ADD", bad, expect_ok=False)
+    res = node.run(plugin, "ADD", conf).json()
+    check(node.rules_present('nt-1'), f"{node.kind}: {plugin} ADD wrote its rules where the node's iptables writes")
+    node.run(plugin, "CHECK", dict(conf, prevResult=res))
+    node.run(plugin, "DEL", conf)
+    check(not node.rules_present('nt-1'), f"{node.kind}: {plugin} DEL left rules")
+    node.run(plugin, "ADD", conf, cid="nt-2")
+    node.run(plugin, "GC", gc_conf(conf))
+    if collects:
+        check(not node.rules_present('nt-2'), f"{node.kind}: {plugin} GC left rules")
+    node.run(plugin, "DEL", conf, cid="nt-2")
+    check(not node.rules_present('nt-2'), f"{node.kind}: {plugin} DEL left rules")
+
+
+@test
+def bridge_ipmasq_leaves_only_the_nodes_tables():
+    """bridge ipMasq: failed ADD, ADD, CHECK, DEL, GC on an iptables-nft and a legacy node create no table of the other variant"""
+    def scenario(node):
+        conf = bridge_conf(node.data, ipMasq=True)
+        main_plugin_lifecycle(node, "bridge", conf, dict(conf, ipMasqBackend="ebtables"), collects=True)
+    on_each_node(scenario)
+
+
+@test
+def ptp_ipmasq_leaves_only_the_nodes_tables():
+    """ptp ipMasq: failed ADD, ADD, CHECK, DEL, GC on an iptables-nft and a legacy node create no table of the other variant"""
+    def scenario(node):
+        conf = ptp_conf(node.data)
+        main_plugin_lifecycle(node, "ptp", conf, dict(conf, ipMasqBackend="ebtables"), collects=False)
+    on_each_node(scenario)
+
+
+def meta_lifecycle(node, plugin, extra, bad_extra, collects):
+    conf = bridge_conf(node.data)
+    res = node.run("bridge", "ADD", conf).json()
+    mine = meta_conf(plugin, res, **extra)
+    ours = ['nt-1'] + [ip for ip in ips_of(res)]
+    node.run(plugin, "ADD", meta_conf(plugin, res, **bad_extra), expect_ok=False)
+    node.run(plugin, "ADD", mine)
+    check(node.rules_present(*ours), f"{node.kind}: {plugin} ADD wrote its rules where the node's iptables writes")
+    node.run(plugin, "CHECK", mine)
+    node.run(plugin, "DEL", mine)
+    check(not node.rules_present(*ours), f"{node.kind}: {plugin} DEL left rules")
+    node.run(plugin, "ADD", mine)
+    node.run(plugin, "GC", gc_conf(mine))
+    if collects:
+        check(not node.rules_present(*ours), f"{node.kind}: {plugin} GC left rules")
+    node.run(plugin, "DEL", mine)
+    check(not node.rules_present(*ours), f"{node.kind}: {plugin} DEL left rules")
+    node.run("bridge", "DEL", conf)
+
+
+@test
+def portmap_leaves_only_the_nodes_tables():
+    """portmap: failed ADD, ADD, CHECK, DEL, GC on an iptables-nft and a legacy node create no table of the other variant"""
+    maps = {"portMappings": [{"hostPort": 18093, "containerPort": 80, "protocol": "tcp"}]}
+    bad = {"portMappings": [{"hostPort": 18093, "containerPort": 80, "protocol": "icmp"}]}
+    on_each_node(lambda node: meta_lifecycle(node, "portmap", {"runtimeConfig": maps}, {"runtimeConfig": bad}, True))
+
+
+@test
+def firewall_leaves_only_the_nodes_tables():
+    """firewall: failed ADD, ADD, CHECK, DEL, GC on an iptables-nft and a legacy node create no table of the other variant"""
+    on_each_node(lambda node: meta_lifecycle(node, "firewall", {}, {"ingressPolicy": "nonsense"}, False))
+
+
+@test
+def macspoofchk_leaves_only_the_nodes_tables():
+    """bridge macspoofchk: its own nftables table only, and no iptables table of either variant, on both kinds of node"""
+    def scenario(node):
+        conf = bridge_conf(node.data, macspoofchk=True)
+        node.run("bridge", "ADD", dict(conf, macspoofchk="yes"), expect_ok=False)
+        res = node.run("bridge", "ADD", conf).json()
+        check(("bridge", "nat") in nft_tables(node.host), "macspoofchk's table is there")
+        node.run("bridge", "CHECK", dict(conf, prevResult=res))
+        node.run("bridge", "DEL", conf)
+        node.run("bridge", "GC", gc_conf(conf))
+        eq(legacy_tables(node.host), {"ip": [], "ip6": []}, "no legacy table on either node")
+        eq(iptables_families_in_nft(node.host), [], "no iptables-nft table on either node")
+    on_each_node(scenario)
+
+
+if __name__ == "__main__":
+    try:
+        run_all(cleanup=[BIN])
+    finally:
+        shutil.rmtree(LEGACY, ignore_errors=True)
