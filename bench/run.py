@@ -27,6 +27,8 @@ second (median of the runs), and the per-ADD latency against the pods already th
 with a bridge made beforehand with those options, --churn-pod-sysctl with sysctls set in every pod's
 namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
+The launcher `cni-all install` lays down per applet is timed against a symlink to the same binary
+(VERSION, loopback ADD+DEL), alternating.
 
 The report opens with issue 6's targets judged against this run. For each target missed it gives
 the run's own evidence: the CPU ratio; for the churn, the same churn run again with no IPv6
@@ -532,6 +534,31 @@ def process_floor():
 floor = process_floor() if not opts.only or opts.only in "VERSION" else None
 
 
+def launcher_cost():
+    """What the launcher `cni-all install` lays down (docs/install.md) adds to a call: VERSION and
+    a loopback ADD+DEL through the installed launchers and through symlinks to the same
+    cni-all, alternating; medians, and the launcher's extra over the symlink."""
+    link_dir = tempfile.mkdtemp(prefix="cni-bench-links.")
+    for applet in ("loopback",):
+        os.symlink(os.path.join(ours_dir, "cni-all"), os.path.join(link_dir, applet))
+    ns = netns_setup(None)
+    times = {how: {"VERSION": [], "loopback ADD+DEL": []} for how in ("launcher", "symlink")}
+    conf = {"cniVersion": "1.1.0", "name": "bench", "type": "loopback"}
+    try:
+        for _ in range(opts.iterations):
+            for how, d in (("launcher", ours_dir), ("symlink", link_dir)):
+                times[how]["VERSION"].append(call(d, "loopback", "VERSION", {}).wall)
+                add = call(d, "loopback", "ADD", conf, netns=f"/run/netns/{ns}")
+                times[how]["loopback ADD+DEL"].append(add.wall + call(d, "loopback", "DEL", conf, netns=f"/run/netns/{ns}").wall)
+    finally:
+        netns_teardown(None, ns)
+        shutil.rmtree(link_dir)
+    return {how: {n: statistics.median(v) for n, v in t.items()} for how, t in times.items()}
+
+
+launcher = launcher_cost() if not opts.only or opts.only in "launcher" else None
+
+
 def churn(impl_dir, ctrs, host, pods, workers):
     """ADD `pods` pods (bridge + host-local), `workers` at a time, into the pre-made container
     namespaces, then DEL them all. Per ADD: (pods already there, wall time); and the ADD phase's
@@ -725,6 +752,11 @@ def targets():
         if floor and "static glibc, empty main" in floor:
             where = f"a static glibc program that does nothing takes {floor['static glibc, empty main'] * 1e3:.2f} ms here"
         rows.append(("VERSION <= 0.6 ms", f"{v * 1e3:.2f} ms", v <= 0.6e-3, where))
+    if launcher:
+        calls = {"VERSION": 1, "loopback ADD+DEL": 2}  # plugin calls per sample
+        extra = max((launcher["launcher"][n] - launcher["symlink"][n]) / calls[n] for n in launcher["launcher"])
+        rows.append(("the per-applet launcher adds <= 0.3 ms per call (issue 32)", f"{extra * 1e3:.2f} ms", extra <= 0.3e-3,
+                     "one readlink and one more execve of a 1.2 KB static program"))
     for name, want in (("bridge + host-local ADD", 4), ("chain bridge+portmap+tuning+bandwidth ADD", 7)):
         if name in by_name:
             ratio = median(name, "reference") / median(name, "cni-all")
@@ -814,6 +846,12 @@ if floor:
         tax = floor["static glibc, empty main"] - floor["static, no libc"]
         lines += [f"glibc's start-up before main() costs every glibc process {tax * 1e3:.2f} ms here "
                   "(static glibc empty main minus the no-libc program)."]
+if launcher:
+    lines += ["", "| through the installed launcher vs a symlink to the same cni-all (medians) | launcher | symlink | launcher adds |",
+              "|---|---|---|---|"]
+    for n in launcher["launcher"]:
+        a, b = launcher["launcher"][n], launcher["symlink"][n]
+        lines.append(f"| {n} | {a * 1e3:.2f} ms | {b * 1e3:.2f} ms | {(a - b) * 1e3:.2f} ms |")
 if static_dynamic:
     lines += ["", "| static vs dynamic cni-all | static | dynamic |", "|---|---|---|"]
     for n in ("VERSION", "ptp ADD"):

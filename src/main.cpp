@@ -37,7 +37,7 @@ void print_list(std::FILE* f) {
 
 void print_usage(std::FILE* f) {
     std::fputs("usage: cni-all <applet>          run an applet as a CNI plugin (CNI_COMMAND etc. in the environment)\n"
-               "       <applet>                  the same through a symlink named after the applet\n"
+               "       <applet>                  the same through the launcher or symlink named after the applet\n"
                "       cni-all --list            list the applets\n"
                "       cni-all <applet> --help   describe an applet's configuration\n"
                "       cni-all exec add|check|del NETWORK NETNS [options]\n"
@@ -46,8 +46,9 @@ void print_usage(std::FILE* f) {
                "       cni-all dhcp daemon [flags]\n"
                "                                 run the DHCP lease daemon the dhcp IPAM talks to\n"
                "       cni-all --version\n"
-               "       cni-all install DIR [--force]\n"
-               "                                 install cni-all and one symlink per applet into DIR\n",
+               "       cni-all install DIR [--applets a,b] [--skip x,y] [--force]\n"
+               "                                 install cni-all and one launcher per applet into DIR\n"
+               "                                 (cni-all install --help says more)\n",
                f);
 }
 
@@ -120,21 +121,14 @@ int main(int argc, char** argv) {
         return cni::exec_command(args, env, stdout, stderr);
     }
     if (cmd == "install") {
-        bool force = false;
-        std::string dir;
-        for (int i = 2; i < argc; ++i) {
-            if (std::strcmp(argv[i], "--force") == 0) force = true;
-            else if (dir.empty()) dir = argv[i];
-            else {
-                print_usage(stderr);
-                return 2;
-            }
+        std::vector<std::string> args(argv + 2, argv + argc);
+        auto opts = cni::parse_install_args(args);
+        if (!opts || opts->help) {
+            if (!opts) std::fprintf(stderr, "cni-all install: %s\n", opts.error().msg.c_str());
+            std::fputs(cni::kInstallUsage, opts ? stdout : stderr);
+            return opts ? 0 : 2;
         }
-        if (dir.empty()) {
-            print_usage(stderr);
-            return 2;
-        }
-        return cni::install_applets(dir, force, stdout, stderr);
+        return cni::install_applets(*opts, stdout, stderr);
     }
     const cni::Applet* a = cni::find_applet(cmd);
     if (!a) return unknown_applet(cmd);

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The multi-call binary's own commands: dispatch by argv[0] or first argument, --list, --help,
---version, unknown applets (exit 2 with the list), `cni-all install DIR [--force]`, and the
-symlinks `meson install` lays down. No root needed."""
+--version, unknown applets (exit 2 with the list), `cni-all install` (launchers, options, other
+installers' copies replacing one applet only), and the layout `meson install` lays down. No
+root needed."""
 import os
 import shutil
 import subprocess
@@ -10,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, eq, run_all, sh, test  # noqa: E402
+from cnitest import check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BUILD_ROOT = os.environ["BUILD_ROOT"]
@@ -125,24 +126,38 @@ def dhcp_daemon_subcommand_both_ways():
         eq(r.stderr.strip(), "dhcp daemon: flag provided but not defined: -bogus")
 
 
+def version_of(path):
+    """What VERSION through `path` answers (stdout), or its failure."""
+    r = subprocess.run([path], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else f"rc={r.returncode} {r.stdout} {r.stderr}"
+
+
+OURS = '{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}'
+
+
 @test
 def install_is_idempotent_and_careful():
-    """install: creates the binary and symlinks, is idempotent, refuses non-symlinks unless --force"""
+    """install: the binary and one launcher per applet; idempotent; replaces symlinks, refuses other files unless --force; --help, --applets, --skip"""
     d = tempfile.mkdtemp()
     try:
         r = cli("install", d)
         eq(r.returncode, 0, r.stderr)
         eq(sorted(os.listdir(d)), sorted(APPLETS + ["cni-all"]))
         for a in APPLETS:
-            eq(os.readlink(os.path.join(d, a)), "cni-all")
-        check(f"created {d}/host-local -> cni-all" in r.stdout, r.stdout)
+            check(is_launcher_of(os.path.join(d, a), a), f"{a} is its own launcher")
+            eq(os.stat(os.path.join(d, a)).st_mode & 0o777, 0o755)
+        check(f"created {d}/host-local (launcher of cni-all)" in r.stdout, r.stdout)
         again = cli("install", d)
         eq(again.returncode, 0)
-        check(f"unchanged {d}/host-local -> cni-all" in again.stdout, again.stdout)
-        # The installed copy runs applets by its symlinks.
-        v = subprocess.run([os.path.join(d, "loopback")], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True)
-        check('"cniVersion":"1.1.0"' in v.stdout, v.stdout)
-        # A regular file where a symlink should go is left alone without --force.
+        check(f"unchanged {d}/host-local" in again.stdout, again.stdout)
+        # The installed copy runs each applet through its launcher, also through a symlink to one.
+        eq(version_of(os.path.join(d, "loopback")), OURS)
+        os.symlink("loopback", os.path.join(d, "lo-alias"))
+        eq(version_of(os.path.join(d, "lo-alias")), OURS)
+        os.unlink(os.path.join(d, "lo-alias"))
+        r = subprocess.run([os.path.join(d, "vrf"), "--help"], capture_output=True, text=True)
+        check(r.stdout.startswith("vrf (meta)"), r.stdout)
+        # A regular file that is not ours is left alone without --force.
         os.unlink(os.path.join(d, "static"))
         with open(os.path.join(d, "static"), "w") as f:
             f.write("not ours")
@@ -153,26 +168,89 @@ def install_is_idempotent_and_careful():
             eq(f.read(), "not ours")
         r = cli("install", d, "--force")
         eq(r.returncode, 0, r.stderr)
-        eq(os.readlink(os.path.join(d, "static")), "cni-all")
-        # A symlink pointing elsewhere is replaced.
-        os.unlink(os.path.join(d, "loopback"))
-        os.symlink("/usr/lib/cni/loopback", os.path.join(d, "loopback"))
-        r = cli("install", d)
-        check(f"replaced {d}/loopback -> cni-all" in r.stdout, r.stdout)
+        check(is_launcher_of(os.path.join(d, "static"), "static"), "--force replaced it")
+        # A symlink (to cni-all, as older installs made, or elsewhere) is replaced by a launcher.
+        for target in ("cni-all", "/usr/lib/cni/loopback"):
+            os.unlink(os.path.join(d, "loopback"))
+            os.symlink(target, os.path.join(d, "loopback"))
+            r = cli("install", d)
+            check(f"replaced the symlink {d}/loopback" in r.stdout, r.stdout)
+            check(is_launcher_of(os.path.join(d, "loopback"), "loopback"), "a launcher again")
+        # Without cni-all beside it a launcher answers with a CNI error, as a plugin would.
+        os.rename(os.path.join(d, "cni-all"), os.path.join(d, "cni-all.away"))
+        r = subprocess.run([os.path.join(d, "bridge")], env={"CNI_COMMAND": "ADD"}, capture_output=True, text=True)
+        eq(r.returncode, 1)
+        check('"code": 999' in r.stdout and "cannot execute " + os.path.join(d, "cni-all") in r.stdout, r.stdout)
+        os.rename(os.path.join(d, "cni-all.away"), os.path.join(d, "cni-all"))
     finally:
         shutil.rmtree(d)
+    # --help prints the install usage (it used to install into a folder named --help).
+    here = tempfile.mkdtemp()
+    try:
+        r = subprocess.run([CNI_ALL, "install", "--help"], capture_output=True, text=True, cwd=here)
+        eq(r.returncode, 0)
+        check(r.stdout.startswith("usage: cni-all install DIR"), r.stdout)
+        eq(os.listdir(here), [])
+        r = cli("install", os.path.join(here, "x"), "--applets", "bridge,nosuch")
+        eq(r.returncode, 2)
+        check("unknown applet 'nosuch'" in r.stderr, r.stderr)
+        # --applets: only those; --skip: all but those, and whatever is at their names stays.
+        r = cli("install", os.path.join(here, "only"), "--applets", "bridge,host-local")
+        eq(r.returncode, 0, r.stderr)
+        eq(sorted(os.listdir(os.path.join(here, "only"))), ["bridge", "cni-all", "host-local"])
+        os.makedirs(os.path.join(here, "skip"))
+        with open(os.path.join(here, "skip", "flannel"), "w") as f:
+            f.write("flannel's own")
+        r = cli("install", os.path.join(here, "skip"), "--skip=flannel,dhcp")
+        eq(r.returncode, 0, r.stderr)
+        eq(sorted(os.listdir(os.path.join(here, "skip"))), sorted(a for a in APPLETS + ["cni-all"] if a != "dhcp"))
+        eq(open(os.path.join(here, "skip", "flannel")).read(), "flannel's own")
+    finally:
+        shutil.rmtree(here)
 
 
 @test
-def meson_install_lays_down_symlinks():
-    """meson install puts cni-all and one symlink per applet into the plugin directory, and the dhcp daemon's systemd units"""
+def another_installers_copy_replaces_one_applet_only():
+    """install layout: cp, cp -f, install, tar -x and write-then-rename of another plugin onto one applet's name leave every other applet answering VERSION as itself"""
+    other = "/usr/lib/cni/loopback"  # a different plugin: Debian's Go loopback
+    check(os.path.exists(other), "Debian's containernetworking-plugins is installed")
+    go_version = version_of(other)
+    ours = {a: subprocess.run([CNI_ALL, a], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True).stdout.strip()
+            for a in APPLETS}
+    styles = {
+        "cp": lambda src, dst: sh("cp", src, dst),
+        "cp -f": lambda src, dst: sh("cp", "-f", src, dst),
+        "install": lambda src, dst: sh("install", "-m", "0755", src, dst),
+        "tar -x": lambda src, dst: sh("sh", "-c", f'cd "$(dirname "{src}")" && tar -cf - "$(basename "{src}")" | '
+                                                  f'tar -xf - -C "$(dirname "{dst}")" --transform "s|.*|$(basename "{dst}")|"'),
+        "rename": lambda src, dst: (shutil.copyfile(src, dst + ".new"), os.chmod(dst + ".new", 0o755), os.rename(dst + ".new", dst)),
+    }
+    for style, copy in styles.items():
+        d = tempfile.mkdtemp()
+        try:
+            eq(cli("install", d).returncode, 0)
+            copy(other, os.path.join(d, "flannel"))
+            eq(version_of(os.path.join(d, "flannel")), go_version, f"{style}: flannel is now the copied plugin")
+            for a in APPLETS:
+                if a != "flannel":
+                    eq(version_of(os.path.join(d, a)), ours[a], f"{style} onto flannel: {a} still answers as cni-all")
+            # cni-all itself is untouched: the same bytes as the binary that installed it.
+            check(open(os.path.join(d, "cni-all"), "rb").read() == open(CNI_ALL, "rb").read(), f"{style}: cni-all intact")
+        finally:
+            shutil.rmtree(d)
+
+
+@test
+def meson_install_lays_down_launchers():
+    """meson install puts cni-all and one launcher per applet into the plugin directory, and the dhcp daemon's systemd units"""
     dest = tempfile.mkdtemp()
     try:
         sh("meson", "install", "-C", BUILD_ROOT, "--no-rebuild", "--quiet", "--destdir", dest)
         bindir = os.path.join(dest, "opt/cni/bin")
         eq(sorted(os.listdir(bindir)), sorted(APPLETS + ["cni-all"]))
         for a in APPLETS:
-            eq(os.readlink(os.path.join(bindir, a)), "cni-all")
+            check(is_launcher_of(os.path.join(bindir, a), a), f"{a} is a launcher")
+        eq(version_of(os.path.join(bindir, "bridge")), OURS)
         units = [os.path.join(root, f) for root, _, files in os.walk(dest) for f in files if f.startswith("cni-dhcp.")]
         eq(sorted(os.path.basename(u) for u in units), ["cni-dhcp.service", "cni-dhcp.socket"])
         service = open([u for u in units if u.endswith(".service")][0]).read()

@@ -290,10 +290,23 @@ def masquerade_source(host, ctr, subnet_prefix, port):
 
 
 def install_dir(cni_all):
-    """A fresh plugin directory populated by `cni-all install` (symlinks to a copy of cni-all)."""
+    """A fresh plugin directory populated by `cni-all install` (a copy of cni-all, a launcher per applet)."""
     d = tempfile.mkdtemp(prefix="cni-all-bin.")
     sh(cni_all, "install", d)
     return d
+
+
+LAUNCHER_TAG = b"cni-all launcher v1 applet="
+
+
+def is_launcher_of(path, applet):
+    """Whether `path` is the launcher `cni-all install` lays down for `applet` (src/launcher/):
+    a regular file of a few KiB carrying the launcher tag with the applet's name."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return False
+    data = open(path, "rb").read()
+    at = data.find(LAUNCHER_TAG)
+    return os.path.getsize(path) < 16384 and at >= 0 and data[at + len(LAUNCHER_TAG):].split(b"\0")[0] == applet.encode()
 
 
 def legacy_iptables_path():

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The static binary that ships (CNI_ALL_STATIC, built by packaging/build-static.sh): it is
 statically linked and at most 3 MB, and it runs in an otherwise empty root. Only the binary and
-the symlinks `cni-all install` makes go into a fresh directory; a private mount namespace
+the launchers `cni-all install` makes go into a fresh directory; a private mount namespace
 bind-mounts /proc, /sys and /run/netns into it; `cni-all exec` then runs a bridge + host-local
 + portmap conflist ADD/CHECK/DEL against a throwaway netns from inside that chroot, and the
 kernel state is checked from outside. Also the installer image packaging/build-oci.py makes from
@@ -19,7 +19,7 @@ import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import iptables_save, addrs, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import iptables_save, addrs, check, eq, is_launcher_of, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
 STATIC = os.environ.get("CNI_ALL_STATIC", "")
 SIZE_LIMIT = 3 * 1024 * 1024
@@ -38,7 +38,7 @@ def static_binary_is_static_and_small():
 
 @test
 def static_binary_answers_version_before_glibc_starts():
-    """static: VERSION through each applet's symlink is execve, one write and exit_group, nothing else"""
+    """static: VERSION through each applet's symlink is execve, one write and exit_group, nothing else; through its launcher, a readlink and one execve more"""
     check(STATIC and os.path.exists(STATIC), "CNI_ALL_STATIC must name the static build")
     d = tempfile.mkdtemp()
     try:
@@ -50,6 +50,18 @@ def static_binary_answers_version_before_glibc_starts():
             r = sh("strace", "-qq", "-o", trace, os.path.join(d, a), env={"CNI_COMMAND": "VERSION"})
             check(r.stdout.startswith('{"cniVersion":"1.1.0","supportedVersions":["0.'), r.stdout)
             eq([line.split("(")[0] for line in open(trace).read().splitlines()], ["execve", "write", "exit_group"], a)
+        # Through the launchers `cni-all install` lays down: one more execve (the launcher's
+        # readlink of /proc/self/exe, then cni-all), nothing else.
+        shutil.copy(STATIC, os.path.join(d, "cni-all"))
+        for a in applets:
+            os.unlink(os.path.join(d, a))
+        eq(sh(os.path.join(d, "cni-all"), "install", d).returncode, 0)
+        for a in applets:
+            trace = os.path.join(d, "trace")
+            r = sh("strace", "-f", "-qq", "-o", trace, os.path.join(d, a), env={"CNI_COMMAND": "VERSION"})
+            check(r.stdout.startswith('{"cniVersion":"1.1.0","supportedVersions":["0.'), r.stdout)
+            eq([line.split("(")[0] for line in open(trace).read().splitlines()],
+               ["execve", "readlink", "execve", "write", "exit_group"], a)
     finally:
         shutil.rmtree(d)
 
@@ -80,7 +92,7 @@ def static_binary_runs_a_conflist_in_an_empty_root():
         with netns("sth") as host, netns("stc") as ctr:
             r = in_chroot(host, root, "install", "/opt/cni/bin")
             eq(r.returncode, 0, r.stderr)
-            eq(os.readlink(os.path.join(root, "opt/cni/bin/portmap")), "cni-all")
+            check(is_launcher_of(os.path.join(root, "opt/cni/bin/portmap"), "portmap"), "portmap is a launcher")
             eq(sorted(os.listdir(root)), sorted(["proc", "sys", "run", "opt", "etc", "var", "tmp"]), "nothing else in the root")
             caps = json.dumps({"portMappings": [{"hostPort": 8082, "containerPort": 80, "protocol": "tcp"}]})
             r = in_chroot(host, root, "exec", "add", "static", ns_path(ctr), "--capability-args", caps)

@@ -11,7 +11,9 @@
 #include <thread>
 
 #include "core/ipam/delegate.hpp"
+#include "core/os/self_exe.hpp"
 #include "dispatch.hpp"
+#include "install.hpp"
 #include "registry.hpp"
 #include "temp_dir.hpp"
 
@@ -266,6 +268,22 @@ TEST_CASE("find_in_path follows the reference, refusing names with a slash") {
     std::filesystem::current_path(d / "bin");
     CHECK(cni::ipam::find_in_path("plug", ":.:bin").error().msg == "failed to find plugin \"plug\" in path [ . bin]");
     std::filesystem::current_path("/");
+}
+
+TEST_CASE("a launcher `install` wrote beside this binary counts as this binary; one elsewhere does not") {
+    TempDir d;
+    std::filesystem::create_directories(d / "bin");
+    std::filesystem::create_symlink(std::filesystem::read_symlink("/proc/self/exe"), d / "bin/cni-all");
+    cni::InstallOptions o{d / "bin", {"host-local"}, {}, false, false};
+    std::FILE* out = std::tmpfile();
+    REQUIRE(cni::install_applets(o, out, out) == 0);
+    std::fclose(out);
+    CHECK(cni::os::is_self_exe(d / "bin/host-local"));       // in-process delegation through it
+    std::filesystem::create_directories(d / "other");
+    std::filesystem::copy_file(d / "bin/host-local", d / "other/host-local");
+    CHECK_FALSE(cni::os::is_self_exe(d / "other/host-local"));  // its folder has no cni-all of ours
+    std::filesystem::create_symlink(d / "bin/host-local", d / "other/hl");
+    CHECK(cni::os::is_self_exe(d / "other/hl"));               // a link to our launcher
 }
 
 TEST_CASE("IPAM delegation runs our applet in-process and another binary by exec") {

@@ -163,6 +163,7 @@ Status Dir::write_atomic(std::string_view name, std::string_view data, mode_t mo
     UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!fd) return sys_fail("open", path_of(tmp));
     auto st = write_all(fd.get(), data, path_of(tmp));
+    if (st && ::fchmod(fd.get(), mode) != 0) st = sys_fail("chmod", path_of(tmp));  // `mode` whatever the umask
     if (st && ::renameat(fd_.get(), tmp.c_str(), fd_.get(), std::string(name).c_str()) != 0) st = sys_fail("rename", path_of(tmp));
     if (!st) ::unlinkat(fd_.get(), tmp.c_str(), 0);
     return st;
