@@ -8,13 +8,21 @@
 # sanitizer pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each phase's wall time, printed at the end (before the summary line).
+phases=()
+started=$SECONDS
+phase_done() { phases+=("$(printf '%-34s %4d s' "$1" $((SECONDS - started)))"); started=$SECONDS; }
 scripts/install-deps.sh
+phase_done "install dependencies"
 [ -f build-test/build.ninja ] || meson setup build-test --buildtype=release >/dev/null
 ninja -C build-test
+phase_done "build (release, tests)"
 # The binary that ships, for the `static` suite (a chroot with nothing else in it).
 CNI_ALL_STATIC=$(packaging/build-static.sh)
+phase_done "build (static, LTO)"
 # The Debian package, for the `deb` suite (lintian, install, purge).
 CNI_ALL_DEB=$(packaging/build-deb.sh build-test/deb)
+phase_done "build (Debian package)"
 export CNI_ALL_STATIC CNI_ALL_DEB
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -22,6 +30,7 @@ set +e
 $sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" "CNI_ALL_DEB=$CNI_ALL_DEB" meson test -C build-test --no-rebuild --print-errorlogs "$@"
 rc=$?
 set -e
+phase_done "tests"
 logs=(build-test/meson-logs/testlog.json)
 # A full run (no extra arguments) repeats the suites that run our code on its own (not the
 # packaging, podman and VM ones, nor the three that mostly run Go's plugins) on a build with
@@ -31,6 +40,7 @@ if [ $# -eq 0 ]; then
   [ -f build-sanitize/build.ninja ] ||
     meson setup build-sanitize --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
   ninja -C build-sanitize
+  phase_done "build (sanitizers)"
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
   set +e
   $sudo meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 \
@@ -38,7 +48,10 @@ if [ $# -eq 0 ]; then
     sanitizer-reports
   [ $? -eq 0 ] || rc=1
   set -e
+  phase_done "tests (sanitizers)"
   logs+=(build-sanitize/meson-logs/testlog.json)
 fi
+echo "phase times (total $SECONDS s):"
+printf '  %s\n' "${phases[@]}"
 python3 scripts/test_summary.py "${logs[@]}"
 exit $rc

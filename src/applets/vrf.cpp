@@ -10,6 +10,7 @@
 #include <linux/if.h>
 #include <linux/rtnetlink.h>
 
+#include <algorithm>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -75,12 +76,18 @@ Status await_prefix_route(const nl::Socket& s, const IpNet& addr, std::uint32_t 
 // Enslaves `link` to `vrf`, then restores what the kernel dropped when it cycled the link.
 Status enslave(const nl::Socket& s, const nl::LinkInfo& vrf, const nl::LinkInfo& link) {
     CNI_TRY_ASSIGN(auto v6_before, nl::list_addrs(s, link.index, AF_INET6));
-    std::vector<nl::RouteSpec> gateway_routes;
+    // The routes through the link that the kernel will not make again in the VRF table (its
+    // prefix routes it does make): the ones a plugin added, universe or link scope. Link-scope
+    // routes go first, so a gateway that only such a route reaches (ptp's "GW dev eth0 scope
+    // link") is reachable in the VRF table when the routes through it arrive.
+    std::vector<nl::RouteSpec> moved;
     for (int family : {AF_INET, AF_INET6}) {
         CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, family, RT_TABLE_MAIN));
         for (auto& r : routes)
-            if (r.oif == link.index && r.scope == RT_SCOPE_UNIVERSE) gateway_routes.push_back(r);
+            if (r.oif == link.index && r.protocol != RTPROT_KERNEL && (r.scope == RT_SCOPE_UNIVERSE || r.scope == RT_SCOPE_LINK))
+                moved.push_back(r);
     }
+    std::stable_partition(moved.begin(), moved.end(), [](const nl::RouteSpec& r) { return r.scope == RT_SCOPE_LINK && !r.gw; });
     if (auto st = nl::set_master(s, link, vrf.index); !st)
         return fail("could not set vrf " + vrf.name + " as master of " + link.name + ": " + st.error().msg);
 
@@ -96,7 +103,7 @@ Status enslave(const nl::Socket& s, const nl::LinkInfo& vrf, const nl::LinkInfo&
                         st.error().msg);
         CNI_TRY(await_prefix_route(s, a.local, vrf.vrf_table));
     }
-    for (auto r : gateway_routes) {
+    for (auto r : moved) {
         (void)nl::del_route(s, r);  // usually gone already: the kernel flushed them with the link
         r.table = vrf.vrf_table;
         if (auto st = nl::replace_route(s, r); !st)

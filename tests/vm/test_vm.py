@@ -578,6 +578,57 @@ def vrf_same_state_as_go():
     eq(seen[BIN], seen[REF])
 
 
+def chained_vrf(main_conf, route_dst, gateway, table):
+    """`main_conf`'s plugin (host-local with a route to `route_dst`) then vrf: the interface is
+    enslaved, table `table` holds the gateway's link route (when the plugin made one) and the
+    route to `route_dst` through it, and traffic to an address of `route_dst` on the host flows
+    from the VRF; DEL of both leaves the container without the VRF."""
+    data = tempfile.mkdtemp()
+    main_conf["ipam"]["dataDir"] = data
+    plugin = Plugin(os.path.join(BIN, main_conf["type"]))
+    try:
+        with netns("host") as host, netns("ctr") as ctr:
+            res = plugin.run("ADD", main_conf, host_ns=host, netns=ns_path(ctr), container_id="cv-1").ok().json()
+            vconf = {"cniVersion": "1.0.0", "name": main_conf["name"], "type": "vrf", "vrfname": "blue", "table": table,
+                     "prevResult": res}
+            out = vrf().run("ADD", vconf, host_ns=host, netns=ns_path(ctr), container_id="cv-1").ok().json()
+            eq(out["ips"], res["ips"])
+            eq(link(ctr, "eth0")["master"], "blue")
+            routes = sh("ip", "-n", ctr, "route", "show", "table", str(table)).stdout
+            check(f"{route_dst} via {gateway} dev eth0" in routes, routes)
+            main_routes = sh("ip", "-n", ctr, "route", "show").stdout
+            check(route_dst not in main_routes, "the route left the main table: " + main_routes)
+            target = route_dst.split("/")[0][:-1] + "1"
+            sh("ip", "-n", host, "addr", "add", target + "/32", "dev", "lo")
+            sh("ip", "-n", host, "link", "set", "lo", "up")
+            sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W3", "-I", "blue", target)
+            vrf().run("CHECK", vconf, host_ns=host, netns=ns_path(ctr), container_id="cv-1").ok()
+            vrf().run("DEL", vconf, host_ns=host, netns=ns_path(ctr), container_id="cv-1").ok()
+            plugin.run("DEL", main_conf, host_ns=host, netns=ns_path(ctr), container_id="cv-1").ok()
+            check(link(ctr, "blue") is None and link(ctr, "eth0") is None, "both DELs cleaned up")
+            return routes
+    finally:
+        shutil.rmtree(data)
+
+
+@test
+def ptp_then_vrf_moves_the_gateway_link_route_first():
+    """ptp then vrf: table T gets ptp's gateway link route before the route through it; traffic to the route's destination flows"""
+    conf = {"cniVersion": "1.0.0", "name": "ptpvrf", "type": "ptp",
+            "ipam": {"type": "host-local", "subnet": "10.87.0.0/24", "routes": [{"dst": "10.201.0.0/16"}]}}
+    routes = chained_vrf(conf, "10.201.0.0/16", "10.87.0.1", 1002)
+    check("10.87.0.1 dev eth0 scope link" in routes, routes)
+
+
+@test
+def bridge_then_vrf_moves_routes_through_the_gateway():
+    """bridge then vrf: table T holds the subnet and the route through the bridge's gateway; traffic flows"""
+    conf = {"cniVersion": "1.0.0", "name": "brvrf", "type": "bridge", "bridge": "cnivrfbr0", "isGateway": True,
+            "ipam": {"type": "host-local", "subnet": "10.86.0.0/24", "routes": [{"dst": "10.202.0.0/16"}]}}
+    routes = chained_vrf(conf, "10.202.0.0/16", "10.86.0.1", 1003)
+    check("10.86.0.0/24 dev eth0" in routes, routes)
+
+
 # The fuzz suite's hostile variants for the applets whose links only this kernel can make (on
 # the host they stop at link creation); fewer per applet, as the VM is emulated.
 for applet in ("dummy", "vlan", "ipvlan", "vrf"):
