@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The demo, on a fresh Debian 12 machine: installs the dependencies, builds cni-all, installs it
-# with one symlink per applet into a temporary plugin directory, and runs a real conflist
+# with one launcher per applet into a temporary plugin directory, and runs a real conflist
 # (loopback; bridge with host-local IPAM, dual stack, masquerading; portmap; tuning; bandwidth;
 # firewall) against throwaway "host" and "container" network namespaces with `cni-all exec`, the
 # runtime built into the binary: it loads the conflist by name, injects name, cniVersion,
