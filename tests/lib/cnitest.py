@@ -309,6 +309,19 @@ def is_launcher_of(path, applet):
     return os.path.getsize(path) < 16384 and at >= 0 and data[at + len(LAUNCHER_TAG):].split(b"\0")[0] == applet.encode()
 
 
+@contextlib.contextmanager
+def victim_file():
+    """A file outside any state directory, holding "original": a link planted in a state
+    directory points at it, and a test asserts it still holds that."""
+    f = tempfile.NamedTemporaryFile("w", delete=False, prefix="cni-victim.")
+    f.write("original")
+    f.close()
+    try:
+        yield f.name
+    finally:
+        os.unlink(f.name)
+
+
 def legacy_iptables_path():
     """A fresh folder for the front of PATH under which `iptables` (and ip6tables, -save,
     -restore) is iptables-legacy: a node of that kind, for our plugins and Go's alike."""

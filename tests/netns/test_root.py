@@ -12,7 +12,7 @@ import concurrent.futures
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import (Plugin, addrs, canonical_result, check, eq, install_dir, link, netns,  # noqa: E402
-                     ns_path, reference_dir, run_all, sh, test)
+                     ns_path, reference_dir, run_all, sh, test, victim_file)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -234,37 +234,33 @@ def switching_implementations_keeps_state():
 def host_local_never_follows_planted_links():
     """host-local: links planted at the index, last_reserved_ip, lock and an address are never written or read through"""
     data = tempfile.mkdtemp()
-    victim = tempfile.NamedTemporaryFile("w", delete=False)
-    victim.write("original")
-    victim.close()
     try:
-        with netns("host") as host, netns("ctr") as ctr:
+        with victim_file() as victim, netns("host") as host, netns("ctr") as ctr:
             pool = os.path.join(data, "pool")
             os.makedirs(pool)
-            absent = victim.name + ".absent"  # a link to a missing file must not create it either
-            for name, target in [(".cni-all-index", victim.name), ("last_reserved_ip.0", victim.name),
-                                 ("lock", absent), ("10.91.0.2", victim.name)]:
+            absent = victim + ".absent"  # a link to a missing file must not create it either
+            for name, target in [(".cni-all-index", victim), ("last_reserved_ip.0", victim),
+                                 ("lock", absent), ("10.91.0.2", victim)]:
                 os.symlink(target, os.path.join(pool, name))
             hl = ours("host-local")
             conf = host_local_conf(data, "1.0.0", subnet="10.91.0.0/24")
             res = hl.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a")
-            eq(open(victim.name).read(), "original", "a planted link was written through")
+            eq(open(victim).read(), "original", "a planted link was written through")
             check(not os.path.exists(absent), "the lock link created its target")
             check(res.rc != 0 and "lock" in res.json()["msg"], f"a link at the lock refuses the call: {res}")
             os.unlink(os.path.join(pool, "lock"))
             res = hl.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a").ok().json()
             eq(res["ips"][0]["address"], "10.91.0.3/24", "the linked address is taken, not read through or replaced")
-            eq(open(victim.name).read(), "original", "a planted link was written through")
+            eq(open(victim).read(), "original", "a planted link was written through")
             check(os.path.islink(os.path.join(pool, "10.91.0.2")), "the planted address link stays")
             for name in (".cni-all-index", "last_reserved_ip.0"):
                 check(not os.path.islink(os.path.join(pool, name)), f"{name}: our own file replaced the planted link")
             eq(open(os.path.join(pool, "last_reserved_ip.0")).read(), "10.91.0.3")
             hl.run("DEL", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a").ok()
             check(not os.path.exists(os.path.join(pool, "10.91.0.3")), "DEL released pod-a")
-            eq(open(victim.name).read(), "original")
+            eq(open(victim).read(), "original")
     finally:
         shutil.rmtree(data)
-        os.unlink(victim.name)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
+from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test, victim_file  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
@@ -217,15 +217,12 @@ def tuning_gc_removes_this_networks_stale_backups():
 def tuning_del_restores_only_net_sysctls_from_a_backup():
     """tuning: DEL of a hostile backup writes nothing outside /proc/sys/net, does not crash, reports the skipped entries"""
     data = tempfile.mkdtemp()
-    victim = tempfile.NamedTemporaryFile("w", delete=False)
-    victim.write("original")
-    victim.close()
     try:
-        with netns("th") as host, netns("tc") as ctr:
+        with victim_file() as victim, netns("th") as host, netns("tc") as ctr:
             make_eth0(ctr)
             c = conf(data, ctr, mtu=1400)
             run("ADD", c, host, ctr).ok()
-            escape = "/proc/sys/kernel/../../.." + victim.name
+            escape = "/proc/sys/kernel/../../.." + victim
             hostile = {"mtu": 1500, "network": "tune-test",
                        "sysctl": {"/tmp": "x", escape: "overwritten", "/proc/sys/kernel/core_pattern": "|/bin/false",
                                   "/proc/sys/net/../kernel/core_pattern": "|/bin/false",
@@ -233,7 +230,7 @@ def tuning_del_restores_only_net_sysctls_from_a_backup():
             with open(os.path.join(data, "t-1_eth0.json"), "w") as f:
                 json.dump(hostile, f)
             out = run("DEL", c, host, ctr).ok()
-            eq(open(victim.name).read(), "original", "a '..' path in the backup wrote outside /proc/sys")
+            eq(open(victim).read(), "original", "a '..' path in the backup wrote outside /proc/sys")
             for path in ("/tmp", escape, "/proc/sys/kernel/core_pattern", "/proc/sys/net/../kernel/core_pattern"):
                 check(f'skipped "{path}"' in out.err, f"DEL reports {path} as skipped: {out.err!r}")
             eq(sysctl(ctr, "net/ipv4/conf/eth0/arp_ignore"), "2", "a valid entry is still restored")
@@ -241,40 +238,35 @@ def tuning_del_restores_only_net_sysctls_from_a_backup():
             eq(os.listdir(data), [])
     finally:
         shutil.rmtree(data)
-        os.unlink(victim.name)
 
 
 @test
 def tuning_backups_never_follow_a_planted_link():
     """tuning: a symlink planted at the backup's name is replaced, not written through; DEL does not read through one"""
     data = tempfile.mkdtemp()
-    victim = tempfile.NamedTemporaryFile("w", delete=False)
-    victim.write("original")
-    victim.close()
     try:
-        with netns("th") as host, netns("tc") as ctr:
+        with victim_file() as victim, netns("th") as host, netns("tc") as ctr:
             make_eth0(ctr)
             c = conf(data, ctr, mtu=1400)
             link = os.path.join(data, "t-1_eth0.json")
-            os.symlink(victim.name, link)
+            os.symlink(victim, link)
             for name in [f".t-1_eth0.json.{i}.tmp" for i in range(3)] + ["t-1_eth0.json.tmp"]:
-                os.symlink(victim.name, os.path.join(data, name))  # guessable temporary names
+                os.symlink(victim, os.path.join(data, name))  # guessable temporary names
             run("ADD", c, host, ctr).ok()
-            eq(open(victim.name).read(), "original", "ADD wrote through a planted link")
+            eq(open(victim).read(), "original", "ADD wrote through a planted link")
             check(not os.path.islink(link) and json.load(open(link))["mtu"] == 1500, "the backup replaced the link")
             run("DEL", c, host, ctr).ok()
             eq(state(ctr)["mtu"], 1500)
             # a link at the backup's name on DEL is not read through, and is removed
             run("ADD", c, host, ctr).ok()
             os.unlink(link)
-            os.symlink(victim.name, link)
+            os.symlink(victim, link)
             out = run("DEL", c, host, ctr).ok()
             check("a symbolic link" in out.err, f"DEL reports the link: {out.err!r}")
             check(not os.path.lexists(link), "DEL removed the planted link")
-            eq(open(victim.name).read(), "original")
+            eq(open(victim).read(), "original")
     finally:
         shutil.rmtree(data)
-        os.unlink(victim.name)
 
 
 @test
