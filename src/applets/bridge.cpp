@@ -26,6 +26,7 @@
 #include "core/fw/macspoofchk.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/gc.hpp"
 #include "core/iface/port_vlans.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
@@ -385,10 +386,7 @@ Status bridge_status(const Context& ctx) {
 
 Status bridge_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
-    Failures failures;
-    if (c.ip_masq && c.net.valid_attachments) failures.add(fw::gc_ipmasq(c.net.name, *c.net.valid_attachments));
-    if (!c.net.ipam_type.empty()) failures.add(ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config));
-    return failures.status();
+    return iface::gc_masquerade_and_ipam(ctx, c.net, c.ip_masq);
 }
 
 constexpr std::string_view kHelp = R"(A host bridge (created if missing) with one veth per container.

@@ -11,6 +11,7 @@
 #include "core/fw/ipmasq.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/gc.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
@@ -157,6 +158,12 @@ Status ptp_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
+// Beyond the reference (which has no GC): as bridge's, stale ipMasq rules and the IPAM delegate.
+Status ptp_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
+    return iface::gc_masquerade_and_ipam(ctx, c.net, c.ip_masq);
+}
+
 constexpr std::string_view kHelp = R"(A veth pair with point-to-point routing: the container routes its subnet via the
 gateway, the host veth holds the gateway as /32 (/128) and a host route to the container.
 Keys: ipam (required), mtu, ipMasq, ipMasqBackend ("iptables" or "nftables"), dns,
@@ -174,6 +181,7 @@ extern const Applet ptp_applet{
     .del = ptp_del,
     .check = ptp_check,
     .status = ptp_status,
+    .gc = ptp_gc,
 };
 
 }  // namespace cni

@@ -124,6 +124,9 @@ def main_plugin_lifecycle(node, plugin, conf, bad, collects):
     node.run(plugin, "GC", gc_conf(conf))
     if collects:
         check(not node.rules_present('nt-2'), f"{node.kind}: {plugin} GC left rules")
+        pool = os.path.join(node.data, "ntnet")
+        owners = [open(os.path.join(pool, f)).read() for f in os.listdir(pool) if f[0].isdigit() or ":" in f]
+        eq([o for o in owners if o.startswith("nt-2")], [], f"{node.kind}: {plugin} GC released nt-2's addresses")
     node.run(plugin, "DEL", conf, cid="nt-2")
     check(not node.rules_present('nt-2'), f"{node.kind}: {plugin} DEL left rules")
 
@@ -142,7 +145,7 @@ def ptp_ipmasq_leaves_only_the_nodes_tables():
     """ptp ipMasq: failed ADD, ADD, CHECK, DEL, GC on an iptables-nft and a legacy node create no table of the other variant"""
     def scenario(node):
         conf = ptp_conf(node.data)
-        main_plugin_lifecycle(node, "ptp", conf, dict(conf, ipMasqBackend="ebtables"), collects=False)
+        main_plugin_lifecycle(node, "ptp", conf, dict(conf, ipMasqBackend="ebtables"), collects=True)
     on_each_node(scenario)
 
 
