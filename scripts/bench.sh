@@ -5,7 +5,7 @@
 # (e.g. --iterations 100 --markdown report.md). Needs root for the namespace scenarios.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
+scripts/install-deps.sh --bench
 packaging/build-static.sh >/dev/null
 [ -f build/build.ninja ] || meson setup build >/dev/null  # the dynamic build, for static vs dynamic
 ninja -C build cni-all >/dev/null

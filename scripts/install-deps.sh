@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what cni-all needs to build, test and demo on Debian 12, from Debian's packages only.
-# Idempotent: apt runs only when something is missing. Uses sudo when not run as root.
+# Installs what cni-all needs to build, test and demo on Debian 12, from Debian's packages only;
+# `install-deps.sh --bench` also what the benchmark needs (its plots). Idempotent: apt runs only
+# when something is missing. Uses sudo when not run as root. dpkg skips its fsyncs
+# (--force-unsafe-io): on a fresh machine they were most of the install's time, and a crash
+# mid-install is repaired by running this again.
 set -euo pipefail
 packages=(
   meson ninja-build pkg-config g++            # build
@@ -16,10 +19,10 @@ packages=(
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
   podman runc                                 # a real runtime as the client (podman e2e, CNI backend)
-  strace                                      # bench: counting the processes a plugin call starts
-  python3-matplotlib                          # bench: the report's plots
+  strace                                      # the static suite's syscall trace; bench: processes a call starts
   dbus-daemon python3-dbus python3-gi libglib2.0-bin  # firewall tests: a private bus, a stand-in firewalld
 )
+[ "${1:-}" = "--bench" ] && packages+=(python3-matplotlib)  # the bench report's plots
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,5 +32,6 @@ if ((${#missing[@]})); then
   [ "$(id -u)" -eq 0 ] || sudo=sudo
   echo "installing: ${missing[*]}"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
+    -o Dpkg::Options::=--force-unsafe-io "${missing[@]}" >/dev/null
 fi

@@ -15,6 +15,9 @@ phase_done() { phases+=("$(printf '%-34s %4d s' "$1" $((SECONDS - started)))"); 
 scripts/install-deps.sh
 phase_done "install dependencies"
 [ -f build-test/build.ninja ] || meson setup build-test --buildtype=release >/dev/null
+# The test VM's kernel (a Debian package download and a module index) is fetched meanwhile.
+tests/vm/prepare-kernel.sh build-test/tests/vm/kernel > build-test/vm-kernel.log 2>&1 &
+kernel_job=$!
 ninja -C build-test
 phase_done "build (release, tests)"
 # The binary that ships, for the `static` suite (a chroot with nothing else in it).
@@ -24,6 +27,7 @@ phase_done "build (static, LTO)"
 CNI_ALL_DEB=$(packaging/build-deb.sh build-test/deb)
 phase_done "build (Debian package)"
 export CNI_ALL_STATIC CNI_ALL_DEB
+wait "$kernel_job" || { cat build-test/vm-kernel.log >&2; exit 1; }
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
 set +e
@@ -38,7 +42,7 @@ logs=(build-test/meson-logs/testlog.json)
 # report a plugin, the daemon or a test binary wrote (src/sanitizer_options.cpp.in).
 if [ $# -eq 0 ]; then
   [ -f build-sanitize/build.ninja ] ||
-    meson setup build-sanitize --buildtype=debugoptimized -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+    meson setup build-sanitize -Doptimization=1 -Ddebug=true -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
   ninja -C build-sanitize
   phase_done "build (sanitizers)"
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports

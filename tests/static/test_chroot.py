@@ -58,7 +58,7 @@ def static_binary_answers_version_before_glibc_starts():
         eq(sh(os.path.join(d, "cni-all"), "install", d).returncode, 0)
         for a in applets:
             trace = os.path.join(d, "trace")
-            r = sh("strace", "-f", "-qq", "-o", trace, os.path.join(d, a), env={"CNI_COMMAND": "VERSION"})
+            r = sh("strace", "-qq", "-o", trace, os.path.join(d, a), env={"CNI_COMMAND": "VERSION"})  # execve keeps the pid
             check(r.stdout.startswith('{"cniVersion":"1.1.0","supportedVersions":["0.'), r.stdout)
             eq([line.split("(")[0] for line in open(trace).read().splitlines()],
                ["execve", "readlink", "execve", "write", "exit_group"], a)
