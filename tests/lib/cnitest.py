@@ -46,7 +46,7 @@ def mount_points(*dirs):
     (/var/lib/cni has private_var_lib_cni.sh instead)."""
     made = [d for d in dirs if not os.path.isdir(d)]
     for d in made:
-        os.makedirs(d)
+        os.makedirs(d, exist_ok=True)
     try:
         yield
     finally:
