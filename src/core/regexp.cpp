@@ -126,10 +126,32 @@ public:
                 open.push_back(OpenGroup{.flags = opening.inner});
                 continue;
             }
+            if (next_is("\\Q")) {  // each quoted character is an atom: a repeat after \E takes the last
+                std::string_view text = quoted();
+                if (!text.empty()) {
+                    std::size_t last = text.size() - 1;  // the last character's first byte (UTF-8)
+                    while (last > 0 && (static_cast<unsigned char>(text[last]) & 0xC0) == 0x80) --last;
+                    if (last > 0) group.sequence.push_back(add_literal(text.substr(0, last), group.flags));
+                    CNI_TRY_ASSIGN(int repeated, repetitions(add_literal(text.substr(last), group.flags)));
+                    group.sequence.push_back(repeated);
+                } else if (!group.sequence.empty() && repeat_length() > 0) {  // a\Q\E* is a*, as in Go
+                    CNI_TRY_ASSIGN(group.sequence.back(), repetitions(group.sequence.back()));
+                }
+                continue;
+            }
             CNI_TRY_ASSIGN(int node, atom(group.flags));
             CNI_TRY_ASSIGN(int repeated, repetitions(node));
             group.sequence.push_back(repeated);
         }
+    }
+
+    // \Q...\E, pos_ at the backslash: the text between (to the end without \E), pos_ past it.
+    std::string_view quoted() {
+        pos_ += 2;
+        std::size_t end = re_.find("\\E", pos_);
+        std::string_view text = re_.substr(pos_, end == std::string_view::npos ? std::string_view::npos : end - pos_);
+        pos_ = end == std::string_view::npos ? re_.size() : end + 2;
+        return text;
     }
 
     std::vector<Node> nodes;
@@ -318,7 +340,7 @@ private:
         return opening;
     }
 
-    // After `\`: a class (\d), an assertion (\b), literal text (\Q..\E) or one character.
+    // After `\`: a class (\d), an assertion (\b) or one character (\Q..\E is parse()'s).
     Result<int> escape(const Flags& flags, std::size_t start) {
         if (at_end()) return error("trailing backslash at end of expression", "");
         char c = peek();
@@ -332,13 +354,6 @@ private:
             case 'z': ++pos_; return add_assert(Assertion::end_text);
             case 'b': ++pos_; return add_assert(Assertion::word_boundary);
             case 'B': ++pos_; return add_assert(Assertion::not_word_boundary);
-            case 'Q': {
-                ++pos_;
-                std::size_t end = re_.find("\\E", pos_);
-                std::string_view text = re_.substr(pos_, end == std::string_view::npos ? std::string_view::npos : end - pos_);
-                pos_ = end == std::string_view::npos ? re_.size() : end + 2;
-                return add_literal(text, flags);
-            }
             default: break;
         }
         CNI_TRY_ASSIGN(std::string bytes, escaped_char(start));

@@ -85,6 +85,13 @@ TEST_CASE("regexp: escapes") {
     CHECK(matches("^\\x{e9}$", "\xc3\xa9"));  // a code point is matched as its UTF-8 bytes
     CHECK(matches("^\\Qa.b*\\E$", "a.b*"));
     CHECK_FALSE(matches("^\\Qa.b\\E$", "axb"));
+    // A repeat after \E repeats the last quoted character, as Go's parser pushes each one.
+    CHECK(matches("^\\Qab\\E*$", "abbb"));
+    CHECK(matches("^\\Qab\\E*$", "a"));
+    CHECK_FALSE(matches("^\\Qab\\E*$", "abab"));
+    CHECK(matches("^\\Qa.\\E{2}$", "a.."));
+    CHECK(matches("^x\\Q\\E*$", "xxx"));  // an empty quote: the repeat takes what came before
+    CHECK(matches("^\\Qa\\Eb$", "ab"));
     CHECK(matches("^\\t\\n$", "\t\n"));
     CHECK(matches("^\\0$", std::string(1, '\0')));
 }
