@@ -115,7 +115,13 @@ public:
                 open.back().sequence.push_back(repeated);
                 continue;
             }
-            if (repeat_length() > 0) return error("missing argument to repetition operator", re_.substr(pos_, repeat_length()));
+            if (int min = 0, max = 0; std::size_t len = repeat_length(&min, &max)) {
+                // As Go: the counts are checked first, and the operator is shown with its lazy `?`.
+                if (min > kMaxRepeat || max > kMaxRepeat || (max >= 0 && max < min))
+                    return error("invalid repeat count", re_.substr(pos_, len));
+                if (pos_ + len < re_.size() && re_[pos_ + len] == '?') ++len;
+                return error("missing argument to repetition operator", re_.substr(pos_, len));
+            }
             if (peek() == '(') {
                 CNI_TRY_ASSIGN(GroupOpening opening, group_opening(group.flags));
                 if (opening.flags_only) {  // (?i): a repetition after it has nothing to repeat

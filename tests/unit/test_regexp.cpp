@@ -127,6 +127,10 @@ TEST_CASE("regexp: errors read as Go's") {
     CHECK(parse_error("*a") == "error parsing regexp: missing argument to repetition operator: `*`");
     CHECK(parse_error("a|+") == "error parsing regexp: missing argument to repetition operator: `+`");
     CHECK(parse_error("(?i)*") == "error parsing regexp: missing argument to repetition operator: `*`");
+    // Go shows a lazy operator whole, and checks a count before looking for its argument.
+    CHECK(parse_error("*?a") == "error parsing regexp: missing argument to repetition operator: `*?`");
+    CHECK(parse_error("{3,1}") == "error parsing regexp: invalid repeat count: `{3,1}`");
+    CHECK(parse_error("{2}") == "error parsing regexp: missing argument to repetition operator: `{2}`");
     CHECK(parse_error("a**") == "error parsing regexp: invalid nested repetition operator: `**`");
     CHECK(parse_error("a{2}{3}") == "error parsing regexp: invalid nested repetition operator: `{2}{3}`");
     CHECK(parse_error("a{1001}") == "error parsing regexp: invalid repeat count: `{1001}`");
