@@ -20,6 +20,7 @@ packages=(
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
   podman runc                                 # a real runtime as the client (podman e2e, CNI backend)
   strace                                      # the static suite's syscall trace; bench: processes a call starts
+  golang-go                                   # Go's regexp package, the oracle of tuning's allowlist regexps
   dbus-daemon python3-dbus python3-gi libglib2.0-bin  # firewall tests: a private bus, a stand-in firewalld
 )
 [ "${1:-}" = "--bench" ] && packages+=(python3-matplotlib)  # the bench report's plots

@@ -1,22 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-// Go regexp syntax, parsed into a tree, compiled into a Thompson program, run as a set of
-// threads stepping through the text together (see regexp.hpp).
+// Go regexp syntax, parsed rune by rune into a tree, compiled into a Thompson program, run as a
+// set of threads stepping through the text's runes together (see regexp.hpp).
 #include "core/regexp.hpp"
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace cni {
 
 namespace {
 
-using ByteSet = std::bitset<256>;
+using RuneSet = Regexp::RuneSet;
 using Assertion = Regexp::Assertion;
 
 constexpr int kMaxRepeat = 1000;        // RE2's limit on {n,m}
 constexpr std::size_t kMaxProgram = 100'000;  // instructions, after repeats are unrolled
 constexpr int kMaxDepth = 1000;                // nested groups (Go limits its parse tree's height instead; see regexp.hpp)
+constexpr char32_t kMaxRune = 0x10FFFF;
+constexpr char32_t kReplacement = 0xFFFD;  // what an invalid byte of a text reads as
 
 struct Flags {
     bool fold = false;       // i
@@ -32,60 +36,192 @@ struct Node {
     Assertion assertion = Assertion::begin_text;
 };
 
-bool is_word(unsigned char c) { return std::isalnum(c) || c == '_'; }
+bool is_word(char32_t c) { return c < 0x80 && (std::isalnum(int(c)) || c == '_'); }
 
-ByteSet range_set(unsigned char lo, unsigned char hi) {
-    ByteSet s;
-    for (int c = lo; c <= hi; ++c) s.set(std::size_t(c));
+// The rune at s[i] and its length in bytes, as Go's utf8.DecodeRuneInString reads it: a byte
+// that does not start a valid, shortest, non-surrogate sequence is U+FFFD, one byte long.
+std::pair<char32_t, std::size_t> decode(std::string_view s, std::size_t i) {
+    auto byte = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+    unsigned b0 = byte(0);
+    if (b0 < 0x80) return {b0, 1};
+    std::size_t len = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
+    if (len == 0) return {kReplacement, 1};
+    unsigned lo = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;  // no overlong forms
+    unsigned hi = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;  // no surrogates, nothing past U+10FFFF
+    if (byte(1) < lo || byte(1) > hi) return {kReplacement, 1};
+    char32_t r = b0 & (0x7F >> len);
+    for (std::size_t k = 1; k < len; ++k) {
+        unsigned b = byte(k);
+        if (b < 0x80 || b > 0xBF) return {kReplacement, 1};
+        r = (r << 6) | (b & 0x3F);
+    }
+    return {r, len};
+}
+
+// --- Rune sets -----------------------------------------------------------------------------
+
+void add_range(RuneSet& s, char32_t lo, char32_t hi) {
+    for (; lo <= hi && lo < 0x80; ++lo) s.ascii.set(lo);
+    if (lo <= hi) s.high.emplace_back(lo, hi);
+}
+
+// Sorts and merges the ranges above ASCII, so that negation and lookup can rely on order.
+void normalize(RuneSet& s) {
+    std::sort(s.high.begin(), s.high.end());
+    std::vector<std::pair<char32_t, char32_t>> merged;
+    for (auto range : s.high) {
+        if (!merged.empty() && range.first <= merged.back().second + 1)
+            merged.back().second = std::max(merged.back().second, range.second);
+        else
+            merged.push_back(range);
+    }
+    s.high = std::move(merged);
+}
+
+void merge(RuneSet& into, const RuneSet& from) {
+    into.ascii |= from.ascii;
+    into.high.insert(into.high.end(), from.high.begin(), from.high.end());
+    normalize(into);
+}
+
+RuneSet negated(RuneSet s) {
+    normalize(s);
+    RuneSet out;
+    out.ascii = ~s.ascii;
+    char32_t next = 0x80;
+    for (auto [lo, hi] : s.high) {
+        if (lo > next) out.high.emplace_back(next, lo - 1);
+        next = hi + 1;
+    }
+    if (next <= kMaxRune) out.high.emplace_back(next, kMaxRune);
+    return out;
+}
+
+// Under (?i): ASCII letters with their other case, and the two non-ASCII runes whose case
+// folding reaches ASCII (K, k and U+212A KELVIN SIGN; S, s and U+017F LONG S).
+RuneSet folded(RuneSet s) {
+    normalize(s);
+    for (char32_t c = 'a'; c <= 'z'; ++c) {
+        if (s.ascii.test(c) || s.ascii.test(c - 32)) s.ascii.set(c).set(c - 32);
+    }
+    for (auto [letter, other] : {std::pair<char32_t, char32_t>{'k', 0x212A}, {'s', 0x17F}}) {
+        if (s.ascii.test(letter) || s.contains(other)) {
+            s.ascii.set(letter).set(letter - 32);
+            s.high.emplace_back(other, other);
+        }
+    }
+    normalize(s);
     return s;
 }
 
-ByteSet folded(ByteSet s) {
-    for (int c = 'a'; c <= 'z'; ++c) {
-        if (s.test(std::size_t(c)) || s.test(std::size_t(c - 32))) {
-            s.set(std::size_t(c));
-            s.set(std::size_t(c - 32));
-        }
-    }
+RuneSet of_chars(std::string_view chars) {
+    RuneSet s;
+    for (unsigned char c : chars) s.ascii.set(c);
+    return s;
+}
+
+template <class Predicate>
+RuneSet of_predicate(Predicate in) {
+    RuneSet s;
+    for (int c = 0; c < 128; ++c) s.ascii.set(std::size_t(c), in(c) != 0);
     return s;
 }
 
 // The POSIX classes Go knows, ASCII only as in Go.
-bool named_class(std::string_view name, ByteSet& out) {
-    out.reset();
-    for (int c = 0; c < 128; ++c) {
-        bool in;
-        if (name == "alnum") in = std::isalnum(c);
-        else if (name == "alpha") in = std::isalpha(c);
-        else if (name == "ascii") in = true;
-        else if (name == "blank") in = c == ' ' || c == '\t';
-        else if (name == "cntrl") in = std::iscntrl(c);
-        else if (name == "digit") in = std::isdigit(c);
-        else if (name == "graph") in = std::isgraph(c);
-        else if (name == "lower") in = std::islower(c);
-        else if (name == "print") in = std::isprint(c);
-        else if (name == "punct") in = std::ispunct(c);
-        else if (name == "space") in = c == ' ' || (c >= '\t' && c <= '\r');
-        else if (name == "upper") in = std::isupper(c);
-        else if (name == "word") in = is_word(static_cast<unsigned char>(c));
-        else if (name == "xdigit") in = std::isxdigit(c);
-        else return false;
-        if (in) out.set(std::size_t(c));
-    }
-    return true;
+std::optional<RuneSet> posix_class(std::string_view name) {
+    if (name == "alnum") return of_predicate([](int c) { return std::isalnum(c); });
+    if (name == "alpha") return of_predicate([](int c) { return std::isalpha(c); });
+    if (name == "ascii") return RuneSet{.ascii = std::bitset<128>().set(), .high = {}};
+    if (name == "blank") return of_chars(" \t");
+    if (name == "cntrl") return of_predicate([](int c) { return std::iscntrl(c); });
+    if (name == "digit") return of_predicate([](int c) { return std::isdigit(c); });
+    if (name == "graph") return of_predicate([](int c) { return std::isgraph(c); });
+    if (name == "lower") return of_predicate([](int c) { return std::islower(c); });
+    if (name == "print") return of_predicate([](int c) { return std::isprint(c); });
+    if (name == "punct") return of_predicate([](int c) { return std::ispunct(c); });
+    if (name == "space") return of_chars(" \t\n\v\f\r");
+    if (name == "upper") return of_predicate([](int c) { return std::isupper(c); });
+    if (name == "word") return of_predicate([](int c) { return int(is_word(char32_t(c))); });
+    if (name == "xdigit") return of_predicate([](int c) { return std::isxdigit(c); });
+    return std::nullopt;
 }
 
-// \d \s \w and their negations, as Go defines them (\s without \v).
-bool perl_class(char c, ByteSet& out) {
-    switch (c) {
-        case 'd': case 'D': out = range_set('0', '9'); break;
-        case 's': case 'S': out = ByteSet().set('\t').set('\n').set('\f').set('\r').set(' '); break;
-        case 'w': case 'W': named_class("word", out); break;
-        default: return false;
+// \d \s \w (lower case; upper case is the negation, which the caller applies), as Go defines
+// them (\s without \v).
+std::optional<RuneSet> perl_class(char c) {
+    switch (std::tolower(static_cast<unsigned char>(c))) {
+        case 'd': return posix_class("digit");
+        case 's': return of_chars(" \t\n\f\r");
+        case 'w': return posix_class("word");
+        default: return std::nullopt;
     }
-    if (std::isupper(static_cast<unsigned char>(c))) out.flip();
-    return true;
 }
+
+// The names \p{...} knows: Any, Unicode's general categories, and its scripts (Unicode 15, as
+// current Go; Go 1.19 lacks the last seven).
+constexpr std::string_view kCategories =
+    " C Cc Cf Co Cs L Ll Lm Lo Lt Lu M Mc Me Mn N Nd Nl No P Pc Pd Pe Pf Pi Po Ps S Sc Sk Sm So Z Zl Zp Zs ";
+constexpr std::string_view kScripts =
+    " Adlam Ahom Anatolian_Hieroglyphs Arabic Armenian Avestan Balinese Bamum Bassa_Vah Batak Bengali Bhaiksuki"
+    " Bopomofo Brahmi Braille Buginese Buhid Canadian_Aboriginal Carian Caucasian_Albanian Chakma Cham Cherokee"
+    " Chorasmian Common Coptic Cuneiform Cypriot Cyrillic Deseret Devanagari Dives_Akuru Dogra Duployan"
+    " Egyptian_Hieroglyphs Elbasan Elymaic Ethiopic Georgian Glagolitic Gothic Grantha Greek Gujarati Gunjala_Gondi"
+    " Gurmukhi Han Hangul Hanifi_Rohingya Hanunoo Hatran Hebrew Hiragana Imperial_Aramaic Inherited"
+    " Inscriptional_Pahlavi Inscriptional_Parthian Javanese Kaithi Kannada Katakana Kayah_Li Kharoshthi"
+    " Khitan_Small_Script Khmer Khojki Khudawadi Lao Latin Lepcha Limbu Linear_A Linear_B Lisu Lycian Lydian"
+    " Mahajani Makasar Malayalam Mandaic Manichaean Marchen Masaram_Gondi Medefaidrin Meetei_Mayek Mende_Kikakui"
+    " Meroitic_Cursive Meroitic_Hieroglyphs Miao Modi Mongolian Mro Multani Myanmar Nabataean Nandinagari"
+    " New_Tai_Lue Newa Nko Nushu Nyiakeng_Puachue_Hmong Ogham Ol_Chiki Old_Hungarian Old_Italic Old_North_Arabian"
+    " Old_Permic Old_Persian Old_Sogdian Old_South_Arabian Old_Turkic Oriya Osage Osmanya Pahawh_Hmong Palmyrene"
+    " Pau_Cin_Hau Phags_Pa Phoenician Psalter_Pahlavi Rejang Runic Samaritan Saurashtra Sharada Shavian Siddham"
+    " SignWriting Sinhala Sogdian Sora_Sompeng Soyombo Sundanese Syloti_Nagri Syriac Tagalog Tagbanwa Tai_Le"
+    " Tai_Tham Tai_Viet Takri Tamil Tangut Telugu Thaana Thai Tibetan Tifinagh Tirhuta Ugaritic Vai Wancho"
+    " Warang_Citi Yezidi Yi Zanabazar_Square"
+    " Cypro_Minoan Old_Uyghur Tangsa Toto Vithkuqi Kawi Nag_Mundari ";
+// The names Go folds under (?i) (its fold tables); the others are taken as they are.
+constexpr std::string_view kFolding = " Any L Ll Lt Lu M Mn Common Greek Inherited ";
+
+bool listed(std::string_view list, std::string_view name) {
+    return !name.empty() && name.find(' ') == std::string_view::npos &&
+           list.find(" " + std::string(name) + " ") != std::string_view::npos;
+}
+
+// A Unicode class's ASCII members (see regexp.hpp: the rest of Unicode is left out).
+std::optional<RuneSet> unicode_class(std::string_view name) {
+    constexpr std::string_view kPunct = "!\"#%&'()*,-./:;?@[\\]_{}", kSymbols = "$+<=>^`|~";
+    if (name == "Any") return negated(RuneSet{});
+    if (name == "C" || name == "Cc") return of_predicate([](int c) { return std::iscntrl(c); });
+    if (name == "L" || name == "Latin") return of_predicate([](int c) { return std::isalpha(c); });
+    if (name == "Lu") return of_predicate([](int c) { return std::isupper(c); });
+    if (name == "Ll") return of_predicate([](int c) { return std::islower(c); });
+    if (name == "N" || name == "Nd") return of_predicate([](int c) { return std::isdigit(c); });
+    if (name == "P") return of_chars(kPunct);
+    if (name == "Pc") return of_chars("_");
+    if (name == "Pd") return of_chars("-");
+    if (name == "Ps") return of_chars("([{");
+    if (name == "Pe") return of_chars(")]}");
+    if (name == "Po") return of_chars("!\"#%&'*,./:;?@\\");
+    if (name == "S") return of_chars(kSymbols);
+    if (name == "Sc") return of_chars("$");
+    if (name == "Sk") return of_chars("^`");
+    if (name == "Sm") return of_chars("+<=>|~");
+    if (name == "Z" || name == "Zs") return of_chars(" ");
+    if (name == "Common") {
+        RuneSet s = of_predicate([](int c) { return std::isalpha(c); });
+        s.ascii.flip();
+        return s;
+    }
+    if (listed(kCategories, name) || listed(kScripts, name)) return RuneSet{};
+    return std::nullopt;
+}
+
+// A class such as \W or [:^alpha:] under the flags, as Go builds it: folded first, then negated.
+RuneSet group(RuneSet members, bool negate, bool fold) {
+    if (fold) members = folded(std::move(members));
+    return negate ? negated(std::move(members)) : members;
+}
+
+// --- Parser --------------------------------------------------------------------------------
 
 class Parser {
 public:
@@ -115,7 +251,13 @@ public:
                 open.back().sequence.push_back(repeated);
                 continue;
             }
+            // A repetition here follows something that matched nothing ((?i), \Q\E) or nothing
+            // at all: as in Go, it repeats the atom before, if there is one.
             if (int min = 0, max = 0; std::size_t len = repeat_length(&min, &max)) {
+                if (!group.sequence.empty()) {
+                    CNI_TRY_ASSIGN(group.sequence.back(), repetitions(group.sequence.back()));
+                    continue;
+                }
                 // As Go: the counts are checked first, and the operator is shown with its lazy `?`.
                 if (min > kMaxRepeat || max > kMaxRepeat || (max >= 0 && max < min))
                     return error("invalid repeat count", re_.substr(pos_, len));
@@ -124,7 +266,7 @@ public:
             }
             if (peek() == '(') {
                 CNI_TRY_ASSIGN(GroupOpening opening, group_opening(group.flags));
-                if (opening.flags_only) {  // (?i): a repetition after it has nothing to repeat
+                if (opening.flags_only) {
                     group.flags = opening.inner;
                     continue;
                 }
@@ -132,17 +274,14 @@ public:
                 open.push_back(OpenGroup{.flags = opening.inner});
                 continue;
             }
-            if (next_is("\\Q")) {  // each quoted character is an atom: a repeat after \E takes the last
-                std::string_view text = quoted();
-                if (!text.empty()) {
-                    std::size_t last = text.size() - 1;  // the last character's first byte (UTF-8)
-                    while (last > 0 && (static_cast<unsigned char>(text[last]) & 0xC0) == 0x80) --last;
-                    if (last > 0) group.sequence.push_back(add_literal(text.substr(0, last), group.flags));
-                    CNI_TRY_ASSIGN(int repeated, repetitions(add_literal(text.substr(last), group.flags)));
-                    group.sequence.push_back(repeated);
-                } else if (!group.sequence.empty() && repeat_length() > 0) {  // a\Q\E* is a*, as in Go
-                    CNI_TRY_ASSIGN(group.sequence.back(), repetitions(group.sequence.back()));
+            if (next_is("\\Q")) {  // each quoted rune is an atom: a repeat after \E takes the last
+                pos_ += 2;
+                std::size_t end = std::min(re_.find("\\E", pos_), re_.size());
+                while (pos_ < end) {
+                    CNI_TRY_ASSIGN(char32_t r, next_rune(end));
+                    group.sequence.push_back(add_literal(r, group.flags));
                 }
+                pos_ = std::min(end + 2, re_.size());
                 continue;
             }
             CNI_TRY_ASSIGN(int node, atom(group.flags));
@@ -151,17 +290,8 @@ public:
         }
     }
 
-    // \Q...\E, pos_ at the backslash: the text between (to the end without \E), pos_ past it.
-    std::string_view quoted() {
-        pos_ += 2;
-        std::size_t end = re_.find("\\E", pos_);
-        std::string_view text = re_.substr(pos_, end == std::string_view::npos ? std::string_view::npos : end - pos_);
-        pos_ = end == std::string_view::npos ? re_.size() : end + 2;
-        return text;
-    }
-
     std::vector<Node> nodes;
-    std::vector<ByteSet> sets;
+    std::vector<RuneSet> sets;
 
 private:
     std::string_view re_;
@@ -188,20 +318,38 @@ private:
     char peek() const { return re_[pos_]; }
     bool next_is(std::string_view s) const { return re_.substr(pos_).starts_with(s); }
 
+    // The rune at pos_, which moves past it. A pattern that is not UTF-8 is refused there, and
+    // the error shows the rest of what was being read, up to `end` (as Go's does).
+    Result<char32_t> next_rune(std::size_t end = std::string_view::npos) {
+        auto [r, len] = decode(re_, pos_);
+        if (r == kReplacement && len == 1) return error("invalid UTF-8", re_.substr(pos_, end - std::min(end, pos_)));
+        pos_ += len;
+        return r;
+    }
+    // Whether re_[from, end) is UTF-8, as next_rune reports it; pos_ is left where it was.
+    Status check_utf8(std::size_t from, std::size_t end) {
+        std::size_t saved = std::exchange(pos_, from);
+        while (pos_ < end) {
+            if (auto r = next_rune(end); !r) return std::unexpected(r.error());
+        }
+        pos_ = saved;
+        return {};
+    }
+
     int add(Node n) {
         nodes.push_back(std::move(n));
         return int(nodes.size()) - 1;
     }
-    int add_set(ByteSet s, const Flags& f) {
-        sets.push_back(f.fold ? folded(s) : s);
+    int add_set(RuneSet s) {
+        normalize(s);
+        sets.push_back(std::move(s));
         return add(Node{.kind = Node::Kind::set, .set = int(sets.size()) - 1});
     }
     int add_assert(Assertion a) { return add(Node{.kind = Node::Kind::assert, .assertion = a}); }
-    // A literal string (non-ASCII bytes included, as their UTF-8 bytes).
-    int add_literal(std::string_view s, const Flags& f) {
-        Node cat{.kind = Node::Kind::concat};
-        for (unsigned char c : s) cat.parts.push_back(add_set(ByteSet().set(c), f));
-        return add(std::move(cat));
+    int add_literal(char32_t r, const Flags& f) {
+        RuneSet s;
+        add_range(s, r, r);
+        return add_set(f.fold ? folded(std::move(s)) : std::move(s));
     }
 
     int sequence(std::vector<int> parts) {
@@ -212,7 +360,8 @@ private:
     }
 
     // The length of the repetition operator at pos_ (0 if there is none); `{` that does not
-    // open a valid {n}, {n,} or {n,m} is a literal, as in Go.
+    // open a valid {n}, {n,} or {n,m} is a literal, as in Go, and so is a count with a leading
+    // zero ({01}).
     std::size_t repeat_length(int* min = nullptr, int* max = nullptr) const {
         char c = peek();
         if (c == '*' || c == '+' || c == '?') {
@@ -222,22 +371,21 @@ private:
         }
         if (c != '{') return 0;
         std::size_t i = pos_ + 1;
+        auto digit = [&](std::size_t k) { return k < re_.size() && std::isdigit(static_cast<unsigned char>(re_[k])); };
         auto number = [&](int& out) {
-            std::size_t begin = i;
+            if (!digit(i) || (re_[i] == '0' && digit(i + 1))) return false;
             long v = 0;
-            while (i < re_.size() && std::isdigit(static_cast<unsigned char>(re_[i]))) {
-                v = std::min<long>(v * 10 + (re_[i] - '0'), kMaxRepeat + 1L);
-                ++i;
-            }
+            for (; digit(i); ++i) v = std::min<long>(v * 10 + (re_[i] - '0'), kMaxRepeat + 1L);
             out = int(v);
-            return i > begin;
+            return true;
         };
         int lo = 0, hi = 0;
         if (!number(lo)) return 0;
         hi = lo;
         if (i < re_.size() && re_[i] == ',') {
             ++i;
-            if (!number(hi)) hi = -1;
+            if (i < re_.size() && re_[i] == '}') hi = -1;
+            else if (!number(hi)) return 0;
         }
         if (i >= re_.size() || re_[i] != '}') return 0;
         if (min) *min = lo;
@@ -289,19 +437,21 @@ private:
     // One atom other than a group.
     Result<int> atom(const Flags& flags) {
         std::size_t start = pos_;
-        char c = re_[pos_++];
-        switch (c) {
-            case '[': return char_class(flags, start);
+        switch (peek()) {
+            case '[': ++pos_; return char_class(flags, start);
             case '.': {
-                ByteSet all;
-                all.set();
-                if (!flags.dot_nl) all.reset('\n');
-                return add_set(all, Flags{});
+                ++pos_;
+                RuneSet all = negated(RuneSet{});
+                if (!flags.dot_nl) all.ascii.reset('\n');
+                return add_set(std::move(all));
             }
-            case '^': return add_assert(flags.multiline ? Assertion::begin_line : Assertion::begin_text);
-            case '$': return add_assert(flags.multiline ? Assertion::end_line : Assertion::end_text);
-            case '\\': return escape(flags, start);
-            default: return add_literal(re_.substr(start, 1), flags);
+            case '^': ++pos_; return add_assert(flags.multiline ? Assertion::begin_line : Assertion::begin_text);
+            case '$': ++pos_; return add_assert(flags.multiline ? Assertion::end_line : Assertion::end_text);
+            case '\\': ++pos_; return escape(flags, start);
+            default: {
+                CNI_TRY_ASSIGN(char32_t r, next_rune());
+                return add_literal(r, flags);
+            }
         }
     }
 
@@ -309,9 +459,12 @@ private:
     Result<GroupOpening> group_opening(const Flags& outer) {
         std::size_t start = pos_++;
         GroupOpening opening{.inner = outer};
-        if (next_is("?P<") || next_is("?<")) {
-            pos_ += next_is("?P<") ? 3 : 2;
+        std::size_t left = re_.size() - start;
+        bool python = left > 4 && next_is("?P<"), perl = left > 3 && next_is("?<");
+        if (python || perl) {
+            pos_ += python ? 3 : 2;
             std::size_t end = re_.find('>', pos_);
+            CNI_TRY(check_utf8(end == std::string_view::npos ? start : pos_, std::min(end, re_.size())));
             if (end == std::string_view::npos) return error("invalid named capture", re_.substr(start));
             std::string_view name = re_.substr(pos_, end - pos_);
             bool valid = !name.empty();
@@ -321,9 +474,8 @@ private:
         } else if (next_is("?")) {  // flags: (?i) for the rest of this group, (?i:...) scoped
             ++pos_;
             bool negate = false, saw_flag = false;
-            for (;;) {
-                if (at_end()) return error("invalid or unsupported Perl syntax", re_.substr(start));
-                char f = re_[pos_++];
+            while (!at_end()) {
+                CNI_TRY_ASSIGN(char32_t f, next_rune());
                 if (f == ':' || f == ')') {
                     if (negate && !saw_flag) break;
                     opening.flags_only = f == ')';
@@ -346,152 +498,163 @@ private:
         return opening;
     }
 
-    // After `\`: a class (\d), an assertion (\b) or one character (\Q..\E is parse()'s).
+    // After `\` (pos_ past it): an assertion (\b), a class (\pL, \d) or one character (\Q..\E
+    // is parse()'s).
     Result<int> escape(const Flags& flags, std::size_t start) {
         if (at_end()) return error("trailing backslash at end of expression", "");
-        char c = peek();
-        ByteSet s;
-        if (perl_class(c, s)) {
-            ++pos_;
-            return add_set(s, flags);
-        }
-        switch (c) {
+        switch (peek()) {
             case 'A': ++pos_; return add_assert(Assertion::begin_text);
             case 'z': ++pos_; return add_assert(Assertion::end_text);
             case 'b': ++pos_; return add_assert(Assertion::word_boundary);
             case 'B': ++pos_; return add_assert(Assertion::not_word_boundary);
+            case 'C': return error("invalid escape sequence", "\\C");  // any byte: Go refuses it
             default: break;
         }
-        CNI_TRY_ASSIGN(std::string bytes, escaped_char(start));
-        return add_literal(bytes, flags);
+        pos_ = start;
+        CNI_TRY_ASSIGN(std::optional<RuneSet> set, class_escape(flags));
+        if (set) return add_set(std::move(*set));
+        ++pos_;
+        CNI_TRY_ASSIGN(char32_t r, escaped_char(start));
+        return add_literal(r, flags);
     }
 
-    // One escaped character after `\` (pos_ at the character after the backslash), as the
-    // bytes of its UTF-8 encoding.
-    Result<std::string> escaped_char(std::size_t start) {
-        char c = re_[pos_++];
-        auto invalid = [&] { return error("invalid escape sequence", re_.substr(start, pos_ - start)); };
-        auto utf8 = [](unsigned long r) {
-            std::string out;
-            if (r < 0x80) {
-                out += char(r);
-            } else if (r < 0x800) {
-                out += char(0xC0 | (r >> 6)), out += char(0x80 | (r & 0x3F));
-            } else if (r < 0x10000) {
-                out += char(0xE0 | (r >> 12)), out += char(0x80 | ((r >> 6) & 0x3F)), out += char(0x80 | (r & 0x3F));
-            } else {
-                out += char(0xF0 | (r >> 18)), out += char(0x80 | ((r >> 12) & 0x3F));
-                out += char(0x80 | ((r >> 6) & 0x3F)), out += char(0x80 | (r & 0x3F));
+    // A \p{Name}, \pN or \d-style class at pos_ (a backslash), pos_ past it; nothing (pos_
+    // unmoved) if there is none.
+    Result<std::optional<RuneSet>> class_escape(const Flags& flags) {
+        if (pos_ + 1 >= re_.size() || re_[pos_] != '\\') return std::nullopt;
+        char c = re_[pos_ + 1];
+        if (auto perl = perl_class(c)) {
+            pos_ += 2;
+            return group(std::move(*perl), std::isupper(static_cast<unsigned char>(c)), flags.fold);
+        }
+        if (c != 'p' && c != 'P') return std::nullopt;
+        std::size_t start = pos_;
+        bool negate = c == 'P';
+        pos_ += 2;
+        std::string_view name;
+        if (!at_end() && peek() == '{') {
+            std::size_t end = re_.find('}', pos_);
+            if (end == std::string_view::npos) {
+                CNI_TRY(check_utf8(start, re_.size()));
+                return error("invalid character class range", re_.substr(start));
             }
-            return out;
+            CNI_TRY(check_utf8(pos_ + 1, end));
+            name = re_.substr(pos_ + 1, end - pos_ - 1);
+            pos_ = end + 1;
+        } else if (!at_end()) {
+            std::size_t at = pos_;
+            CNI_TRY(next_rune());
+            name = re_.substr(at, pos_ - at);
+        }
+        if (name.starts_with('^')) {
+            negate = !negate;
+            name.remove_prefix(1);
+        }
+        std::optional<RuneSet> members = unicode_class(name);
+        if (!members) return error("invalid character class range", re_.substr(start, pos_ - start));
+        return group(std::move(*members), negate, flags.fold && listed(kFolding, name));
+    }
+
+    // One escaped character after `\` (pos_ at the character after the backslash), consumed as
+    // far as Go reads it, so that an error shows the same text.
+    Result<char32_t> escaped_char(std::size_t start) {
+        CNI_TRY_ASSIGN(char32_t c, next_rune());
+        auto invalid = [&] { return error("invalid escape sequence", re_.substr(start, pos_ - start)); };
+        auto hex = [](char32_t h) {
+            return h < 0x80 && std::isxdigit(int(h)) ? int(std::isdigit(int(h)) ? h - '0' : std::tolower(int(h)) - 'a' + 10) : -1;
         };
-        if (c == 'p' || c == 'P')
-            return fail(code::invalid_config, "error parsing regexp: Unicode classes are not supported: `" +
-                                                  std::string(re_.substr(start, pos_ + 1 - start)) + "`");
-        auto hex = [](char h) { return std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (std::tolower(h) - 'a' + 10); };
         switch (c) {
-            case 'a': return std::string(1, '\a');
-            case 'f': return std::string(1, '\f');
-            case 't': return std::string(1, '\t');
-            case 'n': return std::string(1, '\n');
-            case 'r': return std::string(1, '\r');
-            case 'v': return std::string(1, '\v');
+            case 'a': return U'\a';
+            case 'f': return U'\f';
+            case 't': return U'\t';
+            case 'n': return U'\n';
+            case 'r': return U'\r';
+            case 'v': return U'\v';
             case 'x': {
-                if (!at_end() && peek() == '{') {
-                    std::size_t end = re_.find('}', pos_);
-                    if (end == std::string_view::npos || end == pos_ + 1) return invalid();
-                    unsigned long r = 0;
-                    for (std::size_t i = pos_ + 1; i < end; ++i) {
-                        if (!std::isxdigit(static_cast<unsigned char>(re_[i])) || r > 0x10FFFF) return invalid();
-                        r = r * 16 + unsigned(hex(re_[i]));
+                if (at_end()) return invalid();
+                CNI_TRY_ASSIGN(char32_t first, next_rune());
+                if (first == '{') {  // \x{...}: one or more hex digits, at most U+10FFFF
+                    char32_t r = 0;
+                    int digits = 0;
+                    for (;;) {
+                        if (at_end()) return invalid();
+                        CNI_TRY_ASSIGN(char32_t d, next_rune());
+                        if (d == '}') break;
+                        if (hex(d) < 0) return invalid();
+                        r = r * 16 + char32_t(hex(d));
+                        if (r > kMaxRune) return invalid();
+                        ++digits;
                     }
-                    pos_ = end + 1;
-                    if (r > 0x10FFFF) return invalid();
-                    return utf8(r);
+                    if (digits == 0) return invalid();
+                    return r;
                 }
-                if (pos_ + 2 > re_.size() || !std::isxdigit(static_cast<unsigned char>(re_[pos_])) ||
-                    !std::isxdigit(static_cast<unsigned char>(re_[pos_ + 1]))) {
-                    pos_ = std::min(pos_ + 2, re_.size());
-                    return invalid();
-                }
-                unsigned long r = unsigned(hex(re_[pos_]) * 16 + hex(re_[pos_ + 1]));
-                pos_ += 2;
-                return utf8(r);
+                char32_t second = 0;
+                if (!at_end()) CNI_TRY_ASSIGN(second, next_rune());
+                if (hex(first) < 0 || hex(second) < 0) return invalid();
+                return char32_t(hex(first) * 16 + hex(second));
             }
             default: break;
         }
         if (c >= '0' && c <= '7') {
             // \1 to \7 alone would be a backreference, which Go (and RE2) refuse.
             if (c != '0' && (at_end() || peek() < '0' || peek() > '7')) return invalid();
-            unsigned long r = unsigned(c - '0');
-            for (int i = 0; i < 2 && !at_end() && peek() >= '0' && peek() <= '7'; ++i) r = r * 8 + unsigned(re_[pos_++] - '0');
-            return utf8(r);
+            char32_t r = c - '0';
+            for (int i = 0; i < 2 && !at_end() && peek() >= '0' && peek() <= '7'; ++i) r = r * 8 + char32_t(re_[pos_++] - '0');
+            return r;
         }
-        if (static_cast<unsigned char>(c) < 0x80 && !std::isalnum(static_cast<unsigned char>(c))) return std::string(1, c);
+        if (c < 0x80 && !std::isalnum(int(c))) return c;
         return invalid();
     }
 
-    // [...]: pos_ just past the '['.
+    // [...]: pos_ just past the '['. Each item is folded as it is added; the class is negated
+    // as a whole at the end, as Go builds it.
     Result<int> char_class(const Flags& flags, std::size_t start) {
-        ByteSet set;
+        RuneSet set;
         bool negate = !at_end() && peek() == '^';
         if (negate) ++pos_;
         bool first = true;
         while (at_end() || peek() != ']' || first) {
-            if (at_end()) return error("missing closing ]", re_.substr(start));
             first = false;
-            if (next_is("[:")) {
+            if (re_.size() - pos_ > 2 && next_is("[:")) {
                 std::size_t end = re_.find(":]", pos_ + 2);
                 if (end != std::string_view::npos) {
                     std::string_view name = re_.substr(pos_ + 2, end - pos_ - 2);
-                    bool negated = name.starts_with('^');
-                    ByteSet named;
-                    if (!named_class(negated ? name.substr(1) : name, named))
-                        return error("invalid character class range", re_.substr(pos_, end + 2 - pos_));
-                    set |= negated ? ~named : named;
+                    bool negated_name = name.starts_with('^');
+                    std::optional<RuneSet> named = posix_class(negated_name ? name.substr(1) : name);
+                    if (!named) return error("invalid character class range", re_.substr(pos_, end + 2 - pos_));
+                    merge(set, group(std::move(*named), negated_name, flags.fold));
                     pos_ = end + 2;
                     continue;
                 }
             }
-            std::size_t item = pos_;
-            if (peek() == '\\' && pos_ + 1 < re_.size()) {
-                ByteSet perl;
-                if (perl_class(re_[pos_ + 1], perl)) {
-                    set |= perl;
-                    pos_ += 2;
-                    continue;
-                }
+            CNI_TRY_ASSIGN(std::optional<RuneSet> escaped, class_escape(flags));
+            if (escaped) {
+                merge(set, *escaped);
+                continue;
             }
-            CNI_TRY_ASSIGN(int lo, class_char(item));
-            int hi = lo;
+            std::size_t item = pos_;
+            CNI_TRY_ASSIGN(char32_t lo, class_char(start));
+            char32_t hi = lo;
             if (pos_ + 1 < re_.size() && peek() == '-' && re_[pos_ + 1] != ']') {
                 ++pos_;
-                CNI_TRY_ASSIGN(hi, class_char(item));
+                CNI_TRY_ASSIGN(hi, class_char(start));
                 if (hi < lo) return error("invalid character class range", re_.substr(item, pos_ - item));
             }
-            set |= range_set(static_cast<unsigned char>(lo), static_cast<unsigned char>(hi));
+            RuneSet range;
+            add_range(range, lo, hi);
+            merge(set, flags.fold ? folded(std::move(range)) : range);
         }
         ++pos_;
-        if (flags.fold) set = folded(set);
-        if (negate) set.flip();
-        return add_set(set, Flags{});
+        return add_set(negate ? negated(std::move(set)) : std::move(set));
     }
 
-    // One character of a class, plain or escaped, as a byte value.
-    Result<int> class_char(std::size_t item) {
-        if (at_end()) return error("missing closing ]", re_.substr(item));
-        std::string bytes;
-        if (peek() == '\\') {
-            ++pos_;
-            if (at_end()) return error("trailing backslash at end of expression", "");
-            CNI_TRY_ASSIGN(bytes, escaped_char(pos_ - 1));
-        } else {
-            bytes = std::string(1, re_[pos_++]);
-        }
-        if (bytes.size() != 1 || static_cast<unsigned char>(bytes[0]) >= 0x80)
-            return fail(code::invalid_config, "error parsing regexp: non-ASCII characters in a class are not supported: `" +
-                                                  std::string(re_.substr(item, pos_ - item)) + "`");
-        return int(static_cast<unsigned char>(bytes[0]));
+    // One character of a class, plain or escaped; the class runs out at the end of the pattern.
+    Result<char32_t> class_char(std::size_t class_start) {
+        if (at_end()) return error("missing closing ]", re_.substr(class_start));
+        if (peek() != '\\') return next_rune();
+        ++pos_;
+        if (at_end()) return error("trailing backslash at end of expression", "");
+        return escaped_char(pos_ - 1);
     }
 };
 
@@ -566,7 +729,7 @@ private:
         std::size_t k = frame.done++;
         switch (n.kind) {
             case Node::Kind::empty: return -1;
-            case Node::Kind::set: add(Regexp::Op::byte, n.set); return -1;
+            case Node::Kind::set: add(Regexp::Op::rune, n.set); return -1;
             case Node::Kind::assert: add(Regexp::Op::assert, int(n.assertion)); return -1;
             case Node::Kind::concat: return k < n.parts.size() ? n.parts[k] : -1;
             case Node::Kind::alternate: {  // split L1, next; branch; jump end; next: split ...; last branch
@@ -639,6 +802,12 @@ Result<Regexp> Regexp::compile(std::string_view pattern) {
     return re;
 }
 
+bool Regexp::RuneSet::contains(char32_t r) const {
+    if (r < 0x80) return ascii.test(r);
+    auto after = std::upper_bound(high.begin(), high.end(), std::pair{r, kMaxRune});
+    return after != high.begin() && std::prev(after)->second >= r;
+}
+
 bool Regexp::search(std::string_view text) const {
     // The threads at one position: instruction indexes, each at most once (mark == generation).
     std::vector<int> current, next, stack;
@@ -655,7 +824,7 @@ bool Regexp::search(std::string_view text) const {
             const Inst& inst = program_[std::size_t(i)];
             switch (inst.op) {
                 case Op::match: return true;
-                case Op::byte: list.push_back(i); break;
+                case Op::rune: list.push_back(i); break;
                 case Op::jump: stack.push_back(inst.x); break;
                 case Op::split: stack.push_back(inst.y), stack.push_back(inst.x); break;
                 case Op::assert:
@@ -665,18 +834,21 @@ bool Regexp::search(std::string_view text) const {
         }
         return false;
     };
-    for (std::size_t at = 0;; ++at) {
+    char32_t last = 0;  // the rune the threads in `current` wait to consume
+    for (std::size_t at = 0;;) {
         ++generation;
-        // The threads that consumed the previous byte are already in `current`; a new one
-        // starts here too, since the match may begin anywhere.
+        // The threads that consumed the previous rune go on; a new one starts here too, since
+        // the match may begin anywhere.
         next.clear();
         for (int pc : current) {
-            const Inst& inst = program_[std::size_t(pc)];
-            if (sets_[std::size_t(inst.x)].test(static_cast<unsigned char>(text[at - 1])) && add(next, pc + 1, at)) return true;
+            if (sets_[std::size_t(program_[std::size_t(pc)].x)].contains(last) && add(next, pc + 1, at)) return true;
         }
         if (add(next, 0, at)) return true;
         if (at == text.size()) return false;
         current.swap(next);
+        auto [rune, len] = decode(text, at);
+        last = rune;
+        at += len;
     }
 }
 
