@@ -15,6 +15,7 @@ packages=(
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
   dpkg-dev xz-utils flex bison                # static build: libiptc and libnl from Debian's sources
   qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks
+  clang lld qemu-user                         # the arm64 launcher, built and run here (cli suite)
   checkpolicy                                 # the test VM's own SELinux policy (tap selinuxContext)
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test

@@ -4,7 +4,8 @@
 // of its own under the applet's name that runs the cni-all next to it. Other installers copying
 // a plugin of the same name (cp, cp -f, install, tar -x, write-then-rename) then replace that
 // applet only, never cni-all and with it every applet, as they would through a symlink
-// (docs/install.md). Where this build has no launcher (not x86-64) the applets are symlinks.
+// (docs/install.md). Where this build has no launcher (neither x86-64 nor arm64) the applets are
+// symlinks.
 // Idempotent; replaces symlinks and our own older launchers, refuses anything else unless
 // --force; one line per action on `out`.
 #pragma once

@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
+from cnitest import LAUNCHER_TAG, check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
 
 CNI_ALL = os.environ["CNI_ALL"]
 BUILD_ROOT = os.environ["BUILD_ROOT"]
@@ -133,6 +133,38 @@ def version_of(path):
 
 
 OURS = '{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}'
+
+
+@test
+def arm64_launcher_runs_its_applet():
+    """the arm64 launcher (src/launcher/build.py with clang for aarch64, run under qemu-user) runs the cni-all beside it as its applet, also through a symlink, and answers a CNI error without it"""
+    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "launcher")
+    d = tempfile.mkdtemp()
+    try:
+        launcher = os.path.join(d, "vrf")
+        sh(sys.executable, os.path.join(source, "build.py"), os.path.join(source, "launcher.cpp"), launcher,
+           "clang++-14", "--target=aarch64-linux-gnu", "-fuse-ld=lld", "-Wno-unused-command-line-argument")
+        check(open(launcher, "rb").read(20)[18] == 0xB7, "an arm64 (EM_AARCH64) program")
+        # Tagged as `cni-all install` tags it; qemu-aarch64 runs it, and the kernel runs the
+        # x86-64 cni-all it executes.
+        data = bytearray(open(launcher, "rb").read())
+        at = data.index(LAUNCHER_TAG) + len(LAUNCHER_TAG)
+        data[at:at + 3] = b"vrf"
+        with open(launcher, "wb") as f:
+            f.write(data)
+        check(is_launcher_of(launcher, "vrf"), "tagged for vrf")
+        shutil.copy(CNI_ALL, os.path.join(d, "cni-all"))
+        os.symlink("vrf", os.path.join(d, "vrf-alias"))
+        for name in ("vrf", "vrf-alias"):
+            r = subprocess.run(["qemu-aarch64", os.path.join(d, name), "--help"], capture_output=True, text=True)
+            eq(r.returncode, 0, r.stderr)
+            check(r.stdout.startswith("vrf (meta)"), r.stdout)
+        os.unlink(os.path.join(d, "cni-all"))
+        r = subprocess.run(["qemu-aarch64", launcher], env={"CNI_COMMAND": "ADD"}, capture_output=True, text=True)
+        eq(r.returncode, 1)
+        check('"code": 999' in r.stdout and "cannot execute " + os.path.join(d, "cni-all") in r.stdout, r.stdout)
+    finally:
+        shutil.rmtree(d)
 
 
 @test
