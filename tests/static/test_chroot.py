@@ -38,7 +38,7 @@ def static_binary_is_static_and_small():
 
 @test
 def static_binary_answers_version_before_glibc_starts():
-    """static: VERSION through each applet's symlink is execve, one write and exit_group, nothing else; through its launcher, a readlink and one execve more"""
+    """static: VERSION through each applet's symlink is execve, one write and exit_group, nothing else; through its launcher, a readlinkat and one execve more"""
     check(STATIC and os.path.exists(STATIC), "CNI_ALL_STATIC must name the static build")
     d = tempfile.mkdtemp()
     try:
@@ -51,7 +51,7 @@ def static_binary_answers_version_before_glibc_starts():
             check(r.stdout.startswith('{"cniVersion":"1.1.0","supportedVersions":["0.'), r.stdout)
             eq([line.split("(")[0] for line in open(trace).read().splitlines()], ["execve", "write", "exit_group"], a)
         # Through the launchers `cni-all install` lays down: one more execve (the launcher's
-        # readlink of /proc/self/exe, then cni-all), nothing else.
+        # readlinkat of /proc/self/exe, then cni-all), nothing else.
         shutil.copy(STATIC, os.path.join(d, "cni-all"))
         for a in applets:
             os.unlink(os.path.join(d, a))
@@ -61,7 +61,7 @@ def static_binary_answers_version_before_glibc_starts():
             r = sh("strace", "-qq", "-o", trace, os.path.join(d, a), env={"CNI_COMMAND": "VERSION"})  # execve keeps the pid
             check(r.stdout.startswith('{"cniVersion":"1.1.0","supportedVersions":["0.'), r.stdout)
             eq([line.split("(")[0] for line in open(trace).read().splitlines()],
-               ["execve", "readlink", "execve", "write", "exit_group"], a)
+               ["execve", "readlinkat", "execve", "write", "exit_group"], a)
     finally:
         shutil.rmtree(d)
 
