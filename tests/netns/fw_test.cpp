@@ -23,8 +23,8 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/fw/forward.hpp"
-#include "core/fw/hostports.hpp"
+#include "applets/firewall/forward.hpp"
+#include "applets/portmap/rules_iptables.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"

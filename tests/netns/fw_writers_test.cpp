@@ -18,7 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "core/fw/hostports_nft.hpp"
+#include "applets/portmap/rules_nft.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/nl/nftables.hpp"
 #include "test_ns.hpp"

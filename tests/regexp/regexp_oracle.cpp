@@ -5,7 +5,7 @@
 #include <sstream>
 #include <string>
 
-#include "core/regexp.hpp"
+#include "applets/tuning/regexp.hpp"
 
 namespace {
 

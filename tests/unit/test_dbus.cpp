@@ -4,8 +4,8 @@
 // truncated or oversized input refused, and the unix socket of an address.
 #include <catch2/catch.hpp>
 
-#include "core/dbus/bus.hpp"
-#include "core/dbus/message.hpp"
+#include "applets/firewall/dbus/bus.hpp"
+#include "applets/firewall/dbus/message.hpp"
 
 using namespace cni::dbus;
 

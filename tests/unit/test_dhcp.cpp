@@ -4,11 +4,11 @@
 // daemon's flags.
 #include <catch2/catch.hpp>
 
-#include "core/dhcp/config.hpp"
-#include "core/dhcp/daemon.hpp"
-#include "core/dhcp/lease_result.hpp"
-#include "core/dhcp/lease_store.hpp"
-#include "core/dhcp/protocol.hpp"
+#include "applets/dhcp/config.hpp"
+#include "applets/dhcp/daemon.hpp"
+#include "applets/dhcp/lease_result.hpp"
+#include "applets/dhcp/lease_store.hpp"
+#include "applets/dhcp/protocol.hpp"
 
 using namespace cni;
 using namespace cni::dhcp;

@@ -2,7 +2,7 @@
 // flannel without I/O: subnet.env parsing and the delegate config, against literal JSON.
 #include <catch2/catch.hpp>
 
-#include "core/cni/flannel.hpp"
+#include "applets/flannel/delegate_config.hpp"
 
 using namespace cni;
 

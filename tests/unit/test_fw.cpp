@@ -5,7 +5,7 @@
 
 #include <linux/netfilter/xt_addrtype.h>
 
-#include "core/fw/hostports.hpp"
+#include "applets/portmap/rules_iptables.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/names.hpp"
 #include "core/fw/sha512.hpp"

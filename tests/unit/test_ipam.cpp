@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <thread>
 
-#include "core/ipam/allocator.hpp"
-#include "core/ipam/resolv_conf.hpp"
+#include "applets/host_local/allocator.hpp"
+#include "applets/host_local/resolv_conf.hpp"
 #include "core/strings.hpp"
 #include "temp_dir.hpp"
 

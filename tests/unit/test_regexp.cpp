@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "core/regexp.hpp"
+#include "applets/tuning/regexp.hpp"
 #include "small_stack.hpp"
 
 namespace {

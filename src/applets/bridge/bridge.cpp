@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: Apache-2.0
+// bridge (reference-behaviour 2.1): a Linux bridge on the host (created if missing) with one veth
+// per container, optional IPAM (L2 when absent), the gateway on the bridge (isGateway,
+// isDefaultGateway, forceAddress), ipMasq, hairpin, promisc, port isolation, DAD sysctls,
+// disableContainerInterface, skipIPv6LinkLocal (configure.hpp), mtu, the container MAC
+// (runtimeConfig > args > CNI_ARGS) and port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with
+// vlan and isGateway the gateway lives on a host veth "<bridge>.<vlan>" that is a port of that
+// VLAN, shared and never removed). macspoofchk drops the container's frames from any other MAC
+// (nf_tables bridge chains). A failed ADD undoes the veth, the spoof-check chains, the ipMasq
+// rules and the IPAM allocation (the bridge is shared and stays, as in the reference). DEL is
+// idempotent and removes the ipMasq rules by chain name even when the link is gone. CHECK verifies
+// what ADD made; STATUS forwards to IPAM; GC removes the ipMasq rules of attachments not in
+// cni.dev/valid-attachments and forwards to IPAM.
+#include <linux/if.h>
+#include <linux/ip.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/mac.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/fw/ipmasq.hpp"
+#include "applets/bridge/macspoofchk.hpp"
+#include "core/iface/check.hpp"
+#include "core/iface/configure.hpp"
+#include "core/iface/gc.hpp"
+#include "applets/bridge/port_vlans.hpp"
+#include "core/iface/veth.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/link_watch.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct BridgeConf {
+    NetConf net;
+    std::string bridge = "cni0";
+    bool is_gateway = false;
+    bool is_default_gateway = false;
+    bool force_address = false;
+    bool ip_masq = false;
+    std::string ip_masq_backend;
+    std::int64_t mtu = 0;
+    bool hairpin = false;
+    bool promisc = false;
+    bool enable_dad = false;
+    bool disable_container_interface = false;
+    bool port_isolation = false;
+    bool mac_spoof_check = false;
+    bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
+    std::string mac;  // container MAC, normalised
+    iface::PortVlans vlans;
+    Dns dns;
+};
+
+Result<BridgeConf> parse_bridge_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
+    BridgeConf c;
+    c.net = std::move(nc);
+    const json::Value& root = c.net.root();
+    const json::Where& w = c.net.where;
+    CNI_TRY(json::field(root, "bridge", c.bridge, w));  // an explicit "" stays: ADD refuses it, as Go does
+    CNI_TRY(json::field(root, "isGateway", c.is_gateway, w));
+    CNI_TRY(json::field(root, "isDefaultGateway", c.is_default_gateway, w));
+    CNI_TRY(json::field(root, "forceAddress", c.force_address, w));
+    CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
+    CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
+    CNI_TRY(json::field(root, "mtu", c.mtu, w));
+    CNI_TRY(json::field(root, "hairpinMode", c.hairpin, w));
+    CNI_TRY(json::field(root, "promiscMode", c.promisc, w));
+    CNI_TRY(json::field(root, "enabledad", c.enable_dad, w));
+    CNI_TRY(json::field(root, "disableContainerInterface", c.disable_container_interface, w));
+    CNI_TRY(json::field(root, "portIsolation", c.port_isolation, w));
+    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
+    c.dns = c.net.dns;
+
+    CNI_TRY_ASSIGN(c.vlans, iface::parse_port_vlans(c.net));
+    CNI_TRY(json::field(root, "macspoofchk", c.mac_spoof_check, w));
+    if (c.is_default_gateway) c.is_gateway = true;
+
+    // The container MAC: runtimeConfig, else args.cni, else CNI_ARGS MAC.
+    CNI_TRY_ASSIGN(auto env_mac, cni_args_mac(req.args));
+    std::string mac = env_mac.value_or("");
+    CNI_TRY_ASSIGN(auto args, json::anonymous_struct(c.net.root(), "args", w, R"(struct { Cni main.BridgeArgs "json:\"cni,omitempty\"" })"));
+    CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "main.BridgeArgs"));
+    if (a) CNI_TRY(json::field(*a, "mac", mac, args.inner.at("cni").in("BridgeArgs")));
+    CNI_TRY_ASSIGN(auto rc_mac, runtime_config_mac(c.net, w));
+    if (rc_mac) mac = *rc_mac;
+    c.mac = mac;
+    return c;
+}
+
+// What only ADD uses, checked there as the reference does (in cmdAdd, or when applying it), so
+// that the DEL a runtime sends after a refused ADD still succeeds. Normalises the MAC.
+Status check_for_add(BridgeConf& c) {
+    CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));  // DEL tries every backend
+    if (c.hairpin && c.promisc) return fail("cannot set hairpin mode and promiscuous mode at the same time.");
+    if (c.disable_container_interface && !c.net.ipam_type.empty())
+        return fail("cannot use IPAM when DisableContainerInterface flag is set");
+    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));
+    return {};
+}
+
+// The bridge, created if missing (MTU only at creation), promisc as configured, accept_ra=0, up.
+Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const os::SysctlDir& ipv6_conf, const BridgeConf& c) {
+    if (c.bridge.empty()) return fail("could not add \"\": LinkAttrs.Name cannot be empty");
+    CNI_TRY_ASSIGN(auto existing, nl::find_link(host, c.bridge));
+    if (!existing) {
+        auto made = nl::add_bridge(host, nl::NewLink{c.bridge, c.mtu, "", 0, -1}, c.vlans.filtering());
+        if (!made && made.error().msg.find("file exists") == std::string::npos)
+            return fail("could not add \"" + c.bridge + "\": " + made.error().msg);
+        CNI_TRY_ASSIGN(existing, nl::find_link(host, c.bridge));
+        if (!existing) return fail("could not add \"" + c.bridge + "\": it vanished");
+    }
+    if (existing->kind != "bridge") return fail("\"" + c.bridge + "\" already exists but is not a bridge");
+    // A request only for what is not so already: the bridge of a running node is up (see
+    // iface::setup_veth on why requests are saved).
+    bool changed = false;
+    if (c.promisc && !(existing->flags & IFF_PROMISC)) {
+        CNI_TRY(nl::set_promisc(host, *existing, true));
+        changed = true;
+    }
+    (void)ipv6_conf.set(c.bridge + "/accept_ra", "0");
+    if (!existing->up()) {
+        CNI_TRY(nl::set_link_up(host, *existing, true));
+        changed = true;
+    }
+    if (!changed) return *existing;
+    return nl::require_link(host, c.bridge);
+}
+
+// The reference's ensureAddr: the gateway on the bridge; a different IPv4 address (or an
+// overlapping IPv6 one) is an error unless forceAddress, which replaces it. True when the
+// address was added (then, and only then, the reference pins the MAC).
+Result<bool> ensure_gateway_addr(const nl::Socket& host, const nl::LinkInfo& br, const IpNet& gw, bool force) {
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(host, br.index, gw.ip.is_v4() ? AF_INET : AF_INET6));
+    for (auto& a : addrs) {
+        if (a.local == gw) return false;
+        if (gw.ip.is_v4() || a.local.contains(gw.ip) || gw.contains(a.local.ip)) {
+            if (!force) return fail("\"" + br.name + "\" already has an IP address different from " + gw.str());
+            CNI_TRY(nl::del_addr(host, br.index, br.name, a.local));
+        }
+    }
+    auto added = nl::add_addr(host, br.index, br.name, gw);
+    if (!added && added.error().msg.find("file exists") == std::string::npos)
+        return fail("could not add IP address to \"" + br.name + "\": " + added.error().msg);
+    return true;
+}
+
+// Set a link's MAC to itself: a bridge's MAC then stops following the lowest port MAC as ports
+// come and go (which would make CHECK fail and neighbours' ARP entries stale). Done when a
+// gateway address is added, as the reference does: repeating it on every ADD would cost each
+// ADD the kernel's walk over all ports (4 ms at 500 ports) for no change. The MAC is the one
+// the link had when this ADD first looked it up, as in the reference, except on a bridge whose
+// ports had all left: the kernel gave it 00:00:00:00:00:00, which cannot be set (the reference
+// fails there, and on every later ADD); it is pinned to the MAC it has now, the new port's.
+Status pin_mac(const nl::Socket& host, nl::LinkInfo link) {
+    if (link.mac == "00:00:00:00:00:00") CNI_TRY_ASSIGN(link, nl::require_link(host, link.name));
+    if (auto st = nl::set_mac(host, link, link.mac); !st) return fail("could not set bridge's mac: " + st.error().msg);
+    return {};
+}
+
+// With a vlan, the gateway's link: the host veth "<bridge>.<vlan>" (created once, its peer a
+// port of that VLAN), else the bridge itself.
+Result<nl::LinkInfo> gateway_link(const nl::Socket& host, const os::Netns& host_ns, const os::SysctlDir& ipv6_conf,
+                                  const nl::LinkInfo& br, const BridgeConf& c) {
+    if (c.vlans.vlan == 0) return br;
+    std::string name = br.name + "." + std::to_string(c.vlans.vlan);
+    CNI_TRY_ASSIGN(auto existing, nl::find_link(host, name));
+    if (existing) return *existing;
+    auto made = iface::setup_veth(host, host, host_ns, ipv6_conf, name, br.mtu, "");
+    if (!made) return fail("failed to create vlan gateway \"" + name + "\": " + made.error().msg);
+    CNI_TRY(nl::set_master(host, made->host, br.index));
+    iface::PortVlans only_this{c.vlans.vlan, {}, false, c.vlans.preserve_default};
+    CNI_TRY(iface::apply_port_vlans(host, br.name, made->host.index, only_this));
+    CNI_TRY(nl::set_link_up(host, made->container, true));
+    return nl::require_link(host, name);
+}
+
+// Fill in gateways (isGateway) and the default routes (isDefaultGateway) like calcGateways.
+std::vector<IpNet> plan_gateways(const BridgeConf& c, CniResult& result) {
+    std::vector<IpNet> gws;
+    bool default_found[2] = {false, false};
+    for (auto& ip : result.ips) {
+        ip.interface = 2;
+        bool v4 = ip.address.ip.is_v4();
+        if (!ip.gateway && c.is_gateway) ip.gateway = ip.address.network().next();
+        if (c.is_default_gateway && !default_found[v4]) {
+            IpNet def = *IpNet::parse(v4 ? "0.0.0.0/0" : "::/0");
+            for (auto& r : result.routes)
+                if (r.gw && r.dst == def) default_found[v4] = true;
+            if (!default_found[v4]) {
+                result.routes.push_back(Route{def, ip.gateway, 0, 0, 0, std::nullopt, std::nullopt});
+                default_found[v4] = true;
+            }
+        }
+        if (c.is_gateway) gws.push_back(IpNet{*ip.gateway, ip.address.prefix, ip.address.mask_bits});
+    }
+    return gws;
+}
+
+// Wait until the host end of the veth is operationally up, as the reference polls it (at 0, 50,
+// 500, 1000 and 1000 ms), but told by `watch` when there is one: no RTNL request on the way.
+// Polled as the reference does if the watch fails (notifications lost).
+Status wait_port_up(const nl::Socket& host, const nl::LinkWatch* watch, const nl::LinkInfo& port) {
+    std::vector<int> delays = {0, 50, 500, 1000, 1000};
+    if (watch) {
+        auto up = watch->wait_oper_up(port.index, std::chrono::milliseconds(50 + 500 + 1000 + 1000));
+        if (up && *up) return {};
+        if (up) delays = {0};  // it waited as long: one last look, for the state to report
+    }
+    int state = IF_OPER_UNKNOWN;
+    for (int delay : delays) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+        CNI_TRY_ASSIGN(auto now, nl::require_link(host, port.name));
+        if (now.oper_state == IF_OPER_UP) return {};
+        state = now.oper_state;
+    }
+    static const char* names[] = {"unknown", "notpresent", "down", "lowerlayerdown", "testing", "dormant", "up"};
+    return fail(std::string("bridge port in error state: ") + (state >= 0 && state <= 6 ? names[state] : "unknown"));
+}
+
+Result<CniResult> bridge_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    CNI_TRY(check_for_add(c));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
+    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+
+    auto ipv6_conf = os::SysctlDir::open("net/ipv6/conf");
+
+    Rollback undo;
+    auto bridge = ensure_bridge(host, ipv6_conf, c);
+    if (!bridge) return fail("failed to create bridge \"" + c.bridge + "\": " + bridge.error().msg);
+    const nl::LinkInfo& br = *bridge;
+    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
+    undo.push([&] { (void)nl::delete_link(container, r.ifname); });
+    CNI_TRY(nl::set_master(host, veth.host, br.index));
+    if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::hairpin, true));
+    if (c.port_isolation)
+        CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::isolated, true));
+    CNI_TRY(iface::apply_port_vlans(host, br.name, veth.host.index, c.vlans));
+    if (c.mac_spoof_check) {
+        undo.push([&] { (void)fw::spoofcheck::teardown(r.container_id, r.ifname); });
+        CNI_TRY(fw::spoofcheck::setup(r.container_id, r.ifname, veth.host.name, veth.container.mac));
+    }
+
+    CniResult result;
+    Interface br_if, host_if, cont_if;
+    br_if.name = br.name;
+    host_if.name = veth.host.name;
+    cont_if.name = r.ifname;
+    cont_if.mac = veth.container.mac;
+    cont_if.sandbox = r.netns;
+
+    if (!c.net.ipam_type.empty()) {
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
+        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
+        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        result.ips = ipam_result.ips;
+        result.routes = ipam_result.routes;
+        result.dns = ipam_result.dns;
+        auto gateways = plan_gateways(c, result);
+        result.interfaces = {br_if, host_if, cont_if};
+        {
+            CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+            auto v6 = os::SysctlDir::open("net/ipv6/conf/" + r.ifname);
+            if (c.enable_dad) {
+                (void)v6.set("enhanced_dad", "1");
+                (void)v6.set("accept_dad", "1");
+            } else {
+                (void)v6.set("accept_dad", "0");
+            }
+        }
+        (void)nl::set_ipv4_conf(container, veth.container, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
+        // The host side before the container end goes up: from then on every RTNL request
+        // waits behind the kernel's IPv6 start-up of that port (link_watch.hpp). Should the
+        // container's configuration then fail, the shared bridge keeps its gateway address,
+        // as it does in the reference when a later step fails.
+        if (!gateways.empty()) {
+            CNI_TRY_ASSIGN(auto gw_link, gateway_link(host, host_ns, ipv6_conf, br, c));
+            if (gw_link.index != br.index) {
+                Interface gw_if;
+                gw_if.name = gw_link.name;
+                gw_if.mac = gw_link.mac;
+                result.interfaces.push_back(gw_if);
+            }
+            bool added = false;
+            for (auto& gw : gateways) {
+                CNI_TRY_ASSIGN(bool added_this, ensure_gateway_addr(host, gw_link, gw, c.force_address));
+                added = added || added_this;
+            }
+            if (added) {
+                CNI_TRY(pin_mac(host, gw_link));
+                // Unlike the reference, also pin the bridge when the gateway is on "<bridge>.<vlan>".
+                if (gw_link.index != br.index) CNI_TRY(pin_mac(host, br));
+            }
+        }
+        if (c.is_gateway) CNI_TRY(iface::enable_forwarding(host, result.ips));
+        if (c.ip_masq) {
+            std::vector<IpNet> nets;
+            for (auto& ip : result.ips) nets.push_back(ip.address);
+            fw::MasqOwner owner{c.net.name, r.container_id, r.ifname};
+            undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
+            CNI_TRY(fw::setup_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, owner));
+        }
+    } else {
+        result.interfaces = {br_if, host_if, cont_if};
+    }
+    // The bridge's MAC as it ended up (it follows the lowest port MAC until pinned).
+    CNI_TRY_ASSIGN(auto br_now, nl::require_link(host, br.name));
+    result.interfaces[0].mac = br_now.mac;
+    result.interfaces[1].mac = veth.host.mac;
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, veth.container, result.ips));
+    if (!c.disable_container_interface) {
+        auto watch = nl::LinkWatch::open();  // before the container end goes up; polled without it
+        if (!c.net.ipam_type.empty()) CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
+        else CNI_TRY(nl::set_link_up(container, veth.container, true));
+        CNI_TRY(wait_port_up(host, watch ? &*watch : nullptr, veth.host));
+    }
+    if (!c.dns.empty()) result.dns = c.dns;
+    undo.dismiss();
+    return result;
+}
+
+Status bridge_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!r.netns.empty()) {
+        CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
+        if (ns) {
+            CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
+            CNI_TRY(nl::delete_link(container, r.ifname));
+        }
+    }
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    if (c.mac_spoof_check)
+        if (auto st = fw::spoofcheck::teardown(r.container_id, r.ifname); !st) ctx.warn(st.error().msg);  // as the reference: printed only
+    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq({c.net.name, r.container_id, r.ifname}));
+    return {};
+}
+
+Status bridge_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    const Request& r = ctx.req;
+    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "Required prevResult missing"));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto br, nl::find_link(host, c.bridge));
+    if (!br) return fail("bridge: Failed to find bridge " + c.bridge);
+    if (br->kind != "bridge") return fail("\"" + c.bridge + "\" already exists but is not a bridge");
+    const Interface* br_prev = nullptr;
+    for (auto& i : prev.interfaces)
+        if (i.name == c.bridge && i.sandbox.empty()) br_prev = &i;
+    if (br_prev && !br_prev->mac.empty() && br_prev->mac != br->mac)
+        return fail("Bridge " + c.bridge + " Mac " + br_prev->mac + " doesn't match " + br->mac);
+    if (c.promisc != ((br->flags & IFF_PROMISC) != 0)) return fail("Bridge " + c.bridge + " promisc mode is not as configured");
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
+    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
+    CNI_TRY_ASSIGN(auto peer, nl::find_link(host, link.peer_index));
+    if (!peer || peer->master != br->index)
+        return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
+    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
+    if (c.ip_masq)
+        CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
+    if (c.mac_spoof_check) CNI_TRY(fw::spoofcheck::check(r.container_id, r.ifname));
+    return {};
+}
+
+Status bridge_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    if (c.net.ipam_type.empty()) return {};
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+Status bridge_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    return iface::gc_masquerade_and_ipam(ctx, c.net, c.ip_masq);
+}
+
+constexpr std::string_view kHelp = R"(A host bridge (created if missing) with one veth per container.
+Keys: bridge (cni0), isGateway, isDefaultGateway, forceAddress, ipMasq, ipMasqBackend (iptables|nftables), mtu,
+hairpinMode, promiscMode, enabledad, disableContainerInterface, portIsolation,
+skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result), ipam
+(optional: L2 when absent), dns; the container MAC from runtimeConfig mac, args.cni.mac or
+CNI_ARGS MAC, vlan (0-4094), vlanTrunk ([{minID,maxID}|{id}]), preserveDefaultVlan,
+macspoofchk.)";
+
+}  // namespace
+
+extern const Applet bridge_applet{
+    .name = "bridge",
+    .kind = AppletKind::main,
+    .summary = "a host bridge with one veth per container",
+    .help = kHelp,
+    .versions = kAllVersions,
+    .add = bridge_add,
+    .del = bridge_del,
+    .check = bridge_check,
+    .status = bridge_status,
+    .gc = bridge_gc,
+};
+
+}  // namespace cni

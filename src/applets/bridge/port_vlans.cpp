@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+// Parsing and applying the bridge port VLANs (see port_vlans.hpp).
+#include "applets/bridge/port_vlans.hpp"
+
+#include <bitset>
+#include <optional>
+
+namespace cni::iface {
+namespace {
+
+Status add_trunk_item(const json::Value& item, const json::Where& w, std::bitset<4095>& vids) {
+    std::optional<std::int64_t> min_id, max_id, id;  // Go ints
+    CNI_TRY(json::field(item, "minID", min_id, w));
+    CNI_TRY(json::field(item, "maxID", max_id, w));
+    CNI_TRY(json::field(item, "id", id, w));
+    auto valid = [](std::int64_t v) { return v > 0 && v <= 4094; };
+    if (min_id && !max_id) return fail("minID and maxID should be configured simultaneously, maxID is missing");
+    if (!min_id && max_id) return fail("minID and maxID should be configured simultaneously, minID is missing");
+    if (min_id) {
+        if (!valid(*min_id)) return fail("incorrect trunk minID parameter: " + std::to_string(*min_id));
+        if (!valid(*max_id)) return fail("incorrect trunk maxID parameter: " + std::to_string(*max_id));
+        if (*max_id < *min_id) return fail("minID is greater than maxID in trunk parameter");
+        for (auto v = *min_id; v <= *max_id; ++v) vids.set(std::size_t(v));
+    }
+    if (id) {
+        if (!valid(*id)) return fail("incorrect trunk id parameter: " + std::to_string(*id));
+        vids.set(std::size_t(*id));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<PortVlans> parse_port_vlans(const NetConf& conf) {
+    PortVlans v;
+    const json::Where& w = conf.where;
+    std::int64_t vlan = 0;  // a Go int
+    CNI_TRY(json::field(conf.root(), "vlan", vlan, w));
+    if (vlan < 0 || vlan > 4094) return fail("invalid VLAN ID " + std::to_string(vlan) + " (must be between 0 and 4094)");
+    v.vlan = int(vlan);
+    CNI_TRY(json::field(conf.root(), "preserveDefaultVlan", v.preserve_default, w));
+    const json::Value* trunk = conf.member("vlanTrunk");
+    if (!trunk || trunk->IsNull()) return v;
+    if (!trunk->IsArray()) return std::unexpected(json::type_error(*trunk, w.at("vlanTrunk"), "[]*bridge.VlanTrunk"));
+    v.trunk_set = true;
+    std::bitset<4095> vids;
+    for (const auto& item : trunk->GetArray()) {
+        if (item.IsNull()) continue;
+        if (!item.IsObject()) return std::unexpected(json::type_error(item, w.at("vlanTrunk"), "bridge.VlanTrunk"));
+        CNI_TRY(add_trunk_item(item, w.at("vlanTrunk"), vids));
+    }
+    for (std::uint16_t vid = 1; vid <= 4094; ++vid) {
+        if (!vids.test(vid)) continue;
+        if (!v.trunk.empty() && v.trunk.back().last + 1 == vid)
+            v.trunk.back().last = vid;
+        else
+            v.trunk.push_back({vid, vid});
+    }
+    return v;
+}
+
+Status apply_port_vlans(const nl::Socket& s, const std::string& bridge, int port_index, const PortVlans& v) {
+    if (!v.filtering()) return {};
+    if (!v.preserve_default) {
+        CNI_TRY_ASSIGN(auto pvid, nl::bridge_default_pvid(bridge));
+        if (pvid != 0) {
+            if (auto st = nl::bridge_vlan_del(s, port_index, pvid); !st)
+                return fail("failed to remove default vlan on interface: " + st.error().msg);
+        }
+    }
+    if (v.vlan != 0) {
+        auto vid = std::uint16_t(v.vlan);
+        if (auto st = nl::bridge_vlan_add(s, port_index, {vid, vid}, true); !st)
+            return fail("failed to setup vlan tag on interface: " + st.error().msg);
+    } else if (!v.trunk.empty()) {
+        if (auto st = nl::bridge_vlan_add(s, port_index, {1, 1}, true); !st)
+            return fail("failed to setup vlan tag on interface: " + st.error().msg);
+    }
+    for (auto range : v.trunk)
+        if (auto st = nl::bridge_vlan_add(s, port_index, range, false); !st)
+            return fail("failed to setup vlan trunk on interface: " + st.error().msg);
+    return {};
+}
+
+}  // namespace cni::iface

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: Apache-2.0
+// One lease's thread (see attachment.hpp).
+#include "applets/dhcp/attachment.hpp"
+
+#include <chrono>
+
+#include "core/cni/mac.hpp"
+#include "applets/dhcp/lease_result.hpp"
+#include "core/nl/link.hpp"
+#include "core/os/netns.hpp"
+
+namespace cni::dhcp {
+namespace {
+
+constexpr std::int64_t kMinRetrySeconds = 2, kMaxRetrySeconds = 60;
+constexpr std::chrono::milliseconds kRunningWait{3000};  // how long a raised link may take to run
+
+// RFC 2131 4.4.5: after an unanswered renewal wait half the time left, but not too little.
+std::int64_t retry_at(std::int64_t now, std::int64_t until) {
+    return now + std::clamp((until - now) / 2, kMinRetrySeconds, kMaxRetrySeconds);
+}
+
+}  // namespace
+
+Attachment::Attachment(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, bool resume)
+    : record_(std::move(record)), conf_(std::move(conf)), timing_(timing), store_(store), log_(std::move(log)), resume_(resume) {
+    thread_ = std::thread([this] { run(); });
+}
+
+Attachment::~Attachment() { stop(false); }
+
+void Attachment::stop(bool release) {
+    {
+        std::lock_guard lock(mu_);
+        if (!stopping_) release_ = release;
+        stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+}
+
+void Attachment::settle(std::optional<Error> failure) {
+    {
+        std::lock_guard lock(mu_);
+        settled_ = true;
+        failure_ = std::move(failure);
+    }
+    cv_.notify_all();
+}
+
+Result<CniResult> Attachment::wait_bound() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return settled_; });
+    if (failure_) return std::unexpected(*failure_);
+    if (!lease_) return fail("no DHCP lease for " + record_.key);
+    return lease_result(lease_->ack, conf_.priority);
+}
+
+Status Attachment::check() {
+    std::unique_lock lock(mu_);
+    wake_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return settled_; });
+    if (failure_) return std::unexpected(*failure_);
+    if (!lease_) return fail("no DHCP lease held for " + record_.key);
+    return {};
+}
+
+std::int64_t Attachment::next_renewal(const Lease& l) {
+    if (!lease_times(l.ack).degenerate) {
+        degenerate_streak_ = 0;
+        return l.t1();
+    }
+    std::int64_t delay = std::min(kMinRetrySeconds << std::min(degenerate_streak_++, 5), kMaxRetrySeconds);
+    log_("the DHCP server gave " + record_.key + " a lease too short to renew at its T1; renewing in " + std::to_string(delay) + " s");
+    return std::max(l.t1(), wall_seconds() + delay);
+}
+
+bool Attachment::sleep_until(std::int64_t wall) {
+    std::unique_lock lock(mu_);
+    cv_.wait_until(lock, std::chrono::system_clock::from_time_t(wall), [this] { return stopping_.load() || wake_; });
+    wake_ = false;
+    return !stopping_;
+}
+
+void Attachment::persist(const Lease& lease) {
+    LeaseRecord r = record_;
+    r.lease = lease;
+    if (auto st = store_.save(r); !st) log_("saving the lease of " + record_.key + ": " + st.error().msg);
+    std::lock_guard lock(mu_);
+    lease_ = lease;
+}
+
+Status Attachment::bind_link(int& ifindex, Mac& mac) {
+    CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto link, nl::require_link(sock, record_.ifname));
+    if (!link.up()) CNI_TRY(nl::set_link_up(sock, link, true));
+    // A DISCOVER sent before the raised link runs is dropped, and repeated only seconds later.
+    CNI_TRY_ASSIGN(link, nl::wait_until_running(sock, record_.ifname, kRunningWait));
+    auto bytes = mac_bytes(link.mac);
+    if (!bytes) return fail("interface " + record_.ifname + " has no Ethernet address");
+    ifindex = link.index;
+    mac = *bytes;
+    return {};
+}
+
+void Attachment::run() {
+    auto give_up = [this](const Error& e) {
+        if (resume_) {  // a lease from before a restart whose container is gone
+            log_("dropping the lease of " + record_.key + ": " + e.msg);
+            store_.remove(record_.key);
+        }
+        settle(e);
+    };
+    auto ns = os::Netns::open(record_.netns);
+    if (!ns) return give_up(ns.error());
+    auto guard = os::NetnsGuard::enter(*ns);
+    if (!guard) return give_up(guard.error());
+    int ifindex = 0;
+    Mac mac{};
+    if (auto st = bind_link(ifindex, mac); !st) return give_up(st.error());
+    auto socket = PacketSocket::open(ifindex);
+    if (!socket) return give_up(socket.error());
+    Client client(*socket, Identity{mac, client_id_for(record_.key), conf_.request_list, conf_.provide}, timing_,
+                  [this] { return stopping_.load(); });
+    if (resume_) {
+        std::lock_guard lock(mu_);
+        lease_ = record_.lease;
+    } else {
+        auto lease = client.acquire();
+        if (!lease) return settle(lease.error().context("error acquiring a DHCP lease on " + record_.ifname));
+        persist(*lease);
+    }
+    settle(std::nullopt);
+    log_("lease of " + record_.key + ": " + v4(lease_->address()).str());
+
+    auto same_namespace = [&] {
+        auto now_ns = os::Netns::open(record_.netns);
+        return now_ns && now_ns->same_as(*ns);
+    };
+    std::int64_t next_attempt = next_renewal(*lease_);
+    for (;;) {
+        if (!sleep_until(next_attempt)) break;
+        std::int64_t now = wall_seconds();
+        if (now < next_attempt) continue;  // woken by a CHECK
+        Lease cur;
+        {
+            std::lock_guard lock(mu_);
+            cur = *lease_;
+        }
+        int idx = 0;
+        Mac m{};
+        if (!same_namespace() || !bind_link(idx, m) || idx != ifindex) {
+            log_("interface " + record_.ifname + " of " + record_.key + " is gone; forgetting its lease");
+            store_.remove(record_.key);
+            std::lock_guard lock(mu_);
+            lease_.reset();
+            return;
+        }
+        if (now < cur.expiry()) {
+            bool rebinding = now >= cur.t2();
+            auto outcome = client.renew(cur, rebinding);
+            if (!outcome && stopping_) break;
+            if (outcome && *outcome == RenewOutcome::acked) {
+                if (rebinding) log_("rebound the lease of " + record_.key + " (" + v4(cur.address()).str() + ")");
+                persist(cur);
+                next_attempt = next_renewal(cur);
+                continue;
+            }
+            if (outcome && *outcome == RenewOutcome::refused) {
+                log_("the DHCP server refused to renew the lease of " + record_.key + "; acquiring a new one");
+            } else {
+                if (!outcome) log_("renewing the lease of " + record_.key + ": " + outcome.error().msg);
+                else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + record_.key);
+                next_attempt = std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
+                continue;
+            }
+        }
+        auto fresh = client.acquire(cur.address());
+        if (!fresh) {
+            if (stopping_) break;
+            log_("re-acquiring the lease of " + record_.key + ": " + fresh.error().msg);
+            next_attempt = now + kMaxRetrySeconds;
+            continue;
+        }
+        if (fresh->address() != cur.address())
+            log_("the lease of " + record_.key + " moved from " + v4(cur.address()).str() + " to " + v4(fresh->address()).str() +
+                 "; the container keeps the old address until it is re-created");
+        persist(*fresh);
+        next_attempt = next_renewal(*fresh);
+    }
+    std::lock_guard lock(mu_);
+    if (release_ && lease_) {
+        if (auto st = client.release(*lease_); !st) log_("releasing the lease of " + record_.key + ": " + st.error().msg);
+        else log_("released the lease of " + record_.key);
+    }
+}
+
+}  // namespace cni::dhcp

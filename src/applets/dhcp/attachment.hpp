@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// One attachment's DHCP lease, kept alive by its own thread. The thread enters the container's
+// network namespace once (the netns guard's rule for threaded code: only a dedicated thread
+// switches) and stays there: it sets the link up, acquires a lease (or resumes a persisted one),
+// then sleeps until T1 and renews (unicast), rebinds from T2 (broadcast), and acquires again if
+// the lease expired or the server refused it. Every ACK is persisted. The link disappearing (the
+// container went away without a DEL) ends the thread and drops the record. stop(release) ends
+// it, sending a DHCPRELEASE first when asked (DEL, GC) and keeping the record otherwise (daemon
+// shutdown, so a restarted daemon resumes).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/cni/cni_result.hpp"
+#include "applets/dhcp/config.hpp"
+#include "applets/dhcp/lease_store.hpp"
+
+namespace cni::dhcp {
+
+using Logger = std::function<void(const std::string&)>;
+
+class Attachment {
+public:
+    // `record.lease` is used when `resume` is set (a record loaded at daemon start).
+    Attachment(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, bool resume);
+    ~Attachment();  // stop(false)
+    Attachment(const Attachment&) = delete;
+    Attachment& operator=(const Attachment&) = delete;
+
+    // Waits for the first lease (ADD) and returns it as a CNI result, or why there is none.
+    Result<CniResult> wait_bound();
+    // CHECK: wakes the loop and reports whether a lease is held right now.
+    Status check();
+    void stop(bool release);
+
+    const LeaseRecord& identity() const { return record_; }  // the fields set at construction
+
+private:
+    void run();
+    Status bind_link(int& ifindex, Mac& mac);
+    void maintain(class Client& client);
+    void settle(std::optional<Error> failure);
+    void persist(const Lease& lease);
+    bool sleep_until(std::int64_t wall_seconds);  // false when stopping
+    // When to renew `l`: its T1, or for a degenerate lease (lease_times) 2, 4, 8 ... 60 s after
+    // now, doubling with each degenerate lease in a row.
+    std::int64_t next_renewal(const Lease& l);
+
+    const LeaseRecord record_;
+    const DhcpConf conf_;
+    const Timing timing_;
+    const LeaseStore& store_;
+    Logger log_;
+    const bool resume_;
+    int degenerate_streak_ = 0;
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::atomic<bool> stopping_{false};
+    bool release_ = false;
+    bool wake_ = false;
+    bool settled_ = false;
+    std::optional<Error> failure_;
+    std::optional<Lease> lease_;
+    std::thread thread_;
+};
+
+}  // namespace cni::dhcp

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// The DHCPv4 client side of RFC 2131 for one interface: acquire (DISCOVER/OFFER/REQUEST/ACK
+// with the reference's retry schedule: four tries about 2 s apart, then a doubling backoff up to
+// -resendmax, all cut off at -resendtimeout, each wait at most -timeout), renew (REQUEST unicast
+// to the server at T1), rebind (REQUEST broadcast at T2) and release (unicast to the server from
+// the leased address, so servers like dnsmasq honour it, unlike the reference's 0.0.0.0 source).
+// Every wait polls a stop predicate so a DEL never waits for a retry to finish.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <random>
+
+#include "applets/dhcp/packet_socket.hpp"
+
+namespace cni::dhcp {
+
+struct Timing {
+    std::chrono::milliseconds timeout{10'000};
+    std::chrono::milliseconds resend_max{62'000};
+    std::chrono::milliseconds resend_timeout{208'000};
+    bool broadcast = false;  // ask servers to broadcast their replies (the -broadcast flag)
+};
+
+// What the client says about itself in every message.
+struct Identity {
+    Mac mac{};
+    Bytes client_id;
+    Bytes request_list;
+    std::vector<Option> provide;
+};
+
+struct Lease {
+    Message ack;
+    Mac server_mac{};
+    std::int64_t bound_at = 0;  // wall-clock seconds when the ACK arrived
+
+    std::uint32_t address() const { return ack.yiaddr; }
+    std::uint32_t server() const;  // option 54, else the header's siaddr
+    std::int64_t t1() const { return bound_at + lease_times(ack).t1; }
+    std::int64_t t2() const { return bound_at + lease_times(ack).t2; }
+    std::int64_t expiry() const { return bound_at + lease_times(ack).lease; }
+};
+
+std::int64_t wall_seconds();
+
+enum class RenewOutcome { acked, refused, silent };  // ACK, NAK, no answer within the timeout
+
+class Client {
+public:
+    Client(const PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping);
+
+    // A new lease, preferring `previous` (option 50) when given.
+    Result<Lease> acquire(std::optional<std::uint32_t> previous = std::nullopt);
+    // One renewal (unicast) or rebinding (broadcast) exchange; `lease` is updated on ACK.
+    Result<RenewOutcome> renew(Lease& lease, bool rebinding);
+    Status release(const Lease& lease);
+
+private:
+    Message request_base(MessageType type) const;
+    Result<std::optional<Reply>> exchange(const Message& m, std::uint32_t src, std::uint32_t dst, const Mac& to,
+                                          std::chrono::milliseconds wait);
+    std::chrono::milliseconds backoff(int attempt);
+
+    const PacketSocket& socket_;
+    Identity id_;
+    Timing timing_;
+    std::function<bool()> stopping_;
+    std::mt19937 rng_;
+};
+
+}  // namespace cni::dhcp

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+// Parsing of the dhcp IPAM keys (see config.hpp).
+#include "applets/dhcp/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/cni/netconf.hpp"
+#include "core/fw/sha512.hpp"
+#include "core/strings.hpp"
+
+namespace cni::dhcp {
+namespace {
+
+struct NamedOption {
+    std::string_view name;
+    std::uint8_t code;
+};
+constexpr NamedOption kOptionNames[] = {
+    {"dhcp-client-identifier", opt::client_id}, {"subnet-mask", opt::subnet_mask},
+    {"routers", opt::routers},                  {"host-name", opt::host_name},
+    {"user-class", opt::user_class},            {"vendor-class-identifier", opt::vendor_class},
+};
+
+// The defaults of the Parameter Request List. 121 is asked for too: without it a server that
+// has classless routes does not send them, and the result's routes would be wrong.
+constexpr std::uint8_t kDefaultRequests[] = {opt::subnet_mask, opt::routers, opt::classless_routes, opt::static_routes};
+
+// The reference's lenient CNI_ARGS reading for fromArg: "K=V" pairs split at the first '='.
+std::optional<std::string> cni_arg(std::string_view args, std::string_view key) {
+    for (auto pair : split(args, ';')) {
+        auto eq = pair.find('=');
+        if (eq != std::string_view::npos && pair.substr(0, eq) == key) return std::string(pair.substr(eq + 1));
+    }
+    return std::nullopt;
+}
+
+Result<std::uint8_t> option_field(const json::Value& entry, const json::Where& w) {
+    std::string name;
+    CNI_TRY(json::field(entry, "option", name, w));
+    auto c = option_code(name);
+    if (!c) return fail(code::invalid_config, "unknown DHCP option " + std::string(w.path) + ".option \"" + name +
+                                                  "\" (a name like \"host-name\" or a code 0-255)");
+    return *c;
+}
+
+}  // namespace
+
+std::optional<std::uint8_t> option_code(std::string_view name) {
+    for (auto& n : kOptionNames)
+        if (n.name == name) return n.code;
+    unsigned v = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
+    if (name.empty() || ec != std::errc() || end != name.data() + name.size() || v > 255) return std::nullopt;
+    return std::uint8_t(v);
+}
+
+std::string lease_key(std::string_view container_id, std::string_view net_name, std::string_view ifname) {
+    return std::string(container_id) + "/" + std::string(net_name) + "/" + std::string(ifname);
+}
+
+Bytes client_id_for(std::string_view key) {
+    std::string text(key);
+    if (text.size() > kMaxClientIdText) text = text.substr(0, kMaxClientIdText - 33) + "#" + fw::sha512_hex(key).substr(0, 32);
+    Bytes id(text.size() + 1, 0);  // id[0] = 0: no hardware type
+    std::copy(text.begin(), text.end(), id.begin() + 1);
+    return id;
+}
+
+Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_args) {
+    CNI_TRY_ASSIGN(auto nc, parse_netconf(config));
+    DhcpConf c;
+    c.name = nc.name;
+    const json::Value* ipam = nc.member("ipam");
+    if (!ipam || !ipam->IsObject()) return fail(code::invalid_config, "IPAM config missing 'ipam' key");
+    json::Where w{"NetConf", "ipam"};
+    CNI_TRY(json::field(*ipam, "daemonSocketPath", c.socket_path, w));
+    if (c.socket_path.empty()) c.socket_path = kDefaultSocketPath;
+    CNI_TRY(json::field(*ipam, "priority", c.priority, w));
+
+    bool skip_default = false;
+    Bytes extra;
+    if (const auto* req = json::find(*ipam, "request"); req && !req->IsNull()) {
+        if (!req->IsArray()) return std::unexpected(json::type_error(*req, w.at("request"), "[]main.RequestOption"));
+        for (const auto& e : req->GetArray()) {
+            auto ew = w.at("request");
+            CNI_TRY(json::expect_object(e, ew, "main.RequestOption"));
+            CNI_TRY_ASSIGN(auto code, option_field(e, ew));
+            bool skip = false;
+            CNI_TRY(json::field(e, "skipDefault", skip, ew));
+            skip_default = skip_default || skip;
+            extra.push_back(code);
+        }
+    }
+    if (!skip_default) c.request_list.assign(std::begin(kDefaultRequests), std::end(kDefaultRequests));
+    for (auto code : extra)
+        if (std::find(c.request_list.begin(), c.request_list.end(), code) == c.request_list.end()) c.request_list.push_back(code);
+
+    if (const auto* prov = json::find(*ipam, "provide"); prov && !prov->IsNull()) {
+        if (!prov->IsArray()) return std::unexpected(json::type_error(*prov, w.at("provide"), "[]main.ProvideOption"));
+        for (const auto& e : prov->GetArray()) {
+            auto ew = w.at("provide");
+            CNI_TRY(json::expect_object(e, ew, "main.ProvideOption"));
+            CNI_TRY_ASSIGN(auto code, option_field(e, ew));
+            std::string value, from_arg;
+            CNI_TRY(json::field(e, "value", value, ew));
+            CNI_TRY(json::field(e, "fromArg", from_arg, ew));
+            if (!from_arg.empty())
+                if (auto v = cni_arg(cni_args, from_arg)) value = *v;
+            if (value.empty()) continue;  // nothing to send (e.g. fromArg absent from CNI_ARGS)
+            if (value.size() > 255)
+                return fail(code::invalid_config, "DHCP option " + std::to_string(code) + " value is " +
+                                                      std::to_string(value.size()) + " bytes, at most 255 are allowed");
+            c.provide.push_back(Option{code, Bytes(value.begin(), value.end())});
+        }
+    }
+    return c;
+}
+
+}  // namespace cni::dhcp

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: Apache-2.0
+// The dhcp IPAM configuration (reference-behaviour 2.12) and what it turns into on the wire:
+// `daemonSocketPath`, `request` (extra Parameter Request List entries; any skipDefault drops
+// the defaults), `provide` (options sent to the server, a literal `value` or the CNI_ARGS key
+// named by `fromArg`), `priority` (route metric). The client applet parses it to fail early
+// with a clear error; the daemon parses the same text to build its messages.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "applets/dhcp/message.hpp"
+#include "core/result.hpp"
+
+namespace cni::dhcp {
+
+inline constexpr std::string_view kDefaultSocketPath = "/run/cni/dhcp.sock";
+
+struct DhcpConf {
+    std::string name;  // the network name (part of the lease key)
+    std::string socket_path{kDefaultSocketPath};
+    Bytes request_list;           // option 55
+    std::vector<Option> provide;  // sent in DISCOVER/REQUEST; a provided client id replaces ours
+    std::int64_t priority = 0;  // a Go int: the metric of the routes (configure_iface checks it)
+};
+
+// `config` is the plugin's stdin, `cni_args` CNI_ARGS (for fromArg).
+Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_args);
+
+// An option name of the reference's table, or a decimal code 0-255.
+std::optional<std::uint8_t> option_code(std::string_view name);
+
+// A lease's key, "containerID/netName/ifName", whole: the reference cuts it to 254 bytes, so two
+// attachments sharing that prefix shared one lease. The client id (option 61, at most 255 bytes)
+// is a 0 byte (no hardware type) followed by the key, as the reference sends it, when it fits;
+// a longer key sends its first 221 bytes, '#' and 32 hex digits of its SHA-512, so such
+// attachments stay apart at the server too.
+inline constexpr std::size_t kMaxClientIdText = 254;
+std::string lease_key(std::string_view container_id, std::string_view net_name, std::string_view ifname);
+Bytes client_id_for(std::string_view key);
+
+}  // namespace cni::dhcp

@@ -1,0 +1,458 @@
+// SPDX-License-Identifier: Apache-2.0
+// The dhcp daemon: flags, listener, request handling and lease threads (see daemon.hpp).
+#include "applets/dhcp/daemon.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <system_error>
+#include <thread>
+
+#include "core/cni/netconf.hpp"
+#include "core/cni/request.hpp"
+#include "applets/dhcp/attachment.hpp"
+#include "applets/dhcp/protocol.hpp"
+#include "core/os/unix_socket.hpp"
+#include "core/os/errno_error.hpp"
+#include "core/os/fs.hpp"
+
+namespace cni::dhcp {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A client gets this long for its whole request (a slow sender cannot hold a thread), and at
+// most kMaxConnections are served at once; more are refused (closed) until one ends.
+constexpr auto kRequestDeadline = 30s;
+constexpr int kMaxConnections = 64;
+constexpr uid_t kAllowedUid = 0;  // only root's plugins may ask: a request enters any netns path
+
+void log_line(const std::string& msg) {
+    static std::mutex mu;
+    std::lock_guard lock(mu);
+    std::fprintf(stderr, "dhcp daemon: %s\n", msg.c_str());
+    std::fflush(stderr);
+}
+
+// The attachments and what each request does to them.
+class Daemon {
+public:
+    explicit Daemon(const DaemonOptions& o) : opts_(o), store_(o.hostprefix + o.lease_dir) {}
+
+    void resume() {
+        for (auto& rec : store_.load_all(log_line)) {
+            auto conf = parse_dhcp_conf(rec.config, rec.args);
+            if (!conf) {
+                log_line("dropping the lease of " + rec.key + ": " + conf.error().msg);
+                store_.remove(rec.key);
+                continue;
+            }
+            log_line("resuming the lease of " + rec.key + " (" + v4(rec.lease.address()).str() + ")");
+            std::string key = rec.key;
+            try {
+                leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_line, true);
+            } catch (const std::system_error& e) {  // kept on record: the next start resumes it
+                leases_.erase(key);
+                log_line("cannot resume the lease of " + key + " now: " + e.what());
+            }
+        }
+    }
+
+    // A request's reply; a failure to start a lease thread (std::system_error) is its error,
+    // never an abort that would stop every renewal on the node.
+    std::string handle(std::string_view text) {
+        try {
+            return dispatch(text);
+        } catch (const std::exception& e) {
+            return encode_reply(fail(code::try_again_later, std::string("dhcp daemon: ") + e.what()));
+        }
+    }
+
+    std::string dispatch(std::string_view text) {
+        auto req = decode_request(text);
+        if (!req) return encode_reply(std::unexpected(req.error()));
+        switch (req->op) {
+        case Op::add: return encode_reply(add(*req));
+        case Op::del: return encode_reply(done(del(*req)));
+        case Op::check: return encode_reply(done(check(*req)));
+        case Op::gc: return encode_reply(done(gc(*req)));
+        case Op::status: return encode_reply(std::optional<CniResult>{});
+        }
+        return encode_reply(fail(code::decoding_failure, "unknown op"));
+    }
+
+    void shutdown() {
+        std::map<std::string, std::shared_ptr<Attachment>> all;
+        {
+            std::lock_guard lock(mu_);
+            all.swap(leases_);
+        }
+        for (auto& [key, att] : all) att->stop(false);
+    }
+
+private:
+    static DaemonReply done(const Status& st) {
+        if (!st) return std::unexpected(st.error());
+        return std::optional<CniResult>{};
+    }
+
+    static Status require_identity(const DaemonRequest& r) {
+        if (r.container_id.empty()) return fail(code::invalid_env, "required env variables [CNI_CONTAINERID] missing");
+        if (r.ifname.empty()) return fail(code::invalid_env, "required env variables [CNI_IFNAME] missing");
+        return {};
+    }
+
+    DaemonReply add(const DaemonRequest& r) {
+        CNI_TRY(require_identity(r));
+        if (r.netns.empty() || r.netns[0] != '/')
+            return fail(code::invalid_netns, "the network namespace must be an absolute path, got \"" + r.netns + "\"");
+        CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
+        std::string key = lease_key(r.container_id, conf.name, r.ifname);
+        std::string netns = opts_.hostprefix + r.netns;
+        std::shared_ptr<Attachment> att, replaced;
+        {
+            std::lock_guard lock(mu_);
+            auto& slot = leases_[key];
+            if (slot && slot->identity().netns == netns) {
+                att = slot;
+            } else {
+                LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}};
+                try {
+                    att = std::make_shared<Attachment>(std::move(rec), conf, opts_.timing, store_, log_line, false);
+                } catch (const std::system_error& e) {
+                    if (!slot) leases_.erase(key);
+                    return fail(code::try_again_later, std::string("dhcp daemon: cannot start the lease's thread: ") + e.what());
+                }
+                replaced = std::exchange(slot, att);
+            }
+        }
+        if (replaced) replaced->stop(false);  // same attachment in a new namespace: the old thread is stale
+        auto result = att->wait_bound();
+        if (!result) {
+            std::lock_guard lock(mu_);
+            if (auto it = leases_.find(key); it != leases_.end() && it->second == att) leases_.erase(it);
+            return std::unexpected(result.error());
+        }
+        return std::optional<CniResult>(std::move(*result));
+    }
+
+    Status del(const DaemonRequest& r) {
+        CNI_TRY(require_identity(r));
+        CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
+        release(lease_key(r.container_id, conf.name, r.ifname));
+        return {};
+    }
+
+    void release(const std::string& key) {
+        std::shared_ptr<Attachment> att;
+        {
+            std::lock_guard lock(mu_);
+            auto it = leases_.find(key);
+            if (it == leases_.end()) return;  // nothing held: DEL is idempotent
+            att = it->second;
+            leases_.erase(it);
+        }
+        att->stop(true);
+        store_.remove(key);
+    }
+
+    Status check(const DaemonRequest& r) {
+        CNI_TRY(require_identity(r));
+        CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
+        std::string key = lease_key(r.container_id, conf.name, r.ifname);
+        std::shared_ptr<Attachment> att;
+        {
+            std::lock_guard lock(mu_);
+            if (auto it = leases_.find(key); it != leases_.end()) att = it->second;
+        }
+        if (!att) return fail("the DHCP daemon holds no lease for " + key);
+        return att->check();
+    }
+
+    Status gc(const DaemonRequest& r) {
+        CNI_TRY_ASSIGN(auto nc, parse_netconf(r.config));
+        if (!nc.valid_attachments) return {};
+        std::vector<std::string> stale;
+        {
+            std::lock_guard lock(mu_);
+            for (auto& [key, att] : leases_) {
+                const auto& id = att->identity();
+                if (id.net_name != nc.name) continue;
+                bool valid = std::any_of(nc.valid_attachments->begin(), nc.valid_attachments->end(),
+                                         [&](const cni::Attachment& a) { return a.container_id == id.container_id && a.ifname == id.ifname; });
+                if (!valid) stale.push_back(key);
+            }
+        }
+        for (auto& key : stale) {
+            log_line("GC: releasing the lease of " + key);
+            release(key);
+        }
+        return {};
+    }
+
+    const DaemonOptions& opts_;
+    LeaseStore store_;
+    std::mutex mu_;
+    std::map<std::string, std::shared_ptr<Attachment>> leases_;
+};
+
+// Go flag: -name value, -name=value, --name; booleans take no separate value.
+Result<DaemonOptions> parse_flags(std::span<const std::string> args) {
+    DaemonOptions o;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        std::string_view a = args[i];
+        if (!a.starts_with('-')) return fail(code::invalid_config, "unexpected argument \"" + std::string(a) + "\"");
+        a.remove_prefix(a.starts_with("--") ? 2 : 1);
+        std::optional<std::string> value;
+        if (auto eq = a.find('='); eq != std::string_view::npos) {
+            value = std::string(a.substr(eq + 1));
+            a = a.substr(0, eq);
+        }
+        std::string name(a);
+        if (name == "broadcast") {
+            o.timing.broadcast = !value || *value == "true" || *value == "1";
+            if (value && !o.timing.broadcast && *value != "false" && *value != "0")
+                return fail(code::invalid_config, "invalid boolean value \"" + *value + "\" for flag -broadcast");
+            continue;
+        }
+        static constexpr std::string_view kValueFlags[] = {"pidfile", "hostprefix", "socketpath", "leasedir",
+                                                           "timeout", "resendmax", "resendtimeout"};
+        if (std::find(std::begin(kValueFlags), std::end(kValueFlags), name) == std::end(kValueFlags))
+            return fail(code::invalid_config, "flag provided but not defined: -" + name);
+        if (!value) {
+            if (i + 1 >= args.size()) return fail(code::invalid_config, "flag needs an argument: -" + name);
+            value = args[++i];
+        }
+        auto duration = [&](std::chrono::milliseconds& out) -> Status {
+            auto d = parse_go_duration(*value);
+            if (!d) return fail(code::invalid_config, "invalid value \"" + *value + "\" for flag -" + name + ": " + d.error().msg);
+            out = *d;
+            return {};
+        };
+        if (name == "pidfile") o.pidfile = *value;
+        else if (name == "hostprefix") o.hostprefix = *value;
+        else if (name == "socketpath") o.socket_path = *value;
+        else if (name == "leasedir") o.lease_dir = *value;
+        else if (name == "timeout") CNI_TRY(duration(o.timing.timeout));
+        else if (name == "resendmax") CNI_TRY(duration(o.timing.resend_max));
+        else if (name == "resendtimeout") CNI_TRY(duration(o.timing.resend_timeout));
+    }
+    if (!o.pidfile.empty() && o.pidfile[0] != '/') return fail(code::invalid_config, "-pidfile must be an absolute path");
+    return o;
+}
+
+// systemd socket activation (sd_listen_fds): exactly one socket, fd 3.
+Result<std::optional<int>> activated_socket() {
+    const char* fds = std::getenv("LISTEN_FDS");
+    const char* pid = std::getenv("LISTEN_PID");
+    if (!fds) return std::optional<int>{};
+    if (pid && std::to_string(::getpid()) != pid) return std::optional<int>{};
+    if (std::string_view(fds) != "1")
+        return fail("socket activation: expected exactly 1 socket, got LISTEN_FDS=" + std::string(fds));
+    return std::optional<int>{3};
+}
+
+Result<os::UniqueFd> listen_on(const std::string& path) {
+    auto addr = os::unix_address(path);
+    if (!addr || path[0] == '@') return fail("socket path too long: " + path);
+    CNI_TRY(os::mkdir_all(path.substr(0, path.rfind('/')), 0700));
+    if (os::connect_unix(path)) return fail("another DHCP daemon is already listening on " + path);
+    ::unlink(path.c_str());  // a stale socket from a daemon that died
+    os::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd) return os::sys_fail("socket", "AF_UNIX");
+    // Made 0600 by bind itself (no window at the process umask); no thread runs yet, so the
+    // process-wide umask can change for it.
+    mode_t old_mask = ::umask(0177);
+    int bound = ::bind(fd.get(), addr->get(), addr->len);
+    int err = errno;
+    ::umask(old_mask);
+    if (bound != 0) return os::sys_fail("listen unix", path, err);
+    if (::listen(fd.get(), 128) != 0) return os::sys_fail("listen unix", path);
+    return fd;
+}
+
+// The request up to EOF, all of it within `deadline`, at most `limit` bytes.
+Result<std::string> read_request(int fd, std::size_t limit, std::chrono::steady_clock::time_point deadline) {
+    std::string out;
+    char buf[16384];
+    for (;;) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+        pollfd p{fd, POLLIN, 0};
+        int ready = left.count() > 0 ? ::poll(&p, 1, int(left.count())) : 0;
+        if (ready < 0 && errno == EINTR) continue;
+        if (ready < 0) return os::sys_fail("poll", "the request");
+        if (ready == 0) return fail("the request was not complete within " + std::to_string(kRequestDeadline.count()) + " s");
+        ssize_t n = ::read(fd, buf, sizeof buf);
+        if (n == 0) return out;
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN) continue;
+            return os::sys_fail("read", "the request");
+        }
+        if (out.size() + std::size_t(n) > limit) return fail("the request is larger than " + std::to_string(limit) + " bytes");
+        out.append(buf, std::size_t(n));
+    }
+}
+
+// The peer's uid as the kernel saw it at connect (SO_PEERCRED); nothing if it cannot be read.
+std::optional<uid_t> peer_uid(int fd) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return std::nullopt;
+    return cred.uid;
+}
+
+void serve_connection(Daemon& d, os::UniqueFd fd) {
+    timeval tv{std::chrono::duration_cast<std::chrono::seconds>(kRequestDeadline).count(), 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);  // a reader that never reads
+    std::string reply;
+    if (auto uid = peer_uid(fd.get()); !uid || *uid != kAllowedUid) {
+        log_line("refused a request from uid " + (uid ? std::to_string(*uid) : std::string("unknown")) + ": only root may ask");
+        reply = encode_reply(fail(code::io_failure, "dhcp daemon: permission denied: only root may send requests"));
+    } else {
+        auto text = read_request(fd.get(), kMaxConfigBytes, std::chrono::steady_clock::now() + kRequestDeadline);
+        reply = text ? d.handle(*text) : encode_reply(fail(code::io_failure, "dhcp daemon: reading the request: " + text.error().msg));
+    }
+    (void)os::write_all(fd.get(), reply);
+}
+
+}  // namespace
+
+// Go's time.ParseDuration as Go computes it: whole units in integer nanoseconds, a fraction
+// through a float; then rounded to milliseconds.
+Result<std::chrono::milliseconds> parse_go_duration(std::string_view s) {
+    static constexpr std::pair<std::string_view, std::uint64_t> kUnits[] = {
+        {"ns", 1}, {"us", 1'000}, {"µs", 1'000}, {"ms", 1'000'000}, {"s", 1'000'000'000},
+        {"m", 60'000'000'000}, {"h", 3'600'000'000'000},
+    };
+    constexpr std::uint64_t kMax = std::uint64_t(1) << 63;  // Go's Duration is an int64
+    if (s == "0") return std::chrono::milliseconds(0);
+    auto invalid = [&] { return fail(code::invalid_config, "invalid duration \"" + std::string(s) + "\""); };
+    if (s.empty()) return invalid();
+    std::uint64_t total = 0;
+    std::string_view rest = s;
+    auto digit = [&](std::size_t i) { return i < rest.size() && std::isdigit(static_cast<unsigned char>(rest[i])); };
+    while (!rest.empty()) {
+        std::size_t i = 0;
+        std::uint64_t whole = 0, fraction = 0, scale = 1;
+        for (; digit(i); ++i)
+            if (__builtin_mul_overflow(whole, 10u, &whole) || __builtin_add_overflow(whole, unsigned(rest[i] - '0'), &whole)) return invalid();
+        bool has_whole = i > 0, has_fraction = false;
+        if (i < rest.size() && rest[i] == '.') {
+            for (++i; digit(i); ++i) {
+                has_fraction = true;
+                if (scale < 1'000'000'000'000'000'000u) fraction = fraction * 10 + unsigned(rest[i] - '0'), scale *= 10;
+            }
+        }
+        if (!has_whole && !has_fraction) return invalid();
+        rest.remove_prefix(i);
+        std::size_t u = 0;
+        while (u < rest.size() && !digit(u) && rest[u] != '.') ++u;
+        auto unit = rest.substr(0, u);
+        auto it = std::find_if(std::begin(kUnits), std::end(kUnits), [&](auto& k) { return k.first == unit; });
+        if (it == std::end(kUnits)) return fail(code::invalid_config, "missing or unknown unit in duration \"" + std::string(s) + "\"");
+        std::uint64_t v = 0;
+        if (__builtin_mul_overflow(whole, it->second, &v)) return invalid();
+        v += std::uint64_t(double(fraction) * (double(it->second) / double(scale)));
+        if (__builtin_add_overflow(total, v, &total) || total >= kMax) return invalid();
+        rest.remove_prefix(u);
+    }
+    return std::chrono::milliseconds(std::int64_t((total + 500'000) / 1'000'000));
+}
+
+Result<DaemonOptions> parse_daemon_options(std::span<const std::string> args) { return parse_flags(args); }
+
+int run_daemon(std::span<const std::string> args) {
+    auto opts = parse_daemon_options(args);
+    if (!opts) {
+        log_line(opts.error().msg);
+        return 2;
+    }
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before any thread: they inherit the mask
+    ::signal(SIGPIPE, SIG_IGN);
+    os::UniqueFd sigfd(::signalfd(-1, &stop_signals, SFD_CLOEXEC));
+
+    std::string socket_path = opts->hostprefix + opts->socket_path;
+    os::UniqueFd listener;
+    bool own_socket = false;
+    auto activated = activated_socket();
+    if (!activated) {
+        log_line(activated.error().msg);
+        return 1;
+    }
+    if (*activated) {
+        listener = os::UniqueFd(**activated);
+        ::fcntl(listener.get(), F_SETFD, FD_CLOEXEC);
+    } else {
+        auto l = listen_on(socket_path);
+        if (!l) {
+            log_line(l.error().msg);
+            return 1;
+        }
+        listener = std::move(*l);
+        own_socket = true;
+    }
+    if (!opts->pidfile.empty())
+        if (auto st = os::write_file(opts->pidfile, std::to_string(::getpid()) + "\n", 0644); !st) {
+            log_line("writing the pidfile: " + st.error().msg);
+            return 1;
+        }
+
+    Daemon daemon(*opts);
+    daemon.resume();
+    log_line("listening on " + (own_socket ? socket_path : std::string("the socket systemd passed")));
+    std::atomic<int> active{0};
+    bool refusing = false;
+    for (;;) {
+        pollfd p[2] = {{listener.get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            log_line("poll: " + os::errno_text(errno));
+            break;
+        }
+        if (p[1].revents) break;
+        if (!p[0].revents) continue;
+        os::UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+        if (!conn) continue;
+        if (active >= kMaxConnections) {
+            if (!refusing) log_line("refusing connections: " + std::to_string(kMaxConnections) + " are being served");
+            refusing = true;
+            continue;  // closed: the client sees the connection end and may retry
+        }
+        refusing = false;
+        ++active;
+        try {
+            std::thread([&daemon, &active, c = std::move(conn)]() mutable {
+                serve_connection(daemon, std::move(c));
+                --active;
+            }).detach();
+        } catch (const std::system_error& e) {  // no thread to be had: refuse this one, keep renewing
+            --active;
+            log_line(std::string("refused a connection: cannot start a thread: ") + e.what());
+        }
+    }
+    log_line("shutting down; leases stay on record for the next start");
+    listener.reset();
+    if (own_socket) ::unlink(socket_path.c_str());
+    daemon.shutdown();  // ends pending ADDs too: their lease threads stop
+    for (int i = 0; i < 100 && active > 0; ++i) std::this_thread::sleep_for(50ms);
+    if (!opts->pidfile.empty()) ::unlink(opts->pidfile.c_str());
+    if (active > 0) std::_Exit(0);  // a connection still writing; its Daemon must not be destroyed under it
+    return 0;
+}
+
+}  // namespace cni::dhcp

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// Lease records as JSON files (see lease_store.hpp).
+#include "applets/dhcp/lease_store.hpp"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include "core/cni/json.hpp"
+#include "core/cni/mac.hpp"
+#include "core/fw/sha512.hpp"
+#include "core/os/fs.hpp"
+
+namespace cni::dhcp {
+namespace {
+
+constexpr std::string_view kSuffix = ".lease";
+
+std::string to_hex(const Bytes& b) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s;
+    for (auto c : b) s += {kHex[c >> 4], kHex[c & 15]};
+    return s;
+}
+
+std::optional<Bytes> from_hex(std::string_view s) {
+    if (s.size() % 2) return std::nullopt;
+    Bytes out;
+    for (std::size_t i = 0; i < s.size(); i += 2) {
+        unsigned v = 0;
+        for (char c : s.substr(i, 2)) {
+            v <<= 4;
+            if (c >= '0' && c <= '9') v |= unsigned(c - '0');
+            else if (c >= 'a' && c <= 'f') v |= unsigned(c - 'a' + 10);
+            else return std::nullopt;
+        }
+        out.push_back(std::uint8_t(v));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string LeaseStore::path_for(const std::string& key) const {
+    // The key holds '/' and arbitrary container ids: name the file by its hash.
+    return dir_ + "/" + fw::sha512_hex(key).substr(0, 32) + std::string(kSuffix);
+}
+
+Status LeaseStore::save(const LeaseRecord& r) const {
+    CNI_TRY(os::mkdir_all(dir_, 0700));
+    return os::write_file_atomic(path_for(r.key), encode_record(r), 0600);
+}
+
+void LeaseStore::remove(const std::string& key) const { ::unlink(path_for(key).c_str()); }
+
+std::vector<LeaseRecord> LeaseStore::load_all(const std::function<void(const std::string&)>& bad) const {
+    std::vector<LeaseRecord> out;
+    auto dir = os::Dir::open(dir_);
+    if (!dir) return out;
+    for (auto& name : dir->names()) {
+        if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
+        auto text = dir->read_if_exists(name);
+        if (text && !*text) continue;  // gone since the listing
+        auto rec = text ? decode_record(**text) : Result<LeaseRecord>(std::unexpected(text.error()));
+        if (!rec) {
+            bad(dir->path_of(name) + ": " + rec.error().msg);
+            dir->remove(name);
+            continue;
+        }
+        out.push_back(std::move(*rec));
+    }
+    return out;
+}
+
+std::string encode_record(const LeaseRecord& r) {
+    json::Document d(rapidjson::kObjectType);
+    auto& a = d.GetAllocator();
+    auto put = [&](std::string_view k, std::string_view v) { json::set(d, k, json::str(v, a), a); };
+    put("key", r.key);
+    put("containerID", r.container_id);
+    put("netName", r.net_name);
+    put("ifName", r.ifname);
+    put("netns", r.netns);
+    put("config", r.config);
+    put("args", r.args);
+    put("ack", to_hex(encode(r.lease.ack)));
+    put("serverMac", mac_text(r.lease.server_mac));
+    json::set(d, "boundAt", json::Value(std::int64_t(r.lease.bound_at)), a);
+    return json::write(d, json::Style::indented, false);
+}
+
+Result<LeaseRecord> decode_record(std::string_view text) {
+    CNI_TRY_ASSIGN(auto d, json::parse(text));
+    if (!d.IsObject()) return fail(code::decoding_failure, "lease record is not a JSON object");
+    LeaseRecord r;
+    json::Where w{"LeaseRecord", ""};
+    std::string ack, server_mac;
+    CNI_TRY(json::field(d, "key", r.key, w));
+    CNI_TRY(json::field(d, "containerID", r.container_id, w));
+    CNI_TRY(json::field(d, "netName", r.net_name, w));
+    CNI_TRY(json::field(d, "ifName", r.ifname, w));
+    CNI_TRY(json::field(d, "netns", r.netns, w));
+    CNI_TRY(json::field(d, "config", r.config, w));
+    CNI_TRY(json::field(d, "args", r.args, w));
+    CNI_TRY(json::field(d, "ack", ack, w));
+    CNI_TRY(json::field(d, "serverMac", server_mac, w));
+    CNI_TRY(json::field(d, "boundAt", r.lease.bound_at, w));
+    auto wire = from_hex(ack);
+    auto mac = mac_bytes(server_mac);
+    if (!wire || !mac || r.key.empty()) return fail(code::decoding_failure, "lease record without a valid ack, serverMac or key");
+    CNI_TRY_ASSIGN(r.lease.ack, decode(*wire));
+    r.lease.server_mac = *mac;
+    return r;
+}
+
+}  // namespace cni::dhcp

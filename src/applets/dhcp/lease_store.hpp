@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// The daemon's leases on disk (beyond the reference, which keeps them in memory only and so
+// stops renewing every pod's address when it restarts: plugins #235/#767). One JSON file per
+// attachment under the lease directory (default /run/cni/dhcp: tmpfs, so a reboot - which also
+// ends every pod - starts clean), written atomically after every ACK and removed on release.
+// A record holds what is needed to resume: the attachment's identity and netns, the plugin
+// config (for the options), CNI_ARGS, and the last ACK with the server's link address.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "applets/dhcp/client.hpp"
+
+namespace cni::dhcp {
+
+struct LeaseRecord {
+    std::string key;  // containerID/netName/ifName
+    std::string container_id, net_name, ifname, netns, config, args;
+    Lease lease;
+};
+
+class LeaseStore {
+public:
+    explicit LeaseStore(std::string dir) : dir_(std::move(dir)) {}
+    Status save(const LeaseRecord& r) const;
+    void remove(const std::string& key) const;
+    // Every readable record; unreadable files are reported through `bad` and removed.
+    std::vector<LeaseRecord> load_all(const std::function<void(const std::string&)>& bad) const;
+    const std::string& dir() const { return dir_; }
+
+private:
+    std::string path_for(const std::string& key) const;
+    std::string dir_;
+};
+
+std::string encode_record(const LeaseRecord& r);
+Result<LeaseRecord> decode_record(std::string_view text);
+
+}  // namespace cni::dhcp

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// firewall (reference-behaviour 2.14): lets the container's traffic through the host's FORWARD
+// chain, chained after a main plugin, with the reference's iptables rules (forward.hpp):
+// CNI-FORWARD with the admin chain first (iptablesAdminChainName, default CNI-ADMIN), then per
+// address of prevResult "replies to it" and "everything from it". ingressPolicy same-bridge or
+// isolated (the bridge is prevResult's first interface) drops traffic between bridges (isolated:
+// also inside the bridge); open does nothing. backend firewalld (firewalld.hpp) instead
+// makes each address a source of firewalldZone (trusted) over D-Bus; with no backend given,
+// firewalld is used when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables
+// otherwise, as the reference chooses. The ingress policy is iptables either way. DEL removes
+// the per-address rules or sources (from prevResult, as the reference); the shared chains stay.
+// Beyond the reference: CHECK fails when an isolation rule is missing or firewalld does not
+// have the source, a failed ADD takes back the sources it added, and DEL succeeds when firewalld
+// is gone (its runtime sources went with it).
+#include <memory>
+
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "applets/firewall/firewalld.hpp"
+#include "applets/firewall/forward.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+constexpr std::string_view kFirewallVersions[] = {"0.4.0", "1.0.0", "1.1.0"};
+
+enum class Backend { automatic, iptables, firewalld };
+
+struct FirewallConf {
+    NetConf net;
+    Backend backend = Backend::automatic;
+    std::string admin_chain = "CNI-ADMIN";
+    std::string zone = "trusted";
+    fw::IngressPolicy policy = fw::IngressPolicy::open;
+};
+
+// An unknown backend is chosen as an empty one is, as in the reference (a config that works with
+// the Go plugin must keep working), with a warning naming it.
+Result<FirewallConf> parse_firewall_conf(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto nc, load_netconf(ctx.req.config, "FirewallNetConf"));
+    FirewallConf c;
+    c.net = std::move(nc);
+    const json::Where& w = c.net.where;
+    std::string backend, policy;
+    CNI_TRY(json::field(c.net.root(), "backend", backend, w));
+    CNI_TRY(json::field(c.net.root(), "iptablesAdminChainName", c.admin_chain, w));
+    CNI_TRY(json::field(c.net.root(), "firewalldZone", c.zone, w));
+    CNI_TRY(json::field(c.net.root(), "ingressPolicy", policy, w));
+    if (backend == "iptables") c.backend = Backend::iptables;
+    else if (backend == "firewalld") c.backend = Backend::firewalld;
+    else if (!backend.empty())
+        ctx.warn("firewall: unknown backend \"" + backend +
+                 "\" (iptables or firewalld); using firewalld if it is running, else iptables");
+    if (c.zone.empty()) c.zone = "trusted";
+    if (c.admin_chain.empty()) c.admin_chain = "CNI-ADMIN";
+    if (policy.empty() || policy == "open") c.policy = fw::IngressPolicy::open;
+    else if (policy == "same-bridge") c.policy = fw::IngressPolicy::same_bridge;
+    else if (policy == "isolated") c.policy = fw::IngressPolicy::isolated;
+    else return fail("unknown ingress policy: \"" + policy + "\"");
+    return c;
+}
+
+// The admin chain ADD creates and CHECK looks for (iptables names hold 28 characters); DEL does
+// not use it, so a name ADD refused does not fail the DEL after it.
+Status check_admin_chain(const FirewallConf& c) {
+    if (c.admin_chain.size() > 28) return fail("iptablesAdminChainName \"" + c.admin_chain + "\" is longer than 28 characters");
+    return {};
+}
+
+std::vector<IpAddr> addresses(const CniResult& r) {
+    std::vector<IpAddr> out;
+    for (auto& ip : r.ips)
+        if (!ip.address.is_nil()) out.push_back(ip.address.ip);
+    return out;
+}
+
+Result<CniResult> prev_or_fail(const FirewallConf& c) {
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
+    if (!*prev) return fail("must be called as a chained plugin");
+    CNI_TRY(require_ip_addresses(**prev));
+    return std::move(**prev);
+}
+
+// The backend in effect: the configured one, or firewalld when it is on the bus.
+Backend backend_of(const FirewallConf& c, const Context& ctx) {
+    if (c.backend != Backend::automatic) return c.backend;
+    return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")) ? Backend::firewalld : Backend::iptables;
+}
+
+Status add_sources(const FirewallConf& c, const Context& ctx, const std::vector<IpAddr>& ips, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
+    auto shared = std::make_shared<fw::Firewalld>(std::move(fwd));
+    for (auto& ip : ips) {
+        CNI_TRY_ASSIGN(bool added, shared->add_source(c.zone, ip));
+        if (added) undo.push([shared, zone = c.zone, ip] { (void)shared->remove_source(zone, ip); });
+    }
+    return {};
+}
+
+// The bridge an ingress policy isolates: prevResult's first interface.
+Result<std::string> bridge_of(fw::IngressPolicy policy, const CniResult& prev) {
+    if (prev.interfaces.empty())
+        return fail(std::string("interface needs to be set for ingress policy \"") + fw::policy_name(policy) +
+                    "\", make sure to chain \"firewall\" plugin with \"bridge\"");
+    if (prev.interfaces[0].name.empty()) return fail("got empty bridge name");
+    return prev.interfaces[0].name;
+}
+
+Result<CniResult> firewall_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
+    CNI_TRY(check_admin_chain(c));
+    CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
+    auto ips = addresses(prev);
+    Rollback undo;
+    if (backend_of(c, ctx) == Backend::firewalld) {
+        CNI_TRY(add_sources(c, ctx, ips, undo));
+    } else {
+        undo.push([&] { (void)fw::teardown_forward(ips); });
+        CNI_TRY(fw::setup_forward(ips, c.admin_chain));
+    }
+    if (c.policy != fw::IngressPolicy::open) {
+        CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
+        CNI_TRY(fw::setup_isolation(bridge, c.policy, ips));
+    }
+    undo.dismiss();
+    return prev;
+}
+
+Status firewall_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
+    auto prev = parse_prev_result(c.net);
+    if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
+    auto ips = addresses(**prev);
+    if (backend_of(c, ctx) != Backend::firewalld) return fw::teardown_forward(ips);
+    auto fwd = fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"));
+    if (!fwd) {
+        ctx.warn("firewall: " + fwd.error().msg + "; nothing to remove");
+        return {};
+    }
+    for (auto& ip : ips)  // as the reference: a source firewalld no longer has is not an error
+        if (auto st = fwd->remove_source(c.zone, ip); !st) ctx.warn("firewall: " + st.error().msg);
+    return {};
+}
+
+Status firewall_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
+    CNI_TRY(check_admin_chain(c));
+    CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
+    auto ips = addresses(prev);
+    if (c.policy != fw::IngressPolicy::open) {
+        CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
+        CNI_TRY(fw::check_isolation(bridge, c.policy, ips));
+    }
+    if (backend_of(c, ctx) != Backend::firewalld) return fw::check_forward(ips, c.admin_chain);
+    CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
+    for (auto& ip : ips) {
+        CNI_TRY_ASSIGN(bool has, fwd.has_source(c.zone, ip));
+        if (!has) return fail("firewalld zone " + c.zone + " does not have the source " + ip.str());
+    }
+    return {};
+}
+
+}  // namespace
+
+extern const Applet firewall_applet{
+    .name = "firewall",
+    .kind = AppletKind::meta,
+    .summary = "accept the container's traffic in FORWARD, optional bridge isolation (chained)",
+    .help = "Keys: backend (iptables or firewalld; default firewalld when it is on the system bus), "
+            "iptablesAdminChainName (CNI-ADMIN), firewalldZone (trusted), ingressPolicy (open, same-bridge, isolated). "
+            "Needs prevResult. Env: DBUS_SYSTEM_BUS_ADDRESS.",
+    .versions = kFirewallVersions,
+    .add = firewall_add,
+    .del = firewall_del,
+    .check = firewall_check,
+};
+
+}  // namespace cni

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// The firewall plugin's filter rules through IptTable (see forward.hpp).
+#include "applets/firewall/forward.hpp"
+
+#include <netinet/in.h>
+
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/xt_conntrack.h>
+
+#include <algorithm>
+
+#include "core/fw/iptables.hpp"
+#include "core/fw/xtables_nft.hpp"
+#include "core/os/file_lock.hpp"
+
+namespace cni::fw {
+namespace {
+
+constexpr const char* kForward = "FORWARD";
+constexpr const char* kPrivate = "CNI-FORWARD";
+constexpr const char* kStage1 = "CNI-ISOLATION-STAGE-1";
+constexpr const char* kStage2 = "CNI-ISOLATION-STAGE-2";
+
+IptRule to(std::string target, std::string comment = "") {
+    IptRule r;
+    r.target = std::move(target);
+    r.comment = std::move(comment);
+    return r;
+}
+
+// The two rules of one container address.
+std::pair<IptRule, IptRule> address_rules(const IpAddr& ip) {
+    IpNet host{ip, ip.bits(), ip.bits()};
+    IptRule replies = to("ACCEPT");
+    replies.dst = host;
+    replies.matches = {CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), false}};
+    IptRule from = to("ACCEPT");
+    from.src = host;
+    return {replies, from};
+}
+
+std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, Family f) {
+    std::vector<IpAddr> mine;
+    for (auto& ip : ips)
+        if (ip.is_v4() == (f == Family::v4)) mine.push_back(ip);
+    return mine;
+}
+
+// Runs `fn(table, addresses)` on the filter table of the node's variant of each family that has
+// addresses, and commits it (IptTable::update).
+template <class Fn>
+Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    for (Family f : {Family::v4, Family::v6}) {
+        auto mine = of_family(ips, f);
+        if (mine.empty()) continue;
+        CNI_TRY(IptTable::update(f, "filter", [&](IptTable& filter) { return fn(filter, mine); }));
+    }
+    return {};
+}
+
+// Runs `check(table, addresses)` on the filter table of each family that has addresses, in each
+// variant; passes when one variant passes for every family (check_either_variant).
+template <class Fn>
+Status check_per_family(const std::vector<IpAddr>& ips, Fn&& check) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    return check_either_variant([&](Variant v) -> Status {
+        for (Family f : {Family::v4, Family::v6}) {
+            auto mine = of_family(ips, f);
+            if (mine.empty()) continue;
+            CNI_TRY_ASSIGN(auto t, IptTable::open(f, "filter", v));
+            CNI_TRY(check(t, mine));
+        }
+        return {};
+    });
+}
+
+Status ensure_chain(IptTable& t, const std::string& chain) {
+    return t.has_chain(chain) ? Status{} : t.create_chain(chain);
+}
+
+}  // namespace
+
+Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+        CNI_TRY(ensure_chain(t, kPrivate));
+        CNI_TRY(ensure_chain(t, admin_chain));
+        CNI_TRY(t.insert_unique(kForward, to(kPrivate, "CNI firewall plugin rules")));
+        CNI_TRY(t.insert_unique(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
+        for (auto& ip : mine) {
+            auto [replies, from] = address_rules(ip);
+            CNI_TRY(t.append_unique(kPrivate, replies));
+            CNI_TRY(t.append_unique(kPrivate, from));
+        }
+        return {};
+    });
+}
+
+// The per-address rules go from both variants.
+Status teardown_forward(const std::vector<IpAddr>& ips) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    for (Variant v : kVariants) {
+        for (Family f : {Family::v4, Family::v6}) {
+            auto mine = of_family(ips, f);
+            if (mine.empty()) continue;
+            auto t = IptTable::open(f, "filter", v);
+            if (!t || !t->has_chain(kPrivate)) continue;  // nothing of ours can be there
+            std::vector<IptRule> doomed;
+            for (auto& ip : mine) {
+                auto [replies, from] = address_rules(ip);
+                doomed.push_back(replies), doomed.push_back(from);
+            }
+            auto is_doomed = [&](const IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
+            CNI_TRY(t->transact([&](IptTable& x) -> Status {
+                if (x.has_chain(kPrivate)) CNI_TRY(x.delete_if(kPrivate, "ACCEPT", is_doomed));
+                return {};
+            }));
+        }
+    }
+    return {};
+}
+
+Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
+    return check_per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+        CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
+        CNI_TRY_ASSIGN(bool admin, t.has_rule(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
+        if (!jump || !admin)
+            return fail("firewall: the jumps FORWARD -> " + std::string(kPrivate) + " -> " + admin_chain + " are missing");
+        for (auto& ip : mine) {
+            auto [replies, from] = address_rules(ip);
+            CNI_TRY_ASSIGN(bool r1, t.has_rule(kPrivate, replies));
+            CNI_TRY_ASSIGN(bool r2, t.has_rule(kPrivate, from));
+            if (!r1 || !r2) return fail("firewall: the rules accepting traffic of " + ip.str() + " are missing from " + kPrivate);
+        }
+        return {};
+    });
+}
+
+namespace {
+
+// One isolation rule: its chain, and whether it goes first (inserted) or last (appended).
+struct IsolationRule {
+    const char* chain;
+    IptRule rule;
+    bool first;
+};
+
+// The isolation rules for `bridge` in the order setup_isolation places them (so the last
+// inserted is first in its chain, as the reference leaves them).
+std::vector<IsolationRule> isolation_rules(const std::string& bridge, IngressPolicy policy) {
+    const std::string comment = std::string("CNI firewall plugin rules (ingressPolicy: ") + policy_name(policy) + ")";
+    std::vector<IsolationRule> out{{kForward, to(kStage1, comment), true}};
+    IptRule leave = to(kStage2, comment);  // -i BR ! -o BR: leaving the bridge for another
+    leave.in_iface = leave.out_iface = bridge;
+    leave.out_inverted = true;
+    out.push_back({kStage1, leave, true});
+    if (policy == IngressPolicy::isolated) {
+        IptRule within = to("DROP", comment);  // -i BR -o BR: between containers of the bridge
+        within.in_iface = within.out_iface = bridge;
+        out.push_back({kStage1, within, true});
+    }
+    out.push_back({kStage1, to("RETURN", comment), false});
+    IptRule enter = to("DROP", comment);  // -o BR: arriving from another bridge
+    enter.out_iface = bridge;
+    out.push_back({kStage2, enter, true});
+    out.push_back({kStage2, to("RETURN", comment), false});
+    return out;
+}
+
+// An isolation rule as iptables -S shows its interfaces and target.
+std::string shown(const IptRule& r) {
+    std::string s;
+    if (!r.in_iface.empty()) s += "-i " + r.in_iface + " ";
+    if (!r.out_iface.empty()) s += std::string(r.out_inverted ? "! " : "") + "-o " + r.out_iface + " ";
+    return s + "-j " + r.target;
+}
+
+}  // namespace
+
+const char* policy_name(IngressPolicy policy) {
+    switch (policy) {
+        case IngressPolicy::open: return "open";
+        case IngressPolicy::same_bridge: return "same-bridge";
+        case IngressPolicy::isolated: return "isolated";
+    }
+    return "open";
+}
+
+Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
+    if (policy == IngressPolicy::open) return {};
+    auto rules = isolation_rules(bridge, policy);
+    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
+        CNI_TRY(ensure_chain(t, kStage1));
+        CNI_TRY(ensure_chain(t, kStage2));
+        for (auto& r : rules) CNI_TRY(r.first ? t.insert_unique(r.chain, r.rule) : t.append_unique(r.chain, r.rule));
+        return {};
+    });
+}
+
+Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
+    if (policy == IngressPolicy::open) return {};
+    auto rules = isolation_rules(bridge, policy);
+    return check_per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
+        for (auto& r : rules) {
+            CNI_TRY_ASSIGN(bool found, t.has_rule(r.chain, r.rule));
+            if (!found)
+                return fail(std::string("firewall: ingressPolicy \"") + policy_name(policy) + "\" needs the rule " +
+                            r.chain + " " + shown(r.rule) + ", which is missing");
+        }
+        return {};
+    });
+}
+
+}  // namespace cni::fw

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// host-local allocation in one range set (reference IPAllocator.Get): a requested address, or
+// the next free one walking round-robin from last_reserved_ip.<set>+1 through the ranges of the
+// set, skipping each range's gateway, in exactly the reference's order. Exhaustion is decided
+// up front by counting (so the walk is bounded even in a huge IPv6 range).
+#pragma once
+
+#include <optional>
+
+#include "core/cni/cni_result.hpp"
+#include "applets/host_local/range.hpp"
+#include "applets/host_local/store.hpp"
+
+namespace cni::ipam {
+
+Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std::string_view id,
+                          std::string_view ifname, std::optional<IpAddr> requested);
+
+// Is there at least one address this set could still hand out?
+bool has_free_address(const Store& store, const RangeSet& set);
+
+}  // namespace cni::ipam

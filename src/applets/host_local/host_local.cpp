@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+// host-local IPAM (reference-behaviour 2.10): allocates one address per range set from
+// <dataDir>/<network> with the reference's keys, request sources (CNI_ARGS IP, args.cni.ips,
+// runtimeConfig ips/ipRanges), allocation order, on-disk format and error texts. Beyond the
+// reference: GC releases reservations of attachments not in cni.dev/valid-attachments, STATUS
+// reports code 50 when a range set has no free address, and calls do not re-read every
+// reservation file (store.hpp).
+#include <algorithm>
+
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/netconf.hpp"
+#include "applets/host_local/allocator.hpp"
+#include "applets/host_local/resolv_conf.hpp"
+
+namespace cni {
+namespace {
+
+using ipam::RangeSet;
+
+struct HostLocalConf {
+    std::string name;
+    std::string cni_version;
+    std::vector<RangeSet> ranges;
+    std::vector<Route> routes;
+    std::string data_dir;
+    std::string resolv_conf;
+    std::vector<IpAddr> requested;  // CNI_ARGS IP, then args.cni.ips, then runtimeConfig ips
+    std::optional<std::vector<Attachment>> valid_attachments;
+};
+
+// runtimeConfig.ips, args.cni.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix"
+// (Go: []*ip.IP).
+Status decode_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::Where& w) {
+    const json::Value* ips = json::find(obj, "ips");
+    if (!ips || ips->IsNull()) return {};
+    if (!ips->IsArray()) return std::unexpected(json::type_error(*ips, w.at("ips"), "[]*ip.IP"));
+    for (const auto& e : ips->GetArray()) {
+        if (!e.IsString() && !e.IsNull()) return std::unexpected(json::type_error(e, w.at("ips"), "*ip.IP"));
+        CNI_TRY_ASSIGN(auto ip, parse_arg_ip(e.IsString() ? std::string_view(e.GetString(), e.GetStringLength()) : ""));
+        out.push_back(ip);
+    }
+    return {};
+}
+
+Result<HostLocalConf> parse_host_local_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
+    HostLocalConf c{nc.name, nc.cni_version, {}, {}, {}, {}, {}, std::move(nc.valid_attachments)};
+    const json::Value& root = nc.root();
+    json::Where top{"Net", ""};
+    const json::Value* ipam = json::find(root, "ipam");
+    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
+    auto iw = top.at("ipam").in("IPAMConfig");
+    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
+    ipam::Range legacy;
+    CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
+    std::vector<RangeSet> config_ranges;
+    CNI_TRY(json::field(*ipam, "ranges", config_ranges, iw));
+    if (const auto* routes = json::find(*ipam, "routes")) CNI_TRY(decode_routes(*routes, c.routes, iw.at("routes")));
+    CNI_TRY(json::field(*ipam, "dataDir", c.data_dir, iw));
+    CNI_TRY(json::field(*ipam, "resolvConf", c.resolv_conf, iw));
+
+    std::vector<RangeSet> runtime_ranges;
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", top,
+                                                   R"(struct { IPRanges []allocator.RangeSet "json:\"ipRanges,omitempty\""; )"
+                                                   R"(IPs []*ip.IP "json:\"ips,omitempty\"" })"));
+    if (rc.object) CNI_TRY(json::field(*rc.object, "ipRanges", runtime_ranges, rc.inner));
+
+    // Requested addresses, in the reference's order of precedence.
+    std::optional<IpAddr> env_ip;
+    CniArgField fields[] = {{"IP", [&](std::string_view v) -> Status {
+                                 CNI_TRY_ASSIGN(env_ip, parse_arg_ip(v));
+                                 return {};
+                             }}};
+    CNI_TRY(load_cni_args(req.args, fields));
+    if (env_ip) c.requested.push_back(*env_ip);
+    CNI_TRY_ASSIGN(auto args, json::anonymous_struct(root, "args", top, R"(struct { A *allocator.IPAMArgs "json:\"cni\"" })"));
+    CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "allocator.IPAMArgs"));
+    if (a) CNI_TRY(decode_ips(*a, c.requested, args.inner.at("cni").in("IPAMArgs")));
+    if (rc.object) CNI_TRY(decode_ips(*rc.object, c.requested, rc.inner));
+
+    // Range sets: runtimeConfig ipRanges, then the legacy ipam-level range, then ipam.ranges.
+    c.ranges = std::move(runtime_ranges);
+    if (legacy.subnet) c.ranges.push_back(RangeSet{legacy});
+    c.ranges.insert(c.ranges.end(), config_ranges.begin(), config_ranges.end());
+    if (c.ranges.empty()) return fail("no IP ranges specified");
+    int v4 = 0, v6 = 0;
+    for (std::size_t i = 0; i < c.ranges.size(); ++i) {
+        if (auto st = ipam::canonicalize(c.ranges[i]); !st)
+            return fail("invalid range set " + std::to_string(i) + ": " + st.error().msg);
+        (c.ranges[i][0].range_start->is_v4() ? v4 : v6)++;
+    }
+    if (v4 > 1 || v6 > 1) {
+        auto ok = version_at_least(c.cni_version, "0.3.0");
+        if (!ok || !*ok) return fail("CNI version " + c.cni_version + " does not support more than 1 address per family");
+    }
+    for (std::size_t i = 0; i + 1 < c.ranges.size(); ++i)
+        for (std::size_t j = i + 1; j < c.ranges.size(); ++j)
+            if (ipam::overlaps(c.ranges[i], c.ranges[j]))
+                return fail("range set " + std::to_string(i) + " overlaps with " + std::to_string(j));
+    return c;
+}
+
+Result<ipam::Store> open_store(const Context& ctx, const HostLocalConf& c) {
+    return ipam::Store::open(c.data_dir, c.name, ctx.warn);
+}
+
+Result<CniResult> host_local_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+    CNI_TRY(require_route_dsts(c.routes));
+    CniResult result;
+    if (!c.resolv_conf.empty()) {
+        CNI_TRY_ASSIGN(result.dns, ipam::parse_resolv_conf(c.resolv_conf));
+    }
+    CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
+
+    // Requested addresses keyed by their text, like the reference's map; kept in request order.
+    std::vector<IpAddr> requested;
+    for (auto& ip : c.requested)
+        if (std::find(requested.begin(), requested.end(), ip) == requested.end()) requested.push_back(ip);
+
+    const std::string& id = ctx.req.container_id;
+    const std::string& ifname = ctx.req.ifname;
+    auto undo = [&] {
+        if (!result.ips.empty()) (void)store.release_by_id(id, ifname);
+        store.flush();
+    };
+    for (std::size_t idx = 0; idx < c.ranges.size(); ++idx) {
+        std::optional<IpAddr> want;
+        for (auto it = requested.begin(); it != requested.end(); ++it)
+            if (ipam::contains(c.ranges[idx], *it)) {
+                want = *it;
+                requested.erase(it);
+                break;
+            }
+        auto ip = ipam::allocate(store, c.ranges[idx], int(idx), id, ifname, want);
+        if (!ip) {
+            undo();
+            return fail("failed to allocate for range " + std::to_string(idx) + ": " + ip.error().msg);
+        }
+        result.ips.push_back(*ip);
+    }
+    if (!requested.empty()) {
+        undo();
+        std::string msg = "failed to allocate all requested IPs:";
+        for (auto& ip : requested) msg += " " + ip.str();
+        return fail(msg);
+    }
+    store.flush();
+    result.routes = c.routes;
+    return result;
+}
+
+Status host_local_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
+    auto st = store.release_by_id(ctx.req.container_id, ctx.req.ifname);
+    store.flush();
+    return st;
+}
+
+Status host_local_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
+    store.flush();
+    if (!store.has_id(ctx.req.container_id, ctx.req.ifname))
+        return fail("host-local: Failed to find address added by container " + ctx.req.container_id);
+    return {};
+}
+
+Status host_local_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+    if (!c.valid_attachments) {
+        ctx.warn("host-local: GC without cni.dev/valid-attachments: nothing is released");
+        return {};
+    }
+    const auto& valid = *c.valid_attachments;
+    auto is_valid = [&](const ipam::Owner& o) {
+        for (auto& a : valid) {
+            if (o.kind == ipam::Owner::Kind::current && o.matches(a.container_id, a.ifname)) return true;
+            if (o.kind == ipam::Owner::Kind::legacy && o.matches_legacy(a.container_id)) return true;
+        }
+        return o.kind == ipam::Owner::Kind::foreign;  // never ours to release
+    };
+    CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
+    Failures failures;
+    for (auto& [ip, owner] : store.reservations()) {
+        if (is_valid(owner)) continue;
+        failures.add(store.release_if(ip, [&](const ipam::Owner& now) { return !is_valid(now); }));
+    }
+    store.flush();
+    return failures.status("host-local GC: ");
+}
+
+Status host_local_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+    auto store = open_store(ctx, c);
+    if (!store) return fail(code::plugin_not_available, "host-local: " + store.error().msg);
+    store->flush();
+    for (auto& set : c.ranges)
+        if (!ipam::has_free_address(*store, set))
+            return fail(code::plugin_not_available, "no IP addresses available in range set: " + ipam::str(set));
+    return {};
+}
+
+constexpr std::string_view kHelp = R"(Allocates addresses from local ranges; state in <dataDir>/<network name>.
+ipam keys: ranges [[{subnet, rangeStart, rangeEnd, gateway}]], subnet/rangeStart/rangeEnd/gateway
+(a single legacy range), routes, dataDir (default /var/lib/cni/networks), resolvConf.
+Requests: CNI_ARGS IP, args.cni.ips, runtimeConfig ips; runtimeConfig ipRanges adds range sets.
+GC releases reservations whose (containerID, ifname) is not in cni.dev/valid-attachments.
+STATUS fails with code 50 when a range set has no free address.)";
+
+}  // namespace
+
+extern const Applet host_local_applet{
+    .name = "host-local",
+    .kind = AppletKind::ipam,
+    .summary = "allocate IP addresses from local ranges, state on disk",
+    .help = kHelp,
+    .versions = kAllVersions,
+    .add = host_local_add,
+    .del = host_local_del,
+    .check = host_local_check,
+    .status = host_local_status,
+    .gc = host_local_gc,
+};
+
+}  // namespace cni

@@ -1,0 +1,324 @@
+// SPDX-License-Identifier: Apache-2.0
+// portmap (reference-behaviour 2.15): forwards host ports to the container, chained after a
+// main plugin. runtimeConfig.portMappings [{hostPort, containerPort, protocol, hostIP}] apply to
+// the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, chosen
+// as the reference chooses: iptables (rules_iptables.hpp: one commit per table in the node's
+// variant, no iptables processes) and nftables (rules_nft.hpp: one nf_tables transaction); keys
+// snat (default true), masqAll, markMasqBit (13), externalSetMarkChain, conditionsV4/V6 (the
+// iptables -s/-d/-i/-o selectors and -m addrtype/iprange/mark, or the nft ip/ip6
+// saddr/daddr and iifname/oifname matches) and backend. After a mapping, UDP flows already
+// tracked to its host port are forgotten so they reach the new container. route_localnet,
+// which 127.0.0.1:hostPort needs, is turned on only when some IPv4 mapping is reachable
+// through localhost, and then with the guard rule kube-proxy uses. Without mappings, ADD passes
+// prevResult through and DEL does nothing, as the reference. A failed ADD removes what it
+// added; DEL removes both backends' rules; GC removes the iptables chains of attachments that
+// are gone (the nft rules carry only the container ID, not the network, so GC cannot tell
+// whose they are, and the reference has no GC for them either).
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
+#include "applets/portmap/rules_iptables.hpp"
+#include "applets/portmap/rules_nft.hpp"
+#include "core/nl/conntrack.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/route.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct PortmapConf {
+    NetConf net;
+    std::vector<fw::PortMapping> mappings;
+    bool snat = true;
+    bool masq_all = false;
+    int mark_bit = 13;
+    std::optional<std::string> external_setmark_chain;
+    bool nftables = false;          // the backend: nf_tables, else iptables
+    fw::Conditions cond4, cond6;    // iptables
+    nl::nft::Exprs nft_cond4, nft_cond6;
+    // Why ADD could not set this up (a mapping's protocol or hostIP, a condition): refused by ADD
+    // and CHECK, but not by DEL and GC, which do not use them (the Go plugin fails only when it
+    // hands them to iptables).
+    std::optional<Error> unusable;
+};
+
+bool iptables_syntax(const std::vector<std::string>& tokens) {
+    return !tokens.empty() && (tokens[0].starts_with("-") || tokens[0] == "!");
+}
+
+// The backend, as the reference chooses it: the configured one, or iptables unless the legacy
+// nat table is unusable here and nf_tables answers; options of the other backend are an error.
+Status choose_backend(PortmapConf& c, const std::string& backend, const std::optional<std::vector<std::string>>& cond4,
+                      const std::optional<std::vector<std::string>>& cond6) {
+    if (!backend.empty() && backend != "iptables" && backend != "nftables")
+        return fail("unknown portmap backend \"" + backend + "\"");
+    std::vector<std::string> iptables_only, nftables_only;
+    if (c.external_setmark_chain) iptables_only.push_back("externalSetMarkChain");
+    for (auto& [key, cond] : {std::pair{"conditionsV4", &cond4}, std::pair{"conditionsV6", &cond6}})
+        if (*cond && !(*cond)->empty()) (iptables_syntax(**cond) ? iptables_only : nftables_only).push_back(key);
+    c.nftables = backend == "nftables" ||
+                 (backend.empty() && !fw::iptables_usable() && nl::nft::available());
+    auto& wrong = c.nftables ? iptables_only : nftables_only;
+    if (!wrong.empty()) {
+        std::string keys;
+        for (auto& k : wrong) keys += (keys.empty() ? "" : " ") + k;
+        return fail(std::string(c.nftables ? "nftables" : "iptables") + " backend was requested but configuration contains " +
+                    (c.nftables ? "iptables" : "nftables") + "-specific options [" + keys + "]");
+    }
+    return {};
+}
+
+// One runtimeConfig mapping; a port, protocol or hostIP that cannot be set up is noted in `unusable`.
+Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
+    CNI_TRY(json::expect_object(v, w, "main.PortMapEntry"));
+    fw::PortMapping m;
+    std::int64_t host_port = 0, container_port = 0;  // Go ints
+    std::string proto, host_ip;
+    json::Where e = w.in("PortMapEntry");
+    CNI_TRY(json::field(v, "hostPort", host_port, e));
+    CNI_TRY(json::field(v, "containerPort", container_port, e));
+    CNI_TRY(json::field(v, "protocol", proto, e));
+    CNI_TRY(json::field(v, "hostIP", host_ip, e));
+    // The reference refuses ports below 1 for every command; a port above 65535 fails only its
+    // ADD (in iptables), so here it fails ADD and CHECK and leaves DEL to clean up. Such a port
+    // is kept as 0: nothing reads it then.
+    if (container_port <= 0) return fail("Invalid container port number: " + std::to_string(container_port));
+    if (host_port <= 0) return fail("Invalid host port number: " + std::to_string(host_port));
+    for (auto [port, what] : {std::pair{container_port, "container"}, std::pair{host_port, "host"}})
+        if (port > 65535 && !unusable)
+            unusable = Error{code::internal, std::string("Invalid ") + what + " port number: " + std::to_string(port), {}};
+    m.host_port = host_port <= 65535 ? int(host_port) : 0;
+    m.container_port = container_port <= 65535 ? int(container_port) : 0;
+    std::transform(proto.begin(), proto.end(), proto.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    if (proto.empty()) proto = "tcp";
+    m.proto = proto == "tcp" ? IPPROTO_TCP : proto == "udp" ? IPPROTO_UDP : proto == "sctp" ? IPPROTO_SCTP : 0;
+    if (!m.proto && !unusable)
+        unusable = Error{code::internal, "invalid protocol \"" + proto + "\" in portMappings: only tcp, udp and sctp are forwarded", {}};
+    m.proto_name = proto;
+    if (!host_ip.empty()) {
+        auto ip = IpAddr::parse(host_ip);
+        if (!ip && !unusable) unusable = Error{code::internal, "invalid hostIP \"" + host_ip + "\" in portMappings", {}};
+        if (ip) {
+            m.host_family = ip->is_v4() ? 4 : 6;  // a hostIP of the other family skips the address
+            if (!ip->is_unspecified()) m.host_ip = *ip;
+        }
+    }
+    return m;
+}
+
+Result<PortmapConf> read_portmap_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "PortMapConf", kParseNetworkConf));
+    PortmapConf c;
+    c.net = std::move(nc);
+    const json::Value& root = c.net.root();
+    const json::Where& w = c.net.where;
+    std::optional<bool> snat;
+    std::optional<std::int64_t> mark_bit;  // a Go int
+    std::optional<std::vector<std::string>> cond4, cond6;
+    std::string backend;
+    CNI_TRY(json::field(root, "snat", snat, w));
+    CNI_TRY(json::field(root, "masqAll", c.masq_all, w));
+    CNI_TRY(json::field(root, "markMasqBit", mark_bit, w));
+    CNI_TRY(json::field(root, "externalSetMarkChain", c.external_setmark_chain, w));
+    CNI_TRY(json::field(root, "conditionsV4", cond4, w));
+    CNI_TRY(json::field(root, "conditionsV6", cond6, w));
+    CNI_TRY(json::field(root, "backend", backend, w));
+    if (snat) c.snat = *snat;
+    if (mark_bit && c.external_setmark_chain) return fail("Cannot specify externalSetMarkChain and markMasqBit");
+    if (mark_bit && (*mark_bit < 0 || *mark_bit > 31)) return fail("MasqMarkBit must be between 0 and 31");
+    if (mark_bit) c.mark_bit = int(*mark_bit);
+    CNI_TRY(choose_backend(c, backend, cond4, cond6));
+    auto note = [&c](auto parsed, auto& into) {
+        if (parsed) into = std::move(*parsed);
+        else if (!c.unusable) c.unusable = std::move(parsed).error();
+    };
+    if (c.nftables) {
+        if (cond4) note(fw::nft_ports::parse_conditions(*cond4, "conditionsV4"), c.nft_cond4);
+        if (cond6) note(fw::nft_ports::parse_conditions(*cond6, "conditionsV6"), c.nft_cond6);
+    } else {
+        if (cond4) note(fw::parse_conditions(*cond4, "conditionsV4"), c.cond4);
+        if (cond6) note(fw::parse_conditions(*cond6, "conditionsV6"), c.cond6);
+    }
+    CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
+                                                   R"(struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" })"));
+    if (const auto* pm = rc.object ? json::find(*rc.object, "portMappings") : nullptr; pm && !pm->IsNull()) {
+        json::Where wp = rc.inner.at("portMappings");
+        if (!pm->IsArray()) return std::unexpected(json::type_error(*pm, wp, "[]main.PortMapEntry"));
+        for (const auto& e : pm->GetArray()) {
+            CNI_TRY_ASSIGN(auto m, parse_mapping(e, wp, c.unusable));
+            c.mappings.push_back(std::move(m));
+        }
+    }
+    return c;
+}
+
+// Every configuration error carries the reference's "failed to parse config: " prefix.
+Result<PortmapConf> parse_portmap_conf(const Request& req) {
+    auto c = read_portmap_conf(req);
+    if (!c) return fail(c.error().code, "failed to parse config: " + c.error().msg);
+    return c;
+}
+
+// The configuration for ADD and CHECK, which set up and look for every mapping.
+Result<PortmapConf> parse_usable_portmap_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(req));
+    if (c.unusable) return fail(c.unusable->code, "failed to parse config: " + c.unusable->msg);
+    return c;
+}
+
+// The first IPv4 and first IPv6 address of CNI_IFNAME (an address naming no interface counts;
+// one naming an interface counts if that is CNI_IFNAME inside a sandbox).
+std::vector<IpNet> container_addresses(const CniResult& prev, const std::string& ifname) {
+    std::optional<IpNet> v4, v6;
+    for (auto& ip : prev.ips) {
+        if (ip.interface) {
+            std::int64_t i = *ip.interface;
+            if (i >= 0 && i < std::int64_t(prev.interfaces.size()) && (prev.interfaces[i].name != ifname || prev.interfaces[i].sandbox.empty()))
+                continue;
+        }
+        if (ip.address.is_nil()) continue;
+        auto& slot = ip.address.ip.is_v4() ? v4 : v6;
+        if (!slot) slot = ip.address;
+    }
+    std::vector<IpNet> out;
+    if (v4) out.push_back(*v4);
+    if (v6) out.push_back(*v6);
+    return out;
+}
+
+fw::HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr) {
+    fw::HostPortSpec s;
+    s.network = c.net.name;
+    s.container_id = r.container_id;
+    s.container = addr;
+    for (auto& m : c.mappings)
+        if (!m.host_family || (m.host_family == 4) == addr.ip.is_v4()) s.mappings.push_back(m);
+    s.snat = c.snat;
+    s.masq_all = c.masq_all;
+    s.mark_bit = c.mark_bit;
+    s.external_setmark_chain = c.external_setmark_chain;
+    s.conditions = addr.ip.is_v4() ? c.cond4 : c.cond6;
+    return s;
+}
+
+// The host link the kernel routes `ip` through (the bridge, or a ptp veth), if any: a route
+// lookup, as the reference's RouteGet, so a node's many routes are not listed.
+Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
+    CNI_TRY_ASSIGN(auto s, nl::Socket::open());
+    auto oif = nl::route_get_link(s, ip);
+    if (!oif) return std::optional<std::string>{};
+    CNI_TRY_ASSIGN(auto link, nl::find_link(s, *oif));
+    return link ? std::optional<std::string>(link->name) : std::nullopt;
+}
+
+// 127.0.0.1:hostPort reaches the container only with route_localnet on the way there; turned
+// on only if some mapping is reachable through localhost, and then with the guard rule.
+Status enable_localhost_access(const fw::HostPortSpec& s, bool nftables) {
+    bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const fw::PortMapping& m) {
+        return !m.host_ip || m.host_ip->is_loopback();
+    });
+    if (!s.snat || !via_localhost) return {};
+    CNI_TRY_ASSIGN(auto link, link_towards(s.container.ip));
+    if (!link) return {};
+    CNI_TRY(nftables ? fw::nft_ports::ensure_localnet_guard() : fw::ensure_localnet_guard());
+    if (auto st = os::sysctl_set("net/ipv4/conf/" + *link + "/route_localnet", "1"); !st)
+        return fail("unable to enable route_localnet: " + st.error().msg);
+    return {};
+}
+
+// Both backends' rules of the attachment, as the reference's DEL: a node may have switched.
+Status teardown(const PortmapConf& c, const std::string& container_id) {
+    auto ipt = fw::teardown_hostports(c.net.name, container_id);
+    CNI_TRY(fw::nft_ports::teardown(container_id));
+    return ipt;
+}
+
+Result<CniResult> portmap_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_usable_portmap_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
+    if (!*prev) return fail("must be called as chained plugin");
+    (*prev)->echo_given_versions = true;  // Go prints the prevResult as it decoded it
+    if (c.mappings.empty()) return std::move(**prev);
+    CNI_TRY(require_ip_addresses(**prev));
+    auto addrs = container_addresses(**prev, r.ifname);
+    if (addrs.empty()) {
+        // Go's portmap then forwards nothing and succeeds, so a pod whose main plugin returns no
+        // address (no IPAM, DHCP from inside the pod) still starts; said on stderr here.
+        ctx.warn("portmap: prevResult has no address of " + r.ifname + ", no ports forwarded");
+        return std::move(**prev);
+    }
+
+    Rollback undo;
+    undo.push([&] { (void)teardown(c, r.container_id); });
+    for (auto& addr : addrs) {
+        auto spec = spec_for(c, r, addr);
+        if (spec.mappings.empty()) continue;
+        auto st = c.nftables ? fw::nft_ports::setup(spec, addr.ip.is_v4() ? c.nft_cond4 : c.nft_cond6) : fw::setup_hostports(spec);
+        if (!st) return fail("portmap: " + st.error().msg);
+        std::vector<std::uint16_t> udp_ports;
+        for (auto& m : spec.mappings)
+            if (m.proto == IPPROTO_UDP) udp_ports.push_back(std::uint16_t(m.host_port));
+        if (auto gone = nl::delete_udp_flows_to(addr.ip.is_v4() ? AF_INET : AF_INET6, udp_ports); !gone)
+            ctx.warn("portmap: could not forget the UDP flows to the mapped ports: " + gone.error().msg);
+        if (addr.ip.is_v4()) CNI_TRY(enable_localhost_access(spec, c.nftables));
+    }
+    undo.dismiss();
+    return std::move(**prev);
+}
+
+Status portmap_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    if (c.mappings.empty()) return {};
+    if (auto st = teardown(c, ctx.req.container_id); !st) return fail("portmap: " + st.error().msg);
+    return {};
+}
+
+Status portmap_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_usable_portmap_conf(ctx.req));
+    const Request& r = ctx.req;
+    auto prev = parse_prev_result(c.net);
+    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
+    if (!*prev) return fail("must be called as chained plugin");
+    if (c.mappings.empty()) return {};
+    CNI_TRY(require_ip_addresses(**prev));
+    for (auto& addr : container_addresses(**prev, r.ifname)) {
+        auto spec = spec_for(c, r, addr);
+        if (!spec.mappings.empty()) CNI_TRY(c.nftables ? fw::nft_ports::check(spec) : fw::check_hostports(spec));
+    }
+    return {};
+}
+
+Status portmap_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    if (!c.net.valid_attachments) return {};
+    std::vector<std::string> keep;
+    for (auto& a : *c.net.valid_attachments) keep.push_back(a.container_id);
+    return fw::gc_hostports(c.net.name, keep);
+}
+
+}  // namespace
+
+extern const Applet portmap_applet{
+    .name = "portmap",
+    .kind = AppletKind::meta,
+    .summary = "forward host ports to the container (chained; iptables, or nftables)",
+    .help = "runtimeConfig portMappings [{hostPort, containerPort, protocol, hostIP}]; keys snat (true), masqAll, "
+            "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o, -m addrtype/iprange/mark; or nft "
+            "ip/ip6 saddr/daddr, iifname/oifname), backend (iptables or nftables). "
+            "Needs prevResult.",
+    .versions = kAllVersions,
+    .add = portmap_add,
+    .del = portmap_del,
+    .check = portmap_check,
+    .gc = portmap_gc,
+};
+
+}  // namespace cni

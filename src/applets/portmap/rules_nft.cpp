@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+// portmap's nf_tables table, chains and rules (see rules_nft.hpp).
+#include "applets/portmap/rules_nft.hpp"
+
+#include <netinet/in.h>  // before the kernel headers, which then defer to it
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
+
+#include <algorithm>
+
+namespace cni::fw::nft_ports {
+namespace {
+
+namespace nft = nl::nft;
+
+constexpr std::string_view kTable = "cni_hostport";
+constexpr std::string_view kHostPorts = "hostports";
+constexpr std::string_view kHostIpHostPorts = "hostip_hostports";
+constexpr std::string_view kAll = "hostports_all";
+constexpr std::string_view kMasquerading = "masquerading";
+constexpr std::string_view kGuard = "localnet_guard";
+constexpr std::string_view kGuardComment = "CNI portfwd: block incoming localnet connections";
+constexpr std::int32_t kDstNat = -100, kSrcNat = 100, kFilter = 0;
+
+nft::Family family_of(const IpAddr& ip) { return ip.is_v4() ? nft::Family::ip : nft::Family::ip6; }
+IpNet host(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+
+bool holds_attachment(std::string_view chain) {
+    return chain == kHostPorts || chain == kHostIpHostPorts || chain == kMasquerading;
+}
+
+// The attachment's rules in the family's table.
+Result<std::vector<nft::ListedRule>> rules_of(nft::Family f, std::string_view container_id) {
+    CNI_TRY_ASSIGN(auto all, nft::list_rules(f, kTable));
+    std::vector<nft::ListedRule> mine;
+    for (auto& r : all)
+        if (holds_attachment(r.chain) && r.comment == container_id) mine.push_back(std::move(r));
+    return mine;
+}
+
+// The masquerade rules' sources: the container itself (hairpin) or everything, and localhost.
+std::vector<IpNet> masquerade_sources(const HostPortSpec& s) {
+    bool v4 = s.container.ip.is_v4();
+    if (s.masq_all) return {*IpNet::parse(v4 ? "0.0.0.0/0" : "::/0")};
+    std::vector<IpNet> out{host(s.container.ip)};
+    if (v4) out.push_back(*IpNet::parse("127.0.0.1/32"));
+    return out;
+}
+
+Result<IpNet> condition_address(const std::string& text, bool v4, const std::string& where) {
+    auto net = IpNet::parse(text.find('/') == std::string::npos ? text + (v4 ? "/32" : "/128") : text);
+    if (!net || net->ip.is_v4() != v4) return fail(where + ": invalid " + (v4 ? "IPv4" : "IPv6") + " address " + text);
+    return net->masked();
+}
+
+}  // namespace
+
+Result<nft::Exprs> parse_conditions(const std::vector<std::string>& tokens, std::string_view key) {
+    const std::string where(key);
+    const bool v4 = !key.ends_with("V6");
+    nft::Exprs out;
+    for (std::size_t i = 0; i < tokens.size();) {
+        const std::string& word = tokens[i++];
+        auto operand = [&](std::string_view what) -> Result<std::pair<bool, std::string>> {
+            bool negated = false;
+            if (i < tokens.size() && (tokens[i] == "==" || tokens[i] == "!=")) negated = tokens[i++] == "!=";
+            if (i == tokens.size()) return fail(where + ": " + std::string(what) + " needs a value");
+            std::string value = tokens[i++];
+            if (value.size() >= 2 && value.front() == '"' && value.back() == '"') value = value.substr(1, value.size() - 2);
+            return std::pair{negated, value};
+        };
+        if (word == "ip" || word == "ip6") {
+            if ((word == "ip") != v4) return fail(where + ": \"" + word + "\" addresses do not belong in " + where);
+            if (i == tokens.size() || (tokens[i] != "saddr" && tokens[i] != "daddr"))
+                return fail(code::unsupported_field, where + ": only \"" + word + " saddr\" and \"" + word +
+                                                         " daddr\" are supported in nftables conditions");
+            bool source = tokens[i++] == "saddr";
+            CNI_TRY_ASSIGN(auto op, operand(word + (source ? " saddr" : " daddr")));
+            CNI_TRY_ASSIGN(auto net, condition_address(op.second, v4, where));
+            nft::append(out, nft::match_address(v4 ? nft::Family::ip : nft::Family::ip6, source, net, op.first));
+        } else if (word == "iifname" || word == "oifname") {
+            CNI_TRY_ASSIGN(auto op, operand(word));
+            if (op.second.empty() || op.second.size() > 15) return fail(where + ": invalid interface name \"" + op.second + "\"");
+            nft::append(out, nft::match_iface(word == "iifname", op.second, op.first));
+        } else {
+            return fail(code::unsupported_field, where + ": the nftables expression \"" + word +
+                                                     "\" is not supported in conditions (ip/ip6 saddr/daddr and "
+                                                     "iifname/oifname are)");
+        }
+    }
+    return out;
+}
+
+Status setup(const HostPortSpec& s, const nft::Exprs& conditions) {
+    const nft::Family f = family_of(s.container.ip);
+    return nft::transact("unable to set up nftables rules for port mappings", [&](nft::Batch& tx) -> Status {
+        CNI_TRY_ASSIGN(auto stale, rules_of(f, s.container_id));
+        tx.add_table(f, kTable, "CNI portmap plugin");
+        tx.add_chain(f, kTable, kHostPorts);
+        tx.add_chain(f, kTable, kHostIpHostPorts);
+        tx.add_chain(f, kTable, kAll);
+        tx.flush_chain(f, kTable, kAll);
+        tx.add_rule(f, kTable, kAll, nft::verdict_jump(kHostIpHostPorts), {});
+        tx.add_rule(f, kTable, kAll, nft::verdict_jump(kHostPorts), {});
+        for (auto [chain, hook] : {std::pair{"prerouting", NF_INET_PRE_ROUTING}, std::pair{"output", NF_INET_LOCAL_OUT}}) {
+            tx.add_chain(f, kTable, chain, nft::Hook{std::uint32_t(hook), kDstNat});
+            tx.flush_chain(f, kTable, chain);
+            nft::Exprs entry = conditions;
+            nft::append(entry, nft::match_local_destination());
+            nft::append(entry, nft::verdict_jump(kAll));
+            tx.add_rule(f, kTable, chain, entry, {});
+        }
+        if (s.snat) tx.add_chain(f, kTable, kMasquerading, nft::Hook{NF_INET_POST_ROUTING, kSrcNat});
+        for (auto& r : stale) tx.delete_rule(f, kTable, r.chain, r.handle);
+        for (auto& m : s.mappings) {
+            nft::Exprs rule;
+            if (m.host_ip) nft::append(rule, nft::match_address(f, false, host(*m.host_ip)));
+            nft::append(rule, nft::match_dport(std::uint8_t(m.proto), std::uint16_t(m.host_port)));
+            nft::append(rule, nft::dnat_to(s.container.ip, std::uint16_t(m.container_port)));
+            tx.add_rule(f, kTable, kHostPorts, rule, s.container_id);
+        }
+        if (s.snat) {
+            for (auto& src : masquerade_sources(s)) {
+                nft::Exprs rule = nft::match_address(f, true, src);
+                nft::append(rule, nft::match_address(f, false, host(s.container.ip)));
+                nft::append(rule, nft::masquerade());
+                tx.add_rule(f, kTable, kMasquerading, rule, s.container_id);
+            }
+        }
+        return {};
+    });
+}
+
+Status check(const HostPortSpec& s) {
+    CNI_TRY_ASSIGN(auto mine, rules_of(family_of(s.container.ip), s.container_id));
+    auto count = [&](std::string_view chain) {
+        return std::size_t(std::count_if(mine.begin(), mine.end(), [&](auto& r) { return r.chain == chain; }));
+    };
+    if (count(kHostPorts) + count(kHostIpHostPorts) < s.mappings.size()) return fail("missing hostport rules in \"hostports\" chain");
+    if (s.snat && count(kMasquerading) < masquerade_sources(s).size())
+        return fail("missing hostport rules in \"masquerading\" chain");
+    return {};
+}
+
+Status teardown(std::string_view container_id) {
+    if (!nft::available()) return {};
+    for (nft::Family f : {nft::Family::ip, nft::Family::ip6}) {
+        CNI_TRY(nft::transact("error deleting nftables rules", [&](nft::Batch& tx) -> Status {
+            CNI_TRY_ASSIGN(auto mine, rules_of(f, container_id));
+            for (auto& r : mine) tx.delete_rule(f, kTable, r.chain, r.handle);
+            return {};
+        }));
+    }
+    return {};
+}
+
+Status ensure_localnet_guard() {
+    const nft::Family f = nft::Family::ip;
+    return nft::transact("adding the localnet guard rule", [&](nft::Batch& tx) -> Status {
+        CNI_TRY_ASSIGN(auto all, nft::list_rules(f, kTable));
+        if (std::any_of(all.begin(), all.end(), [](auto& r) { return r.chain == kGuard && r.comment == kGuardComment; })) return {};
+        tx.add_table(f, kTable, "CNI portmap plugin");
+        tx.add_chain(f, kTable, kGuard, nft::Hook{NF_INET_LOCAL_IN, kFilter, "filter"});
+        nft::Exprs rule = nft::match_address(f, true, *IpNet::parse("127.0.0.0/8"), true);
+        nft::append(rule, nft::match_address(f, false, *IpNet::parse("127.0.0.0/8")));
+        nft::append(rule, nft::match_ct_none_of(NFT_CT_STATE, NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED)));
+        nft::append(rule, nft::match_ct_none_of(NFT_CT_STATUS, IPS_DST_NAT));
+        nft::append(rule, nft::verdict_drop());
+        tx.add_rule(f, kTable, kGuard, rule, kGuardComment);
+        return {};
+    });
+}
+
+}  // namespace cni::fw::nft_ports
