@@ -14,14 +14,14 @@
 #include <algorithm>
 
 #include "core/applet.hpp"
-#include "core/cni/cni_args.hpp"
-#include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/ipam/delegate.hpp"
+#include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {

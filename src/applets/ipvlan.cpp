@@ -6,7 +6,6 @@
 // dns (always replaces the result's). Unlike the reference, a failed ADD removes the link, and
 // DEL never needs a master or a default route.
 #include "core/applet.hpp"
-#include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
@@ -15,6 +14,7 @@
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {

@@ -7,16 +7,16 @@
 // absent), dns (always replaces the result's). A failed ADD deletes the link and releases the IPAM
 // allocation; DEL needs neither the master nor the netns.
 #include "core/applet.hpp"
-#include "core/cni/cni_args.hpp"
-#include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
+#include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {

@@ -10,16 +10,16 @@
 #include <linux/ip.h>
 
 #include "core/applet.hpp"
-#include "core/cni/cni_args.hpp"
-#include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
+#include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/tap.hpp"
 #include "core/rollback.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "core/cni/cni_args.hpp"
 #include "core/cni/json.hpp"
 #include "core/os/netns.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {

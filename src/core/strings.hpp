@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The string operations the Go reference leans on everywhere, with Go's semantics:
 // strings.Split (an empty input gives one empty field; separators at the ends give empty
-// fields), strings.TrimSpace and strings.Fields (ASCII white space).
+// fields), strings.TrimSpace and strings.Fields (ASCII white space), and %q (strconv.Quote).
 #pragma once
 
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -39,5 +40,8 @@ inline std::vector<std::string_view> fields(std::string_view s) {
     }
     return out;
 }
+
+// Go %q of a string (strconv.Quote for the ASCII cases that occur here).
+std::string go_quote(std::string_view s);
 
 }  // namespace cni

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "core/cni/cni_args.hpp"
-#include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/net/mac.hpp"
 
 namespace {
 struct Parsed {

@@ -2,7 +2,7 @@
 // IP address and prefix parsing/printing against Go net semantics.
 #include <catch2/catch.hpp>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 
 using cni::IpAddr;
 using cni::IpNet;

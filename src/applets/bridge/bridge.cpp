@@ -18,23 +18,23 @@
 #include <thread>
 #include <vector>
 
+#include "applets/bridge/macspoofchk.hpp"
+#include "applets/bridge/port_vlans.hpp"
 #include "core/applet.hpp"
-#include "core/cni/cni_args.hpp"
-#include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/ipmasq.hpp"
-#include "applets/bridge/macspoofchk.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/gc.hpp"
-#include "applets/bridge/port_vlans.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
+#include "core/net/mac.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link_watch.hpp"
 #include "core/nl/route.hpp"
 #include "core/os/sysctl.hpp"
 #include "core/rollback.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {

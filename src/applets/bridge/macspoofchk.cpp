@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cni/mac.hpp"
+#include "core/net/mac.hpp"
 #include "core/nl/nftables.hpp"
 
 namespace cni::fw::spoofcheck {

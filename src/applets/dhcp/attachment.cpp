@@ -4,8 +4,8 @@
 
 #include <chrono>
 
-#include "core/cni/mac.hpp"
 #include "applets/dhcp/lease_result.hpp"
+#include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/netns.hpp"
 

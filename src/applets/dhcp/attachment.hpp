@@ -14,9 +14,9 @@
 #include <mutex>
 #include <thread>
 
-#include "core/cni/cni_result.hpp"
 #include "applets/dhcp/config.hpp"
 #include "applets/dhcp/lease_store.hpp"
+#include "core/cni/cni_result.hpp"
 
 namespace cni::dhcp {
 

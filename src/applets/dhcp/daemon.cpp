@@ -19,13 +19,13 @@
 #include <system_error>
 #include <thread>
 
-#include "core/cni/netconf.hpp"
-#include "core/cni/request.hpp"
 #include "applets/dhcp/attachment.hpp"
 #include "applets/dhcp/protocol.hpp"
-#include "core/os/unix_socket.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/cni/request.hpp"
 #include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
+#include "core/os/unix_socket.hpp"
 
 namespace cni::dhcp {
 namespace {

@@ -7,10 +7,10 @@
 // not in cni.dev/valid-attachments; STATUS fails with code 50 while the daemon cannot be
 // reached. CNI_NETNS is made absolute first, as the reference does.
 
-#include "core/applet.hpp"
 #include "applets/dhcp/config.hpp"
 #include "applets/dhcp/daemon.hpp"
 #include "applets/dhcp/protocol.hpp"
+#include "core/applet.hpp"
 #include "core/os/fs.hpp"
 
 namespace cni {

@@ -6,8 +6,8 @@
 // route's metric. No DNS, as in the reference.
 #pragma once
 
-#include "core/cni/cni_result.hpp"
 #include "applets/dhcp/message.hpp"
+#include "core/cni/cni_result.hpp"
 
 namespace cni::dhcp {
 

@@ -6,8 +6,8 @@
 #include <unistd.h>
 
 #include "core/cni/json.hpp"
-#include "core/cni/mac.hpp"
 #include "core/fw/sha512.hpp"
+#include "core/net/mac.hpp"
 #include "core/os/fs.hpp"
 
 namespace cni::dhcp {

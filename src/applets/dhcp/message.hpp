@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::dhcp {

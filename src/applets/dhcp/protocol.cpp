@@ -6,10 +6,10 @@
 
 
 #include "core/cni/request.hpp"
-#include "core/os/unix_socket.hpp"
+#include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
 #include "core/os/unique_fd.hpp"
-#include "core/os/errno_error.hpp"
+#include "core/os/unix_socket.hpp"
 
 namespace cni::dhcp {
 namespace {

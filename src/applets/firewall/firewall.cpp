@@ -14,10 +14,10 @@
 // is gone (its runtime sources went with it).
 #include <memory>
 
-#include "core/applet.hpp"
-#include "core/cni/netconf.hpp"
 #include "applets/firewall/firewalld.hpp"
 #include "applets/firewall/forward.hpp"
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
 #include "core/rollback.hpp"
 
 namespace cni {

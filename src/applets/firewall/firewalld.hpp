@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "core/cni/ip.hpp"
 #include "applets/firewall/dbus/bus.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw {

@@ -11,8 +11,8 @@
 // before flanneld has written it).
 #include <unistd.h>
 
-#include "core/applet.hpp"
 #include "applets/flannel/delegate_config.hpp"
+#include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/os/errno_error.hpp"

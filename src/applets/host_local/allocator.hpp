@@ -7,9 +7,9 @@
 
 #include <optional>
 
-#include "core/cni/cni_result.hpp"
 #include "applets/host_local/range.hpp"
 #include "applets/host_local/store.hpp"
+#include "core/cni/cni_result.hpp"
 
 namespace cni::ipam {
 

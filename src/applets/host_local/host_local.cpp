@@ -7,11 +7,11 @@
 // reservation file (store.hpp).
 #include <algorithm>
 
+#include "applets/host_local/allocator.hpp"
+#include "applets/host_local/resolv_conf.hpp"
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
-#include "applets/host_local/allocator.hpp"
-#include "applets/host_local/resolv_conf.hpp"
 
 namespace cni {
 namespace {

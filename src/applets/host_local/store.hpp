@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/os/file_lock.hpp"
 #include "core/result.hpp"
 

@@ -19,10 +19,10 @@
 #include <algorithm>
 #include <cctype>
 
-#include "core/applet.hpp"
-#include "core/cni/netconf.hpp"
 #include "applets/portmap/rules_iptables.hpp"
 #include "applets/portmap/rules_nft.hpp"
+#include "core/applet.hpp"
+#include "core/cni/netconf.hpp"
 #include "core/nl/conntrack.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"

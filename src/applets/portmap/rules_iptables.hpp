@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "core/cni/ip.hpp"
 #include "core/fw/iptables.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw {

@@ -11,7 +11,7 @@
 #include <array>
 #include <cstring>
 
-#include "core/cni/mac.hpp"
+#include "core/net/mac.hpp"
 #include "core/os/errno_error.hpp"
 #include "core/os/unique_fd.hpp"
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::iface {

@@ -18,18 +18,17 @@
 #include <optional>
 #include <set>
 
+#include "applets/tuning/garp.hpp"
+#include "applets/tuning/regexp.hpp"
 #include "core/applet.hpp"
-#include "core/cni/cni_args.hpp"
-#include "core/cni/mac.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/go_num.hpp"
-#include "applets/tuning/garp.hpp"
+#include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
-#include "applets/tuning/regexp.hpp"
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 

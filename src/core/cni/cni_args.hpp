@@ -10,8 +10,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 
@@ -24,8 +25,5 @@ Status load_cni_args(std::string_view args, std::span<const CniArgField> fields)
 
 // Value parsers with the reference's messages.
 Result<IpAddr> parse_arg_ip(std::string_view value);   // pkg/ip.IP: "ip" or "ip/prefix"
-
-// Go %q of a string (strconv.Quote for the ASCII cases that occur here).
-std::string go_quote(std::string_view s);
 
 }  // namespace cni

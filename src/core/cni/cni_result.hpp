@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/cni/ip.hpp"
 #include "core/cni/json.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni {

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::json {

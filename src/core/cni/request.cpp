@@ -69,15 +69,7 @@ std::string_view command_name(Command c) {
     return "";
 }
 
-std::string env_value(std::span<const std::string> environ, std::string_view key) {
-    std::string value;
-    for (auto& kv : environ)
-        if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
-            value = kv.substr(key.size() + 1);
-    return value;
-}
-
-std::string Request::getenv(std::string_view key) const { return env_value(environ, key); }
+std::string Request::getenv(std::string_view key) const { return os::env_value(environ, key); }
 
 Request Request::with_command(Command c) const {
     Request r = *this;

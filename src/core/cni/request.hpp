@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/os/exec.hpp"
 #include "core/result.hpp"
 
 namespace cni {
@@ -40,9 +41,6 @@ struct Request {
     Request with_command(Command c) const;
 };
 
-// The value of `key` in a KEY=VALUE environment ("" when unset); the last definition wins, as
-// with Go's os.Getenv on a deduplicated environment.
-std::string env_value(std::span<const std::string> environ, std::string_view key);
 
 // Reads a bounded stdin; returns false on a read error.
 using StdinReader = std::function<Result<std::string>(std::size_t limit)>;

@@ -4,12 +4,12 @@
 
 #include <algorithm>
 
-#include "core/cni/cni_args.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
 #include "core/fw/xtables_nft.hpp"
 #include "core/nl/nftables.hpp"
 #include "core/os/file_lock.hpp"
+#include "core/strings.hpp"
 
 namespace cni::fw {
 namespace {

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
-#include "core/cni/ip.hpp"
 #include "core/fw/ipmasq_nft.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw {

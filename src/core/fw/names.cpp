@@ -2,8 +2,8 @@
 // Reference chain names and rule comments (see names.hpp).
 #include "core/fw/names.hpp"
 
-#include "core/cni/cni_args.hpp"
 #include "core/fw/sha512.hpp"
+#include "core/strings.hpp"
 
 namespace cni::fw {
 

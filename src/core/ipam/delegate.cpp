@@ -4,7 +4,6 @@
 
 #include <sys/stat.h>
 
-#include "core/cni/cni_args.hpp"
 #include "core/os/exec.hpp"
 #include "core/os/self_exe.hpp"
 #include "core/run.hpp"

@@ -8,7 +8,7 @@
 
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/nl/socket.hpp"
 
 namespace cni::nl {

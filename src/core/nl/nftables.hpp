@@ -25,7 +25,7 @@
 #include <variant>
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/nl/ptr.hpp"
 #include "core/result.hpp"
 

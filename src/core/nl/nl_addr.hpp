@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/nl/ptr.hpp"
 #include "core/result.hpp"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/nl/socket.hpp"
 
 namespace cni::nl {

@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 #include "core/nl/socket.hpp"
 
 namespace cni::nl {

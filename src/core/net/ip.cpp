@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Parsing and printing of IP addresses and prefixes, matching Go's net package (see ip.hpp).
-#include "core/cni/ip.hpp"
+#include "core/net/ip.hpp"
 
 #include <charconv>
 #include <cstdio>

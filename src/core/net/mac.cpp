@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // MAC address parsing (see mac.hpp).
-#include "core/cni/mac.hpp"
+#include "core/net/mac.hpp"
 
-#include "core/cni/cni_args.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {
