@@ -55,12 +55,6 @@ inline std::unexpected<Error> fail(std::string msg) {
     return fail(code::internal, std::move(msg));
 }
 
-// Propagate an error with a context prefix: `return propagate(r, "loading config");`
-template <class T>
-std::unexpected<Error> propagate(const Result<T>& r, std::string_view what) {
-    return std::unexpected(r.error().context(what));
-}
-
 // The failures of steps that must all be tried (GC and libcni's GC go on past errors): each
 // failed Result's message, joined by "; ", becomes one untyped error.
 class Failures {
