@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The process edge of a CNI invocation: reads the environment and stdin once, runs the verb,
-// prints the result or the error exactly once, and gives the exit code (design principle 3).
+// The process edge of a CNI invocation: reads the environment and stdin once, runs the verb, prints
+// the result or the error exactly once, and gives the exit code (docs/design.md, principle 3).
 #pragma once
 
 #include <cstdio>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The applet registry: the table generated from meson.build's one list (design principle 2),
-// in the list's order (sorted; a unit test holds it to that). No static self-registration.
+// The applet registry: the table generated from meson.build's one list (docs/design.md, principle
+// 2), in the list's order (sorted; a unit test holds it to that). No static self-registration.
 #pragma once
 
 #include <cstddef>

@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// bandwidth (reference-behaviour 2.13): shapes the container's traffic on the host side of its
-// veth, chained after bridge/ptp. ingressRate/ingressBurst (bits/s, bits: toward the container)
-// become a TBF on the host veth; egressRate/egressBurst (from the container) a TBF on an IFB
-// device bwp<hash(network+containerID)> that the host veth's ingress redirects everything to.
-// runtimeConfig.bandwidth applies when none of the four keys is in the config. TBF parameters
-// are the reference's: rate/8 bytes per second, the burst as the bucket, limit = 25 ms at the
-// rate plus the burst. Beyond the reference: a failed ADD removes the IFB and the qdiscs it
-// added; DEL succeeds without a netns; and unshapedSubnets or shapedSubnets (the lists of the
-// reverted upstream PR #921, in the config or in runtimeConfig.bandwidth) exempt the listed
-// subnets from shaping, or shape only them. With a list, each shaped device gets an HTB root
-// instead of the TBF (core/nl/tc): a shaped class at the rate with the burst as its buffer, an
-// unshaped one at 100 Gbit/s, and u32 filters on the remote address (the source of traffic to
-// the container on the veth, the destination of its traffic on the IFB). Without a list the
-// qdiscs are the reference's TBFs, unchanged.
+// bandwidth (docs/compatibility.md: bandwidth): shapes the container's traffic on the host side of
+// its veth, chained after bridge/ptp. ingressRate/ingressBurst (bits/s, bits: toward the container)
+// become a TBF on the host veth; egressRate/egressBurst (from the container) a TBF on an IFB device
+// bwp<hash(network+containerID)> that the host veth's ingress redirects everything to.
+// runtimeConfig.bandwidth applies when none of the four keys is in the config. TBF parameters are
+// the reference's: rate/8 bytes per second, the burst as the bucket, limit = 25 ms at the rate plus
+// the burst. Beyond the reference: a failed ADD removes the IFB and the qdiscs it added; DEL
+// succeeds without a netns; and unshapedSubnets or shapedSubnets (the lists of the reverted
+// upstream PR #921, in the config or in runtimeConfig.bandwidth) exempt the listed subnets from
+// shaping, or shape only them. With a list, each shaped device gets an HTB root instead of the TBF
+// (core/nl/tc): a shaped class at the rate with the burst as its buffer, an unshaped one at 100
+// Gbit/s, and u32 filters on the remote address (the source of traffic to the container on the
+// veth, the destination of its traffic on the IFB). Without a list the qdiscs are the reference's
+// TBFs, unchanged.
 #include <limits>
 
 #include "core/applet.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// dummy (reference-behaviour 2.7): a dummy link named CNI_IFNAME in the container namespace
+// dummy (docs/compatibility.md: dummy): a dummy link named CNI_IFNAME in the container namespace
 // with the IPAM result on it (ipam is required). A failed ADD deletes the link and releases the
 // allocation; DEL releases IPAM first, then deletes the link (a missing link or netns is fine).
 #include "core/applet.hpp"

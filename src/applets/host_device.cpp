@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// host-device (reference-behaviour 2.6): moves an existing host link into the container as
-// CNI_IFNAME, found by `device`, `hwaddr`, `kernelpath` (/sys/devices/...), `pciBusID` or
-// runtimeConfig `deviceID` (a PCI address, else an auxiliary-bus device). The rename happens in
-// a temporary namespace so it cannot clash with names on either side; the original name is
-// kept in the link's alias. A PCI device bound to vfio-pci/uio_pci_generic/igb_uio is a DPDK
-// device: nothing moves and the result only names it. Optional IPAM; dns always replaced.
-// A failed ADD brings the device back; DEL releases IPAM (also with an empty CNI_NETNS, which
-// the reference skips) and moves the device back under its original name.
+// host-device (docs/compatibility.md: host-device): moves an existing host link into the container
+// as CNI_IFNAME, found by `device`, `hwaddr`, `kernelpath` (/sys/devices/...), `pciBusID` or
+// runtimeConfig `deviceID` (a PCI address, else an auxiliary-bus device). The rename happens in a
+// temporary namespace so it cannot clash with names on either side; the original name is kept in
+// the link's alias. A PCI device bound to vfio-pci/uio_pci_generic/igb_uio is a DPDK device:
+// nothing moves and the result only names it. Optional IPAM; dns always replaced. A failed ADD
+// brings the device back; DEL releases IPAM (also with an empty CNI_NETNS, which the reference
+// skips) and moves the device back under its original name.
 #include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>

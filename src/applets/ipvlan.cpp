@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipvlan (reference-behaviour 2.4): an ipvlan child of `master` in mode l2 (default), l3 or l3s,
-// created under a temporary name in the container namespace and renamed. The master defaults
-// to the single interface of a prevResult (chained) or the default route's link. With no
-// ipam.type, a prevResult's IPs are used as they are. mtu, linkInContainer, skipIPv6LinkLocal,
-// dns (always replaces the result's). Unlike the reference, a failed ADD removes the link, and
-// DEL never needs a master or a default route.
+// ipvlan (docs/compatibility.md: ipvlan): an ipvlan child of `master` in mode l2 (default), l3 or
+// l3s, created under a temporary name in the container namespace and renamed. The master defaults
+// to the single interface of a prevResult (chained) or the default route's link. With no ipam.type,
+// a prevResult's IPs are used as they are. mtu, linkInContainer, skipIPv6LinkLocal, dns (always
+// replaces the result's). Unlike the reference, a failed ADD removes the link, and DEL never needs
+// a master or a default route.
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// loopback (reference-behaviour 2.8): sets `lo` up inside CNI_NETNS (CNI_IFNAME is ignored) and
-// reports it, or passes a prevResult through unchanged. Its result keeps the reference's quirk:
-// it is labelled with the config's cniVersion but keeps the 1.x shape (1.3). DEL sets lo down
-// and succeeds when the netns is empty or gone; CHECK verifies lo is up.
+// loopback (docs/compatibility.md: loopback): sets `lo` up inside CNI_NETNS (CNI_IFNAME is ignored)
+// and reports it, or passes a prevResult through unchanged. Its result keeps the reference's quirk:
+// it is labelled with the config's cniVersion but keeps the 1.x shape (1.3). DEL sets lo down and
+// succeeds when the netns is empty or gone; CHECK verifies lo is up.
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/nl/addr.hpp"

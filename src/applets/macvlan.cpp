@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// macvlan (reference-behaviour 2.3): a macvlan child of `master` (default: the link of the default
-// route, looked up in the host namespace or, with linkInContainer, the container's), created under
-// a temporary vethXXXXXXXX name directly in the container namespace, then renamed to CNI_IFNAME.
-// Keys: master, mode (bridge|private|vepa|passthru), mtu (0..master MTU), mac (then CNI_ARGS MAC,
-// then runtimeConfig mac), linkInContainer, bcqueuelen, skipIPv6LinkLocal, ipam (optional: L2 when
-// absent), dns (always replaces the result's). A failed ADD deletes the link and releases the IPAM
-// allocation; DEL needs neither the master nor the netns.
+// macvlan (docs/compatibility.md: macvlan): a macvlan child of `master` (default: the link of the
+// default route, looked up in the host namespace or, with linkInContainer, the container's),
+// created under a temporary vethXXXXXXXX name directly in the container namespace, then renamed to
+// CNI_IFNAME. Keys: master, mode (bridge|private|vepa|passthru), mtu (0..master MTU), mac (then
+// CNI_ARGS MAC, then runtimeConfig mac), linkInContainer, bcqueuelen, skipIPv6LinkLocal, ipam
+// (optional: L2 when absent), dns (always replaces the result's). A failed ADD deletes the link and
+// releases the IPAM allocation; DEL needs neither the master nor the netns.
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// ptp (reference-behaviour 2.2): a veth pair per container with point-to-point routing. IPAM runs
-// first; in the container each address gets a /32 (/128) link route to its gateway and its subnet
-// via that gateway; on the host the veth carries the gateway as /32 (/128) and a host route to the
-// container's address; optional ipMasq. Keys: ipMasq, ipMasqBackend, mtu, ipam (required), dns,
-// skipIPv6LinkLocal. A failed ADD undoes everything (link, rules, IPAM allocation). DEL is
-// idempotent: IPAM DEL, then the link if the namespace still exists, then the ipMasq rules by
-// chain name (the reference skips those when the link is gone and leaks them).
+// ptp (docs/compatibility.md: ptp): a veth pair per container with point-to-point routing. IPAM
+// runs first; in the container each address gets a /32 (/128) link route to its gateway and its
+// subnet via that gateway; on the host the veth carries the gateway as /32 (/128) and a host route
+// to the container's address; optional ipMasq. Keys: ipMasq, ipMasqBackend, mtu, ipam (required),
+// dns, skipIPv6LinkLocal. A failed ADD undoes everything (link, rules, IPAM allocation). DEL is
+// idempotent: IPAM DEL, then the link if the namespace still exists, then the ipMasq rules by chain
+// name (the reference skips those when the link is gone and leaks them).
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/ipmasq.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// sbr (reference-behaviour 2.16): source-based routing for CNI_IFNAME, chained after a main
+// sbr (docs/compatibility.md: sbr): source-based routing for CNI_IFNAME, chained after a main
 // plugin. With `table`, it only adds "from <ip> lookup <table>" per address. Otherwise, per
 // address of the interface in prevResult, it takes the first table from 100 up that no rule or
 // route uses, adds "from <ip>/32 lookup T", a default route via the gateway (the `gateways`

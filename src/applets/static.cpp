@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// static IPAM (reference-behaviour 2.11): returns the configured addresses, routes and DNS.
+// static IPAM (docs/compatibility.md: static): returns the configured addresses, routes and DNS.
 // CNI_ARGS IP (comma-separated CIDRs) is appended and CNI_ARGS GATEWAY applied to those of them
 // containing it (the configured ones are parsed later, so the reference never matches them);
 // args.cni.ips and then runtimeConfig.ips replace the addresses. No state: DEL

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tap (reference-behaviour 2.9): a persistent tap device (IFF_TAP|IFF_VNET_HDR, optionally
+// tap (docs/compatibility.md: tap): a persistent tap device (IFF_TAP|IFF_VNET_HDR, optionally
 // IFF_MULTI_QUEUE, owner and group) created in the container namespace under a temporary name
 // and renamed to CNI_IFNAME; mtu and mac (config, then CNI_ARGS MAC, then runtimeConfig mac);
 // optionally enslaved to `bridge` inside the container; IPAM optional (L2 when absent).

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// vlan (reference-behaviour 2.5): an 802.1Q child of `master` (required) with `vlanId` (0..4094),
-// created under a temporary name in the container namespace and renamed; IPAM is required; mtu
-// 0..master MTU; linkInContainer; skipIPv6LinkLocal; dns always replaces the result's. Unlike the
-// reference, a failed ADD removes the link, and DEL needs neither the master (the reference looks
-// up its MTU and fails when it is gone) nor the namespace.
+// vlan (docs/compatibility.md: vlan): an 802.1Q child of `master` (required) with `vlanId`
+// (0..4094), created under a temporary name in the container namespace and renamed; IPAM is
+// required; mtu 0..master MTU; linkInContainer; skipIPv6LinkLocal; dns always replaces the
+// result's. Unlike the reference, a failed ADD removes the link, and DEL needs neither the master
+// (the reference looks up its MTU and fails when it is gone) nor the namespace.
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"

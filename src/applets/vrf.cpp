@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// vrf (reference-behaviour 2.18): puts CNI_IFNAME into the VRF `vrfname` in the container
+// vrf (docs/compatibility.md: vrf): puts CNI_IFNAME into the VRF `vrfname` in the container
 // namespace, chained after a main plugin. The VRF is reused or created (bound to `table`, or to
 // the lowest table from 1 that no other VRF uses) and set up; enslaving cycles the interface, so
 // the IPv6 addresses the kernel drops (without keep_addr_on_down) are added back and their

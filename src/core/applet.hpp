@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What an applet is: a name, the spec versions it accepts, and its verbs (CNI spec "Operations").
 // Verbs receive a Context and return values; they never print, exit, read the environment or
-// keep globals (design principle 3), which is what lets one applet run another in-process.
+// keep globals (docs/design.md, principle 3), which is what lets one applet run another in-process.
 // A null verb means "not implemented": the dispatcher answers it the way skel does. An applet
 // may also own one long-running subcommand (`dhcp daemon`), which main() runs instead of a CNI
 // verb when it follows the applet's name; it gets the remaining arguments and returns the exit

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Running one verb of an applet on a validated Request, with the reference skel's version gates
-// (reference-behaviour 1.2: ADD/DEL exact match, CHECK >= 0.4.0, STATUS/GC >= 1.1.0) and the
-// CNI_NETNS sanity check done BEFORE the verb changes anything (the reference checks after).
-// Both the top-level dispatcher and in-process delegation go through here, so a delegate
-// behaves the same whether it is exec'd or called.
+// (docs/compatibility.md: protocol; ADD/DEL exact match, CHECK >= 0.4.0, STATUS/GC >= 1.1.0) and
+// the CNI_NETNS sanity check done BEFORE the verb changes anything (the reference checks after).
+// Both the top-level dispatcher and in-process delegation go through here, so a delegate behaves
+// the same whether it is exec'd or called.
 #pragma once
 
 #include <optional>

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// bridge (reference-behaviour 2.1): a Linux bridge on the host (created if missing) with one veth
-// per container, optional IPAM (L2 when absent), the gateway on the bridge (isGateway,
+// bridge (docs/compatibility.md: bridge): a Linux bridge on the host (created if missing) with one
+// veth per container, optional IPAM (L2 when absent), the gateway on the bridge (isGateway,
 // isDefaultGateway, forceAddress), ipMasq, hairpin, promisc, port isolation, DAD sysctls,
 // disableContainerInterface, skipIPv6LinkLocal (configure.hpp), mtu, the container MAC
-// (runtimeConfig > args > CNI_ARGS) and port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with
-// vlan and isGateway the gateway lives on a host veth "<bridge>.<vlan>" that is a port of that
-// VLAN, shared and never removed). macspoofchk drops the container's frames from any other MAC
-// (nf_tables bridge chains). A failed ADD undoes the veth, the spoof-check chains, the ipMasq
-// rules and the IPAM allocation (the bridge is shared and stays, as in the reference). DEL is
-// idempotent and removes the ipMasq rules by chain name even when the link is gone. CHECK verifies
-// what ADD made; STATUS forwards to IPAM; GC removes the ipMasq rules of attachments not in
+// (runtimeConfig > args > CNI_ARGS) and port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with vlan
+// and isGateway the gateway lives on a host veth "<bridge>.<vlan>" that is a port of that VLAN,
+// shared and never removed). macspoofchk drops the container's frames from any other MAC (nf_tables
+// bridge chains). A failed ADD undoes the veth, the spoof-check chains, the ipMasq rules and the
+// IPAM allocation (the bridge is shared and stays, as in the reference). DEL is idempotent and
+// removes the ipMasq rules by chain name even when the link is gone. CHECK verifies what ADD made;
+// STATUS forwards to IPAM; GC removes the ipMasq rules of attachments not in
 // cni.dev/valid-attachments and forwards to IPAM.
 #include <linux/if.h>
 #include <linux/ip.h>

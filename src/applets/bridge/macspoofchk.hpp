@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// bridge's macspoofchk (reference-behaviour 2.1, step 5) in nf_tables, object for object as
+// bridge's macspoofchk (docs/compatibility.md: bridge) in nf_tables, object for object as
 // the reference's: in `table bridge nat`, the base chain PREROUTING (filter, prerouting,
 // priority -300) jumps for frames from the host veth (`iifname`) to `cni-br-iface-<id>`, which
 // jumps to `cni-br-iface-<id>-mac`: `ether saddr <container MAC> return`, then `drop`; id is

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The bridge applet's VLAN keys (reference-behaviour 2.1): "vlan" (0-4094, the port's PVID,
+// The bridge applet's VLAN keys (docs/compatibility.md: bridge): "vlan" (0-4094, the port's PVID,
 // untagged), "vlanTrunk" ([{minID,maxID} | {id}], tagged VIDs 1-4094, deduplicated) and
 // "preserveDefaultVlan". Either VLAN key turns vlan_filtering on for a new bridge and, unless
 // the default VLAN is preserved, strips the VLAN a port gets on joining before adding its own.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The dhcp IPAM configuration (reference-behaviour 2.12) and what it turns into on the wire:
+// The dhcp IPAM configuration (docs/compatibility.md: dhcp) and what it turns into on the wire:
 // `daemonSocketPath`, `request` (extra Parameter Request List entries; any skipDefault drops
 // the defaults), `provide` (options sent to the server, a literal `value` or the CNI_ARGS key
 // named by `fromArg`), `priority` (route metric). The client applet parses it to fail early

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The dhcp daemon (`dhcp daemon` / `cni-all dhcp daemon`, reference-behaviour section 3): the
+// The dhcp daemon (`dhcp daemon` / `cni-all dhcp daemon`, docs/compatibility.md: dhcp): the
 // reference's flags (-pidfile, -hostprefix, -socketpath, -broadcast, -timeout, -resendmax,
 // -resendtimeout, written -flag value, -flag=value or with two dashes) plus -leasedir (where
 // leases persist, default /run/cni/dhcp). It listens on the socket systemd passes (LISTEN_FDS,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a DHCPACK means as a CNI result (reference-behaviour section 3, "Result"): the address is
+// What a DHCPACK means as a CNI result (docs/compatibility.md: dhcp): the address is
 // yiaddr with the subnet mask option (an ACK without one is an error), the gateway is the first
 // router; routes are the classless routes (121) alone when present, on-link ones with scope link,
 // otherwise the static routes (33) plus a default route via the router. `priority` becomes every

@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// firewall (reference-behaviour 2.14): lets the container's traffic through the host's FORWARD
-// chain, chained after a main plugin, with the reference's iptables rules (forward.hpp):
+// firewall (docs/compatibility.md: firewall): lets the container's traffic through the host's
+// FORWARD chain, chained after a main plugin, with the reference's iptables rules (forward.hpp):
 // CNI-FORWARD with the admin chain first (iptablesAdminChainName, default CNI-ADMIN), then per
 // address of prevResult "replies to it" and "everything from it". ingressPolicy same-bridge or
 // isolated (the bridge is prevResult's first interface) drops traffic between bridges (isolated:
-// also inside the bridge); open does nothing. backend firewalld (firewalld.hpp) instead
-// makes each address a source of firewalldZone (trusted) over D-Bus; with no backend given,
-// firewalld is used when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables
-// otherwise, as the reference chooses. The ingress policy is iptables either way. DEL removes
-// the per-address rules or sources (from prevResult, as the reference); the shared chains stay.
-// Beyond the reference: CHECK fails when an isolation rule is missing or firewalld does not
-// have the source, a failed ADD takes back the sources it added, and DEL succeeds when firewalld
-// is gone (its runtime sources went with it).
+// also inside the bridge); open does nothing. backend firewalld (firewalld.hpp) instead makes each
+// address a source of firewalldZone (trusted) over D-Bus; with no backend given, firewalld is used
+// when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables otherwise, as the reference
+// chooses. The ingress policy is iptables either way. DEL removes the per-address rules or sources
+// (from prevResult, as the reference); the shared chains stay. Beyond the reference: CHECK fails
+// when an isolation rule is missing or firewalld does not have the source, a failed ADD takes back
+// the sources it added, and DEL succeeds when firewalld is gone (its runtime sources went with it).
 #include <memory>
 
 #include "applets/firewall/firewalld.hpp"

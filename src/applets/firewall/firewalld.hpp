@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The firewall plugin's firewalld backend (reference-behaviour 2.14): each container address
+// The firewall plugin's firewalld backend (docs/compatibility.md: firewall): each container address
 // becomes a source ("<ip>/32", "<ip>/128") of a firewalld zone, through firewalld's D-Bus API
 // (org.fedoraproject.FirewallD1.zone addSource/removeSource/querySource) on the system bus.
 // firewalld owns the rules; nothing is written to iptables. The automatic backend choice asks

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The firewall plugin's iptables rules (reference-behaviour 2.14), in the filter table: FORWARD
-// jumps first to CNI-FORWARD, which jumps first to the admin chain (CNI-ADMIN unless named) and
-// then accepts, per container address, replies to it (conntrack RELATED,ESTABLISHED) and
-// everything from it. ingressPolicy same-bridge/isolated adds the CNI-ISOLATION-STAGE-1/2
-// chains that drop traffic between different bridges (isolated: also within the bridge).
-// Rules, comments and positions are the reference's, so either implementation sees the other's
-// rules as its own; one commit per table per call, under the xtables lock.
+// The firewall plugin's iptables rules (docs/compatibility.md: firewall), in the filter table:
+// FORWARD jumps first to CNI-FORWARD, which jumps first to the admin chain (CNI-ADMIN unless named)
+// and then accepts, per container address, replies to it (conntrack RELATED,ESTABLISHED) and
+// everything from it. ingressPolicy same-bridge/isolated adds the CNI-ISOLATION-STAGE-1/2 chains
+// that drop traffic between different bridges (isolated: also within the bridge). Rules, comments
+// and positions are the reference's, so either implementation sees the other's rules as its own;
+// one commit per table per call, under the xtables lock.
 #pragma once
 
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The flannel CNI plugin's logic without I/O (reference-behaviour 4): reading flanneld's
+// The flannel CNI plugin's logic without I/O (docs/compatibility.md: flannel): reading flanneld's
 // subnet.env and turning the flannel config into the delegate's config (bridge + host-local by
 // default) exactly as flannel-io/cni-plugin does: name and cniVersion from the flannel config,
 // ipMasq = !FLANNEL_IPMASQ and mtu = FLANNEL_MTU unless the delegate sets them, isGateway for a

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// flannel (reference-behaviour 2.19 and 4): reads flanneld's subnet.env (`subnetFile`, default
+// flannel (docs/compatibility.md: flannel): reads flanneld's subnet.env (`subnetFile`, default
 // /run/flannel/subnet.env), builds the delegate's config (delegate_config.hpp: bridge + host-local
 // by default), saves it as <dataDir>/<containerID> (default /var/lib/cni/flannel) and runs the
 // delegate's ADD - in-process when the delegate is one of our applets - printing its result.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host-local IPAM (reference-behaviour 2.10): allocates one address per range set from
+// host-local IPAM (docs/compatibility.md: host-local): allocates one address per range set from
 // <dataDir>/<network> with the reference's keys, request sources (CNI_ARGS IP, args.cni.ips,
 // runtimeConfig ips/ipRanges), allocation order, on-disk format and error texts. Beyond the
 // reference: GC releases reservations of attachments not in cni.dev/valid-attachments, STATUS

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host-local ranges and range sets (reference-behaviour 2.10): a subnet with an inclusive
+// host-local ranges and range sets (docs/compatibility.md: host-local): a subnet with an inclusive
 // rangeStart..rangeEnd and a gateway, canonicalised with the reference's defaults (start =
 // subnet+1, end = broadcast-1 for IPv4 and the last address for IPv6, gateway = subnet+1) and
 // its validation messages; a range set is one address family with no overlaps.

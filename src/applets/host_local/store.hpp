@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// host-local's on-disk state, byte-compatible with the reference (reference-behaviour 2.10) so
-// a node can switch implementations: <dataDir>/<network>/<ip> files holding "<id>\r\n<ifname>"
-// (legacy: "<id>"), created O_EXCL mode 0600; last_reserved_ip.<set>; an exclusive flock on
-// <dir>/lock held for the Store's lifetime (the reference takes the same lock per range set).
-// Unlike the reference, a call does not read every reservation file: the directory is listed
-// once and an index file (.cni-all-index: name, inode, owner per line, headed by the directory's
-// mtime/ctime when it was written) supplies the owner of every file whose inode is unchanged, as
-// long as nothing else created or removed a file since; only new files are read then. After a
-// foreign change (the Go plugin, a crash before the index was written) every file is read once,
-// as the reference always does. Owners are re-read before a file is removed, so a stale index
+// host-local's on-disk state, byte-compatible with the reference (docs/compatibility.md:
+// host-local) so a node can switch implementations: <dataDir>/<network>/<ip> files holding
+// "<id>\r\n<ifname>" (legacy: "<id>"), created O_EXCL mode 0600; last_reserved_ip.<set>; an
+// exclusive flock on <dir>/lock held for the Store's lifetime (the reference takes the same lock
+// per range set). Unlike the reference, a call does not read every reservation file: the directory
+// is listed once and an index file (.cni-all-index: name, inode, owner per line, headed by the
+// directory's mtime/ctime when it was written) supplies the owner of every file whose inode is
+// unchanged, as long as nothing else created or removed a file since; only new files are read then.
+// After a foreign change (the Go plugin, a crash before the index was written) every file is read
+// once, as the reference always does. Owners are re-read before a file is removed, so a stale index
 // can never release someone else's address. Files that are not reservations are skipped with a
 // warning. Reservations are held as a sorted array whose owners point into the index's text, and
 // the index is written back in pieces, so memory grows by about 100 bytes per reservation.

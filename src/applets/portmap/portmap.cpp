@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// portmap (reference-behaviour 2.15): forwards host ports to the container, chained after a
+// portmap (docs/compatibility.md: portmap): forwards host ports to the container, chained after a
 // main plugin. runtimeConfig.portMappings [{hostPort, containerPort, protocol, hostIP}] apply to
 // the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, chosen
 // as the reference chooses: iptables (rules_iptables.hpp: one commit per table in the node's

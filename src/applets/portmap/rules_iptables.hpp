@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Host port forwarding for portmap (reference-behaviour 2.15), iptables backend, with the
+// Host port forwarding for portmap (docs/compatibility.md: portmap), iptables backend, with the
 // reference's chains and rules bit for bit: the shared nat chains CNI-HOSTPORT-SETMARK
 // (marks what must be masqueraded), CNI-HOSTPORT-MASQ (masquerades it; jumped to first in
 // POSTROUTING) and CNI-HOSTPORT-DNAT (jumped to from PREROUTING and OUTPUT only for traffic

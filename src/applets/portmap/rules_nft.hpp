@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// portmap's nftables backend (reference-behaviour 2.15), object for object as the reference's
+// portmap's nftables backend (docs/compatibility.md: portmap), object for object as the reference's
 // v1.9: table `ip|ip6 cni_hostport` ("CNI portmap plugin") with the regular chains `hostports`,
 // `hostip_hostports` (kept empty, for upgrades) and `hostports_all` (jumps to both), the base
 // chains `prerouting` and `output` (nat, dstnat) each holding `[conditions] fib daddr type

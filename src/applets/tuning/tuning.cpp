@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// tuning (reference-behaviour 2.17): a chained plugin that writes network sysctls in the
+// tuning (docs/compatibility.md: tuning): a chained plugin that writes network sysctls in the
 // container namespace and changes CNI_IFNAME's MAC, MTU, promisc, allmulti and txqueuelen.
 // Sysctl keys are dotted or slashed, IFNAME becomes CNI_IFNAME, and the resulting path must stay
 // under /proc/sys/net/ (".." is refused outright); /etc/cni/tuning/allowlist.conf, when present,

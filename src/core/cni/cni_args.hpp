@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// CNI_ARGS ("K=V;K=V") parsed the way Go types.LoadArgs does (reference-behaviour 1.8): pairs
-// must split into exactly two parts, keys match field names case-sensitively, unknown keys are
-// an error unless IgnoreUnknown is 1/true, and the error texts are the reference's. Each applet
+// CNI_ARGS ("K=V;K=V") parsed the way Go types.LoadArgs does (docs/compatibility.md: protocol):
+// pairs must split into exactly two parts, keys match field names case-sensitively, unknown keys
+// are an error unless IgnoreUnknown is 1/true, and the error texts are the reference's. Each applet
 // declares its fields; values are parsed by the field's setter.
 #pragma once
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CNI Result (spec "Success" section) held once, in its 1.1.0 shape, and converted at the
-// edges exactly as the Go types packages do (reference-behaviour 1.3): encode to any version
+// edges exactly as the Go types packages do (docs/compatibility.md: results): encode to any version
 // (0.1.0/0.2.0 "ip4/ip6", 0.3.x/0.4.0 with "version", 1.x with every key sorted), decode a
 // prevResult or a delegate's output by the family of the config version, and the error JSON.
 #pragma once

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // JSON with Go encoding/json semantics on top of RapidJSON, because configs are written for the
-// Go plugins and results are compared byte for byte (reference-behaviour 1.3, 1.12).
+// Go plugins and results are compared byte for byte (docs/compatibility.md: results, Go's JSON).
 // Reading: keys match case-insensitively and the last duplicate wins; null leaves a default;
 // type mismatches give Go's "cannot unmarshal X into Go struct field S.path of type T" text;
 // syntax errors give Go's text. Writing: MarshalIndent with 4 spaces (or the compact Encoder

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// One plugin invocation as the CNI spec defines it ("Parameters"): the CNI_* environment and
-// the configuration on stdin, read and validated exactly as the reference skel does
-// (reference-behaviour 1.1): required variables per command, containerID/ifname/network-name
-// rules and error texts, stdin bounded to 16 MiB. The whole environment is kept so an exec'd
-// delegate inherits it.
+// One plugin invocation as the CNI spec defines it ("Parameters"): the CNI_* environment and the
+// configuration on stdin, read and validated exactly as the reference skel does
+// (docs/compatibility.md: protocol): required variables per command,
+// containerID/ifname/network-name rules and error texts, stdin bounded to 16 MiB. The whole
+// environment is kept so an exec'd delegate inherits it.
 #pragma once
 
 #include <functional>

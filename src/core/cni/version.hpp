@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// CNI spec versions (reference-behaviour 1.2): the version string parser and comparison of
+// CNI spec versions (docs/compatibility.md: protocol): the version string parser and comparison of
 // pkg/version (1-3 dot parts, Go strconv.Atoi per part, its exact error texts), the supported
 // version lists, and the VERSION command's output.
 #pragma once

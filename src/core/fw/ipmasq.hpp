@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipMasq for bridge and ptp (reference-behaviour 2.0b), iptables backend: a nat chain
+// ipMasq for bridge and ptp (docs/compatibility.md: ipMasq), iptables backend: a nat chain
 // CNI-<hash(network+containerID)> holding "-d <net> -j ACCEPT" and "! -d <multicast> -j
 // MASQUERADE", and a POSTROUTING jump "-s <ip> -j CNI-..."; every rule commented
 // `name: "<net>" id: "<id>"`. One lock, one commit per family per call. Teardown works from the

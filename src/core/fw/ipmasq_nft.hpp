@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipMasq's nftables backend (reference-behaviour 2.0b), object for object as the reference's:
+// ipMasq's nftables backend (docs/compatibility.md: ipMasq), object for object as the reference's:
 // table `inet cni_plugins_masquerade`, its regular chain `masq_checks` and the base chain
 // `postrouting` (nat, postrouting, srcnat), refilled on every ADD with the multicast returns
 // and `goto masq_checks`; per address `ip saddr == IP ip daddr != NET masquerade` commented

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Names shared with the reference plugins, bit for bit (reference-behaviour 2.0), so either
-// implementation can find and remove what the other made.
+// Names shared with the reference plugins, bit for bit (docs/compatibility.md: names and hashes),
+// so either implementation can find and remove what the other made.
 #pragma once
 
 #include <cstddef>

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// What macvlan, ipvlan and vlan share (reference-behaviour 2.3-2.5): the master (named, or the
-// default route's link) looked up in the host or, with linkInContainer, the container
-// namespace; the child created under a temporary vethXXXXXXXX name directly in the container
-// namespace and renamed to CNI_IFNAME (so it cannot collide with a host name); and the L3 or
-// L2 finish. Unlike the reference's ipvlan and vlan, a failed ADD always removes the link.
+// What macvlan, ipvlan and vlan share (docs/compatibility.md: macvlan, ipvlan, vlan): the master
+// (named, or the default route's link) looked up in the host or, with linkInContainer, the
+// container namespace; the child created under a temporary vethXXXXXXXX name directly in the
+// container namespace and renamed to CNI_IFNAME (so it cannot collide with a host name); and the L3
+// or L2 finish. Unlike the reference's ipvlan and vlan, a failed ADD always removes the link.
 #pragma once
 
 #include <functional>

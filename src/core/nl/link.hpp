@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Links (rtnetlink RTM_*LINK) as plain values, and the operations the applets compose: find,
 // create per kind, change (up, mtu, mac, master, name, namespace, promisc), delete. "Not found"
-// is part of the signature (design principle 5): find_link returns nullopt and delete_link
+// is part of the signature (docs/design.md, principle 5): find_link returns nullopt and delete_link
 // returns false for a missing link, so DEL paths need no errno matching.
 #pragma once
 

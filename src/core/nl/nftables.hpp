@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// nf_tables over nfnetlink, in the current network namespace: the small part of what `nft -f`
-// sends that the ipMasq and portmap backends need (reference-behaviour 2.0b and 2.15), and what
-// iptables-nft sends for the iptables rules (core/fw/xtables_nft). Tables, regular and base
-// chains, and rules built from typed expressions (meta, payload, bitwise, cmp, immediate, fib,
-// masquerade, dnat, counter, and nft_compat's xtables match and target) carrying their comment
-// as nft's userdata TLV, so `nft list ruleset` shows them as the reference's and the
-// reference's DEL finds them. A Batch is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one
-// datagram: all of it applies or none, and only its last message is acked; bound to the
-// generation it was built at, it applies only if nothing else committed since (transact() reads,
-// builds and commits again until it does). list_rules and list_chains dump a table's objects.
-// Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the
-// kernel wants.
+// nf_tables over nfnetlink, in the current network namespace: the small part of what `nft -f` sends
+// that the ipMasq and portmap backends need (docs/compatibility.md: ipMasq, portmap), and what
+// iptables-nft sends for the iptables rules (core/fw/xtables_nft). Tables, regular and base chains,
+// and rules built from typed expressions (meta, payload, bitwise, cmp, immediate, fib, masquerade,
+// dnat, counter, and nft_compat's xtables match and target) carrying their comment as nft's
+// userdata TLV, so `nft list ruleset` shows them as the reference's and the reference's DEL finds
+// them. A Batch is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it
+// applies or none, and only its last message is acked; bound to the generation it was built at, it
+// applies only if nothing else committed since (transact() reads, builds and commits again until it
+// does). list_rules and list_chains dump a table's objects. Registers are the kernel's 16-byte
+// NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
 #pragma once
 
 #include <netlink/msg.h>

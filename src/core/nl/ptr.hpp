@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Owning pointers for libnl objects (design principle 6): applet code never calls *_put/_free.
+// Owning pointers for libnl objects (docs/design.md, principle 6): applet code never calls
+// *_put/_free.
 #pragma once
 
 #include <netlink/cache.h>

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// A route netlink socket bound to one network namespace. A socket opened inside a namespace
-// keeps talking to it after the thread leaves (design principle 8), so applets open one per
-// namespace up front and switch namespaces only for /proc/sys and firewall work. The socket
-// asks the kernel for extended acks, and errors carry the kernel's own explanation:
-// "creating dummy d0: operation not supported (kernel: Unknown device type)" (errno text
-// spelled as Go prints it).
+// A route netlink socket bound to one network namespace. A socket opened inside a namespace keeps
+// talking to it after the thread leaves (docs/design.md, principle 8), so applets open one per
+// namespace up front and switch namespaces only for /proc/sys and firewall work. The socket asks
+// the kernel for extended acks, and errors carry the kernel's own explanation: "creating dummy d0:
+// operation not supported (kernel: Unknown device type)" (errno text spelled as Go prints it).
 #pragma once
 
 #include <functional>

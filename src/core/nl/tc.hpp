@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Traffic control through libnl-route, what bandwidth needs (reference-behaviour 2.13): a token
-// bucket filter as a link's root qdisc (handle 1:), read back for CHECK (both as raw messages
-// built with libnl, whose TBF object has no 64-bit rate), and the egress trick -
-// an ingress qdisc (ffff:) whose match-all u32 filter redirects every packet to another link
-// (mirred egress redirect), so a TBF there shapes what the container sends. For bandwidth's
-// subnet lists, an HTB root instead: class 1:30 shaped, class 1:1 unshaped (100 Gbit/s), each
-// with a pfifo of its own, one of them the default and u32 filters on an address sending the
-// listed subnets to the other.
+// Traffic control through libnl-route, what bandwidth needs (docs/compatibility.md: bandwidth): a
+// token bucket filter as a link's root qdisc (handle 1:), read back for CHECK (both as raw messages
+// built with libnl, whose TBF object has no 64-bit rate), and the egress trick - an ingress qdisc
+// (ffff:) whose match-all u32 filter redirects every packet to another link (mirred egress
+// redirect), so a TBF there shapes what the container sends. For bandwidth's subnet lists, an HTB
+// root instead: class 1:30 shaped, class 1:1 unshaped (100 Gbit/s), each with a pfifo of its own,
+// one of them the default and u32 filters on an address sending the listed subnets to the other.
 #pragma once
 
 #include <cstdint>

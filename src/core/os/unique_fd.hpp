@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// A move-only owner of a file descriptor (design principle 6): closes on destruction, never
-// copies. Every fd the project opens is O_CLOEXEC and lives in one of these.
+// A move-only owner of a file descriptor (docs/design.md, principle 6): closes on destruction,
+// never copies. Every fd the project opens is O_CLOEXEC and lives in one of these.
 #pragma once
 
 #include <unistd.h>
