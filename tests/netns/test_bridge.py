@@ -11,15 +11,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
+from cnitest import (legacy_iptables_path, iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
                      netns, nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
 BIN = install_dir(CNI_ALL)
 REF = reference_dir()
-LEGACY = tempfile.mkdtemp(prefix="cni-legacy-path.")
-for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
-    os.symlink("/usr/sbin/" + tool.replace("tables", "tables-legacy", 1), os.path.join(LEGACY, tool))
+LEGACY = legacy_iptables_path()
 ENV = {"PATH": f"{LEGACY}:/usr/sbin:/usr/bin:/sbin:/bin"}
 
 

@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
+from cnitest import (legacy_iptables_path, iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
                      nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -195,14 +195,6 @@ def del_after_the_namespace_is_gone_still_removes_the_rules():
             eq(reservations(data), [])
     finally:
         shutil.rmtree(data)
-
-
-def legacy_iptables_path():
-    """A PATH under which `iptables` is iptables-legacy, so the Go plugin writes where libiptc does."""
-    d = tempfile.mkdtemp()
-    for name in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
-        os.symlink(f"/usr/sbin/{name.replace('tables', 'tables-legacy', 1)}", os.path.join(d, name))
-    return d
 
 
 def normalise(text, names):
