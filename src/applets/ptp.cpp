@@ -116,7 +116,7 @@ Result<CniResult> ptp_add(const Context& ctx) {
         for (auto& ip : result.ips) nets.push_back(ip.address);
         fw::MasqOwner owner{c.net.name, r.container_id, r.ifname};
         undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
-        CNI_TRY(fw::setup_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, owner));
+        CNI_TRY(fw::setup_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, owner));
     }
     if (!c.dns.empty()) result.dns = c.dns;
     undo.dismiss();
@@ -149,7 +149,7 @@ Status ptp_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
     if (c.ip_masq)
-        CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
+        CNI_TRY(fw::check_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
     return {};
 }
 

@@ -25,6 +25,7 @@
 
 #include "applets/firewall/forward.hpp"
 #include "applets/portmap/rules_iptables.hpp"
+#include "core/fw/driver.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
@@ -118,6 +119,22 @@ TEST_CASE("the node's variant is the first iptables in PATH: by its resolved nam
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("the firewall driver is chosen in one place: configured, else firewalld if the applet has it and it runs, else iptables") {
+    using fw::Driver;
+    CHECK(fw::choose_driver(Driver::nftables, {Driver::iptables, Driver::nftables}) == Driver::nftables);
+    CHECK(fw::choose_driver(Driver::iptables, {Driver::iptables, Driver::firewalld}, [] { return true; }) == Driver::iptables);
+    CHECK(fw::choose_driver(std::nullopt, {Driver::iptables, Driver::firewalld}, [] { return true; }) == Driver::firewalld);
+    CHECK(fw::choose_driver(std::nullopt, {Driver::iptables, Driver::firewalld}, [] { return false; }) == Driver::iptables);
+    CHECK(fw::choose_driver(std::nullopt, {Driver::iptables, Driver::nftables}, [] { return true; }) == Driver::iptables);
+    {
+        VariantPath nft(fw::Variant::nft);  // iptables usable: the reference keeps iptables
+        CHECK(fw::choose_driver(std::nullopt, {Driver::iptables, Driver::nftables}) == Driver::iptables);
+    }
+    for (Driver d : {Driver::iptables, Driver::nftables, Driver::firewalld}) CHECK(fw::driver_named(fw::name_of(d)) == d);
+    CHECK_FALSE(fw::driver_named("pf"));
+    CHECK_FALSE(fw::driver_named(""));
+}
+
 TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, in the PATH's variant") {
     for (fw::Variant variant : fw::kVariants) {
         INFO("variant " << name_of(variant));
@@ -125,8 +142,8 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, i
         CHECK(fw::node_variant() == variant);
         TestNs ns("cnit-fw");
         std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
-        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
-        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));  // no duplicates
+        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));
+        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));  // no duplicates
         CHECK(nat_rules(ns, false, variant) == ":" + kChain + " -\n"
                                "-A POSTROUTING -s 10.1.0.5/32 -m comment " + kComment + " -j " + kChain + "\n"
                                "-A " + kChain + " -d 10.1.0.0/24 -m comment " + kComment + " -j ACCEPT\n"
@@ -136,7 +153,7 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, i
                                      "-A " + kChain + " -d fd01::/64 -m comment " + kComment + " -j ACCEPT\n"
                                      "-A " + kChain + " ! -d ff00::/8 -m comment " + kComment + " -j MASQUERADE\n");
         CHECK(nat_rules(ns, false, fw::other(variant)).empty());  // nothing in the other variant
-        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
         // The iptables binary recognises our rules as the ones the reference's command lines make.
         std::string c = " -m comment --comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
         const std::string ipt = tool(variant, false), ip6t = tool(variant, true);
@@ -144,7 +161,7 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, i
         CHECK(ns.sh(ipt + " -t nat -C " + kChain + " -d 10.1.0.5/24 -j ACCEPT" + c) == 0);
         CHECK(ns.sh(ipt + " -t nat -C " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
         CHECK(ns.sh(ip6t + " -t nat -D " + kChain + " ! -d ff00::/8 -j MASQUERADE" + c) == 0);
-        CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+        CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
         REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
         CHECK(nat_rules(ns, false, variant).empty());
         CHECK(nat_rules(ns, true, variant).empty());
@@ -175,7 +192,7 @@ TEST_CASE("teardown removes rules written by either iptables binary, legacy form
         REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.1.0.5/24 -j " + kChain + c) == 0);  // pre-0.8 form
         REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE") == 0);   // not ours
         std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
-        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
+        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
         REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
         CHECK(nat_rules(ns, false, variant) == "-A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE\n");
     }
@@ -194,8 +211,8 @@ TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as 
     TestNs ns("cnit-fw");
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
     std::string c = fw::nft_masq::comment_for(kOwner);
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));  // replaces, no duplicates
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));  // replaces, no duplicates
     CHECK(masq_table(ns) ==
           "table inet cni_plugins_masquerade {\n"
           "\tcomment \"Masquerading for plugins from github.com/containernetworking/plugins\"\n"
@@ -211,20 +228,20 @@ TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as 
           "\t\tgoto masq_checks\n"
           "\t}\n"
           "}\n");
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
+    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::nftables, ips, kOwner); }));
     // Another attachment's rule, written by the nft binary as the reference writes it, stays.
     fw::MasqOwner other{"mynet", "other", "eth0"};
     REQUIRE(ns.sh("nft add rule inet cni_plugins_masquerade masq_checks ip saddr == 10.1.0.6 ip daddr != 10.1.0.0/24 "
                   "masquerade comment \\\"" + fw::nft_masq::comment_for(other) + "\\\"") == 0);
     REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
-    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
+    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::nftables, ips, kOwner); }));
     std::string left = masq_table(ns);
     CHECK(left.find("10.1.0.5") == std::string::npos);
     CHECK(left.find("fd01::5") == std::string::npos);
     CHECK(left.find("10.1.0.6") != std::string::npos);
     REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
     // GC keeps what is valid and removes the rest, the reference's rule included.
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::MasqBackend::nftables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
     REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {Attachment{"1234567890abcdef", "eth0"}}); }));
     left = masq_table(ns);
     CHECK(left.find("10.1.0.5") != std::string::npos);
@@ -536,10 +553,10 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
     std::string c = " -m comment " + kComment;
     write_masq_rules(ns, "iptables-nft");
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); }));
-    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, {*IpNet::parse("10.1.0.6/24")}, kOwner); }));
+    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
+    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, {*IpNet::parse("10.1.0.6/24")}, kOwner); }));
     REQUIRE(ns.sh("iptables-nft -t nat -D " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
-    auto missing = inside(ns, [&] { return fw::check_ipmasq(fw::MasqBackend::iptables, ips, kOwner); });
+    auto missing = inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); });
     REQUIRE_FALSE(missing);
     CHECK(missing.error().msg == "ipMasq chain " + kChain + " lacks the rules for 10.1.0.5/24");  // the node variant's answer
 

@@ -311,7 +311,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
             for (auto& ip : result.ips) nets.push_back(ip.address);
             fw::MasqOwner owner{c.net.name, r.container_id, r.ifname};
             undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
-            CNI_TRY(fw::setup_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, owner));
+            CNI_TRY(fw::setup_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, owner));
         }
     } else {
         result.interfaces = {br_if, host_if, cont_if};
@@ -373,7 +373,7 @@ Status bridge_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
     if (c.ip_masq)
-        CNI_TRY(fw::check_ipmasq(fw::choose_ipmasq_backend(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
+        CNI_TRY(fw::check_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
     if (c.mac_spoof_check) CNI_TRY(fw::spoofcheck::check(r.container_id, r.ifname));
     return {};
 }

@@ -17,6 +17,7 @@
 #include "applets/firewall/forward.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/fw/driver.hpp"
 #include "core/rollback.hpp"
 
 namespace cni {
@@ -24,11 +25,9 @@ namespace {
 
 constexpr std::string_view kFirewallVersions[] = {"0.4.0", "1.0.0", "1.1.0"};
 
-enum class Backend { automatic, iptables, firewalld };
-
 struct FirewallConf {
     NetConf net;
-    Backend backend = Backend::automatic;
+    std::optional<fw::Driver> driver;  // none: firewalld when it runs, else iptables
     std::string admin_chain = "CNI-ADMIN";
     std::string zone = "trusted";
     fw::IngressPolicy policy = fw::IngressPolicy::open;
@@ -46,8 +45,7 @@ Result<FirewallConf> parse_firewall_conf(const Context& ctx) {
     CNI_TRY(json::field(c.net.root(), "iptablesAdminChainName", c.admin_chain, w));
     CNI_TRY(json::field(c.net.root(), "firewalldZone", c.zone, w));
     CNI_TRY(json::field(c.net.root(), "ingressPolicy", policy, w));
-    if (backend == "iptables") c.backend = Backend::iptables;
-    else if (backend == "firewalld") c.backend = Backend::firewalld;
+    if (auto named = fw::driver_named(backend); named && named != fw::Driver::nftables) c.driver = named;
     else if (!backend.empty())
         ctx.warn("firewall: unknown backend \"" + backend +
                  "\" (iptables or firewalld); using firewalld if it is running, else iptables");
@@ -82,10 +80,10 @@ Result<CniResult> prev_or_fail(const FirewallConf& c) {
     return std::move(**prev);
 }
 
-// The backend in effect: the configured one, or firewalld when it is on the bus.
-Backend backend_of(const FirewallConf& c, const Context& ctx) {
-    if (c.backend != Backend::automatic) return c.backend;
-    return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")) ? Backend::firewalld : Backend::iptables;
+// The driver in effect: the configured one, or firewalld when it is on the bus.
+fw::Driver driver_of(const FirewallConf& c, const Context& ctx) {
+    return fw::choose_driver(c.driver, {fw::Driver::iptables, fw::Driver::firewalld},
+                             [&] { return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
 }
 
 Status add_sources(const FirewallConf& c, const Context& ctx, const std::vector<IpAddr>& ips, Rollback& undo) {
@@ -113,7 +111,7 @@ Result<CniResult> firewall_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
     Rollback undo;
-    if (backend_of(c, ctx) == Backend::firewalld) {
+    if (driver_of(c, ctx) == fw::Driver::firewalld) {
         CNI_TRY(add_sources(c, ctx, ips, undo));
     } else {
         undo.push([&] { (void)fw::teardown_forward(ips); });
@@ -132,7 +130,7 @@ Status firewall_del(const Context& ctx) {
     auto prev = parse_prev_result(c.net);
     if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
     auto ips = addresses(**prev);
-    if (backend_of(c, ctx) != Backend::firewalld) return fw::teardown_forward(ips);
+    if (driver_of(c, ctx) != fw::Driver::firewalld) return fw::teardown_forward(ips);
     auto fwd = fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"));
     if (!fwd) {
         ctx.warn("firewall: " + fwd.error().msg + "; nothing to remove");
@@ -152,7 +150,7 @@ Status firewall_check(const Context& ctx) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
         CNI_TRY(fw::check_isolation(bridge, c.policy, ips));
     }
-    if (backend_of(c, ctx) != Backend::firewalld) return fw::check_forward(ips, c.admin_chain);
+    if (driver_of(c, ctx) != fw::Driver::firewalld) return fw::check_forward(ips, c.admin_chain);
     CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
     for (auto& ip : ips) {
         CNI_TRY_ASSIGN(bool has, fwd.has_source(c.zone, ip));

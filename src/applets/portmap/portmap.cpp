@@ -23,6 +23,7 @@
 #include "applets/portmap/rules_nft.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/fw/driver.hpp"
 #include "core/nl/conntrack.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
@@ -56,14 +57,14 @@ bool iptables_syntax(const std::vector<std::string>& tokens) {
 // nat table is unusable here and nf_tables answers; options of the other backend are an error.
 Status choose_backend(PortmapConf& c, const std::string& backend, const std::optional<std::vector<std::string>>& cond4,
                       const std::optional<std::vector<std::string>>& cond6) {
-    if (!backend.empty() && backend != "iptables" && backend != "nftables")
+    std::optional<fw::Driver> configured = fw::driver_named(backend);
+    if ((!backend.empty() && !configured) || configured == fw::Driver::firewalld)
         return fail("unknown portmap backend \"" + backend + "\"");
     std::vector<std::string> iptables_only, nftables_only;
     if (c.external_setmark_chain) iptables_only.push_back("externalSetMarkChain");
     for (auto& [key, cond] : {std::pair{"conditionsV4", &cond4}, std::pair{"conditionsV6", &cond6}})
         if (*cond && !(*cond)->empty()) (iptables_syntax(**cond) ? iptables_only : nftables_only).push_back(key);
-    c.nftables = backend == "nftables" ||
-                 (backend.empty() && !fw::iptables_usable() && nl::nft::available());
+    c.nftables = fw::choose_driver(configured, {fw::Driver::iptables, fw::Driver::nftables}) == fw::Driver::nftables;
     auto& wrong = c.nftables ? iptables_only : nftables_only;
     if (!wrong.empty()) {
         std::string keys;

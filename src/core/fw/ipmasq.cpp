@@ -56,11 +56,8 @@ Status validate_ipmasq_backend(std::string_view backend) {
     return fail("unknown ipmasq backend " + go_quote(backend));
 }
 
-MasqBackend choose_ipmasq_backend(std::string_view configured) {
-    if (configured == "nftables") return MasqBackend::nftables;
-    if (configured == "iptables") return MasqBackend::iptables;
-    if (!iptables_usable() && nl::nft::available()) return MasqBackend::nftables;
-    return MasqBackend::iptables;
+Driver ipmasq_driver(std::string_view configured) {
+    return choose_driver(driver_named(configured), {Driver::iptables, Driver::nftables});
 }
 
 namespace {
@@ -166,13 +163,13 @@ Status iptables_check(const std::vector<IpNet>& ips, std::string_view network, s
 
 }  // namespace
 
-Status setup_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner) {
-    if (backend == MasqBackend::nftables) return nft_masq::setup(ips, owner);
+Status setup_ipmasq(Driver driver, const std::vector<IpNet>& ips, const MasqOwner& owner) {
+    if (driver == Driver::nftables) return nft_masq::setup(ips, owner);
     return iptables_setup(ips, owner.network, owner.container_id);
 }
 
-Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner) {
-    if (backend == MasqBackend::nftables) return nft_masq::check(ips, owner);
+Status check_ipmasq(Driver driver, const std::vector<IpNet>& ips, const MasqOwner& owner) {
+    if (driver == Driver::nftables) return nft_masq::check(ips, owner);
     return iptables_check(ips, owner.network, owner.container_id);
 }
 

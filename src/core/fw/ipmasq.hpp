@@ -11,23 +11,21 @@
 #include <string_view>
 #include <vector>
 
+#include "core/fw/driver.hpp"
 #include "core/fw/ipmasq_nft.hpp"
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw {
 
-enum class MasqBackend { iptables, nftables };
-
 // "", "iptables" or "nftables"; anything else is the reference's "unknown ipmasq backend".
 Status validate_ipmasq_backend(std::string_view backend);
-// The backend an ADD or CHECK uses: the configured one, or (none configured) iptables unless
-// iptables is unusable here (iptables_usable) and nf_tables answers, as the reference chooses.
-MasqBackend choose_ipmasq_backend(std::string_view configured);
+// The driver an ADD or CHECK uses (choose_driver, with iptables and nftables).
+Driver ipmasq_driver(std::string_view configured);
 
-Status setup_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
+Status setup_ipmasq(Driver driver, const std::vector<IpNet>& ips, const MasqOwner& owner);
 // iptables: the rules in either iptables variant (check_either_variant).
-Status check_ipmasq(MasqBackend backend, const std::vector<IpNet>& ips, const MasqOwner& owner);
+Status check_ipmasq(Driver driver, const std::vector<IpNet>& ips, const MasqOwner& owner);
 // Both backends, as the reference's DEL: what either one holds for the attachment goes.
 Status teardown_ipmasq(const MasqOwner& owner);
 
