@@ -20,11 +20,11 @@
 
 #include "applets/portmap/rules_nft.hpp"
 #include "core/fw/iptables.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 #include "test_ns.hpp"
 
 using namespace cni;
-namespace nft = cni::nl::nft;
+namespace nft = cni::fw::nft;
 
 namespace {
 

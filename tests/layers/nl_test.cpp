@@ -22,7 +22,7 @@
 #include "core/nl/link_watch.hpp"
 #include "core/nl/neigh.hpp"
 #include "core/nl/netconf.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 #include "core/nl/route.hpp"
 #include "core/nl/rule.hpp"
 #include "core/os/netns.hpp"
@@ -390,7 +390,7 @@ TEST_CASE("conntrack: the same on a kernel without the filtered flush", "[.vm]")
 
 // Hidden: this machine's kernel has no vrf; tests/vm/test_vm.py runs it in the test VM.
 TEST_CASE("nf_tables: a transaction applies whole or not at all, and its error names the kernel's reason") {
-    namespace nft = nl::nft;
+    namespace nft = fw::nft;
     TestNs ns("cnitnft");
     auto target = os::Netns::open(ns.path);
     REQUIRE(target);

@@ -7,12 +7,12 @@
 #include <vector>
 
 #include "core/net/mac.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 
 namespace cni::fw::spoofcheck {
 namespace {
 
-namespace nft = nl::nft;
+namespace nft = fw::nft;
 
 constexpr auto kFamily = nft::Family::bridge;
 constexpr std::string_view kTable = "nat";

@@ -42,7 +42,7 @@ struct PortmapConf {
     std::optional<std::string> external_setmark_chain;
     bool nftables = false;          // the backend: nf_tables, else iptables
     fw::Conditions cond4, cond6;    // iptables
-    nl::nft::Exprs nft_cond4, nft_cond6;
+    fw::nft::Exprs nft_cond4, nft_cond6;
     // Why ADD could not set this up (a mapping's protocol or hostIP, a condition): refused by ADD
     // and CHECK, but not by DEL and GC, which do not use them (the Go plugin fails only when it
     // hands them to iptables).

@@ -12,7 +12,7 @@
 namespace cni::fw::nft_ports {
 namespace {
 
-namespace nft = nl::nft;
+namespace nft = fw::nft;
 
 constexpr std::string_view kTable = "cni_hostport";
 constexpr std::string_view kHostPorts = "hostports";

@@ -19,15 +19,15 @@
 #include <vector>
 
 #include "applets/portmap/rules_iptables.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 
 namespace cni::fw::nft_ports {
 
 // Parses nft-syntax condition tokens of `key` (conditionsV4 or conditionsV6) into matches;
 // what the subset lacks is refused with code 2 and the token named.
-Result<nl::nft::Exprs> parse_conditions(const std::vector<std::string>& tokens, std::string_view key);
+Result<fw::nft::Exprs> parse_conditions(const std::vector<std::string>& tokens, std::string_view key);
 
-Status setup(const HostPortSpec& spec, const nl::nft::Exprs& conditions);
+Status setup(const HostPortSpec& spec, const fw::nft::Exprs& conditions);
 Status check(const HostPortSpec& spec);
 Status teardown(std::string_view container_id);  // both families; nothing there is fine
 Status ensure_localnet_guard();

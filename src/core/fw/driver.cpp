@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "core/fw/iptables.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 
 namespace cni::fw {
 
@@ -30,7 +30,7 @@ Driver choose_driver(std::optional<Driver> configured, std::initializer_list<Dri
     auto has = [&](Driver d) { return std::find(applet_has.begin(), applet_has.end(), d) != applet_has.end(); };
     if (has(Driver::firewalld) && firewalld_running && firewalld_running()) return Driver::firewalld;
     if (iptables_usable()) return Driver::iptables;
-    if (has(Driver::nftables) && nl::nft::available()) return Driver::nftables;
+    if (has(Driver::nftables) && fw::nft::available()) return Driver::nftables;
     return Driver::iptables;
 }
 

@@ -7,7 +7,7 @@
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
 #include "core/fw/xtables_nft.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 #include "core/os/file_lock.hpp"
 #include "core/strings.hpp"
 

@@ -8,12 +8,12 @@
 #include <algorithm>
 
 #include "core/fw/sha512.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 
 namespace cni::fw::nft_masq {
 namespace {
 
-namespace nft = nl::nft;
+namespace nft = fw::nft;
 
 constexpr auto kFamily = nft::Family::inet;
 constexpr std::string_view kTable = "cni_plugins_masquerade";

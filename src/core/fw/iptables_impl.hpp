@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "core/fw/iptables.hpp"
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 #include "core/nl/xt_sctp.hpp"
 
 namespace cni::fw::detail {
@@ -564,11 +564,11 @@ Result<std::unique_ptr<IptTable::Impl>> open_v6(const std::string& table);
 // the iptables-nft form (xtables_nft.cpp) shares with the libiptc one. Payloads are padded to
 // XT_ALIGN, as iptables-nft hands them to nft_compat.
 struct XtCodec {
-    nl::nft::XtPayload (*comment)(const std::string& text);
-    nl::nft::XtPayload (*encode_match)(const IptMatch& m, int proto, const RevisionProbe& probe);
-    std::optional<nl::nft::XtPayload> (*encode_target)(const IptRule& r, const RevisionProbe& probe);
-    std::optional<IptMatch> (*decode_match)(const nl::nft::XtPayload& x, int proto);
-    std::optional<IptTargetArgs> (*decode_target)(const nl::nft::XtPayload& x);
+    fw::nft::XtPayload (*comment)(const std::string& text);
+    fw::nft::XtPayload (*encode_match)(const IptMatch& m, int proto, const RevisionProbe& probe);
+    std::optional<fw::nft::XtPayload> (*encode_target)(const IptRule& r, const RevisionProbe& probe);
+    std::optional<IptMatch> (*decode_match)(const fw::nft::XtPayload& x, int proto);
+    std::optional<IptTargetArgs> (*decode_target)(const fw::nft::XtPayload& x);
 };
 
 template <class T>
@@ -576,10 +576,10 @@ const XtCodec& xt_codec_for() {
     using P = typename Table<T>::Payload;
     static constexpr auto padded = [](const char* name, std::uint8_t rev, std::vector<unsigned char> data) {
         data.resize(XT_ALIGN(data.size()), 0);
-        return nl::nft::XtPayload{name, rev, std::move(data)};
+        return fw::nft::XtPayload{name, rev, std::move(data)};
     };
     // The kernel's form of a payload, for the legacy decoders.
-    static constexpr auto entry = [](const nl::nft::XtPayload& x, std::size_t header) {
+    static constexpr auto entry = [](const fw::nft::XtPayload& x, std::size_t header) {
         std::vector<unsigned char> buf(header + x.info.size(), 0);
         auto* m = reinterpret_cast<xt_entry_match*>(buf.data());  // xt_entry_target has the same head
         m->u.match_size = static_cast<std::uint16_t>(buf.size());
@@ -600,18 +600,18 @@ const XtCodec& xt_codec_for() {
             P p = t.encode_match(m, proto);
             return padded(p.name, p.revision, std::move(p.data));
         },
-        [](const IptRule& r, const RevisionProbe& probe) -> std::optional<nl::nft::XtPayload> {
+        [](const IptRule& r, const RevisionProbe& probe) -> std::optional<fw::nft::XtPayload> {
             Table<T> t;
             t.probe = probe;
             auto p = t.encode_target(r);
             if (!p) return std::nullopt;
             return padded(p->name, p->revision, std::move(p->data));
         },
-        [](const nl::nft::XtPayload& x, int proto) {
+        [](const fw::nft::XtPayload& x, int proto) {
             auto buf = entry(x, sizeof(xt_entry_match));
             return Table<T>::decode_match(reinterpret_cast<const xt_entry_match*>(buf.data()), proto);
         },
-        [](const nl::nft::XtPayload& x) {
+        [](const fw::nft::XtPayload& x) {
             auto buf = entry(x, sizeof(xt_entry_target));
             return Table<T>::decode_target(reinterpret_cast<const xt_entry_target*>(buf.data()), x.name);
         },

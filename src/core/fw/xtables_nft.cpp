@@ -12,13 +12,13 @@
 #include <cstdlib>
 #include <map>
 
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 #include "core/os/exec.hpp"
 
 namespace cni::fw {
 namespace {
 
-namespace nft = nl::nft;
+namespace nft = fw::nft;
 
 nft::Family nft_family(Family f) { return f == Family::v4 ? nft::Family::ip : nft::Family::ip6; }
 

@@ -8,12 +8,12 @@
 
 #include <netlink/attr.h>
 
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 
-namespace cni::nl::nft::detail {
+namespace cni::fw::nft::detail {
 
 // Fills r's decoded fields (and comment, when a `comment` match holds it) from the rule's
 // NFTA_RULE_EXPRESSIONS in a table of family `f`.
 void decode_expressions(nlattr* expressions, Family f, ListedRule& r);
 
-}  // namespace cni::nl::nft::detail
+}  // namespace cni::fw::nft::detail

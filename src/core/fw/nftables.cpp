@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // nf_tables messages, transactions and rule and chain dumps with libnl's message helpers (see
 // nftables.hpp).
-#include "core/nl/nftables.hpp"
+#include "core/fw/nftables.hpp"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -20,10 +20,12 @@
 #include <cstring>
 #include <optional>
 
-#include "core/nl/nftables_decode.hpp"
+#include "core/fw/nftables_decode.hpp"
 #include "core/os/errno_error.hpp"
 
-namespace cni::nl::nft {
+namespace cni::fw::nft {
+
+using nl::SockPtr;
 namespace {
 
 constexpr std::uint8_t kCommentTag = 0;  // NFTNL_UDATA_{RULE,TABLE,CHAIN}_COMMENT
@@ -530,4 +532,4 @@ Result<std::uint32_t> generation() {
 
 bool available() { return generation().has_value(); }  // an error without nf_tables
 
-}  // namespace cni::nl::nft
+}  // namespace cni::fw::nft

@@ -28,7 +28,9 @@
 #include "core/nl/ptr.hpp"
 #include "core/result.hpp"
 
-namespace cni::nl::nft {
+namespace cni::fw::nft {
+
+using nl::MsgPtr;
 
 enum class Family : std::uint8_t { inet = 1, ip = 2, bridge = 7, ip6 = 10 };
 
@@ -198,4 +200,4 @@ Result<bool> has_chain(Family f, std::string_view table, std::string_view chain)
 // Whether nf_tables answers in this namespace (the kernel has it and we may use it).
 bool available();
 
-}  // namespace cni::nl::nft
+}  // namespace cni::fw::nft

@@ -3,7 +3,7 @@
 // order: a load remembers what it put in the register, a bitwise its mask, and a cmp then says
 // what was compared; a cmp on anything not remembered, or an expression of another kind, marks
 // the rule `unknown`.
-#include "core/nl/nftables_decode.hpp"
+#include "core/fw/nftables_decode.hpp"
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace cni::nl::nft::detail {
+namespace cni::fw::nft::detail {
 namespace {
 
 using Bytes = std::vector<std::uint8_t>;
@@ -235,4 +235,4 @@ void decode_expressions(nlattr* expressions, Family f, ListedRule& r) {
     }
 }
 
-}  // namespace cni::nl::nft::detail
+}  // namespace cni::fw::nft::detail
