@@ -192,7 +192,7 @@ TEST_CASE("IptTable::transact reads the table again when another writer commits 
 TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rule, without a lock, leave one copy") {
     for (int round = 0; round < 5; ++round) {
         TestNs ns("cnit-gen");
-        CHECK(at_once(ns, [](int) { return succeeded(fw::nft_ports::ensure_localnet_guard()); }) == 0);
+        CHECK(at_once(ns, [](int) { return succeeded(portmap::nft_rules::ensure_localnet_guard()); }) == 0);
         CHECK(occurrences("ip netns exec " + ns.name + " nft list chain ip cni_hostport localnet_guard",
                           "CNI portfwd: block incoming localnet connections") == 1);
         CHECK(at_once(ns, [](int) {

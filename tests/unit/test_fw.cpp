@@ -46,6 +46,7 @@ TEST_CASE("ipMasq nft comments: the reference's two hashes, quotes dropped, cut 
 
 TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matches, in order") {
     using namespace cni::fw;
+    using cni::portmap::iptables_rules::parse_conditions;
     auto c = parse_conditions({"!", "-s", "10.1.0.0/16", "-o", "eth1", "-m", "addrtype", "--src-type", "LOCAL,BROADCAST", "!",
                                "--dst-type", "UNICAST", "-m", "iprange", "--dst-range", "10.0.0.5", "-m", "mark", "--mark", "7"},
                               "conditionsV4");

@@ -35,13 +35,13 @@ namespace {
 
 struct PortmapConf {
     NetConf net;
-    std::vector<fw::PortMapping> mappings;
+    std::vector<portmap::PortMapping> mappings;
     bool snat = true;
     bool masq_all = false;
     int mark_bit = 13;
     std::optional<std::string> external_setmark_chain;
     bool nftables = false;          // the backend: nf_tables, else iptables
-    fw::Conditions cond4, cond6;    // iptables
+    portmap::Conditions cond4, cond6;    // iptables
     fw::nft::Exprs nft_cond4, nft_cond6;
     // Why ADD could not set this up (a mapping's protocol or hostIP, a condition): refused by ADD
     // and CHECK, but not by DEL and GC, which do not use them (the Go plugin fails only when it
@@ -76,9 +76,9 @@ Status choose_backend(PortmapConf& c, const std::string& backend, const std::opt
 }
 
 // One runtimeConfig mapping; a port, protocol or hostIP that cannot be set up is noted in `unusable`.
-Result<fw::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
+Result<portmap::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
     CNI_TRY(json::expect_object(v, w, "main.PortMapEntry"));
-    fw::PortMapping m;
+    portmap::PortMapping m;
     std::int64_t host_port = 0, container_port = 0;  // Go ints
     std::string proto, host_ip;
     json::Where e = w.in("PortMapEntry");
@@ -140,11 +140,11 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
         else if (!c.unusable) c.unusable = std::move(parsed).error();
     };
     if (c.nftables) {
-        if (cond4) note(fw::nft_ports::parse_conditions(*cond4, "conditionsV4"), c.nft_cond4);
-        if (cond6) note(fw::nft_ports::parse_conditions(*cond6, "conditionsV6"), c.nft_cond6);
+        if (cond4) note(portmap::nft_rules::parse_conditions(*cond4, "conditionsV4"), c.nft_cond4);
+        if (cond6) note(portmap::nft_rules::parse_conditions(*cond6, "conditionsV6"), c.nft_cond6);
     } else {
-        if (cond4) note(fw::parse_conditions(*cond4, "conditionsV4"), c.cond4);
-        if (cond6) note(fw::parse_conditions(*cond6, "conditionsV6"), c.cond6);
+        if (cond4) note(portmap::iptables_rules::parse_conditions(*cond4, "conditionsV4"), c.cond4);
+        if (cond6) note(portmap::iptables_rules::parse_conditions(*cond6, "conditionsV6"), c.cond6);
     }
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
                                                    R"(struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" })"));
@@ -193,8 +193,8 @@ std::vector<IpNet> container_addresses(const CniResult& prev, const std::string&
     return out;
 }
 
-fw::HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr) {
-    fw::HostPortSpec s;
+portmap::HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr) {
+    portmap::HostPortSpec s;
     s.network = c.net.name;
     s.container_id = r.container_id;
     s.container = addr;
@@ -220,14 +220,14 @@ Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
 
 // 127.0.0.1:hostPort reaches the container only with route_localnet on the way there; turned
 // on only if some mapping is reachable through localhost, and then with the guard rule.
-Status enable_localhost_access(const fw::HostPortSpec& s, bool nftables) {
-    bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const fw::PortMapping& m) {
+Status enable_localhost_access(const portmap::HostPortSpec& s, bool nftables) {
+    bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const portmap::PortMapping& m) {
         return !m.host_ip || m.host_ip->is_loopback();
     });
     if (!s.snat || !via_localhost) return {};
     CNI_TRY_ASSIGN(auto link, link_towards(s.container.ip));
     if (!link) return {};
-    CNI_TRY(nftables ? fw::nft_ports::ensure_localnet_guard() : fw::ensure_localnet_guard());
+    CNI_TRY(nftables ? portmap::nft_rules::ensure_localnet_guard() : portmap::iptables_rules::ensure_localnet_guard());
     if (auto st = os::sysctl_set("net/ipv4/conf/" + *link + "/route_localnet", "1"); !st)
         return fail("unable to enable route_localnet: " + st.error().msg);
     return {};
@@ -235,8 +235,8 @@ Status enable_localhost_access(const fw::HostPortSpec& s, bool nftables) {
 
 // Both backends' rules of the attachment, as the reference's DEL: a node may have switched.
 Status teardown(const PortmapConf& c, const std::string& container_id) {
-    auto ipt = fw::teardown_hostports(c.net.name, container_id);
-    CNI_TRY(fw::nft_ports::teardown(container_id));
+    auto ipt = portmap::iptables_rules::teardown(c.net.name, container_id);
+    CNI_TRY(portmap::nft_rules::teardown(container_id));
     return ipt;
 }
 
@@ -262,7 +262,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
     for (auto& addr : addrs) {
         auto spec = spec_for(c, r, addr);
         if (spec.mappings.empty()) continue;
-        auto st = c.nftables ? fw::nft_ports::setup(spec, addr.ip.is_v4() ? c.nft_cond4 : c.nft_cond6) : fw::setup_hostports(spec);
+        auto st = c.nftables ? portmap::nft_rules::setup(spec, addr.ip.is_v4() ? c.nft_cond4 : c.nft_cond6) : portmap::iptables_rules::setup(spec);
         if (!st) return fail("portmap: " + st.error().msg);
         std::vector<std::uint16_t> udp_ports;
         for (auto& m : spec.mappings)
@@ -292,7 +292,7 @@ Status portmap_check(const Context& ctx) {
     CNI_TRY(require_ip_addresses(**prev));
     for (auto& addr : container_addresses(**prev, r.ifname)) {
         auto spec = spec_for(c, r, addr);
-        if (!spec.mappings.empty()) CNI_TRY(c.nftables ? fw::nft_ports::check(spec) : fw::check_hostports(spec));
+        if (!spec.mappings.empty()) CNI_TRY(c.nftables ? portmap::nft_rules::check(spec) : portmap::iptables_rules::check(spec));
     }
     return {};
 }
@@ -302,7 +302,7 @@ Status portmap_gc(const Context& ctx) {
     if (!c.net.valid_attachments) return {};
     std::vector<std::string> keep;
     for (auto& a : *c.net.valid_attachments) keep.push_back(a.container_id);
-    return fw::gc_hostports(c.net.name, keep);
+    return portmap::iptables_rules::gc(c.net.name, keep);
 }
 
 }  // namespace

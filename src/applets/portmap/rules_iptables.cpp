@@ -17,7 +17,10 @@
 #include "core/fw/xtables_nft.hpp"
 #include "core/os/file_lock.hpp"
 
-namespace cni::fw {
+namespace cni::portmap::iptables_rules {
+
+using namespace fw;  // this file is portmap's iptables driver: IptTable, IptRule, chain names
+
 namespace {
 
 constexpr const char* kDnatChain = "CNI-HOSTPORT-DNAT";
@@ -253,7 +256,7 @@ Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std:
     return c;
 }
 
-Status setup_hostports(const HostPortSpec& s) {
+Status setup(const HostPortSpec& s) {
     const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     return IptTable::update(family_of(s.container.ip), "nat", [&](IptTable& nat) -> Status {
@@ -302,11 +305,11 @@ Status teardown_chains(const std::string& chain, const std::string& old_snat) {
 
 }  // namespace
 
-Status teardown_hostports(std::string_view network, std::string_view container_id) {
+Status teardown(std::string_view network, std::string_view container_id) {
     return teardown_chains(chain_name("CNI-DN-", network, container_id), chain_name("CNI-SN-", network, container_id));
 }
 
-Status check_hostports(const HostPortSpec& s) {
+Status check(const HostPortSpec& s) {
     const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     return check_either_variant([&](Variant v) -> Status {
@@ -362,7 +365,7 @@ Status find_stale_dnat_chains(const IptTable& nat, std::string_view network, con
 
 // The attachments of `network` whose DNAT chain is not a valid attachment's go, from both
 // variants (find_stale_dnat_chains).
-Status gc_hostports(std::string_view network, const std::vector<std::string>& keep) {
+Status gc(std::string_view network, const std::vector<std::string>& keep) {
     std::vector<std::string> kept;
     for (auto& id : keep) kept.push_back(chain_name("CNI-DN-", network, id));
     std::vector<std::pair<std::string, std::string>> stale;  // DNAT chain, old SNAT chain
@@ -375,4 +378,4 @@ Status gc_hostports(std::string_view network, const std::vector<std::string>& ke
     return failures.status("portmap GC: ");
 }
 
-}  // namespace cni::fw
+}  // namespace cni::portmap::iptables_rules

@@ -20,7 +20,7 @@
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
-namespace cni::fw {
+namespace cni::portmap {
 
 struct PortMapping {
     int host_port = 0;
@@ -40,14 +40,10 @@ struct Conditions {
     bool src_inverted = false, dst_inverted = false;
     std::string in_iface, out_iface;
     bool in_inverted = false, out_inverted = false;
-    std::vector<IptMatch> matches;
+    std::vector<fw::IptMatch> matches;
 };
-// Parses iptables tokens ("-s", "10.0.0.0/8", "!", "-i", "eth0", "-m", "addrtype", ...) for
-// `key` (conditionsV4 or conditionsV6: the family addresses must have); anything else is
-// refused with the token named (code 2 for what iptables has but this does not). nft-syntax
-// conditions go to the nftables backend (rules_nft.hpp).
-Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std::string_view key);
 
+// What portmap sets up for one address of the container, in either driver.
 struct HostPortSpec {
     std::string network, container_id;
     IpNet container;                 // the container's address with its prefix
@@ -59,20 +55,30 @@ struct HostPortSpec {
     Conditions conditions;
 };
 
-Status setup_hostports(const HostPortSpec& spec);
+// The iptables driver's chains and rules.
+namespace iptables_rules {
+
+// Parses iptables tokens ("-s", "10.0.0.0/8", "!", "-i", "eth0", "-m", "addrtype", ...) for
+// `key` (conditionsV4 or conditionsV6: the family addresses must have); anything else is
+// refused with the token named (code 2 for what iptables has but this does not). nft-syntax
+// conditions go to the nftables backend (rules_nft.hpp).
+Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std::string_view key);
+
+Status setup(const HostPortSpec& spec);
 // The guard that must accompany route_localnet=1 (inserted once at the top of filter INPUT).
 Status ensure_localnet_guard();
 // Removes the attachment's chain and its entry rules (and the legacy CNI-SN chain) in both
 // families and both iptables variants; fine when nothing is there.
-Status teardown_hostports(std::string_view network, std::string_view container_id);
+Status teardown(std::string_view network, std::string_view container_id);
 // Passes when either iptables variant holds the rules (check_either_variant).
-Status check_hostports(const HostPortSpec& spec);
+Status check(const HostPortSpec& spec);
 // Removes this network's chains of attachments whose container IDs are not in `keep`, in both
 // iptables variants.
-Status gc_hostports(std::string_view network, const std::vector<std::string>& keep);
+Status gc(std::string_view network, const std::vector<std::string>& keep);
 
 // The DNAT entry rules' comment; past iptables' 255 bytes, its first 252 and "...". (The
 // reference keeps 253 and "...", 256 bytes, which iptables refuses: its ADD fails there.)
 std::string dnat_comment(std::string_view network, std::string_view container_id);
 
-}  // namespace cni::fw
+}  // namespace iptables_rules
+}  // namespace cni::portmap

@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-namespace cni::fw::nft_ports {
+namespace cni::portmap::nft_rules {
 namespace {
 
 namespace nft = fw::nft;
@@ -172,4 +172,4 @@ Status ensure_localnet_guard() {
     });
 }
 
-}  // namespace cni::fw::nft_ports
+}  // namespace cni::portmap::nft_rules

@@ -21,7 +21,7 @@
 #include "applets/portmap/rules_iptables.hpp"
 #include "core/fw/nftables.hpp"
 
-namespace cni::fw::nft_ports {
+namespace cni::portmap::nft_rules {
 
 // Parses nft-syntax condition tokens of `key` (conditionsV4 or conditionsV6) into matches;
 // what the subset lacks is refused with code 2 and the token named.
@@ -32,4 +32,4 @@ Status check(const HostPortSpec& spec);
 Status teardown(std::string_view container_id);  // both families; nothing there is fine
 Status ensure_localnet_guard();
 
-}  // namespace cni::fw::nft_ports
+}  // namespace cni::portmap::nft_rules
