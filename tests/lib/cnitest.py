@@ -6,6 +6,7 @@ import atexit
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,9 +59,15 @@ def mount_points(*dirs):
 _TESTS = []
 
 
-def test(fn):
-    _TESTS.append(fn)
-    return fn
+def test(fn=None, *, vm=False):
+    """Registers a test: `@test`, or `@test(vm=True)` for one that needs a kernel feature this
+    machine lacks. Those run in the test VM only (tests/vm, where CNI_TEST_IN_VM=1), and the host
+    run leaves them out rather than counting them as skipped: each runs in exactly one place."""
+    def register(f):
+        f.vm = vm
+        _TESTS.append(f)
+        return f
+    return register(fn) if fn else register
 
 
 def run_all(cleanup=()):
@@ -76,7 +83,8 @@ def _run_tests():
     """TAP on stdout, with each test's duration as a diagnostic line; a failure's traceback
     also goes to stderr, which is what `meson test --print-errorlogs` shows of a TAP test."""
     only = os.environ.get("CNI_TEST_FILTER")
-    tests = [t for t in _TESTS if not only or only in t.__name__]
+    in_vm = os.environ.get("CNI_TEST_IN_VM") == "1"
+    tests = [t for t in _TESTS if t.vm == in_vm and (not only or only in t.__name__)]
     # CNI_TEST_SHARD=I/N runs every Nth test from the Ith (1-based): one suite in N processes.
     shard, shards = map(int, os.environ.get("CNI_TEST_SHARD", "1/1").split("/"))
     tests = tests[shard - 1::shards]
@@ -159,6 +167,18 @@ def link(ns, name):
     if r.returncode != 0 or not r.stdout.strip():
         return None
     return json.loads(r.stdout)[0]
+
+
+def link_details(ns, dev):
+    """The link's `ip -d` description, normalised. The operstate is left out: the kernel's
+    linkwatch moves a new link from UNKNOWN to UP asynchronously, and a link on a dummy master
+    stays UNKNOWN; the flags (UP, LOWER_UP) stay in."""
+    text = sh("ip", "-n", ns, "-d", "link", "show", dev).stdout
+    text = re.sub(r"^\d+: ", "", text)
+    text = re.sub(r" state [A-Z]+ ", " ", text)
+    text = re.sub(r"(@if)\d+", r"\1N", text)
+    text = re.sub(r"link-netns \S+", "link-netns HOST", text)
+    return re.sub(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", "MAC", text).splitlines()[:3]
 
 
 def addrs(ns, dev):

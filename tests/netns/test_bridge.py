@@ -4,6 +4,7 @@
 gateway, port flags, MAC sources, gateway options, L2 mode, rollback of failed ADDs, idempotent
 DEL, GC, refused keys, masqueraded traffic, and Debian's Go bridge giving the same state. Each
 test builds its own namespaces and bridge; plugins run inside the test's host namespace."""
+import json
 import os
 import re
 import shutil
@@ -11,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (legacy_iptables_path, iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
+from cnitest import (legacy_iptables_path, iptables_save, Plugin, addrs, canonical_result, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
                      netns, nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
 
 CNI_ALL = os.environ["CNI_ALL"]
@@ -518,6 +519,121 @@ def same_state_as_the_go_bridge():
     for key in seen["go"]:
         eq(seen["ours"][key], seen["go"][key], key)
     eq(seen["ours"]["sysctls (host veth and bridge accept_ra, container arp_notify and accept_dad)"], ["0", "0", "1", "0"])
+
+
+# The port VLAN keys need a VLAN-filtering bridge, which only the test VM's kernel has.
+
+def vbr_conf(data, **extra):
+    c = {"cniVersion": "1.0.0", "name": "vbr-test", "type": "bridge", "bridge": "cnivbr0",
+         "ipam": {"type": "host-local", "subnet": "10.83.0.0/24", "dataDir": data}}
+    c.update(extra)
+    return c
+
+
+def port_vlans(ns, dev):
+    """{vid: sorted flags} of a bridge port, ranges expanded (`bridge -j vlan show`)."""
+    out = {}
+    for entry in json.loads(sh("ip", "netns", "exec", ns, "bridge", "-j", "vlan", "show", "dev", dev).stdout or "[]"):
+        for v in entry.get("vlans", []):
+            for vid in range(v["vlan"], v.get("vlanEnd", v["vlan"]) + 1):
+                out[vid] = sorted(v.get("flags", []))
+    return out
+
+
+def host_port(host, ctr, ifname="eth0"):
+    """The host end of the container's veth."""
+    info = link(ctr, ifname)
+    if "link_index" not in info:  # the peer is in the same namespace: ip names it
+        return info["link"]
+    peer = info["link_index"]
+    return next(l["ifname"] for l in json.loads(sh("ip", "-n", host, "-j", "link").stdout) if l["ifindex"] == peer)
+
+
+class VbrWorld:
+    """A host namespace and two container namespaces for the VLAN bridge tests."""
+
+    def __enter__(self):
+        self.data = tempfile.mkdtemp()
+        self.cms = [netns("host"), netns("ctr"), netns("ctr")]
+        self.host, self.c1, self.c2 = [cm.__enter__() for cm in self.cms]
+        return self
+
+    def __exit__(self, *exc):
+        for cm in reversed(self.cms):
+            cm.__exit__(None, None, None)
+        shutil.rmtree(self.data)
+
+    def run(self, cmd, conf, ctr, cid, plugin_dir=BIN, **kw):
+        return Plugin(os.path.join(plugin_dir, "bridge")).run(cmd, conf, host_ns=self.host, netns=ns_path(ctr),
+                                                              container_id=cid, **kw)
+
+
+PVID = ["Egress Untagged", "PVID"]
+
+
+@test(vm=True)
+def bridge_vlan_access_trunk_and_gateway():
+    """bridge: vlan makes a PVID-untagged port on a vlan_filtering bridge, the trunk adds tagged
+    VIDs, the gateway sits on "<bridge>.<vlan>"; other VLANs are isolated; DEL keeps the gateway"""
+    with VbrWorld() as w:
+        c1 = vbr_conf(w.data, vlan=100, isGateway=True, vlanTrunk=[{"minID": 200, "maxID": 202}, {"id": 300}, {"id": 201}])
+        res = w.run("ADD", c1, w.c1, "vb-1").ok().json()
+        eq([i["name"] for i in res["interfaces"]][::2], ["cnivbr0", "eth0"])
+        eq(res["interfaces"][3]["name"], "cnivbr0.100")
+        check("vlan_filtering 1" in sh("ip", "-n", w.host, "-d", "link", "show", "cnivbr0").stdout)
+        port1 = host_port(w.host, w.c1)
+        eq(port_vlans(w.host, port1), {100: PVID, 200: [], 201: [], 202: [], 300: []})
+        check("10.83.0.1/24" in sh("ip", "-n", w.host, "-br", "addr", "show", "cnivbr0.100").stdout)
+        gw_port = host_port(w.host, w.host, "cnivbr0.100")
+        eq(port_vlans(w.host, gw_port), {100: PVID})
+        sh("ip", "netns", "exec", w.c1, "ping", "-c", "1", "-W", "2", "10.83.0.1")
+        for dev in ("cnivbr0", "cnivbr0.100"):  # 3: NET_ADDR_SET, the MAC no longer follows the ports
+            eq(sh("ip", "netns", "exec", w.host, "cat", f"/sys/class/net/{dev}/addr_assign_type").stdout.strip(), "3", dev)
+        c2 = vbr_conf(w.data, vlan=101)
+        w.run("ADD", c2, w.c2, "vb-2").ok()
+        eq(port_vlans(w.host, host_port(w.host, w.c2)), {101: PVID})
+        r = sh("ip", "netns", "exec", w.c2, "ping", "-c", "1", "-W", "1", "10.83.0.1", check_rc=False)
+        check(r.returncode != 0, "VLAN 101 cannot reach the VLAN 100 gateway")
+        w.run("CHECK", dict(c1, prevResult=res), w.c1, "vb-1").ok()
+        w.run("ADD", vbr_conf(w.data, vlan=100, isGateway=True), w.c2, "vb-3", ifname="eth1").ok()
+        eq(len([l for l in json.loads(sh("ip", "-n", w.host, "-j", "link").stdout) if l["ifname"] == "cnivbr0.100"]), 1)
+        sh("ip", "netns", "exec", w.c2, "ping", "-c", "1", "-W", "2", "-I", "eth1", "10.83.0.1")
+        for ctr, cid, ifname, conf in [(w.c1, "vb-1", "eth0", c1), (w.c2, "vb-2", "eth0", c2),
+                                       (w.c2, "vb-3", "eth1", vbr_conf(w.data, vlan=100, isGateway=True))]:
+            w.run("DEL", conf, ctr, cid, ifname=ifname).ok()
+            check(link(ctr, ifname) is None)
+        check(link(w.host, "cnivbr0.100") is not None, "the shared VLAN gateway stays, like the reference")
+
+
+@test(vm=True)
+def bridge_vlan_preserve_default_and_trunk_only():
+    """bridge: preserveDefaultVlan keeps VID 1 beside the PVID; a trunk alone keeps VID 1 as PVID"""
+    with VbrWorld() as w:
+        w.run("ADD", vbr_conf(w.data, vlan=100, preserveDefaultVlan=True), w.c1, "vb-1").ok()
+        eq(port_vlans(w.host, host_port(w.host, w.c1)), {1: ["Egress Untagged"], 100: PVID})
+        w.run("ADD", vbr_conf(w.data, vlanTrunk=[{"id": 7}]), w.c2, "vb-2").ok()
+        eq(port_vlans(w.host, host_port(w.host, w.c2)), {1: PVID, 7: []})
+
+
+@test(vm=True)
+def bridge_vlan_same_state_as_go():
+    """bridge: Debian's Go bridge and cni-all leave the same port VLANs, gateway link and result
+    (Debian ships v1.1.1, which predates vlanTrunk and always kept VID 1: v1.9 with
+    preserveDefaultVlan is that behaviour)"""
+    if not REF:
+        raise AssertionError("Debian's containernetworking-plugins is not installed")
+    seen = {}
+    for impl, plugin_dir in [("go", REF), ("ours", BIN)]:
+        with VbrWorld() as w:
+            c = vbr_conf(w.data, vlan=100, isGateway=True, preserveDefaultVlan=True)
+            out = w.run("ADD", c, w.c1, "vb-1", plugin_dir=plugin_dir).ok()
+            text = re.sub(r"veth[0-9a-f]{8}", "VETH", out.out.replace(ns_path(w.c1), "NETNS"))
+            seen[impl] = (canonical_result(re.sub(r'"mac": "[^"]*"', '"mac": "MAC"', text)),
+                          port_vlans(w.host, host_port(w.host, w.c1)),
+                          port_vlans(w.host, host_port(w.host, w.host, "cnivbr0.100")),
+                          sh("ip", "-n", w.host, "-4", "-br", "addr", "show", "cnivbr0.100").stdout.split()[2:])
+            w.run("DEL", c, w.c1, "vb-1", plugin_dir=BIN if impl == "go" else REF).ok()
+    eq(seen["ours"], seen["go"])
 
 
 if __name__ == "__main__":

@@ -291,12 +291,12 @@ def fuzz(applet, bin_dir, sample):
         shutil.rmtree(data, ignore_errors=True)
 
 
-def register(applet, bin_dir, sample=SAMPLE):
+def register(applet, bin_dir, sample=SAMPLE, vm=False):
     def run():
         fuzz(applet, bin_dir, sample)
     run.__name__ = "fuzz_" + applet.replace("-", "_")
     run.__doc__ = f"{applet}: every mutated key and environment variable gives a CNI error or a clean ADD/DEL"
-    test(run)
+    test(run, vm=vm)
 
 
 def in_private_state_dirs():

@@ -14,7 +14,7 @@ limit=${CNI_VM_TIMEOUT:-1200}
 run=$(mktemp -d "$work/run.XXXXXX")
 trap 'rm -rf "$run"' EXIT
 echo "$work" > "$run/kernel-dir"
-{ echo "cd $(printf %q "$PWD")"; for v in CNI_ALL BUILD_ROOT CNI_TEST_FILTER CNI_TEST_TRACE CNI_TEST_SHARD; do [ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"; done
+{ echo "cd $(printf %q "$PWD")"; echo "export CNI_TEST_IN_VM=1"; for v in CNI_ALL BUILD_ROOT CNI_TEST_FILTER CNI_TEST_TRACE CNI_TEST_SHARD; do [ -n "${!v:-}" ] && echo "export $v=$(printf %q "${!v}")"; done
   printf '%q ' "$@"; echo; } > "$run/job.sh"
 timeout "$limit" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
   -kernel "$work/kernel/vmlinuz" -initrd "$work/kernel/initrd.gz" \

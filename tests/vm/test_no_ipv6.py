@@ -22,7 +22,7 @@ def ipam(data, subnet):
     return {"type": "host-local", "subnet": subnet, "dataDir": data}
 
 
-@test
+@test(vm=True)
 def kernel_has_no_ipv6():
     """the guest kernel was booted without IPv6: no /proc/sys/net/ipv6, no inet6 socket"""
     check(not os.path.exists("/proc/sys/net/ipv6"))
@@ -30,7 +30,7 @@ def kernel_has_no_ipv6():
     check(r.returncode != 0 or not r.stdout.strip(), r.stdout)
 
 
-@test
+@test(vm=True)
 def bridge_ptp_and_macvlan_without_ipv6():
     """bridge (cni-all with and without skipIPv6LinkLocal, and Go's), ptp and macvlan with the key: ADD, traffic, CHECK, DEL on a kernel without IPv6"""
     data = tempfile.mkdtemp()

@@ -122,7 +122,7 @@ def tap():
     return Plugin(os.path.join(BIN, "tap"))
 
 
-@test
+@test(vm=True)
 def tap_made_in_the_selinux_context():
     """tap selinuxContext: `ip tuntap add` runs as the label with the config's arguments; the device
     then admits only that domain (enforcing), a tap made without the key admits kernel_t; CHECK, DEL"""
@@ -160,7 +160,7 @@ def tap_made_in_the_selinux_context():
         shutil.rmtree(data)
 
 
-@test
+@test(vm=True)
 def tap_selinux_failures_leave_nothing():
     """tap selinuxContext: a label the policy lacks, a failing `ip`, a failure after `ip` made the
     device and no `ip` in PATH fail ADD with their reasons; no device and no allocation remain"""
