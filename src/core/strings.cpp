@@ -28,4 +28,22 @@ std::string go_quote(std::string_view s) {
     return out + "\"";
 }
 
+std::pair<char32_t, std::size_t> decode_rune(std::string_view s, std::size_t i) {
+    auto byte = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+    unsigned b0 = byte(0);
+    if (b0 < 0x80) return {b0, 1};
+    std::size_t len = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
+    if (len == 0) return {kReplacementRune, 1};
+    unsigned lo = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;  // no overlong forms
+    unsigned hi = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;  // no surrogates, nothing past U+10FFFF
+    if (byte(1) < lo || byte(1) > hi) return {kReplacementRune, 1};
+    char32_t r = b0 & (0x7F >> len);
+    for (std::size_t k = 1; k < len; ++k) {
+        unsigned b = byte(k);
+        if (b < 0x80 || b > 0xBF) return {kReplacementRune, 1};
+        r = (r << 6) | (b & 0x3F);
+    }
+    return {r, len};
+}
+
 }  // namespace cni

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The string operations the Go reference leans on everywhere, with Go's semantics:
 // strings.Split (an empty input gives one empty field; separators at the ends give empty
-// fields), strings.TrimSpace and strings.Fields (ASCII white space), and %q (strconv.Quote).
+// fields), strings.TrimSpace and strings.Fields (ASCII white space), %q (strconv.Quote), and
+// utf8.DecodeRuneInString.
 #pragma once
 
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -40,6 +42,11 @@ inline std::vector<std::string_view> fields(std::string_view s) {
     }
     return out;
 }
+
+// The rune at s[i] and its length in bytes, as Go's utf8.DecodeRuneInString reads it: a byte that
+// does not start a valid, shortest, non-surrogate sequence up to U+10FFFF is U+FFFD, one byte long.
+std::pair<char32_t, std::size_t> decode_rune(std::string_view s, std::size_t i);
+inline constexpr char32_t kReplacementRune = 0xFFFD;
 
 // Go %q of a string (strconv.Quote for the ASCII cases that occur here).
 std::string go_quote(std::string_view s);

@@ -9,6 +9,8 @@
 #include <string>
 #include <utility>
 
+#include "core/strings.hpp"
+
 namespace cni {
 
 namespace {
@@ -20,7 +22,6 @@ constexpr int kMaxRepeat = 1000;        // RE2's limit on {n,m}
 constexpr std::size_t kMaxProgram = 100'000;  // instructions, after repeats are unrolled
 constexpr int kMaxDepth = 1000;                // nested groups (Go limits its parse tree's height instead; see regexp.hpp)
 constexpr char32_t kMaxRune = 0x10FFFF;
-constexpr char32_t kReplacement = 0xFFFD;  // what an invalid byte of a text reads as
 
 struct Flags {
     bool fold = false;       // i
@@ -37,26 +38,6 @@ struct Node {
 };
 
 bool is_word(char32_t c) { return c < 0x80 && (std::isalnum(int(c)) || c == '_'); }
-
-// The rune at s[i] and its length in bytes, as Go's utf8.DecodeRuneInString reads it: a byte
-// that does not start a valid, shortest, non-surrogate sequence is U+FFFD, one byte long.
-std::pair<char32_t, std::size_t> decode(std::string_view s, std::size_t i) {
-    auto byte = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
-    unsigned b0 = byte(0);
-    if (b0 < 0x80) return {b0, 1};
-    std::size_t len = b0 >= 0xC2 && b0 <= 0xDF ? 2 : b0 >= 0xE0 && b0 <= 0xEF ? 3 : b0 >= 0xF0 && b0 <= 0xF4 ? 4 : 0;
-    if (len == 0) return {kReplacement, 1};
-    unsigned lo = b0 == 0xE0 ? 0xA0 : b0 == 0xF0 ? 0x90 : 0x80;  // no overlong forms
-    unsigned hi = b0 == 0xED ? 0x9F : b0 == 0xF4 ? 0x8F : 0xBF;  // no surrogates, nothing past U+10FFFF
-    if (byte(1) < lo || byte(1) > hi) return {kReplacement, 1};
-    char32_t r = b0 & (0x7F >> len);
-    for (std::size_t k = 1; k < len; ++k) {
-        unsigned b = byte(k);
-        if (b < 0x80 || b > 0xBF) return {kReplacement, 1};
-        r = (r << 6) | (b & 0x3F);
-    }
-    return {r, len};
-}
 
 // --- Rune sets -----------------------------------------------------------------------------
 
@@ -321,8 +302,8 @@ private:
     // The rune at pos_, which moves past it. A pattern that is not UTF-8 is refused there, and
     // the error shows the rest of what was being read, up to `end` (as Go's does).
     Result<char32_t> next_rune(std::size_t end = std::string_view::npos) {
-        auto [r, len] = decode(re_, pos_);
-        if (r == kReplacement && len == 1) return error("invalid UTF-8", re_.substr(pos_, end - std::min(end, pos_)));
+        auto [r, len] = decode_rune(re_, pos_);
+        if (r == kReplacementRune && len == 1) return error("invalid UTF-8", re_.substr(pos_, end - std::min(end, pos_)));
         pos_ += len;
         return r;
     }
@@ -846,7 +827,7 @@ bool Regexp::search(std::string_view text) const {
         if (add(next, 0, at)) return true;
         if (at == text.size()) return false;
         current.swap(next);
-        auto [rune, len] = decode(text, at);
+        auto [rune, len] = decode_rune(text, at);
         last = rune;
         at += len;
     }

@@ -3,6 +3,7 @@
 #include "core/cni/json.hpp"
 
 #include "core/cni/json_syntax.hpp"
+#include "core/strings.hpp"
 
 #include <rapidjson/error/error.h>
 #include <rapidjson/memorystream.h>
@@ -366,22 +367,6 @@ void set(Value& obj, std::string_view key, Value v, Alloc& a) { obj.AddMember(st
 // ---- output ----------------------------------------------------------------------------------
 namespace {
 
-// The length of the valid UTF-8 sequence `s` starts with (Go's utf8.DecodeRune rules: no
-// overlong forms, no surrogates, nothing past U+10FFFF), or 0.
-std::size_t utf8_sequence_length(std::string_view s) {
-    auto at = [&](std::size_t k) { return k < s.size() ? static_cast<unsigned char>(s[k]) : 0u; };
-    auto cont = [&](std::size_t k, unsigned lo = 0x80, unsigned hi = 0xbf) { return at(k) >= lo && at(k) <= hi; };
-    unsigned c = at(0);
-    if (c >= 0xc2 && c <= 0xdf) return cont(1) ? 2 : 0;
-    if (c == 0xe0) return cont(1, 0xa0) && cont(2) ? 3 : 0;
-    if (c == 0xed) return cont(1, 0x80, 0x9f) && cont(2) ? 3 : 0;
-    if (c >= 0xe1 && c <= 0xef) return cont(1) && cont(2) ? 3 : 0;
-    if (c == 0xf0) return cont(1, 0x90) && cont(2) && cont(3) ? 4 : 0;
-    if (c >= 0xf1 && c <= 0xf3) return cont(1) && cont(2) && cont(3) ? 4 : 0;
-    if (c == 0xf4) return cont(1, 0x80, 0x8f) && cont(2) && cont(3) ? 4 : 0;
-    return 0;
-}
-
 void write_string(std::string& out, std::string_view s) {
     static const char* hex = "0123456789abcdef";
     out += '"';
@@ -423,8 +408,8 @@ void write_string(std::string& out, std::string_view s) {
         }
         // Go's decoder turns each byte that does not start a valid UTF-8 sequence into U+FFFD
         // (lone surrogates included), so its output never carries invalid UTF-8; neither does ours.
-        std::size_t n = utf8_sequence_length(s.substr(i));
-        if (n == 0) {
+        auto [rune, n] = decode_rune(s, i);
+        if (rune == kReplacementRune && n == 1) {
             out += "\xEF\xBF\xBD";
             continue;
         }
