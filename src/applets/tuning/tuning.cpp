@@ -270,13 +270,12 @@ Result<CniResult> tuning_add(const Context& ctx) {
         if (c.allmulti) orig.allmulti = (link->flags & IFF_ALLMULTI) != 0;
         if (c.txqlen) orig.txqlen = link->txqlen;
     }
-    std::string backup = backup_path(c, r);
     Rollback undo;
     if (c.changes_link() || !files.empty()) {
         CNI_TRY(save_backup(c, r, orig));
         undo.push([&] {
             (void)restore(sock, r.ifname, orig);
-            ::unlink(backup.c_str());
+            if (auto dir = os::Dir::open(c.data_dir)) dir->remove(backup_name(r));  // never through a link
         });
     }
     for (auto& [path, value] : files) CNI_TRY(os::net_sysctl_set(path, value));
