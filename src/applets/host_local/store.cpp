@@ -54,12 +54,11 @@ std::string join(std::string a, std::string_view b) {
 // A reservation, last_reserved_ip or the index: a regular file in the directory, never read
 // through a link (a planted one to /etc/shadow is not an owner), at most 1 MiB.
 Result<std::string> Store::read_small(const std::string& name, ino_t* ino) const {
-    os::UniqueFd fd(::openat(dir_.fd(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-    if (!fd) return os::sys_fail("open", dir_.path_of(name));
+    os::UniqueFd fd = dir_.open_regular(name, O_RDONLY);
+    if (!fd) return dir_.open_failed(name, errno);
     std::string out;
     struct stat st{};
     if (::fstat(fd.get(), &st) != 0) return os::sys_fail("stat", dir_.path_of(name));
-    if (!S_ISREG(st.st_mode)) return fail("open " + dir_.path_of(name) + ": not a regular file");
     if (ino) *ino = st.st_ino;
     out.reserve(std::size_t(std::clamp<off_t>(st.st_size, 0, 1 << 20)));  // one allocation for the index
     char buf[4096];
@@ -251,9 +250,9 @@ std::size_t Store::count_taken_between(const IpAddr& first, const IpAddr& last) 
 
 Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index) {
     const std::string name = ip.str(), path = dir_.path_of(name);
-    os::UniqueFd fd(::openat(dir_.fd(), name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    os::UniqueFd fd = dir_.open_regular(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (!fd) {
-        if (errno != EEXIST) return os::sys_fail("open", path);
+        if (errno != EEXIST) return dir_.open_failed(name, errno);
         Entry e{ip, 0, {}};
         if (auto content = read_small(name, &e.ino)) e.owner = keep_owner(std::move(*content));
         put(e);
