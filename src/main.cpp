@@ -4,6 +4,7 @@
 // install. Everything CNI happens in run_cni (dispatch.cpp).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -52,12 +53,43 @@ void print_usage(std::FILE* f) {
                f);
 }
 
+// `text` wrapped at 100 columns, keeping its own line breaks.
+void print_wrapped(std::string_view text) {
+    while (!text.empty()) {
+        auto line = text.substr(0, text.find('\n'));
+        text.remove_prefix(std::min(text.size(), line.size() + 1));
+        while (line.size() > 100) {
+            auto cut = line.rfind(' ', 100);
+            if (cut == std::string_view::npos || cut == 0) break;
+            std::printf("%.*s\n", int(cut), line.data());
+            line.remove_prefix(cut + 1);
+        }
+        std::printf("%.*s\n", int(line.size()), line.data());
+    }
+}
+
 void print_applet_help(const cni::Applet& a) {
     std::printf("%.*s (%.*s): %.*s\n", int(a.name.size()), a.name.data(), int(kind_name(a.kind).size()),
                 kind_name(a.kind).data(), int(a.summary.size()), a.summary.data());
     std::string versions;
     for (auto v : a.versions) versions += (versions.empty() ? "" : ", ") + std::string(v);
-    std::printf("CNI versions: %s\n\n%.*s\n", versions.c_str(), int(a.help.size()), a.help.data());
+    std::printf("CNI versions: %s\n", versions.c_str());
+    if (!a.keys.empty()) {
+        std::printf(a.kind == cni::AppletKind::ipam ? "\nKeys of the \"ipam\" object (besides type):\n"
+                                                     : "\nKeys (besides cniVersion, name, type, ipam, dns, runtimeConfig, prevResult):\n");
+        std::size_t key_width = 0, type_width = 0;
+        for (const auto& k : a.keys) {
+            key_width = std::max(key_width, k.key.size());
+            type_width = std::max(type_width, k.type.size());
+        }
+        for (const auto& k : a.keys)
+            std::printf("  %-*.*s  %-*.*s  %.*s\n", int(key_width), int(k.key.size()), k.key.data(), int(type_width),
+                        int(k.type.size()), k.type.data(), int(k.doc.size()), k.doc.data());
+    }
+    if (!a.help.empty()) {
+        std::printf("\n");
+        print_wrapped(a.help);
+    }
 }
 
 int unknown_applet(std::string_view name) {

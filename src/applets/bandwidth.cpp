@@ -30,27 +30,35 @@ namespace {
 constexpr std::string_view kBandwidthVersions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
 constexpr double kLatencyUsec = 25000;  // the TBF latency, 25 ms
 
-struct Limits {
+// The keys, read at the top level and from runtimeConfig.bandwidth (Go's BandwidthEntry).
+struct BandwidthEntry {
     std::uint64_t ingress_rate = 0, ingress_burst = 0, egress_rate = 0, egress_burst = 0;
+    std::vector<std::string> unshaped_subnets, shaped_subnets;
+};
+
+constexpr std::array kBandwidthKeys{
+    key<&BandwidthEntry::ingress_rate>("ingressRate", "bits per second into the container; 0: not shaped"),
+    key<&BandwidthEntry::ingress_burst>("ingressBurst", "bits the ingress bucket holds"),
+    key<&BandwidthEntry::egress_rate>("egressRate", "bits per second from the container; 0: not shaped"),
+    key<&BandwidthEntry::egress_burst>("egressBurst", "bits the egress bucket holds"),
+    key<&BandwidthEntry::unshaped_subnets>("unshapedSubnets", "CIDRs exempted from shaping"),
+    key<&BandwidthEntry::shaped_subnets>("shapedSubnets", "the only CIDRs shaped (not with unshapedSubnets)"),
 };
 
 struct BandwidthConf {
     NetConf net;
-    Limits limits;
+    BandwidthEntry limits;
     std::vector<IpNet> subnets;  // from unshapedSubnets or shapedSubnets
     bool subnets_shaped = false;
 };
 
-// unshapedSubnets / shapedSubnets of one object: at most one of them, every entry a CIDR.
-Status decode_subnets(const json::Value& obj, const json::Where& w, BandwidthConf& c) {
-    std::vector<std::string> unshaped, shaped;
-    CNI_TRY(json::field(obj, "unshapedSubnets", unshaped, w));
-    CNI_TRY(json::field(obj, "shapedSubnets", shaped, w));
-    if (!unshaped.empty() && !shaped.empty())
+// unshapedSubnets / shapedSubnets of one entry: at most one of them, every entry a CIDR.
+Status take_subnets(const BandwidthEntry& e, BandwidthConf& c) {
+    if (!e.unshaped_subnets.empty() && !e.shaped_subnets.empty())
         return fail("unshapedSubnets and shapedSubnets cannot be both specified, one of them should be discarded");
-    c.subnets_shaped = !shaped.empty();
+    c.subnets_shaped = !e.shaped_subnets.empty();
     c.subnets.clear();
-    for (auto& text : c.subnets_shaped ? shaped : unshaped) {
+    for (auto& text : c.subnets_shaped ? e.shaped_subnets : e.unshaped_subnets) {
         auto net = IpNet::parse(text);
         if (!net) return fail(std::string("bad subnet \"") + text + "\" provided in " + (c.subnets_shaped ? "shapedSubnets" : "unshapedSubnets"));
         c.subnets.push_back(*net);
@@ -58,17 +66,11 @@ Status decode_subnets(const json::Value& obj, const json::Where& w, BandwidthCon
     return {};
 }
 
-Status decode_limits(const json::Value& obj, const json::Where& w, Limits& out, bool* any = nullptr) {
-    struct Key {
-        const char* name;
-        std::uint64_t* field;
-    } keys[] = {{"ingressRate", &out.ingress_rate}, {"ingressBurst", &out.ingress_burst},
-                {"egressRate", &out.egress_rate}, {"egressBurst", &out.egress_burst}};
-    for (auto& k : keys) {
-        if (any && json::find(obj, k.name)) *any = true;
-        CNI_TRY(json::field(obj, k.name, *k.field, w));
-    }
-    return {};
+// Whether `obj` names a limit (even as null): then runtimeConfig's limits are not looked at.
+bool names_a_limit(const json::Value& obj) {
+    for (auto name : {"ingressRate", "ingressBurst", "egressRate", "egressBurst"})
+        if (json::find(obj, name)) return true;
+    return false;
 }
 
 Status validate(std::uint64_t rate, std::uint64_t burst) {
@@ -83,16 +85,23 @@ Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
     BandwidthConf c;
     c.net = std::move(nc);
     const json::Where& w = c.net.where;
-    bool top_level = false;
-    CNI_TRY(decode_limits(c.net.root(), w, c.limits, &top_level));
-    CNI_TRY(decode_subnets(c.net.root(), w, c));
+    BandwidthEntry top;
+    CNI_TRY(read_keys(c.net.root(), kBandwidthKeys, top, w));
+    c.limits = top;
+    CNI_TRY(take_subnets(top, c));
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
                                                    R"(struct { Bandwidth *main.BandwidthEntry "json:\"bandwidth,omitempty\"" })"));
     CNI_TRY_ASSIGN(auto bw, json::struct_member(rc.object, "bandwidth", rc.inner, "main.BandwidthEntry"));
     if (bw) {
-        json::Where wb = rc.inner.at("bandwidth").in("BandwidthEntry");
-        if (!top_level) CNI_TRY(decode_limits(*bw, wb, c.limits));
-        if (c.subnets.empty()) CNI_TRY(decode_subnets(*bw, wb, c));
+        BandwidthEntry runtime;
+        CNI_TRY(read_keys(*bw, kBandwidthKeys, runtime, rc.inner.at("bandwidth").in("BandwidthEntry")));
+        if (!names_a_limit(c.net.root())) {
+            c.limits.ingress_rate = runtime.ingress_rate;
+            c.limits.ingress_burst = runtime.ingress_burst;
+            c.limits.egress_rate = runtime.egress_rate;
+            c.limits.egress_burst = runtime.egress_burst;
+        }
+        if (c.subnets.empty()) CNI_TRY(take_subnets(runtime, c));
     }
     CNI_TRY(validate(c.limits.ingress_rate, c.limits.ingress_burst));
     CNI_TRY(validate(c.limits.egress_rate, c.limits.egress_burst));
@@ -149,7 +158,7 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
     const Request& r = ctx.req;
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
-    const Limits& l = c.limits;
+    const BandwidthEntry& l = c.limits;
     if (!l.ingress_rate && !l.egress_rate) return *prev ? std::move(**prev) : CniResult{};
     if (!*prev) return fail("must be called as chained plugin");
     CniResult result = std::move(**prev);
@@ -188,7 +197,7 @@ Status bandwidth_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "must be called as chained plugin"));
-    const Limits& l = c.limits;
+    const BandwidthEntry& l = c.limits;
     if (!l.ingress_rate && !l.egress_rate) return {};
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto veth, host_veth(host, prev, ctx));
@@ -224,15 +233,17 @@ Status bandwidth_check(const Context& ctx) {
     return {};
 }
 
+constexpr auto kBandwidthKeyDocs = docs_of(kBandwidthKeys);
+
 }  // namespace
 
 extern const Applet bandwidth_applet{
     .name = "bandwidth",
     .kind = AppletKind::meta,
     .summary = "rate-limit the container's traffic with TBF on its host veth and an IFB (chained)",
-    .help = "Keys: ingressRate, ingressBurst, egressRate, egressBurst (bits per second, bits); runtimeConfig bandwidth "
-            "when none of them is set; unshapedSubnets or shapedSubnets (CIDRs exempted from shaping, or the only ones "
-            "shaped). Needs prevResult from a veth-based plugin (bridge, ptp).",
+    .keys = kBandwidthKeyDocs,
+    .help = "The limits may instead come from runtimeConfig bandwidth (the same keys) when none is set at the top level. "
+            "Needs prevResult from a veth-based plugin (bridge, ptp).",
     .versions = kBandwidthVersions,
     .add = bandwidth_add,
     .del = bandwidth_del,

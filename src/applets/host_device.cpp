@@ -33,7 +33,6 @@ struct HostDeviceConf {
     NetConf net;
     std::string device, hwaddr, kernelpath, pci_bus_id, aux_device;
     bool dpdk = false;
-    Dns dns;
 };
 
 bool exists(const std::string& path) {
@@ -61,18 +60,18 @@ std::string pci_driver(const std::string& address) {
     return target.substr(target.rfind('/') + 1);
 }
 
+constexpr std::array kHostDeviceKeys{
+    key<&HostDeviceConf::device>("device", "the host link's name"),
+    key<&HostDeviceConf::hwaddr>("hwaddr", "the host link's MAC"),
+    key<&HostDeviceConf::kernelpath>("kernelpath", "the device's /sys/devices/... path"),
+    key<&HostDeviceConf::pci_bus_id>("pciBusID", "the PCI address (also runtimeConfig deviceID, PCI or auxiliary)"),
+    key<&HostDeviceConf::dpdk>("DPDKMode", "set from the PCI device's driver; a DPDK-bound device is only named, not moved"),
+};
+
 Result<HostDeviceConf> parse_host_device_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    HostDeviceConf c;
-    c.net = std::move(nc);
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kHostDeviceKeys));
     const json::Value& root = c.net.root();
     const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "device", c.device, w));
-    CNI_TRY(json::field(root, "hwaddr", c.hwaddr, w));
-    CNI_TRY(json::field(root, "kernelpath", c.kernelpath, w));
-    CNI_TRY(json::field(root, "pciBusID", c.pci_bus_id, w));
-    CNI_TRY(json::field(root, "DPDKMode", c.dpdk, w));
-    c.dns = c.net.dns;
     std::string device_id;
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", w,
                                                    R"(struct { DeviceID string "json:\"deviceID,omitempty\"" })"));
@@ -204,7 +203,7 @@ Result<CniResult> host_device_add(const Context& ctx) {
         for (auto& ip : result.ips) ip.interface = 0;
         CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
     }
-    result.dns = c.dns;
+    result.dns = c.net.dns;
     undo.dismiss();
     return result;
 }
@@ -244,9 +243,7 @@ Status host_device_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
-constexpr std::string_view kHelp = R"(Moves an existing host link into the container, renamed CNI_IFNAME.
-Keys: device, hwaddr, kernelpath (/sys/devices/...), pciBusID, runtimeConfig deviceID (PCI or
-auxiliary device), ipam (optional), dns. DPDK-bound PCI devices are only named, not moved.)";
+constexpr auto kHostDeviceKeysDocs = docs_of(kHostDeviceKeys);
 
 }  // namespace
 
@@ -254,7 +251,9 @@ extern const Applet host_device_applet{
     .name = "host-device",
     .kind = AppletKind::main,
     .summary = "move an existing host link into the container",
-    .help = kHelp,
+    .keys = kHostDeviceKeysDocs,
+    .help = "Moves an existing host link (one of the keys names it) into the container, renamed CNI_IFNAME. ipam is "
+            "optional; dns replaces the result's.",
     .versions = kAllVersions,
     .add = host_device_add,
     .del = host_device_del,

@@ -10,6 +10,7 @@
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/key_docs.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
@@ -27,22 +28,19 @@ struct IpvlanConf {
     std::int64_t mtu = 0;
     bool link_in_container = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
-    Dns dns;
     std::optional<CniResult> prev;
 };
 
+constexpr std::array kIpvlanKeys{
+    key<&IpvlanConf::master>("master", "the host link to attach to; default: a chained prevResult's single interface, else the default route's link"),
+    key<&IpvlanConf::mode_name>("mode", "l2 (the default), l3 or l3s"),
+    key<&IpvlanConf::mtu>("mtu", iface::kChildMtuDoc),
+    key<&IpvlanConf::link_in_container>("linkInContainer", iface::kLinkInContainerDoc),
+    key<&IpvlanConf::skip_ipv6_link_local>("skipIPv6LinkLocal", iface::kSkipIpv6LinkLocalDoc),
+};
+
 Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    IpvlanConf c;
-    c.net = std::move(nc);
-    const json::Value& root = c.net.root();
-    const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "master", c.master, w));
-    CNI_TRY(json::field(root, "mode", c.mode_name, w));
-    CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
-    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
-    c.dns = c.net.dns;
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kIpvlanKeys));
     c.mode = nl::ipvlan_mode_from_name(c.mode_name);
     auto prev = parse_prev_result(c.net);
     if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
@@ -99,7 +97,7 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
     result.interfaces = {entry};
     if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
     CNI_TRY(iface::configure_child(container, ns, link, result, true));
-    result.dns = c.dns;
+    result.dns = c.net.dns;
     undo.dismiss();
     return result;
 }
@@ -132,15 +130,16 @@ Status ipvlan_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
+constexpr auto kIpvlanKeyDocs = docs_of(kIpvlanKeys);
+
 }  // namespace
 
 extern const Applet ipvlan_applet{
     .name = "ipvlan",
     .kind = AppletKind::main,
     .summary = "an ipvlan child of a host link in the container",
-    .help = "Keys: master (default: a chained prevResult's single interface, else the default route's link),\n"
-            "mode (l2|l3|l3s), mtu, linkInContainer, ipam (or the IPs of a prevResult), dns,\n"
-            "skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result).",
+    .keys = kIpvlanKeyDocs,
+    .help = "Addresses come from ipam, or from a chained prevResult's IPs. dns replaces the result's.",
     .versions = kAllVersions,
     .add = ipvlan_add,
     .del = ipvlan_del,

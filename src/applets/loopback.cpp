@@ -81,7 +81,8 @@ extern const Applet loopback_applet{
     .name = "loopback",
     .kind = AppletKind::main,
     .summary = "bring up the loopback interface in the container",
-    .help = "No keys. Sets lo up in CNI_NETNS (CNI_IFNAME is ignored); DEL sets it down.\n"
+    .keys = {},
+    .help = "Sets lo up in CNI_NETNS (CNI_IFNAME is ignored); DEL sets it down.\n"
             "A prevResult is passed through unchanged.",
     .versions = kAllVersions,
     .add = loopback_add,

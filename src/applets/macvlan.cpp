@@ -2,15 +2,15 @@
 // macvlan (docs/compatibility.md: macvlan): a macvlan child of `master` (default: the link of the
 // default route, looked up in the host namespace or, with linkInContainer, the container's),
 // created under a temporary vethXXXXXXXX name directly in the container namespace, then renamed to
-// CNI_IFNAME. Keys: master, mode (bridge|private|vepa|passthru), mtu (0..master MTU), mac (then
-// CNI_ARGS MAC, then runtimeConfig mac), linkInContainer, bcqueuelen, skipIPv6LinkLocal, ipam
-// (optional: L2 when absent), dns (always replaces the result's). A failed ADD deletes the link and
+// CNI_IFNAME (the keys: kMacvlanKeys; ipam is optional, L2 when absent; dns always replaces the
+// result's). A failed ADD deletes the link and
 // releases the IPAM allocation; DEL needs neither the master nor the netns.
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/key_docs.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/net/mac.hpp"
@@ -31,25 +31,22 @@ struct MacvlanConf {
     bool link_in_container = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     std::uint32_t bc_queue_len = 0;
-    Dns dns;
+};
+
+constexpr std::array kMacvlanKeys{
+    key<&MacvlanConf::master>("master", iface::kMasterDoc),
+    key<&MacvlanConf::mode_name>("mode", "bridge (the default), private, vepa or passthru"),
+    key<&MacvlanConf::mtu>("mtu", iface::kChildMtuDoc),
+    key<&MacvlanConf::mac>("mac", iface::kMacDoc),
+    key<&MacvlanConf::link_in_container>("linkInContainer", iface::kLinkInContainerDoc),
+    key<&MacvlanConf::skip_ipv6_link_local>("skipIPv6LinkLocal", iface::kSkipIpv6LinkLocalDoc),
+    key<&MacvlanConf::bc_queue_len>("bcqueuelen", "the broadcast queue length; 0: the kernel's"),
 };
 
 Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    MacvlanConf c;
-    c.net = std::move(nc);
-    const json::Value& root = c.net.root();
-    const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "master", c.master, w));
-    CNI_TRY(json::field(root, "mode", c.mode_name, w));
-    CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(json::field(root, "mac", c.mac, w));
-    CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
-    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
-    CNI_TRY(json::field(root, "bcqueuelen", c.bc_queue_len, w));
-    c.dns = c.net.dns;
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kMacvlanKeys));
     c.mode = nl::macvlan_mode_from_name(c.mode_name);
-    CNI_TRY_ASSIGN(c.mac, layered_mac(req.args, c.net, w, std::move(c.mac)));
+    CNI_TRY_ASSIGN(c.mac, layered_mac(req.args, c.net, c.net.where, std::move(c.mac)));
     return c;
 }
 
@@ -95,7 +92,7 @@ Result<CniResult> macvlan_add(const Context& ctx) {
     } else {
         CNI_TRY(nl::set_link_up(container, link, true));
     }
-    result.dns = c.dns;  // the reference always replaces it, even with an empty one
+    result.dns = c.net.dns;  // the reference always replaces it, even with an empty one
     undo.dismiss();
     return result;
 }
@@ -130,11 +127,7 @@ Status macvlan_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
-constexpr std::string_view kHelp = R"(A macvlan child of a host link, moved into the container.
-Keys: master (default: the default route's link), mode (bridge|private|vepa|passthru), mtu,
-mac (then CNI_ARGS MAC, then runtimeConfig mac), linkInContainer, bcqueuelen, ipam (optional),
-skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result),
-dns (always replaces the IPAM result's).)";
+constexpr auto kMacvlanKeyDocs = docs_of(kMacvlanKeys);
 
 }  // namespace
 
@@ -142,7 +135,8 @@ extern const Applet macvlan_applet{
     .name = "macvlan",
     .kind = AppletKind::main,
     .summary = "a macvlan child of a host link in the container",
-    .help = kHelp,
+    .keys = kMacvlanKeyDocs,
+    .help = "Needs ipam, or creates the link without addresses (L2). dns always replaces the IPAM result's.",
     .versions = kAllVersions,
     .add = macvlan_add,
     .del = macvlan_del,

@@ -2,8 +2,7 @@
 // ptp (docs/compatibility.md: ptp): a veth pair per container with point-to-point routing. IPAM
 // runs first; in the container each address gets a /32 (/128) link route to its gateway and its
 // subnet via that gateway; on the host the veth carries the gateway as /32 (/128) and a host route
-// to the container's address; optional ipMasq. Keys: ipMasq, ipMasqBackend, mtu, ipam (required),
-// dns, skipIPv6LinkLocal. A failed ADD undoes everything (link, rules, IPAM allocation). DEL is
+// to the container's address; optional ipMasq. The keys are listed once, in kPtpKeys. A failed ADD undoes everything (link, rules, IPAM allocation). DEL is
 // idempotent: IPAM DEL, then the link if the namespace still exists, then the ipMasq rules by chain
 // name (the reference skips those when the link is gone and leaks them).
 #include "core/applet.hpp"
@@ -11,6 +10,7 @@
 #include "core/fw/ipmasq.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/key_docs.hpp"
 #include "core/iface/gc.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
@@ -26,22 +26,17 @@ struct PtpConf {
     bool ip_masq = false;
     std::string ip_masq_backend;
     std::int64_t mtu = 0;
-    Dns dns;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
 };
 
-Result<PtpConf> parse_ptp_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    PtpConf c{std::move(nc), false, {}, 0, {}, false};
-    const json::Value& root = c.net.root();
-    const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
-    CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
-    CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
-    c.dns = c.net.dns;
-    return c;
-}
+constexpr std::array kPtpKeys{
+    key<&PtpConf::ip_masq>("ipMasq", "masquerade what the container sends off its subnet"),
+    key<&PtpConf::ip_masq_backend>("ipMasqBackend", "iptables or nftables; default: iptables unless only nf_tables is usable"),
+    key<&PtpConf::mtu>("mtu", "the veth MTU; 0: the kernel's"),
+    key<&PtpConf::skip_ipv6_link_local>("skipIPv6LinkLocal", iface::kSkipIpv6LinkLocalDoc),
+};
+
+Result<PtpConf> parse_ptp_conf(const Request& req) { return load_config(req.config, kPtpKeys); }
 
 IpNet host_prefix(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
 
@@ -118,7 +113,7 @@ Result<CniResult> ptp_add(const Context& ctx) {
         undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
         CNI_TRY(fw::setup_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, owner));
     }
-    if (!c.dns.empty()) result.dns = c.dns;
+    if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
     return result;
 }
@@ -164,10 +159,7 @@ Status ptp_gc(const Context& ctx) {
     return iface::gc_masquerade_and_ipam(ctx, c.net, c.ip_masq);
 }
 
-constexpr std::string_view kHelp = R"(A veth pair with point-to-point routing: the container routes its subnet via the
-gateway, the host veth holds the gateway as /32 (/128) and a host route to the container.
-Keys: ipam (required), mtu, ipMasq, ipMasqBackend ("iptables" or "nftables"), dns,
-skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result).)";
+constexpr auto kPtpKeyDocs = docs_of(kPtpKeys);
 
 }  // namespace
 
@@ -175,7 +167,9 @@ extern const Applet ptp_applet{
     .name = "ptp",
     .kind = AppletKind::main,
     .summary = "veth pair with point-to-point routing to the host",
-    .help = kHelp,
+    .keys = kPtpKeyDocs,
+    .help = "Needs ipam. The container routes its subnet via the gateway; the host veth holds the gateway as /32 "
+            "(/128) and a host route to the container. dns replaces the IPAM result's.",
     .versions = kAllVersions,
     .add = ptp_add,
     .del = ptp_del,

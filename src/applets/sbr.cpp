@@ -39,17 +39,18 @@ struct SbrConf {
     std::optional<std::int64_t> table;  // a Go int; ADD refuses one that is no kernel table id
     std::optional<IpAddr> gw4, gw6;  // `gateways`
     bool add_source_hints = false;
+    std::vector<std::string> gateways;  // as written; parsed into gw4, gw6
+};
+
+constexpr std::array kSbrKeys{
+    key<&SbrConf::table>("table", "only add \"from <ip> lookup <table>\" rules to this table"),
+    key<&SbrConf::add_source_hints>("addSourceHints", "routes in the new tables name the source address"),
+    key<&SbrConf::gateways>("gateways", "[IPv4, IPv6]: the default gateways of the new tables"),
 };
 
 Result<SbrConf> parse_sbr_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "PluginConf", kParseNetworkConf));
-    SbrConf c;
-    c.net = std::move(nc);
-    const json::Where& w = c.net.where;
-    CNI_TRY(json::field(c.net.root(), "table", c.table, w));
-    CNI_TRY(json::field(c.net.root(), "addSourceHints", c.add_source_hints, w));
-    std::vector<std::string> gateways;
-    CNI_TRY(json::field(c.net.root(), "gateways", gateways, w));
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kSbrKeys, "PluginConf", kParseNetworkConf));
+    const auto& gateways = c.gateways;
     if (gateways.size() > 2) return fail("gateways list cannot contain more than 2 entries (one IPv4, one IPv6)");
     for (auto& g : gateways) {
         auto ip = IpAddr::parse(g);
@@ -255,14 +256,16 @@ Status sbr_check(const Context& ctx) {
     return {};
 }
 
+constexpr auto kSbrKeysDocs = docs_of(kSbrKeys);
+
 }  // namespace
 
 extern const Applet sbr_applet{
     .name = "sbr",
     .kind = AppletKind::meta,
     .summary = "source-based routing tables for the container interface (chained)",
-    .help = "Keys: table (only add \"from <ip> lookup <table>\" rules), gateways ([IPv4, IPv6] default gateways "
-            "for the new tables), addSourceHints. Needs prevResult. Tables are chosen from 100 up.",
+    .keys = kSbrKeysDocs,
+    .help = "Needs prevResult. Tables are chosen from 100 up.",
     .versions = kAllVersions,
     .add = sbr_add,
     .del = sbr_del,

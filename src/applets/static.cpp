@@ -25,13 +25,30 @@ struct StaticConf {
     Dns dns;
 };
 
-Status decode_address(const json::Value& v, StaticAddress& out, const json::Where& w) {
+Status decode(const json::Value& v, StaticAddress& out, const json::Where& w) {
     CNI_TRY(json::expect_object(v, w, "main.Address"));
     auto aw = w.in("Address");
     CNI_TRY(json::field(v, "address", out.text, aw));
     CNI_TRY(json::field(v, "gateway", out.gateway, aw));
     return {};
 }
+
+}  // namespace
+}  // namespace cni
+
+template <>
+struct cni::json::GoName<std::vector<cni::StaticAddress>> {
+    static constexpr std::string_view value = "[]main.Address";
+};
+
+namespace cni {
+namespace {
+
+constexpr std::array kStaticKeys{
+    key<&StaticConf::addresses>("addresses", "[{\"address\": CIDR, \"gateway\": IP}]"),
+    key_with<&StaticConf::routes, decode_routes>("routes", "[]*types.Route", "[{\"dst\": CIDR, \"gw\": IP}]"),
+    key_with<&StaticConf::dns, decode_dns>("dns", "types.DNS", "{nameservers, domain, search, options}"),
+};
 
 // The reference's message for each place a CIDR can come from.
 Result<IpNet> parse_cidr(std::string_view text, std::string_view field) {
@@ -63,16 +80,7 @@ Result<StaticConf> parse_static_conf(const Request& req) {
     if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
     CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "main.IPAMConfig"));
     auto iw = top.at("ipam").in("IPAMConfig");
-    if (const auto* addrs = json::find(*ipam, "addresses"); addrs && !addrs->IsNull()) {
-        if (!addrs->IsArray()) return std::unexpected(json::type_error(*addrs, iw.at("addresses"), "[]main.Address"));
-        for (const auto& e : addrs->GetArray()) {
-            StaticAddress a;
-            CNI_TRY(decode_address(e, a, iw.at("addresses")));
-            c.addresses.push_back(std::move(a));
-        }
-    }
-    if (const auto* routes = json::find(*ipam, "routes")) CNI_TRY(decode_routes(*routes, c.routes, iw.at("routes")));
-    if (const auto* dns = json::find(*ipam, "dns"); dns && !dns->IsNull()) CNI_TRY(decode_dns(*dns, c.dns, iw.at("dns")));
+    CNI_TRY(read_keys(*ipam, kStaticKeys, c, iw));
 
     std::string env_ip, env_gw;
     CniArgField fields[] = {
@@ -137,10 +145,7 @@ Status static_check(const Context& ctx) {
     return {};
 }
 
-constexpr std::string_view kHelp = R"(Returns fixed addresses; no state.
-ipam keys: addresses [{address: CIDR, gateway}], routes, dns {nameservers, domain, search, options}.
-CNI_ARGS IP=cidr[,cidr] appends, GATEWAY=ip[,ip] sets the gateway of the addresses containing it;
-args.cni.ips and runtimeConfig ips (CIDRs) replace the addresses.)";
+constexpr auto kStaticKeyDocs = docs_of(kStaticKeys);
 
 }  // namespace
 
@@ -148,7 +153,9 @@ extern const Applet static_applet{
     .name = "static",
     .kind = AppletKind::ipam,
     .summary = "return statically configured addresses",
-    .help = kHelp,
+    .keys = kStaticKeyDocs,
+    .help = "Returns fixed addresses; no state. CNI_ARGS IP=cidr[,cidr] appends, GATEWAY=ip[,ip] sets the gateway of the "
+            "addresses containing it; args.cni.ips and runtimeConfig ips (CIDRs) replace the addresses.",
     .versions = kAllVersions,
     .add = static_add,
     .check = static_check,

@@ -13,6 +13,7 @@
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/key_docs.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/net/mac.hpp"
@@ -32,24 +33,21 @@ struct TapConf {
     std::optional<std::uint32_t> owner, group;
     std::string bridge;
     std::string selinux_context;  // the SELinux label of the process that creates the device
-    Dns dns;
+};
+
+constexpr std::array kTapKeys{
+    key<&TapConf::multi_queue>("multiQueue", "a multi-queue tap"),
+    key<&TapConf::mtu>("mtu", "the device's MTU; 0: the kernel's"),
+    key<&TapConf::mac>("mac", iface::kMacDoc),
+    key<&TapConf::owner>("owner", "the uid that may open the device"),
+    key<&TapConf::group>("group", "the gid that may open the device"),
+    key<&TapConf::bridge>("bridge", "a bridge in the container to enslave the tap to"),
+    key<&TapConf::selinux_context>("selinuxContext", "the SELinux label `ip tuntap add` (from PATH) runs under to make the device"),
 };
 
 Result<TapConf> parse_tap_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    TapConf c;
-    c.net = std::move(nc);
-    const json::Value& root = c.net.root();
-    const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "multiQueue", c.multi_queue, w));
-    CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(json::field(root, "mac", c.mac, w));
-    CNI_TRY(json::field(root, "owner", c.owner, w));
-    CNI_TRY(json::field(root, "group", c.group, w));
-    CNI_TRY(json::field(root, "bridge", c.bridge, w));
-    c.dns = c.net.dns;
-    CNI_TRY(json::field(root, "selinuxContext", c.selinux_context, w));
-    CNI_TRY_ASSIGN(c.mac, layered_mac(req.args, c.net, w, std::move(c.mac)));
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kTapKeys));
+    CNI_TRY_ASSIGN(c.mac, layered_mac(req.args, c.net, c.net.where, std::move(c.mac)));
     return c;
 }
 
@@ -99,7 +97,7 @@ Result<CniResult> tap_add(const Context& ctx) {
         (void)nl::set_ipv4_conf(container, link, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
         CNI_TRY(iface::configure_iface(container, ns, link, result));
     }
-    if (!c.dns.empty()) result.dns = c.dns;
+    if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
     return result;
 }
@@ -127,10 +125,7 @@ Status tap_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
-constexpr std::string_view kHelp = R"(A persistent tap device in the container (for VM runtimes).
-Keys: multiQueue, mtu, mac (then CNI_ARGS MAC, then runtimeConfig mac), owner, group, bridge
-(in the container), selinuxContext (the device is made by `ip tuntap add` run under this
-SELinux label, found in PATH), ipam (optional), dns.)";
+constexpr auto kTapKeyDocs = docs_of(kTapKeys);
 
 }  // namespace
 
@@ -138,7 +133,8 @@ extern const Applet tap_applet{
     .name = "tap",
     .kind = AppletKind::main,
     .summary = "a persistent tap device in the container",
-    .help = kHelp,
+    .keys = kTapKeyDocs,
+    .help = "A persistent tap device, for VM runtimes. ipam is optional; dns replaces the result's.",
     .versions = kAllVersions,
     .add = tap_add,
     .del = tap_del,

@@ -9,6 +9,7 @@
 #include "core/iface/check.hpp"
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/key_docs.hpp"
 #include "core/iface/remove.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
@@ -24,21 +25,18 @@ struct VlanConf {
     std::int64_t mtu = 0;
     bool link_in_container = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
-    Dns dns;
+};
+
+constexpr std::array kVlanKeys{
+    key<&VlanConf::master>("master", "required: the host link the VLAN is made on"),
+    key<&VlanConf::vlan_id>("vlanId", "the 802.1Q tag, 0..4094"),
+    key<&VlanConf::mtu>("mtu", iface::kChildMtuDoc),
+    key<&VlanConf::link_in_container>("linkInContainer", iface::kLinkInContainerDoc),
+    key<&VlanConf::skip_ipv6_link_local>("skipIPv6LinkLocal", iface::kSkipIpv6LinkLocalDoc),
 };
 
 Result<VlanConf> parse_vlan_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    VlanConf c;
-    c.net = std::move(nc);
-    const json::Value& root = c.net.root();
-    const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "master", c.master, w));
-    CNI_TRY(json::field(root, "vlanId", c.vlan_id, w));
-    CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(json::field(root, "linkInContainer", c.link_in_container, w));
-    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
-    c.dns = c.net.dns;
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kVlanKeys));
     if (c.master.empty())
         return fail("\"master\" field is required. It specifies the host interface name to create the VLAN for.");
     if (c.vlan_id < 0 || c.vlan_id > 4094)
@@ -74,7 +72,7 @@ Result<CniResult> vlan_add(const Context& ctx) {
     result.routes = ipam_result->routes;
     if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
     CNI_TRY(iface::configure_child(container, ns, link, result, false));
-    result.dns = c.dns;
+    result.dns = c.net.dns;
     undo.dismiss();
     return result;
 }
@@ -107,14 +105,16 @@ Status vlan_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
+constexpr auto kVlanKeyDocs = docs_of(kVlanKeys);
+
 }  // namespace
 
 extern const Applet vlan_applet{
     .name = "vlan",
     .kind = AppletKind::main,
     .summary = "an 802.1Q child of a host link in the container",
-    .help = "Keys: master (required), vlanId (0..4094), mtu (0..master MTU), linkInContainer, ipam (required), dns,\n"
-            "skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result).",
+    .keys = kVlanKeyDocs,
+    .help = "Needs ipam. dns replaces the IPAM result's.",
     .versions = kAllVersions,
     .add = vlan_add,
     .del = vlan_del,

@@ -34,13 +34,13 @@ struct VrfConf {
     std::uint32_t table = 0;  // 0: pick one
 };
 
+constexpr std::array kVrfKeys{
+    key<&VrfConf::vrf_name>("vrfname", "required: the VRF, created if missing and removed with its last interface"),
+    key<&VrfConf::table>("table", "its routing table; 0: the lowest no other VRF uses"),
+};
+
 Result<VrfConf> parse_vrf_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "VRFNetConf"));
-    VrfConf c;
-    c.net = std::move(nc);
-    const json::Where& w = c.net.where;
-    CNI_TRY(json::field(c.net.root(), "vrfname", c.vrf_name, w));
-    CNI_TRY(json::field(c.net.root(), "table", c.table, w));
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kVrfKeys, "VRFNetConf"));
     if (c.vrf_name.empty()) return fail("configuration is expected to have a valid vrf name");
     return c;
 }
@@ -194,14 +194,16 @@ Status vrf_check(const Context& ctx) {
     return {};
 }
 
+constexpr auto kVrfKeysDocs = docs_of(kVrfKeys);
+
 }  // namespace
 
 extern const Applet vrf_applet{
     .name = "vrf",
     .kind = AppletKind::meta,
     .summary = "put the container interface into a VRF (chained)",
-    .help = "Keys: vrfname (required), table (0: the lowest table no other VRF uses). Needs prevResult. "
-            "The VRF is created if missing and removed with its last interface.",
+    .keys = kVrfKeysDocs,
+    .help = "Needs prevResult.",
     .versions = kVrfVersions,
     .add = vrf_add,
     .del = vrf_del,

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "core/cni/cni_result.hpp"
+#include "core/cni/config_keys.hpp"
 #include "core/cni/request.hpp"
 #include "core/cni/version.hpp"
 #include "core/os/netns.hpp"
@@ -51,7 +52,8 @@ struct Applet {
     std::string_view name;
     AppletKind kind;
     std::string_view summary;  // one line for --list
-    std::string_view help;     // keys and behaviour, for --help
+    std::span<const KeyDoc> keys;  // its own config keys (config_keys.hpp), listed by --help
+    std::string_view help;     // what else --help says: runtime config, behaviour
     VersionList versions;
     AddVerb add = nullptr;
     Verb del = nullptr;

@@ -4,6 +4,7 @@
 --version, unknown applets (exit 2 with the list), `cni-all install` (launchers, options, other
 installers' copies replacing one applet only), and the layout `meson install` lays down. No
 root needed."""
+import json
 import os
 import shutil
 import subprocess
@@ -46,6 +47,47 @@ def help_texts():
     check("rangeStart" in a.stdout and "CNI versions: 0.1.0" in a.stdout, a.stdout)
     b = cli("--help", argv0="/opt/cni/bin/static")
     check(b.stdout.startswith("static (ipam)"), b.stdout)
+
+
+def help_keys(applet):
+    """(key, type) of each line of the Keys table `<applet> --help` prints."""
+    text = cli(applet, "--help").stdout
+    if "\nKeys" not in text:
+        return []
+    table = text.split("\nKeys", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    return [tuple(line.split()[:2]) for line in table]
+
+
+@test
+def help_lists_exactly_the_keys_the_parser_reads():
+    """every key --help lists is one the applet decodes: given a value of the wrong JSON type, ADD
+    fails with Go's type error naming that key (the help table and the parser are one list)"""
+    listed, wrong_types = 0, []
+    for a in APPLETS:
+        keys = help_keys(a)
+        kind = cli(a, "--help").stdout.split("(", 1)[1].split(")", 1)[0]
+        for key, typ in keys:
+            wrong = 7 if typ == "bool" else True
+            conf = {"cniVersion": "1.0.0", "name": "keys-test", "type": a}
+            if kind == "ipam":
+                conf["ipam"] = {"type": a, key: wrong}
+            else:
+                conf[key] = wrong
+            env = {"PATH": "/usr/bin:/bin", "CNI_COMMAND": "ADD", "CNI_CONTAINERID": "keys-test",
+                   "CNI_NETNS": "/nonexistent/netns", "CNI_IFNAME": "eth0", "CNI_PATH": "/nonexistent"}
+            r = subprocess.run([CNI_ALL, a], input=json.dumps(conf), capture_output=True, text=True, env=env)
+            check(r.returncode != 0, f"{a} {key}: {r.stdout}")
+            msg = json.loads(r.stdout)["msg"]
+            check("cannot unmarshal" in msg and f".{key} of type " in msg, f"{a} {key}: {msg}")
+            if not msg.endswith(f".{key} of type {typ}"):
+                wrong_types.append(f"{a} {key} {typ}: {msg}")
+            listed += 1
+    eq(wrong_types, [])  # the help names each key's type as Go's errors do
+    check(listed >= 60, f"only {listed} keys listed")
+    # docs/applets/ is generated from the same help.
+    gen = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "applet-docs.py")
+    r = subprocess.run([sys.executable, gen, "--check", CNI_ALL], capture_output=True, text=True)
+    eq((r.returncode, r.stdout), (0, ""))
 
 
 @test

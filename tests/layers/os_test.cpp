@@ -160,7 +160,7 @@ TEST_CASE("run_verb opens CNI_NETNS once: a path recycled during the call still 
     other_ns_path = second.path;
     { std::ofstream(recycled_path).flush(); }
     REQUIRE(::mount(first.path.c_str(), recycled_path.c_str(), nullptr, MS_BIND, nullptr) == 0);
-    const Applet fake{.name = "fake", .kind = AppletKind::main, .summary = "", .help = "", .versions = kAllVersions,
+    const Applet fake{.name = "fake", .kind = AppletKind::main, .summary = "", .keys = {}, .help = "", .versions = kAllVersions,
                       .add = recycle_then_look, .check = [](const Context&) -> Status { return {}; }};
     auto env = [](std::string cmd, std::string netns) {
         return std::vector<std::string>{"CNI_COMMAND=" + cmd, "CNI_CONTAINERID=c1", "CNI_NETNS=" + netns, "CNI_IFNAME=eth0",

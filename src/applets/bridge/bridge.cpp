@@ -25,6 +25,7 @@
 #include "core/fw/ipmasq.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/key_docs.hpp"
 #include "core/iface/gc.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
@@ -56,33 +57,36 @@ struct BridgeConf {
     bool mac_spoof_check = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     std::string mac;  // container MAC, normalised
+    std::int64_t vlan = 0;  // the keys port_vlans_of reads into `vlans`
+    std::optional<std::vector<iface::VlanTrunk>> vlan_trunk;
+    bool preserve_default_vlan = false;  // false since containernetworking/plugins#1181 (2025); true before
     iface::PortVlans vlans;
-    Dns dns;
+};
+
+constexpr std::array kBridgeKeys{
+    key<&BridgeConf::bridge>("bridge", "the bridge's name, cni0 by default; created if missing"),  // "" stays: ADD refuses it, as Go does
+    key<&BridgeConf::is_gateway>("isGateway", "the bridge holds the gateway address of each IPAM range"),
+    key<&BridgeConf::is_default_gateway>("isDefaultGateway", "isGateway, and the container's default route goes through it"),
+    key<&BridgeConf::force_address>("forceAddress", "replace a bridge address of the same family instead of failing"),
+    key<&BridgeConf::ip_masq>("ipMasq", "masquerade what the container sends off its subnet"),
+    key<&BridgeConf::ip_masq_backend>("ipMasqBackend", "iptables or nftables; default: iptables unless only nf_tables is usable"),
+    key<&BridgeConf::mtu>("mtu", "the bridge and veth MTU; 0: the kernel's"),
+    key<&BridgeConf::hairpin>("hairpinMode", "the port reflects frames back to the container"),
+    key<&BridgeConf::promisc>("promiscMode", "the bridge is promiscuous"),
+    key<&BridgeConf::enable_dad>("enabledad", "IPv6 duplicate address detection on the container interface"),
+    key<&BridgeConf::disable_container_interface>("disableContainerInterface", "leave the container's veth down (no ipam then)"),
+    key<&BridgeConf::port_isolation>("portIsolation", "isolated ports: containers on the bridge cannot reach each other"),
+    key<&BridgeConf::skip_ipv6_link_local>("skipIPv6LinkLocal", iface::kSkipIpv6LinkLocalDoc),
+    key<&BridgeConf::vlan>("vlan", "the port's untagged VLAN (PVID), 0..4094; turns VLAN filtering on"),
+    key<&BridgeConf::vlan_trunk>("vlanTrunk", "tagged VLANs: [{\"minID\":M,\"maxID\":N} | {\"id\":I}], 1..4094"),
+    key<&BridgeConf::preserve_default_vlan>("preserveDefaultVlan", "keep the VLAN a port gets on joining (default false)"),
+    key<&BridgeConf::mac_spoof_check>("macspoofchk", "drop frames from the container whose source MAC is not its own (nftables)"),
 };
 
 Result<BridgeConf> parse_bridge_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
-    BridgeConf c;
-    c.net = std::move(nc);
-    const json::Value& root = c.net.root();
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kBridgeKeys));
     const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "bridge", c.bridge, w));  // an explicit "" stays: ADD refuses it, as Go does
-    CNI_TRY(json::field(root, "isGateway", c.is_gateway, w));
-    CNI_TRY(json::field(root, "isDefaultGateway", c.is_default_gateway, w));
-    CNI_TRY(json::field(root, "forceAddress", c.force_address, w));
-    CNI_TRY(json::field(root, "ipMasq", c.ip_masq, w));
-    CNI_TRY(json::field(root, "ipMasqBackend", c.ip_masq_backend, w));
-    CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(json::field(root, "hairpinMode", c.hairpin, w));
-    CNI_TRY(json::field(root, "promiscMode", c.promisc, w));
-    CNI_TRY(json::field(root, "enabledad", c.enable_dad, w));
-    CNI_TRY(json::field(root, "disableContainerInterface", c.disable_container_interface, w));
-    CNI_TRY(json::field(root, "portIsolation", c.port_isolation, w));
-    CNI_TRY(json::field(root, "skipIPv6LinkLocal", c.skip_ipv6_link_local, w));
-    c.dns = c.net.dns;
-
-    CNI_TRY_ASSIGN(c.vlans, iface::parse_port_vlans(c.net));
-    CNI_TRY(json::field(root, "macspoofchk", c.mac_spoof_check, w));
+    CNI_TRY_ASSIGN(c.vlans, iface::port_vlans_of(c.vlan, c.vlan_trunk, c.preserve_default_vlan));
     if (c.is_default_gateway) c.is_gateway = true;
 
     // The container MAC: runtimeConfig, else args.cni, else CNI_ARGS MAC.
@@ -327,7 +331,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
         else CNI_TRY(nl::set_link_up(container, veth.container, true));
         CNI_TRY(wait_port_up(host, watch ? &*watch : nullptr, veth.host));
     }
-    if (!c.dns.empty()) result.dns = c.dns;
+    if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
     return result;
 }
@@ -389,13 +393,7 @@ Status bridge_gc(const Context& ctx) {
     return iface::gc_masquerade_and_ipam(ctx, c.net, c.ip_masq);
 }
 
-constexpr std::string_view kHelp = R"(A host bridge (created if missing) with one veth per container.
-Keys: bridge (cni0), isGateway, isDefaultGateway, forceAddress, ipMasq, ipMasqBackend (iptables|nftables), mtu,
-hairpinMode, promiscMode, enabledad, disableContainerInterface, portIsolation,
-skipIPv6LinkLocal (cni-all only: no IPv6 link-local address without an IPv6 result), ipam
-(optional: L2 when absent), dns; the container MAC from runtimeConfig mac, args.cni.mac or
-CNI_ARGS MAC, vlan (0-4094), vlanTrunk ([{minID,maxID}|{id}]), preserveDefaultVlan,
-macspoofchk.)";
+constexpr auto kBridgeKeyDocs = docs_of(kBridgeKeys);
 
 }  // namespace
 
@@ -403,7 +401,9 @@ extern const Applet bridge_applet{
     .name = "bridge",
     .kind = AppletKind::main,
     .summary = "a host bridge with one veth per container",
-    .help = kHelp,
+    .keys = kBridgeKeyDocs,
+    .help = "ipam is optional (L2 when absent); dns replaces the IPAM result's. The container MAC comes from "
+            "runtimeConfig mac, else args.cni.mac, else CNI_ARGS MAC.",
     .versions = kAllVersions,
     .add = bridge_add,
     .del = bridge_del,

@@ -6,14 +6,20 @@
 #include <optional>
 
 namespace cni::iface {
+Status decode(const json::Value& v, VlanTrunk& out, const json::Where& w) {
+    if (v.IsNull()) return {};
+    if (!v.IsObject()) return std::unexpected(json::type_error(v, w, "bridge.VlanTrunk"));
+    CNI_TRY(json::field(v, "minID", out.min_id, w));
+    CNI_TRY(json::field(v, "maxID", out.max_id, w));
+    CNI_TRY(json::field(v, "id", out.id, w));
+    return {};
+}
+
 namespace {
 
-Status add_trunk_item(const json::Value& item, const json::Where& w, std::bitset<4095>& vids) {
-    std::optional<std::int64_t> min_id, max_id, id;  // Go ints
-    CNI_TRY(json::field(item, "minID", min_id, w));
-    CNI_TRY(json::field(item, "maxID", max_id, w));
-    CNI_TRY(json::field(item, "id", id, w));
+Status add_trunk_item(const VlanTrunk& item, std::bitset<4095>& vids) {
     auto valid = [](std::int64_t v) { return v > 0 && v <= 4094; };
+    const auto& [min_id, max_id, id] = item;
     if (min_id && !max_id) return fail("minID and maxID should be configured simultaneously, maxID is missing");
     if (!min_id && max_id) return fail("minID and maxID should be configured simultaneously, minID is missing");
     if (min_id) {
@@ -31,24 +37,15 @@ Status add_trunk_item(const json::Value& item, const json::Where& w, std::bitset
 
 }  // namespace
 
-Result<PortVlans> parse_port_vlans(const NetConf& conf) {
+Result<PortVlans> port_vlans_of(std::int64_t vlan, const std::optional<std::vector<VlanTrunk>>& trunk, bool preserve_default) {
     PortVlans v;
-    const json::Where& w = conf.where;
-    std::int64_t vlan = 0;  // a Go int
-    CNI_TRY(json::field(conf.root(), "vlan", vlan, w));
     if (vlan < 0 || vlan > 4094) return fail("invalid VLAN ID " + std::to_string(vlan) + " (must be between 0 and 4094)");
     v.vlan = int(vlan);
-    CNI_TRY(json::field(conf.root(), "preserveDefaultVlan", v.preserve_default, w));
-    const json::Value* trunk = conf.member("vlanTrunk");
-    if (!trunk || trunk->IsNull()) return v;
-    if (!trunk->IsArray()) return std::unexpected(json::type_error(*trunk, w.at("vlanTrunk"), "[]*bridge.VlanTrunk"));
+    v.preserve_default = preserve_default;
+    if (!trunk) return v;
     v.trunk_set = true;
     std::bitset<4095> vids;
-    for (const auto& item : trunk->GetArray()) {
-        if (item.IsNull()) continue;
-        if (!item.IsObject()) return std::unexpected(json::type_error(item, w.at("vlanTrunk"), "bridge.VlanTrunk"));
-        CNI_TRY(add_trunk_item(item, w.at("vlanTrunk"), vids));
-    }
+    for (const auto& item : *trunk) CNI_TRY(add_trunk_item(item, vids));
     for (std::uint16_t vid = 1; vid <= 4094; ++vid) {
         if (!vids.test(vid)) continue;
         if (!v.trunk.empty() && v.trunk.back().last + 1 == vid)

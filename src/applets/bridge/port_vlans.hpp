@@ -5,6 +5,7 @@
 // the default VLAN is preserved, strips the VLAN a port gets on joining before adding its own.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "core/cni/netconf.hpp"
@@ -21,9 +22,25 @@ struct PortVlans {
     bool filtering() const { return vlan != 0 || trunk_set; }
 };
 
-Result<PortVlans> parse_port_vlans(const NetConf& conf);
+// One entry of "vlanTrunk", as decoded (Go's *bridge.VlanTrunk; null decodes to an empty one).
+struct VlanTrunk {
+    std::optional<std::int64_t> min_id, max_id, id;  // Go ints
+};
+Status decode(const json::Value& v, VlanTrunk& out, const json::Where& w);
+
+// The VLANs the decoded keys ask for, checked and merged as the reference's loadNetConf does.
+Result<PortVlans> port_vlans_of(std::int64_t vlan, const std::optional<std::vector<VlanTrunk>>& trunk, bool preserve_default);
 
 // The VLANs of `port`, which has just joined `bridge`.
 Status apply_port_vlans(const nl::Socket& s, const std::string& bridge, int port_index, const PortVlans& v);
 
 }  // namespace cni::iface
+
+template <>
+struct cni::json::GoName<cni::iface::VlanTrunk> {
+    static constexpr std::string_view value = "bridge.VlanTrunk";
+};
+template <>
+struct cni::json::GoName<std::vector<cni::iface::VlanTrunk>> {
+    static constexpr std::string_view value = "[]*bridge.VlanTrunk";
+};

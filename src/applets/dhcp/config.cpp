@@ -35,11 +35,26 @@ std::optional<std::string> cni_arg(std::string_view args, std::string_view key) 
     return std::nullopt;
 }
 
-Result<std::uint8_t> option_field(const json::Value& entry, const json::Where& w) {
-    std::string name;
-    CNI_TRY(json::field(entry, "option", name, w));
+}  // namespace
+
+Status decode(const json::Value& v, RequestOption& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "main.RequestOption"));
+    CNI_TRY(json::field(v, "option", out.option, w));
+    return json::field(v, "skipDefault", out.skip_default, w);
+}
+
+Status decode(const json::Value& v, ProvideOption& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "main.ProvideOption"));
+    CNI_TRY(json::field(v, "option", out.option, w));
+    CNI_TRY(json::field(v, "value", out.value, w));
+    return json::field(v, "fromArg", out.from_arg, w);
+}
+
+namespace {
+
+Result<std::uint8_t> option_named(std::string_view name, const json::Where& w) {
     auto c = option_code(name);
-    if (!c) return fail(code::invalid_config, "unknown DHCP option " + std::string(w.path) + ".option \"" + name +
+    if (!c) return fail(code::invalid_config, "unknown DHCP option " + std::string(w.path) + ".option \"" + std::string(name) +
                                                   "\" (a name like \"host-name\" or a code 0-255)");
     return *c;
 }
@@ -74,45 +89,32 @@ Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_a
     const json::Value* ipam = nc.member("ipam");
     if (!ipam || !ipam->IsObject()) return fail(code::invalid_config, "IPAM config missing 'ipam' key");
     json::Where w{"NetConf", "ipam"};
-    CNI_TRY(json::field(*ipam, "daemonSocketPath", c.socket_path, w));
-    if (c.socket_path.empty()) c.socket_path = kDefaultSocketPath;
-    CNI_TRY(json::field(*ipam, "priority", c.priority, w));
+    DhcpKeys keys;
+    CNI_TRY(read_keys(*ipam, kDhcpKeys, keys, w));
+    if (!keys.socket_path.empty()) c.socket_path = keys.socket_path;
+    c.priority = keys.priority;
 
     bool skip_default = false;
     Bytes extra;
-    if (const auto* req = json::find(*ipam, "request"); req && !req->IsNull()) {
-        if (!req->IsArray()) return std::unexpected(json::type_error(*req, w.at("request"), "[]main.RequestOption"));
-        for (const auto& e : req->GetArray()) {
-            auto ew = w.at("request");
-            CNI_TRY(json::expect_object(e, ew, "main.RequestOption"));
-            CNI_TRY_ASSIGN(auto code, option_field(e, ew));
-            bool skip = false;
-            CNI_TRY(json::field(e, "skipDefault", skip, ew));
-            skip_default = skip_default || skip;
-            extra.push_back(code);
-        }
+    for (const auto& r : keys.request) {
+        CNI_TRY_ASSIGN(auto code, option_named(r.option, w.at("request")));
+        skip_default = skip_default || r.skip_default;
+        extra.push_back(code);
     }
     if (!skip_default) c.request_list.assign(std::begin(kDefaultRequests), std::end(kDefaultRequests));
     for (auto code : extra)
         if (std::find(c.request_list.begin(), c.request_list.end(), code) == c.request_list.end()) c.request_list.push_back(code);
 
-    if (const auto* prov = json::find(*ipam, "provide"); prov && !prov->IsNull()) {
-        if (!prov->IsArray()) return std::unexpected(json::type_error(*prov, w.at("provide"), "[]main.ProvideOption"));
-        for (const auto& e : prov->GetArray()) {
-            auto ew = w.at("provide");
-            CNI_TRY(json::expect_object(e, ew, "main.ProvideOption"));
-            CNI_TRY_ASSIGN(auto code, option_field(e, ew));
-            std::string value, from_arg;
-            CNI_TRY(json::field(e, "value", value, ew));
-            CNI_TRY(json::field(e, "fromArg", from_arg, ew));
-            if (!from_arg.empty())
-                if (auto v = cni_arg(cni_args, from_arg)) value = *v;
-            if (value.empty()) continue;  // nothing to send (e.g. fromArg absent from CNI_ARGS)
-            if (value.size() > 255)
-                return fail(code::invalid_config, "DHCP option " + std::to_string(code) + " value is " +
-                                                      std::to_string(value.size()) + " bytes, at most 255 are allowed");
-            c.provide.push_back(Option{code, Bytes(value.begin(), value.end())});
-        }
+    for (const auto& p : keys.provide) {
+        CNI_TRY_ASSIGN(auto code, option_named(p.option, w.at("provide")));
+        std::string value = p.value;
+        if (!p.from_arg.empty())
+            if (auto v = cni_arg(cni_args, p.from_arg)) value = *v;
+        if (value.empty()) continue;  // nothing to send (e.g. fromArg absent from CNI_ARGS)
+        if (value.size() > 255)
+            return fail(code::invalid_config, "DHCP option " + std::to_string(code) + " value is " +
+                                                  std::to_string(value.size()) + " bytes, at most 255 are allowed");
+        c.provide.push_back(Option{code, Bytes(value.begin(), value.end())});
     }
     return c;
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "applets/dhcp/message.hpp"
+#include "core/cni/config_keys.hpp"
 #include "core/result.hpp"
 
 namespace cni::dhcp {
@@ -22,6 +23,45 @@ struct DhcpConf {
     Bytes request_list;           // option 55
     std::vector<Option> provide;  // sent in DISCOVER/REQUEST; a provided client id replaces ours
     std::int64_t priority = 0;  // a Go int: the metric of the routes (configure_iface checks it)
+};
+
+// The "request" and "provide" entries as written (Go's main.RequestOption and main.ProvideOption).
+struct RequestOption {
+    std::string option;
+    bool skip_default = false;
+};
+struct ProvideOption {
+    std::string option, value, from_arg;
+};
+Status decode(const json::Value& v, RequestOption& out, const json::Where& w);
+Status decode(const json::Value& v, ProvideOption& out, const json::Where& w);
+
+}  // namespace cni::dhcp
+
+template <>
+struct cni::json::GoName<std::vector<cni::dhcp::RequestOption>> {
+    static constexpr std::string_view value = "[]main.RequestOption";
+};
+template <>
+struct cni::json::GoName<std::vector<cni::dhcp::ProvideOption>> {
+    static constexpr std::string_view value = "[]main.ProvideOption";
+};
+
+namespace cni::dhcp {
+
+// The ipam keys as written, which parse_dhcp_conf turns into a DhcpConf.
+struct DhcpKeys {
+    std::string socket_path;
+    std::int64_t priority = 0;
+    std::vector<RequestOption> request;
+    std::vector<ProvideOption> provide;
+};
+
+inline constexpr std::array kDhcpKeys{
+    key<&DhcpKeys::socket_path>("daemonSocketPath", "the daemon's socket; default /run/cni/dhcp.sock"),
+    key<&DhcpKeys::priority>("priority", "the metric of the routes the lease gives"),
+    key<&DhcpKeys::request>("request", "options to ask for: [{\"option\": a name or code 0-255, \"skipDefault\": bool}]"),
+    key<&DhcpKeys::provide>("provide", "options to send: [{\"option\", \"value\" or \"fromArg\" (a CNI_ARGS key)}]"),
 };
 
 // `config` is the plugin's stdin, `cni_args` CNI_ARGS (for fromArg).

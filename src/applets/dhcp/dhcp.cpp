@@ -41,13 +41,7 @@ Status dhcp_status(const Context& ctx) { return done(ask(ctx, dhcp::Op::status, 
 
 int dhcp_daemon(std::span<const std::string> args) { return dhcp::run_daemon(args); }
 
-constexpr std::string_view kHelp = R"(Addresses from a DHCP server, through the lease daemon.
-ipam keys: daemonSocketPath (default /run/cni/dhcp.sock), request [{option, skipDefault}],
-provide [{option, value, fromArg}], priority (route metric). Options by name (dhcp-client-identifier,
-subnet-mask, routers, host-name, user-class, vendor-class-identifier) or code 0-255.
-The daemon: `dhcp daemon [-socketpath P] [-hostprefix P] [-pidfile F] [-leasedir D] [-broadcast]
-[-timeout 10s] [-resendmax 62s] [-resendtimeout 208s]`; it keeps leases renewed and on disk
-(under -leasedir), so a restarted daemon goes on renewing them.)";
+constexpr auto kDhcpKeyDocs = docs_of(dhcp::kDhcpKeys);
 
 }  // namespace
 
@@ -55,7 +49,12 @@ extern const Applet dhcp_applet{
     .name = "dhcp",
     .kind = AppletKind::ipam,
     .summary = "addresses from a DHCP server, kept renewed by `dhcp daemon`",
-    .help = kHelp,
+    .keys = kDhcpKeyDocs,
+    .help = "Addresses from a DHCP server, through the lease daemon. Options by name (dhcp-client-identifier, "
+            "subnet-mask, routers, host-name, user-class, vendor-class-identifier) or code 0-255.\n"
+            "The daemon: `dhcp daemon [-socketpath P] [-hostprefix P] [-pidfile F] [-leasedir D] [-broadcast] "
+            "[-timeout 10s] [-resendmax 62s] [-resendtimeout 208s]`; it keeps leases renewed and on disk (under "
+            "-leasedir), so a restarted daemon goes on renewing them.",
     .versions = kAllVersions,
     .add = dhcp_add,
     .del = dhcp_del,

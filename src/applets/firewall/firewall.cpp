@@ -31,20 +31,22 @@ struct FirewallConf {
     std::string admin_chain = "CNI-ADMIN";
     std::string zone = "trusted";
     fw::IngressPolicy policy = fw::IngressPolicy::open;
+    std::string backend_name, policy_name;  // as written
+};
+
+constexpr std::array kFirewallKeys{
+    key<&FirewallConf::backend_name>("backend", "iptables or firewalld; default: firewalld when it is on the system bus"),
+    key<&FirewallConf::admin_chain>("iptablesAdminChainName", "the chain CNI-FORWARD jumps to first; default CNI-ADMIN"),
+    key<&FirewallConf::zone>("firewalldZone", "the zone the addresses join; default trusted"),
+    key<&FirewallConf::policy_name>("ingressPolicy", "open (the default), same-bridge or isolated (iptables either way)"),
 };
 
 // An unknown backend is chosen as an empty one is, as in the reference (a config that works with
 // the Go plugin must keep working), with a warning naming it.
 Result<FirewallConf> parse_firewall_conf(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(ctx.req.config, "FirewallNetConf"));
-    FirewallConf c;
-    c.net = std::move(nc);
-    const json::Where& w = c.net.where;
-    std::string backend, policy;
-    CNI_TRY(json::field(c.net.root(), "backend", backend, w));
-    CNI_TRY(json::field(c.net.root(), "iptablesAdminChainName", c.admin_chain, w));
-    CNI_TRY(json::field(c.net.root(), "firewalldZone", c.zone, w));
-    CNI_TRY(json::field(c.net.root(), "ingressPolicy", policy, w));
+    CNI_TRY_ASSIGN(auto c, load_config(ctx.req.config, kFirewallKeys, "FirewallNetConf"));
+    const std::string& backend = c.backend_name;
+    const std::string& policy = c.policy_name;
     if (auto named = fw::driver_named(backend); named && named != fw::Driver::nftables) c.driver = named;
     else if (!backend.empty())
         ctx.warn("firewall: unknown backend \"" + backend +
@@ -159,15 +161,16 @@ Status firewall_check(const Context& ctx) {
     return {};
 }
 
+constexpr auto kFirewallKeyDocs = docs_of(kFirewallKeys);
+
 }  // namespace
 
 extern const Applet firewall_applet{
     .name = "firewall",
     .kind = AppletKind::meta,
     .summary = "accept the container's traffic in FORWARD, optional bridge isolation (chained)",
-    .help = "Keys: backend (iptables or firewalld; default firewalld when it is on the system bus), "
-            "iptablesAdminChainName (CNI-ADMIN), firewalldZone (trusted), ingressPolicy (open, same-bridge, isolated). "
-            "Needs prevResult. Env: DBUS_SYSTEM_BUS_ADDRESS.",
+    .keys = kFirewallKeyDocs,
+    .help = "Needs prevResult. Env: DBUS_SYSTEM_BUS_ADDRESS.",
     .versions = kFirewallVersions,
     .add = firewall_add,
     .del = firewall_del,

@@ -27,13 +27,16 @@ struct FlannelConf {
     std::string data_dir = "/var/lib/cni/flannel";
 };
 
+constexpr std::array kFlannelKeys{
+    key<&FlannelConf::subnet_file>("subnetFile", "flanneld's subnet.env; default /run/flannel/subnet.env"),
+    key<&FlannelConf::data_dir>("dataDir", "where each container's delegate config is kept; default /var/lib/cni/flannel"),
+};
+
 Result<FlannelConf> parse_flannel_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto nc, parse_netconf(req.config, "NetConf"));
     FlannelConf c;
     c.net = std::move(nc);
-    json::Where w{"NetConf", ""};
-    CNI_TRY(json::field(c.net.root(), "subnetFile", c.subnet_file, w));
-    CNI_TRY(json::field(c.net.root(), "dataDir", c.data_dir, w));
+    CNI_TRY(read_keys(c.net.root(), kFlannelKeys, c, json::Where{"NetConf", ""}));
     if (c.subnet_file.empty()) c.subnet_file = "/run/flannel/subnet.env";
     if (c.data_dir.empty()) c.data_dir = "/var/lib/cni/flannel";
     return c;
@@ -106,14 +109,17 @@ Status flannel_status(const Context& ctx) {
     return {};
 }
 
+constexpr auto kFlannelKeyDocs = docs_of(kFlannelKeys);
+
 }  // namespace
 
 extern const Applet flannel_applet{
     .name = "flannel",
     .kind = AppletKind::meta,
     .summary = "delegate to bridge (or another plugin) with flanneld's subnet for this node",
-    .help = "Keys: subnetFile (/run/flannel/subnet.env), dataDir (/var/lib/cni/flannel), delegate (the delegate's "
-            "config, without name and ipam), ipam (the base IPAM config), runtimeConfig (passed on).",
+    .keys = kFlannelKeyDocs,
+    .help = "delegate is the delegate's config without name and ipam (bridge by default); ipam is the base of the "
+            "IPAM config handed on; runtimeConfig is passed on.",
     .versions = kAllVersions,
     .add = flannel_add,
     .del = flannel_del,

@@ -29,6 +29,13 @@ struct HostLocalConf {
     std::optional<std::vector<Attachment>> valid_attachments;
 };
 
+constexpr std::array kHostLocalKeys{
+    key<&HostLocalConf::ranges>("ranges", "[]allocator.RangeSet", "range sets: [[{subnet, rangeStart, rangeEnd, gateway}]], one per address"),
+    key_with<&HostLocalConf::routes, decode_routes>("routes", "[]*types.Route", "[{\"dst\": CIDR, \"gw\": IP}]"),
+    key<&HostLocalConf::data_dir>("dataDir", "where reservations are kept, per network; default /var/lib/cni/networks"),
+    key<&HostLocalConf::resolv_conf>("resolvConf", "a resolv.conf whose nameservers, domain and search the result gets"),
+};
+
 // runtimeConfig.ips, args.cni.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix"
 // (Go: []*ip.IP).
 Status decode_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::Where& w) {
@@ -54,11 +61,8 @@ Result<HostLocalConf> parse_host_local_conf(const Request& req) {
     CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
     ipam::Range legacy;
     CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
-    std::vector<RangeSet> config_ranges;
-    CNI_TRY(json::field(*ipam, "ranges", config_ranges, iw));
-    if (const auto* routes = json::find(*ipam, "routes")) CNI_TRY(decode_routes(*routes, c.routes, iw.at("routes")));
-    CNI_TRY(json::field(*ipam, "dataDir", c.data_dir, iw));
-    CNI_TRY(json::field(*ipam, "resolvConf", c.resolv_conf, iw));
+    CNI_TRY(read_keys(*ipam, kHostLocalKeys, c, iw));
+    std::vector<RangeSet> config_ranges = std::move(c.ranges);
 
     std::vector<RangeSet> runtime_ranges;
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", top,
@@ -203,12 +207,7 @@ Status host_local_status(const Context& ctx) {
     return {};
 }
 
-constexpr std::string_view kHelp = R"(Allocates addresses from local ranges; state in <dataDir>/<network name>.
-ipam keys: ranges [[{subnet, rangeStart, rangeEnd, gateway}]], subnet/rangeStart/rangeEnd/gateway
-(a single legacy range), routes, dataDir (default /var/lib/cni/networks), resolvConf.
-Requests: CNI_ARGS IP, args.cni.ips, runtimeConfig ips; runtimeConfig ipRanges adds range sets.
-GC releases reservations whose (containerID, ifname) is not in cni.dev/valid-attachments.
-STATUS fails with code 50 when a range set has no free address.)";
+constexpr auto kHostLocalKeyDocs = join(docs_of(kHostLocalKeys), docs_of(ipam::kRangeKeys));
 
 }  // namespace
 
@@ -216,7 +215,11 @@ extern const Applet host_local_applet{
     .name = "host-local",
     .kind = AppletKind::ipam,
     .summary = "allocate IP addresses from local ranges, state on disk",
-    .help = kHelp,
+    .keys = kHostLocalKeyDocs,
+    .help = "Allocates addresses from local ranges; state in <dataDir>/<network name>. Requests: CNI_ARGS IP, "
+            "args.cni.ips, runtimeConfig ips; runtimeConfig ipRanges adds range sets. GC releases reservations whose "
+            "(containerID, ifname) is not in cni.dev/valid-attachments. STATUS fails with code 50 when a range set has "
+            "no free address.",
     .versions = kAllVersions,
     .add = host_local_add,
     .del = host_local_del,

@@ -93,11 +93,7 @@ U128 size(const RangeSet& set) {
 Status decode(const json::Value& v, Range& out, const json::Where& w) {
     CNI_TRY(json::expect_object(v, w, json::go_type_name<Range>()));
     auto rw = w.in("Range");
-    CNI_TRY(json::field(v, "rangeStart", out.range_start, rw));
-    CNI_TRY(json::field(v, "rangeEnd", out.range_end, rw));
-    CNI_TRY(json::field(v, "subnet", out.subnet, rw));
-    CNI_TRY(json::field(v, "gateway", out.gateway, rw));
-    return {};
+    return read_keys(v, kRangeKeys, out, rw);
 }
 
 }  // namespace cni::ipam

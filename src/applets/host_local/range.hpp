@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cni/config_keys.hpp"
 #include "core/cni/json.hpp"
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
@@ -35,6 +36,13 @@ bool overlaps(const RangeSet& a, const RangeSet& b);
 std::string str(const RangeSet& set);  // "r1,r2"
 U128 size(const RangeSet& set);  // number of addresses in the ranges
 
+// A range's keys: each entry of "ranges", and the single legacy range at the ipam level.
+inline constexpr std::array kRangeKeys{
+    key<&Range::range_start>("rangeStart", "the first address handed out; default: the subnet's second"),
+    key<&Range::range_end>("rangeEnd", "the last; default: the subnet's last but one (IPv4) or last (IPv6)"),
+    key<&Range::subnet>("subnet", "the range's subnet, a CIDR (one legacy range; else in each \"ranges\" entry)"),
+    key<&Range::gateway>("gateway", "the gateway; default: the subnet's first address"),
+};
 Status decode(const json::Value& v, Range& out, const json::Where& w);
 
 }  // namespace cni::ipam

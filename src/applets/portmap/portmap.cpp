@@ -3,10 +3,8 @@
 // main plugin. runtimeConfig.portMappings [{hostPort, containerPort, protocol, hostIP}] apply to
 // the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, chosen
 // as the reference chooses: iptables (rules_iptables.hpp: one commit per table in the node's
-// variant, no iptables processes) and nftables (rules_nft.hpp: one nf_tables transaction); keys
-// snat (default true), masqAll, markMasqBit (13), externalSetMarkChain, conditionsV4/V6 (the
-// iptables -s/-d/-i/-o selectors and -m addrtype/iprange/mark, or the nft ip/ip6
-// saddr/daddr and iifname/oifname matches) and backend. After a mapping, UDP flows already
+// variant, no iptables processes) and nftables (rules_nft.hpp: one nf_tables transaction); the
+// keys are kPortmapKeys. After a mapping, UDP flows already
 // tracked to its host port are forgotten so they reach the new container. route_localnet,
 // which 127.0.0.1:hostPort needs, is turned on only when some IPv4 mapping is reachable
 // through localhost, and then with the guard rule kube-proxy uses. Without mappings, ADD passes
@@ -43,10 +41,26 @@ struct PortmapConf {
     bool nftables = false;          // the backend: nf_tables, else iptables
     portmap::Conditions cond4, cond6;    // iptables
     fw::nft::Exprs nft_cond4, nft_cond6;
+    // The keys as written that the above are made of.
+    std::optional<bool> snat_key;
+    std::optional<std::int64_t> mark_bit_key;  // a Go int
+    std::optional<std::vector<std::string>> cond4_key, cond6_key;
+    std::string backend_name;
     // Why ADD could not set this up (a mapping's protocol or hostIP, a condition): refused by ADD
     // and CHECK, but not by DEL and GC, which do not use them (the Go plugin fails only when it
     // hands them to iptables).
     std::optional<Error> unusable;
+};
+
+constexpr std::array kPortmapKeys{
+    key<&PortmapConf::snat_key>("snat", "masquerade hairpin and localhost traffic to the container; default true"),
+    key<&PortmapConf::masq_all>("masqAll", "masquerade all traffic to the mapped ports"),
+    key<&PortmapConf::mark_bit_key>("markMasqBit", "the mark bit for traffic to masquerade, 0..31; default 13"),
+    key<&PortmapConf::external_setmark_chain>("externalSetMarkChain", "an existing chain that marks instead (iptables)"),
+    key<&PortmapConf::cond4_key>("conditionsV4", "what IPv4 traffic is forwarded: [!] -s/-d/-i/-o, -m addrtype/iprange/mark; "
+                                                 "or nft ip saddr/daddr, iifname/oifname"),
+    key<&PortmapConf::cond6_key>("conditionsV6", "the same for IPv6"),
+    key<&PortmapConf::backend_name>("backend", "iptables or nftables; default: iptables unless only nf_tables is usable"),
 };
 
 bool iptables_syntax(const std::vector<std::string>& tokens) {
@@ -55,14 +69,14 @@ bool iptables_syntax(const std::vector<std::string>& tokens) {
 
 // The backend, as the reference chooses it: the configured one, or iptables unless the legacy
 // nat table is unusable here and nf_tables answers; options of the other backend are an error.
-Status choose_backend(PortmapConf& c, const std::string& backend, const std::optional<std::vector<std::string>>& cond4,
-                      const std::optional<std::vector<std::string>>& cond6) {
+Status choose_backend(PortmapConf& c) {
+    const std::string& backend = c.backend_name;
     std::optional<fw::Driver> configured = fw::driver_named(backend);
     if ((!backend.empty() && !configured) || configured == fw::Driver::firewalld)
         return fail("unknown portmap backend \"" + backend + "\"");
     std::vector<std::string> iptables_only, nftables_only;
     if (c.external_setmark_chain) iptables_only.push_back("externalSetMarkChain");
-    for (auto& [key, cond] : {std::pair{"conditionsV4", &cond4}, std::pair{"conditionsV6", &cond6}})
+    for (auto& [key, cond] : {std::pair{"conditionsV4", &c.cond4_key}, std::pair{"conditionsV6", &c.cond6_key}})
         if (*cond && !(*cond)->empty()) (iptables_syntax(**cond) ? iptables_only : nftables_only).push_back(key);
     c.nftables = fw::choose_driver(configured, {fw::Driver::iptables, fw::Driver::nftables}) == fw::Driver::nftables;
     auto& wrong = c.nftables ? iptables_only : nftables_only;
@@ -114,37 +128,23 @@ Result<portmap::PortMapping> parse_mapping(const json::Value& v, const json::Whe
 }
 
 Result<PortmapConf> read_portmap_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "PortMapConf", kParseNetworkConf));
-    PortmapConf c;
-    c.net = std::move(nc);
-    const json::Value& root = c.net.root();
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kPortmapKeys, "PortMapConf", kParseNetworkConf));
     const json::Where& w = c.net.where;
-    std::optional<bool> snat;
-    std::optional<std::int64_t> mark_bit;  // a Go int
-    std::optional<std::vector<std::string>> cond4, cond6;
-    std::string backend;
-    CNI_TRY(json::field(root, "snat", snat, w));
-    CNI_TRY(json::field(root, "masqAll", c.masq_all, w));
-    CNI_TRY(json::field(root, "markMasqBit", mark_bit, w));
-    CNI_TRY(json::field(root, "externalSetMarkChain", c.external_setmark_chain, w));
-    CNI_TRY(json::field(root, "conditionsV4", cond4, w));
-    CNI_TRY(json::field(root, "conditionsV6", cond6, w));
-    CNI_TRY(json::field(root, "backend", backend, w));
-    if (snat) c.snat = *snat;
-    if (mark_bit && c.external_setmark_chain) return fail("Cannot specify externalSetMarkChain and markMasqBit");
-    if (mark_bit && (*mark_bit < 0 || *mark_bit > 31)) return fail("MasqMarkBit must be between 0 and 31");
-    if (mark_bit) c.mark_bit = int(*mark_bit);
-    CNI_TRY(choose_backend(c, backend, cond4, cond6));
+    if (c.snat_key) c.snat = *c.snat_key;
+    if (c.mark_bit_key && c.external_setmark_chain) return fail("Cannot specify externalSetMarkChain and markMasqBit");
+    if (c.mark_bit_key && (*c.mark_bit_key < 0 || *c.mark_bit_key > 31)) return fail("MasqMarkBit must be between 0 and 31");
+    if (c.mark_bit_key) c.mark_bit = int(*c.mark_bit_key);
+    CNI_TRY(choose_backend(c));
     auto note = [&c](auto parsed, auto& into) {
         if (parsed) into = std::move(*parsed);
         else if (!c.unusable) c.unusable = std::move(parsed).error();
     };
     if (c.nftables) {
-        if (cond4) note(portmap::nft_rules::parse_conditions(*cond4, "conditionsV4"), c.nft_cond4);
-        if (cond6) note(portmap::nft_rules::parse_conditions(*cond6, "conditionsV6"), c.nft_cond6);
+        if (c.cond4_key) note(portmap::nft_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.nft_cond4);
+        if (c.cond6_key) note(portmap::nft_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.nft_cond6);
     } else {
-        if (cond4) note(portmap::iptables_rules::parse_conditions(*cond4, "conditionsV4"), c.cond4);
-        if (cond6) note(portmap::iptables_rules::parse_conditions(*cond6, "conditionsV6"), c.cond6);
+        if (c.cond4_key) note(portmap::iptables_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.cond4);
+        if (c.cond6_key) note(portmap::iptables_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.cond6);
     }
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
                                                    R"(struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" })"));
@@ -305,16 +305,16 @@ Status portmap_gc(const Context& ctx) {
     return portmap::iptables_rules::gc(c.net.name, keep);
 }
 
+constexpr auto kPortmapKeyDocs = docs_of(kPortmapKeys);
+
 }  // namespace
 
 extern const Applet portmap_applet{
     .name = "portmap",
     .kind = AppletKind::meta,
     .summary = "forward host ports to the container (chained; iptables, or nftables)",
-    .help = "runtimeConfig portMappings [{hostPort, containerPort, protocol, hostIP}]; keys snat (true), masqAll, "
-            "markMasqBit (13), externalSetMarkChain, conditionsV4/conditionsV6 ([!] -s/-d/-i/-o, -m addrtype/iprange/mark; or nft "
-            "ip/ip6 saddr/daddr, iifname/oifname), backend (iptables or nftables). "
-            "Needs prevResult.",
+    .keys = kPortmapKeyDocs,
+    .help = "runtimeConfig portMappings [{hostPort, containerPort, protocol, hostIP}]. Needs prevResult.",
     .versions = kAllVersions,
     .add = portmap_add,
     .del = portmap_del,

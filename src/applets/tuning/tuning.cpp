@@ -60,39 +60,59 @@ struct Backup {
     std::string network;
 };
 
+// The backup file's keys (Go's configToRestore; allmulti and txQLen are ours).
+constexpr std::array kBackupKeys{
+    key<&Backup::mac>("mac", ""),           key<&Backup::promisc>("promisc", ""),
+    key<&Backup::mtu>("mtu", ""),           key<&Backup::allmulti>("allmulti", ""),
+    key<&Backup::txqlen>("txQLen", ""),     key<&Backup::sysctl>("sysctl", ""),
+    key<&Backup::network>("network", ""),
+};
+
+constexpr std::array kTuningKeys{
+    key<&TuningConf::sysctl>("sysctl", "name -> value under /proc/sys/net/, dotted or slashed; IFNAME stands for CNI_IFNAME; "
+                                       "/etc/cni/tuning/allowlist.conf limits the names"),
+    key<&TuningConf::mac>("mac", "the interface's MAC; CNI_ARGS MAC, runtimeConfig mac and args.cni.mac win over it"),
+    key<&TuningConf::promisc>("promisc", "promiscuous mode"),
+    key<&TuningConf::mtu>("mtu", "the interface's MTU; 0: left alone"),
+    key<&TuningConf::txqlen>("txQLen", "the transmit queue length"),
+    key<&TuningConf::allmulti>("allmulti", "all-multicast mode"),
+    key<&TuningConf::data_dir>("dataDir", "where the originals are kept for DEL; default /run/cni/tuning"),
+};
+
+// args.cni (Go's IPAMArgs): the same keys, over the top-level ones.
+struct TuningArgs {
+    std::map<std::string, std::string> sysctl;
+    std::optional<std::string> mac;
+    std::optional<bool> promisc;
+    std::optional<std::int64_t> mtu, txqlen;
+    std::optional<bool> allmulti;
+};
+
+constexpr std::array kTuningArgsKeys{
+    key<&TuningArgs::sysctl>("sysctl", ""),   key<&TuningArgs::mac>("mac", ""),
+    key<&TuningArgs::promisc>("promisc", ""), key<&TuningArgs::mtu>("mtu", ""),
+    key<&TuningArgs::txqlen>("txQLen", ""),   key<&TuningArgs::allmulti>("allmulti", ""),
+};
+
 Result<TuningConf> parse_tuning_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, load_netconf(req.config, "TuningConf"));
-    TuningConf c;
-    c.net = std::move(nc);
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kTuningKeys, "TuningConf"));
     const json::Value& root = c.net.root();
     const json::Where& w = c.net.where;
-    CNI_TRY(json::field(root, "dataDir", c.data_dir, w));
     if (c.data_dir.empty()) c.data_dir = "/run/cni/tuning";
-    CNI_TRY(json::field(root, "sysctl", c.sysctl, w));
-    CNI_TRY(json::field(root, "mac", c.mac, w));
-    CNI_TRY(json::field(root, "promisc", c.promisc, w));
-    CNI_TRY(json::field(root, "mtu", c.mtu, w));
-    CNI_TRY(json::field(root, "txQLen", c.txqlen, w));
-    CNI_TRY(json::field(root, "allmulti", c.allmulti, w));
 
     // The MAC: CNI_ARGS MAC, then runtimeConfig mac, then args.cni.mac (the last one set wins).
     CNI_TRY_ASSIGN(c.mac, layered_mac(req.args, c.net, w, std::move(c.mac)));
     CNI_TRY_ASSIGN(auto args, json::anonymous_struct(root, "args", w, R"(struct { A *main.IPAMArgs "json:\"cni\"" })"));
     CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "main.IPAMArgs"));
     if (a) {
-        json::Where wa = args.inner.at("cni").in("IPAMArgs");
-        CNI_TRY(json::field(*a, "sysctl", c.sysctl, wa));  // merged over the top-level map
-        std::optional<std::string> mac;
-        std::optional<bool> promisc;
-        std::optional<std::int64_t> mtu;
-        CNI_TRY(json::field(*a, "mac", mac, wa));
-        CNI_TRY(json::field(*a, "promisc", promisc, wa));
-        CNI_TRY(json::field(*a, "mtu", mtu, wa));
-        CNI_TRY(json::field(*a, "txQLen", c.txqlen, wa));
-        CNI_TRY(json::field(*a, "allmulti", c.allmulti, wa));
-        if (mac) c.mac = *mac;
-        if (promisc) c.promisc = *promisc;
-        if (mtu) c.mtu = *mtu;
+        TuningArgs over;
+        CNI_TRY(read_keys(*a, kTuningArgsKeys, over, args.inner.at("cni").in("IPAMArgs")));
+        for (auto& [name, value] : over.sysctl) c.sysctl[name] = value;  // merged over the top-level map
+        if (over.mac) c.mac = *over.mac;
+        if (over.promisc) c.promisc = *over.promisc;
+        if (over.mtu) c.mtu = *over.mtu;
+        if (over.txqlen) c.txqlen = over.txqlen;
+        if (over.allmulti) c.allmulti = over.allmulti;
     }
     return c;
 }
@@ -187,13 +207,7 @@ Result<Backup> decode_backup(const std::string& text) {
     Backup b;
     json::Where w{"configToRestore", ""};
     CNI_TRY(json::expect_object(doc, w, "configToRestore"));
-    CNI_TRY(json::field(doc, "mac", b.mac, w));
-    CNI_TRY(json::field(doc, "promisc", b.promisc, w));
-    CNI_TRY(json::field(doc, "mtu", b.mtu, w));
-    CNI_TRY(json::field(doc, "allmulti", b.allmulti, w));
-    CNI_TRY(json::field(doc, "txQLen", b.txqlen, w));
-    CNI_TRY(json::field(doc, "sysctl", b.sysctl, w));
-    CNI_TRY(json::field(doc, "network", b.network, w));
+    CNI_TRY(read_keys(doc, kBackupKeys, b, w));
     return b;
 }
 
@@ -377,16 +391,17 @@ Status tuning_gc(const Context& ctx) {
     return {};
 }
 
+constexpr auto kTuningKeyDocs = docs_of(kTuningKeys);
+
 }  // namespace
 
 extern const Applet tuning_applet{
     .name = "tuning",
     .kind = AppletKind::meta,
     .summary = "sysctls and link attributes of the container interface (chained)",
-    .help = "Keys: sysctl (map; dotted or slashed, IFNAME = CNI_IFNAME, only under /proc/sys/net/; "
-            "/etc/cni/tuning/allowlist.conf limits them), mac, promisc, mtu, txQLen, allmulti, dataDir "
-            "(/run/cni/tuning); runtimeConfig mac; CNI_ARGS MAC; args.cni.{sysctl,mac,promisc,mtu,txQLen,allmulti}. "
-            "Needs prevResult. DEL restores the saved originals (sysctls too).",
+    .keys = kTuningKeyDocs,
+    .help = "args.cni may set the same keys (its sysctl map is merged over the top-level one). Needs prevResult. "
+            "DEL restores the saved originals (sysctls too).",
     .versions = kAllVersions,
     .add = tuning_add,
     .del = tuning_del,
