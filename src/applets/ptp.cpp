@@ -11,7 +11,7 @@
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
-#include "core/iface/gc.hpp"
+#include "core/iface/masquerade.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
@@ -106,13 +106,7 @@ Result<CniResult> ptp_add(const Context& ctx) {
     CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
     for (auto& ip : result.ips) CNI_TRY(route_via_gateway(container, veth.container, ip));
     for (auto& ip : result.ips) CNI_TRY(host_side(host, veth.host, ip));
-    if (c.ip_masq) {
-        std::vector<IpNet> nets;
-        for (auto& ip : result.ips) nets.push_back(ip.address);
-        fw::MasqOwner owner{c.net.name, r.container_id, r.ifname};
-        undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
-        CNI_TRY(fw::setup_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, owner));
-    }
+    if (c.ip_masq) CNI_TRY(iface::masquerade_add(ctx, c.net, c.ip_masq_backend, result.ips, undo));
     if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
     return result;
@@ -129,7 +123,7 @@ Status ptp_del(const Context& ctx) {
             CNI_TRY(nl::delete_link(container, r.ifname));
         }
     }
-    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq({c.net.name, r.container_id, r.ifname}));
+    if (c.ip_masq) CNI_TRY(iface::masquerade_del(ctx, c.net));
     return {};
 }
 
@@ -143,8 +137,7 @@ Status ptp_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
-    if (c.ip_masq)
-        CNI_TRY(fw::check_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
+    if (c.ip_masq) CNI_TRY(iface::masquerade_check(ctx, c.net, c.ip_masq_backend, nets));
     return {};
 }
 

@@ -61,7 +61,22 @@ std::string nat_rules(const TestNs& ns, bool v6 = false, fw::Variant variant = f
 }
 
 const std::string kChain = "CNI-e2e8cd5c6ebacde4cecc8b58";  // chain_name("CNI-", "mynet", "1234567890abcdef")
-const fw::MasqOwner kOwner{"mynet", "1234567890abcdef", "eth0"};
+const fw::Masquerade kOwner{"mynet", "1234567890abcdef", "eth0", {}};
+
+// ipMasq's verbs through its drivers (fw::masquerade()), as bridge and ptp call them.
+Status setup_ipmasq(fw::Driver d, std::vector<IpNet> ips, fw::Masquerade m) {
+    m.ips = std::move(ips);
+    Rollback undo;
+    auto st = fw::masquerade().setup(d, m, undo);
+    if (st) undo.dismiss();
+    return st;
+}
+Status check_ipmasq(fw::Driver d, std::vector<IpNet> ips, fw::Masquerade m) {
+    m.ips = std::move(ips);
+    return fw::masquerade().check(d, m);
+}
+Status teardown_ipmasq(const fw::Masquerade& m) { return fw::masquerade().teardown_all(m); }
+Status gc_ipmasq(std::string_view network, const std::vector<Attachment>& keep) { return fw::masquerade().gc_all(network, keep); }
 const std::string kComment = "--comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
 
 }  // namespace
@@ -142,8 +157,8 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, i
         CHECK(fw::node_variant() == variant);
         TestNs ns("cnit-fw");
         std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
-        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));
-        REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));  // no duplicates
+        REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));
+        REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));  // no duplicates
         CHECK(nat_rules(ns, false, variant) == ":" + kChain + " -\n"
                                "-A POSTROUTING -s 10.1.0.5/32 -m comment " + kComment + " -j " + kChain + "\n"
                                "-A " + kChain + " -d 10.1.0.0/24 -m comment " + kComment + " -j ACCEPT\n"
@@ -153,7 +168,7 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, i
                                      "-A " + kChain + " -d fd01::/64 -m comment " + kComment + " -j ACCEPT\n"
                                      "-A " + kChain + " ! -d ff00::/8 -m comment " + kComment + " -j MASQUERADE\n");
         CHECK(nat_rules(ns, false, fw::other(variant)).empty());  // nothing in the other variant
-        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
+        CHECK(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
         // The iptables binary recognises our rules as the ones the reference's command lines make.
         std::string c = " -m comment --comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
         const std::string ipt = tool(variant, false), ip6t = tool(variant, true);
@@ -161,11 +176,11 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, i
         CHECK(ns.sh(ipt + " -t nat -C " + kChain + " -d 10.1.0.5/24 -j ACCEPT" + c) == 0);
         CHECK(ns.sh(ipt + " -t nat -C " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
         CHECK(ns.sh(ip6t + " -t nat -D " + kChain + " ! -d ff00::/8 -j MASQUERADE" + c) == 0);
-        CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
-        REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
+        CHECK_FALSE(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
+        REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));
         CHECK(nat_rules(ns, false, variant).empty());
         CHECK(nat_rules(ns, true, variant).empty());
-        REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
+        REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));  // idempotent
     }
 }
 
@@ -192,8 +207,8 @@ TEST_CASE("teardown removes rules written by either iptables binary, legacy form
         REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.1.0.5/24 -j " + kChain + c) == 0);  // pre-0.8 form
         REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE") == 0);   // not ours
         std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
-        CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
-        REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
+        CHECK(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
+        REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));
         CHECK(nat_rules(ns, false, variant) == "-A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE\n");
     }
 }
@@ -210,9 +225,9 @@ std::string masq_table(const TestNs& ns) {
 TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as nft lists them") {
     TestNs ns("cnit-fw");
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
-    std::string c = fw::nft_masq::comment_for(kOwner);
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));  // replaces, no duplicates
+    std::string c = fw::nft_masq_comment(kOwner);
+    REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));  // replaces, no duplicates
     CHECK(masq_table(ns) ==
           "table inet cni_plugins_masquerade {\n"
           "\tcomment \"Masquerading for plugins from github.com/containernetworking/plugins\"\n"
@@ -228,21 +243,21 @@ TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as 
           "\t\tgoto masq_checks\n"
           "\t}\n"
           "}\n");
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::nftables, ips, kOwner); }));
+    CHECK(inside(ns, [&] { return check_ipmasq(fw::Driver::nftables, ips, kOwner); }));
     // Another attachment's rule, written by the nft binary as the reference writes it, stays.
-    fw::MasqOwner other{"mynet", "other", "eth0"};
+    fw::Masquerade other{"mynet", "other", "eth0", {}};
     REQUIRE(ns.sh("nft add rule inet cni_plugins_masquerade masq_checks ip saddr == 10.1.0.6 ip daddr != 10.1.0.0/24 "
-                  "masquerade comment \\\"" + fw::nft_masq::comment_for(other) + "\\\"") == 0);
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
-    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::nftables, ips, kOwner); }));
+                  "masquerade comment \\\"" + fw::nft_masq_comment(other) + "\\\"") == 0);
+    REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));
+    CHECK_FALSE(inside(ns, [&] { return check_ipmasq(fw::Driver::nftables, ips, kOwner); }));
     std::string left = masq_table(ns);
     CHECK(left.find("10.1.0.5") == std::string::npos);
     CHECK(left.find("fd01::5") == std::string::npos);
     CHECK(left.find("10.1.0.6") != std::string::npos);
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));  // idempotent
+    REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));  // idempotent
     // GC keeps what is valid and removes the rest, the reference's rule included.
-    REQUIRE(inside(ns, [&] { return fw::setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
-    REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {Attachment{"1234567890abcdef", "eth0"}}); }));
+    REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
+    REQUIRE(inside(ns, [&] { return gc_ipmasq("mynet", {Attachment{"1234567890abcdef", "eth0"}}); }));
     left = masq_table(ns);
     CHECK(left.find("10.1.0.5") != std::string::npos);
     CHECK(left.find("10.1.0.6") == std::string::npos);
@@ -250,8 +265,8 @@ TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as 
 
 TEST_CASE("ipMasq teardown without nft rules or with no table at all succeeds") {
     TestNs ns("cnit-fw");
-    REQUIRE(inside(ns, [&] { return fw::teardown_ipmasq(kOwner); }));
-    REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {}); }));
+    REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));
+    REQUIRE(inside(ns, [&] { return gc_ipmasq("mynet", {}); }));
     CHECK(masq_table(ns).empty());
 }
 
@@ -553,10 +568,10 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
     std::string c = " -m comment " + kComment;
     write_masq_rules(ns, "iptables-nft");
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
-    CHECK(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
-    CHECK_FALSE(inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, {*IpNet::parse("10.1.0.6/24")}, kOwner); }));
+    CHECK(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
+    CHECK_FALSE(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, {*IpNet::parse("10.1.0.6/24")}, kOwner); }));
     REQUIRE(ns.sh("iptables-nft -t nat -D " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
-    auto missing = inside(ns, [&] { return fw::check_ipmasq(fw::Driver::iptables, ips, kOwner); });
+    auto missing = inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); });
     REQUIRE_FALSE(missing);
     CHECK(missing.error().msg == "ipMasq chain " + kChain + " lacks the rules for 10.1.0.5/24");  // the node variant's answer
 
@@ -590,7 +605,7 @@ TEST_CASE("ipMasq and portmap GC remove stale chains the Go plugins wrote with i
         REQUIRE(ns.sh("iptables-nft -t nat -N CNI-HOSTPORT-DNAT 2>/dev/null; iptables-nft -t nat -A CNI-HOSTPORT-DNAT" +
                       comment(portmap::iptables_rules::dnat_comment("mynet", id)) + " -p tcp -m multiport --destination-ports 8080 -j " + dnat) == 0);
     }
-    REQUIRE(inside(ns, [&] { return fw::gc_ipmasq("mynet", {{"kept-1", "eth0"}}); }));
+    REQUIRE(inside(ns, [&] { return gc_ipmasq("mynet", {{"kept-1", "eth0"}}); }));
     REQUIRE(inside(ns, [&] { return portmap::iptables_rules::gc("mynet", {"kept-1"}); }));
     std::string left = run("ip netns exec " + ns.name + " iptables-nft-save -t nat | grep -c -- '-A '");
     CHECK(left == "4\n");  // kept-1's four rules

@@ -36,10 +36,10 @@ TEST_CASE("ipMasq backends: iptables and nftables served, others unknown") {
 }
 
 TEST_CASE("ipMasq nft comments: the reference's two hashes, quotes dropped, cut to 128 characters") {
-    CHECK(nft_masq::comment_for({"mynet", "1234567890abcdef", "eth0"}) ==
+    CHECK(nft_masq_comment({"mynet", "1234567890abcdef", "eth0", {}}) ==
           "d23676b4f2d9fe04-7f8ae66c8b7b7afa, net: mynet, if: eth0, id: 1234567890abcdef");
     std::string id(200, 'x');
-    auto long_one = nft_masq::comment_for({"my\"net", id, "eth0"});
+    auto long_one = nft_masq_comment({"my\"net", id, "eth0", {}});
     CHECK(long_one.size() == 128);
     CHECK(long_one.starts_with("b591271a779eb12b-bf11d27beac4d86c, net: mynet, if: eth0, id: xxx"));
 }
@@ -66,4 +66,55 @@ TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matc
     CHECK(!parse_conditions({"-s", "1.2.3.4", "!"}, "conditionsV4"));
     CHECK(parse_conditions({"!", "-m", "mark"}, "conditionsV4").error().msg == "conditionsV4: \"!\" cannot negate -m");
     CHECK(parse_conditions({"--mark", "1"}, "conditionsV4").error().code == 2);  // an option without its -m
+}
+
+namespace {
+
+// A driver that records what it was asked and fails where told to.
+struct FakeRules final : cni::fw::Rules<std::string> {
+    std::string name;
+    bool fail_teardown = false;
+    mutable std::vector<std::string>* log;
+    FakeRules(std::string n, std::vector<std::string>* l, bool fail = false) : name(std::move(n)), fail_teardown(fail), log(l) {}
+    cni::Status setup(const std::string& s, cni::Rollback& undo) const override {
+        log->push_back(name + " setup " + s);
+        undo.push([this, s] { log->push_back(name + " undo " + s); });
+        return {};
+    }
+    cni::Status check(const std::string& s) const override {
+        log->push_back(name + " check " + s);
+        return {};
+    }
+    cni::Status teardown(const std::string& s) const override {
+        log->push_back(name + " teardown " + s);
+        if (fail_teardown) return cni::fail(name + " failed");
+        return {};
+    }
+    cni::Status gc(std::string_view network, const std::vector<cni::Attachment>& keep) const override {
+        log->push_back(name + " gc " + std::string(network) + " " + std::to_string(keep.size()));
+        return {};
+    }
+};
+
+}  // namespace
+
+TEST_CASE("firewall drivers: the verbs reach the chosen driver; DEL and GC reach every one and go on past a failure") {
+    std::vector<std::string> log;
+    FakeRules ipt("iptables", &log, true), nft("nftables", &log);
+    Drivers<std::string> drivers{{Driver::iptables, &ipt}, {Driver::nftables, &nft}};
+    CHECK(drivers.choose(Driver::nftables) == Driver::nftables);
+    {
+        cni::Rollback undo;
+        REQUIRE(drivers.setup(Driver::nftables, "a", undo));
+        REQUIRE(drivers.check(Driver::nftables, "a"));
+    }  // not dismissed: the undo runs
+    auto torn = drivers.teardown_all("a");
+    REQUIRE_FALSE(torn);
+    CHECK(torn.error().msg == "iptables failed");
+    REQUIRE(drivers.gc_all("net", {{"c1", "eth0"}}));
+    CHECK(log == std::vector<std::string>{"nftables setup a", "nftables check a", "nftables undo a", "iptables teardown a",
+                                          "nftables teardown a", "iptables gc net 1", "nftables gc net 1"});
+    auto absent = drivers.setup(Driver::firewalld, "a", *std::make_unique<cni::Rollback>());
+    REQUIRE_FALSE(absent);
+    CHECK(absent.error().msg == "the firewalld firewall driver does not have these rules");
 }

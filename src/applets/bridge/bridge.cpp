@@ -26,7 +26,7 @@
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
-#include "core/iface/gc.hpp"
+#include "core/iface/masquerade.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/net/mac.hpp"
@@ -254,8 +254,8 @@ Result<CniResult> bridge_add(const Context& ctx) {
         CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::isolated, true));
     CNI_TRY(iface::apply_port_vlans(host, br.name, veth.host.index, c.vlans));
     if (c.mac_spoof_check) {
-        undo.push([&] { (void)fw::spoofcheck::teardown(r.container_id, r.ifname); });
-        CNI_TRY(fw::spoofcheck::setup(r.container_id, r.ifname, veth.host.name, veth.container.mac));
+        CNI_TRY(bridge::mac_spoof_guard().setup(fw::Driver::nftables,
+                                                {r.container_id, r.ifname, veth.host.name, veth.container.mac}, undo));
     }
 
     CniResult result;
@@ -310,13 +310,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
             }
         }
         if (c.is_gateway) CNI_TRY(iface::enable_forwarding(host, result.ips));
-        if (c.ip_masq) {
-            std::vector<IpNet> nets;
-            for (auto& ip : result.ips) nets.push_back(ip.address);
-            fw::MasqOwner owner{c.net.name, r.container_id, r.ifname};
-            undo.push([owner] { (void)fw::teardown_ipmasq(owner); });
-            CNI_TRY(fw::setup_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, owner));
-        }
+        if (c.ip_masq) CNI_TRY(iface::masquerade_add(ctx, c.net, c.ip_masq_backend, result.ips, undo));
     } else {
         result.interfaces = {br_if, host_if, cont_if};
     }
@@ -348,8 +342,9 @@ Status bridge_del(const Context& ctx) {
     }
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
     if (c.mac_spoof_check)
-        if (auto st = fw::spoofcheck::teardown(r.container_id, r.ifname); !st) ctx.warn(st.error().msg);  // as the reference: printed only
-    if (c.ip_masq) CNI_TRY(fw::teardown_ipmasq({c.net.name, r.container_id, r.ifname}));
+        if (auto st = bridge::mac_spoof_guard().teardown_all({r.container_id, r.ifname, {}, {}}); !st)
+            ctx.warn(st.error().msg);  // as the reference: printed only
+    if (c.ip_masq) CNI_TRY(iface::masquerade_del(ctx, c.net));
     return {};
 }
 
@@ -376,9 +371,8 @@ Status bridge_check(const Context& ctx) {
         return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
-    if (c.ip_masq)
-        CNI_TRY(fw::check_ipmasq(fw::ipmasq_driver(c.ip_masq_backend), nets, {c.net.name, r.container_id, r.ifname}));
-    if (c.mac_spoof_check) CNI_TRY(fw::spoofcheck::check(r.container_id, r.ifname));
+    if (c.ip_masq) CNI_TRY(iface::masquerade_check(ctx, c.net, c.ip_masq_backend, nets));
+    if (c.mac_spoof_check) CNI_TRY(bridge::mac_spoof_guard().check(fw::Driver::nftables, {r.container_id, r.ifname, {}, {}}));
     return {};
 }
 

@@ -9,7 +9,7 @@
 #include "core/net/mac.hpp"
 #include "core/fw/nftables.hpp"
 
-namespace cni::fw::spoofcheck {
+namespace cni::bridge {
 namespace {
 
 namespace nft = fw::nft;
@@ -29,7 +29,7 @@ Names names_for(std::string_view container_id, std::string_view ifname) {
     return {"cni-br-iface-" + id, "cni-br-iface-" + id + "-mac", "macspoofchk-" + id};
 }
 
-}  // namespace
+Status teardown(std::string_view container_id, std::string_view ifname);
 
 Status setup(std::string_view container_id, std::string_view ifname, std::string_view host_veth, std::string_view mac) {
     auto bytes = mac_bytes(mac);
@@ -77,4 +77,23 @@ Status check(std::string_view container_id, std::string_view ifname) {
     return {};
 }
 
-}  // namespace cni::fw::spoofcheck
+// The guard in nf_tables, the one driver the reference writes it with.
+class NftablesSpoofGuard final : public fw::Rules<SpoofGuard> {
+public:
+    Status setup(const SpoofGuard& g, Rollback& undo) const override {
+        undo.push([this, g] { (void)teardown(g); });
+        return bridge::setup(g.container_id, g.ifname, g.host_veth, g.mac);
+    }
+    Status check(const SpoofGuard& g) const override { return bridge::check(g.container_id, g.ifname); }
+    Status teardown(const SpoofGuard& g) const override { return bridge::teardown(g.container_id, g.ifname); }
+};
+
+}  // namespace
+
+const fw::Drivers<SpoofGuard>& mac_spoof_guard() {
+    static const NftablesSpoofGuard nftables;
+    static const fw::Drivers<SpoofGuard> drivers{{fw::Driver::nftables, &nftables}};
+    return drivers;
+}
+
+}  // namespace cni::bridge

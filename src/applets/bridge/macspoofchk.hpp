@@ -4,18 +4,23 @@
 // priority -300) jumps for frames from the host veth (`iifname`) to `cni-br-iface-<id>`, which
 // jumps to `cni-br-iface-<id>-mac`: `ether saddr <container MAC> return`, then `drop`; id is
 // "<containerID>-<ifname>" and every rule is commented "macspoofchk-<id>". So a container can
-// only send frames with its own MAC. One nfnetlink transaction each way; teardown is keyed by
-// the id alone, finds the reference's rules as well as ours, and is fine when nothing is there.
+// only send frames with its own MAC. One nfnetlink transaction each way, through the firewall
+// interface (fw::Rules, core/fw/driver.hpp); teardown is keyed by the id alone, finds the
+// reference's rules as well as ours, and is fine when nothing is there.
 #pragma once
 
-#include <string_view>
+#include <string>
 
-#include "core/result.hpp"
+#include "core/fw/driver.hpp"
 
-namespace cni::fw::spoofcheck {
+namespace cni::bridge {
 
-Status setup(std::string_view container_id, std::string_view ifname, std::string_view host_veth, std::string_view mac);
-Status teardown(std::string_view container_id, std::string_view ifname);
-Status check(std::string_view container_id, std::string_view ifname);
+// What the guard is set up for; check and teardown read only the first two.
+struct SpoofGuard {
+    std::string container_id, ifname, host_veth, mac;
+};
 
-}  // namespace cni::fw::spoofcheck
+// The guard's drivers: nftables alone, as the reference's.
+const fw::Drivers<SpoofGuard>& mac_spoof_guard();
+
+}  // namespace cni::bridge

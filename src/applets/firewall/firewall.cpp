@@ -11,8 +11,6 @@
 // (from prevResult, as the reference); the shared chains stay. Beyond the reference: CHECK fails
 // when an isolation rule is missing or firewalld does not have the source, a failed ADD takes back
 // the sources it added, and DEL succeeds when firewalld is gone (its runtime sources went with it).
-#include <memory>
-
 #include "applets/firewall/firewalld.hpp"
 #include "applets/firewall/forward.hpp"
 #include "core/applet.hpp"
@@ -82,21 +80,23 @@ Result<CniResult> prev_or_fail(const FirewallConf& c) {
     return std::move(**prev);
 }
 
+// The applet's two drivers for this call (firewalld's talks to $DBUS_SYSTEM_BUS_ADDRESS).
+struct ForwardDrivers {
+    fw::FirewalldSources firewalld;
+    fw::Drivers<fw::ForwardSpec> drivers;
+    explicit ForwardDrivers(const Context& ctx)
+        : firewalld(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"), ctx.warn),
+          drivers{{fw::Driver::iptables, &fw::iptables_forward()}, {fw::Driver::firewalld, &firewalld}} {}
+    ForwardDrivers(const ForwardDrivers&) = delete;
+    ForwardDrivers& operator=(const ForwardDrivers&) = delete;
+};
+
 // The driver in effect: the configured one, or firewalld when it is on the bus.
-fw::Driver driver_of(const FirewallConf& c, const Context& ctx) {
-    return fw::choose_driver(c.driver, {fw::Driver::iptables, fw::Driver::firewalld},
-                             [&] { return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
+fw::Driver driver_of(const FirewallConf& c, const Context& ctx, const ForwardDrivers& d) {
+    return d.drivers.choose(c.driver, [&] { return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
 }
 
-Status add_sources(const FirewallConf& c, const Context& ctx, const std::vector<IpAddr>& ips, Rollback& undo) {
-    CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
-    auto shared = std::make_shared<fw::Firewalld>(std::move(fwd));
-    for (auto& ip : ips) {
-        CNI_TRY_ASSIGN(bool added, shared->add_source(c.zone, ip));
-        if (added) undo.push([shared, zone = c.zone, ip] { (void)shared->remove_source(zone, ip); });
-    }
-    return {};
-}
+fw::ForwardSpec forward_spec(const FirewallConf& c, std::vector<IpAddr> ips) { return {std::move(ips), c.admin_chain, c.zone}; }
 
 // The bridge an ingress policy isolates: prevResult's first interface.
 Result<std::string> bridge_of(fw::IngressPolicy policy, const CniResult& prev) {
@@ -112,16 +112,12 @@ Result<CniResult> firewall_add(const Context& ctx) {
     CNI_TRY(check_admin_chain(c));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
+    ForwardDrivers d(ctx);
     Rollback undo;
-    if (driver_of(c, ctx) == fw::Driver::firewalld) {
-        CNI_TRY(add_sources(c, ctx, ips, undo));
-    } else {
-        undo.push([&] { (void)fw::teardown_forward(ips); });
-        CNI_TRY(fw::setup_forward(ips, c.admin_chain));
-    }
+    CNI_TRY(d.drivers.setup(driver_of(c, ctx, d), forward_spec(c, ips), undo));
     if (c.policy != fw::IngressPolicy::open) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
-        CNI_TRY(fw::setup_isolation(bridge, c.policy, ips));
+        CNI_TRY(fw::isolation().setup(fw::Driver::iptables, {bridge, c.policy, ips}, undo));
     }
     undo.dismiss();
     return prev;
@@ -131,16 +127,8 @@ Status firewall_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
     auto prev = parse_prev_result(c.net);
     if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
-    auto ips = addresses(**prev);
-    if (driver_of(c, ctx) != fw::Driver::firewalld) return fw::teardown_forward(ips);
-    auto fwd = fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"));
-    if (!fwd) {
-        ctx.warn("firewall: " + fwd.error().msg + "; nothing to remove");
-        return {};
-    }
-    for (auto& ip : ips)  // as the reference: a source firewalld no longer has is not an error
-        if (auto st = fwd->remove_source(c.zone, ip); !st) ctx.warn("firewall: " + st.error().msg);
-    return {};
+    ForwardDrivers d(ctx);  // the chosen driver's alone, as the reference's DEL
+    return d.drivers.teardown(driver_of(c, ctx, d), forward_spec(c, addresses(**prev)));
 }
 
 Status firewall_check(const Context& ctx) {
@@ -150,15 +138,10 @@ Status firewall_check(const Context& ctx) {
     auto ips = addresses(prev);
     if (c.policy != fw::IngressPolicy::open) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
-        CNI_TRY(fw::check_isolation(bridge, c.policy, ips));
+        CNI_TRY(fw::isolation().check(fw::Driver::iptables, {bridge, c.policy, ips}));
     }
-    if (driver_of(c, ctx) != fw::Driver::firewalld) return fw::check_forward(ips, c.admin_chain);
-    CNI_TRY_ASSIGN(auto fwd, fw::Firewalld::connect(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")));
-    for (auto& ip : ips) {
-        CNI_TRY_ASSIGN(bool has, fwd.has_source(c.zone, ip));
-        if (!has) return fail("firewalld zone " + c.zone + " does not have the source " + ip.str());
-    }
-    return {};
+    ForwardDrivers d(ctx);
+    return d.drivers.check(driver_of(c, ctx, d), forward_spec(c, ips));
 }
 
 constexpr auto kFirewallKeyDocs = docs_of(kFirewallKeys);

@@ -51,4 +51,34 @@ Result<bool> Firewalld::has_source(const std::string& zone, const IpAddr& ip) {
     return *yes;
 }
 
+Status FirewalldSources::setup(const ForwardSpec& f, Rollback& undo) const {
+    CNI_TRY_ASSIGN(auto fwd, Firewalld::connect(bus_address_));
+    auto shared = std::make_shared<Firewalld>(std::move(fwd));
+    for (auto& ip : f.ips) {
+        CNI_TRY_ASSIGN(bool added, shared->add_source(f.zone, ip));
+        if (added) undo.push([shared, zone = f.zone, ip] { (void)shared->remove_source(zone, ip); });
+    }
+    return {};
+}
+
+Status FirewalldSources::check(const ForwardSpec& f) const {
+    CNI_TRY_ASSIGN(auto fwd, Firewalld::connect(bus_address_));
+    for (auto& ip : f.ips) {
+        CNI_TRY_ASSIGN(bool has, fwd.has_source(f.zone, ip));
+        if (!has) return fail("firewalld zone " + f.zone + " does not have the source " + ip.str());
+    }
+    return {};
+}
+
+Status FirewalldSources::teardown(const ForwardSpec& f) const {
+    auto fwd = Firewalld::connect(bus_address_);
+    if (!fwd) {
+        warn_("firewall: " + fwd.error().msg + "; nothing to remove");
+        return {};
+    }
+    for (auto& ip : f.ips)
+        if (auto st = fwd->remove_source(f.zone, ip); !st) warn_("firewall: " + st.error().msg);
+    return {};
+}
+
 }  // namespace cni::fw

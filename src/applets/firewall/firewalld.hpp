@@ -9,7 +9,11 @@
 #include <string>
 #include <string_view>
 
+#include <functional>
+#include <memory>
+
 #include "applets/firewall/dbus/bus.hpp"
+#include "applets/firewall/forward.hpp"
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
@@ -32,6 +36,22 @@ private:
     explicit Firewalld(dbus::Bus bus) : bus_(std::move(bus)) {}
     Result<std::vector<dbus::Value>> zone_call(const char* method, const std::string& zone, const IpAddr& ip);
     dbus::Bus bus_;
+};
+
+// The firewall applet's firewalld driver: each address a source of the spec's zone. Setup takes
+// back only the sources it added; teardown succeeds when firewalld is gone (its runtime sources
+// went with it) and only warns about a source it no longer has, as the reference.
+class FirewalldSources final : public Rules<ForwardSpec> {
+public:
+    FirewalldSources(std::string bus_address, std::function<void(std::string_view)> warn)
+        : bus_address_(std::move(bus_address)), warn_(std::move(warn)) {}
+    Status setup(const ForwardSpec& f, Rollback& undo) const override;
+    Status check(const ForwardSpec& f) const override;
+    Status teardown(const ForwardSpec& f) const override;
+
+private:
+    std::string bus_address_;
+    std::function<void(std::string_view)> warn_;
 };
 
 }  // namespace cni::fw

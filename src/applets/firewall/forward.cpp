@@ -186,6 +186,8 @@ const char* policy_name(IngressPolicy policy) {
     return "open";
 }
 
+namespace {
+
 Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
     if (policy == IngressPolicy::open) return {};
     auto rules = isolation_rules(bridge, policy);
@@ -209,6 +211,36 @@ Status check_isolation(const std::string& bridge, IngressPolicy policy, const st
         }
         return {};
     });
+}
+
+class IptablesIsolation final : public Rules<IsolationSpec> {
+public:
+    Status setup(const IsolationSpec& i, Rollback&) const override { return setup_isolation(i.bridge, i.policy, i.ips); }
+    Status check(const IsolationSpec& i) const override { return check_isolation(i.bridge, i.policy, i.ips); }
+    Status teardown(const IsolationSpec&) const override { return {}; }  // the bridge's, not the attachment's
+};
+
+class IptablesForward final : public Rules<ForwardSpec> {
+public:
+    Status setup(const ForwardSpec& f, Rollback& undo) const override {
+        undo.push([this, f] { (void)teardown(f); });
+        return setup_forward(f.ips, f.admin_chain);
+    }
+    Status check(const ForwardSpec& f) const override { return check_forward(f.ips, f.admin_chain); }
+    Status teardown(const ForwardSpec& f) const override { return teardown_forward(f.ips); }
+};
+
+}  // namespace
+
+const Rules<ForwardSpec>& iptables_forward() {
+    static const IptablesForward rules;
+    return rules;
+}
+
+const Drivers<IsolationSpec>& isolation() {
+    static const IptablesIsolation iptables;
+    static const Drivers<IsolationSpec> drivers{{Driver::iptables, &iptables}};
+    return drivers;
 }
 
 }  // namespace cni::fw

@@ -11,10 +11,22 @@
 #include <string>
 #include <vector>
 
+#include "core/fw/driver.hpp"
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw {
+
+// What the firewall applet lets through for an attachment, in either of its drivers: the
+// iptables one here, firewalld's zone sources in firewalld.hpp (chosen in firewall.cpp).
+struct ForwardSpec {
+    std::vector<IpAddr> ips;
+    std::string admin_chain;  // iptables
+    std::string zone;         // firewalld
+};
+
+// The iptables driver's FORWARD accepts (setup_forward, check_forward, teardown_forward).
+const Rules<ForwardSpec>& iptables_forward();
 
 Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
 // Removes the per-address rules (the chains stay, shared by every attachment) in both iptables
@@ -26,10 +38,18 @@ Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_ch
 enum class IngressPolicy { open, same_bridge, isolated };
 // The policy as the config spells it ("open", "same-bridge", "isolated").
 const char* policy_name(IngressPolicy policy);
-// The isolation chains for `bridge` in the families of `ips`; nothing for `open`.
-Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips);
-// Passes when either iptables variant holds all of them; the error names the first one missing
-// (beyond the reference, whose CHECK does not look at them).
-Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips);
+// What an ingress policy isolates: `bridge`, in the families of `ips`.
+struct IsolationSpec {
+    std::string bridge;
+    IngressPolicy policy = IngressPolicy::open;
+    std::vector<IpAddr> ips;
+};
+
+// The isolation chains, in iptables whichever driver lets the traffic through (as the
+// reference). Setup adds them (nothing for `open`); check passes when either iptables variant
+// holds all of them, its error naming the first one missing (beyond the reference, whose CHECK
+// does not look at them). They belong to the bridge, shared by all of its attachments: an
+// attachment's teardown leaves them, as the reference's DEL does.
+const Drivers<IsolationSpec>& isolation();
 
 }  // namespace cni::fw

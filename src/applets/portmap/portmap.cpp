@@ -38,7 +38,7 @@ struct PortmapConf {
     bool masq_all = false;
     int mark_bit = 13;
     std::optional<std::string> external_setmark_chain;
-    bool nftables = false;          // the backend: nf_tables, else iptables
+    fw::Driver driver = fw::Driver::iptables;  // host_ports().choose, for ADD and CHECK
     portmap::Conditions cond4, cond6;    // iptables
     fw::nft::Exprs nft_cond4, nft_cond6;
     // The keys as written that the above are made of.
@@ -78,13 +78,14 @@ Status choose_backend(PortmapConf& c) {
     if (c.external_setmark_chain) iptables_only.push_back("externalSetMarkChain");
     for (auto& [key, cond] : {std::pair{"conditionsV4", &c.cond4_key}, std::pair{"conditionsV6", &c.cond6_key}})
         if (*cond && !(*cond)->empty()) (iptables_syntax(**cond) ? iptables_only : nftables_only).push_back(key);
-    c.nftables = fw::choose_driver(configured, {fw::Driver::iptables, fw::Driver::nftables}) == fw::Driver::nftables;
-    auto& wrong = c.nftables ? iptables_only : nftables_only;
+    c.driver = portmap::host_ports().choose(configured);
+    const bool nftables = c.driver == fw::Driver::nftables;
+    auto& wrong = nftables ? iptables_only : nftables_only;
     if (!wrong.empty()) {
         std::string keys;
         for (auto& k : wrong) keys += (keys.empty() ? "" : " ") + k;
-        return fail(std::string(c.nftables ? "nftables" : "iptables") + " backend was requested but configuration contains " +
-                    (c.nftables ? "iptables" : "nftables") + "-specific options [" + keys + "]");
+        return fail(std::string(nftables ? "nftables" : "iptables") + " backend was requested but configuration contains " +
+                    (nftables ? "iptables" : "nftables") + "-specific options [" + keys + "]");
     }
     return {};
 }
@@ -139,7 +140,7 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
         if (parsed) into = std::move(*parsed);
         else if (!c.unusable) c.unusable = std::move(parsed).error();
     };
-    if (c.nftables) {
+    if (c.driver == fw::Driver::nftables) {
         if (c.cond4_key) note(portmap::nft_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.nft_cond4);
         if (c.cond6_key) note(portmap::nft_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.nft_cond6);
     } else {
@@ -205,6 +206,7 @@ portmap::HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpN
     s.mark_bit = c.mark_bit;
     s.external_setmark_chain = c.external_setmark_chain;
     s.conditions = addr.ip.is_v4() ? c.cond4 : c.cond6;
+    s.nft_conditions = addr.ip.is_v4() ? c.nft_cond4 : c.nft_cond6;
     return s;
 }
 
@@ -218,26 +220,23 @@ Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
     return link ? std::optional<std::string>(link->name) : std::nullopt;
 }
 
-// 127.0.0.1:hostPort reaches the container only with route_localnet on the way there; turned
-// on only if some mapping is reachable through localhost, and then with the guard rule.
-Status enable_localhost_access(const portmap::HostPortSpec& s, bool nftables) {
+// 127.0.0.1:hostPort reaches the container only with route_localnet on the way there (IPv4): the
+// link that is turned on for, when some mapping is reachable through localhost; then the rules
+// come with the guard (HostPortSpec::localnet_guard).
+Result<std::optional<std::string>> localhost_access_link(const portmap::HostPortSpec& s) {
     bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const portmap::PortMapping& m) {
         return !m.host_ip || m.host_ip->is_loopback();
     });
-    if (!s.snat || !via_localhost) return {};
-    CNI_TRY_ASSIGN(auto link, link_towards(s.container.ip));
-    if (!link) return {};
-    CNI_TRY(nftables ? portmap::nft_rules::ensure_localnet_guard() : portmap::iptables_rules::ensure_localnet_guard());
-    if (auto st = os::sysctl_set("net/ipv4/conf/" + *link + "/route_localnet", "1"); !st)
-        return fail("unable to enable route_localnet: " + st.error().msg);
-    return {};
+    if (!s.container.ip.is_v4() || !s.snat || !via_localhost) return std::optional<std::string>{};
+    return link_towards(s.container.ip);
 }
 
-// Both backends' rules of the attachment, as the reference's DEL: a node may have switched.
-Status teardown(const PortmapConf& c, const std::string& container_id) {
-    auto ipt = portmap::iptables_rules::teardown(c.net.name, container_id);
-    CNI_TRY(portmap::nft_rules::teardown(container_id));
-    return ipt;
+// The spec DEL and GC go by: the attachment's identity alone.
+portmap::HostPortSpec attachment_of(const PortmapConf& c, const std::string& container_id) {
+    portmap::HostPortSpec s;
+    s.network = c.net.name;
+    s.container_id = container_id;
+    return s;
 }
 
 Result<CniResult> portmap_add(const Context& ctx) {
@@ -258,18 +257,20 @@ Result<CniResult> portmap_add(const Context& ctx) {
     }
 
     Rollback undo;
-    undo.push([&] { (void)teardown(c, r.container_id); });
     for (auto& addr : addrs) {
         auto spec = spec_for(c, r, addr);
         if (spec.mappings.empty()) continue;
-        auto st = c.nftables ? portmap::nft_rules::setup(spec, addr.ip.is_v4() ? c.nft_cond4 : c.nft_cond6) : portmap::iptables_rules::setup(spec);
-        if (!st) return fail("portmap: " + st.error().msg);
+        CNI_TRY_ASSIGN(auto localnet_link, localhost_access_link(spec));
+        spec.localnet_guard = localnet_link.has_value();
+        if (auto st = portmap::host_ports().setup(c.driver, spec, undo); !st) return fail("portmap: " + st.error().msg);
         std::vector<std::uint16_t> udp_ports;
         for (auto& m : spec.mappings)
             if (m.proto == IPPROTO_UDP) udp_ports.push_back(std::uint16_t(m.host_port));
         if (auto gone = nl::delete_udp_flows_to(addr.ip.is_v4() ? AF_INET : AF_INET6, udp_ports); !gone)
             ctx.warn("portmap: could not forget the UDP flows to the mapped ports: " + gone.error().msg);
-        if (addr.ip.is_v4()) CNI_TRY(enable_localhost_access(spec, c.nftables));
+        if (localnet_link)
+            if (auto st = os::sysctl_set("net/ipv4/conf/" + *localnet_link + "/route_localnet", "1"); !st)
+                return fail("unable to enable route_localnet: " + st.error().msg);
     }
     undo.dismiss();
     return std::move(**prev);
@@ -278,7 +279,8 @@ Result<CniResult> portmap_add(const Context& ctx) {
 Status portmap_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
     if (c.mappings.empty()) return {};
-    if (auto st = teardown(c, ctx.req.container_id); !st) return fail("portmap: " + st.error().msg);
+    if (auto st = portmap::host_ports().teardown_all(attachment_of(c, ctx.req.container_id)); !st)
+        return fail("portmap: " + st.error().msg);
     return {};
 }
 
@@ -292,7 +294,7 @@ Status portmap_check(const Context& ctx) {
     CNI_TRY(require_ip_addresses(**prev));
     for (auto& addr : container_addresses(**prev, r.ifname)) {
         auto spec = spec_for(c, r, addr);
-        if (!spec.mappings.empty()) CNI_TRY(c.nftables ? portmap::nft_rules::check(spec) : portmap::iptables_rules::check(spec));
+        if (!spec.mappings.empty()) CNI_TRY(portmap::host_ports().check(c.driver, spec));
     }
     return {};
 }
@@ -300,14 +302,18 @@ Status portmap_check(const Context& ctx) {
 Status portmap_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
     if (!c.net.valid_attachments) return {};
-    std::vector<std::string> keep;
-    for (auto& a : *c.net.valid_attachments) keep.push_back(a.container_id);
-    return portmap::iptables_rules::gc(c.net.name, keep);
+    return portmap::host_ports().gc_all(c.net.name, *c.net.valid_attachments);
 }
 
 constexpr auto kPortmapKeyDocs = docs_of(kPortmapKeys);
 
 }  // namespace
+
+const fw::Drivers<portmap::HostPortSpec>& portmap::host_ports() {
+    static const fw::Drivers<HostPortSpec> drivers{{fw::Driver::iptables, &iptables_rules::rules()},
+                                                   {fw::Driver::nftables, &nft_rules::rules()}};
+    return drivers;
+}
 
 extern const Applet portmap_applet{
     .name = "portmap",

@@ -378,4 +378,29 @@ Status gc(std::string_view network, const std::vector<std::string>& keep) {
     return failures.status("portmap GC: ");
 }
 
+namespace {
+
+class IptablesHostPorts final : public fw::Rules<HostPortSpec> {
+public:
+    Status setup(const HostPortSpec& s, Rollback& undo) const override {
+        undo.push([this, s] { (void)teardown(s); });
+        CNI_TRY(iptables_rules::setup(s));
+        return s.localnet_guard ? ensure_localnet_guard() : Status{};
+    }
+    Status check(const HostPortSpec& s) const override { return iptables_rules::check(s); }
+    Status teardown(const HostPortSpec& s) const override { return iptables_rules::teardown(s.network, s.container_id); }
+    Status gc(std::string_view network, const std::vector<Attachment>& keep) const override {
+        std::vector<std::string> ids;
+        for (auto& a : keep) ids.push_back(a.container_id);
+        return iptables_rules::gc(network, ids);
+    }
+};
+
+}  // namespace
+
+const fw::Rules<HostPortSpec>& rules() {
+    static const IptablesHostPorts rules;
+    return rules;
+}
+
 }  // namespace cni::portmap::iptables_rules

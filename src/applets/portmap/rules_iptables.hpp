@@ -16,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "core/fw/driver.hpp"
 #include "core/fw/iptables.hpp"
+#include "core/fw/nftables.hpp"
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
@@ -52,8 +54,16 @@ struct HostPortSpec {
     bool masq_all = false;
     int mark_bit = 13;
     std::optional<std::string> external_setmark_chain;
-    Conditions conditions;
+    Conditions conditions;       // the iptables driver's
+    fw::nft::Exprs nft_conditions;  // the nftables driver's
+    bool localnet_guard = false;  // also set up the guard that must accompany route_localnet=1
 };
+
+// portmap's rules in its two drivers (rules_iptables.cpp, rules_nft.cpp), through the one
+// firewall interface (core/fw/driver.hpp). Teardown reads only the network and container ID;
+// the nftables driver has no GC (its rules carry only the container ID, not the network, so
+// whose they are cannot be told; the reference has none either).
+const fw::Drivers<HostPortSpec>& host_ports();
 
 // The iptables driver's chains and rules.
 namespace iptables_rules {
@@ -79,6 +89,8 @@ Status gc(std::string_view network, const std::vector<std::string>& keep);
 // The DNAT entry rules' comment; past iptables' 255 bytes, its first 252 and "...". (The
 // reference keeps 253 and "...", 256 bytes, which iptables refuses: its ADD fails there.)
 std::string dnat_comment(std::string_view network, std::string_view container_id);
+
+const fw::Rules<HostPortSpec>& rules();
 
 }  // namespace iptables_rules
 }  // namespace cni::portmap

@@ -172,4 +172,24 @@ Status ensure_localnet_guard() {
     });
 }
 
+namespace {
+
+class NftablesHostPorts final : public fw::Rules<HostPortSpec> {
+public:
+    Status setup(const HostPortSpec& s, Rollback& undo) const override {
+        undo.push([this, s] { (void)teardown(s); });
+        CNI_TRY(nft_rules::setup(s, s.nft_conditions));
+        return s.localnet_guard ? ensure_localnet_guard() : Status{};
+    }
+    Status check(const HostPortSpec& s) const override { return nft_rules::check(s); }
+    Status teardown(const HostPortSpec& s) const override { return nft_rules::teardown(s.container_id); }
+};
+
+}  // namespace
+
+const fw::Rules<HostPortSpec>& rules() {
+    static const NftablesHostPorts rules;
+    return rules;
+}
+
 }  // namespace cni::portmap::nft_rules

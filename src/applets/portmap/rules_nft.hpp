@@ -32,4 +32,6 @@ Status check(const HostPortSpec& spec);
 Status teardown(std::string_view container_id);  // both families; nothing there is fine
 Status ensure_localnet_guard();
 
+const fw::Rules<HostPortSpec>& rules();
+
 }  // namespace cni::portmap::nft_rules

@@ -12,14 +12,9 @@
 
 #include "core/cni/cni_result.hpp"
 #include "core/cni/json.hpp"
+#include "core/net/attachment.hpp"
 
 namespace cni {
-
-struct Attachment {
-    std::string container_id;
-    std::string ifname;
-    bool operator==(const Attachment&) const = default;
-};
 
 struct NetConf {
     json::Document doc;

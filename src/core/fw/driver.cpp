@@ -24,7 +24,7 @@ std::string_view name_of(Driver driver) {
     return "";
 }
 
-Driver choose_driver(std::optional<Driver> configured, std::initializer_list<Driver> applet_has,
+Driver choose_driver(std::optional<Driver> configured, const std::vector<Driver>& applet_has,
                      const std::function<bool()>& firewalld_running) {
     if (configured) return *configured;
     auto has = [&](Driver d) { return std::find(applet_has.begin(), applet_has.end(), d) != applet_has.end(); };

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipMasq rules in nf_tables (see ipmasq_nft.hpp).
-#include "core/fw/ipmasq_nft.hpp"
+// ipMasq's nftables driver (see ipmasq.hpp).
+#include "core/fw/ipmasq.hpp"
 
 #include <netinet/in.h>  // before the kernel headers, which then defer to it
 #include <linux/netfilter.h>
@@ -10,7 +10,7 @@
 #include "core/fw/sha512.hpp"
 #include "core/fw/nftables.hpp"
 
-namespace cni::fw::nft_masq {
+namespace cni::fw {
 namespace {
 
 namespace nft = fw::nft;
@@ -23,7 +23,7 @@ constexpr std::int32_t kSrcNatPriority = 100;
 
 std::string hash16(std::string_view s) { return sha512_hex(s).substr(0, 16); }
 std::string network_hash(std::string_view network) { return hash16(network); }
-std::string instance_hash(const MasqOwner& o) {
+std::string instance_hash(const Masquerade& o) {
     return network_hash(o.network) + "-" + hash16(std::string(o.ifname) + ":" + std::string(o.container_id));
 }
 
@@ -51,13 +51,15 @@ nft::Exprs masquerade_rule(const IpNet& ip) {
 
 }  // namespace
 
-std::string comment_for(const MasqOwner& o) {
+std::string nft_masq_comment(const Masquerade& o) {
     std::string c = instance_hash(o) + ", net: " + without_quotes(o.network) + ", if: " + without_quotes(o.ifname) +
                     ", id: " + without_quotes(o.container_id);
     return c.substr(0, 128);
 }
 
-Status setup(const std::vector<IpNet>& ips, const MasqOwner& owner) {
+namespace {
+
+Status nft_setup(const std::vector<IpNet>& ips, const Masquerade& owner) {
     return nft::transact("ipMasq (nftables)", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto stale, rules_with(instance_hash(owner)));
         tx.add_table(kFamily, kTable, "Masquerading for plugins from github.com/containernetworking/plugins");
@@ -71,13 +73,13 @@ Status setup(const std::vector<IpNet>& ips, const MasqOwner& owner) {
         }
         tx.add_rule(kFamily, kTable, kPostrouting, nft::verdict_goto(kChain), {});
         for (auto& r : stale) tx.delete_rule(kFamily, kTable, kChain, r.handle);
-        std::string comment = comment_for(owner);
+        std::string comment = nft_masq_comment(owner);
         for (auto& ip : ips) tx.add_rule(kFamily, kTable, kChain, masquerade_rule(ip), comment);
         return {};
     });
 }
 
-Status teardown(const MasqOwner& owner) {
+Status nft_teardown(const Masquerade& owner) {
     if (!nft::available()) return {};
     return nft::transact("ipMasq (nftables) teardown", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto rules, rules_with(instance_hash(owner)));
@@ -86,19 +88,19 @@ Status teardown(const MasqOwner& owner) {
     });
 }
 
-Status check(const std::vector<IpNet>& ips, const MasqOwner& owner) {
-    CNI_TRY_ASSIGN(auto rules, rules_with(comment_for(owner)));
-    std::size_t exact = std::count_if(rules.begin(), rules.end(), [&](auto& r) { return r.comment == comment_for(owner); });
+Status nft_check(const std::vector<IpNet>& ips, const Masquerade& owner) {
+    CNI_TRY_ASSIGN(auto rules, rules_with(nft_masq_comment(owner)));
+    std::size_t exact = std::count_if(rules.begin(), rules.end(), [&](auto& r) { return r.comment == nft_masq_comment(owner); });
     if (exact < ips.size())
         return fail("ipMasq (nftables): masq_checks has " + std::to_string(exact) + " rules for this attachment, expected " +
                     std::to_string(ips.size()));
     return {};
 }
 
-Status gc(std::string_view network, const std::vector<Attachment>& keep) {
+Status nft_gc(std::string_view network, const std::vector<Attachment>& keep) {
     if (!nft::available()) return {};
     std::vector<std::string> valid;
-    for (auto& a : keep) valid.push_back(comment_for(MasqOwner{network, a.container_id, a.ifname}));
+    for (auto& a : keep) valid.push_back(nft_masq_comment(Masquerade{std::string(network), a.container_id, a.ifname, {}}));
     return nft::transact("ipMasq (nftables) GC", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto rules, rules_with(network_hash(network) + "-"));
         for (auto& r : rules)
@@ -107,4 +109,22 @@ Status gc(std::string_view network, const std::vector<Attachment>& keep) {
     });
 }
 
-}  // namespace cni::fw::nft_masq
+class NftablesMasquerade final : public Rules<Masquerade> {
+public:
+    Status setup(const Masquerade& m, Rollback& undo) const override {
+        undo.push([this, m] { (void)teardown(m); });
+        return nft_setup(m.ips, m);
+    }
+    Status check(const Masquerade& m) const override { return nft_check(m.ips, m); }
+    Status teardown(const Masquerade& m) const override { return nft_teardown(m); }
+    Status gc(std::string_view network, const std::vector<Attachment>& keep) const override { return nft_gc(network, keep); }
+};
+
+}  // namespace
+
+const Rules<Masquerade>& nftables_masquerade() {
+    static const NftablesMasquerade rules;
+    return rules;
+}
+
+}  // namespace cni::fw
