@@ -30,9 +30,7 @@ Result<CniResult> dummy_add(const Context& ctx) {
         return fail("failed to create dummy: " + st.error().msg);
     undo.push([&] { (void)nl::delete_link(container, r.ifname); });
     CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
-    CNI_TRY_ASSIGN(auto result, ipam::delegate_add(ctx, c.ipam_type, r.config));
-    undo.push([&] { (void)ipam::delegate_del(ctx, c.ipam_type, r.config); });
-    if (result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+    CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.ipam_type, undo));
     Interface dummy_if;
     dummy_if.name = r.ifname;
     dummy_if.mac = link.mac;

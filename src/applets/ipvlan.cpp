@@ -81,9 +81,7 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
                                                   undo));
     CniResult result;
     if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
-        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
-        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
     } else {
@@ -126,8 +124,7 @@ Status ipvlan_check(const Context& ctx) {
 
 Status ipvlan_status(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
-    if (c.net.ipam_type.empty()) return {};
-    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
 }
 
 constexpr auto kIpvlanKeyDocs = docs_of(kIpvlanKeys);

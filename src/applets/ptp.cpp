@@ -83,9 +83,7 @@ Result<CniResult> ptp_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
 
     Rollback undo;
-    CNI_TRY_ASSIGN(auto result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
-    undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
-    if (result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+    CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo));
     for (auto& ip : result.ips)
         if (!ip.gateway) return fail("ptp: IPAM returned " + ip.address.str() + " without a gateway");
     CNI_TRY(iface::enable_forwarding(host, result.ips));

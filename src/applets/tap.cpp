@@ -88,9 +88,7 @@ Result<CniResult> tap_add(const Context& ctx) {
     entry.sandbox = r.netns;
     result.interfaces = {entry};
     if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
-        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
-        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
         for (auto& ip : result.ips) ip.interface = 0;
@@ -121,8 +119,7 @@ Status tap_check(const Context& ctx) {
 
 Status tap_status(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
-    if (c.net.ipam_type.empty()) return {};
-    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
 }
 
 constexpr auto kTapKeyDocs = docs_of(kTapKeys);

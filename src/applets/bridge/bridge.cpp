@@ -267,9 +267,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
     cont_if.sandbox = r.netns;
 
     if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::delegate_add(ctx, c.net.ipam_type, r.config));
-        undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
-        if (ipam_result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
         result.ips = ipam_result.ips;
         result.routes = ipam_result.routes;
         result.dns = ipam_result.dns;
@@ -378,8 +376,7 @@ Status bridge_check(const Context& ctx) {
 
 Status bridge_status(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
-    if (c.net.ipam_type.empty()) return {};
-    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
 }
 
 Status bridge_gc(const Context& ctx) {

@@ -107,4 +107,15 @@ CNI_DELEGATE_VOID(delegate_status, Command::status)
 CNI_DELEGATE_VOID(delegate_gc, Command::gc)
 #undef CNI_DELEGATE_VOID
 
+Result<CniResult> allocate(const Context& ctx, std::string_view type, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto result, delegate_add(ctx, type, ctx.req.config));
+    undo.push([&ctx, type = std::string(type)] { (void)delegate_del(ctx, type, ctx.req.config); });
+    if (result.ips.empty()) return fail("IPAM plugin returned missing IP config");
+    return result;
+}
+
+Status status_of_optional_ipam(const Context& ctx, std::string_view type) {
+    return type.empty() ? Status{} : delegate_status(ctx, type, ctx.req.config);
+}
+
 }  // namespace cni::ipam

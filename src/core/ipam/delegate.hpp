@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/applet.hpp"
+#include "core/rollback.hpp"
 
 namespace cni::ipam {
 
@@ -28,5 +29,11 @@ Status delegate_del(const Context& ctx, std::string_view type, std::string_view 
 Status delegate_check(const Context& ctx, std::string_view type, std::string_view config);
 Status delegate_status(const Context& ctx, std::string_view type, std::string_view config);
 Status delegate_gc(const Context& ctx, std::string_view type, std::string_view config);
+// ADD's IPAM step in a main applet: the delegate's result, with its release pushed onto `undo`;
+// a result without addresses is refused, as the reference's plugins refuse it.
+Result<CniResult> allocate(const Context& ctx, std::string_view type, Rollback& undo);
+// STATUS for a main applet whose IPAM is optional: the delegate's, or nothing to ask when the
+// config names none.
+Status status_of_optional_ipam(const Context& ctx, std::string_view type);
 
 }  // namespace cni::ipam
