@@ -24,6 +24,10 @@ std::string_view name_of(Driver driver) {
     return "";
 }
 
+Error lacks_rules(Driver driver) {
+    return Error{code::internal, "the " + std::string(name_of(driver)) + " firewall driver does not have these rules", {}};
+}
+
 Driver choose_driver(std::optional<Driver> configured, const std::vector<Driver>& applet_has,
                      const std::function<bool()>& firewalld_running) {
     if (configured) return *configured;

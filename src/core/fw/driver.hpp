@@ -36,6 +36,10 @@ std::string_view name_of(Driver driver);
 Driver choose_driver(std::optional<Driver> configured, const std::vector<Driver>& applet_has,
                      const std::function<bool()>& firewalld_running = {});
 
+// "the <driver> firewall driver does not have these rules": a verb asked of a driver the kind of
+// rules has none in.
+Error lacks_rules(Driver driver);
+
 // One kind of rules as one driver writes them for an attachment described by Spec.
 template <class Spec>
 class Rules {
@@ -64,13 +68,13 @@ public:
         Driver driver;
         const Rules<Spec>* rules;
     };
-    Drivers(std::initializer_list<Entry> entries) : entries_(entries) {}
+    Drivers(std::initializer_list<Entry> entries) : entries_(entries) {
+        for (auto& e : entries_) drivers_.push_back(e.driver);
+    }
 
     // choose_driver among these drivers.
     Driver choose(std::optional<Driver> configured, const std::function<bool()>& firewalld_running = {}) const {
-        std::vector<Driver> has;
-        for (auto& e : entries_) has.push_back(e.driver);
-        return choose_driver(configured, has, firewalld_running);
+        return choose_driver(configured, drivers_, firewalld_running);
     }
     Status setup(Driver d, const Spec& spec, Rollback& undo) const {
         CNI_TRY_ASSIGN(auto rules, in(d));
@@ -104,9 +108,10 @@ private:
     Result<const Rules<Spec>*> in(Driver d) const {
         for (auto& e : entries_)
             if (e.driver == d) return e.rules;
-        return fail("the " + std::string(name_of(d)) + " firewall driver does not have these rules");
+        return std::unexpected(lacks_rules(d));
     }
     std::vector<Entry> entries_;
+    std::vector<Driver> drivers_;
 };
 
 }  // namespace cni::fw
