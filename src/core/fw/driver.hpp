@@ -31,8 +31,9 @@ std::string_view name_of(Driver driver);
 // The driver an ADD or CHECK uses: the configured one; else firewalld when the applet has it and
 // `firewalld_running` says so; else iptables while it is usable here (iptables_usable); else
 // nftables when the applet has it and nf_tables answers; else iptables, whose own error then
-// says what is wrong. That is the reference's choice in each plugin. DEL and GC do not choose:
-// they clean every driver an applet has.
+// says what is wrong. That is the reference's choice in each plugin. The DEL and GC of ipMasq
+// and portmap do not choose: they clean every driver (Drivers::teardown_all, gc_all); the
+// firewall applet's DEL uses the chosen driver, as its reference does.
 Driver choose_driver(std::optional<Driver> configured, const std::vector<Driver>& applet_has,
                      const std::function<bool()>& firewalld_running = {});
 
