@@ -12,8 +12,8 @@
 # everything it made.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-[ -f build/build.ninja ] || meson setup build >/dev/null
+scripts/install-deps.sh --demo  # what building and the demo need; scripts/test.sh installs the rest
+[ -f build/build.ninja ] || meson setup build -Dtests=false >/dev/null
 ninja -C build >/dev/null
 if [ "$(id -u)" -ne 0 ]; then exec sudo "$0" "$@"; fi
 

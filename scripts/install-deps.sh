@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs what cni-all needs to build, test and demo on Debian 12, from Debian's packages only;
-# `install-deps.sh --bench` also what the benchmark needs (its plots). Idempotent: apt runs only
-# when something is missing. Uses sudo when not run as root. dpkg skips its fsyncs
+# Installs what cni-all needs to build, test and demo on Debian 12, from Debian's packages only:
+# `install-deps.sh --demo` only what building and the demo need (scripts/demo.sh), with no
+# argument also everything the test suites need (scripts/test.sh), `--bench` that and what the
+# benchmark needs (its plots). Idempotent: apt runs only when something is missing. Uses sudo when not run as root. dpkg skips its fsyncs
 # (--force-unsafe-io): on a fresh machine they were most of the install's time, and a crash
 # mid-install is repaired by running this again.
 set -euo pipefail
 packages=(
   meson ninja-build pkg-config g++            # build
   libnl-3-dev libnl-route-3-dev libiptc-dev   # netlink and iptables
-  rapidjson-dev catch2                        # JSON, unit tests
-  python3 iproute2 iputils-ping iptables      # root and e2e tests (traffic, rule dumps), demo
+  rapidjson-dev                               # JSON
+  python3 iproute2 iputils-ping iptables      # the demo (and the tests): namespaces, traffic, rule dumps
+)
+[ "${1:-}" = "--demo" ] || packages+=(
+  catch2                                      # unit tests
   nftables                                    # nft, to read what the nftables backends wrote
   containernetworking-plugins                 # the Go reference plugins (/usr/lib/cni) for diffs
   dpkg-dev xz-utils flex bison                # static build: libiptc and libnl from Debian's sources
