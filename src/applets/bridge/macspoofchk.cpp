@@ -29,7 +29,21 @@ Names names_for(std::string_view container_id, std::string_view ifname) {
     return {"cni-br-iface-" + id, "cni-br-iface-" + id + "-mac", "macspoofchk-" + id};
 }
 
-Status teardown(std::string_view container_id, std::string_view ifname);
+Status teardown(std::string_view container_id, std::string_view ifname) {
+    if (!nft::available()) return {};
+    Names n = names_for(container_id, ifname);
+    CNI_TRY_ASSIGN(auto rules, nft::list_rules(kFamily, kTable));
+    CNI_TRY_ASSIGN(auto chains, nft::list_chains(kFamily, kTable));
+    nft::Batch tx;
+    for (auto& r : rules)
+        if (r.chain == kPrerouting && r.comment == n.comment) tx.delete_rule(kFamily, kTable, r.chain, r.handle);
+    std::vector<std::string> ours;  // flushed first, so that neither is still jumped to when deleted
+    for (auto* chain : {&n.iface_chain, &n.mac_chain})
+        if (std::find(chains.begin(), chains.end(), *chain) != chains.end()) ours.push_back(*chain);
+    for (auto& chain : ours) tx.flush_chain(kFamily, kTable, chain);
+    for (auto& chain : ours) tx.delete_chain(kFamily, kTable, chain);
+    return tx.commit("macspoofchk: removing the anti-spoofing rules");
+}
 
 Status setup(std::string_view container_id, std::string_view ifname, std::string_view host_veth, std::string_view mac) {
     auto bytes = mac_bytes(mac);
@@ -50,22 +64,6 @@ Status setup(std::string_view container_id, std::string_view ifname, std::string
     nft::append(entry, nft::verdict_jump(n.iface_chain));
     tx.add_rule(kFamily, kTable, kPrerouting, entry, n.comment);
     return tx.commit("macspoofchk: setting up the anti-spoofing rules");
-}
-
-Status teardown(std::string_view container_id, std::string_view ifname) {
-    if (!nft::available()) return {};
-    Names n = names_for(container_id, ifname);
-    CNI_TRY_ASSIGN(auto rules, nft::list_rules(kFamily, kTable));
-    CNI_TRY_ASSIGN(auto chains, nft::list_chains(kFamily, kTable));
-    nft::Batch tx;
-    for (auto& r : rules)
-        if (r.chain == kPrerouting && r.comment == n.comment) tx.delete_rule(kFamily, kTable, r.chain, r.handle);
-    std::vector<std::string> ours;  // flushed first, so that neither is still jumped to when deleted
-    for (auto* chain : {&n.iface_chain, &n.mac_chain})
-        if (std::find(chains.begin(), chains.end(), *chain) != chains.end()) ours.push_back(*chain);
-    for (auto& chain : ours) tx.flush_chain(kFamily, kTable, chain);
-    for (auto& chain : ours) tx.delete_chain(kFamily, kTable, chain);
-    return tx.commit("macspoofchk: removing the anti-spoofing rules");
 }
 
 Status check(std::string_view container_id, std::string_view ifname) {
