@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <initializer_list>
 #include <optional>
 
 #include "core/fw/nftables_decode.hpp"
@@ -423,25 +424,28 @@ int on_chain(nl_msg* msg, void* arg) {
 // How often a dump is taken again when other transactions keep committing during it.
 constexpr int kDumpAttempts = 16;
 
-// A dump of one table's objects (`type` GETRULE or GETCHAIN, filtered by `table_attr`), each
-// decoded by `on_object` into `out`; nothing when the table does not exist. When another
-// transaction commits during the dump, the kernel marks it interrupted (NLM_F_DUMP_INTR: what
-// came may mix two generations) and it is taken again; a Batch bound to the generation read
-// before it is then refused at commit, and transact() reads and builds again.
+// A dump of one table's objects (`type` GETRULE or GETCHAIN, filtered by `table_attr`, and by
+// `chain_attr` = `chain` when both are given), each decoded by `on_object` into `out`; nothing
+// when the table (or chain) does not exist. When another transaction commits during the dump,
+// the kernel marks it interrupted (NLM_F_DUMP_INTR: what came may mix two generations) and it is
+// taken again; a Batch bound to the generation read before it is then refused at commit, and
+// transact() reads and builds again.
 template <class T>
 Result<std::vector<T>> dump_table(Family f, std::string_view table, int type, int table_attr, nl_recvmsg_msg_cb_t on_object,
-                                  std::string_view what) {
+                                  std::string_view what, int chain_attr = 0, std::string_view chain = {}) {
     std::string msg = "nftables: listing the " + std::string(what) + " of table " + std::string(table);
+    if (chain_attr) msg += ", chain " + std::string(chain);
     for (int attempt = 1;; ++attempt) {
         CNI_TRY_ASSIGN(auto sk, connect());
         std::vector<T> out;
         nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_object, &out);
         auto req = new_message(type, NLM_F_DUMP, f);
-        if (!req || nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0)
+        if (!req || nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0 ||
+            (chain_attr && nla_put_string(req.get(), chain_attr, std::string(chain).c_str()) != 0))
             return fail("nftables: out of memory");
         if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(msg + ": " + nl_geterror(err));
         int err = nl_recvmsgs_default(sk.get());
-        if (err == -NLE_OBJ_NOTFOUND) return std::vector<T>{};  // no such table
+        if (err == -NLE_OBJ_NOTFOUND) return std::vector<T>{};  // no such table or chain
         if (err == -NLE_DUMP_INTR && attempt < kDumpAttempts) continue;
         if (err == -NLE_DUMP_INTR)
             return fail(code::try_again_later, msg + ": the ruleset changed during each of " + std::to_string(kDumpAttempts) + " dumps");
@@ -450,10 +454,29 @@ Result<std::vector<T>> dump_table(Family f, std::string_view table, int type, in
     }
 }
 
+// Whether the GET request `type` for the object named by `attrs` (attribute, value) answers:
+// false when it, its table or this family's tables do not exist.
+Result<bool> exists(Family f, int type, std::initializer_list<std::pair<int, std::string_view>> attrs, const std::string& what) {
+    CNI_TRY_ASSIGN(auto sk, connect());
+    auto req = new_message(type, 0, f);
+    if (!req) return fail("nftables: out of memory");
+    for (auto& [attr, value] : attrs)
+        if (nla_put_string(req.get(), attr, std::string(value).c_str()) != 0) return fail("nftables: out of memory");
+    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
+    int err = nl_recvmsgs_default(sk.get());
+    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_AF_NOSUPPORT || err == -NLE_OPNOTSUPP) return false;
+    if (err < 0) return fail(what + ": " + nl_geterror(err));
+    return true;
+}
+
 }  // namespace
 
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table) {
     return dump_table<ListedRule>(f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule, "rules");
+}
+
+Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table, std::string_view chain) {
+    return dump_table<ListedRule>(f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule, "rules", NFTA_RULE_CHAIN, chain);
 }
 
 Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
@@ -466,18 +489,12 @@ Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
 }
 
 Result<bool> has_chain(Family f, std::string_view table, std::string_view chain) {
-    CNI_TRY_ASSIGN(auto sk, connect());
-    auto req = new_message(NFT_MSG_GETCHAIN, 0, f);
-    if (!req || nla_put_string(req.get(), NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
-        nla_put_string(req.get(), NFTA_CHAIN_NAME, std::string(chain).c_str()) != 0)
-        return fail("nftables: out of memory");
-    std::string what = "nftables: looking up chain " + std::string(chain) + " in table " + std::string(table);
-    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
-    int err = nl_recvmsgs_default(sk.get());
-    // No such table or chain, or a kernel without this family's tables: nothing to find.
-    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_AF_NOSUPPORT || err == -NLE_OPNOTSUPP) return false;
-    if (err < 0) return fail(what + ": " + nl_geterror(err));
-    return true;
+    return exists(f, NFT_MSG_GETCHAIN, {{NFTA_CHAIN_TABLE, table}, {NFTA_CHAIN_NAME, chain}},
+                  "nftables: looking up chain " + std::string(chain) + " in table " + std::string(table));
+}
+
+Result<bool> has_table(Family f, std::string_view table) {
+    return exists(f, NFT_MSG_GETTABLE, {{NFTA_TABLE_NAME, table}}, "nftables: looking up table " + std::string(table));
 }
 
 bool has_xt_revision(Family f, bool target, std::string_view name, std::uint8_t revision) {

@@ -143,6 +143,17 @@ IptTable::Listed describe(const detail::XtCodec& codec, const nft::ListedRule& d
     return out;
 }
 
+// What IptRule's target names when it is not a chain (iptables.hpp: IptRule::target).
+bool is_chain_target(const std::string& target) {
+    for (const char* t : {"ACCEPT", "DROP", "RETURN", "MASQUERADE", "MARK", "DNAT"})
+        if (target == t) return false;
+    return true;
+}
+
+// Reads lazily: a chain is looked up (one GETCHAIN) the first time it is named, and its rules
+// are dumped (one dump filtered to that chain) the first time they are needed, so a call costs
+// the same whatever else the table holds. The batch is bound to the generation read first, so a
+// decision taken from any of these reads applies only if nothing committed since.
 class XtNftImpl final : public IptTable::Impl {
 public:
     XtNftImpl(Family family, std::string table)
@@ -153,106 +164,184 @@ public:
         if (table_ != "nat" && table_ != "filter") return fail("iptables-nft: table " + table_ + " is not supported");
         auto generation = nft::generation();
         if (!generation) return fail("iptables-nft: nf_tables is not available here");
-        batch_ = nft::Batch(*generation);  // commits only onto the ruleset read below
-        CNI_TRY_ASSIGN(chains_, nft::list_chains(family_, table_));
-        table_exists_ = !chains_.empty();
-        CNI_TRY_ASSIGN(auto dumped, nft::list_rules(family_, table_));
-        for (auto& d : dumped) rows_.push_back(Row{d.chain, d.handle, describe(codec_, d)});
+        batch_ = nft::Batch(*generation);  // commits only onto the ruleset read from here on
         return {};
     }
 
     // Built-in chains count as present, as in the legacy tables, whether made yet or not.
-    bool has_chain(const std::string& c) const override { return made(c) || builtin(table_, c); }
+    bool has_chain(const std::string& c) const override { return builtin(table_, c) || chain(c).exists; }
     std::vector<std::string> chains() const override {
+        if (!all_listed_) {
+            if (auto names = nft::list_chains(family_, table_)) {
+                for (auto& n : *names) known_.try_emplace(n, Chain{true, true, false, {}, 0});
+            } else {
+                remember(names.error());
+            }
+            all_listed_ = true;
+        }
         std::vector<std::string> out;
-        for (auto& c : chains_)
-            if (!builtin(table_, c)) out.push_back(c);
+        for (auto& [name, c] : known_)
+            if (c.exists && !builtin(table_, name)) out.push_back(name);
         return out;
     }
     Status create_chain(const std::string& c) override {
         if (has_chain(c)) return fail("iptables-nft: creating chain " + name(c) + ": it exists");
-        ensure_table();
+        CNI_TRY(ensure_table());
         batch_.add_chain(family_, table_, c);
-        chains_.push_back(c);
+        mark_made(c);
         return {};
     }
     Status flush_chain(const std::string& c) override {
         CNI_TRY(require_chain(c));
-        if (made(c)) batch_.flush_chain(family_, table_, c);
-        std::erase_if(rows_, [&](const Row& r) { return r.chain == c; });
+        Chain& ch = chain(c);
+        if (ch.exists) batch_.flush_chain(family_, table_, c);
+        ch.rows.clear(), ch.loaded = true, ch.added_at_top = 0;
         return {};
     }
     Status delete_chain(const std::string& c) override {
-        if (!made(c) || builtin(table_, c)) return fail("iptables-nft: cannot delete chain " + name(c));
+        Chain& ch = chain(c);
+        if (!ch.exists || builtin(table_, c)) return fail("iptables-nft: cannot delete chain " + name(c));
         batch_.delete_chain(family_, table_, c);
-        std::erase(chains_, c);
+        ch.exists = false, ch.rows.clear(), ch.loaded = true, ch.added_at_top = 0;
         return {};
     }
     Result<std::vector<IptTable::Listed>> rules(const std::string& c) const override {
         CNI_TRY(require_chain(c));
+        CNI_TRY_ASSIGN(auto* rows, loaded_rows(c));
         std::vector<IptTable::Listed> out;
-        for (auto& r : rows_)
-            if (r.chain == c) out.push_back(r.listed);
+        out.reserve(rows->size());
+        for (auto& r : *rows) out.push_back(r.listed);
         return out;
     }
     Status append_unique(const std::string& c, const IptRule& r) override { return add_unique(c, r, false); }
     Status insert_unique(const std::string& c, const IptRule& r) override { return add_unique(c, r, true); }
     Result<int> delete_if(const std::string& c, const std::string& target, const std::function<bool(const IptRule&)>& pred) override {
         CNI_TRY(require_chain(c));
+        // A jump needs its chain: none can go to a chain the table does not have.
+        if (is_chain_target(target) && !chain(target).in_kernel && !chain(target).exists) return 0;
+        CNI_TRY_ASSIGN(auto* rows, loaded_rows(c));
         int n = 0;
-        for (auto it = rows_.begin(); it != rows_.end();) {
-            if (it->chain != c || it->listed.rule.target != target || (pred && !pred(it->listed.rule))) {
+        for (auto it = rows->begin(); it != rows->end();) {
+            if (it->listed.rule.target != target || (pred && !pred(it->listed.rule))) {
                 ++it;
                 continue;
             }
             if (it->handle == 0) return fail("iptables-nft: deleting a rule of " + name(c) + " added in the same transaction");
             batch_.delete_rule(family_, table_, c, it->handle);
-            it = rows_.erase(it);
+            it = rows->erase(it);
             ++n;
         }
         return n;
     }
-    Status commit() override { return batch_.commit("iptables-nft: committing table " + table_); }
+    // After a commit the copy starts afresh (what it read is older than what it wrote).
+    Status commit() override {
+        if (read_error_) return std::unexpected(*read_error_);
+        CNI_TRY(batch_.commit("iptables-nft: committing table " + table_));
+        known_.clear(), all_listed_ = false, table_exists_.reset();
+        return load();
+    }
 
 private:
     struct Row {
-        std::string chain;
         std::uint64_t handle = 0;  // 0: added in this transaction
         IptTable::Listed listed;
     };
+    struct Chain {
+        bool in_kernel = false;  // there when the table was read
+        bool exists = false;     // there now, as this transaction leaves it
+        bool loaded = false;     // rows hold all its rules; otherwise only those added here
+        std::vector<Row> rows;
+        std::size_t added_at_top = 0;  // not loaded: how many of rows go before the kernel's
+    };
 
-    bool made(const std::string& c) const { return std::ranges::find(chains_, c) != chains_.end(); }
+    // A failed read makes the transaction fail at commit (and rules() at once), never a guess.
+    void remember(const Error& e) const {
+        if (!read_error_) read_error_ = e;
+    }
+
+    Chain& chain(const std::string& c) const {
+        if (auto it = known_.find(c); it != known_.end()) return it->second;
+        Chain ch;
+        if (all_listed_) {
+            // every chain of the table is known already: this one is not there
+        } else if (auto found = nft::has_chain(family_, table_, c)) {
+            ch.in_kernel = ch.exists = *found;
+        } else {
+            remember(found.error());
+        }
+        return known_.emplace(c, std::move(ch)).first->second;
+    }
+
+    Result<std::vector<Row>*> loaded_rows(const std::string& c) const {
+        if (read_error_) return std::unexpected(*read_error_);
+        Chain& ch = chain(c);
+        if (!ch.loaded && ch.in_kernel) {
+            CNI_TRY_ASSIGN(auto dumped, nft::list_rules(family_, table_, c));
+            std::vector<Row> rows;
+            rows.reserve(dumped.size() + ch.rows.size());
+            auto top = ch.rows.begin() + std::ptrdiff_t(ch.added_at_top);
+            std::move(ch.rows.begin(), top, std::back_inserter(rows));
+            for (auto& d : dumped) rows.push_back(Row{d.handle, describe(codec_, d)});
+            std::move(top, ch.rows.end(), std::back_inserter(rows));
+            ch.rows = std::move(rows);
+        }
+        ch.loaded = true, ch.added_at_top = 0;
+        return &ch.rows;
+    }
+
+    void mark_made(const std::string& c) {
+        Chain& ch = chain(c);
+        ch.exists = true;
+        if (!ch.in_kernel) ch.loaded = true;
+    }
 
     std::string name(const std::string& chain) const {
         return std::string(family_ == nft::Family::ip ? "ip " : "ip6 ") + table_ + "/" + chain;
     }
 
     Status require_chain(const std::string& c) const {
-        if (!has_chain(c)) return fail("iptables-nft: no chain " + c + " in table " + table_);
+        if (read_error_) return std::unexpected(*read_error_);
+        if (!has_chain(c)) return read_error_ ? Status(std::unexpected(*read_error_)) : fail("iptables-nft: no chain " + c + " in table " + table_);
         return {};
     }
 
-    void ensure_table() {
-        if (table_exists_) return;
-        batch_.add_table(family_, table_, "");
-        table_exists_ = true;
+    Status ensure_table() {
+        if (!table_exists_) {
+            CNI_TRY_ASSIGN(bool there, nft::has_table(family_, table_));
+            table_exists_ = there;
+        }
+        if (!*table_exists_) {
+            batch_.add_table(family_, table_, "");
+            table_exists_ = true;
+        }
+        return {};
     }
 
     // A built-in chain exists once a rule goes into it, as iptables-nft makes it.
     Status ensure_chain_for_rule(const std::string& c) {
-        if (made(c)) return {};
+        if (chain(c).exists) return {};
         const Builtin* b = builtin(table_, c);
         if (!b) return require_chain(c);
-        ensure_table();
+        CNI_TRY(ensure_table());
         batch_.add_chain(family_, table_, c, nft::Hook{b->hook, b->priority, table_ == "nat" ? "nat" : "filter", true});
-        chains_.push_back(c);
+        mark_made(c);
         return {};
+    }
+
+    // Whether `c` may already hold `r`. A jump to a chain the kernel did not have when the table
+    // was read can only be among the rules added in this transaction, so then the chain's own
+    // rules (a node's thousands of attachments) are not read.
+    Result<bool> holds(const std::string& c, const IptRule& r) {
+        Chain& ch = chain(c);
+        const std::vector<Row>* rows = &ch.rows;
+        if (!(is_chain_target(r.target) && !chain(r.target).in_kernel)) CNI_TRY_ASSIGN(rows, loaded_rows(c));
+        return std::ranges::any_of(*rows, [&](const Row& row) { return !row.listed.foreign && row.listed.rule == r; });
     }
 
     Status add_unique(const std::string& c, const IptRule& r, bool at_top) {
         CNI_TRY(ensure_chain_for_rule(c));
-        if (std::ranges::any_of(rows_, [&](const Row& row) { return row.chain == c && !row.listed.foreign && row.listed.rule == r; }))
-            return {};
+        CNI_TRY_ASSIGN(bool there, holds(c, r));
+        if (there) return {};
         auto probe = [this](bool target, const char* xt, std::uint8_t rev) {
             std::string key = (target ? "t:" : "m:") + std::string(xt) + "/" + std::to_string(rev);
             auto it = revisions_.find(key);
@@ -261,18 +350,24 @@ private:
         };
         nft::RulePlacement placement{at_top, r.proto ? std::optional<std::uint32_t>(std::uint32_t(r.proto)) : std::nullopt};
         batch_.add_rule(family_, table_, c, expressions(codec_, r, probe), "", placement);
-        Row row{c, 0, {r, false}};
-        if (at_top) rows_.insert(std::ranges::find_if(rows_, [&](const Row& x) { return x.chain == c; }), std::move(row));
-        else rows_.push_back(std::move(row));
+        Chain& ch = chain(c);
+        Row row{0, {r, false}};
+        if (at_top) {
+            ch.rows.insert(ch.rows.begin(), std::move(row));
+            if (!ch.loaded) ++ch.added_at_top;
+        } else {
+            ch.rows.push_back(std::move(row));
+        }
         return {};
     }
 
     nft::Family family_;
     std::string table_;
     const detail::XtCodec& codec_;
-    std::vector<std::string> chains_;
-    bool table_exists_ = false;
-    std::vector<Row> rows_;
+    mutable std::map<std::string, Chain> known_;  // the chains named so far
+    mutable bool all_listed_ = false;              // known_ holds every chain of the table
+    mutable std::optional<Error> read_error_;
+    std::optional<bool> table_exists_;
     nft::Batch batch_;
     std::map<std::string, bool> revisions_;
 };

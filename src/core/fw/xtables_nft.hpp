@@ -9,8 +9,12 @@
 // byte), the comment and other xtables matches (tcp/udp ports and marks as native comparisons,
 // the rest as nft_compat matches with iptables' own payloads), a counter, then the verdict, jump
 // or nft_compat target. Rules read back through the same layout (nftables_decode), and a rule
-// holding anything else is `foreign`. Changes go in one nf_tables transaction at commit, bound
-// to the generation the table was read at, as iptables-nft binds its own.
+// holding anything else is `foreign`. The table is read lazily: a chain is looked up when first
+// named and its rules dumped (that chain only) when first needed, so a call's cost does not grow
+// with the node's other chains and rules; and a jump to a chain the table did not have is added
+// without reading the chain it goes into (no rule can jump to an absent chain). Changes go in one
+// nf_tables transaction at commit, bound to the generation read before anything else, as
+// iptables-nft binds its own.
 #pragma once
 
 #include <memory>
