@@ -175,7 +175,8 @@ def _iptables(ns, names):
 
 def _data_dir(data):
     out = {}
-    for root, _dirs, files in os.walk(data):
+    for root, dirs, files in os.walk(data):
+        dirs[:] = [d for d in dirs if not d.startswith(".cni-all")]  # cni-all's index buckets
         for f in files:
             if f.startswith(".cni-all") or f == "lock":
                 continue  # cni-all's own index, and the lock file the reference also creates lazily

@@ -202,7 +202,8 @@ class Attachment:
         chains = sorted(set(PER_ATTACHMENT_CHAIN.findall(rules)))
         addressed = sorted(line.strip() for line in rules.splitlines() if TEST_ADDRESSES in line)
         files = sorted(os.path.join(d, f) for top in (self.data, "/var/lib/cni", "/run/cni") for d, _, names in os.walk(top)
-                       for f in names if f not in ("subnet.env", "lock", ".cni-all-index") and not f.startswith("last_reserved_ip"))
+                       for f in names if f not in ("subnet.env", "lock", ".cni-all-index") and not f.startswith("last_reserved_ip")
+                       and os.path.basename(d) != ".cni-all-index.d")
         return {"container": ctr_state, "host links": host_links, "rules naming the container": named,
                 "per-attachment chains": chains,
                 "rules naming a test address": addressed, "files": files}

@@ -119,8 +119,10 @@ def switching_implementations_keeps_state():
 
 @test
 def host_local_never_follows_planted_links():
-    """host-local: links planted at the index, last_reserved_ip, lock and an address are never written or read through"""
+    """host-local: links planted at the index, its buckets' folder, last_reserved_ip, lock and an address are never
+    written or read through"""
     data = tempfile.mkdtemp()
+    elsewhere = tempfile.mkdtemp()
     try:
         with victim_file() as victim, netns("host") as host, netns("ctr") as ctr:
             pool = os.path.join(data, "pool")
@@ -129,6 +131,7 @@ def host_local_never_follows_planted_links():
             for name, target in [(".cni-all-index", victim), ("last_reserved_ip.0", victim),
                                  ("lock", absent), ("10.91.0.2", victim)]:
                 os.symlink(target, os.path.join(pool, name))
+            os.symlink(elsewhere, os.path.join(pool, ".cni-all-index.d"))
             hl = ours("host-local")
             conf = host_local_conf(data, "1.0.0", subnet="10.91.0.0/24")
             res = hl.run("ADD", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a")
@@ -146,8 +149,11 @@ def host_local_never_follows_planted_links():
             hl.run("DEL", conf, host_ns=host, netns=ns_path(ctr), container_id="pod-a").ok()
             check(not os.path.exists(os.path.join(pool, "10.91.0.3")), "DEL released pod-a")
             eq(open(victim).read(), "original")
+            eq(os.listdir(elsewhere), [], "the buckets went through the planted folder link")
+            check(os.path.islink(os.path.join(pool, ".cni-all-index.d")), "the planted folder link stays")
     finally:
         shutil.rmtree(data)
+        shutil.rmtree(elsewhere)
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ TEST_CASE("allocation walks round-robin from last_reserved_ip, skipping the gate
         CHECK(alloc(s, set, "e") == "10.9.0.6/29 gw 10.9.0.1");
         CHECK(alloc(s, set, "f") == "10.9.0.2/29 gw 10.9.0.1");  // wraps around
         CHECK(alloc(s, set, "g") == "ERR no IP addresses available in range set: 10.9.0.1-10.9.0.6");
-        CHECK_FALSE(has_free_address(s, set));
+        CHECK_FALSE(has_free_address(s, set, 0));
     }
 }
 
@@ -213,9 +213,8 @@ TEST_CASE("the index spares re-reading files, and notices files replaced behind 
         CHECK(s.files_read() == 0);
         CHECK(s.has_id("c7", "eth0"));
     }
-    // The Go plugin (a separate process, milliseconds later) releases c3's address and gives it
-    // to someone else; the file system may even hand the new file the old inode number.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // The Go plugin (a separate process, at once) releases c3's address and gives it to someone
+    // else; the file system may even hand the new file the old inode number.
     std::filesystem::remove(d / "net1/10.7.0.5");
     d.write("net1/10.7.0.5", "other\r\neth0");
     {
@@ -230,41 +229,55 @@ TEST_CASE("the index spares re-reading files, and notices files replaced behind 
         CHECK(s.files_read() == 0);  // and the index is trusted again
         CHECK(s.has_id("other", "eth0"));
     }
-    // A corrupt index is ignored and rebuilt.
+    // The Go plugin adds a reservation at once after our call: noticed, though the clock's tick
+    // has not moved (the directory's mtime was set to a time no create writes).
+    {
+        auto s = open_store(d);
+        REQUIRE(alloc(s, set_of({range("10.7.0.0/24")}), "late").starts_with("10.7.0."));
+        s.flush();
+    }
+    d.write("net1/10.7.0.100", "go\r\neth0");
+    CHECK(open_store(d).has_id("go", "eth0"));
+    // A corrupt header is ignored and the index rebuilt.
     d.write("net1/.cni-all-index", "garbage");
     {
         auto s = open_store(d);
-        CHECK(s.files_read() == 20);
+        CHECK(s.files_read() == 22);
         s.flush();
     }
-    CHECK(d.read("net1/.cni-all-index").starts_with("cni-all host-local index 2 "));
+    CHECK(d.read("net1/.cni-all-index").starts_with("cni-all host-local index 3 "));
 }
 
-TEST_CASE("an index whose lines are torn or out of address order is not trusted") {
+TEST_CASE("a bucket that is torn or holds an owner of another bucket is not trusted") {
     TempDir d;
     allocate_and_flush(d, 3);
-    const std::string index = d.read("net1/.cni-all-index");
-    auto lines = split(index, '\n');
-    REQUIRE(lines.size() == 5);  // header, three entries, the empty rest
-    REQUIRE(lines[1].starts_with("10.7.0.2 "));
-    auto rewrite = [&](std::vector<std::string_view> order) {
-        std::string text;
-        for (auto l : order) (text += l) += '\n';
-        d.write("net1/.cni-all-index", text);  // rewritten, not recreated: the directory keeps its stamp
-    };
-    rewrite({lines[0], lines[1], lines[2], lines[3]});
-    CHECK(open_store(d).files_read() == 0);  // as written: trusted
-    rewrite({lines[0], lines[2], lines[1], lines[3]});
-    {
+    auto open_counting = [&](std::string_view id) {
         auto s = open_store(d);
-        CHECK(s.files_read() == 3);
-        CHECK(s.has_id("c0", "eth0"));
-        CHECK(s.has_id("c2", "eth0"));
+        bool found = s.has_id(id, "eth0");
         s.flush();
+        return std::pair{found, s.files_read()};
+    };
+    // Find c0's bucket by its content.
+    std::string name, text;
+    for (auto& e : std::filesystem::directory_iterator(d / "net1/.cni-all-index.d")) {
+        std::string t = d.read("net1/.cni-all-index.d/" + e.path().filename().string());
+        if (t.find(" c c0 eth0 ;\n") != std::string::npos) name = e.path().filename().string(), text = t;
     }
-    CHECK(open_store(d).files_read() == 0);  // rebuilt
-    rewrite({lines[0], lines[1], lines[2], lines[3].substr(0, lines[3].size() - 2)});  // a torn last line
-    CHECK(open_store(d).files_read() == 3);
+    REQUIRE(!name.empty());
+    CHECK(open_counting("c0") == std::pair{true, std::size_t(0)});
+    auto rewrite = [&](const std::string& t) {  // rewritten in place: the directory keeps its stamp
+        std::FILE* f = std::fopen((d / ("net1/.cni-all-index.d/" + name)).c_str(), "r+");
+        REQUIRE(f);
+        std::fwrite(t.data(), 1, t.size(), f);
+        std::fclose(f);
+        std::filesystem::resize_file(d / ("net1/.cni-all-index.d/" + name), t.size());
+    };
+    rewrite(text.substr(0, text.size() - 2));  // a torn last line
+    CHECK(open_counting("c0") == std::pair{true, std::size_t(3)});
+    CHECK(open_counting("c0") == std::pair{true, std::size_t(0)});  // rebuilt
+    rewrite(text + "10.7.0.9 c not-this-bucket eth0 ;\n");
+    CHECK(open_counting("c0") == std::pair{true, std::size_t(3)});
+    CHECK_FALSE(open_counting("not-this-bucket").first);
 }
 
 TEST_CASE("a stale index never releases someone else's address") {

@@ -53,7 +53,16 @@ private:
 
 }  // namespace
 
-bool has_free_address(const Store& store, const RangeSet& set) {
+// How many candidates are probed by name before the reservations are counted.
+constexpr int kProbes = 64;
+
+bool has_free_address(Store& store, const RangeSet& set, int set_index) {
+    RangeIter it(set, store.last_reserved(set_index));
+    for (int i = 0; i < kProbes; ++i) {
+        auto cand = it.next();
+        if (!cand) return false;  // the whole set, every address taken
+        if (!store.taken(cand->first)) return true;
+    }
     U128 unusable = 0;  // ranges in a set do not overlap, so counting per range counts each once
     for (auto& r : set) {
         unusable += store.count_taken_between(*r.range_start, *r.range_end);
@@ -75,7 +84,7 @@ Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std:
     for (auto& ip : store.find_by_id(id, ifname))
         if (range_for(set, ip))
             return fail(ip.str() + " has been allocated to " + std::string(id) + ", duplicate allocation is not allowed");
-    if (has_free_address(store, set)) {
+    if (has_free_address(store, set, set_index)) {
         RangeIter it(set, store.last_reserved(set_index));
         while (auto cand = it.next()) {
             if (store.taken(cand->first)) continue;

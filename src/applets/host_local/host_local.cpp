@@ -201,8 +201,8 @@ Status host_local_status(const Context& ctx) {
     auto store = open_store(ctx, c);
     if (!store) return fail(code::plugin_not_available, "host-local: " + store.error().msg);
     store->flush();
-    for (auto& set : c.ranges)
-        if (!ipam::has_free_address(*store, set))
+    for (std::size_t idx = 0; idx < c.ranges.size(); ++idx)
+        if (auto& set = c.ranges[idx]; !ipam::has_free_address(*store, set, int(idx)))
             return fail(code::plugin_not_available, "no IP addresses available in range set: " + ipam::str(set));
     return {};
 }

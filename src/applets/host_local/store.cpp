@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// host-local on-disk store with an inode-checked index (see store.hpp).
+// host-local on-disk store with a bucketed index (see store.hpp).
 #include "applets/host_local/store.hpp"
 
 #include <dirent.h>
@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <ctime>
 #include <memory>
 
 #include "core/os/errno_error.hpp"
@@ -20,11 +21,9 @@
 namespace cni::ipam {
 namespace {
 
-constexpr std::string_view kIndexHeader = "cni-all host-local index 2";
+constexpr std::string_view kHeader = "cni-all host-local index 3";
+constexpr std::string_view kBucketHeader = "cni-all host-local bucket 3\n";
 constexpr const char* kLastReservedPrefix = "last_reserved_ip.";
-
-// For std::lower_bound over entries sorted by address.
-constexpr auto ip_before = [](const auto& entry, const IpAddr& ip) { return entry.ip < ip; };
 
 bool printable_token(std::string_view s) {
     if (s.empty()) return false;
@@ -37,8 +36,7 @@ bool printable_token(std::string_view s) {
 // zero makes close() flush the file synchronously (auto_da_alloc), which costs an ADD more than
 // all its netlink work. A crash between the write and the truncate leaves the old tail behind;
 // last_reserved_ip tolerates that (it is only where the next search starts), and so does the
-// index, which flush() writes the same way in pieces (a torn or out-of-order line makes it
-// untrusted, and every entry is checked against the directory's inodes).
+// index: flush() restamps the directory before it writes, so a half-written index is untrusted.
 bool overwrite_in_place(int fd, std::string_view text) {
     return ::pwrite(fd, text.data(), text.size(), 0) == static_cast<ssize_t>(text.size()) &&
            ::ftruncate(fd, static_cast<off_t>(text.size())) == 0;
@@ -49,38 +47,25 @@ std::string join(std::string a, std::string_view b) {
     return a + "/" + std::string(b);
 }
 
-}  // namespace
+// The bucket of a container id (FNV-1a of the id as the reference compares it, trimmed); an owner
+// that is neither format goes with the empty id.
+std::size_t bucket_of(std::string_view id) {
+    std::uint32_t h = 2166136261u;
+    for (unsigned char c : trim_space(id)) h = (h ^ c) * 16777619u;
+    return h % Store::kBuckets;
+}
+std::size_t bucket_of(const OwnerView& o) { return bucket_of(o.kind == OwnerKind::foreign ? std::string_view() : o.id); }
 
-// A reservation, last_reserved_ip or the index: a regular file in the directory, never read
-// through a link (a planted one to /etc/shadow is not an owner), at most 1 MiB.
-Result<std::string> Store::read_small(const std::string& name, ino_t* ino) const {
-    os::UniqueFd fd = dir_.open_regular(name, O_RDONLY);
-    if (!fd) return dir_.open_failed(name, errno);
-    std::string out;
-    struct stat st{};
-    if (::fstat(fd.get(), &st) != 0) return os::sys_fail("stat", dir_.path_of(name));
-    if (ino) *ino = st.st_ino;
-    out.reserve(std::size_t(std::clamp<off_t>(st.st_size, 0, 1 << 20)));  // one allocation for the index
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(fd.get(), buf, sizeof buf)) > 0 && out.size() < (1u << 20)) out.append(buf, std::size_t(n));
-    if (n < 0) return os::sys_fail("read", dir_.path_of(name));
-    return out;
+std::string bucket_name(std::size_t i) {
+    constexpr char hex[] = "0123456789abcdef";
+    return {hex[i >> 4], hex[i & 15]};
 }
 
-// The directory's mtime and ctime: any file created or removed in it changes them.
-std::string Store::dir_stamp() const {
-    struct stat st{};
-    if (::fstat(dir_.fd(), &st) != 0) return "?";
-    return std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) + "/" +
-           std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
-}
-
-// One index line: "<ip> <inode> c <id> <ifname> ;", "<ip> <inode> l <id> ;" or
-// "<ip> <inode> f ;"; the views point into the line. A line without its terminator (a torn
-// write) is refused, and so is a name that is not how the index writes an address.
-std::optional<Store::Entry> Store::parse_index_line(std::string_view line) const {
-    std::array<std::string_view, 7> f;  // no allocation: this runs once per reservation
+// One bucket line: "<ip> c <id> <ifname> ;", "<ip> l <id> ;" or "<ip> f ;", views into the line.
+// A line without its terminator (a torn write) is refused, and so is a name that is not how the
+// index writes an address.
+std::optional<std::pair<IpAddr, OwnerView>> parse_line(std::string_view line) {
+    std::array<std::string_view, 6> f;  // no allocation: this runs once per reservation
     std::size_t n = 0;
     for (std::size_t pos = 0; pos < line.size();) {
         auto end = line.find(' ', pos);
@@ -91,16 +76,32 @@ std::optional<Store::Entry> Store::parse_index_line(std::string_view line) const
         }
         pos = end + 1;
     }
-    if (n < 4 || f[n - 1] != ";") return std::nullopt;
+    if (n < 3 || f[n - 1] != ";") return std::nullopt;
     auto ip = IpAddr::parse(f[0]);
-    unsigned long long ino = 0;
-    auto [ptr, ec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), ino);
-    if (!ip || ec != std::errc() || ptr != f[1].data() + f[1].size()) return std::nullopt;
-    Entry e{*ip, ino_t(ino), {}};
-    if (f[2] == "c" && n == 6) e.owner = OwnerView{OwnerKind::current, f[3], f[4]};
-    else if (f[2] == "l" && n == 5) e.owner = OwnerView{OwnerKind::legacy, f[3], {}};
-    else if (f[2] != "f" || n != 4) return std::nullopt;
-    return e;
+    if (!ip || ip->str() != f[0]) return std::nullopt;
+    OwnerView owner;
+    if (f[1] == "c" && n == 5) owner = OwnerView{OwnerKind::current, f[2], f[3]};
+    else if (f[1] == "l" && n == 4) owner = OwnerView{OwnerKind::legacy, f[2], {}};
+    else if (f[1] != "f" || n != 3) return std::nullopt;
+    return std::pair{*ip, owner};
+}
+
+}  // namespace
+
+// A reservation, last_reserved_ip or the header: a regular file in the directory, never read
+// through a link (a planted one to /etc/shadow is not an owner), at most 1 MiB.
+Result<std::string> Store::read_small(const std::string& name) const {
+    os::UniqueFd fd = dir_.open_regular(name, O_RDONLY);
+    if (!fd) return dir_.open_failed(name, errno);
+    return os::read_all(fd.get(), 1 << 20, dir_.path_of(name));
+}
+
+// The directory's inode, mtime and ctime: any file created or removed in it changes them.
+std::string Store::dir_stamp() const {
+    struct stat st{};
+    if (::fstat(dir_.fd(), &st) != 0) return "?";
+    return std::to_string(st.st_ino) + " " + std::to_string(st.st_mtim.tv_sec) + "." + std::to_string(st.st_mtim.tv_nsec) +
+           "/" + std::to_string(st.st_ctim.tv_sec) + "." + std::to_string(st.st_ctim.tv_nsec);
 }
 
 OwnerView OwnerView::parse(std::string_view content) {
@@ -127,49 +128,35 @@ Result<Store> Store::open(const std::string& data_dir, const std::string& networ
     CNI_TRY_ASSIGN(auto d, os::Dir::create(dir, 0755));
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_in(d, "lock"));
     Store s(std::move(d), std::move(lock), std::move(warn));
-    CNI_TRY(s.scan());
+    // Both exist before the directory is stamped, so writing them later does not change it.
+    if (auto b = s.dir_.subdir(kBucketDirName, 0700)) s.bucket_dir_ = std::move(*b);
+    else s.warn_("host-local: no index, every call reads every reservation: " + b.error().msg);
+    if (os::UniqueFd fd = s.dir_.open_own(kIndexName, O_WRONLY | O_CREAT, 0600); !fd)
+        s.warn_("host-local: cannot create the index " + s.dir_.path_of(kIndexName) + ": " + os::errno_text(errno));
+    if (!s.header_matches()) CNI_TRY(s.scan());
     return s;
 }
 
-// The index's entries, if its header carries the directory's current stamp and its lines are
-// whole and in the order flush() writes them (strictly by address); otherwise nothing, and every
-// reservation is read again, as the reference does on every call.
-bool Store::load_index(std::string text) {
-    auto first_line = text.find('\n');
-    if (first_line == std::string::npos || std::string_view(text).substr(0, first_line) != std::string(kIndexHeader) + " " + dir_stamp())
-        return false;
-    index_text_ = std::make_unique<const std::string>(std::move(text));
-    std::string_view rest = std::string_view(*index_text_).substr(first_line + 1);
-    // room for what a call adds (an address per range set), so a reservation does not double it
-    entries_.reserve(std::size_t(std::count(rest.begin(), rest.end(), '\n')) + 16);
-    while (!rest.empty()) {
-        auto end = rest.find('\n');
-        auto line = rest.substr(0, end);
-        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
-        if (line.empty()) continue;
-        auto e = parse_index_line(line);
-        if (!e || (!entries_.empty() && !(entries_.back().ip < e->ip))) {
-            entries_.clear();
-            index_text_.reset();
-            return false;
-        }
-        entries_.push_back(*e);
-    }
-    return true;
+bool Store::header_matches() const {
+    if (!bucket_dir_) return false;
+    auto text = read_small(kIndexName);
+    return text && *text == std::string(kHeader) + " " + dir_stamp() + "\n";
 }
 
+// What the reference does on every call: every file of the directory read. The index is then
+// rebuilt from what was read, all of it, whatever it said before (a foreign process may have
+// replaced a file under the same name, even with the same inode number).
 Status Store::scan() {
-    // The index exists before the directory is stamped, so writing it later in place does not
-    // change the stamp.
-    if (os::UniqueFd fd = dir_.open_own(kIndexName, O_WRONLY | O_CREAT, 0600); !fd)
-        warn_("host-local: cannot create the index " + dir_.path_of(kIndexName) + ": " + os::errno_text(errno));
-    // The index holds name, inode and owner as this implementation last left the directory. Its
-    // entries are kept below only where the directory still has that name with that inode.
-    auto text = read_small(kIndexName);
-    dirty_ = !text || !load_index(std::move(*text));
-    const std::size_t indexed = entries_.size();
-    std::vector<bool> seen(indexed);
-
+    changed_ = true;
+    for (std::size_t i = 0; i < kBuckets; ++i) buckets_[i] = Bucket{true, false, {}};
+    // Buckets written before are all rewritten; others only when they get an entry.
+    if (bucket_dir_)
+        for (auto& name : bucket_dir_->names()) {
+            unsigned i = 0;
+            auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), i, 16);
+            if (ec == std::errc() && end == name.data() + name.size() && i < kBuckets && name == bucket_name(i))
+                buckets_[i].dirty = true;
+        }
     int listing = ::openat(dir_.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // closedir closes it
     std::unique_ptr<DIR, int (*)(DIR*)> d(listing >= 0 ? ::fdopendir(listing) : nullptr, ::closedir);
     if (!d) {
@@ -187,17 +174,12 @@ Status Store::scan() {
             warn_("host-local: skipping " + dir_.path_of(name) + ": not an address reservation");
             continue;
         }
-        auto it = std::lower_bound(entries_.begin(), entries_.begin() + std::ptrdiff_t(indexed), *ip, ip_before);
-        if (it != entries_.begin() + std::ptrdiff_t(indexed) && it->ip == *ip && it->ino == e->d_ino) {
-            seen[std::size_t(it - entries_.begin())] = true;  // the index is not read again
-            continue;
-        }
-        Entry entry{*ip, e->d_ino, {}};
+        Entry entry{*ip, {}};
         if (e->d_type == DT_DIR) {
             warn_("host-local: " + dir_.path_of(name) + " is a directory; its address stays unavailable");
         } else {
             ++files_read_;
-            auto content = read_small(std::string(name), &entry.ino);
+            auto content = read_small(std::string(name));
             if (!content) {
                 warn_("host-local: " + content.error().msg + "; its address stays unavailable");
             } else {
@@ -207,44 +189,88 @@ Status Store::scan() {
                           " does not hold \"<containerID>\\r\\n<ifname>\"; its address stays unavailable");
             }
         }
-        entries_.push_back(entry);  // after the indexed ones (no copy of them all on the first call)
+        Bucket& b = buckets_[bucket_of(entry.owner)];
+        b.entries.push_back(entry);
+        b.dirty = true;
     }
-    // Keep the indexed entries still on disk, followed by the ones read from their files.
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < indexed; ++i)
-        if (seen[i]) entries_[kept++] = entries_[i];
-    const bool read_some = entries_.size() > indexed;
-    dirty_ |= kept != indexed || read_some;
-    entries_.erase(entries_.begin() + std::ptrdiff_t(kept), entries_.begin() + std::ptrdiff_t(indexed));
-    if (read_some) std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) { return a.ip < b.ip; });
     return {};
 }
 
-OwnerView Store::keep_owner(std::string content) {
-    return OwnerView::parse(owner_texts_.emplace_back(std::move(content)));
+// A bucket as flush() wrote it: its header, then whole lines whose owners belong in it.
+bool Store::load_bucket(std::size_t i) {
+    Bucket& b = buckets_[i];
+    b.loaded = true;
+    os::UniqueFd fd = bucket_dir_->open_regular(bucket_name(i), O_RDONLY);
+    if (!fd) return errno == ENOENT;  // none written yet: empty
+    auto text = os::read_all(fd.get(), 1 << 20);
+    if (!text || !text->starts_with(kBucketHeader)) return false;
+    std::string_view rest = texts_.emplace_back(std::move(*text));
+    rest.remove_prefix(kBucketHeader.size());
+    while (!rest.empty()) {
+        auto end = rest.find('\n');
+        if (end == std::string_view::npos) return false;
+        auto line = parse_line(rest.substr(0, end));
+        rest.remove_prefix(end + 1);
+        if (!line || bucket_of(line->second) != i) return false;
+        b.entries.push_back(Entry{line->first, line->second});
+    }
+    return true;
 }
 
-std::vector<Store::Entry>::iterator Store::find(const IpAddr& ip) {
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), ip, ip_before);
-    return it != entries_.end() && it->ip == ip ? it : entries_.end();
+// A bucket, read on first use; one that is not as written makes the index untrusted: everything
+// is read again.
+Store::Bucket& Store::bucket(std::size_t i) {
+    if (!buckets_[i].loaded && !load_bucket(i)) {
+        warn_("host-local: the index " + bucket_dir_->path_of(bucket_name(i)) + " is damaged; reading every reservation");
+        files_read_ = 0;
+        if (auto st = scan(); !st) warn_("host-local: " + st.error().msg);
+    }
+    return buckets_[i];
+}
+
+void Store::load_all() {
+    for (std::size_t i = 0; i < kBuckets; ++i) bucket(i);
+}
+
+Store::Entry* Store::locate(const IpAddr& ip, std::size_t* in) {
+    for (std::size_t i = 0; i < kBuckets; ++i)
+        for (auto& e : buckets_[i].entries)
+            if (buckets_[i].loaded && e.ip == ip) {
+                if (in) *in = i;
+                return &e;
+            }
+    return nullptr;
 }
 
 void Store::put(const Entry& e) {
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), e.ip, ip_before);
-    if (it != entries_.end() && it->ip == e.ip) *it = e;
-    else entries_.insert(it, e);
-    dirty_ = true;
+    Bucket& b = bucket(bucket_of(e.owner));
+    b.entries.push_back(e);
+    b.dirty = changed_ = true;
+}
+
+void Store::drop(const IpAddr& ip) {
+    std::size_t i = 0;
+    if (Entry* e = locate(ip, &i)) {
+        auto& v = buckets_[i].entries;
+        v.erase(v.begin() + (e - v.data()));
+        buckets_[i].dirty = changed_ = true;
+    }
+}
+
+OwnerView Store::keep_owner(std::string content) {
+    return OwnerView::parse(texts_.emplace_back(std::move(content)));
 }
 
 bool Store::taken(const IpAddr& ip) const {
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), ip, ip_before);
-    return it != entries_.end() && it->ip == ip;
+    struct stat st{};
+    return ::fstatat(dir_.fd(), ip.str().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 }
 
-std::size_t Store::count_taken_between(const IpAddr& first, const IpAddr& last) const {
-    auto it = std::lower_bound(entries_.begin(), entries_.end(), first, ip_before);
+std::size_t Store::count_taken_between(const IpAddr& first, const IpAddr& last) {
+    load_all();
     std::size_t n = 0;
-    for (; it != entries_.end() && !(last < it->ip); ++it) ++n;
+    for (auto& b : buckets_)
+        for (auto& e : b.entries) n += !(e.ip < first) && !(last < e.ip);
     return n;
 }
 
@@ -253,26 +279,21 @@ Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_v
     os::UniqueFd fd = dir_.open_regular(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (!fd) {
         if (errno != EEXIST) return dir_.open_failed(name, errno);
-        Entry e{ip, 0, {}};
-        if (auto content = read_small(name, &e.ino)) e.owner = keep_owner(std::move(*content));
-        put(e);
         return false;
     }
+    changed_ = true;
     // A reserve that fails leaves no file behind: the caller has no address to release.
     auto abandon = [&](const std::string& failed, int err) -> Result<bool> {
         dir_.remove(name);
         return os::sys_fail("write", failed, err);
     };
     std::string content = std::string(trim_space(id)) + "\r\n" + std::string(ifname);
-    struct stat st{};
-    if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size()) ||
-        ::fstat(fd.get(), &st) != 0)
-        return abandon(path, errno);
+    if (::write(fd.get(), content.data(), content.size()) != static_cast<ssize_t>(content.size())) return abandon(path, errno);
     fd.reset();
     std::string last = kLastReservedPrefix + std::to_string(set_index);
     os::UniqueFd lf = dir_.open_own(last, O_WRONLY | O_CREAT, 0600);
     if (!lf || !overwrite_in_place(lf.get(), ip.str())) return abandon(dir_.path_of(last), errno);
-    put(Entry{ip, st.st_ino, keep_owner(std::move(content))});
+    put(Entry{ip, keep_owner(std::move(content))});
     return true;
 }
 
@@ -282,42 +303,43 @@ std::optional<IpAddr> Store::last_reserved(int set_index) const {
     return IpAddr::parse(*text);
 }
 
-std::vector<IpAddr> Store::find_by_id(std::string_view id, std::string_view ifname) const {
+std::vector<IpAddr> Store::find_by_id(std::string_view id, std::string_view ifname) {
     std::vector<IpAddr> out;
-    for (auto& e : entries_)
+    for (auto& e : bucket(bucket_of(id)).entries)
         if (e.owner.matches(id, ifname) || e.owner.matches_legacy(id)) out.push_back(e.ip);
+    std::sort(out.begin(), out.end());
     return out;
 }
 
-bool Store::has_id(std::string_view id, std::string_view ifname) const {
-    for (auto& e : entries_)
-        if (e.owner.matches(id, ifname)) return true;
-    for (auto& e : entries_)
-        if (e.owner.matches_legacy(id)) return true;
-    return false;
+bool Store::has_id(std::string_view id, std::string_view ifname) {
+    auto& entries = bucket(bucket_of(id)).entries;
+    return std::ranges::any_of(entries, [&](const Entry& e) { return e.owner.matches(id, ifname); }) ||
+           std::ranges::any_of(entries, [&](const Entry& e) { return e.owner.matches_legacy(id); });
 }
 
 Result<bool> Store::release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned) {
-    dirty_ = true;
     const std::string name = ip.str();
     auto content = read_small(name);
     if (!content) {
-        if (auto it = find(ip); it != entries_.end()) entries_.erase(it);
+        if (!taken(ip)) drop(ip);  // gone already
         return false;
     }
     OwnerView now = keep_owner(std::move(*content));
     if (!still_owned(Owner::of(now))) {
-        if (auto it = find(ip); it != entries_.end()) it->owner = now;
+        // rewritten in place behind the index's back: filed again under its owner now
+        drop(ip);
+        put(Entry{ip, now});
         return false;
     }
     if (!dir_.remove(name) && errno != ENOENT) return os::sys_fail("remove", dir_.path_of(name));
-    if (auto it = find(ip); it != entries_.end()) entries_.erase(it);
+    changed_ = true;
+    drop(ip);
     return true;
 }
 
 Status Store::release_by_id(std::string_view id, std::string_view ifname) {
     std::vector<IpAddr> current, legacy;
-    for (auto& e : entries_) {
+    for (auto& e : bucket(bucket_of(id)).entries) {
         if (e.owner.matches(id, ifname)) current.push_back(e.ip);
         else if (e.owner.matches_legacy(id)) legacy.push_back(e.ip);
     }
@@ -331,44 +353,46 @@ Status Store::release_by_id(std::string_view id, std::string_view ifname) {
     return {};
 }
 
-std::vector<std::pair<IpAddr, Owner>> Store::reservations() const {
+std::vector<std::pair<IpAddr, Owner>> Store::reservations() {
+    load_all();
     std::vector<std::pair<IpAddr, Owner>> out;
-    out.reserve(entries_.size());
-    for (auto& e : entries_) out.emplace_back(e.ip, Owner::of(e.owner));
+    for (auto& b : buckets_)
+        for (auto& e : b.entries) out.emplace_back(e.ip, Owner::of(e.owner));
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     return out;
 }
 
-// Writes the index in place in 64 KiB pieces (no copy of it all in memory), then cuts it to
-// length; no rename, so the directory's stamp stays what the header says.
+// Restamps the directory first (its mtime set to a second before now, which no later create or
+// remove can write), so the header is stale until the buckets are written; then the changed
+// buckets, then the header naming the new stamp. Nothing is renamed into the directory, so the
+// stamp stays what the header says.
 void Store::flush() {
-    if (!dirty_) return;
-    std::string path = dir_.path_of(kIndexName);
-    os::UniqueFd fd = dir_.open_regular(kIndexName, O_WRONLY);
-    std::string chunk;
-    off_t written = 0;
-    bool ok = bool(fd);
-    auto drain = [&] {
-        if (ok && ::pwrite(fd.get(), chunk.data(), chunk.size(), written) != static_cast<ssize_t>(chunk.size())) ok = false;
-        written += off_t(chunk.size());
-        chunk.clear();
+    if (!changed_ || !bucket_dir_) return;
+    timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    const timespec times[2] = {{0, UTIME_OMIT}, {now.tv_sec - 1, now.tv_nsec}};
+    auto failed = [&](const std::string& what) {
+        warn_("host-local: cannot write the index " + what + ": " + os::errno_text(errno));
     };
-    chunk.reserve(64 * 1024 + 512);
-    chunk.append(kIndexHeader).append(" ").append(dir_stamp()).append("\n");
-    for (auto& e : entries_) {
-        const char* kind = e.owner.kind == OwnerKind::current ? " c" : e.owner.kind == OwnerKind::legacy ? " l" : " f";
-        chunk.append(e.ip.str()).append(" ").append(std::to_string(e.ino)).append(kind);
-        if (e.owner.kind != OwnerKind::foreign) chunk.append(" ").append(e.owner.id);
-        if (e.owner.kind == OwnerKind::current) chunk.append(" ").append(e.owner.ifname);
-        chunk.append(" ;\n");
-        if (chunk.size() >= 64 * 1024) drain();
+    if (::futimens(dir_.fd(), times) != 0) return failed(dir_.path());
+    for (std::size_t i = 0; i < kBuckets; ++i) {
+        Bucket& b = buckets_[i];
+        if (!b.dirty) continue;
+        std::string text(kBucketHeader);
+        for (auto& e : b.entries) {
+            text.append(e.ip.str());
+            if (e.owner.kind == OwnerKind::current) text.append(" c ").append(e.owner.id).append(" ").append(e.owner.ifname);
+            else if (e.owner.kind == OwnerKind::legacy) text.append(" l ").append(e.owner.id);
+            else text.append(" f");
+            text.append(" ;\n");
+        }
+        os::UniqueFd fd = bucket_dir_->open_own(bucket_name(i), O_WRONLY | O_CREAT, 0600);
+        if (!fd || !overwrite_in_place(fd.get(), text)) return failed(bucket_dir_->path_of(bucket_name(i)));
+        b.dirty = false;
     }
-    drain();
-    if (!ok || ::ftruncate(fd.get(), written) != 0) {
-        warn_("host-local: cannot write the index " + path + ": " + os::errno_text(errno));
-        if (fd) (void)::ftruncate(fd.get(), 0);
-        return;
-    }
-    dirty_ = false;
+    os::UniqueFd fd = dir_.open_regular(kIndexName, O_WRONLY);
+    if (!fd || !overwrite_in_place(fd.get(), std::string(kHeader) + " " + dir_stamp() + "\n")) return failed(dir_.path_of(kIndexName));
+    changed_ = false;
 }
 
 }  // namespace cni::ipam

@@ -3,22 +3,23 @@
 // host-local) so a node can switch implementations: <dataDir>/<network>/<ip> files holding
 // "<id>\r\n<ifname>" (legacy: "<id>"), created O_EXCL mode 0600; last_reserved_ip.<set>; an
 // exclusive flock on <dir>/lock held for the Store's lifetime (the reference takes the same lock
-// per range set). Unlike the reference, a call does not read every reservation file: the directory
-// is listed once and an index file (.cni-all-index: name, inode, owner per line, headed by the
-// directory's mtime/ctime when it was written) supplies the owner of every file whose inode is
-// unchanged, as long as nothing else created or removed a file since; only new files are read then.
-// After a foreign change (the Go plugin, a crash before the index was written) every file is read
-// once, as the reference always does. Owners are re-read before a file is removed, so a stale index
-// can never release someone else's address. Files that are not reservations are skipped with a
-// warning. Reservations are held as a sorted array whose owners point into the index's text, and
-// the index is written back in pieces, so memory grows by about 100 bytes per reservation.
+// per range set). Unlike the reference, a call does not read every reservation: an index of
+// 256 bucket files (.cni-all-index.d/00..ff, each address's owner filed under a hash of its
+// container id) says who holds what, so ADD, DEL and CHECK read one bucket, and ADD probes
+// candidate addresses by name. The index is trusted only while the header .cni-all-index carries
+// the directory's stamp (inode, mtime, ctime). Each call that changes anything sets the
+// directory's mtime to a second before now (a time no later create or remove can write), then
+// writes the buckets and the header: any file another process (the Go plugin) creates or removes
+// afterwards changes the stamp, and the next call reads every reservation once, as the reference
+// always does, and rebuilds the index. Owners are re-read before a file is removed, so a stale
+// index can never release someone else's address. Files that are not reservations are skipped
+// with a warning.
 #pragma once
 
 #include <sys/types.h>
 
 #include <deque>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,62 +58,68 @@ struct Owner {
 class Store {
 public:
     using Warn = std::function<void(std::string_view)>;
-    static constexpr const char* kIndexName = ".cni-all-index";
+    static constexpr const char* kIndexName = ".cni-all-index";        // the header
+    static constexpr const char* kBucketDirName = ".cni-all-index.d";  // the buckets
+    static constexpr std::size_t kBuckets = 256;
 
     static Result<Store> open(const std::string& data_dir, const std::string& network, Warn warn);
 
     const std::string& dir() const { return dir_.path(); }
-    bool taken(const IpAddr& ip) const;
-    std::size_t count_taken_between(const IpAddr& first, const IpAddr& last) const;  // inclusive
+    bool taken(const IpAddr& ip) const;  // a file (or anything) has the address's name
+    std::size_t count_taken_between(const IpAddr& first, const IpAddr& last);  // inclusive; reads every bucket
 
     // Reference Store.Reserve: false if the file exists already.
     Result<bool> reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index);
     std::optional<IpAddr> last_reserved(int set_index) const;
 
     // Reference GetByID: addresses held by (id, ifname), or by a legacy file of `id`.
-    std::vector<IpAddr> find_by_id(std::string_view id, std::string_view ifname) const;
+    std::vector<IpAddr> find_by_id(std::string_view id, std::string_view ifname);
     // Reference FindByID: any current-format match, else any legacy match.
-    bool has_id(std::string_view id, std::string_view ifname) const;
+    bool has_id(std::string_view id, std::string_view ifname);
     // Reference ReleaseByID: remove the current-format matches, or, if none, the legacy ones.
     Status release_by_id(std::string_view id, std::string_view ifname);
     // Remove one reservation after checking (on disk) that `still_owned` accepts its owner.
     Result<bool> release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned);
 
-    // Every reservation and its owner (GC).
-    std::vector<std::pair<IpAddr, Owner>> reservations() const;
+    // Every reservation and its owner, by address (GC); reads every bucket.
+    std::vector<std::pair<IpAddr, Owner>> reservations();
 
     // Persist the index; done by the applets at the end of each call (a cache, so failures warn).
     void flush();
 
-    // How many reservation files this Store had to read (the index spares the others).
+    // How many reservation files this Store had to read (the index spares them).
     std::size_t files_read() const { return files_read_; }
 
 private:
-    // One reservation, 64 bytes: its owner's text stays in index_text_ or owner_texts_, so 10,000
-    // reservations cost about 0.6 MiB besides the index file's text.
     struct Entry {
         IpAddr ip;
-        ino_t ino = 0;
-        OwnerView owner;
+        OwnerView owner;  // its text stays in texts_
+    };
+    struct Bucket {
+        bool loaded = false, dirty = false;
+        std::vector<Entry> entries;
     };
     Store(os::Dir dir, os::FileLock lock, Warn warn) : dir_(std::move(dir)), lock_(std::move(lock)), warn_(std::move(warn)) {}
-    Status scan();
-    bool load_index(std::string text);
-    std::optional<Entry> parse_index_line(std::string_view line) const;
+    bool header_matches() const;
+    Status scan();  // reads every reservation and rebuilds the index
+    Bucket& bucket(std::size_t i);
+    bool load_bucket(std::size_t i);  // false when its file is not as flush() writes it
+    void load_all();
+    Entry* locate(const IpAddr& ip, std::size_t* in = nullptr);  // among the loaded buckets
+    void put(const Entry& e);
+    void drop(const IpAddr& ip);
     OwnerView keep_owner(std::string content);
-    std::vector<Entry>::iterator find(const IpAddr& ip);
-    void put(const Entry& e);  // insert or replace, keeping entries_ sorted
 
-    Result<std::string> read_small(const std::string& name, ino_t* ino = nullptr) const;
+    Result<std::string> read_small(const std::string& name) const;
     std::string dir_stamp() const;
 
     os::Dir dir_;  // every file is opened relative to it, never through a link
     os::FileLock lock_;
     Warn warn_;
-    std::unique_ptr<const std::string> index_text_;  // on the heap: entries' views survive moves
-    std::deque<std::string> owner_texts_;            // owners read from files or written since
-    std::vector<Entry> entries_;                     // sorted by ip
-    bool dirty_ = false;
+    std::optional<os::Dir> bucket_dir_;  // none: no index, every call reads everything
+    std::deque<std::string> texts_;      // bucket files and owners read or written
+    std::vector<Bucket> buckets_ = std::vector<Bucket>(kBuckets);
+    bool changed_ = false;  // a file was created or removed, or a bucket changed
     std::size_t files_read_ = 0;
 };
 

@@ -114,6 +114,14 @@ Result<Dir> Dir::create(const std::string& path, mode_t mode) {
     return open(path);
 }
 
+Result<Dir> Dir::subdir(std::string_view name, mode_t mode) const {
+    std::string n(name);
+    if (::mkdirat(fd_.get(), n.c_str(), mode) != 0 && errno != EEXIST) return sys_fail("mkdir", path_of(name));
+    UniqueFd fd(::openat(fd_.get(), n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd) return sys_fail("open", path_of(name));
+    return Dir(std::move(fd), path_of(name));
+}
+
 std::string Dir::path_of(std::string_view name) const {
     return (path_.ends_with('/') ? path_ : path_ + "/") + std::string(name);
 }

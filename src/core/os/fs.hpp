@@ -46,6 +46,8 @@ class Dir {
 public:
     static Result<Dir> open(const std::string& path);
     static Result<Dir> create(const std::string& path, mode_t mode);  // mkdir_all, then open
+    // The directory `name` in this one, made when missing; never through a link.
+    Result<Dir> subdir(std::string_view name, mode_t mode) const;
 
     int fd() const { return fd_.get(); }
     const std::string& path() const { return path_; }
