@@ -97,6 +97,10 @@ Result<SockPtr> connect() {
     int one = 1;
     (void)::setsockopt(nl_socket_get_fd(sk.get()), SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one);
     (void)nl_socket_set_buffer_size(sk.get(), 1 << 20, 1 << 20);  // a transaction goes in one datagram
+    // Each read takes a whole 32 KiB dump datagram (the kernel's largest) in one recvmsg, not a
+    // peek and then the read; one that is larger anyway is read again into a larger buffer.
+    nl_socket_disable_msg_peek(sk.get());
+    (void)nl_socket_set_msg_buf_size(sk.get(), 32768);
     timeval limit{30, 0};  // a kernel that never answers fails the call instead of hanging it
     (void)::setsockopt(nl_socket_get_fd(sk.get()), SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
     return sk;
@@ -395,6 +399,7 @@ Status Batch::commit(std::string_view what) {
 
 namespace {
 
+template <class Sink>
 int on_rule(nl_msg* msg, void* arg) {
     nlattr* tb[NFTA_RULE_MAX + 1];
     if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] ||
@@ -406,7 +411,7 @@ int on_rule(nl_msg* msg, void* arg) {
     if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
     auto family = Family(static_cast<nfgenmsg*>(nlmsg_data(nlmsg_hdr(msg)))->nfgen_family);
     if (tb[NFTA_RULE_EXPRESSIONS]) detail::decode_expressions(tb[NFTA_RULE_EXPRESSIONS], family, r);
-    static_cast<std::vector<ListedRule>*>(arg)->push_back(std::move(r));
+    static_cast<Sink*>(arg)->push_back(std::move(r));
     return NL_OK;
 }
 
@@ -425,19 +430,19 @@ int on_chain(nl_msg* msg, void* arg) {
 constexpr int kDumpAttempts = 16;
 
 // A dump of one table's objects (`type` GETRULE or GETCHAIN, filtered by `table_attr`, and by
-// `chain_attr` = `chain` when both are given), each decoded by `on_object` into `out`; nothing
-// when the table (or chain) does not exist. When another transaction commits during the dump,
-// the kernel marks it interrupted (NLM_F_DUMP_INTR: what came may mix two generations) and it is
-// taken again; a Batch bound to the generation read before it is then refused at commit, and
-// transact() reads and builds again.
-template <class T>
-Result<std::vector<T>> dump_table(Family f, std::string_view table, int type, int table_attr, nl_recvmsg_msg_cb_t on_object,
-                                  std::string_view what, int chain_attr = 0, std::string_view chain = {}) {
+// `chain_attr` = `chain` when both are given), each decoded by `on_object` into `out` (which has
+// push_back and clear); nothing when the table (or chain) does not exist. When another
+// transaction commits during the dump, the kernel marks it interrupted (NLM_F_DUMP_INTR: what
+// came may mix two generations): `out` is cleared and the dump taken again; a Batch bound to the
+// generation read before it is then refused at commit, and transact() reads and builds again.
+template <class Out>
+Status dump_table(Out& out, Family f, std::string_view table, int type, int table_attr, nl_recvmsg_msg_cb_t on_object,
+                  std::string_view what, int chain_attr = 0, std::string_view chain = {}) {
     std::string msg = "nftables: listing the " + std::string(what) + " of table " + std::string(table);
     if (chain_attr) msg += ", chain " + std::string(chain);
     for (int attempt = 1;; ++attempt) {
         CNI_TRY_ASSIGN(auto sk, connect());
-        std::vector<T> out;
+        out.clear();
         nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_object, &out);
         auto req = new_message(type, NLM_F_DUMP, f);
         if (!req || nla_put_string(req.get(), table_attr, std::string(table).c_str()) != 0 ||
@@ -445,14 +450,25 @@ Result<std::vector<T>> dump_table(Family f, std::string_view table, int type, in
             return fail("nftables: out of memory");
         if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(msg + ": " + nl_geterror(err));
         int err = nl_recvmsgs_default(sk.get());
-        if (err == -NLE_OBJ_NOTFOUND) return std::vector<T>{};  // no such table or chain
+        if (err == -NLE_OBJ_NOTFOUND) {  // no such table or chain
+            out.clear();
+            return {};
+        }
         if (err == -NLE_DUMP_INTR && attempt < kDumpAttempts) continue;
         if (err == -NLE_DUMP_INTR)
             return fail(code::try_again_later, msg + ": the ruleset changed during each of " + std::to_string(kDumpAttempts) + " dumps");
         if (err < 0) return fail(msg + ": " + nl_geterror(err));
-        return out;
+        return {};
     }
 }
+
+// Hands each decoded rule on instead of keeping it.
+struct RuleVisitor {
+    const std::function<void(ListedRule&&)>& each;
+    const std::function<void()>& restart;
+    void push_back(ListedRule&& r) const { each(std::move(r)); }
+    void clear() const { restart(); }
+};
 
 // Whether the GET request `type` for the object named by `attrs` (attribute, value) answers:
 // false when it, its table or this family's tables do not exist.
@@ -472,15 +488,20 @@ Result<bool> exists(Family f, int type, std::initializer_list<std::pair<int, std
 }  // namespace
 
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table) {
-    return dump_table<ListedRule>(f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule, "rules");
+    std::vector<ListedRule> out;
+    CNI_TRY(dump_table(out, f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule<std::vector<ListedRule>>, "rules"));
+    return out;
 }
 
-Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table, std::string_view chain) {
-    return dump_table<ListedRule>(f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule, "rules", NFTA_RULE_CHAIN, chain);
+Status for_each_rule(Family f, std::string_view table, std::string_view chain, const std::function<void(ListedRule&&)>& each,
+                     const std::function<void()>& restart) {
+    RuleVisitor visitor{each, restart};
+    return dump_table(visitor, f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule<RuleVisitor>, "rules", NFTA_RULE_CHAIN, chain);
 }
 
 Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
-    CNI_TRY_ASSIGN(auto all, dump_table<std::string>(f, table, NFT_MSG_GETCHAIN, NFTA_CHAIN_TABLE, on_chain, "chains"));
+    std::vector<std::string> all;
+    CNI_TRY(dump_table(all, f, table, NFT_MSG_GETCHAIN, NFTA_CHAIN_TABLE, on_chain, "chains"));
     std::vector<std::string> names;
     std::string prefix = std::string(table) + "/";
     for (auto& c : all)

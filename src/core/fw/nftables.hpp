@@ -8,7 +8,7 @@
 // them. A Batch is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it
 // applies or none, and only its last message is acked; bound to the generation it was built at, it
 // applies only if nothing else committed since (transact() reads, builds and commits again until it
-// does). list_rules and list_chains dump a table's objects (list_rules also one chain's). Registers are the kernel's 16-byte
+// does). list_rules and list_chains dump a table's objects, for_each_rule one chain's rules. Registers are the kernel's 16-byte
 // NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
 #pragma once
 
@@ -190,8 +190,11 @@ struct ListedRule {
 };
 // Every rule of the table, in chain order; none when the table does not exist.
 Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);
-// The rules of one chain (the kernel filters the dump); none when it does not exist.
-Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table, std::string_view chain);
+// Each rule of one chain (the kernel filters the dump) handed to `each` as it is decoded, none
+// when the chain does not exist; `restart` is called when the dump is taken again (another
+// transaction interrupted it): forget what `each` got so far.
+Status for_each_rule(Family f, std::string_view table, std::string_view chain, const std::function<void(ListedRule&&)>& each,
+                     const std::function<void()>& restart);
 
 // The names of the table's chains; none when the table does not exist.
 Result<std::vector<std::string>> list_chains(Family f, std::string_view table);

@@ -276,13 +276,11 @@ private:
         if (read_error_) return std::unexpected(*read_error_);
         Chain& ch = chain(c);
         if (!ch.loaded && ch.in_kernel) {
-            CNI_TRY_ASSIGN(auto dumped, nft::list_rules(family_, table_, c));
-            std::vector<Row> rows;
-            rows.reserve(dumped.size() + ch.rows.size());
-            auto top = ch.rows.begin() + std::ptrdiff_t(ch.added_at_top);
-            std::move(ch.rows.begin(), top, std::back_inserter(rows));
-            for (auto& d : dumped) rows.push_back(Row{d.handle, describe(codec_, d)});
-            std::move(top, ch.rows.end(), std::back_inserter(rows));
+            std::vector<Row> rows(ch.rows.begin(), ch.rows.begin() + std::ptrdiff_t(ch.added_at_top));
+            CNI_TRY(nft::for_each_rule(
+                family_, table_, c, [&](nft::ListedRule&& d) { rows.push_back(Row{d.handle, describe(codec_, d)}); },
+                [&] { rows.resize(ch.added_at_top); }));
+            std::move(ch.rows.begin() + std::ptrdiff_t(ch.added_at_top), ch.rows.end(), std::back_inserter(rows));
             ch.rows = std::move(rows);
         }
         ch.loaded = true, ch.added_at_top = 0;
