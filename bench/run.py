@@ -26,6 +26,13 @@ second (median of the runs), and the per-ADD latency against the pods already th
 --churn-without-ipv6 runs it with IPv6 disabled in all its namespaces, --churn-bridge 'mcast_querier 1'
 with a bridge made beforehand with those options, --churn-pod-sysctl with sysctls set in every pod's
 namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
+Node scaling (--scaling counts, default 0,10,100,1000,5000), on BOTH iptables variants whatever
+--iptables says: portmap ADD and DEL against that many existing mappings, ptp + ipMasq ADD and
+DEL against that many other attachments' ipMasq chains, firewall ADD and DEL against that many
+other attachments' CNI-FORWARD rules (tabled and plotted, node-scaling.png). Issue 33's targets
+are judged from it; for each one missed, cni-all's call at 1,000 is run once more under
+`strace -f -w -c` (where it waits off the CPU) and once under `perf record -g` (which kernel work
+and how much user space take its CPU).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 The launcher `cni-all install` lays down per applet is timed against a symlink to the same binary
 (VERSION, loopback ADD+DEL), alternating.
@@ -81,6 +88,10 @@ p.add_argument("--churn-control", action=argparse.BooleanOptionalAction, default
 p.add_argument("--plots", help="directory for the PNG plots (default: next to --markdown)")
 p.add_argument("--iptables", choices=["legacy", "nft"], default="legacy",
                help="the variant `iptables` is in the plugins' PATH (both implementations write where it writes)")
+p.add_argument("--scaling", default="0,10,100,1000,5000",
+               help="existing mappings, ipMasq chains and firewall rules (comma-separated counts) of the node-scaling "
+                    "section, run on both iptables variants; empty: none")
+p.add_argument("--scaling-iterations", type=int, default=7, help="iterations per point of the node-scaling section")
 opts = p.parse_args()
 
 
@@ -113,14 +124,69 @@ IMPLS = {"cni-all": ours_dir, "reference": opts.reference}
 
 # The Go plugins exec `iptables`, and cni-all writes where that one writes; this PATH makes it
 # the --iptables variant (iptables-legacy by default).
-VARIANT_PATH = tempfile.mkdtemp(prefix="cni-bench-path.")
-for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
-    os.symlink("/usr/sbin/" + tool.replace("tables", f"tables-{opts.iptables}", 1), os.path.join(VARIANT_PATH, tool))
+VARIANT_PATHS = {v: tempfile.mkdtemp(prefix=f"cni-bench-path-{v}.") for v in ("legacy", "nft")}
+for v, d in VARIANT_PATHS.items():
+    for tool in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
+        os.symlink("/usr/sbin/" + tool.replace("tables", f"tables-{v}", 1), os.path.join(d, tool))
+VARIANT = opts.iptables  # the node kind calls run on; the scaling section sets each in turn
 
 
 # Set for one extra, untimed iteration per scenario: calls then run under strace, which counts
 # the processes a call starts (the plugin itself, delegates, iptables, ...).
 COUNT_PROCESSES = False
+
+
+PROFILE = None  # set by profile_call(): calls run under "strace" -c -w or "perf" record instead of spawn-timer
+
+
+# What the on-CPU profile reports: kernel functions (with their callees) that say where a call's
+# time goes, and what each does.
+KERNEL_WORK = {"nf_tables_dump_rules": "the kernel dumping a chain's rules",
+               "nft_table_validate": "the kernel validating the table's jumps at commit",
+               "nf_tables_commit": "the nf_tables commit (validation included)",
+               "asm_exc_page_fault": "page faults", "load_elf_binary": "exec"}
+
+
+def profiled(plugin, conf, env, host_ns):
+    """A call under `strace -f -w -c` (PROFILE "strace": the syscalls that took the most wall
+    time, where it waits off the CPU) or `perf record -g` (PROFILE "perf": which kernel work, and
+    how much user space, took its CPU time). A Sample whose .profile says which."""
+    out = tempfile.mktemp(prefix="cni-bench-profile.")
+    wrapper = (["strace", "-f", "-w", "-c", "-S", "time", "-o", out] if PROFILE == "strace"
+               else ["perf", "record", "-q", "-F", "20000", "-g", "-o", out])
+    cmd = wrapper + [plugin]
+    if host_ns:
+        cmd = ["ip", "netns", "exec", host_ns] + cmd
+    r = subprocess.run(cmd, input=json.dumps(conf), env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{plugin} failed under {wrapper[0]}: {r.stdout}{r.stderr}")
+    sample = Sample(0, 0, 0)
+    sample.out = r.stdout
+    if PROFILE == "strace":
+        waits = []
+        with open(out) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 5 and parts[0][0].isdigit() and parts[-1] != "total":
+                    waits.append((float(parts[1]), int(parts[3]), parts[-1]))
+        sample.profile = "off the CPU (strace -w): " + ", ".join(f"{name} {secs * 1e3:.2f} ms in {calls} calls"
+                                                                   for secs, calls, name in waits[:2])
+    else:
+        rep = subprocess.run(["perf", "report", "-i", out, "--children", "--sort", "sym", "--stdio", "-g", "none"],
+                             capture_output=True, text=True).stdout
+        shares, user = {}, 0.0
+        for line in rep.splitlines():
+            parts = line.split()
+            if len(parts) >= 4 and parts[0].endswith("%") and parts[1].endswith("%"):
+                if parts[2] == "[.]":
+                    user += float(parts[1][:-1])
+                elif parts[3] in KERNEL_WORK:
+                    shares[parts[3]] = float(parts[0][:-1])
+        sample.profile = "on the CPU (perf): " + ", ".join(
+            [f"{KERNEL_WORK[k]} {v:.0f}%" for k, v in sorted(shares.items(), key=lambda kv: -kv[1]) if v >= 3] +
+            [f"user space {user:.0f}%"])
+    os.unlink(out)
+    return sample
 
 
 def processes_in(trace):
@@ -131,12 +197,14 @@ def processes_in(trace):
 
 def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench", host_ns=None):
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0",
-           "CNI_PATH": plugin_dir, "PATH": VARIANT_PATH + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+           "CNI_PATH": plugin_dir, "PATH": VARIANT_PATHS[VARIANT] + ":/usr/sbin:/usr/bin:/sbin:/bin"}
     cmd = [opts.spawn_timer, os.path.join(plugin_dir, applet)]
     trace = None
     if COUNT_PROCESSES:
         trace = tempfile.mktemp(prefix="cni-bench-strace.")
         cmd = ["strace", "-f", "-qq", "-e", "trace=execve", "-o", trace] + cmd
+    if PROFILE:
+        return profiled(cmd[-1], conf, env, host_ns)
     if host_ns:
         cmd = ["ip", "netns", "exec", host_ns] + cmd
     r = subprocess.run(cmd, input=json.dumps(conf), env=env, capture_output=True, text=True)
@@ -286,6 +354,11 @@ def chain_step(impl, state):
     return [add, delete]
 
 
+def restore(host, text, variant=None):
+    """Loads iptables-restore text into the host namespace with the variant's own tool."""
+    subprocess.run(["ip", "netns", "exec", host, f"iptables-{variant or VARIANT}-restore"], input=text, text=True, check=True)
+
+
 def existing_mappings_setup(count):
     """A host namespace whose nat table holds `count` attachments' portmap chains (one mapping
     each, in the reference's layout), loaded with the --iptables variant's iptables-restore."""
@@ -307,7 +380,7 @@ def existing_mappings_setup(count):
                       f"-A {chain} -s 127.0.0.1/32 -p tcp -m tcp --dport {port} -j CNI-HOSTPORT-SETMARK",
                       f"-A {chain} -p tcp -m tcp --dport {port} -j DNAT --to-destination {ip}:80"]
         text = "\n".join(lines + rules + ["COMMIT", ""])
-        subprocess.run(["ip", "netns", "exec", host, f"iptables-{opts.iptables}-restore"], input=text, text=True, check=True)
+        restore(host, text)
         return host, ctr
     return setup
 
@@ -381,11 +454,13 @@ print(struct.unpack_from("<I", info.raw, 80)[0])
 
 
 def hold_index(impl, data):
-    """The reservations of cni-all's host-local store and the size of its index file."""
+    """The reservations of cni-all's host-local store and the size of its largest index bucket
+    (what a call reads)."""
     if impl == "cni-all":
         d = os.path.join(data, "bench-net")
         reservations = sum(1 for f in os.listdir(d) if f[0].isdigit())
-        HELD["index"] = (os.path.getsize(os.path.join(d, ".cni-all-index")), reservations)
+        buckets = os.path.join(d, ".cni-all-index.d")
+        HELD["index"] = (max((os.path.getsize(os.path.join(buckets, b)) for b in os.listdir(buckets)), default=0), reservations)
 
 
 def hold_nat(impl, host):
@@ -674,7 +749,7 @@ def churn_slowdown(runs, impl, workers):
 def host_local_scaling():
     """host-local ADD+DEL median at 0 to 10,000 existing reservations, both implementations."""
     out = {impl: [] for impl in IMPLS}
-    for existing in range(0, 10001, 2000):
+    for existing in HOST_LOCAL_COUNTS:
         data = {impl: host_local_setup(existing)(impl) for impl in IMPLS}
         times = {impl: [] for impl in IMPLS}
         for impl in IMPLS:  # one untimed call: cni-all reads a directory it did not write once, then indexes it
@@ -686,6 +761,117 @@ def host_local_scaling():
             out[impl].append((existing, statistics.median(times[impl])))
             shutil.rmtree(data[impl])
     return out
+
+
+HOST_LOCAL_COUNTS = [0, 100, 1000, 5000, 10000]
+NODE_COUNTS = [int(x) for x in opts.scaling.split(",") if x] if opts.scaling else []
+
+
+def masq_chains_setup(count):
+    """ptp_setup, with a nat table holding `count` other attachments' ipMasq chains in the
+    reference's layout (a POSTROUTING jump per attachment, two rules per chain)."""
+    def setup(_impl):
+        host, ctr, data = ptp_setup(None)
+        lines, rules = ["*nat"], []
+        for i in range(count):
+            chain = f"CNI-{i:024x}"
+            ip = f"10.207.{i // 250}.{i % 250 + 2}"
+            comment = f"-m comment --comment \"name: \\\"other\\\" id: \\\"c{i}\\\"\""
+            lines.append(f":{chain} - [0:0]")
+            rules += [f"-A POSTROUTING -s {ip}/32 {comment} -j {chain}",
+                      f"-A {chain} -d 10.207.0.0/16 {comment} -j ACCEPT",
+                      f"-A {chain} ! -d 224.0.0.0/4 {comment} -j MASQUERADE"]
+        restore(host, "\n".join(lines + rules + ["COMMIT", ""]))
+        return host, ctr, data
+    return setup
+
+
+def forward_rules_setup(count):
+    """Two namespaces, the host's filter table holding the firewall plugin's chains and `count`
+    other attachments' rules in CNI-FORWARD, in the reference's layout."""
+    def setup(_impl):
+        host, ctr = netns_setup(None), netns_setup(None)
+        lines = ["*filter", ":CNI-FORWARD - [0:0]", ":CNI-ADMIN - [0:0]"]
+        rules = ["-A FORWARD -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD",
+                 "-A CNI-FORWARD -m comment --comment \"CNI firewall plugin admin overrides\" -j CNI-ADMIN"]
+        for i in range(count):
+            ip = f"10.206.{i // 250}.{i % 250 + 2}"
+            rules += [f"-A CNI-FORWARD -d {ip}/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT",
+                      f"-A CNI-FORWARD -s {ip}/32 -j ACCEPT"]
+        restore(host, "\n".join(lines + rules + ["COMMIT", ""]))
+        return host, ctr
+    return setup
+
+
+def firewall_step(impl, state):
+    host, ctr = state
+    prev = {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": "/run/netns/" + ctr}],
+            "ips": [{"address": "10.205.0.2/16", "interface": 0}]}
+    conf = {"cniVersion": "1.0.0", "name": "bench-fw", "type": "firewall", "prevResult": prev}
+    return [call(IMPLS[impl], "firewall", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
+            call(IMPLS[impl], "firewall", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+
+
+def profile_call(impl, step, state):
+    """Two more iterations of `step`, one with each call under strace and one under perf (when
+    installed): per call, where its time goes."""
+    global PROFILE
+    kinds = ["strace"] + (["perf"] if shutil.which("perf") else [])
+    try:
+        runs = []
+        for kind in kinds:
+            PROFILE = kind
+            runs.append([s.profile for s in step(impl, state)])
+        return ["; ".join(parts) for parts in zip(*runs)]
+    finally:
+        PROFILE = None
+
+
+# What the node-scaling section measures: (name, setup(count), step, teardown, what one iteration calls).
+NODE_SCALING = [
+    ("portmap", existing_mappings_setup, portmap_step, two_netns_teardown, ["ADD", "DEL"]),
+    ("ptp + host-local + ipMasq", masq_chains_setup, veth_step("ptp", True), ptp_teardown, ["ADD", "DEL"]),
+    ("firewall", forward_rules_setup, firewall_step, two_netns_teardown, ["ADD", "DEL"]),
+]
+NODE_LABELS = {"portmap": "mappings", "ptp + host-local + ipMasq": "attachments' ipMasq chains",
+               "firewall": "attachments' firewall rules"}
+
+
+def node_scaling():
+    """Each NODE_SCALING scenario on both node kinds, at each of NODE_COUNTS existing mappings,
+    chains or rules: per (name, variant, impl) a list of (count, [(median wall, mean CPU, peak RSS
+    KiB) per verb]), and for cni-all at 1,000 a syscall profile of each verb."""
+    global VARIANT
+    out, profiles = {}, {}
+    saved = VARIANT
+    try:
+        for variant in ("nft", "legacy"):
+            VARIANT = variant
+            for name, setup, step, teardown, verbs in NODE_SCALING:
+                if opts.only and opts.only not in name:
+                    continue
+                for count in NODE_COUNTS:
+                    states = {impl: setup(count)(impl) for impl in IMPLS}
+                    samples = {impl: [] for impl in IMPLS}
+                    try:
+                        for impl in IMPLS:  # untimed: the first call may find things to set up
+                            step(impl, states[impl])
+                        for _ in range(opts.scaling_iterations):
+                            for impl in IMPLS:
+                                samples[impl].append(step(impl, states[impl]))
+                        if count == 1000:
+                            profiles[(name, variant)] = profile_call("cni-all", step, states["cni-all"])
+                    finally:
+                        for impl in IMPLS:
+                            teardown(impl, states[impl])
+                    for impl in IMPLS:
+                        per_verb = [(statistics.median(it[v].wall for it in samples[impl]),
+                                     statistics.mean(it[v].cpu for it in samples[impl]),
+                                     max(it[v].rss for it in samples[impl])) for v in range(len(verbs))]
+                        out.setdefault((name, variant, impl), []).append((count, per_verb))
+    finally:
+        VARIANT = saved
+    return out, profiles
 
 
 WITHOUT_POD_IPV6_START = ["net.ipv6.conf.default.addr_gen_mode=1"]  # pods' links get no link-local address
@@ -704,6 +890,7 @@ def churn_missed(runs):
 churn_control = (churn_scenarios(WITHOUT_POD_IPV6_START)
                  if churn_runs and opts.churn_control and default_churn and churn_missed(churn_runs) else None)
 scaling = host_local_scaling() if not opts.only or opts.only in "host-local scaling" else None
+nodes, node_profiles = node_scaling() if NODE_COUNTS else ({}, {})
 
 
 def plots(directory):
@@ -735,6 +922,24 @@ def plots(directory):
         fig.tight_layout()
         fig.savefig(os.path.join(directory, "host-local-scaling.png"), dpi=100)
         written.append("host-local-scaling.png")
+    if nodes:
+        kinds = [n for n, *_ in NODE_SCALING if any(k[0] == n for k in nodes)]
+        fig, axes = plt.subplots(len(kinds), 2, figsize=(11, 3.6 * len(kinds)), squeeze=False)
+        for row, name in zip(axes, kinds):
+            for col, verb in enumerate(["ADD", "DEL"]):
+                ax = row[col]
+                for variant, style in (("nft", "-"), ("legacy", ":")):
+                    for impl, marker in (("cni-all", "o"), ("reference", "s")):
+                        points = nodes.get((name, variant, impl))
+                        if points:
+                            ax.plot([max(c, 1) for c, _ in points], [v[col][0] * 1e3 for _, v in points], marker + style,
+                                    label=f"{impl}, {variant}")
+                ax.set(xscale="log", yscale="log", xlabel=f"existing {NODE_LABELS[name]} (0 plotted at 1)",
+                       ylabel="median (ms)", title=f"{name} {verb}")
+                ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(os.path.join(directory, "node-scaling.png"), dpi=100)
+        written.append("node-scaling.png")
     return written
 
 
@@ -791,8 +996,8 @@ def targets():
             held = "its data"
             if name.startswith("host-local") and "index" in HELD:
                 size, count = HELD["index"]
-                held = (f"its store of {count} reservations: the index file ({size / 2**20:.2f} MiB) read whole and a "
-                        f"64-byte entry each ({count * 64 / 2**20:.2f} MiB)")
+                held = (f"its store of {count} reservations, of which a call reads one index bucket ({size / 1024:.1f} KiB) "
+                        f"and, once after the Go plugin's writes, every reservation")
             elif name.startswith("portmap") and "nat" in HELD:
                 rules, size = HELD["nat"]
                 held = f"the nat table of {rules} rules it reads" + (
@@ -817,6 +1022,68 @@ def targets_section():
     return out + [""]
 
 
+def node_point(name, variant, impl, count):
+    """[(median wall, mean CPU, peak RSS KiB) per verb] of a node-scaling point, or None."""
+    return next((v for c, v in nodes.get((name, variant, impl), []) if c == count), None)
+
+
+def node_targets():
+    """Issue 33's targets against this run's node-scaling section and host-local scaling: rows
+    of (target, measured, met, where the time goes)."""
+    rows = []
+    for name, *_rest, verbs in NODE_SCALING:
+        for v, verb in enumerate(verbs):
+            at, base = node_point(name, "nft", "cni-all", 1000), node_point(name, "nft", "cni-all", 10)
+            if not at:
+                continue
+            wall, cpu, rss = at[v]
+            grow = wall / base[v][0] if base else None
+            met = wall <= 8e-3 and rss <= 3 * 1024 and (grow is None or grow <= 1.5)
+            measured = f"{wall * 1e3:.2f} ms, {rss / 1024:.2f} MiB" + (f", {grow:.2f}x of 10" if grow else "")
+            where = ""
+            if not met and (name, "nft") in node_profiles:
+                where = f"CPU {cpu * 1e3:.2f} ms of the {wall * 1e3:.2f} ms; {node_profiles[(name, 'nft')][v]}"
+            rows.append((f"{name} {verb}, 1,000 existing {NODE_LABELS[name]}, nft node: <= 8 ms, <= 3 MiB, <= 1.5x of 10",
+                         measured, met, where))
+        legacy = node_point(name, "legacy", "cni-all", 1000)
+        if name == "portmap" and legacy:
+            worst = max(w for w, _, _ in legacy)
+            where = "; ".join(node_profiles.get((name, "legacy"), [])) if worst > 15e-3 else ""
+            rows.append(("portmap ADD and DEL, 1,000 existing mappings, legacy node: < 15 ms",
+                         " / ".join(f"{w * 1e3:.2f} ms" for w, _, _ in legacy), worst < 15e-3, where))
+    if scaling:
+        at = dict(scaling["cni-all"]).get(10000)
+        if at is not None:
+            rows.append(("host-local ADD+DEL, 10,000 existing reservations: <= 3 ms", f"{at * 1e3:.2f} ms", at <= 3e-3, ""))
+    return rows
+
+
+def node_targets_section():
+    rows = node_targets()
+    if not rows:
+        return []
+    out = ["", "## Targets (issue 33), this run", "", "| target | measured | met | where the time goes |", "|---|---|---|---|"]
+    out += [f"| {t} | {m} | {'yes' if ok else 'no'} | {w if not ok else ''} |" for t, m, ok, w in rows]
+    return out + [""]
+
+
+def node_scaling_section():
+    if not nodes:
+        return []
+    out = ["", "| against the node's existing entries: median ADD / DEL (peak RSS) | node | " +
+           " | ".join(f"{c:,}" for c in NODE_COUNTS) + " |", "|---|---|" + "---|" * len(NODE_COUNTS)]
+    for name, *_rest in NODE_SCALING:
+        for variant in ("nft", "legacy"):
+            for impl in IMPLS:
+                points = nodes.get((name, variant, impl))
+                if not points:
+                    continue
+                cells = [" / ".join(f"{w * 1e3:.2f}" for w, _, _ in v) + f" ms ({max(r for _, _, r in v) / 1024:.1f} MiB)"
+                         for _, v in points]
+                out.append(f"| {name}, {impl} ({NODE_LABELS[name]}) | {variant} | " + " | ".join(cells) + " |")
+    return out
+
+
 def p95(xs):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
@@ -824,7 +1091,7 @@ def p95(xs):
 
 ref_bytes = sum(os.path.getsize(os.path.join(opts.reference, f)) for f in os.listdir(opts.reference))
 lines = [f"# cni-all vs {opts.reference} ({opts.iterations} iterations, alternating; `iptables` is iptables-{opts.iptables})",
-         *targets_section(), "",
+         *targets_section(), *node_targets_section(), "",
          "| scenario | cni-all median (p95) | reference median (p95) | wall ratio | cni-all CPU | reference CPU | CPU ratio | peak RSS cni-all / reference | processes cni-all / reference |",
          "|---|---|---|---|---|---|---|---|---|"]
 for name, s, procs in results:
@@ -891,8 +1158,9 @@ if scaling:
               "|---|" + "---|" * len(scaling["cni-all"])]
     for impl in IMPLS:
         lines.append(f"| {impl} | " + " | ".join(f"{w * 1e3:.2f} ms" for _, w in scaling[impl]) + " |")
+lines += node_scaling_section()
 plot_dir = opts.plots or (os.path.dirname(os.path.abspath(opts.markdown)) if opts.markdown else None)
-if plot_dir and (churn_runs or scaling):
+if plot_dir and (churn_runs or scaling or nodes):
     lines += ["", *[f"![{name}]({os.path.relpath(os.path.join(plot_dir, name), os.path.dirname(os.path.abspath(opts.markdown or plot_dir + '/x')))})"
                     for name in plots(plot_dir)]]
 lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} MB (all applets of this build); "
@@ -906,4 +1174,5 @@ if opts.markdown:
     with open(opts.markdown, "w") as f:
         f.write(report + "\n")
 shutil.rmtree(ours_dir)
-shutil.rmtree(VARIANT_PATH)
+for d in VARIANT_PATHS.values():
+    shutil.rmtree(d)

@@ -28,7 +28,7 @@ packages=(
   golang-go                                   # Go's regexp package, the oracle of tuning's allowlist regexps
   dbus-daemon python3-dbus python3-gi libglib2.0-bin  # firewall tests: a private bus, a stand-in firewalld
 )
-[ "${1:-}" = "--bench" ] && packages+=(python3-matplotlib)  # the bench report's plots
+[ "${1:-}" = "--bench" ] && packages+=(python3-matplotlib linux-perf)  # the bench report's plots and profiles
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
