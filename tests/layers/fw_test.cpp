@@ -311,6 +311,10 @@ std::string show(const fw::IptRule& r) {
     }
     if (auto* x = std::get_if<fw::SetXMark>(&r.target_args)) s += " xmark=" + std::to_string(x->mark) + "/" + std::to_string(x->mask);
     if (auto* d = std::get_if<fw::DnatTo>(&r.target_args)) s += " dnat=" + d->ip.str() + ":" + std::to_string(d->port);
+    if (auto* n = std::get_if<fw::SnatTo>(&r.target_args)) s += " snat=" + n->ip.str() + (n->random_fully ? " fully-random" : "");
+    if (auto* c = std::get_if<fw::ConnMark>(&r.target_args))
+        s += " connmark=" + std::string(c->restore ? "restore " : "set ") + std::to_string(c->ctmark) + "/" +
+             std::to_string(c->ctmask) + "/" + std::to_string(c->nfmask);
     return s;
 }
 
@@ -364,6 +368,26 @@ std::vector<Shape> shapes(bool v6) {
         auto r = base("CNI-HOSTPORT-DNAT");
         r.matches = {fw::AddrType{.dst = XT_ADDRTYPE_LOCAL}};
         out.push_back({"-m addrtype --dst-type LOCAL -j CNI-HOSTPORT-DNAT", r});
+    }
+    {  // vpc-eni's SNAT and outbound connmark
+        auto r = base("SNAT");
+        r.comment = "AWS, SNAT";
+        r.matches = {fw::AddrType{.dst = XT_ADDRTYPE_LOCAL, .dst_inverted = true}};
+        r.target_args = fw::SnatTo{ip("10.1.0.5/32", "fd00::5/128").ip, true};
+        out.push_back({v6 ? "-m comment --comment \"AWS, SNAT\" -m addrtype ! --dst-type LOCAL -j SNAT --to-source fd00::5 --random-fully"
+                          : "-m comment --comment \"AWS, SNAT\" -m addrtype ! --dst-type LOCAL -j SNAT --to-source 10.1.0.5 --random-fully",
+                       r});
+    }
+    {
+        auto r = base("CONNMARK");
+        r.in_iface = "eni+";
+        r.target_args = fw::ConnMark{true, 0, 0x80, 0x80};
+        out.push_back({"-i eni+ -j CONNMARK --restore-mark --nfmask 0x80 --ctmask 0x80", r, "mangle"});
+    }
+    {
+        auto r = base("CONNMARK");
+        r.target_args = fw::ConnMark{false, 0x80, 0x80, 0xffffffff};  // iptables leaves nfmask all ones
+        out.push_back({"-j CONNMARK --set-xmark 0x80/0x80", r, "mangle"});
     }
     {
         auto r = base("ACCEPT");

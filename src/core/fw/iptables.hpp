@@ -10,7 +10,7 @@
 // matches the reference's rules use ([!] -s, [!] -d, -p, [!] -i, [!] -o, -m comment, multiport
 // --destination-ports, tcp/udp/sctp --dport, addrtype, mark, conntrack --ctstate, and iprange
 // for portmap's conditions; -j ACCEPT/DROP/RETURN/MASQUERADE/MARK --set-xmark/DNAT
-// --to-destination/<chain>),
+// --to-destination/SNAT --to-source/CONNMARK --set-xmark or --restore-mark/<chain>),
 // and built as `iptables` builds them for the same command line (match and target revisions
 // probed from the kernel as it does), so either side can check or delete the other's rules.
 #pragma once
@@ -93,14 +93,26 @@ struct DnatTo {
     std::uint16_t port = 0;  // 0: keep the port
     bool operator==(const DnatTo&) const = default;
 };
-using IptTargetArgs = std::variant<std::monostate, SetXMark, DnatTo>;
+// -j SNAT --to-source IP [--random-fully].
+struct SnatTo {
+    IpAddr ip;
+    bool random_fully = false;
+    bool operator==(const SnatTo&) const = default;
+};
+// -j CONNMARK --set-xmark CTMARK/CTMASK, or --restore-mark --nfmask NFMASK --ctmask CTMASK.
+struct ConnMark {
+    bool restore = false;
+    std::uint32_t ctmark = 0, ctmask = 0, nfmask = 0;
+    bool operator==(const ConnMark&) const = default;
+};
+using IptTargetArgs = std::variant<std::monostate, SetXMark, DnatTo, SnatTo, ConnMark>;
 
 struct IptRule {
     std::optional<IpNet> src;  // -s (host bits cleared)
     std::optional<IpNet> dst;  // -d
     bool dst_inverted = false; // ! -d
     std::string comment;       // -m comment --comment (the first match when present)
-    std::string target;        // -j: ACCEPT, DROP, RETURN, MASQUERADE, MARK, DNAT or a chain
+    std::string target;        // -j: ACCEPT, DROP, RETURN, MASQUERADE, MARK, DNAT, SNAT, CONNMARK or a chain
     bool src_inverted = false; // ! -s
     int proto = 0;             // -p: IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP; 0 for any
     std::string in_iface, out_iface;  // -i, -o

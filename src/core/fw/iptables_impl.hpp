@@ -14,6 +14,7 @@
 #include <linux/netfilter/x_tables.h>
 #include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_comment.h>
+#include <linux/netfilter/xt_connmark.h>
 #include <linux/netfilter/xt_conntrack.h>
 #include <linux/netfilter/xt_iprange.h>
 #include <linux/netfilter/xt_mark.h>
@@ -47,6 +48,11 @@ inline int prefix_of(const unsigned char* mask, int bytes) {
 // family/level/options that ask the kernel which match and target revisions it has.
 // Asks the kernel whether it has revision `rev` of the xtables target (or match) `name`.
 using RevisionProbe = std::function<bool(bool target, const char* name, std::uint8_t rev)>;
+
+// The targets whose parameters IptRule::target_args holds.
+inline bool has_target_args(const std::string& target) {
+    return target == "MARK" || target == "DNAT" || target == "SNAT" || target == "CONNMARK";
+}
 
 template <class T>
 struct Table {
@@ -161,7 +167,7 @@ struct Table {
         }
         if (const char* target = T::get_target(e, h)) out.rule.target = target;
         const auto* t = reinterpret_cast<const xt_entry_target*>(reinterpret_cast<const unsigned char*>(e) + e->target_offset);
-        if (out.rule.target == "MARK" || out.rule.target == "DNAT") {
+        if (has_target_args(out.rule.target)) {
             auto args = decode_target(t, out.rule.target);
             if (args) out.rule.target_args = *args;
             else out.foreign = true;
@@ -375,28 +381,46 @@ struct Table {
             xt_mark_tginfo2 info{mk->mark, mk->mask};
             return payload("MARK", 2, info);
         }
-        if (auto* d = std::get_if<DnatTo>(&r.target_args)) {
-            nf_nat_range2 range{};
-            range.flags = NF_NAT_RANGE_MAP_IPS | (d->port ? NF_NAT_RANGE_PROTO_SPECIFIED : 0);
-            std::memcpy(&range.min_addr, T::kBytes == 4 ? &d->ip.bytes()[12] : d->ip.bytes().data(), T::kBytes);
-            range.max_addr = range.min_addr;
-            range.min_proto.all = range.max_proto.all = htons(d->port);
-            std::uint8_t rev = revision(true, "DNAT", T::kBytes == 4 ? std::initializer_list<std::uint8_t>{2, 1, 0}
-                                                                     : std::initializer_list<std::uint8_t>{2, 1});
-            if (rev == 2) return payload("DNAT", 2, range);
-            if (rev == 1) {
-                nf_nat_range r1{};
-                std::memcpy(&r1, &range, sizeof r1);
-                return payload("DNAT", 1, r1);
-            }
-            nf_nat_ipv4_multi_range_compat c{};
-            c.rangesize = 1;
-            c.range[0].flags = range.flags;
-            c.range[0].min_ip = c.range[0].max_ip = range.min_addr.ip;
-            c.range[0].min.all = c.range[0].max.all = range.min_proto.all;
-            return payload("DNAT", 0, c);
+        if (auto* d = std::get_if<DnatTo>(&r.target_args))
+            return nat_payload("DNAT", d->ip, NF_NAT_RANGE_MAP_IPS | (d->port ? NF_NAT_RANGE_PROTO_SPECIFIED : 0), d->port);
+        if (auto* sn = std::get_if<SnatTo>(&r.target_args))
+            return nat_payload("SNAT", sn->ip, NF_NAT_RANGE_MAP_IPS | (sn->random_fully ? NF_NAT_RANGE_PROTO_RANDOM_FULLY : 0), 0);
+        if (auto* cm = std::get_if<ConnMark>(&r.target_args)) {
+            // libxt_CONNMARK: revision 2 where the kernel has it, else 1 (the same fields, no shift)
+            xt_connmark_tginfo2 info{};
+            info.ctmark = cm->ctmark, info.ctmask = cm->ctmask, info.nfmask = cm->nfmask;
+            info.mode = cm->restore ? XT_CONNMARK_RESTORE : XT_CONNMARK_SET;
+            if (revision(true, "CONNMARK", {2, 1}) == 2) return payload("CONNMARK", 2, info);
+            xt_connmark_tginfo1 v1{info.ctmark, info.ctmask, info.nfmask, info.mode};
+            return payload("CONNMARK", 1, v1);
         }
         return std::nullopt;
+    }
+
+    // DNAT or SNAT to one address (and port), in the highest revision both iptables 1.8.9 and the
+    // kernel have: nf_nat_range2 (DNAT's revision 2), nf_nat_range (revision 1), or IPv4's
+    // original layout (revision 0). iptables writes IPv4's SNAT in revision 0 only.
+    Payload nat_payload(const char* name, const IpAddr& ip, unsigned flags, std::uint16_t port) {
+        nf_nat_range2 range{};
+        range.flags = flags;
+        std::memcpy(&range.min_addr, T::kBytes == 4 ? &ip.bytes()[12] : ip.bytes().data(), T::kBytes);
+        range.max_addr = range.min_addr;
+        range.min_proto.all = range.max_proto.all = htons(port);
+        const bool dnat = std::string_view(name) == "DNAT";
+        std::uint8_t rev = T::kBytes == 4 ? (dnat ? revision(true, name, {2, 1, 0}) : std::uint8_t(0))
+                                          : (dnat ? revision(true, name, {2, 1}) : revision(true, name, {1}));
+        if (rev == 2) return payload(name, 2, range);
+        if (rev == 1) {
+            nf_nat_range r1{};
+            std::memcpy(&r1, &range, sizeof r1);
+            return payload(name, 1, r1);
+        }
+        nf_nat_ipv4_multi_range_compat c{};
+        c.rangesize = 1;
+        c.range[0].flags = range.flags;
+        c.range[0].min_ip = c.range[0].max_ip = range.min_addr.ip;
+        c.range[0].min.all = c.range[0].max.all = range.min_proto.all;
+        return payload(name, 0, c);
     }
 
     static std::optional<IptTargetArgs> decode_target(const xt_entry_target* t, const std::string& name) {
@@ -407,6 +431,14 @@ struct Table {
             xt_mark_tginfo2 info{};
             std::memcpy(&info, t->data, sizeof info);
             return SetXMark{info.mark, info.mask};
+        }
+        if (name == "CONNMARK") {
+            if ((rev != 1 && rev != 2) || size < sizeof(xt_connmark_tginfo1)) return std::nullopt;
+            xt_connmark_tginfo2 info{};
+            std::memcpy(&info, t->data, std::min(size, sizeof info));
+            if (rev == 1) info.mode = reinterpret_cast<const xt_connmark_tginfo1*>(t->data)->mode, info.shift_bits = 0;
+            if (info.shift_bits || (info.mode != XT_CONNMARK_SET && info.mode != XT_CONNMARK_RESTORE)) return std::nullopt;
+            return ConnMark{info.mode == XT_CONNMARK_RESTORE, info.ctmark, info.ctmask, info.nfmask};
         }
         unsigned flags;
         nf_inet_addr addr{};
@@ -431,6 +463,10 @@ struct Table {
             std::memcpy(&b[12], &addr.ip, 4);
         } else {
             std::memcpy(b.data(), &addr.in6, 16);
+        }
+        if (name == "SNAT") {
+            if (flags & ~(NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_RANDOM_FULLY)) return std::nullopt;
+            return SnatTo{IpAddr::from_bytes(b), (flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY) != 0};
         }
         return DnatTo{IpAddr::from_bytes(b), (flags & NF_NAT_RANGE_PROTO_SPECIFIED) ? port : std::uint16_t(0)};
     }

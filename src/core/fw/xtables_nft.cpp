@@ -33,6 +33,11 @@ constexpr Builtin kNat[] = {{"PREROUTING", NF_INET_PRE_ROUTING, -100},
                             {"OUTPUT", NF_INET_LOCAL_OUT, -100},
                             {"POSTROUTING", NF_INET_POST_ROUTING, 100}};
 constexpr Builtin kFilter[] = {{"INPUT", NF_INET_LOCAL_IN, 0}, {"FORWARD", NF_INET_FORWARD, 0}, {"OUTPUT", NF_INET_LOCAL_OUT, 0}};
+constexpr Builtin kMangle[] = {{"PREROUTING", NF_INET_PRE_ROUTING, -150},
+                               {"INPUT", NF_INET_LOCAL_IN, -150},
+                               {"FORWARD", NF_INET_FORWARD, -150},
+                               {"OUTPUT", NF_INET_LOCAL_OUT, -150},
+                               {"POSTROUTING", NF_INET_POST_ROUTING, -150}};
 
 const Builtin* builtin(const std::string& table, const std::string& chain) {
     auto find = [&](const auto& list) -> const Builtin* {
@@ -40,7 +45,13 @@ const Builtin* builtin(const std::string& table, const std::string& chain) {
             if (chain == b.chain) return &b;
         return nullptr;
     };
-    return table == "nat" ? find(kNat) : find(kFilter);
+    return table == "nat" ? find(kNat) : table == "mangle" ? find(kMangle) : find(kFilter);
+}
+
+// The type of a built-in chain: nat's are "nat", mangle's OUTPUT is "route", the rest "filter".
+const char* chain_type(const std::string& table, const std::string& chain) {
+    if (table == "nat") return "nat";
+    return table == "mangle" && chain == "OUTPUT" ? "route" : "filter";
 }
 
 
@@ -136,7 +147,7 @@ IptTable::Listed describe(const detail::XtCodec& codec, const nft::ListedRule& d
         }
     }
     r.target = d.target;
-    if (d.xt_target && (r.target == "MARK" || r.target == "DNAT")) {
+    if (d.xt_target && detail::has_target_args(r.target)) {
         if (auto args = codec.decode_target(*d.xt_target)) r.target_args = *args;
         else out.foreign = true;
     }
@@ -145,7 +156,7 @@ IptTable::Listed describe(const detail::XtCodec& codec, const nft::ListedRule& d
 
 // What IptRule's target names when it is not a chain (iptables.hpp: IptRule::target).
 bool is_chain_target(const std::string& target) {
-    for (const char* t : {"ACCEPT", "DROP", "RETURN", "MASQUERADE", "MARK", "DNAT"})
+    for (const char* t : {"ACCEPT", "DROP", "RETURN", "MASQUERADE", "MARK", "DNAT", "SNAT", "CONNMARK"})
         if (target == t) return false;
     return true;
 }
@@ -161,7 +172,8 @@ public:
           codec_(family == Family::v4 ? detail::xt_codec_v4() : detail::xt_codec_v6()) {}
 
     Status load() {
-        if (table_ != "nat" && table_ != "filter") return fail("iptables-nft: table " + table_ + " is not supported");
+        if (table_ != "nat" && table_ != "filter" && table_ != "mangle")
+            return fail("iptables-nft: table " + table_ + " is not supported");
         auto generation = nft::generation();
         if (!generation) return fail("iptables-nft: nf_tables is not available here");
         batch_ = nft::Batch(*generation);  // commits only onto the ruleset read from here on
@@ -321,7 +333,7 @@ private:
         const Builtin* b = builtin(table_, c);
         if (!b) return require_chain(c);
         CNI_TRY(ensure_table());
-        batch_.add_chain(family_, table_, c, nft::Hook{b->hook, b->priority, table_ == "nat" ? "nat" : "filter", true});
+        batch_.add_chain(family_, table_, c, nft::Hook{b->hook, b->priority, chain_type(table_, c), true});
         mark_made(c);
         return {};
     }

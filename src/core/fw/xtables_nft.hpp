@@ -2,7 +2,7 @@
 // The nft variant of IptTable: iptables rules in nf_tables exactly as iptables-nft 1.8.9 writes
 // them, for nodes whose `iptables` is iptables-nft (Debian 12's default), so the Go plugins and
 // iptables-nft itself find, check and delete our rules, and we theirs. Its tables are `ip`/`ip6`
-// `nat` and `filter`; a table and the built-in chains a rule goes into are made on demand, at
+// `nat`, `filter` and `mangle`; a table and the built-in chains a rule goes into are made on demand, at
 // iptables-nft's hooks and priorities. A rule's expressions go in iptables-nft's order:
 // interface names (the name and its NUL, or the prefix of a "name+"), `meta l4proto`, source and
 // destination (a payload load as long as the prefix's whole bytes, a mask only for a partial
