@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Root tests of the typed netlink layer and the interface helpers built on it, between two
 // throwaway namespaces standing for a host and a container: veth setup, bridge ports, bridge
-// port flags, addresses, routes, rules, kernel extended-ack text in errors, idempotent deletes,
-// ConfigureIface, retried dumps.
+// port flags, addresses, routes, rules, neighbours (ARP and VXLAN forwarding entries), kernel
+// extended-ack text in errors, idempotent deletes, ConfigureIface, retried dumps.
 #include <catch2/catch.hpp>
 
 #include <linux/if.h>
@@ -19,6 +19,7 @@
 #include "core/nl/bridge_port.hpp"
 #include "core/nl/conntrack.hpp"
 #include "core/nl/link.hpp"
+#include "core/nl/neigh.hpp"
 #include "core/nl/link_watch.hpp"
 #include "core/nl/netconf.hpp"
 #include "core/fw/nftables.hpp"
@@ -164,6 +165,40 @@ TEST_CASE("rules: add, list, delete by selector, idempotent delete") {
     CHECK_FALSE(*nl::del_rule(p.cs, r));
     CHECK(*nl::del_rule(p.cs, prio6));
     CHECK(p.ctr_ns.sh("ip rule show | grep -q 10.63.0.5") != 0);
+}
+
+TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
+    REQUIRE(veth);
+    REQUIRE(nl::set_link_up(p.cs, veth->container, true));
+    nl::NeighSpec arp{0, veth->container.index, IpAddr::parse("10.64.0.9"), "0a:58:0a:40:00:09", NUD_PERMANENT, 0};
+    REQUIRE(nl::set_neigh(p.cs, arp));
+    REQUIRE(nl::set_neigh(p.cs, arp));  // replace: setting it again is fine
+    CHECK(p.ctr_ns.sh("ip neigh show dev eth0 | grep -q \"10.64.0.9 lladdr 0a:58:0a:40:00:09 PERMANENT\"") == 0);
+    auto listed = nl::list_neighs(p.cs, AF_INET, veth->container.index);
+    REQUIRE(listed);
+    REQUIRE(listed->size() == 1);
+    CHECK((*listed)[0].ip->str() == "10.64.0.9");
+    CHECK((*listed)[0].mac == "0a:58:0a:40:00:09");
+    CHECK((*listed)[0].state == NUD_PERMANENT);
+    CHECK(*nl::del_neigh(p.cs, arp));
+    CHECK_FALSE(*nl::del_neigh(p.cs, arp));
+
+    // What flanneld's VXLAN backend writes for a remote node: the remote VTEP's MAC behind its IP.
+    REQUIRE(p.ctr_ns.sh("ip link add cnitvx0 type vxlan id 4242 dstport 4789 nolearning dev eth0") == 0);
+    auto vx = nl::require_link(p.cs, "cnitvx0");
+    REQUIRE(vx);
+    nl::NeighSpec fdb{AF_BRIDGE, vx->index, IpAddr::parse("192.0.2.44"), "0e:00:00:00:00:44", NUD_PERMANENT, NTF_SELF};
+    REQUIRE(nl::set_neigh(p.cs, fdb));
+    CHECK(p.ctr_ns.sh("bridge fdb show dev cnitvx0 | grep -q \"0e:00:00:00:00:44 dst 192.0.2.44 self permanent\"") == 0);
+    auto entries = nl::list_neighs(p.cs, AF_BRIDGE, vx->index);
+    REQUIRE(entries);
+    bool found = false;
+    for (auto& e : *entries) found = found || (e.mac == "0e:00:00:00:00:44" && e.ip && e.ip->str() == "192.0.2.44");
+    CHECK(found);
+    CHECK(*nl::del_neigh(p.cs, fdb));
+    CHECK(p.ctr_ns.sh("bridge fdb show dev cnitvx0 | grep -q 0e:00:00:00:00:44") != 0);
 }
 
 TEST_CASE("addresses and routes, with the kernel's explanation in errors") {

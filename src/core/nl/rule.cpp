@@ -29,7 +29,7 @@ Result<RulePtr> build(const RuleSpec& r, bool for_delete) {
     if (r.priority) rtnl_rule_set_prio(rule.get(), *r.priority);
     if (r.mark) {
         rtnl_rule_set_mark(rule.get(), *r.mark);
-        rtnl_rule_set_mask(rule.get(), 0xffffffffU);
+        rtnl_rule_set_mask(rule.get(), r.mark_mask.value_or(0xffffffffU));
     }
     if (r.src) {
         CNI_TRY_ASSIGN(auto a, to_nl_addr(*r.src));
@@ -54,7 +54,7 @@ std::string describe(const RuleSpec& r) {
     if (r.dst) add("to " + r.dst->str());
     if (!r.iif.empty()) add("iif " + r.iif);
     if (!r.oif.empty()) add("oif " + r.oif);
-    if (r.mark) add("fwmark " + std::to_string(*r.mark));
+    if (r.mark) add("fwmark " + std::to_string(*r.mark) + (r.mark_mask ? "/" + std::to_string(*r.mark_mask) : ""));
     add("lookup " + std::to_string(r.table));
     return s;
 }
@@ -94,7 +94,10 @@ Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family) {
         r.dst = selector(rtnl_rule_get_dst(rl));
         if (const char* n = rtnl_rule_get_iif(rl)) r.iif = n;
         if (const char* n = rtnl_rule_get_oif(rl)) r.oif = n;
-        if (std::uint32_t m = rtnl_rule_get_mark(rl); m && m != 0xffffffffU) r.mark = m;
+        if (std::uint32_t m = rtnl_rule_get_mark(rl); m && m != 0xffffffffU) {
+            r.mark = m;
+            if (std::uint32_t mask = rtnl_rule_get_mask(rl); mask != 0xffffffffU) r.mark_mask = mask;
+        }
         out.push_back(std::move(r));
     }
     return out;

@@ -20,7 +20,8 @@ struct RuleSpec {
     std::optional<IpNet> src, dst;
     std::string iif, oif;                  // interface names, "" for any
     std::optional<std::uint32_t> priority;
-    std::optional<std::uint32_t> mark;     // fwmark (mask all ones)
+    std::optional<std::uint32_t> mark;     // fwmark
+    std::optional<std::uint32_t> mark_mask;  // its mask; all ones when not set
     std::uint32_t table = 0;
     bool operator==(const RuleSpec&) const = default;
 };
