@@ -98,11 +98,19 @@ int unknown_applet(std::string_view name) {
     return 2;
 }
 
-// `<applet> <subcommand> args...` (dhcp daemon); nullopt when argv is not that.
+// `<applet> <subcommand> args...` (dhcp daemon, vpc-eni node-setup); nullopt when argv is not
+// that. An error is printed on stderr, and the exit code is then 1.
 std::optional<int> run_subcommand(const cni::Applet& a, int argc, char** argv, int at) {
-    if (!a.subcommand.run || at >= argc || a.subcommand.name != argv[at]) return std::nullopt;
-    std::vector<std::string> args(argv + at + 1, argv + argc);
-    return a.subcommand.run(args);
+    if (at >= argc) return std::nullopt;
+    for (const auto& sub : a.subcommands) {
+        if (sub.name != argv[at]) continue;
+        std::vector<std::string> args(argv + at + 1, argv + argc);
+        auto rc = sub.run(args);
+        if (rc) return *rc;
+        std::fprintf(stderr, "%s %s: %s\n", std::string(a.name).c_str(), argv[at], rc.error().msg.c_str());
+        return 1;
+    }
+    return std::nullopt;
 }
 
 int run_applet(const cni::Applet& a) {

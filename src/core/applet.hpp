@@ -3,9 +3,9 @@
 // Verbs receive a Context and return values; they never print, exit, read the environment or
 // keep globals (docs/design.md, principle 3), which is what lets one applet run another in-process.
 // A null verb means "not implemented": the dispatcher answers it the way skel does. An applet
-// may also own one long-running subcommand (`dhcp daemon`), which main() runs instead of a CNI
-// verb when it follows the applet's name; it gets the remaining arguments and returns the exit
-// code.
+// may also own subcommands (`dhcp daemon`, `vpc-eni node-setup`), which main() runs instead of a
+// CNI verb when one follows the applet's name; it gets the remaining arguments and returns the
+// exit code, or an error main() prints on stderr (exit code 1).
 #pragma once
 
 #include <functional>
@@ -45,7 +45,7 @@ using Verb = Status (*)(const Context&);
 
 struct Subcommand {
     std::string_view name;
-    int (*run)(std::span<const std::string> args) = nullptr;
+    Result<int> (*run)(std::span<const std::string> args) = nullptr;
 };
 
 struct Applet {
@@ -60,7 +60,7 @@ struct Applet {
     Verb check = nullptr;
     Verb status = nullptr;
     Verb gc = nullptr;
-    Subcommand subcommand{};
+    std::span<const Subcommand> subcommands{};
 };
 
 }  // namespace cni
