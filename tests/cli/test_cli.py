@@ -16,7 +16,7 @@ from cnitest import LAUNCHER_TAG, check, eq, is_launcher_of, run_all, sh, test  
 
 CNI_ALL = os.environ["CNI_ALL"]
 BUILD_ROOT = os.environ["BUILD_ROOT"]
-APPLETS = ["bandwidth", "bridge", "dhcp", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vrf"]
+APPLETS = ["bandwidth", "bridge", "dhcp", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vpc-eni", "vpc-eni-ipam", "vrf"]
 
 
 def cli(*args, argv0=None, env=None):

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+// vpc-eni's node setup and teardown (see node.hpp and docs/vpc-eni.md). What setup changes is
+// first written to <stateDir>/node-backup.json (exclusively: a second setup keeps the first
+// record): the primary's rp_filter, each ENI's MTU, link state and IPv4 addresses, and whether
+// the local table's rule sat at priority 0. Teardown removes what setup added and restores that
+// record, then deletes it.
+#include "applets/vpc_eni/node.hpp"
+
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+
+#include "applets/vpc_eni/node_file.hpp"
+#include "applets/vpc_eni/snat.hpp"
+#include "core/cni/json.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/route.hpp"
+#include "core/nl/rule.hpp"
+#include "core/os/fs.hpp"
+#include "core/os/sysctl.hpp"
+
+namespace cni::vpc {
+namespace {
+
+constexpr std::uint32_t kFwmarkPriority = 1024;
+constexpr std::uint32_t kLocalPriorityPodEni = 20;
+constexpr const char* kBackupName = "node-backup.json";
+
+struct LinkBackup {
+    std::string name;
+    std::int64_t mtu = 0;
+    bool up = false;
+    std::vector<IpNet> addresses;
+};
+struct Backup {
+    std::string rp_filter;
+    bool local_rule_at_0 = true;
+    std::vector<LinkBackup> links;
+};
+
+inline constexpr std::array kLinkBackupKeys{
+    key<&LinkBackup::name>("name", ""), key<&LinkBackup::mtu>("mtu", ""), key<&LinkBackup::up>("up", ""),
+    key<&LinkBackup::addresses>("addresses", "[]string", ""),
+};
+
+Status decode(const json::Value& v, LinkBackup& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "vpc.LinkBackup"));
+    return read_keys(v, kLinkBackupKeys, out, w);
+}
+
+inline constexpr std::array kBackupKeys{
+    key<&Backup::rp_filter>("rpFilter", ""),
+    key<&Backup::local_rule_at_0>("localRuleAt0", ""),
+    key<&Backup::links>("links", "[]vpc.LinkBackup", ""),
+};
+
+std::string encode(const Backup& b) {
+    json::Document d;
+    d.SetObject();
+    auto& a = d.GetAllocator();
+    json::set(d, "rpFilter", json::str(b.rp_filter, a), a);
+    json::set(d, "localRuleAt0", json::Value(b.local_rule_at_0), a);
+    json::Value links(rapidjson::kArrayType);
+    for (auto& l : b.links) {
+        json::Value o(rapidjson::kObjectType);
+        json::set(o, "name", json::str(l.name, a), a);
+        json::set(o, "mtu", json::Value(std::int64_t(l.mtu)), a);
+        json::set(o, "up", json::Value(l.up), a);
+        json::Value addrs(rapidjson::kArrayType);
+        for (auto& n : l.addresses) addrs.PushBack(json::str(n.str(), a), a);
+        json::set(o, "addresses", std::move(addrs), a);
+        links.PushBack(std::move(o), a);
+    }
+    json::set(d, "links", std::move(links), a);
+    return json::write(d, json::Style::indented, false) + "\n";
+}
+
+struct Node {
+    NodeFile file;
+    nl::Socket sock;
+    os::Dir state;
+};
+
+Result<Node> open_node(std::span<const std::string> args, std::string_view verb) {
+    if (args.size() != 1) return fail("usage: cni-all vpc-eni " + std::string(verb) + " FILE (the node file, docs/vpc-eni.md)");
+    CNI_TRY_ASSIGN(auto file, load_node_file(args[0]));
+    CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto state, os::Dir::create(file.state_dir, 0700));
+    return Node{std::move(file), std::move(sock), std::move(state)};
+}
+
+std::string rp_filter_name(const NodeFile& f) { return "net/ipv4/conf/" + f.primary_interface + "/rp_filter"; }
+
+// The record of what setup will change, taken before it changes anything.
+Result<Backup> snapshot(const Node& n) {
+    Backup b;
+    CNI_TRY_ASSIGN(b.rp_filter, os::sysctl_get(rp_filter_name(n.file)));
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
+    b.local_rule_at_0 = std::ranges::any_of(rules, [](const nl::RuleSpec& r) { return r.table == RT_TABLE_LOCAL && r.priority == 0u; });
+    for (auto& eni : n.file.enis) {
+        CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
+        LinkBackup l{eni.interface, link.mtu, link.up(), {}};
+        CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, link.index, AF_INET));
+        for (auto& a : addrs) l.addresses.push_back(a.local);
+        b.links.push_back(std::move(l));
+    }
+    return b;
+}
+
+Result<std::optional<Backup>> read_backup(const Node& n) {
+    CNI_TRY_ASSIGN(auto text, n.state.read_if_exists(kBackupName));
+    if (!text) return std::optional<Backup>{};
+    CNI_TRY_ASSIGN(auto doc, json::parse(*text));
+    Backup b;
+    json::Where w{"Backup", "", "vpc-eni: " + n.state.path_of(kBackupName) + ": "};
+    CNI_TRY(json::expect_object(doc, w, "vpc.Backup"));
+    CNI_TRY(read_keys(doc, kBackupKeys, b, w));
+    return std::optional<Backup>{std::move(b)};
+}
+
+nl::RuleSpec fwmark_rule() {
+    nl::RuleSpec r;
+    r.family = AF_INET;
+    r.mark = kOutboundMark;
+    r.mark_mask = kOutboundMark;
+    r.priority = kFwmarkPriority;
+    r.table = RT_TABLE_MAIN;
+    return r;
+}
+nl::RuleSpec local_rule(std::uint32_t priority) {
+    nl::RuleSpec r;
+    r.family = AF_INET;
+    r.priority = priority;
+    r.table = RT_TABLE_LOCAL;
+    return r;
+}
+
+Status del_all(const nl::Socket& s, const nl::RuleSpec& r) {
+    for (int i = 0; i < 64; ++i) {
+        CNI_TRY_ASSIGN(bool gone, nl::del_rule(s, r));
+        if (!gone) break;
+    }
+    return {};
+}
+
+bool has_rule(const std::vector<nl::RuleSpec>& rules, const nl::RuleSpec& want) {
+    return std::ranges::any_of(rules, [&](const nl::RuleSpec& r) { return r.table == want.table && r.priority == want.priority; });
+}
+
+nl::RouteSpec gateway_route(const Eni& eni, int index) {
+    nl::RouteSpec r;
+    r.dst = IpNet{eni.gateway(), 32, 32};
+    r.oif = index;
+    r.scope = RT_SCOPE_LINK;
+    r.table = eni.table();
+    return r;
+}
+nl::RouteSpec default_route(const Eni& eni, int index) {
+    nl::RouteSpec r;
+    r.dst = IpNet{*IpAddr::parse("0.0.0.0"), 0, 32};
+    r.gw = eni.gateway();
+    r.oif = index;
+    r.table = eni.table();
+    return r;
+}
+IpNet eni_address(const Eni& eni) { return IpNet{*eni.primary_ip, eni.subnet->prefix, 32}; }
+
+// A secondary ENI: its MTU, up, its address alone on it, its table, and no main-table route of
+// its subnet (the kernel's prefix route would send the VPC's replies out of it).
+Status setup_eni(const Node& n, const Eni& eni) {
+    CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
+    CNI_TRY(nl::set_mtu(n.sock, link, n.file.mtu));
+    CNI_TRY(nl::set_link_up(n.sock, link, true));
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, link.index, AF_INET));
+    bool have = false;
+    for (auto& a : addrs) {
+        if (a.local == eni_address(eni)) have = true;
+        else CNI_TRY(nl::del_addr(n.sock, link.index, link.name, a.local));
+    }
+    if (!have) CNI_TRY(nl::add_addr(n.sock, link.index, link.name, eni_address(eni)));
+    CNI_TRY(nl::replace_route(n.sock, gateway_route(eni, link.index)));
+    CNI_TRY(nl::replace_route(n.sock, default_route(eni, link.index)));
+    nl::RouteSpec prefix;
+    prefix.dst = eni.subnet->masked();
+    prefix.oif = link.index;
+    prefix.src = eni.primary_ip;
+    CNI_TRY(nl::del_route(n.sock, prefix));
+    return {};
+}
+
+SnatSpec snat_spec(const NodeFile& f) { return SnatSpec{f.vpc_cidrs, *f.primary().primary_ip, f.veth_prefix}; }
+
+Result<fw::Driver> firewall_driver(const NodeFile& f) {
+    std::optional<fw::Driver> configured;
+    if (!f.firewall_backend.empty()) {
+        configured = fw::driver_named(f.firewall_backend);
+        if (!configured || *configured == fw::Driver::firewalld)
+            return fail("vpc-eni: node file " + f.path + ": firewallBackend \"" + f.firewall_backend + "\" is not iptables or nftables");
+    }
+    return snat().choose(configured);
+}
+
+}  // namespace
+
+Result<int> node_setup(std::span<const std::string> args) {
+    CNI_TRY_ASSIGN(auto n, open_node(args, "node-setup"));
+    CNI_TRY_ASSIGN(auto driver, firewall_driver(n.file));
+    CNI_TRY_ASSIGN(auto recorded, read_backup(n));
+    if (!recorded) {
+        CNI_TRY_ASSIGN(auto b, snapshot(n));
+        CNI_TRY(n.state.write_atomic(kBackupName, encode(b), 0600));
+    }
+    const NodeFile& f = n.file;
+    CNI_TRY_ASSIGN(auto primary, nl::require_link(n.sock, f.primary_interface));
+    if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f), "2"));
+    CNI_TRY(nl::set_mtu(n.sock, primary, f.mtu));
+    CNI_TRY(del_all(n.sock, fwmark_rule()));
+    if (f.node_port_support) CNI_TRY(nl::add_rule(n.sock, fwmark_rule()));
+    if (f.pod_eni_support) {
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
+        if (!has_rule(rules, local_rule(kLocalPriorityPodEni))) CNI_TRY(nl::add_rule(n.sock, local_rule(kLocalPriorityPodEni)));
+        CNI_TRY(del_all(n.sock, local_rule(0)));
+    }
+    for (auto& eni : f.enis)
+        if (eni.device_number > 0) CNI_TRY(setup_eni(n, eni));
+    Rollback none;
+    CNI_TRY(snat().setup(driver, snat_spec(f), none));
+    none.dismiss();
+    return 0;
+}
+
+Result<int> node_teardown(std::span<const std::string> args) {
+    CNI_TRY_ASSIGN(auto n, open_node(args, "node-teardown"));
+    const NodeFile& f = n.file;
+    CNI_TRY_ASSIGN(auto recorded, read_backup(n));
+    CNI_TRY(snat().teardown_all(snat_spec(f)));
+    CNI_TRY(del_all(n.sock, fwmark_rule()));
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
+    if (f.pod_eni_support) {
+        if ((!recorded || recorded->local_rule_at_0) && !has_rule(rules, local_rule(0))) CNI_TRY(nl::add_rule(n.sock, local_rule(0)));
+        CNI_TRY(del_all(n.sock, local_rule(kLocalPriorityPodEni)));
+    }
+    for (auto& eni : f.enis) {
+        CNI_TRY_ASSIGN(auto link, nl::find_link(n.sock, eni.interface));
+        if (!link) continue;
+        const LinkBackup* was = nullptr;
+        if (recorded)
+            for (auto& l : recorded->links)
+                if (l.name == eni.interface) was = &l;
+        if (eni.device_number > 0) {
+            CNI_TRY(nl::del_route(n.sock, default_route(eni, link->index)));
+            CNI_TRY(nl::del_route(n.sock, gateway_route(eni, link->index)));
+            if (was) {
+                CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, link->index, AF_INET));
+                for (auto& a : addrs)
+                    if (std::ranges::find(was->addresses, a.local) == was->addresses.end())
+                        CNI_TRY(nl::del_addr(n.sock, link->index, link->name, a.local));
+                for (auto& a : was->addresses)
+                    if (!std::ranges::any_of(addrs, [&](const nl::AddrInfo& x) { return x.local == a; }))
+                        CNI_TRY(nl::add_addr(n.sock, link->index, link->name, a));
+                CNI_TRY(nl::set_link_up(n.sock, *link, was->up));
+            }
+        }
+        if (was) CNI_TRY(nl::set_mtu(n.sock, *link, was->mtu));
+    }
+    if (recorded) CNI_TRY(os::sysctl_set(rp_filter_name(f), recorded->rp_filter));
+    n.state.remove(kBackupName);
+    return 0;
+}
+
+}  // namespace cni::vpc

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: Apache-2.0
+// The node file of vpc-eni (docs/vpc-eni.md): what the AWS VPC CNI's agent learns from the
+// cloud's metadata, written down by the operator or an installer. The primary interface, the
+// VPC's CIDRs, the node-port and pod-ENI switches, the MTU, and each ENI: its interface, device
+// number (0 is the primary ENI), subnet, primary address and the secondary addresses pods get.
+// An ENI with device number N routes through table N+1, whose gateway is the VPC router, the
+// second address of the ENI's subnet. Loading validates everything a later step relies on and
+// names the key and value at fault. The node's keys are listed once, in kNodeFileKeys.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cni/config_keys.hpp"
+#include "core/net/ip.hpp"
+#include "core/result.hpp"
+
+namespace cni::vpc {
+
+struct Eni {
+    std::string interface;
+    std::int64_t device_number = -1;
+    std::optional<IpNet> subnet;
+    std::optional<IpAddr> primary_ip;
+    std::vector<IpAddr> secondary_ips;
+
+    IpAddr gateway() const;  // the VPC router: the subnet's second address
+    std::uint32_t table() const { return std::uint32_t(device_number) + 1; }
+};
+
+struct NodeFile {
+    std::string path;
+    std::string primary_interface;
+    std::vector<IpNet> vpc_cidrs;
+    bool node_port_support = true;
+    bool pod_eni_support = false;
+    std::int64_t mtu = 9001;
+    std::vector<Eni> enis;
+    std::string veth_prefix = "eni";  // the pods' host veths: "<prefix>+" (as the applet's vethPrefix)
+    std::string firewall_backend;     // "", iptables or nftables
+    std::string state_dir = "/run/cni-all/vpc-eni";
+
+    const Eni& primary() const;               // device number 0
+    const Eni* eni_of(const IpAddr& ip) const;  // the ENI holding it as a secondary address
+};
+
+inline constexpr std::array kEniKeys{
+    key<&Eni::interface>("interface", "the ENI's interface on the node, e.g. eth1"),
+    key<&Eni::device_number>("deviceNumber", "the ENI's device number; 0 is the primary ENI, N routes via table N+1"),
+    key<&Eni::subnet>("subnet", "the ENI's subnet, a CIDR; its second address is the VPC router"),
+    key<&Eni::primary_ip>("primaryIp", "the ENI's own address"),
+    key<&Eni::secondary_ips>("secondaryIps", "[]net.IP", "the addresses pods get from this ENI"),
+};
+
+inline constexpr std::array kNodeFileKeys{
+    key<&NodeFile::primary_interface>("primaryInterface", "the primary ENI's interface (its deviceNumber is 0)"),
+    key<&NodeFile::vpc_cidrs>("vpcCidrs", "[]string", "the VPC's CIDRs: pods reach them unmasqueraded"),
+    key<&NodeFile::node_port_support>("nodePortSupport", "rp_filter=2 and the fwmark rule on the primary; default true"),
+    key<&NodeFile::pod_eni_support>("podEniSupport", "the local table's rule at priority 20 instead of 0; default false"),
+    key<&NodeFile::mtu>("mtu", "the ENIs' MTU; default 9001"),
+    key<&NodeFile::enis>("enis", "[]vpc.ENI", "[{interface, deviceNumber, subnet, primaryIp, secondaryIps}]"),
+    key<&NodeFile::veth_prefix>("vethPrefix", "the pods' host veths' prefix, as the applet's vethPrefix; default eni"),
+    key<&NodeFile::firewall_backend>("firewallBackend", "iptables or nftables for the SNAT; default: the node's"),
+    key<&NodeFile::state_dir>("stateDir", "where node-setup records what it changes; default /run/cni-all/vpc-eni"),
+};
+
+Status decode(const json::Value& v, Eni& out, const json::Where& w);
+
+// Reads and validates the node file at `path` (a regular file, at most 1 MiB).
+Result<NodeFile> load_node_file(const std::string& path);
+
+}  // namespace cni::vpc
+
+template <>
+struct cni::json::GoName<cni::vpc::Eni> {
+    static constexpr std::string_view value = "vpc.ENI";
+};

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+// The node's SNAT and outbound connmark with iptables, in the reference agent's chains (see
+// snat.hpp): nat POSTROUTING jumps to AWS-SNAT-CHAIN-0, which returns for the VPC CIDRs and SNATs
+// the rest unless it is local; mangle PREROUTING sends a pod veth's new connections to
+// AWS-CONNMARK-CHAIN-0 (which returns for the VPC CIDRs and marks the rest), then restores the
+// connection's mark onto the packet. Both tables, IPv4, in the node's variant; teardown sweeps
+// both variants.
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/xt_addrtype.h>
+#include <linux/netfilter/xt_conntrack.h>
+
+#include "applets/vpc_eni/snat.hpp"
+#include "core/fw/iptables.hpp"
+#include "core/fw/xtables_nft.hpp"
+#include "core/os/file_lock.hpp"
+
+namespace cni::vpc {
+namespace {
+
+using fw::IptRule;
+using fw::IptTable;
+
+constexpr const char* kSnatChain = "AWS-SNAT-CHAIN-0";
+constexpr const char* kConnmarkChain = "AWS-CONNMARK-CHAIN-0";
+
+IptRule snat_jump() {
+    IptRule r;
+    r.comment = "AWS SNAT CHAIN";
+    r.target = kSnatChain;
+    return r;
+}
+
+// A chain's rules: RETURN for each VPC CIDR (commented `comment`), then `last`.
+std::vector<IptRule> vpc_returns_then(const SnatSpec& s, const char* comment, IptRule last) {
+    std::vector<IptRule> out;
+    for (auto& cidr : s.vpc_cidrs) {
+        IptRule r;
+        r.dst = cidr.masked();
+        r.comment = comment;
+        r.target = "RETURN";
+        out.push_back(r);
+    }
+    out.push_back(std::move(last));
+    return out;
+}
+
+std::vector<IptRule> snat_rules(const SnatSpec& s) {
+    IptRule snat;
+    snat.comment = "AWS, SNAT";
+    snat.matches = {fw::AddrType{.dst = XT_ADDRTYPE_LOCAL, .dst_inverted = true}};
+    snat.target = "SNAT";
+    snat.target_args = fw::SnatTo{s.primary_ip, true};
+    return vpc_returns_then(s, "AWS SNAT CHAIN", snat);
+}
+
+IptRule connmark_jump(const SnatSpec& s) {
+    IptRule r;
+    r.in_iface = s.veth_prefix + "+";
+    r.comment = "AWS, outbound connections";
+    r.matches = {fw::CtState{XT_CONNTRACK_STATE_BIT(IP_CT_NEW), false}};
+    r.target = kConnmarkChain;
+    return r;
+}
+
+IptRule restore_mark(const SnatSpec& s) {
+    IptRule r;
+    r.in_iface = s.veth_prefix + "+";
+    r.comment = "AWS, CONNMARK";
+    r.target = "CONNMARK";
+    r.target_args = fw::ConnMark{true, 0, kOutboundMark, kOutboundMark};
+    return r;
+}
+
+std::vector<IptRule> connmark_rules(const SnatSpec& s) {
+    IptRule mark;
+    mark.comment = "AWS, CONNMARK";
+    mark.target = "CONNMARK";
+    mark.target_args = fw::ConnMark{false, kOutboundMark, kOutboundMark, 0xffffffff};  // nfmask as iptables leaves it
+    return vpc_returns_then(s, "AWS CONNMARK CHAIN, VPC CIDR", mark);
+}
+
+// The chain holding exactly `rules`, in order (rewritten when it holds anything else).
+Status ensure_chain(IptTable& t, const std::string& chain, const std::vector<IptRule>& rules) {
+    if (t.has_chain(chain)) {
+        CNI_TRY_ASSIGN(auto listed, t.rules(chain));
+        bool same = listed.size() == rules.size();
+        for (std::size_t i = 0; same && i < rules.size(); ++i) same = !listed[i].foreign && listed[i].rule == rules[i];
+        if (same) return {};
+        CNI_TRY(t.flush_chain(chain));
+    } else {
+        CNI_TRY(t.create_chain(chain));
+    }
+    for (auto& r : rules) CNI_TRY(t.append_unique(chain, r));
+    return {};
+}
+
+Status require_rule(const IptTable& t, const std::string& chain, const IptRule& r, const std::string& what) {
+    CNI_TRY_ASSIGN(bool there, t.has_rule(chain, r));
+    if (!there) return fail("vpc-eni: " + what + " is missing from " + chain);
+    return {};
+}
+
+Status remove_chain(IptTable& t, const std::string& from, const std::string& chain) {
+    if (t.has_chain(from)) CNI_TRY(t.delete_if(from, chain));
+    if (!t.has_chain(chain)) return {};
+    CNI_TRY(t.flush_chain(chain));
+    return t.delete_chain(chain);
+}
+
+class IptablesSnat final : public fw::Rules<SnatSpec> {
+public:
+    Status setup(const SnatSpec& s, Rollback& undo) const override {
+        undo.push([this, s] { (void)teardown(s); });
+        CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
+        CNI_TRY(IptTable::update(fw::Family::v4, "nat", [&](IptTable& nat) -> Status {
+            CNI_TRY(ensure_chain(nat, kSnatChain, snat_rules(s)));
+            return nat.append_unique("POSTROUTING", snat_jump());
+        }));
+        return IptTable::update(fw::Family::v4, "mangle", [&](IptTable& mangle) -> Status {
+            CNI_TRY(ensure_chain(mangle, kConnmarkChain, connmark_rules(s)));
+            CNI_TRY(mangle.append_unique("PREROUTING", connmark_jump(s)));
+            return mangle.append_unique("PREROUTING", restore_mark(s));
+        });
+    }
+    Status check(const SnatSpec& s) const override {
+        return fw::check_either_variant([&](fw::Variant v) -> Status {
+            CNI_TRY_ASSIGN(auto nat, IptTable::open(fw::Family::v4, "nat", v));
+            CNI_TRY(require_rule(nat, "POSTROUTING", snat_jump(), "the jump to " + std::string(kSnatChain)));
+            for (auto& r : snat_rules(s)) CNI_TRY(require_rule(nat, kSnatChain, r, "a rule"));
+            CNI_TRY_ASSIGN(auto mangle, IptTable::open(fw::Family::v4, "mangle", v));
+            CNI_TRY(require_rule(mangle, "PREROUTING", connmark_jump(s), "the jump to " + std::string(kConnmarkChain)));
+            CNI_TRY(require_rule(mangle, "PREROUTING", restore_mark(s), "the connmark restore"));
+            for (auto& r : connmark_rules(s)) CNI_TRY(require_rule(mangle, kConnmarkChain, r, "a rule"));
+            return {};
+        });
+    }
+    Status teardown(const SnatSpec& s) const override {
+        CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
+        CNI_TRY(fw::for_each_table("nat", [&](IptTable& nat, fw::Family) { return remove_chain(nat, "POSTROUTING", kSnatChain); }));
+        return fw::for_each_table("mangle", [&](IptTable& mangle, fw::Family) -> Status {
+            if (mangle.has_chain("PREROUTING"))
+                CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == restore_mark(s); }));
+            return remove_chain(mangle, "PREROUTING", kConnmarkChain);
+        });
+    }
+};
+
+}  // namespace
+
+const fw::Drivers<SnatSpec>& snat() {
+    static const IptablesSnat iptables;
+    static const fw::Drivers<SnatSpec> drivers{{fw::Driver::iptables, &iptables}};
+    return drivers;
+}
+
+}  // namespace cni::vpc

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: Apache-2.0
+// vpc-eni (docs/vpc-eni.md): the routed datapath of the AWS VPC CNI. A pod's address belongs to
+// one of the node's ENIs (the node file says which) and is reached by routing, with no bridge and
+// no ARP between pod and host. Per pod: a veth pair whose host end is named after the SHA-1 of
+// "<namespace>.<pod>" (the container id without them); in the pod the address as a /32,
+// 169.254.1.1 as a link route, the default route through it and a permanent neighbour entry for
+// it with the host end's MAC (IPv4 only: the node file has IPv4 ENIs); on the host a /32 route to the pod over the veth, the rule
+// "to <pod> lookup main pref 512", and for a secondary ENI's address (device number N > 0)
+// "from <pod> lookup N+1 pref 1536", so the pod's traffic leaves through its own ENI. A failed ADD
+// undoes everything; DEL is idempotent and works when the namespace or the veth is gone; CHECK
+// verifies every piece; STATUS and GC go to the IPAM, and GC also removes the rules and routes of
+// node addresses the IPAM no longer reserves. `vpc-eni node-setup FILE` / `node-teardown FILE`
+// prepare the node (node.cpp).
+#include <linux/fib_rules.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+
+#include <algorithm>
+
+#include "applets/vpc_eni/node.hpp"
+#include "applets/vpc_eni/node_file.hpp"
+#include "applets/vpc_eni/sha1.hpp"
+#include "core/applet.hpp"
+#include "core/cni/cni_args.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/ipam/delegate.hpp"
+#include "core/nl/addr.hpp"
+#include "core/nl/link.hpp"
+#include "core/nl/neigh.hpp"
+#include "core/nl/route.hpp"
+#include "core/nl/rule.hpp"
+#include "core/os/sysctl.hpp"
+#include "core/rollback.hpp"
+
+namespace cni {
+namespace {
+
+struct VpcEniConf {
+    NetConf net;
+    std::string node_file;
+    std::string veth_prefix = "eni";
+    std::int64_t mtu = 9001;
+};
+
+constexpr std::array kVpcEniKeys{
+    key<&VpcEniConf::node_file>("nodeFile", "the node file: the node's ENIs and their addresses (docs/vpc-eni.md)"),
+    key<&VpcEniConf::veth_prefix>("vethPrefix", "the host veth's name before its 11 hex digits; default eni"),
+    key<&VpcEniConf::mtu>("mtu", "both veth ends' MTU; default 9001"),
+};
+
+constexpr std::uint32_t kToPodPriority = 512;     // to <pod> lookup main
+constexpr std::uint32_t kFromPodPriority = 1536;  // from <pod> lookup <ENI's table>
+
+Result<VpcEniConf> parse_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto c, load_config(req.config, kVpcEniKeys));
+    if (c.veth_prefix.empty() || c.veth_prefix.size() > 4)
+        return fail("vpc-eni: vethPrefix \"" + c.veth_prefix + "\" must be 1 to 4 characters (the name has 15)");
+    if (c.mtu < 68 || c.mtu > 9001) return fail("vpc-eni: mtu " + std::to_string(c.mtu) + " is not within 68..9001");
+    return c;
+}
+
+// The host end's name: the prefix and the first 11 hex digits of SHA-1("<namespace>.<pod>"),
+// or of the container id when CNI_ARGS names no pod.
+Result<std::string> host_veth_name(const Request& req, const VpcEniConf& c) {
+    std::string ns, pod;
+    auto keep = [](std::string& into) {
+        return [&into](std::string_view v) -> Status {
+            into = v;
+            return {};
+        };
+    };
+    auto ignore = [](std::string_view) -> Status { return {}; };
+    CniArgField fields[] = {{"K8S_POD_NAMESPACE", keep(ns)}, {"K8S_POD_NAME", keep(pod)},
+                            {"K8S_POD_INFRA_CONTAINER_ID", ignore}, {"K8S_POD_UID", ignore}};
+    CNI_TRY(load_cni_args(req.args, fields));
+    std::string key = !ns.empty() && !pod.empty() ? ns + "." + pod : req.container_id;
+    return c.veth_prefix + vpc::sha1_hex(key).substr(0, 11);
+}
+
+IpNet host_prefix(const IpAddr& ip) { return IpNet{ip, 32, 32}; }
+const IpAddr kPodGateway = *IpAddr::parse("169.254.1.1");
+
+nl::RuleSpec to_pod_rule(const IpAddr& ip) {
+    nl::RuleSpec r;
+    r.dst = host_prefix(ip);
+    r.priority = kToPodPriority;
+    r.table = RT_TABLE_MAIN;
+    return r;
+}
+nl::RuleSpec from_pod_rule(const IpAddr& ip, const vpc::Eni& eni) {
+    nl::RuleSpec r;
+    r.src = host_prefix(ip);
+    r.priority = kFromPodPriority;
+    r.table = eni.table();
+    return r;
+}
+nl::RouteSpec host_route(const IpAddr& ip, int veth_index) {
+    nl::RouteSpec r;
+    r.dst = host_prefix(ip);
+    r.oif = veth_index;
+    r.scope = RT_SCOPE_LINK;
+    return r;
+}
+
+// Deletes every rule matching `r` (a leftover of an earlier ADD may double one).
+Status del_rules(const nl::Socket& s, const nl::RuleSpec& r) {
+    for (int i = 0; i < 64; ++i) {
+        CNI_TRY_ASSIGN(bool gone, nl::del_rule(s, r));
+        if (!gone) return {};
+    }
+    return {};
+}
+
+// In the pod: the address as a host prefix, the gateway as a link route, the default route
+// through it, and the gateway's permanent neighbour entry (the host end's MAC).
+Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const IpAddr& ip, const std::string& host_mac) {
+    CNI_TRY(nl::add_addr(s, link.index, link.name, host_prefix(ip)));
+    nl::RouteSpec to_gw;
+    to_gw.dst = host_prefix(kPodGateway);
+    to_gw.oif = link.index;
+    to_gw.scope = RT_SCOPE_LINK;
+    CNI_TRY(nl::add_route(s, to_gw));
+    nl::RouteSpec def;
+    def.dst = IpNet{*IpAddr::parse("0.0.0.0"), 0, 32};
+    def.gw = kPodGateway;
+    def.oif = link.index;
+    CNI_TRY(nl::add_route(s, def));
+    return nl::set_neigh(s, nl::NeighSpec{AF_INET, link.index, kPodGateway, host_mac, NUD_PERMANENT, 0});
+}
+
+// On the host: the route to the pod over the veth, and its rules.
+Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const IpAddr& ip, const vpc::Eni& eni) {
+    CNI_TRY(nl::replace_route(s, host_route(ip, veth.index)));
+    CNI_TRY(del_rules(s, to_pod_rule(ip)));
+    CNI_TRY(nl::add_rule(s, to_pod_rule(ip)));
+    if (eni.device_number > 0) {
+        CNI_TRY(del_rules(s, from_pod_rule(ip, eni)));
+        CNI_TRY(nl::add_rule(s, from_pod_rule(ip, eni)));
+    }
+    return {};
+}
+
+// Removes the host's rules and route of `ip` (whichever are there).
+Status unconfigure_host(const nl::Socket& s, const IpAddr& ip) {
+    CNI_TRY(del_rules(s, to_pod_rule(ip)));
+    nl::RuleSpec from;
+    from.src = host_prefix(ip);
+    from.priority = kFromPodPriority;
+    CNI_TRY(del_rules(s, from));
+    nl::RouteSpec route;
+    route.dst = host_prefix(ip);
+    CNI_TRY(nl::del_route(s, route));
+    return {};
+}
+
+Result<CniResult> vpc_eni_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto node, vpc::load_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
+    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto pod, nl::Socket::open_in(ns));
+
+    Rollback undo;
+    CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo));
+    std::vector<const vpc::Eni*> enis;
+    for (auto& ip : result.ips) {
+        const vpc::Eni* eni = node.eni_of(ip.address.ip);
+        if (!eni)
+            return fail("vpc-eni: IPAM gave " + ip.address.ip.str() + ", which is no ENI's secondary address in " + node.path);
+        enis.push_back(eni);
+    }
+    CNI_TRY(nl::delete_link(host, host_name));  // a leftover of an earlier pod of that name
+    CNI_TRY(nl::add_veth(pod, nl::NewLink{r.ifname, c.mtu, "", 0, -1}, nl::NewLink{host_name, c.mtu, "", 0, host_ns.fd()}));
+    undo.push([&] { (void)nl::delete_link(host, host_name); });
+    CNI_TRY_ASSIGN(auto veth, nl::require_link(host, host_name));
+    CNI_TRY_ASSIGN(auto link, nl::require_link(pod, r.ifname));
+    (void)os::SysctlDir::open("net/ipv6/conf").set(host_name + "/accept_ra", "0");
+    CNI_TRY(nl::set_link_up(host, veth, true));
+    CNI_TRY(nl::set_link_up(pod, link, true));
+    for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
+    for (std::size_t i = 0; i < result.ips.size(); ++i) {
+        const IpAddr ip = result.ips[i].address.ip;
+        undo.push([&host, ip] { (void)unconfigure_host(host, ip); });
+        CNI_TRY(configure_host(host, veth, ip, *enis[i]));
+    }
+
+    Interface host_if, pod_if;
+    host_if.name = host_name;
+    host_if.mac = veth.mac;
+    pod_if.name = r.ifname;
+    pod_if.mac = link.mac;
+    pod_if.sandbox = r.netns;
+    result.interfaces = {host_if, pod_if};
+    for (auto& ip : result.ips) {
+        ip.interface = 1;
+        ip.address = host_prefix(ip.address.ip);
+        ip.gateway = kPodGateway;
+    }
+    result.routes.clear();
+    if (!c.net.dns.empty()) result.dns = c.net.dns;
+    undo.dismiss();
+    return result;
+}
+
+// The pod's addresses for DEL: the prevResult's, and the host routes still over its veth.
+Result<std::vector<IpAddr>> pod_addresses(const VpcEniConf& c, const nl::Socket& host, const std::string& host_name) {
+    std::vector<IpAddr> out;
+    if (auto prev = parse_prev_result(c.net); prev && *prev)
+        for (auto& ip : (*prev)->ips) out.push_back(ip.address.ip);
+    CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
+    if (veth) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, AF_INET));
+        for (auto& rt : routes)
+            if (rt.oif == veth->index && rt.dst.prefix == 32 && std::ranges::find(out, rt.dst.ip) == out.end())
+                out.push_back(rt.dst.ip);
+    }
+    return out;
+}
+
+Status vpc_eni_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto ips, pod_addresses(c, host, host_name));
+    CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
+    for (auto& ip : ips) CNI_TRY(unconfigure_host(host, ip));
+    CNI_TRY(nl::delete_link(host, host_name));
+    if (!r.netns.empty()) {
+        CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
+        if (ns) {
+            CNI_TRY_ASSIGN(auto pod, nl::Socket::open_in(*ns));
+            CNI_TRY(nl::delete_link(pod, r.ifname));
+        }
+    }
+    return {};
+}
+
+Status require(bool ok, const std::string& what) {
+    if (!ok) return fail("vpc-eni: " + what);
+    return {};
+}
+
+Status vpc_eni_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto node, vpc::load_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
+    const Request& r = ctx.req;
+    CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "vpc-eni: Required prevResult missing"));
+    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto pod, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
+    CNI_TRY(require(veth.has_value(), "host veth " + host_name + " is missing"));
+    CNI_TRY(require(veth->up(), "host veth " + host_name + " is down"));
+    CNI_TRY_ASSIGN(auto link, nl::find_link(pod, r.ifname));
+    CNI_TRY(require(link.has_value() && link->peer_index == veth->index,
+                    r.ifname + " in the pod is missing or not the peer of " + host_name));
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, AF_INET));
+    CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(pod, AF_INET, link->index));
+    CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(pod, AF_INET));
+    CNI_TRY_ASSIGN(auto host_routes, nl::list_routes(host, AF_INET));
+    for (auto& ipc : prev.ips) {
+        const IpAddr ip = ipc.address.ip;
+        const vpc::Eni* eni = node.eni_of(ip);
+        CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary address in " + node.path));
+        CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(pod, link->index, AF_INET));
+        CNI_TRY(require(std::ranges::any_of(addrs, [&](const nl::AddrInfo& a) { return a.local == host_prefix(ip); }),
+                        r.ifname + " lacks " + host_prefix(ip).str()));
+        CNI_TRY(require(std::ranges::any_of(pod_routes, [&](const nl::RouteSpec& rt) {
+                            return rt.dst.prefix == 0 && rt.gw == kPodGateway && rt.oif == link->index;
+                        }),
+                        "the pod has no default route via " + kPodGateway.str()));
+        CNI_TRY(require(std::ranges::any_of(neighs, [&](const nl::NeighSpec& n) {
+                            return n.ip == kPodGateway && n.mac == veth->mac && n.state == NUD_PERMANENT;
+                        }),
+                        "the pod has no permanent neighbour " + kPodGateway.str() + " lladdr " + veth->mac));
+        CNI_TRY(require(std::ranges::any_of(host_routes, [&](const nl::RouteSpec& rt) {
+                            return rt.dst == host_prefix(ip) && rt.oif == veth->index;
+                        }),
+                        "the host has no route to " + ip.str() + " over " + host_name));
+        auto has = [&](const nl::RuleSpec& want) {
+            return std::ranges::any_of(rules, [&](const nl::RuleSpec& x) {
+                return x.priority == want.priority && x.table == want.table && x.src == want.src && x.dst == want.dst;
+            });
+        };
+        CNI_TRY(require(has(to_pod_rule(ip)), "the rule to " + ip.str() + " lookup main pref 512 is missing"));
+        if (eni->device_number > 0)
+            CNI_TRY(require(has(from_pod_rule(ip, *eni)),
+                            "the rule from " + ip.str() + " lookup " + std::to_string(eni->table()) + " pref 1536 is missing"));
+    }
+    return {};
+}
+
+Status vpc_eni_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
+    if (auto node = vpc::load_node_file(c.node_file); !node) return fail(code::plugin_not_available, node.error().msg);
+    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+
+// The IPAM's GC, then the host rules and routes of the node's addresses that a pod of this
+// network no longer holds: a rule to an address without a route over a vpc-eni veth.
+Status vpc_eni_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto node, vpc::load_node_file(c.node_file));
+    CNI_TRY(ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto links, nl::list_links(host));
+    Failures failures;
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, AF_INET));
+    CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, AF_INET));
+    for (auto& rule : rules) {
+        if (rule.priority != kToPodPriority || !rule.dst || !node.eni_of(rule.dst->ip)) continue;
+        bool live = std::ranges::any_of(routes, [&](const nl::RouteSpec& rt) {
+            if (rt.dst != *rule.dst) return false;
+            auto l = std::ranges::find_if(links, [&](const nl::LinkInfo& x) { return x.index == rt.oif; });
+            return l != links.end() && l->name.starts_with(c.veth_prefix);
+        });
+        if (!live) failures.add(unconfigure_host(host, rule.dst->ip));
+    }
+    return failures.status("vpc-eni GC: ");
+}
+
+constexpr auto kVpcEniKeyDocs = docs_of(kVpcEniKeys);
+constexpr std::array kNodeCommands{
+    Subcommand{"node-setup", vpc::node_setup},
+    Subcommand{"node-teardown", vpc::node_teardown},
+};
+
+}  // namespace
+
+extern const Applet vpc_eni_applet{
+    .name = "vpc-eni",
+    .kind = AppletKind::main,
+    .summary = "the AWS VPC CNI's routed datapath: pod addresses from the node's ENIs",
+    .keys = kVpcEniKeyDocs,
+    .help = "Needs ipam (vpc-eni-ipam hands out the node file's secondary addresses). `cni-all vpc-eni node-setup FILE` "
+            "and `node-teardown FILE` prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the "
+            "fwmark and local rules, and the SNAT of pod traffic leaving the VPC.",
+    .versions = kAllVersions,
+    .add = vpc_eni_add,
+    .del = vpc_eni_del,
+    .check = vpc_eni_check,
+    .status = vpc_eni_status,
+    .gc = vpc_eni_gc,
+    .subcommands = kNodeCommands,
+};
+
+}  // namespace cni

@@ -1,0 +1,315 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of vpc-eni against a simulated VPC, on both iptables variants. A "vpc" namespace
+plays the VPC router: a subnet per ENI, a VPC host inside the VPC CIDR and an "internet" address
+outside it, and the VPC's source/destination check (a packet whose source is not in the subnet
+of the ENI it arrives from is dropped, and counted). A "node" namespace has eth0 (the primary
+ENI, its address and default route set up as the cloud would) and eth1 (ENI device 1, bare).
+node-setup prepares the node; pod A gets a primary-ENI address, pod B an ENI-1 address. Then,
+with traffic: B reaches the VPC host through eth1 and A through eth0, with their own addresses;
+both reach the internet address SNATed to the primary address, out of eth0; A and B reach each
+other and the node reaches both. Routes, rules, neighbour entries and sysctls are exactly the
+documented ones (docs/vpc-eni.md). DEL removes everything, a second DEL succeeds, and
+node-teardown leaves the node as it was, without a table of the other iptables variant."""
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import (Plugin, check, eq, install_dir, legacy_iptables_path, netns, ns_path, run_all, sh, test)  # noqa: E402
+
+CNI_ALL = os.environ["CNI_ALL"]
+BIN = install_dir(CNI_ALL)
+VPC_CIDR = "10.80.0.0/16"
+PRIMARY_IP, ENI1_IP = "10.80.1.10", "10.80.2.10"
+VPC_HOST, INTERNET = "10.80.9.10", "198.51.100.7"
+
+
+def nft_path():
+    """A PATH folder under which `iptables` is iptables-nft (the legacy one is legacy_iptables_path)."""
+    d = tempfile.mkdtemp(prefix="cni-nft-path.")
+    for name in ["iptables", "ip6tables", "iptables-save", "ip6tables-save", "iptables-restore", "ip6tables-restore"]:
+        os.symlink(f"/usr/sbin/{name.replace('tables', 'tables-nft', 1)}", os.path.join(d, name))
+    return d
+
+
+VARIANTS = {"nft": nft_path(), "legacy": legacy_iptables_path()}
+
+
+def in_ns(ns, *cmd, **kw):
+    return sh("ip", "netns", "exec", ns, *cmd, **kw)
+
+
+def build_vpc(vpc, node):
+    """The router and its source check, the node's two ENIs, the primary configured."""
+    for i in (0, 1):
+        sh("ip", "-n", vpc, "link", "add", f"r{i}", "type", "veth", "peer", "name", f"eth{i}", "netns", node)
+        sh("ip", "-n", vpc, "addr", "add", f"10.80.{i + 1}.1/24", "dev", f"r{i}")
+        sh("ip", "-n", vpc, "link", "set", f"r{i}", "up")
+    sh("ip", "-n", vpc, "link", "set", "lo", "up")
+    for a in (VPC_HOST, INTERNET):
+        sh("ip", "-n", vpc, "addr", "add", f"{a}/32", "dev", "lo")
+    counted = "".join(f'  iifname "r{i}" ip daddr {dst} counter comment "r{i} to {dst}"\n'
+                      for i in (0, 1) for dst in (VPC_HOST, INTERNET))
+    in_ns(vpc, "nft", "-f", "-", input=(
+        "table ip vpc {\n chain pre {\n  type filter hook prerouting priority -300;\n"
+        '  iifname "r0" ip saddr != 10.80.1.0/24 counter drop comment "r0 dropped"\n'
+        '  iifname "r1" ip saddr != 10.80.2.0/24 counter drop comment "r1 dropped"\n' + counted + " }\n}\n"))
+    # The VPC knows which ENI holds each secondary address: no ARP reaches a pod.
+    for i, addresses in ((0, ("10.80.1.20", "10.80.1.21")), (1, ("10.80.2.20", "10.80.2.21"))):
+        mac = json.loads(sh("ip", "-n", node, "-j", "link", "show", f"eth{i}").stdout)[0]["address"]
+        for a in addresses:
+            sh("ip", "-n", vpc, "neigh", "replace", a, "lladdr", mac, "dev", f"r{i}", "nud", "permanent")
+    sh("ip", "-n", node, "link", "set", "lo", "up")
+    sh("ip", "-n", node, "link", "set", "eth0", "up")
+    sh("ip", "-n", node, "addr", "add", f"{PRIMARY_IP}/24", "dev", "eth0")
+    sh("ip", "-n", node, "route", "add", "default", "via", "10.80.1.1", "dev", "eth0")
+    in_ns(node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+
+
+def vpc_counters(vpc):
+    """The router's counters by their comments: "r1 dropped" (its source check), "r1 to <address>"."""
+    rules = json.loads(in_ns(vpc, "nft", "-j", "list", "table", "ip", "vpc").stdout)["nftables"]
+    return {item["rule"]["comment"]: next(e["counter"]["packets"] for e in item["rule"]["expr"] if "counter" in e)
+            for item in rules if "rule" in item}
+
+
+def node_file(state, **over):
+    f = {"primaryInterface": "eth0", "vpcCidrs": [VPC_CIDR], "mtu": 1500, "stateDir": state,
+         "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24", "primaryIp": PRIMARY_IP,
+                   "secondaryIps": ["10.80.1.20", "10.80.1.21"]},
+                  {"interface": "eth1", "deviceNumber": 1, "subnet": "10.80.2.0/24", "primaryIp": ENI1_IP,
+                   "secondaryIps": ["10.80.2.20", "10.80.2.21"]}]}
+    f.update(over)
+    return f
+
+
+def conf(path, data, version="1.0.0"):
+    return {"cniVersion": version, "name": "vpc-test", "type": "vpc-eni", "nodeFile": path, "mtu": 1500,
+            "ipam": {"type": "vpc-eni-ipam", "nodeFile": path, "dataDir": data}}
+
+
+def pod_args(pod, ip=None):
+    return f"IgnoreUnknown=1;K8S_POD_NAMESPACE=default;K8S_POD_NAME={pod}" + (f";IP={ip}" if ip else "")
+
+
+def veth_name(pod):
+    return "eni" + hashlib.sha1(f"default.{pod}".encode()).hexdigest()[:11]
+
+
+def iptables_rules(text):
+    """The rules and user chains of iptables-save output (the empty built-in chains a table
+    shows once anything used it stay, as iptables leaves them)."""
+    return [line for line in text.splitlines() if line.startswith("-A") or (line.startswith(":") and " - [" in line)]
+
+
+def node_state(node):
+    """What node-setup changes and teardown must restore. A link that was ever up keeps the
+    kernel's noqueue qdisc where it had noop: that is not a setting."""
+    links = re.sub(r"qdisc (noop|noqueue)", "qdisc", sh("ip", "-n", node, "-d", "addr").stdout)
+    return [links, sh("ip", "-n", node, "route", "show", "table", "all").stdout, sh("ip", "-n", node, "rule").stdout,
+            in_ns(node, "sysctl", "net.ipv4.conf.eth0.rp_filter").stdout,
+            iptables_rules(in_ns(node, "iptables-nft-save").stdout), iptables_rules(in_ns(node, "iptables-legacy-save").stdout)]
+
+
+def connect(src_ns, dst, port, server_ns):
+    """A TCP connection from `src_ns` to dst:port served in `server_ns`: the peer address the
+    server saw."""
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", server_ns, "python3", "-c",
+         "import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+         f"s.bind(('{dst}',{port}));s.listen(1);print('ready',flush=True);s.settimeout(8);"
+         "c,a=s.accept();print(a[0],flush=True)"], stdout=subprocess.PIPE, text=True)
+    try:
+        eq(server.stdout.readline().strip(), "ready")
+        in_ns(src_ns, "python3", "-c", f"import socket;socket.create_connection(('{dst}',{port}),timeout=5).close()")
+        return server.stdout.readline().strip()
+    finally:
+        server.kill()
+        server.wait()
+
+
+def ping(src_ns, dst):
+    in_ns(src_ns, "ping", "-c1", "-W2", dst)
+
+
+def scenario(variant):
+    path_env = {"PATH": VARIANTS[variant] + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
+    plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+    try:
+        with netns("vpc") as vpc, netns("node") as node, netns("poda") as pa, netns("podb") as pb:
+            build_vpc(vpc, node)
+            path = os.path.join(state, "node.json")
+            with open(path, "w") as f:
+                json.dump(node_file(os.path.join(state, "run")), f)
+            before = node_state(node)
+
+            def setup(verb):
+                sh("ip", "netns", "exec", node, "env", f"PATH={path_env['PATH']}", os.path.join(BIN, "vpc-eni"), verb, path)
+
+            setup("node-setup")
+            setup("node-setup")  # idempotent
+            eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), "2")
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("1024:\tfrom all fwmark 0x80/0x80 lookup main" in rules, rules)
+            eq(sh("ip", "-n", node, "route", "show", "table", "2").stdout.splitlines(),
+               ["default via 10.80.2.1 dev eth1 ", "10.80.2.1 dev eth1 scope link "])
+            check("10.80.2.0/24" not in sh("ip", "-n", node, "route").stdout, "the main table keeps ENI 1's subnet route")
+            check(f"inet {ENI1_IP}/24" in sh("ip", "-n", node, "addr", "show", "eth1").stdout)
+            save = in_ns(node, f"iptables-{variant}-save", "-t", "nat").stdout
+            check(f"-A AWS-SNAT-CHAIN-0 -m comment --comment \"AWS, SNAT\" -m addrtype ! --dst-type LOCAL -j SNAT "
+                  f"--to-source {PRIMARY_IP} --random-fully" in save, save)
+            mangle = in_ns(node, f"iptables-{variant}-save", "-t", "mangle").stdout
+            check("-A PREROUTING -i eni+ -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --restore-mark --nfmask 0x80 "
+                  "--ctmask 0x80" in mangle, mangle)
+            check("-A AWS-CONNMARK-CHAIN-0 -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --set-xmark 0x80/0x80" in mangle, mangle)
+            other = "legacy" if variant == "nft" else "nft"
+            check("AWS" not in in_ns(node, f"iptables-{other}-save").stdout, f"rules in the {other} variant")
+
+            c = conf(path, data)
+            a = plugin.run("ADD", c, host_ns=node, netns=ns_path(pa), container_id="ca", args=pod_args("a"),
+                           extra_env=path_env).ok().json()
+            b = plugin.run("ADD", c, host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b", "10.80.2.20"),
+                           extra_env=path_env).ok().json()
+            eq(a["ips"][0]["address"], "10.80.1.20/32")
+            eq(b["ips"][0]["address"], "10.80.2.20/32")
+            eq(a["interfaces"][0]["name"], veth_name("a"))
+            for pod, ns, ip in (("a", pa, "10.80.1.20"), ("b", pb, "10.80.2.20")):
+                host_mac = json.loads(sh("ip", "-n", node, "-j", "link", "show", veth_name(pod)).stdout)[0]["address"]
+                eq(sh("ip", "-n", ns, "route").stdout.splitlines(),
+                   ["default via 169.254.1.1 dev eth0 ", "169.254.1.1 dev eth0 scope link "])
+                check(f"inet {ip}/32 scope global eth0" in sh("ip", "-n", ns, "addr", "show", "eth0").stdout)
+                eq(sh("ip", "-n", ns, "neigh", "show", "169.254.1.1").stdout.split(),
+                   ["169.254.1.1", "dev", "eth0", "lladdr", host_mac, "PERMANENT"])
+                check(f"{ip} dev {veth_name(pod)} scope link" in sh("ip", "-n", node, "route").stdout)
+            rules = sh("ip", "-n", node, "rule").stdout
+            for line in ("512:\tfrom all to 10.80.1.20 lookup main", "512:\tfrom all to 10.80.2.20 lookup main",
+                         "1536:\tfrom 10.80.2.20 lookup 2"):
+                check(line in rules, f"{line!r} in {rules}")
+            check("from 10.80.1.20 lookup" not in rules, "a primary-ENI pod has no from-rule")
+            plugin.run("CHECK", dict(c, prevResult=a), host_ns=node, netns=ns_path(pa), container_id="ca",
+                       args=pod_args("a"), extra_env=path_env).ok()
+            plugin.run("CHECK", dict(c, prevResult=b), host_ns=node, netns=ns_path(pb), container_id="cb",
+                       args=pod_args("b"), extra_env=path_env).ok()
+
+            # Traffic.
+            for src, dst in ((node, "10.80.1.20"), (node, "10.80.2.20"), (pa, "10.80.2.20"), (pb, "10.80.1.20")):
+                ping(src, dst)
+            eq(connect(pb, VPC_HOST, 7001, vpc), "10.80.2.20")
+            eq(connect(pa, VPC_HOST, 7002, vpc), "10.80.1.20")
+            seen = vpc_counters(vpc)
+            check(seen[f"r1 to {VPC_HOST}"] > 0 and seen[f"r0 to {VPC_HOST}"] > 0, seen)
+            eq(connect(pb, INTERNET, 7003, vpc), PRIMARY_IP)  # SNATed, and out of eth0
+            eq(connect(pa, INTERNET, 7004, vpc), PRIMARY_IP)
+            seen = vpc_counters(vpc)
+            eq(seen["r0 dropped"] + seen["r1 dropped"], 0, f"the VPC's source check dropped packets: {seen}")
+            eq(seen[f"r1 to {INTERNET}"], 0, f"B's internet traffic left through eth1: {seen}")
+            check(seen[f"r0 to {INTERNET}"] > 0, seen)
+
+            # DEL, twice; then the node goes back to how it was.
+            for _ in range(2):
+                plugin.run("DEL", dict(c, prevResult=a), host_ns=node, netns=ns_path(pa), container_id="ca",
+                           args=pod_args("a"), extra_env=path_env).ok()
+                plugin.run("DEL", c, host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b"),
+                           extra_env=path_env).ok()
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("10.80.1.20" not in rules and "10.80.2.20" not in rules, rules)
+            check("eni" not in sh("ip", "-n", node, "link").stdout)
+            check("10.80.1.20" not in sh("ip", "-n", node, "route").stdout)
+            eq(sh("ip", "-n", pa, "link", "show", "eth0", check_rc=False).returncode != 0, True)
+            eq([f for f in os.listdir(os.path.join(data, "vpc-test")) if f[0].isdigit()], [])
+            setup("node-teardown")
+            eq(node_state(node), before)
+            if variant == "nft":
+                eq(in_ns(node, "iptables-legacy-save").stdout, "", "a legacy table on an nft node")
+            else:
+                eq(in_ns(node, "nft", "list", "ruleset").stdout, "", "an nf_tables table on a legacy node")
+    finally:
+        shutil.rmtree(state)
+        shutil.rmtree(data)
+
+
+@test
+def simulated_vpc_nft():
+    """vpc-eni on an iptables-nft node: routes, rules, neighbours, SNAT and traffic in a simulated VPC; DEL and node-teardown"""
+    scenario("nft")
+
+
+@test
+def simulated_vpc_legacy():
+    """vpc-eni on an iptables-legacy node: the same"""
+    scenario("legacy")
+
+
+@test
+def del_and_gc_when_the_pod_is_gone():
+    """vpc-eni: DEL of a pod whose namespace is gone, and GC of a vanished pod, remove its rules and address"""
+    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
+    plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+    try:
+        with netns("node") as node:
+            path = os.path.join(state, "node.json")
+            with open(path, "w") as f:
+                json.dump(node_file(os.path.join(state, "run")), f)
+            c = conf(path, data)
+            results = {}
+            for pod, ip in (("gone", "10.80.2.20"), ("leaked", "10.80.2.21")):
+                with netns("pod") as ns:
+                    results[pod] = plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id=pod,
+                                              args=pod_args(pod, ip)).ok().json()
+                    check(f"from {ip} lookup 2" in sh("ip", "-n", node, "rule").stdout)
+                # the namespace is gone, and the veth with it; the rules stay until DEL or GC
+                check(f"from {ip} lookup 2" in sh("ip", "-n", node, "rule").stdout)
+            plugin.run("DEL", dict(c, prevResult=results["gone"]), host_ns=node, netns="/run/netns/gone-already",
+                       container_id="gone", args=pod_args("gone")).ok()
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("10.80.2.20" not in rules and "10.80.2.21" in rules, rules)
+            gc = dict(c, cniVersion="1.1.0")
+            gc["cni.dev/valid-attachments"] = []
+            plugin.run("GC", gc, host_ns=node).ok()
+            check("10.80.2.21" not in sh("ip", "-n", node, "rule").stdout)
+            eq([f for f in os.listdir(os.path.join(data, "vpc-test")) if f[0].isdigit()], [])
+    finally:
+        shutil.rmtree(state)
+        shutil.rmtree(data)
+
+
+@test
+def bad_node_files_are_clear_errors():
+    """vpc-eni: a node file with a bad key or value is a CNI error naming it, before anything changes"""
+    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
+    try:
+        with netns("node") as node, netns("pod") as pod:
+            cases = [
+                ({"mtu": "x"}, "mtu"),
+                ({"enis": [{"interface": "eth0", "deviceNumber": 1, "subnet": "10.80.1.0/24", "primaryIp": PRIMARY_IP}]},
+                 "no ENI has deviceNumber 0"),
+                ({"enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24", "primaryIp": "10.9.9.9"}]},
+                 "primaryIp 10.9.9.9 is not in subnet 10.80.1.0/24"),
+                ({"vpcCidrs": []}, "vpcCidrs is missing"),
+                ({"primaryInterface": "../eth0"}, "primaryInterface"),
+            ]
+            for over, want in cases:
+                path = os.path.join(state, "node.json")
+                with open(path, "w") as f:
+                    json.dump(node_file(state, **over), f)
+                err = Plugin(os.path.join(BIN, "vpc-eni")).run("ADD", conf(path, data), host_ns=node, netns=ns_path(pod),
+                                                               args=pod_args("a")).error()
+                check(want in err["msg"], f"{want!r} in {err}")
+                r = sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path, check_rc=False)
+                check(r.returncode == 1 and want in r.stderr, f"node-setup: {r.stderr}")
+            check("eni" not in sh("ip", "-n", node, "link").stdout)
+            eq(os.listdir(data), [])
+    finally:
+        shutil.rmtree(state)
+        shutil.rmtree(data)
+
+
+if __name__ == "__main__":
+    run_all(cleanup=[BIN, *VARIANTS.values()])
