@@ -10,6 +10,8 @@ Scenarios: VERSION; loopback ADD+DEL in a throwaway namespace; host-local ADD+DE
 network; host-local ADD+DEL with 10,000 existing reservations (both implementations get an
 identical copy of the same reservation directory, written in the reference's format); ptp with
 host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq;
+vpc-eni with vpc-eni-ipam ADD and DEL beside it (the Go plugins have no vpc-eni: their side of
+that row is ptp + host-local);
 bridge (isGateway) with host-local and ipMasq (the Go plugins run with iptables-legacy first in
 PATH, or iptables-nft with --iptables nft, and both write where it writes); macvlan with host-local on a veth master; the chain
 bridge + portmap + tuning + bandwidth run as libcni runs a conflist (ADD in order with
@@ -323,6 +325,30 @@ def veth_step(applet, masq, **keys):
     return step
 
 
+def vpc_eni_setup(impl):
+    """ptp_setup plus a vpc-eni node file (ENI 1's addresses) in the data folder."""
+    host, ctr, data = ptp_setup(impl)
+    with open(os.path.join(data, "node.json"), "w") as f:
+        json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.208.0.0/16"], "stateDir": data + "/state",
+                   "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.208.1.0/24", "primaryIp": "10.208.1.10"},
+                            {"interface": "eth1", "deviceNumber": 1, "subnet": "10.208.2.0/24", "primaryIp": "10.208.2.10",
+                             "secondaryIps": ["10.208.2.20", "10.208.2.21"]}]}, f)
+    return host, ctr, data
+
+
+def vpc_eni_step(impl, state):
+    """cni-all's vpc-eni + vpc-eni-ipam ADD then DEL; the Go plugins have no vpc-eni, so their
+    side runs ptp + host-local, the nearest datapath (a veth and host routes)."""
+    if impl != "cni-all":
+        return veth_step("ptp", False)(impl, state)
+    host, ctr, data = state
+    node = os.path.join(data, "node.json")
+    conf = {"cniVersion": "0.4.0", "name": "bench-vpc", "type": "vpc-eni", "nodeFile": node, "mtu": 1500,
+            "ipam": {"type": "vpc-eni-ipam", "nodeFile": node, "dataDir": data}}
+    return [call(IMPLS[impl], "vpc-eni", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
+            call(IMPLS[impl], "vpc-eni", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+
+
 CHAIN_MAPPINGS = [{"hostPort": 8080, "containerPort": 80, "protocol": "tcp"},
                   {"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]
 
@@ -510,6 +536,8 @@ results = [
     scenario("host-local ADD+DEL, 10,000 existing reservations", host_local_setup(10000), host_local_step,
              lambda impl, d: (hold_index(impl, d), shutil.rmtree(d))),
     scenario(["ptp + host-local ADD", "ptp + host-local DEL"], ptp_setup, veth_step("ptp", False), ptp_teardown),
+    scenario(["vpc-eni + vpc-eni-ipam ADD (reference: Go ptp + host-local)", "vpc-eni + vpc-eni-ipam DEL (reference: Go ptp + host-local)"],
+             vpc_eni_setup, vpc_eni_step, ptp_teardown),
     scenario(["ptp + host-local + ipMasq ADD", "ptp + host-local + ipMasq DEL"], ptp_setup, veth_step("ptp", True),
              ptp_teardown),
     scenario(["bridge + host-local ADD", "bridge + host-local DEL"], ptp_setup,
