@@ -6,9 +6,11 @@
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nf_nat.h>
 #include <linux/netfilter/nf_tables_compat.h>
 #include <linux/netfilter/nfnetlink.h>
 #include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <netinet/in.h>
 #include <netlink/attr.h>
 #include <netlink/errno.h>
@@ -202,15 +204,19 @@ Exprs match_dport(std::uint8_t l4proto, std::uint16_t port) {
             compare(false, port_bytes(port))};
 }
 
-Exprs match_local_destination() {
+// A u32 as the kernel's registers hold marks, states and address types: host order.
+std::vector<std::uint8_t> host_u32(std::uint32_t v) {
+    std::vector<std::uint8_t> out(4);
+    std::memcpy(out.data(), &v, 4);
+    return out;
+}
+
+Exprs match_local_destination(bool negated) {
     Expr fib{"fib", [](nl_msg* m) {
                  return put_be32(m, NFTA_FIB_DREG, NFT_REG_1) && put_be32(m, NFTA_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE) &&
                         put_be32(m, NFTA_FIB_FLAGS, NFTA_FIB_F_DADDR);
              }};
-    std::uint32_t local = 2;  // RTN_LOCAL, in the register in host order
-    std::vector<std::uint8_t> value(4);
-    std::memcpy(value.data(), &local, 4);
-    return {fib, compare(false, std::move(value))};
+    return {fib, compare(negated, host_u32(RTN_LOCAL))};
 }
 
 Exprs match_ether_source(const std::array<std::uint8_t, 6>& mac) {
@@ -228,11 +234,44 @@ Exprs match_iface(bool in, std::string_view name, bool negated) {
     return {load_meta(in ? NFT_META_IIFNAME : NFT_META_OIFNAME), compare(negated, std::move(value))};
 }
 
+namespace {
+
+Expr load_ct(std::uint32_t key) {
+    return {"ct", [key](nl_msg* m) { return put_be32(m, NFTA_CT_DREG, NFT_REG_1) && put_be32(m, NFTA_CT_KEY, key); }};
+}
+
+// register 1 = (register 1 & ~bits) ^ bits: the bits set, the others kept.
+Expr set_bits(std::uint32_t bits) {
+    return {"bitwise", [bits](nl_msg* m) {
+                auto mask = host_u32(~bits), x = host_u32(bits);
+                return put_be32(m, NFTA_BITWISE_SREG, NFT_REG_1) && put_be32(m, NFTA_BITWISE_DREG, NFT_REG_1) &&
+                       put_be32(m, NFTA_BITWISE_LEN, 4) && put_data(m, NFTA_BITWISE_MASK, mask.data(), 4) &&
+                       put_data(m, NFTA_BITWISE_XOR, x.data(), 4);
+            }};
+}
+
+}  // namespace
+
 Exprs match_ct_none_of(std::uint32_t key, std::uint32_t mask) {
-    Expr ct{"ct", [key](nl_msg* m) { return put_be32(m, NFTA_CT_DREG, NFT_REG_1) && put_be32(m, NFTA_CT_KEY, key); }};
-    std::vector<std::uint8_t> bits(4), zero(4, 0);
-    std::memcpy(bits.data(), &mask, 4);  // the kernel's register holds these in host order
-    return {ct, mask_with(std::move(bits)), compare(false, std::move(zero))};
+    return {load_ct(key), mask_with(host_u32(mask)), compare(false, host_u32(0))};
+}
+
+Exprs match_ct_any_of(std::uint32_t key, std::uint32_t mask) {
+    return {load_ct(key), mask_with(host_u32(mask)), compare(true, host_u32(0))};
+}
+
+Exprs match_ct_mark_has(std::uint32_t bits) {
+    return {load_ct(NFT_CT_MARK), mask_with(host_u32(bits)), compare(false, host_u32(bits))};
+}
+
+Exprs set_ct_mark_bits(std::uint32_t bits) {
+    Expr store{"ct", [](nl_msg* m) { return put_be32(m, NFTA_CT_SREG, NFT_REG_1) && put_be32(m, NFTA_CT_KEY, NFT_CT_MARK); }};
+    return {load_ct(NFT_CT_MARK), set_bits(bits), store};
+}
+
+Exprs set_meta_mark_bits(std::uint32_t bits) {
+    Expr store{"meta", [](nl_msg* m) { return put_be32(m, NFTA_META_SREG, NFT_REG_1) && put_be32(m, NFTA_META_KEY, NFT_META_MARK); }};
+    return {load_meta(NFT_META_MARK), set_bits(bits), store};
 }
 
 Exprs verdict_return() { return {verdict(NFT_RETURN)}; }
@@ -248,6 +287,16 @@ Exprs dnat_to(const IpAddr& ip, std::uint16_t port) {
                         put_be32(m, NFTA_NAT_REG_ADDR_MIN, NFT_REG_1) && put_be32(m, NFTA_NAT_REG_PROTO_MIN, NFT_REG_2);
              }};
     return {immediate(NFT_REG_1, ip.wire_bytes()), immediate(NFT_REG_2, port_bytes(port)), nat};
+}
+
+Exprs snat_to(const IpAddr& ip, bool random_fully) {
+    std::uint32_t family = ip.is_v4() ? NFPROTO_IPV4 : NFPROTO_IPV6;
+    Expr nat{"nat", [family, random_fully](nl_msg* m) {
+                 return put_be32(m, NFTA_NAT_TYPE, NFT_NAT_SNAT) && put_be32(m, NFTA_NAT_FAMILY, family) &&
+                        put_be32(m, NFTA_NAT_REG_ADDR_MIN, NFT_REG_1) &&
+                        (!random_fully || put_be32(m, NFTA_NAT_FLAGS, NF_NAT_RANGE_PROTO_RANDOM_FULLY));
+             }};
+    return {immediate(NFT_REG_1, ip.wire_bytes()), nat};
 }
 
 nl_msg* Batch::start(int type, int flags, Family f) {
@@ -287,6 +336,11 @@ void Batch::flush_chain(Family f, std::string_view table, std::string_view chain
     if (m && (nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) != 0 ||
               nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) != 0))
         oom_ = true;
+}
+
+void Batch::delete_table(Family f, std::string_view table) {
+    nl_msg* m = start(NFT_MSG_DELTABLE, 0, f);
+    if (m && nla_put_string(m, NFTA_TABLE_NAME, std::string(table).c_str()) != 0) oom_ = true;
 }
 
 void Batch::delete_chain(Family f, std::string_view table, std::string_view chain) {

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // nf_tables over nfnetlink, in the current network namespace: the small part of what `nft -f` sends
 // that the ipMasq and portmap backends need (docs/compatibility.md: ipMasq, portmap), and what
-// iptables-nft sends for the iptables rules (core/fw/xtables_nft). Tables, regular and base chains,
-// and rules built from typed expressions (meta, payload, bitwise, cmp, immediate, fib, masquerade,
-// dnat, counter, and nft_compat's xtables match and target) carrying their comment as nft's
-// userdata TLV, so `nft list ruleset` shows them as the reference's and the reference's DEL finds
-// them. A Batch is one transaction (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it
-// applies or none, and only its last message is acked; bound to the generation it was built at, it
-// applies only if nothing else committed since (transact() reads, builds and commits again until it
-// does). list_rules and list_chains dump a table's objects, for_each_rule one chain's rules. Registers are the kernel's 16-byte
-// NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
+// iptables-nft sends for the iptables rules (core/fw/xtables_nft). Tables, regular and base
+// chains, and rules built from typed expressions (meta, payload, bitwise, cmp, immediate, fib,
+// masquerade, snat, dnat, counter, ct and meta mark stores, and nft_compat's xtables match and
+// target) carrying their comment as nft's userdata TLV, so `nft list ruleset` shows them as the
+// reference's and the reference's DEL finds them. A Batch is one transaction
+// (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it applies or none, and only its last
+// message is acked; bound to the generation it was built at, it applies only if nothing else
+// committed since (transact() reads, builds and commits again until it does). list_rules and
+// list_chains dump a table's objects, for_each_rule one chain's rules. Registers are the kernel's
+// 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
 #pragma once
 
 #include <netlink/msg.h>
@@ -49,12 +50,14 @@ inline void append(Exprs& to, Exprs more) {
 // the `meta nfproto` check nft adds before an address match.
 Exprs match_address(Family table, bool source, const IpNet& net, bool negated = false);  // ip/ip6 saddr|daddr
 Exprs match_dport(std::uint8_t l4proto, std::uint16_t port);                             // tcp|udp dport
-Exprs match_local_destination();                                                          // fib daddr type local
+Exprs match_local_destination(bool negated = false);                                      // fib daddr type [!=] local
 Exprs match_ether_source(const std::array<std::uint8_t, 6>& mac);                         // ether saddr
 // iifname / oifname: `name` exact, or a prefix when it ends in '*'.
 Exprs match_iface(bool in, std::string_view name, bool negated = false);
 // ct state / ct status (NFT_CT_STATE, NFT_CT_STATUS) has none of the bits of `mask`.
 Exprs match_ct_none_of(std::uint32_t key, std::uint32_t mask);
+Exprs match_ct_any_of(std::uint32_t key, std::uint32_t mask);   // ... has some of them (ct state new)
+Exprs match_ct_mark_has(std::uint32_t bits);                    // ct mark & bits == bits
 // Statements.
 Exprs verdict_return();
 Exprs verdict_drop();
@@ -62,6 +65,9 @@ Exprs verdict_jump(std::string_view chain);
 Exprs verdict_goto(std::string_view chain);
 Exprs masquerade();
 Exprs dnat_to(const IpAddr& ip, std::uint16_t port);
+Exprs snat_to(const IpAddr& ip, bool random_fully);  // snat to IP [fully-random]
+Exprs set_ct_mark_bits(std::uint32_t bits);         // ct mark set ct mark | bits
+Exprs set_meta_mark_bits(std::uint32_t bits);       // meta mark set meta mark | bits
 
 // The building blocks of the matches above, for rules laid out expression by expression as
 // iptables-nft lays them out (core/fw/xtables_nft.cpp): a load into register 1 (meta key, or
@@ -112,6 +118,7 @@ public:
     void add_chain(Family f, std::string_view table, std::string_view chain, const std::optional<Hook>& hook = {},
                    std::string_view comment = {});
     void flush_chain(Family f, std::string_view table, std::string_view chain);
+    void delete_table(Family f, std::string_view table);  // with everything in it
     void delete_chain(Family f, std::string_view table, std::string_view chain);  // flush it first
     void add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment,
                   const RulePlacement& placement = {});
