@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import (Plugin, check, eq, install_dir, legacy_iptables_path, netns, ns_path, run_all, sh, test)  # noqa: E402
@@ -138,7 +139,7 @@ def ping(src_ns, dst):
     in_ns(src_ns, "ping", "-c1", "-W2", dst)
 
 
-def scenario(variant):
+def scenario(variant, backend=None):
     path_env = {"PATH": VARIANTS[variant] + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
     state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
     plugin = Plugin(os.path.join(BIN, "vpc-eni"))
@@ -147,7 +148,7 @@ def scenario(variant):
             build_vpc(vpc, node)
             path = os.path.join(state, "node.json")
             with open(path, "w") as f:
-                json.dump(node_file(os.path.join(state, "run")), f)
+                json.dump(node_file(os.path.join(state, "run"), **({"firewallBackend": backend} if backend else {})), f)
             before = node_state(node)
 
             def setup(verb):
@@ -162,15 +163,25 @@ def scenario(variant):
                ["default via 10.80.2.1 dev eth1 ", "10.80.2.1 dev eth1 scope link "])
             check("10.80.2.0/24" not in sh("ip", "-n", node, "route").stdout, "the main table keeps ENI 1's subnet route")
             check(f"inet {ENI1_IP}/24" in sh("ip", "-n", node, "addr", "show", "eth1").stdout)
-            save = in_ns(node, f"iptables-{variant}-save", "-t", "nat").stdout
-            check(f"-A AWS-SNAT-CHAIN-0 -m comment --comment \"AWS, SNAT\" -m addrtype ! --dst-type LOCAL -j SNAT "
-                  f"--to-source {PRIMARY_IP} --random-fully" in save, save)
-            mangle = in_ns(node, f"iptables-{variant}-save", "-t", "mangle").stdout
-            check("-A PREROUTING -i eni+ -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --restore-mark --nfmask 0x80 "
-                  "--ctmask 0x80" in mangle, mangle)
-            check("-A AWS-CONNMARK-CHAIN-0 -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --set-xmark 0x80/0x80" in mangle, mangle)
-            other = "legacy" if variant == "nft" else "nft"
-            check("AWS" not in in_ns(node, f"iptables-{other}-save").stdout, f"rules in the {other} variant")
+            if backend == "nftables":
+                table = in_ns(node, "nft", "list", "table", "ip", "cni_vpc_eni").stdout
+                for want in (f"ip daddr {VPC_CIDR} return", f"fib daddr type != local snat to {PRIMARY_IP} fully-random",
+                             'iifname "eni*" ct state new jump outbound', "ct mark set ct mark | 0x00000080",
+                             'iifname "eni*" ct mark & 0x00000080 == 0x00000080 meta mark set meta mark | 0x00000080'):
+                    check(want in table, f"{want!r} in {table}")
+                for v in ("nft", "legacy"):
+                    check("AWS" not in in_ns(node, f"iptables-{v}-save").stdout, f"iptables rules in the {v} variant")
+            else:
+                save = in_ns(node, f"iptables-{variant}-save", "-t", "nat").stdout
+                check(f"-A AWS-SNAT-CHAIN-0 -m comment --comment \"AWS, SNAT\" -m addrtype ! --dst-type LOCAL -j SNAT "
+                      f"--to-source {PRIMARY_IP} --random-fully" in save, save)
+                mangle = in_ns(node, f"iptables-{variant}-save", "-t", "mangle").stdout
+                check("-A PREROUTING -i eni+ -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --restore-mark --nfmask 0x80 "
+                      "--ctmask 0x80" in mangle, mangle)
+                check("-A AWS-CONNMARK-CHAIN-0 -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --set-xmark 0x80/0x80" in mangle,
+                      mangle)
+                other = "legacy" if variant == "nft" else "nft"
+                check("AWS" not in in_ns(node, f"iptables-{other}-save").stdout, f"rules in the {other} variant")
 
             c = conf(path, data)
             a = plugin.run("ADD", c, host_ns=node, netns=ns_path(pa), container_id="ca", args=pod_args("a"),
@@ -230,6 +241,8 @@ def scenario(variant):
                 eq(in_ns(node, "iptables-legacy-save").stdout, "", "a legacy table on an nft node")
             else:
                 eq(in_ns(node, "nft", "list", "ruleset").stdout, "", "an nf_tables table on a legacy node")
+            if backend == "nftables":
+                eq(in_ns(node, "nft", "list", "ruleset").stdout, "", "the nftables driver left a table")
     finally:
         shutil.rmtree(state)
         shutil.rmtree(data)
@@ -245,6 +258,12 @@ def simulated_vpc_nft():
 def simulated_vpc_legacy():
     """vpc-eni on an iptables-legacy node: the same"""
     scenario("legacy")
+
+
+@test
+def simulated_vpc_nftables_driver():
+    """vpc-eni with firewallBackend nftables: the SNAT and connmark in a native table, the same traffic"""
+    scenario("nft", "nftables")
 
 
 @test
@@ -270,6 +289,11 @@ def del_and_gc_when_the_pod_is_gone():
                        container_id="gone", args=pod_args("gone")).ok()
             rules = sh("ip", "-n", node, "rule").stdout
             check("10.80.2.20" not in rules and "10.80.2.21" in rules, rules)
+            # a namespace is destroyed asynchronously: wait for the vanished pod's veth to go
+            for _ in range(100):
+                if sh("ip", "-n", node, "link", "show", veth_name("leaked"), check_rc=False).returncode != 0:
+                    break
+                time.sleep(0.05)
             gc = dict(c, cniVersion="1.1.0")
             gc["cni.dev/valid-attachments"] = []
             plugin.run("GC", gc, host_ns=node).ok()

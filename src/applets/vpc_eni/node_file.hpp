@@ -62,7 +62,7 @@ inline constexpr std::array kNodeFileKeys{
     key<&NodeFile::mtu>("mtu", "the ENIs' MTU; default 9001"),
     key<&NodeFile::enis>("enis", "[]vpc.ENI", "[{interface, deviceNumber, subnet, primaryIp, secondaryIps}]"),
     key<&NodeFile::veth_prefix>("vethPrefix", "the pods' host veths' prefix, as the applet's vethPrefix; default eni"),
-    key<&NodeFile::firewall_backend>("firewallBackend", "iptables or nftables for the SNAT; default: the node's"),
+    key<&NodeFile::firewall_backend>("firewallBackend", "iptables or nftables for the SNAT; default: iptables where it works"),
     key<&NodeFile::state_dir>("stateDir", "where node-setup records what it changes; default /run/cni-all/vpc-eni"),
 };
 

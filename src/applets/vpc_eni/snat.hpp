@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The SNAT of pod traffic leaving the VPC, through the firewall driver chosen for the node (the
-// reference's agent writes it with iptables). New connections from the pod veths to
+// The SNAT of pod traffic leaving the VPC, through the firewall driver chosen for the node: the
+// reference agent's iptables chains, or the same decisions in a native nftables table. New connections from the pod veths to
 // destinations outside the VPC CIDRs get connmark 0x80, restored onto every packet from a pod
 // veth before routing, so the fwmark rule sends them through the main table and out of the
 // primary ENI; there, traffic to anything outside the VPC CIDRs and not local is SNATed to the
@@ -25,7 +25,11 @@ struct SnatSpec {
     std::string veth_prefix;  // the pod veths are "<prefix>+"
 };
 
-// The kinds of SNAT rules by driver.
-const fw::Drivers<SnatSpec>& snat();
+// The SNAT rules in each driver: iptables (snat_iptables.cpp) and nftables (snat_nft.cpp).
+const fw::Rules<SnatSpec>& iptables_snat();
+const fw::Rules<SnatSpec>& nftables_snat();
+inline fw::Drivers<SnatSpec> snat() {
+    return {{fw::Driver::iptables, &iptables_snat()}, {fw::Driver::nftables, &nftables_snat()}};
+}
 
 }  // namespace cni::vpc

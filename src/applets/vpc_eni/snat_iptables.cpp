@@ -147,10 +147,9 @@ public:
 
 }  // namespace
 
-const fw::Drivers<SnatSpec>& snat() {
-    static const IptablesSnat iptables;
-    static const fw::Drivers<SnatSpec> drivers{{fw::Driver::iptables, &iptables}};
-    return drivers;
+const fw::Rules<SnatSpec>& iptables_snat() {
+    static const IptablesSnat rules;
+    return rules;
 }
 
 }  // namespace cni::vpc
