@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of vpc-eni's pieces that need no namespace: SHA-1 (the veth names) against FIPS 180
-// vectors, and the node file: defaults, the ENI lookup, and each validation's message naming the
-// key and value.
+// vectors, and the node file: defaults, the ENI lookup, the examples in docs/, and each
+// validation's message naming the key and value.
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <iterator>
 
 #include "applets/vpc_eni/node_file.hpp"
 #include "applets/vpc_eni/sha1.hpp"
@@ -49,6 +50,19 @@ TEST_CASE("the node file: defaults, ENIs, and the ENI of an address") {
     CHECK(e->table() == 3);
     CHECK(e->gateway().str() == "10.0.2.1");
     CHECK_FALSE(n->eni_of(*IpAddr::parse("10.0.2.10")));  // the ENI's own address is no pod's
+}
+
+TEST_CASE("the example node file and conflist in docs/ are valid") {
+    auto n = vpc::load_node_file(CNI_SOURCE_DIR "/docs/examples/vpc-eni/node.json");
+    INFO((n ? "" : n.error().msg));
+    REQUIRE(n);
+    CHECK(n->enis.size() == 2);
+    CHECK(n->eni_of(*IpAddr::parse("10.80.2.22"))->table() == 2);
+    std::ifstream conflist(CNI_SOURCE_DIR "/docs/examples/vpc-eni/10-aws-vpc.conflist");
+    std::string text((std::istreambuf_iterator<char>(conflist)), std::istreambuf_iterator<char>());
+    auto doc = json::parse(text);
+    REQUIRE(doc);
+    CHECK(std::string((*doc)["plugins"][0]["type"].GetString()) == "vpc-eni");
 }
 
 TEST_CASE("the node file: each mistake is an error naming the key and value") {
