@@ -70,7 +70,6 @@ def build_vpc(vpc, node):
     sh("ip", "-n", node, "link", "set", "eth0", "up")
     sh("ip", "-n", node, "addr", "add", f"{PRIMARY_IP}/24", "dev", "eth0")
     sh("ip", "-n", node, "route", "add", "default", "via", "10.80.1.1", "dev", "eth0")
-    in_ns(node, "sysctl", "-qw", "net.ipv4.ip_forward=1")
 
 
 def vpc_counters(vpc):

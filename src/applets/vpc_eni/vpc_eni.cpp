@@ -4,13 +4,13 @@
 // no ARP between pod and host. Per pod: a veth pair whose host end is named after the SHA-1 of
 // "<namespace>.<pod>" (the container id without them); in the pod the address as a /32,
 // 169.254.1.1 as a link route, the default route through it and a permanent neighbour entry for
-// it with the host end's MAC (IPv4 only: the node file has IPv4 ENIs); on the host a /32 route to the pod over the veth, the rule
-// "to <pod> lookup main pref 512", and for a secondary ENI's address (device number N > 0)
-// "from <pod> lookup N+1 pref 1536", so the pod's traffic leaves through its own ENI. A failed ADD
-// undoes everything; DEL is idempotent and works when the namespace or the veth is gone; CHECK
-// verifies every piece; STATUS and GC go to the IPAM, and GC also removes the rules and routes of
-// node addresses the IPAM no longer reserves. `vpc-eni node-setup FILE` / `node-teardown FILE`
-// prepare the node (node.cpp).
+// it with the host end's MAC (IPv4 only: the node file has IPv4 ENIs); on the host IPv4
+// forwarding, a /32 route to the pod over the veth, the rule "to <pod> lookup main pref 512",
+// and for a secondary ENI's address (device number N > 0) "from <pod> lookup N+1 pref 1536", so
+// the pod's traffic leaves through its own ENI. A failed ADD undoes everything; DEL is
+// idempotent and works when the namespace or the veth is gone; CHECK verifies every piece; STATUS
+// and GC go to the IPAM, and GC also removes the rules and routes of node addresses no pod holds.
+// `vpc-eni node-setup FILE` / `node-teardown FILE` prepare the node (node.cpp).
 #include <linux/fib_rules.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
@@ -23,6 +23,7 @@
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/iface/configure.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
@@ -172,6 +173,7 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
             return fail("vpc-eni: IPAM gave " + ip.address.ip.str() + ", which is no ENI's secondary address in " + node.path);
         enis.push_back(eni);
     }
+    CNI_TRY(iface::enable_forwarding(host, result.ips));
     CNI_TRY(nl::delete_link(host, host_name));  // a leftover of an earlier pod of that name
     CNI_TRY(nl::add_veth(pod, nl::NewLink{r.ifname, c.mtu, "", 0, -1}, nl::NewLink{host_name, c.mtu, "", 0, host_ns.fd()}));
     undo.push([&] { (void)nl::delete_link(host, host_name); });
