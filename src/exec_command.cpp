@@ -2,6 +2,7 @@
 // `cni-all exec` (see exec_command.hpp).
 #include "exec_command.hpp"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -17,9 +18,14 @@ namespace cni {
 namespace {
 
 constexpr std::string_view kUsage =
-    "usage: cni-all exec add|check|del NETWORK NETNS [--ifname eth0] [--container-id ID] [--args K=V;...]\n"
+    "usage: cni-all exec add|check|del NETWORK NETNS [-i|--ifname eth0] [--container-id ID] [--args K=V;...]\n"
     "                    [--capability-args JSON] [--conf-dir DIR] [--cache-dir DIR] [--cni-path PATH]\n"
-    "       cni-all exec gc|status NETWORK [--conf-dir DIR] [--cache-dir DIR] [--cni-path PATH]\n";
+    "       cni-all exec gc|status NETWORK [NETNS] [--conf-dir DIR] [--cache-dir DIR] [--cni-path PATH]\n"
+    "Runs the network NETWORK from the conf dir as a container runtime does (libcni), as cnitool does.\n"
+    "Options take their value as the next argument or after '=' (--ifname=eth1). The environment\n"
+    "gives the defaults, as for cnitool: NETCONFPATH (default /etc/cni/net.d), CNI_PATH (default\n"
+    "this binary's directory), CNI_IFNAME (default eth0), CNI_ARGS, CAP_ARGS. The container id\n"
+    "defaults to cnitool's (cnitool- and 20 hex digits of the SHA-512 of NETNS).\n";
 
 struct Invocation {
     Command command = Command::unknown;
@@ -59,14 +65,21 @@ Result<Invocation> parse(std::span<const std::string> args, std::span<const std:
 
     std::vector<std::string> positional;
     for (std::size_t i = 1; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (!a.starts_with("--")) {
+        std::string a = args[i];
+        if (!a.starts_with("-") || a == "-") {
             positional.push_back(a);
             continue;
         }
-        if (i + 1 >= args.size()) return fail(code::invalid_config, "option " + a + " needs a value");
-        const std::string& v = args[++i];
-        if (a == "--ifname") inv.rt.ifname = v;
+        std::string v;
+        if (auto eq = a.find('='); a.starts_with("--") && eq != std::string::npos) {
+            v = a.substr(eq + 1);
+            a.resize(eq);
+        } else if (i + 1 < args.size()) {
+            v = args[++i];
+        } else {
+            return fail(code::invalid_config, "option " + a + " needs a value");
+        }
+        if (a == "--ifname" || a == "-i") inv.rt.ifname = v;
         else if (a == "--container-id") inv.container_id = v;
         else if (a == "--args") cni_args = v;
         else if (a == "--capability-args") inv.rt.capability_args = v;
@@ -75,9 +88,11 @@ Result<Invocation> parse(std::span<const std::string> args, std::span<const std:
         else if (a == "--cni-path") inv.rt.cni_path = v;
         else return fail(code::invalid_config, "unknown option " + a);
     }
-    if (positional.size() != (per_attachment ? 2u : 1u)) return fail(code::invalid_config, "wrong number of arguments");
+    // add, check and del take NETWORK NETNS; gc and status NETWORK and, as cnitool, an unused NETNS.
+    const bool counted = per_attachment ? positional.size() == 2 : positional.size() == 1 || positional.size() == 2;
+    if (!counted) return fail(code::invalid_config, "wrong number of arguments");
     inv.network = positional[0];
-    if (per_attachment) inv.netns = os::absolute_path(positional[1]);  // as cnitool does
+    if (positional.size() == 2) inv.netns = os::absolute_path(positional[1]);  // as cnitool does
     CNI_TRY_ASSIGN(inv.rt.args, parse_args(cni_args));
     if (!inv.rt.capability_args.empty()) {
         auto caps = json::parse(inv.rt.capability_args);
@@ -119,6 +134,10 @@ Status run(const Invocation& inv, std::FILE* out, const runtime::Warn& warn) {
 }  // namespace
 
 int exec_command(std::span<const std::string> args, std::span<const std::string> environ, std::FILE* out, std::FILE* err) {
+    if (std::ranges::any_of(args, [](const std::string& a) { return a == "-h" || a == "--help"; })) {
+        std::fwrite(kUsage.data(), 1, kUsage.size(), out);
+        return 0;
+    }
     auto inv = parse(args, environ);
     if (!inv) {
         std::fprintf(err, "cni-all exec: %s\n%.*s", inv.error().msg.c_str(), int(kUsage.size()), kUsage.data());

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cni/version.hpp"
 #include "dispatch.hpp"
 #include "exec_command.hpp"
 #include "install.hpp"
@@ -151,7 +152,11 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (cmd == "--version") {
-        std::printf("cni-all %.*s\n", int(cni::cni_all_version().size()), cni::cni_all_version().data());
+        const std::string text = "cni-all " + std::string(cni::cni_all_version()) + "\nfollows " +
+                                 std::string(cni::kReferenceRelease) + "; CNI spec " + std::string(cni::kCurrentVersion) +
+                                 " (configs and results " + std::string(cni::kAllVersions[0]) + " to " +
+                                 std::string(std::end(cni::kAllVersions)[-1]) + ")\n";
+        std::fputs(text.c_str(), stdout);
         return 0;
     }
     if (cmd == "exec") {

@@ -18,5 +18,8 @@ extern const std::size_t kAppletCount;
 std::span<const Applet* const> all_applets();
 const Applet* find_applet(std::string_view name);
 std::string_view cni_all_version();
+// What cni-all follows: the reference plugins' release whose behaviour it keeps
+// (docs/compatibility.md), and the newest CNI spec version it speaks.
+inline constexpr std::string_view kReferenceRelease = "containernetworking/plugins v1.9";
 
 }  // namespace cni

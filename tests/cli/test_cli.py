@@ -34,6 +34,7 @@ def list_and_version():
     v = cli("--version")
     eq(v.returncode, 0)
     check(v.stdout.startswith("cni-all "), v.stdout)
+    eq(v.stdout.splitlines()[1], "follows containernetworking/plugins v1.9; CNI spec 1.1.0 (configs and results 0.1.0 to 1.1.0)")
 
 
 @test

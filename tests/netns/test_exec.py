@@ -262,6 +262,8 @@ def exec_failed_add_is_undone():
         r = cni(host, work, "add", "exnet", ns_path(ctr))
         eq(r.returncode, 1)
         check("burst" in r.stderr, r.stderr)
+        msg = json.loads(r.stderr[r.stderr.index("{"):])["msg"]
+        check(msg.startswith('plugin type="bandwidth" failed (add): '), f"libcni's wording: {msg}")
         check(link(ctr, "eth0") is None, "the bridge's veth is gone")
         eq(reservations(work), [])
         eq(os.listdir(f"{work}/cache/results") if os.path.isdir(f"{work}/cache/results") else [], [])
@@ -296,6 +298,37 @@ def exec_command_line_errors():
         check("capability args are not a JSON object" in r.stderr, r.stderr)
         r = cni(host, work, "add", "n", "/x", "--args", "novalue", caps=None)
         check('invalid CNI_ARGS pair \\"novalue\\"' in r.stderr or 'invalid CNI_ARGS pair "novalue"' in r.stderr, r.stderr)
+
+
+@test
+def exec_speaks_cnitool():
+    """exec: cnitool's forms: -i and --opt=value, gc and status with a NETNS, -h; a DEL failure names the plugin as libcni"""
+    with workdir() as work, netns("exh") as host, netns("exc") as ctr:
+        write(work, "10-exnet.conflist", conflist(work))
+        ok(cni(host, work, "add", "exnet", ns_path(ctr), "-i", "net1", "--container-id=cnitool-form"))
+        check(link(ctr, "net1") is not None, "-i names the interface")
+        check(os.path.exists(f"{work}/cache/results/exnet-cnitool-form-net1"), "--opt=value sets the container id")
+        ok(cni(host, work, "status", "exnet", ns_path(ctr)))
+        ok(cni(host, work, "gc", "exnet", ns_path(ctr)))
+        check(link(ctr, "net1") is not None, "gc keeps a live attachment")
+        # A plugin whose DEL fails (it is not installed): libcni names it, with its name.
+        c = conflist(work)
+        c["plugins"].append({"type": "not-installed", "name": "extra"})
+        write(work, "10-exnet.conflist", c)
+        r = cni(host, work, "del", "exnet", ns_path(ctr), "--ifname=net1", "--container-id", "cnitool-form")
+        eq(r.returncode, 1)
+        msg = json.loads(r.stderr[r.stderr.index("{"):])["msg"]
+        check(msg.startswith('plugin type="not-installed" name="extra" failed (delete): '), msg)
+        write(work, "10-exnet.conflist", conflist(work))
+        ok(cni(host, work, "del", "exnet", ns_path(ctr), "--ifname=net1", "--container-id", "cnitool-form"))
+        check(link(ctr, "net1") is None)
+        for flag in ("-h", "--help"):
+            r = subprocess.run([EXE, "exec", flag], capture_output=True, text=True)
+            eq(r.returncode, 0)
+            check(r.stdout.startswith("usage: cni-all exec"), r.stdout)
+        r = subprocess.run([EXE, "dhcp", "daemon", "-h"], capture_output=True, text=True)
+        eq(r.returncode, 0)
+        check("-socketpath string" in r.stdout, r.stdout)
 
 
 if __name__ == "__main__":

@@ -372,7 +372,23 @@ Result<std::chrono::milliseconds> parse_go_duration(std::string_view s) {
 
 Result<DaemonOptions> parse_daemon_options(std::span<const std::string> args) { return parse_flags(args); }
 
+// What -h (-help, --help) prints, as Go's flag package lists the reference's flags.
+constexpr std::string_view kDaemonUsage =
+    "Usage of dhcp daemon:\n"
+    "  -broadcast\n\tbroadcast DHCP leases (ask servers to broadcast their replies)\n"
+    "  -hostprefix string\n\toptional prefix to the host root, for the daemon's files and the namespaces' paths\n"
+    "  -leasedir string\n\twhere leases are kept across restarts (default \"/run/cni/dhcp\")\n"
+    "  -pidfile string\n\toptional absolute path to write the daemon's PID to\n"
+    "  -resendmax duration\n\toptional max time to wait before resending a request (default 1m2s)\n"
+    "  -resendtimeout duration\n\toptional time to keep resending before giving up (default 3m28s)\n"
+    "  -socketpath string\n\toptional path of the daemon's socket (default \"/run/cni/dhcp.sock\")\n"
+    "  -timeout duration\n\toptional time to wait for a lease (default 10s)\n";
+
 int run_daemon(std::span<const std::string> args) {
+    if (std::ranges::any_of(args, [](const std::string& a) { return a == "-h" || a == "-help" || a == "--help"; })) {
+        std::fwrite(kDaemonUsage.data(), 1, kDaemonUsage.size(), stdout);
+        return 0;
+    }
     auto opts = parse_daemon_options(args);
     if (!opts) {
         log_line(opts.error().msg);

@@ -8,6 +8,7 @@
 
 #include "core/cni/json.hpp"
 #include "core/os/fs.hpp"
+#include "core/strings.hpp"
 
 namespace cni::runtime {
 namespace {
@@ -67,6 +68,10 @@ Result<NetworkList> parse_conflist(std::string_view bytes) {
     for (const auto& p : plugins->GetArray()) {
         if (!p.IsObject()) return fail(code::invalid_config, "failed to parse plugin config: not a JSON object");
         CNI_TRY_ASSIGN(auto type, plugin_type(p));
+        std::string description = "type=" + go_quote(type);
+        if (const json::Value* n = json::find_exact(p, "name"); n && n->IsString() && n->GetStringLength() > 0)
+            description += " name=" + go_quote(std::string_view(n->GetString(), n->GetStringLength()));
+        l.descriptions.push_back(std::move(description));
         l.types.push_back(std::move(type));
         // libcni hands each plugin json.Marshal of its interface{} value: numbers through
         // float64 (a "mtu": 1500.0 reaches the plugin as 1500), keys sorted, last duplicate kept.

@@ -19,6 +19,7 @@ struct NetworkList {
     bool disable_gc = false;
     std::vector<std::string> plugins;  // each plugin's config object, as JSON text
     std::vector<std::string> types;    // each plugin's "type"
+    std::vector<std::string> descriptions;  // each as libcni names it in errors: type="T" [name="N"]
     std::string bytes;                 // what the cache stores as "config"
 };
 

@@ -72,8 +72,8 @@ Status del_all(const NetworkList& list, const RuntimeConf& rt, const std::option
         auto config = plugin_config(list, i, rt, prev);
         auto st = config ? run_plugin(list, i, Command::del, rt, *config, warn) : std::unexpected(config.error());
         if (st) continue;
-        if (!keep_going) return std::unexpected(st.error());
-        warn("cleaning up after the failed ADD: plugin type=\"" + list.types[i] + "\" DEL: " + st.error().msg);
+        if (!keep_going) return std::unexpected(st.error().context("plugin " + list.descriptions[i] + " failed (delete)"));
+        warn("cleaning up after the failed ADD: plugin " + list.descriptions[i] + " DEL: " + st.error().msg);
     }
     return {};
 }
@@ -134,9 +134,9 @@ Result<CniResult> add_network_list(const NetworkList& list, const RuntimeConf& r
         auto r = config ? run_plugin(list, i, Command::add, rt, *config, warn) : std::unexpected(config.error());
         if (!r) {
             (void)del_all(list, rt, std::nullopt, i + 1, warn, true);
-            return std::unexpected(r.error());
+            return std::unexpected(r.error().context("plugin " + list.descriptions[i] + " failed (add)"));
         }
-        if (!*r) return fail("plugin type=\"" + list.types[i] + "\" returned no result");
+        if (!*r) return fail("plugin " + list.descriptions[i] + " returned no result");
         prev = std::move(**r);
     }
     CNI_TRY_ASSIGN(auto text, list_result_text(list, *prev));
@@ -199,7 +199,8 @@ Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std
             doc.RemoveMember("cni.dev/valid-attachments");
             json::set(doc, "cni.dev/valid-attachments", std::move(arr), a);
         }));
-        failures.add(run_plugin(list, i, Command::gc, rt, config, warn));
+        auto st = run_plugin(list, i, Command::gc, rt, config, warn);
+        failures.add(st ? st : std::unexpected(st.error().context("failed to GC plugin " + list.types[i])));
     }
     return failures.status();
 }
