@@ -33,6 +33,12 @@ struct Context {
     // call; null when there is none or it could not be opened (then opening by path gives the
     // error).
     std::shared_ptr<const os::Netns> netns;
+    // A step taken, for the call's log at debug level (core/log/logger.hpp); empty when the call
+    // is not logged at that level.
+    std::function<void(std::string_view)> debug{};
+    void step(std::string_view what) const {
+        if (debug) debug(what);
+    }
 };
 
 // CNI_NETNS for a verb: a new handle on the namespace run_verb opened, else opened by path.

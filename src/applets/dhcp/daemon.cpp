@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <memory>
 #include <system_error>
 #include <thread>
@@ -23,6 +25,7 @@
 #include "applets/dhcp/protocol.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/cni/request.hpp"
+#include "core/log/logger.hpp"
 #include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
 #include "core/os/unix_socket.hpp"
@@ -38,33 +41,50 @@ constexpr auto kRequestDeadline = 30s;
 constexpr int kMaxConnections = 64;
 constexpr uid_t kAllowedUid = 0;  // only root's plugins may ask: a request enters any netns path
 
-void log_line(const std::string& msg) {
-    static std::mutex mu;
-    std::lock_guard lock(mu);
-    std::fprintf(stderr, "dhcp daemon: %s\n", msg.c_str());
-    std::fflush(stderr);
-}
+// The daemon's log: every line but debug ones on stderr, as the reference's daemon writes, and,
+// when the node's logging settings ask for it (core/log/logger.hpp), in that log at its level.
+class DaemonLog {
+public:
+    explicit DaemonLog(log::Settings s) : logger_(std::move(s)) {}
+    void operator()(log::Level level, const std::string& msg) const {
+        std::lock_guard lock(mu_);
+        if (level != log::Level::debug) {
+            std::fprintf(stderr, "dhcp daemon: %s\n", msg.c_str());
+            std::fflush(stderr);
+        }
+        logger_.write(level, "dhcp daemon: " + msg);
+    }
+    // The info-level writer the lease store and attachments take.
+    std::function<void(const std::string&)> info() const {
+        return [this](const std::string& m) { (*this)(log::Level::info, m); };
+    }
+
+private:
+    log::Logger logger_;
+    mutable std::mutex mu_;
+};
 
 // The attachments and what each request does to them.
 class Daemon {
 public:
-    explicit Daemon(const DaemonOptions& o) : opts_(o), store_(o.hostprefix + o.lease_dir) {}
+    Daemon(const DaemonOptions& o, const DaemonLog& log) : opts_(o), store_(o.hostprefix + o.lease_dir), log_(log) {}
+    const DaemonLog& log() const { return log_; }
 
     void resume() {
-        for (auto& rec : store_.load_all(log_line)) {
+        for (auto& rec : store_.load_all(log_.info())) {
             auto conf = parse_dhcp_conf(rec.config, rec.args);
             if (!conf) {
-                log_line("dropping the lease of " + rec.key + ": " + conf.error().msg);
+                log_(log::Level::error, "dropping the lease of " + rec.key + ": " + conf.error().msg);
                 store_.remove(rec.key);
                 continue;
             }
-            log_line("resuming the lease of " + rec.key + " (" + v4(rec.lease.address()).str() + ")");
+            log_(log::Level::info, "resuming the lease of " + rec.key + " (" + v4(rec.lease.address()).str() + ")");
             std::string key = rec.key;
             try {
-                leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_line, true);
+                leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_.info(), true);
             } catch (const std::system_error& e) {  // kept on record: the next start resumes it
                 leases_.erase(key);
-                log_line("cannot resume the lease of " + key + " now: " + e.what());
+                log_(log::Level::error, "cannot resume the lease of " + key + " now: " + e.what());
             }
         }
     }
@@ -81,6 +101,7 @@ public:
 
     std::string dispatch(std::string_view text) {
         auto req = decode_request(text);
+        log_(log::Level::debug, "request: " + std::string(text));
         if (!req) return encode_reply(std::unexpected(req.error()));
         switch (req->op) {
         case Op::add: return encode_reply(add(*req));
@@ -129,7 +150,7 @@ private:
             } else {
                 LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}};
                 try {
-                    att = std::make_shared<Attachment>(std::move(rec), conf, opts_.timing, store_, log_line, false);
+                    att = std::make_shared<Attachment>(std::move(rec), conf, opts_.timing, store_, log_.info(), false);
                 } catch (const std::system_error& e) {
                     if (!slot) leases_.erase(key);
                     return fail(code::try_again_later, std::string("dhcp daemon: cannot start the lease's thread: ") + e.what());
@@ -195,7 +216,7 @@ private:
             }
         }
         for (auto& key : stale) {
-            log_line("GC: releasing the lease of " + key);
+            log_(log::Level::info, "GC: releasing the lease of " + key);
             release(key);
         }
         return {};
@@ -203,6 +224,7 @@ private:
 
     const DaemonOptions& opts_;
     LeaseStore store_;
+    const DaemonLog& log_;
     std::mutex mu_;
     std::map<std::string, std::shared_ptr<Attachment>> leases_;
 };
@@ -317,7 +339,8 @@ void serve_connection(Daemon& d, os::UniqueFd fd) {
     ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);  // a reader that never reads
     std::string reply;
     if (auto uid = peer_uid(fd.get()); !uid || *uid != kAllowedUid) {
-        log_line("refused a request from uid " + (uid ? std::to_string(*uid) : std::string("unknown")) + ": only root may ask");
+        d.log()(log::Level::error,
+                "refused a request from uid " + (uid ? std::to_string(*uid) : std::string("unknown")) + ": only root may ask");
         reply = encode_reply(fail(code::io_failure, "dhcp daemon: permission denied: only root may send requests"));
     } else {
         auto text = read_request(fd.get(), kMaxConfigBytes, std::chrono::steady_clock::now() + kRequestDeadline);
@@ -389,9 +412,12 @@ int run_daemon(std::span<const std::string> args) {
         std::fwrite(kDaemonUsage.data(), 1, kDaemonUsage.size(), stdout);
         return 0;
     }
+    std::vector<std::string> env;
+    for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+    const DaemonLog daemon_log(log::node_settings(env));
     auto opts = parse_daemon_options(args);
     if (!opts) {
-        log_line(opts.error().msg);
+        daemon_log(log::Level::error, opts.error().msg);
         return 2;
     }
     sigset_t stop_signals;
@@ -407,7 +433,7 @@ int run_daemon(std::span<const std::string> args) {
     bool own_socket = false;
     auto activated = activated_socket();
     if (!activated) {
-        log_line(activated.error().msg);
+        daemon_log(log::Level::error, activated.error().msg);
         return 1;
     }
     if (*activated) {
@@ -416,7 +442,7 @@ int run_daemon(std::span<const std::string> args) {
     } else {
         auto l = listen_on(socket_path);
         if (!l) {
-            log_line(l.error().msg);
+            daemon_log(log::Level::error, l.error().msg);
             return 1;
         }
         listener = std::move(*l);
@@ -424,20 +450,20 @@ int run_daemon(std::span<const std::string> args) {
     }
     if (!opts->pidfile.empty())
         if (auto st = os::write_file(opts->pidfile, std::to_string(::getpid()) + "\n", 0644); !st) {
-            log_line("writing the pidfile: " + st.error().msg);
+            daemon_log(log::Level::error, "writing the pidfile: " + st.error().msg);
             return 1;
         }
 
-    Daemon daemon(*opts);
+    Daemon daemon(*opts, daemon_log);
     daemon.resume();
-    log_line("listening on " + (own_socket ? socket_path : std::string("the socket systemd passed")));
+    daemon_log(log::Level::info, "listening on " + (own_socket ? socket_path : std::string("the socket systemd passed")));
     std::atomic<int> active{0};
     bool refusing = false;
     for (;;) {
         pollfd p[2] = {{listener.get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
         if (::poll(p, 2, -1) < 0) {
             if (errno == EINTR) continue;
-            log_line("poll: " + os::errno_text(errno));
+            daemon_log(log::Level::error, "poll: " + os::errno_text(errno));
             break;
         }
         if (p[1].revents) break;
@@ -445,7 +471,7 @@ int run_daemon(std::span<const std::string> args) {
         os::UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
         if (!conn) continue;
         if (active >= kMaxConnections) {
-            if (!refusing) log_line("refusing connections: " + std::to_string(kMaxConnections) + " are being served");
+            if (!refusing) daemon_log(log::Level::error, "refusing connections: " + std::to_string(kMaxConnections) + " are being served");
             refusing = true;
             continue;  // closed: the client sees the connection end and may retry
         }
@@ -458,10 +484,10 @@ int run_daemon(std::span<const std::string> args) {
             }).detach();
         } catch (const std::system_error& e) {  // no thread to be had: refuse this one, keep renewing
             --active;
-            log_line(std::string("refused a connection: cannot start a thread: ") + e.what());
+            daemon_log(log::Level::error, std::string("refused a connection: cannot start a thread: ") + e.what());
         }
     }
-    log_line("shutting down; leases stay on record for the next start");
+    daemon_log(log::Level::info, "shutting down; leases stay on record for the next start");
     listener.reset();
     if (own_socket) ::unlink(socket_path.c_str());
     daemon.shutdown();  // ends pending ADDs too: their lease threads stop

@@ -17,7 +17,8 @@ Result<std::optional<CniResult>> run_in_process(const Applet& a, const Context& 
     Request derived = ctx.req.with_command(cmd);
     auto req = read_request(derived.environ, [&](std::size_t) { return Result<std::string>(std::string(config)); });
     if (!req) return std::unexpected(req.error().error);
-    Context inner{*req, ctx.warn, req->netns == ctx.req.netns ? ctx.netns : nullptr};
+    Context inner{*req, ctx.warn, req->netns == ctx.req.netns ? ctx.netns : nullptr, ctx.debug};
+    ctx.step(std::string(command_name(cmd)) + " " + std::string(a.name) + ", in-process: " + std::string(config));
     CNI_TRY_ASSIGN(auto outcome, run_verb(a, inner));
     if (!outcome.result) return std::optional<CniResult>{};
     // What the caller would have parsed from the delegate's stdout.
@@ -39,7 +40,9 @@ Error plugin_error(const os::ExecOutput& res) {
 
 Result<std::optional<CniResult>> run_exec(const std::string& path, const Context& ctx, Command cmd, std::string_view config) {
     Request derived = ctx.req.with_command(cmd);
+    ctx.step(std::string(command_name(cmd)) + " " + path + ": " + std::string(config));
     CNI_TRY_ASSIGN(auto res, os::run_process(path, derived.environ, config));
+    ctx.step(path + " answered " + res.status_text() + ": " + res.out);
     if (!res.ok()) return std::unexpected(plugin_error(res));
     if (!res.err.empty()) {
         std::string_view e = res.err;
