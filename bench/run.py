@@ -7,7 +7,8 @@ and p95 wall time per call and the ratio (reference / cni-all; > 1 means cni-all
 Every call is timed by bench/spawn-timer (built by meson): posix_spawn to wait4, the plugin
 process's own CPU time and peak RSS, none of the harness's overhead.
 Scenarios: VERSION; loopback ADD+DEL in a throwaway namespace; host-local ADD+DEL on an empty
-network; host-local ADD+DEL with 10,000 existing reservations (both implementations get an
+network, and the same with cni-all's call log on (info and debug, to a file: against the empty
+network's row, the log's cost); host-local ADD+DEL with 10,000 existing reservations (both implementations get an
 identical copy of the same reservation directory, written in the reference's format); ptp with
 host-local ADD+DEL between throwaway host and container namespaces, without and with ipMasq;
 vpc-eni with vpc-eni-ipam ADD and DEL beside it (the Go plugins have no vpc-eni: their side of
@@ -197,9 +198,9 @@ def processes_in(trace):
         return sum(1 for line in f if "execve(" in line and line.rstrip().endswith("= 0") and "spawn-timer" not in line)
 
 
-def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench", host_ns=None):
+def call(plugin_dir, applet, command, conf, netns="/nonexistent/netns", cid="bench", host_ns=None, extra_env=None):
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": cid, "CNI_NETNS": netns, "CNI_IFNAME": "eth0",
-           "CNI_PATH": plugin_dir, "PATH": VARIANT_PATHS[VARIANT] + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+           "CNI_PATH": plugin_dir, "PATH": VARIANT_PATHS[VARIANT] + ":/usr/sbin:/usr/bin:/sbin:/bin", **(extra_env or {})}
     cmd = [opts.spawn_timer, os.path.join(plugin_dir, applet)]
     trace = None
     if COUNT_PROCESSES:
@@ -292,6 +293,23 @@ def host_local_setup(existing):
 def host_local_step(impl, data):
     conf = {"cniVersion": "0.4.0", "name": "bench-net", "ipam": {"type": "host-local", "subnet": "10.200.0.0/16", "dataDir": data}}
     return call(IMPLS[impl], "host-local", "ADD", conf) + call(IMPLS[impl], "host-local", "DEL", conf)
+
+
+def logged_setup(level):
+    """host_local_setup(0) plus a node-wide log settings file at `level`, logging to a file."""
+    def setup(impl):
+        data = host_local_setup(0)(impl)
+        with open(os.path.join(data, "log.json"), "w") as f:
+            json.dump({"logLevel": level, "logFile": os.path.join(data, "cni.log")}, f)
+        return data
+    return setup
+
+
+def logged_step(impl, data):
+    """host_local_step with the node's log settings in the environment (the Go plugins ignore them)."""
+    conf = {"cniVersion": "0.4.0", "name": "bench-net", "ipam": {"type": "host-local", "subnet": "10.200.0.0/16", "dataDir": data}}
+    env = {"CNI_ALL_LOG_CONFIG": os.path.join(data, "log.json")}
+    return call(IMPLS[impl], "host-local", "ADD", conf, extra_env=env) + call(IMPLS[impl], "host-local", "DEL", conf, extra_env=env)
 
 
 def ptp_setup(_impl):
@@ -533,6 +551,8 @@ results = [
              netns_teardown),
     scenario("host-local ADD+DEL, empty network", host_local_setup(0), host_local_step,
              lambda impl, d: shutil.rmtree(d)),
+    scenario("host-local ADD+DEL, logging on (info, to a file)", logged_setup("info"), logged_step, lambda impl, d: shutil.rmtree(d)),
+    scenario("host-local ADD+DEL, logging on (debug, to a file)", logged_setup("debug"), logged_step, lambda impl, d: shutil.rmtree(d)),
     scenario("host-local ADD+DEL, 10,000 existing reservations", host_local_setup(10000), host_local_step,
              lambda impl, d: (hold_index(impl, d), shutil.rmtree(d))),
     scenario(["ptp + host-local ADD", "ptp + host-local DEL"], ptp_setup, veth_step("ptp", False), ptp_teardown),
