@@ -137,14 +137,6 @@ nl::RuleSpec local_rule(std::uint32_t priority) {
     return r;
 }
 
-Status del_all(const nl::Socket& s, const nl::RuleSpec& r) {
-    for (int i = 0; i < 64; ++i) {
-        CNI_TRY_ASSIGN(bool gone, nl::del_rule(s, r));
-        if (!gone) break;
-    }
-    return {};
-}
-
 bool has_rule(const std::vector<nl::RuleSpec>& rules, const nl::RuleSpec& want) {
     return std::ranges::any_of(rules, [&](const nl::RuleSpec& r) { return r.table == want.table && r.priority == want.priority; });
 }
@@ -216,12 +208,12 @@ Result<int> node_setup(std::span<const std::string> args) {
     CNI_TRY_ASSIGN(auto primary, nl::require_link(n.sock, f.primary_interface));
     if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f), "2"));
     CNI_TRY(nl::set_mtu(n.sock, primary, f.mtu));
-    CNI_TRY(del_all(n.sock, fwmark_rule()));
+    CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
     if (f.node_port_support) CNI_TRY(nl::add_rule(n.sock, fwmark_rule()));
     if (f.pod_eni_support) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
         if (!has_rule(rules, local_rule(kLocalPriorityPodEni))) CNI_TRY(nl::add_rule(n.sock, local_rule(kLocalPriorityPodEni)));
-        CNI_TRY(del_all(n.sock, local_rule(0)));
+        CNI_TRY(nl::del_rules(n.sock, local_rule(0)));
     }
     for (auto& eni : f.enis)
         if (eni.device_number > 0) CNI_TRY(setup_eni(n, eni));
@@ -236,11 +228,11 @@ Result<int> node_teardown(std::span<const std::string> args) {
     const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
     CNI_TRY(snat().teardown_all(snat_spec(f)));
-    CNI_TRY(del_all(n.sock, fwmark_rule()));
+    CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
     if (f.pod_eni_support) {
         if ((!recorded || recorded->local_rule_at_0) && !has_rule(rules, local_rule(0))) CNI_TRY(nl::add_rule(n.sock, local_rule(0)));
-        CNI_TRY(del_all(n.sock, local_rule(kLocalPriorityPodEni)));
+        CNI_TRY(nl::del_rules(n.sock, local_rule(kLocalPriorityPodEni)));
     }
     for (auto& eni : f.enis) {
         CNI_TRY_ASSIGN(auto link, nl::find_link(n.sock, eni.interface));

@@ -103,15 +103,6 @@ nl::RouteSpec host_route(const IpAddr& ip, int veth_index) {
     return r;
 }
 
-// Deletes every rule matching `r` (a leftover of an earlier ADD may double one).
-Status del_rules(const nl::Socket& s, const nl::RuleSpec& r) {
-    for (int i = 0; i < 64; ++i) {
-        CNI_TRY_ASSIGN(bool gone, nl::del_rule(s, r));
-        if (!gone) return {};
-    }
-    return {};
-}
-
 // In the pod: the address as a host prefix, the gateway as a link route, the default route
 // through it, and the gateway's permanent neighbour entry (the host end's MAC).
 Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const IpAddr& ip, const std::string& host_mac) {
@@ -132,10 +123,10 @@ Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const IpAddr
 // On the host: the route to the pod over the veth, and its rules.
 Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const IpAddr& ip, const vpc::Eni& eni) {
     CNI_TRY(nl::replace_route(s, host_route(ip, veth.index)));
-    CNI_TRY(del_rules(s, to_pod_rule(ip)));
+    CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
     CNI_TRY(nl::add_rule(s, to_pod_rule(ip)));
     if (eni.device_number > 0) {
-        CNI_TRY(del_rules(s, from_pod_rule(ip, eni)));
+        CNI_TRY(nl::del_rules(s, from_pod_rule(ip, eni)));
         CNI_TRY(nl::add_rule(s, from_pod_rule(ip, eni)));
     }
     return {};
@@ -143,11 +134,11 @@ Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const IpAdd
 
 // Removes the host's rules and route of `ip` (whichever are there).
 Status unconfigure_host(const nl::Socket& s, const IpAddr& ip) {
-    CNI_TRY(del_rules(s, to_pod_rule(ip)));
+    CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
     nl::RuleSpec from;
     from.src = host_prefix(ip);
     from.priority = kFromPodPriority;
-    CNI_TRY(del_rules(s, from));
+    CNI_TRY(nl::del_rules(s, from));
     nl::RouteSpec route;
     route.dst = host_prefix(ip);
     CNI_TRY(nl::del_route(s, route));

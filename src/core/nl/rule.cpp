@@ -75,6 +75,14 @@ Result<bool> del_rule(const Socket& s, const RuleSpec& r) {
     return true;
 }
 
+Status del_rules(const Socket& s, const RuleSpec& r) {
+    for (int i = 0; i < 1024; ++i) {  // bounded: a kernel that keeps saying "deleted" cannot loop us
+        CNI_TRY_ASSIGN(bool gone, del_rule(s, r));
+        if (!gone) return {};
+    }
+    return fail("deleting rule " + describe(r) + ": still there after 1024 deletions");
+}
+
 Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family) {
     CNI_TRY_ASSIGN(auto cache, s.dump([family](nl_sock* sk, nl_cache** c) { return rtnl_rule_alloc_cache(sk, family, c); },
                                       "listing rules"));

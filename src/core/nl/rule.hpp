@@ -29,6 +29,8 @@ struct RuleSpec {
 Status add_rule(const Socket& s, const RuleSpec& r);
 // Deletes the first rule matching every field set in `r`; false when there is none.
 Result<bool> del_rule(const Socket& s, const RuleSpec& r);
+// Deletes every rule matching `r` (a leftover may have doubled one).
+Status del_rules(const Socket& s, const RuleSpec& r);
 // The rules of `family` that look up a table (the kernel's default rules included).
 Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family);
 
