@@ -53,7 +53,7 @@ if [ $# -eq 0 ]; then
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
   set +e
   $sudo meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 \
-    unit regexp-diff os cli e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec fuzz-1 fuzz-2 \
+    unit regexp-diff os cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec vpc-eni fuzz-1 fuzz-2 \
     sanitizer-reports
   [ $? -eq 0 ] || rc=1
   set -e
