@@ -147,5 +147,35 @@ def installer_image_is_a_valid_oci_layout():
         shutil.rmtree(work, ignore_errors=True)
 
 
+@test
+def release_tarball_is_the_install_layout_with_sums():
+    """static: scripts/release.sh makes a reproducible tarball of cni-all and a launcher per applet, with its sums files"""
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    outs = [tempfile.mkdtemp(prefix="cni-release.") for _ in range(2)]
+    try:
+        made = [sh(os.path.join(root, "scripts", "release.sh"), out, cwd=root).stdout.strip() for out in outs]
+        name = os.path.basename(made[0])
+        check(name.startswith("cni-all-linux-amd64-v") and name.endswith(".tgz"), name)
+        eq(open(made[0], "rb").read(), open(made[1], "rb").read(), "the same commit gives the same archive")
+        for kind in ("sha256", "sha512"):
+            sh(f"{kind}sum", "-c", name + "." + kind, cwd=outs[0])
+        dest = tempfile.mkdtemp(prefix="cni-opt.")
+        try:
+            sh("tar", "-C", dest, "-xzf", made[0])
+            applets = [line.split()[0] for line in sh(STATIC, "--list").stdout.splitlines()]
+            eq(sorted(os.listdir(dest)), sorted(applets + ["cni-all"]))
+            for a in applets:
+                check(is_launcher_of(os.path.join(dest, a), a), a)
+            r = subprocess.run([os.path.join(dest, "bridge")], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True)
+            check('"supportedVersions"' in r.stdout, r.stdout + r.stderr)
+            with tarfile.open(made[0]) as t:
+                check(all(m.uid == 0 and m.gid == 0 for m in t.getmembers()), "owned by root")
+        finally:
+            shutil.rmtree(dest)
+    finally:
+        for out in outs:
+            shutil.rmtree(out)
+
+
 if __name__ == "__main__":
     run_all()
