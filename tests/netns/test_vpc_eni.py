@@ -72,9 +72,9 @@ def build_vpc(vpc, node):
     sh("ip", "-n", node, "route", "add", "default", "via", "10.80.1.1", "dev", "eth0")
 
 
-def vpc_counters(vpc):
+def vpc_counters(vpc, family="ip"):
     """The router's counters by their comments: "r1 dropped" (its source check), "r1 to <address>"."""
-    rules = json.loads(in_ns(vpc, "nft", "-j", "list", "table", "ip", "vpc").stdout)["nftables"]
+    rules = json.loads(in_ns(vpc, "nft", "-j", "list", "table", family, "vpc").stdout)["nftables"]
     return {item["rule"]["comment"]: next(e["counter"]["packets"] for e in item["rule"]["expr"] if "counter" in e)
             for item in rules if "rule" in item}
 
@@ -109,10 +109,14 @@ def iptables_rules(text):
 
 
 def node_state(node):
-    """What node-setup changes and teardown must restore. A link that was ever up keeps the
-    kernel's noqueue qdisc where it had noop: that is not a setting."""
-    links = re.sub(r"qdisc (noop|noqueue)", "qdisc", sh("ip", "-n", node, "-d", "addr").stdout)
-    return [links, sh("ip", "-n", node, "route", "show", "table", "all").stdout, sh("ip", "-n", node, "rule").stdout,
+    """What node-setup changes and teardown must restore. Not settings, so left out: the noqueue
+    qdisc a link that was ever up keeps where it had noop, an IPv6 address's duplicate detection
+    finishing meanwhile, and the anycast routes the kernel keeps while IPv6 forwarding is on (a
+    pod's ADD turns it on, as ptp's does, and no DEL turns it off)."""
+    links = re.sub(r"qdisc (noop|noqueue)", "qdisc", sh("ip", "-n", node, "-d", "addr").stdout).replace(" tentative", "")
+    routes = "".join(line + "\n" for line in sh("ip", "-n", node, "route", "show", "table", "all").stdout.splitlines()
+                     if not line.startswith("anycast"))
+    return [links, routes, sh("ip", "-n", node, "rule").stdout,
             in_ns(node, "sysctl", "net.ipv4.conf.eth0.rp_filter").stdout,
             iptables_rules(in_ns(node, "iptables-nft-save").stdout), iptables_rules(in_ns(node, "iptables-legacy-save").stdout)]
 
@@ -122,7 +126,8 @@ def connect(src_ns, dst, port, server_ns):
     server saw."""
     server = subprocess.Popen(
         ["ip", "netns", "exec", server_ns, "python3", "-c",
-         "import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+         f"import socket;s=socket.socket(socket.AF_INET6 if ':' in '{dst}' else socket.AF_INET);"
+         "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
          f"s.bind(('{dst}',{port}));s.listen(1);print('ready',flush=True);s.settimeout(8);"
          "c,a=s.accept();print(a[0],flush=True)"], stdout=subprocess.PIPE, text=True)
     try:
@@ -263,6 +268,79 @@ def simulated_vpc_legacy():
 def simulated_vpc_nftables_driver():
     """vpc-eni with firewallBackend nftables: the SNAT and connmark in a native table, the same traffic"""
     scenario("nft", "nftables")
+
+
+@test
+def simulated_vpc_ipv6():
+    """vpc-eni with IPv6 ENIs: the /128, fe80::1 as gateway and neighbour, the rules and tables, traffic; DEL and teardown"""
+    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
+    plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+    try:
+        with netns("vpc6") as vpc, netns("node6") as node, netns("poda") as pa, netns("podb") as pb:
+            for i in (0, 1):
+                sh("ip", "-n", vpc, "link", "add", f"r{i}", "type", "veth", "peer", "name", f"eth{i}", "netns", node)
+                sh("ip", "-n", vpc, "addr", "add", f"fd80:{i + 1}::1/64", "dev", f"r{i}", "nodad")
+                sh("ip", "-n", vpc, "link", "set", f"r{i}", "up")
+                mac = json.loads(sh("ip", "-n", node, "-j", "link", "show", f"eth{i}").stdout)[0]["address"]
+                sh("ip", "-n", vpc, "-6", "neigh", "replace", f"fd80:{i + 1}::20", "lladdr", mac, "dev", f"r{i}", "nud", "permanent")
+            sh("ip", "-n", vpc, "link", "set", "lo", "up")
+            sh("ip", "-n", vpc, "addr", "add", "fd80:9::10/128", "dev", "lo")
+            in_ns(vpc, "nft", "-f", "-", input=(
+                "table ip6 vpc {\n chain pre {\n  type filter hook prerouting priority -300;\n"
+                '  iifname "r0" ip6 saddr != fd80:1::/64 ip6 saddr != fe80::/10 ip6 saddr != :: counter drop comment "r0 dropped"\n'
+                '  iifname "r1" ip6 saddr != fd80:2::/64 ip6 saddr != fe80::/10 ip6 saddr != :: counter drop comment "r1 dropped"\n'
+                '  iifname "r1" ip6 daddr fd80:9::10 counter comment "r1 to fd80:9::10"\n }\n}\n'))
+            sh("ip", "-n", node, "link", "set", "lo", "up")
+            sh("ip", "-n", node, "link", "set", "eth0", "up")
+            sh("ip", "-n", node, "addr", "add", "fd80:1::10/64", "dev", "eth0", "nodad")
+            sh("ip", "-n", node, "-6", "route", "add", "default", "via", "fd80:1::1", "dev", "eth0")
+            path = os.path.join(state, "node.json")
+            with open(path, "w") as f:
+                json.dump({"primaryInterface": "eth0", "vpcCidrs": ["fd80::/16"], "mtu": 1500, "stateDir": os.path.join(state, "run"),
+                           "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "fd80:1::/64", "primaryIp": "fd80:1::10",
+                                     "secondaryIps": ["fd80:1::20"]},
+                                    {"interface": "eth1", "deviceNumber": 1, "subnet": "fd80:2::/64", "primaryIp": "fd80:2::10",
+                                     "secondaryIps": ["fd80:2::20"]}]}, f)
+            for _ in range(100):  # eth0's link-local address out of duplicate detection, its local route made
+                if "tentative" not in sh("ip", "-n", node, "-6", "addr").stdout:
+                    break
+                time.sleep(0.05)
+            before = node_state(node)
+            sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path)
+            eq([line.strip() for line in sh("ip", "-n", node, "-6", "route", "show", "table", "2").stdout.splitlines()
+                if line.startswith("default")], ["default via fd80:2::1 dev eth1 metric 1024 pref medium"])
+            check("fd80:2::/64" not in sh("ip", "-n", node, "-6", "route").stdout, "the main table keeps ENI 1's subnet route")
+            check("AWS" not in in_ns(node, "iptables-save").stdout, "no IPv4 SNAT for an IPv6 VPC")
+            c = conf(path, data)
+            a = plugin.run("ADD", c, host_ns=node, netns=ns_path(pa), container_id="ca", args=pod_args("a")).ok().json()
+            b = plugin.run("ADD", c, host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b")).ok().json()
+            eq((a["ips"][0]["address"], a["ips"][0]["gateway"]), ("fd80:1::20/128", "fe80::1"))
+            eq(b["ips"][0]["address"], "fd80:2::20/128")
+            for pod, ns in (("a", pa), ("b", pb)):
+                host_mac = json.loads(sh("ip", "-n", node, "-j", "link", "show", veth_name(pod)).stdout)[0]["address"]
+                check("default via fe80::1 dev eth0" in sh("ip", "-n", ns, "-6", "route").stdout)
+                neigh = sh("ip", "-n", ns, "-6", "neigh", "show", "fe80::1").stdout.split()
+                check(neigh[:5] == ["fe80::1", "dev", "eth0", "lladdr", host_mac] and neigh[-1] == "PERMANENT", neigh)
+            rules = sh("ip", "-n", node, "-6", "rule").stdout
+            for line in ("512:\tfrom all to fd80:1::20 lookup main", "512:\tfrom all to fd80:2::20 lookup main",
+                         "1536:\tfrom fd80:2::20 lookup 2"):
+                check(line in rules, f"{line!r} in {rules}")
+            plugin.run("CHECK", dict(c, prevResult=b), host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b")).ok()
+            for src, dst in ((node, "fd80:1::20"), (node, "fd80:2::20"), (pa, "fd80:2::20")):
+                in_ns(src, "ping", "-6", "-c1", "-W2", dst)
+            eq(connect(pb, "fd80:9::10", 7011, vpc), "fd80:2::20")
+            eq(connect(pa, "fd80:9::10", 7012, vpc), "fd80:1::20")
+            counts = vpc_counters(vpc, "ip6")
+            check(counts["r1 to fd80:9::10"] > 0, counts)
+            eq(counts["r0 dropped"] + counts["r1 dropped"], 0, counts)
+            for pod, ns, cid in (("a", pa, "ca"), ("b", pb, "cb")):
+                plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id=cid, args=pod_args(pod)).ok()
+            check("fd80:" not in sh("ip", "-n", node, "-6", "rule").stdout)
+            sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+            eq(node_state(node), before)
+    finally:
+        shutil.rmtree(state)
+        shutil.rmtree(data)
 
 
 @test

@@ -93,6 +93,19 @@ Result<Node> open_node(std::span<const std::string> args, std::string_view verb)
 
 std::string rp_filter_name(const NodeFile& f) { return "net/ipv4/conf/" + f.primary_interface + "/rp_filter"; }
 
+int family_of(const Eni& eni) { return eni.subnet->ip.is_v4() ? AF_INET : AF_INET6; }
+
+IpNet eni_address(const Eni& eni) { return IpNet{*eni.primary_ip, eni.subnet->prefix, eni.subnet->ip.bits()}; }
+
+// An ENI's addresses of its subnet's family, but not the link-local ones the kernel manages.
+Result<std::vector<IpNet>> eni_addresses(const Node& n, const Eni& eni, int index) {
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, index, family_of(eni)));
+    std::vector<IpNet> out;
+    for (auto& a : addrs)
+        if (a.scope != RT_SCOPE_LINK) out.push_back(a.local);
+    return out;
+}
+
 // The record of what setup will change, taken before it changes anything.
 Result<Backup> snapshot(const Node& n) {
     Backup b;
@@ -102,8 +115,7 @@ Result<Backup> snapshot(const Node& n) {
     for (auto& eni : n.file.enis) {
         CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
         LinkBackup l{eni.interface, link.mtu, link.up(), {}};
-        CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, link.index, AF_INET));
-        for (auto& a : addrs) l.addresses.push_back(a.local);
+        CNI_TRY_ASSIGN(l.addresses, eni_addresses(n, eni, link.index));
         b.links.push_back(std::move(l));
     }
     return b;
@@ -142,8 +154,9 @@ bool has_rule(const std::vector<nl::RuleSpec>& rules, const nl::RuleSpec& want) 
 }
 
 nl::RouteSpec gateway_route(const Eni& eni, int index) {
+    const int bits = eni.subnet->ip.bits();
     nl::RouteSpec r;
-    r.dst = IpNet{eni.gateway(), 32, 32};
+    r.dst = IpNet{eni.gateway(), bits, bits};
     r.oif = index;
     r.scope = RT_SCOPE_LINK;
     r.table = eni.table();
@@ -151,38 +164,46 @@ nl::RouteSpec gateway_route(const Eni& eni, int index) {
 }
 nl::RouteSpec default_route(const Eni& eni, int index) {
     nl::RouteSpec r;
-    r.dst = IpNet{*IpAddr::parse("0.0.0.0"), 0, 32};
+    r.dst = IpNet{*IpAddr::parse(eni.subnet->ip.is_v4() ? "0.0.0.0" : "::"), 0, eni.subnet->ip.bits()};
     r.gw = eni.gateway();
     r.oif = index;
     r.table = eni.table();
     return r;
 }
-IpNet eni_address(const Eni& eni) { return IpNet{*eni.primary_ip, eni.subnet->prefix, 32}; }
-
 // A secondary ENI: its MTU, up, its address alone on it, its table, and no main-table route of
 // its subnet (the kernel's prefix route would send the VPC's replies out of it).
 Status setup_eni(const Node& n, const Eni& eni) {
     CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
     CNI_TRY(nl::set_mtu(n.sock, link, n.file.mtu));
     CNI_TRY(nl::set_link_up(n.sock, link, true));
-    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, link.index, AF_INET));
+    CNI_TRY_ASSIGN(auto addrs, eni_addresses(n, eni, link.index));
     bool have = false;
     for (auto& a : addrs) {
-        if (a.local == eni_address(eni)) have = true;
-        else CNI_TRY(nl::del_addr(n.sock, link.index, link.name, a.local));
+        if (a == eni_address(eni)) have = true;
+        else CNI_TRY(nl::del_addr(n.sock, link.index, link.name, a));
     }
-    if (!have) CNI_TRY(nl::add_addr(n.sock, link.index, link.name, eni_address(eni)));
+    const bool v4 = eni.subnet->ip.is_v4();
+    if (!have) CNI_TRY(nl::add_addr(n.sock, link.index, link.name, eni_address(eni), v4 ? 0 : IFA_F_NODAD));
     CNI_TRY(nl::replace_route(n.sock, gateway_route(eni, link.index)));
     CNI_TRY(nl::replace_route(n.sock, default_route(eni, link.index)));
-    nl::RouteSpec prefix;
+    nl::RouteSpec prefix;  // the kernel's: IPv4 with the address as source, IPv6 at metric 256
     prefix.dst = eni.subnet->masked();
     prefix.oif = link.index;
-    prefix.src = eni.primary_ip;
+    if (v4) prefix.src = eni.primary_ip;
+    else prefix.metric = 256;
     CNI_TRY(nl::del_route(n.sock, prefix));
     return {};
 }
 
-SnatSpec snat_spec(const NodeFile& f) { return SnatSpec{f.vpc_cidrs, *f.primary().primary_ip, f.veth_prefix}; }
+// The SNAT of IPv4 traffic leaving the VPC through the primary address; none when the primary ENI
+// is IPv6 (the VPC has no NAT for it).
+std::optional<SnatSpec> snat_spec(const NodeFile& f) {
+    if (!f.primary().primary_ip->is_v4()) return std::nullopt;
+    SnatSpec s{{}, *f.primary().primary_ip, f.veth_prefix};
+    for (auto& c : f.vpc_cidrs)
+        if (c.ip.is_v4()) s.vpc_cidrs.push_back(c);
+    return s;
+}
 
 Result<fw::Driver> firewall_driver(const NodeFile& f) {
     std::optional<fw::Driver> configured;
@@ -217,9 +238,11 @@ Result<int> node_setup(std::span<const std::string> args) {
     }
     for (auto& eni : f.enis)
         if (eni.device_number > 0) CNI_TRY(setup_eni(n, eni));
-    Rollback none;
-    CNI_TRY(snat().setup(driver, snat_spec(f), none));
-    none.dismiss();
+    if (auto spec = snat_spec(f)) {
+        Rollback none;
+        CNI_TRY(snat().setup(driver, *spec, none));
+        none.dismiss();
+    }
     return 0;
 }
 
@@ -227,7 +250,7 @@ Result<int> node_teardown(std::span<const std::string> args) {
     CNI_TRY_ASSIGN(auto n, open_node(args, "node-teardown"));
     const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
-    CNI_TRY(snat().teardown_all(snat_spec(f)));
+    if (auto spec = snat_spec(f)) CNI_TRY(snat().teardown_all(*spec));
     CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
     if (f.pod_eni_support) {
@@ -245,13 +268,12 @@ Result<int> node_teardown(std::span<const std::string> args) {
             CNI_TRY(nl::del_route(n.sock, default_route(eni, link->index)));
             CNI_TRY(nl::del_route(n.sock, gateway_route(eni, link->index)));
             if (was) {
-                CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, link->index, AF_INET));
+                CNI_TRY_ASSIGN(auto addrs, eni_addresses(n, eni, link->index));
                 for (auto& a : addrs)
-                    if (std::ranges::find(was->addresses, a.local) == was->addresses.end())
-                        CNI_TRY(nl::del_addr(n.sock, link->index, link->name, a.local));
+                    if (std::ranges::find(was->addresses, a) == was->addresses.end())
+                        CNI_TRY(nl::del_addr(n.sock, link->index, link->name, a));
                 for (auto& a : was->addresses)
-                    if (!std::ranges::any_of(addrs, [&](const nl::AddrInfo& x) { return x.local == a; }))
-                        CNI_TRY(nl::add_addr(n.sock, link->index, link->name, a));
+                    if (std::ranges::find(addrs, a) == addrs.end()) CNI_TRY(nl::add_addr(n.sock, link->index, link->name, a));
                 CNI_TRY(nl::set_link_up(n.sock, *link, was->up));
             }
         }

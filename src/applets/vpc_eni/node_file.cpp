@@ -43,7 +43,6 @@ Status validate(const NodeFile& n) {
         const std::string at = in + "enis[" + std::to_string(i) + "]: ";
         if (e.interface.empty()) return fail(at + "interface is missing");
         if (auto st = validate_ifname(e.interface); !st) return fail(at + "interface: " + st.error().msg);
-        if (e.subnet && !e.subnet->ip.is_v4()) return fail(at + "subnet " + e.subnet->str() + " is not IPv4 (IPv6 ENIs are not supported)");
         if (e.device_number < 0 || e.device_number > 250)
             return fail(at + "deviceNumber " + std::to_string(e.device_number) + " is not within 0..250");
         if (!e.subnet) return fail(at + "subnet is missing");

@@ -4,8 +4,9 @@
 // no ARP between pod and host. Per pod: a veth pair whose host end is named after the SHA-1 of
 // "<namespace>.<pod>" (the container id without them); in the pod the address as a /32,
 // 169.254.1.1 as a link route, the default route through it and a permanent neighbour entry for
-// it with the host end's MAC (IPv4 only: the node file has IPv4 ENIs); on the host IPv4
-// forwarding, a /32 route to the pod over the veth, the rule "to <pod> lookup main pref 512",
+// it with the host end's MAC (for an IPv6 ENI's address: the /128, and fe80::1 as gateway and
+// neighbour); on the host forwarding, a host route to the pod over the veth, the rule
+// "to <pod> lookup main pref 512",
 // and for a secondary ENI's address (device number N > 0) "from <pod> lookup N+1 pref 1536", so
 // the pod's traffic leaves through its own ENI. A failed ADD undoes everything; DEL is
 // idempotent and works when the namespace or the veth is gone; CHECK verifies every piece; STATUS
@@ -78,8 +79,10 @@ Result<std::string> host_veth_name(const Request& req, const VpcEniConf& c) {
     return c.veth_prefix + vpc::sha1_hex(key).substr(0, 11);
 }
 
-IpNet host_prefix(const IpAddr& ip) { return IpNet{ip, 32, 32}; }
-const IpAddr kPodGateway = *IpAddr::parse("169.254.1.1");
+IpNet host_prefix(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+int family_of(const IpAddr& ip) { return ip.is_v4() ? AF_INET : AF_INET6; }
+// The pod's gateway, reached through the host end without ARP or ND.
+IpAddr pod_gateway(const IpAddr& pod) { return *IpAddr::parse(pod.is_v4() ? "169.254.1.1" : "fe80::1"); }
 
 nl::RuleSpec to_pod_rule(const IpAddr& ip) {
     nl::RuleSpec r;
@@ -106,18 +109,21 @@ nl::RouteSpec host_route(const IpAddr& ip, int veth_index) {
 // In the pod: the address as a host prefix, the gateway as a link route, the default route
 // through it, and the gateway's permanent neighbour entry (the host end's MAC).
 Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const IpAddr& ip, const std::string& host_mac) {
-    CNI_TRY(nl::add_addr(s, link.index, link.name, host_prefix(ip)));
-    nl::RouteSpec to_gw;
-    to_gw.dst = host_prefix(kPodGateway);
-    to_gw.oif = link.index;
-    to_gw.scope = RT_SCOPE_LINK;
-    CNI_TRY(nl::add_route(s, to_gw));
+    const IpAddr gw = pod_gateway(ip);
+    CNI_TRY(nl::add_addr(s, link.index, link.name, host_prefix(ip), ip.is_v4() ? 0 : IFA_F_NODAD));
+    if (ip.is_v4()) {  // fe80::1 is on-link already
+        nl::RouteSpec to_gw;
+        to_gw.dst = host_prefix(gw);
+        to_gw.oif = link.index;
+        to_gw.scope = RT_SCOPE_LINK;
+        CNI_TRY(nl::add_route(s, to_gw));
+    }
     nl::RouteSpec def;
-    def.dst = IpNet{*IpAddr::parse("0.0.0.0"), 0, 32};
-    def.gw = kPodGateway;
+    def.dst = IpNet{*IpAddr::parse(ip.is_v4() ? "0.0.0.0" : "::"), 0, ip.bits()};
+    def.gw = gw;
     def.oif = link.index;
     CNI_TRY(nl::add_route(s, def));
-    return nl::set_neigh(s, nl::NeighSpec{AF_INET, link.index, kPodGateway, host_mac, NUD_PERMANENT, 0});
+    return nl::set_neigh(s, nl::NeighSpec{family_of(ip), link.index, gw, host_mac, NUD_PERMANENT, 0});
 }
 
 // On the host: the route to the pod over the veth, and its rules.
@@ -170,7 +176,12 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     undo.push([&] { (void)nl::delete_link(host, host_name); });
     CNI_TRY_ASSIGN(auto veth, nl::require_link(host, host_name));
     CNI_TRY_ASSIGN(auto link, nl::require_link(pod, r.ifname));
-    (void)os::SysctlDir::open("net/ipv6/conf").set(host_name + "/accept_ra", "0");
+    // The host end takes no router advertisements, and its link-local address (which sends the
+    // neighbour solicitations for an IPv6 pod) is usable at once: a point-to-point link has
+    // nothing to detect duplicates with.
+    const auto ipv6_conf = os::SysctlDir::open("net/ipv6/conf");
+    (void)ipv6_conf.set(host_name + "/accept_ra", "0");
+    (void)ipv6_conf.set(host_name + "/accept_dad", "0");
     CNI_TRY(nl::set_link_up(host, veth, true));
     CNI_TRY(nl::set_link_up(pod, link, true));
     for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
@@ -190,7 +201,7 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     for (auto& ip : result.ips) {
         ip.interface = 1;
         ip.address = host_prefix(ip.address.ip);
-        ip.gateway = kPodGateway;
+        ip.gateway = pod_gateway(ip.address.ip);
     }
     result.routes.clear();
     if (!c.net.dns.empty()) result.dns = c.net.dns;
@@ -204,12 +215,13 @@ Result<std::vector<IpAddr>> pod_addresses(const VpcEniConf& c, const nl::Socket&
     if (auto prev = parse_prev_result(c.net); prev && *prev)
         for (auto& ip : (*prev)->ips) out.push_back(ip.address.ip);
     CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
-    if (veth) {
-        CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, AF_INET));
-        for (auto& rt : routes)
-            if (rt.oif == veth->index && rt.dst.prefix == 32 && std::ranges::find(out, rt.dst.ip) == out.end())
-                out.push_back(rt.dst.ip);
-    }
+    if (veth)
+        for (int family : {AF_INET, AF_INET6}) {
+            CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, family));
+            for (auto& rt : routes)
+                if (rt.oif == veth->index && rt.dst.prefix == rt.dst.ip.bits() && std::ranges::find(out, rt.dst.ip) == out.end())
+                    out.push_back(rt.dst.ip);
+        }
     return out;
 }
 
@@ -253,25 +265,27 @@ Status vpc_eni_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto link, nl::find_link(pod, r.ifname));
     CNI_TRY(require(link.has_value() && link->peer_index == veth->index,
                     r.ifname + " in the pod is missing or not the peer of " + host_name));
-    CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, AF_INET));
-    CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(pod, AF_INET, link->index));
-    CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(pod, AF_INET));
-    CNI_TRY_ASSIGN(auto host_routes, nl::list_routes(host, AF_INET));
     for (auto& ipc : prev.ips) {
         const IpAddr ip = ipc.address.ip;
+        const int family = family_of(ip);
+        const IpAddr gw = pod_gateway(ip);
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, family));
+        CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(pod, family, link->index));
+        CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(pod, family));
+        CNI_TRY_ASSIGN(auto host_routes, nl::list_routes(host, family));
         const vpc::Eni* eni = node.eni_of(ip);
         CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary address in " + node.path));
-        CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(pod, link->index, AF_INET));
+        CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(pod, link->index, family));
         CNI_TRY(require(std::ranges::any_of(addrs, [&](const nl::AddrInfo& a) { return a.local == host_prefix(ip); }),
                         r.ifname + " lacks " + host_prefix(ip).str()));
         CNI_TRY(require(std::ranges::any_of(pod_routes, [&](const nl::RouteSpec& rt) {
-                            return rt.dst.prefix == 0 && rt.gw == kPodGateway && rt.oif == link->index;
+                            return rt.dst.prefix == 0 && rt.gw == gw && rt.oif == link->index;
                         }),
-                        "the pod has no default route via " + kPodGateway.str()));
+                        "the pod has no default route via " + gw.str()));
         CNI_TRY(require(std::ranges::any_of(neighs, [&](const nl::NeighSpec& n) {
-                            return n.ip == kPodGateway && n.mac == veth->mac && n.state == NUD_PERMANENT;
+                            return n.ip == gw && n.mac == veth->mac && n.state == NUD_PERMANENT;
                         }),
-                        "the pod has no permanent neighbour " + kPodGateway.str() + " lladdr " + veth->mac));
+                        "the pod has no permanent neighbour " + gw.str() + " lladdr " + veth->mac));
         CNI_TRY(require(std::ranges::any_of(host_routes, [&](const nl::RouteSpec& rt) {
                             return rt.dst == host_prefix(ip) && rt.oif == veth->index;
                         }),
@@ -304,16 +318,18 @@ Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto links, nl::list_links(host));
     Failures failures;
-    CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, AF_INET));
-    CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, AF_INET));
-    for (auto& rule : rules) {
-        if (rule.priority != kToPodPriority || !rule.dst || !node.eni_of(rule.dst->ip)) continue;
-        bool live = std::ranges::any_of(routes, [&](const nl::RouteSpec& rt) {
-            if (rt.dst != *rule.dst) return false;
-            auto l = std::ranges::find_if(links, [&](const nl::LinkInfo& x) { return x.index == rt.oif; });
-            return l != links.end() && l->name.starts_with(c.veth_prefix);
-        });
-        if (!live) failures.add(unconfigure_host(host, rule.dst->ip));
+    for (int family : {AF_INET, AF_INET6}) {
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, family));
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, family));
+        for (auto& rule : rules) {
+            if (rule.priority != kToPodPriority || !rule.dst || !node.eni_of(rule.dst->ip)) continue;
+            bool live = std::ranges::any_of(routes, [&](const nl::RouteSpec& rt) {
+                if (rt.dst != *rule.dst) return false;
+                auto l = std::ranges::find_if(links, [&](const nl::LinkInfo& x) { return x.index == rt.oif; });
+                return l != links.end() && l->name.starts_with(c.veth_prefix);
+            });
+            if (!live) failures.add(unconfigure_host(host, rule.dst->ip));
+        }
     }
     return failures.status("vpc-eni GC: ");
 }
