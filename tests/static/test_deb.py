@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The Debian package (CNI_ALL_DEB, built by packaging/build-deb.sh): lintian reports no errors,
-it installs the binary and one launcher per applet into /usr/lib/cni-all and the dhcp daemon's
-units (not enabled), a plugin answers VERSION through its launcher, and a purge removes it all."""
+it installs the binary and one launcher per applet into /usr/lib/cni-all, cni-all on PATH, a
+README.Debian, and the dhcp daemon's units (not enabled, declaring their clash with the
+reference's socket unit), a plugin answers VERSION through its launcher, and a purge removes it
+all."""
 import json
 import os
 import subprocess
@@ -48,12 +50,20 @@ def deb_installs_runs_and_purges():
         for unit in ("cni-all-dhcp.socket", "cni-all-dhcp.service"):
             check(os.path.exists(f"/lib/systemd/system/{unit}"), unit)
         check(f"ExecStart={DIR}/dhcp daemon" in open("/lib/systemd/system/cni-all-dhcp.service").read())
+        # the reference's socket unit listens on the same path: ours declares the clash
+        check("Conflicts=cni-dhcp.socket cni-dhcp.service" in open("/lib/systemd/system/cni-all-dhcp.socket").read())
+        check("Conflicts=cni-dhcp.service" in open("/lib/systemd/system/cni-all-dhcp.service").read())
         files = sh("dpkg", "-L", "cni-all").stdout
         check("/usr/share/doc/cni-all/copyright" in files, files)
+        check("/usr/share/doc/cni-all/README.Debian" in files, files)
+        # cni-all on PATH, the multi-call binary
+        eq(os.path.realpath("/usr/bin/cni-all"), os.path.realpath(f"{DIR}/cni-all"))
+        check("bridge" in sh("/usr/bin/cni-all", "--list").stdout)
     finally:
         sh("dpkg", "--purge", "cni-all")
     check(not os.path.exists(DIR), "the plugin directory is gone")
     check(not os.path.exists("/lib/systemd/system/cni-all-dhcp.service"), "the units are gone")
+    check(not os.path.lexists("/usr/bin/cni-all"), "the PATH link is gone")
 
 
 if __name__ == "__main__":
