@@ -72,6 +72,15 @@ def build_vpc(vpc, node):
     sh("ip", "-n", node, "route", "add", "default", "via", "10.80.1.1", "dev", "eth0")
 
 
+def dad_done(ns):
+    """Waits until no IPv6 address in `ns` is still in duplicate detection, so the kernel's own
+    local routes for them exist before a snapshot of the node is taken."""
+    for _ in range(100):
+        if "tentative" not in sh("ip", "-n", ns, "-6", "addr").stdout:
+            return
+        time.sleep(0.05)
+
+
 def vpc_counters(vpc, family="ip"):
     """The router's counters by their comments: "r1 dropped" (its source check), "r1 to <address>"."""
     rules = json.loads(in_ns(vpc, "nft", "-j", "list", "table", family, "vpc").stdout)["nftables"]
@@ -153,6 +162,7 @@ def scenario(variant, backend=None):
             path = os.path.join(state, "node.json")
             with open(path, "w") as f:
                 json.dump(node_file(os.path.join(state, "run"), **({"firewallBackend": backend} if backend else {})), f)
+            dad_done(node)
             before = node_state(node)
 
             def setup(verb):
@@ -301,10 +311,7 @@ def simulated_vpc_ipv6():
                                      "secondaryIps": ["fd80:1::20"]},
                                     {"interface": "eth1", "deviceNumber": 1, "subnet": "fd80:2::/64", "primaryIp": "fd80:2::10",
                                      "secondaryIps": ["fd80:2::20"]}]}, f)
-            for _ in range(100):  # eth0's link-local address out of duplicate detection, its local route made
-                if "tentative" not in sh("ip", "-n", node, "-6", "addr").stdout:
-                    break
-                time.sleep(0.05)
+            dad_done(node)
             before = node_state(node)
             sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path)
             eq([line.strip() for line in sh("ip", "-n", node, "-6", "route", "show", "table", "2").stdout.splitlines()
