@@ -25,6 +25,7 @@
 #include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
@@ -171,18 +172,11 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
         enis.push_back(eni);
     }
     CNI_TRY(iface::enable_forwarding(host, result.ips));
-    CNI_TRY(nl::delete_link(host, host_name));  // a leftover of an earlier pod of that name
-    CNI_TRY(nl::add_veth(pod, nl::NewLink{r.ifname, c.mtu, "", 0, -1}, nl::NewLink{host_name, c.mtu, "", 0, host_ns.fd()}));
+    CNI_TRY_ASSIGN(auto pair, iface::setup_named_veth(pod, host, host_ns, os::SysctlDir::open("net/ipv6/conf"), r.ifname,
+                                                      host_name, c.mtu));
     undo.push([&] { (void)nl::delete_link(host, host_name); });
-    CNI_TRY_ASSIGN(auto veth, nl::require_link(host, host_name));
-    CNI_TRY_ASSIGN(auto link, nl::require_link(pod, r.ifname));
-    // The host end takes no router advertisements, and its link-local address (which sends the
-    // neighbour solicitations for an IPv6 pod) is usable at once: a point-to-point link has
-    // nothing to detect duplicates with.
-    const auto ipv6_conf = os::SysctlDir::open("net/ipv6/conf");
-    (void)ipv6_conf.set(host_name + "/accept_ra", "0");
-    (void)ipv6_conf.set(host_name + "/accept_dad", "0");
-    CNI_TRY(nl::set_link_up(host, veth, true));
+    const nl::LinkInfo& veth = pair.host;
+    const nl::LinkInfo& link = pair.container;
     CNI_TRY(nl::set_link_up(pod, link, true));
     for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
     for (std::size_t i = 0; i < result.ips.size(); ++i) {

@@ -3,6 +3,27 @@
 #include "core/iface/veth.hpp"
 
 namespace cni::iface {
+namespace {
+
+// The pair made: the host end (found through the container end's IFLA_LINK) up with accept_ra=0;
+// on failure the pair is deleted.
+Result<VethPair> finish_pair(const nl::Socket& container, const nl::Socket& host, const os::SysctlDir& host_ipv6_conf,
+                             const std::string& ifname, const std::string& peer) {
+    auto finished = [&]() -> Result<VethPair> {
+        CNI_TRY_ASSIGN(auto container_end, nl::require_link(container, ifname));
+        nl::LinkInfo host_end;
+        host_end.index = container_end.peer_index;  // IFLA_LINK
+        host_end.name = peer;
+        CNI_TRY(nl::set_link_up(host, host_end, true));
+        (void)host_ipv6_conf.set(peer + "/accept_ra", "0");  // the reference ignores errors too
+        CNI_TRY_ASSIGN(host_end, nl::require_link(host, peer));
+        return VethPair{host_end, container_end};
+    }();
+    if (!finished) (void)nl::delete_link(container, ifname);  // the pair goes with it
+    return finished;
+}
+
+}  // namespace
 
 Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
                             const os::SysctlDir& host_ipv6_conf, const std::string& ifname, std::int64_t mtu,
@@ -25,18 +46,18 @@ Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host,
         CNI_TRY_ASSIGN(auto clash, nl::find_link(host, peer));
         if (!clash) return fail("failed to make veth pair: " + made.error().msg);
     }
-    auto finished = [&]() -> Result<VethPair> {
-        CNI_TRY_ASSIGN(auto container_end, nl::require_link(container, ifname));
-        nl::LinkInfo host_end;
-        host_end.index = container_end.peer_index;  // IFLA_LINK
-        host_end.name = peer;
-        CNI_TRY(nl::set_link_up(host, host_end, true));
-        (void)host_ipv6_conf.set(peer + "/accept_ra", "0");  // the reference ignores errors too
-        CNI_TRY_ASSIGN(host_end, nl::require_link(host, peer));
-        return VethPair{host_end, container_end};
-    }();
-    if (!finished) (void)nl::delete_link(container, ifname);  // the pair goes with it
-    return finished;
+    return finish_pair(container, host, host_ipv6_conf, ifname, peer);
+}
+
+Result<VethPair> setup_named_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
+                                  const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
+                                  const std::string& host_name, std::int64_t mtu) {
+    CNI_TRY(nl::delete_link(host, host_name));  // a leftover of an earlier container of that name
+    CNI_TRY(nl::add_veth(container, nl::NewLink{ifname, mtu, "", 0, -1}, nl::NewLink{host_name, mtu, "", 0, host_ns.fd()}));
+    // Before the host end comes up: its link-local address is usable at once (a point-to-point
+    // link has nothing to detect duplicates with).
+    (void)host_ipv6_conf.set(host_name + "/accept_dad", "0");
+    return finish_pair(container, host, host_ipv6_conf, ifname, host_name);
 }
 
 }  // namespace cni::iface

@@ -23,4 +23,10 @@ Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host,
                             const os::SysctlDir& host_ipv6_conf, const std::string& ifname, std::int64_t mtu,
                             const std::string& mac);
 
+// The same with the host end named `host_name` (vpc-eni names it after the pod): a link of that
+// name left on the host is deleted first, and the host end skips IPv6 duplicate detection.
+Result<VethPair> setup_named_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
+                                  const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
+                                  const std::string& host_name, std::int64_t mtu);
+
 }  // namespace cni::iface
