@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cni/version.hpp"
+#include "core/nl/netfilter_close.hpp"
 #include "dispatch.hpp"
 #include "exec_command.hpp"
 #include "install.hpp"
@@ -124,6 +125,8 @@ int run_applet(const cni::Applet& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // Whatever the call, its netfilter sockets' waits are left to a child (core/nl/netfilter_close.hpp).
+    cni::nl::LateNetfilterClose late_close;
     std::string_view self = argc > 0 ? argv[0] : "cni-all";
     if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
 

@@ -24,11 +24,12 @@
 #include <optional>
 
 #include "core/fw/nftables_decode.hpp"
+#include "core/nl/netfilter_close.hpp"
 #include "core/os/errno_error.hpp"
 
 namespace cni::fw::nft {
 
-using nl::SockPtr;
+using SockPtr = nl::NetfilterSockPtr;
 namespace {
 
 constexpr std::uint8_t kCommentTag = 0;  // NFTNL_UDATA_{RULE,TABLE,CHAIN}_COMMENT
@@ -332,6 +333,7 @@ void Batch::add_chain(Family f, std::string_view table, std::string_view chain, 
 }
 
 void Batch::flush_chain(Family f, std::string_view table, std::string_view chain) {
+    deletes_ = true;
     nl_msg* m = start(NFT_MSG_DELRULE, 0, f);
     if (m && (nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) != 0 ||
               nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) != 0))
@@ -339,11 +341,13 @@ void Batch::flush_chain(Family f, std::string_view table, std::string_view chain
 }
 
 void Batch::delete_table(Family f, std::string_view table) {
+    deletes_ = true;
     nl_msg* m = start(NFT_MSG_DELTABLE, 0, f);
     if (m && nla_put_string(m, NFTA_TABLE_NAME, std::string(table).c_str()) != 0) oom_ = true;
 }
 
 void Batch::delete_chain(Family f, std::string_view table, std::string_view chain) {
+    deletes_ = true;
     nl_msg* m = start(NFT_MSG_DELCHAIN, 0, f);
     if (m && (nla_put_string(m, NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
               nla_put_string(m, NFTA_CHAIN_NAME, std::string(chain).c_str()) != 0))
@@ -377,6 +381,7 @@ void Batch::add_rule(Family f, std::string_view table, std::string_view chain, c
 }
 
 void Batch::delete_rule(Family f, std::string_view table, std::string_view chain, std::uint64_t handle) {
+    deletes_ = true;
     nl_msg* m = start(NFT_MSG_DELRULE, 0, f);
     if (m && (nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) != 0 ||
               nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) != 0 ||
@@ -448,6 +453,7 @@ Status Batch::commit(std::string_view what) {
     if (changed_meanwhile)
         return fail(code::try_again_later, std::string(what) + ": the ruleset changed while the transaction was built");
     if (!first_error.empty()) return fail(std::string(what) + ": " + first_error);
+    if (deletes_) nl::note_netfilter_deletion();
     return {};
 }
 

@@ -133,6 +133,7 @@ private:
     std::optional<std::uint32_t> generation_;
     std::vector<MsgPtr> msgs_;
     bool oom_ = false;
+    bool deletes_ = false;  // it removes objects: see core/nl/netfilter_close.hpp
 };
 
 // How often a read-then-write transaction is rebuilt when other writers keep committing.

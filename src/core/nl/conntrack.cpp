@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/nl/netfilter_close.hpp"
 #include "core/nl/ptr.hpp"
 #include "core/os/sysctl.hpp"
 
@@ -87,7 +88,7 @@ bool nothing_tracked() {
 
 Status delete_udp_flows_to(int family, std::span<const std::uint16_t> ports) {
     if (ports.empty() || nothing_tracked()) return {};
-    SockPtr sk(nl_socket_alloc());
+    NetfilterSockPtr sk(nl_socket_alloc());
     if (!sk) return fail("conntrack: out of memory");
     if (int err = nl_connect(sk.get(), NETLINK_NETFILTER); err < 0) return fail(std::string("conntrack: ") + nl_geterror(err));
     if (std::all_of(ports.begin(), ports.end(), [&](std::uint16_t p) { return filtered_flush(sk.get(), family, p) == 0; })) return {};

@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: Apache-2.0
+// The late close of netfilter sockets (netfilter_close.hpp). The state is the process's: one
+// dispatcher scope at most, and the descriptors it keeps (bounded; beyond that a socket closes
+// now and waits).
+#include "core/nl/netfilter_close.hpp"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <vector>
+
+namespace cni::nl {
+
+namespace {
+
+constexpr std::size_t kMaxKept = 64;
+
+struct State {
+    bool scope = false;
+    bool deleted = false;
+    std::vector<int> kept;
+};
+
+State& state() {
+    static State s;
+    return s;
+}
+
+// In the child: every descriptor but the kept ones first (a lock or the runtime's pipe must not
+// outlive the plugin), then the kept ones, which is where the wait is.
+[[noreturn]] void close_all_then_exit(std::vector<int> kept) {
+    std::sort(kept.begin(), kept.end());
+    unsigned next = 0;
+    for (int fd : kept) {
+        if (unsigned(fd) > next) ::close_range(next, unsigned(fd) - 1, 0);
+        next = unsigned(fd) + 1;
+    }
+    ::close_range(next, UINT_MAX, 0);
+    for (int fd : kept) ::close(fd);
+    ::_exit(0);
+}
+
+}  // namespace
+
+void free_netfilter_socket(nl_sock* sk) {
+    auto& s = state();
+    if (sk && s.scope && s.deleted && s.kept.size() < kMaxKept) {
+        int fd = ::fcntl(nl_socket_get_fd(sk), F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0) s.kept.push_back(fd);
+    }
+    nl_socket_free(sk);
+}
+
+void note_netfilter_deletion() { state().deleted = true; }
+
+LateNetfilterClose::LateNetfilterClose() {
+    state() = State{};
+    state().scope = true;
+}
+
+LateNetfilterClose::~LateNetfilterClose() {
+    auto kept = std::move(state().kept);
+    state() = State{};
+    if (kept.empty()) return;
+    if (::fork() == 0) close_all_then_exit(std::move(kept));
+    // The child holds them now (or fork failed, and these closes wait as they would have).
+    for (int fd : kept) ::close(fd);
+}
+
+}  // namespace cni::nl
