@@ -34,7 +34,7 @@ Node scaling (--scaling counts, default 0,10,100,1000,5000), on BOTH iptables va
 DEL against that many other attachments' ipMasq chains, firewall ADD and DEL against that many
 other attachments' CNI-FORWARD rules (tabled and plotted, node-scaling.png). Issue 33's targets
 are judged from it; for each one missed, cni-all's call at 1,000 is run once more under
-`strace -f -w -c` (where it waits off the CPU) and once under `perf record -g` (which kernel work
+`strace -w -c` (where it waits off the CPU) and once under `perf record -g` (which kernel work
 and how much user space take its CPU).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 The launcher `cni-all install` lays down per applet is timed against a symlink to the same binary
@@ -151,11 +151,12 @@ KERNEL_WORK = {"nf_tables_dump_rules": "the kernel dumping a chain's rules",
 
 
 def profiled(plugin, conf, env, host_ns):
-    """A call under `strace -f -w -c` (PROFILE "strace": the syscalls that took the most wall
-    time, where it waits off the CPU) or `perf record -g` (PROFILE "perf": which kernel work, and
+    """A call under `strace -w -c` (PROFILE "strace": the syscalls that took the most wall
+    time, where it waits off the CPU; the plugin's process only, which is what its caller waits
+    for, not the child cni-all leaves closing its netfilter sockets) or `perf record -g` (PROFILE "perf": which kernel work, and
     how much user space, took its CPU time). A Sample whose .profile says which."""
     out = tempfile.mktemp(prefix="cni-bench-profile.")
-    wrapper = (["strace", "-f", "-w", "-c", "-S", "time", "-o", out] if PROFILE == "strace"
+    wrapper = (["strace", "-w", "-c", "-S", "time", "-o", out] if PROFILE == "strace"
                else ["perf", "record", "-q", "-F", "20000", "-g", "-o", out])
     cmd = wrapper + [plugin]
     if host_ns:

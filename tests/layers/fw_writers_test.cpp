@@ -260,3 +260,67 @@ TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rul
         CHECK(occurrences("ip netns exec " + ns.name + " iptables-nft-save -t nat", "-A POSTROUTING -s 10.1.0.7/32 -j ACCEPT") == 1);
     }
 }
+
+TEST_CASE("jumps to an attachment's chain are deleted without reading the chain that holds them, when they can be told apart") {
+    VariantPath node(fw::Variant::nft);
+    TestNs ns("cnit-jumps");
+    const std::string save = "ip netns exec " + ns.name + " iptables-nft-save -t nat";
+    // A shared chain holding 200 other attachments' jumps, made the way the Go plugins make them.
+    std::string setup = "iptables-nft -t nat -N CNI-SHARED";
+    for (int i = 0; i < 200; ++i) setup += " && iptables-nft -t nat -A CNI-SHARED -s 10.9." + std::to_string(i / 250) + "." + std::to_string(i % 250) + " -j ACCEPT";
+    REQUIRE(ns.sh(setup) == 0);
+    auto jump = [](const char* chain, const char* src = nullptr) {
+        fw::IptRule r;
+        if (src) r.src = IpNet::parse(src);
+        r.target = chain;
+        return r;
+    };
+    inside(ns, [&] {
+        // One transaction makes the attachment's chain, its rules, and two jumps to it.
+        auto add = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
+        REQUIRE(add);
+        REQUIRE(add->create_chain("CNI-ATT"));
+        REQUIRE(add->append_unique("CNI-ATT", jump("ACCEPT", "10.1.0.1/32")));
+        REQUIRE(add->append_unique("CNI-ATT", jump("ACCEPT", "10.1.0.2/32")));
+        REQUIRE(add->append_unique("CNI-SHARED", jump("CNI-ATT", "10.2.0.0/24")));
+        REQUIRE(add->append_unique("CNI-SHARED", jump("CNI-ATT", "10.3.0.0/24")));
+        REQUIRE(add->commit());
+        CHECK(occurrences(save, "-j CNI-ATT") == 2);
+
+        auto del = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
+        REQUIRE(del);
+        auto dumps = nft::chain_dumps_taken();
+        auto n = del->delete_if("CNI-SHARED", "CNI-ATT");
+        REQUIRE(n);
+        CHECK(*n == 2);
+        CHECK(nft::chain_dumps_taken() == dumps + 1);  // CNI-ATT's two rules, not CNI-SHARED's 202
+        REQUIRE(del->flush_chain("CNI-ATT"));
+        REQUIRE(del->delete_chain("CNI-ATT"));
+        // The shared chain read after the deletes does not show them.
+        auto rest = del->rules("CNI-SHARED");
+        REQUIRE(rest);
+        CHECK(rest->size() == 200);
+        REQUIRE(del->commit());
+        CHECK(occurrences(save, "-j CNI-ATT") == 0);
+        CHECK(occurrences(save, "-A CNI-SHARED") == 200);
+    });
+    // Jumps the iptables binary adds, each its own transaction with others' in between, and a
+    // jump from a second chain: the handles do not tell them apart, so the chain is read, and
+    // only its jumps go.
+    REQUIRE(ns.sh("iptables-nft -t nat -N CNI-ATT2 && iptables-nft -t nat -A CNI-ATT2 -j ACCEPT && iptables-nft -t nat -N "
+                  "CNI-OTHER && iptables-nft -t nat -A CNI-OTHER -j CNI-ATT2 && for i in $(seq 40); do iptables-nft -t nat -A "
+                  "CNI-OTHER -s 10.8.0.$i -j ACCEPT; done && iptables-nft -t nat -A CNI-SHARED -j CNI-ATT2") == 0);
+    inside(ns, [&] {
+        auto del = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
+        REQUIRE(del);
+        auto dumps = nft::chain_dumps_taken();
+        auto n = del->delete_if("CNI-SHARED", "CNI-ATT2");
+        REQUIRE(n);
+        CHECK(*n == 1);
+        CHECK(nft::chain_dumps_taken() == dumps + 2);  // CNI-ATT2, then CNI-SHARED
+        REQUIRE(del->commit());
+    });
+    CHECK(occurrences(save, "-A CNI-SHARED -j CNI-ATT2") == 0);
+    CHECK(occurrences(save, "-A CNI-OTHER -j CNI-ATT2") == 1);
+    CHECK(occurrences(save, "-A CNI-SHARED") == 200);
+}

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <optional>
+#include <span>
 
 #include "core/fw/nftables_decode.hpp"
 #include "core/nl/netfilter_close.hpp"
@@ -459,19 +460,24 @@ Status Batch::commit(std::string_view what) {
 
 namespace {
 
-template <class Sink>
-int on_rule(nl_msg* msg, void* arg) {
+// A rule as the kernel sends it (NFT_MSG_NEWRULE, in a dump or an answer), decoded; nullopt
+// without its chain or handle.
+std::optional<ListedRule> decode_rule(nlmsghdr* h) {
     nlattr* tb[NFTA_RULE_MAX + 1];
-    if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] ||
-        !tb[NFTA_RULE_HANDLE])
-        return NL_OK;
+    if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] || !tb[NFTA_RULE_HANDLE])
+        return std::nullopt;
     ListedRule r;
     r.chain = nla_get_string(tb[NFTA_RULE_CHAIN]);
     r.handle = be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]));
     if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
-    auto family = Family(static_cast<nfgenmsg*>(nlmsg_data(nlmsg_hdr(msg)))->nfgen_family);
+    auto family = Family(static_cast<nfgenmsg*>(nlmsg_data(h))->nfgen_family);
     if (tb[NFTA_RULE_EXPRESSIONS]) detail::decode_expressions(tb[NFTA_RULE_EXPRESSIONS], family, r);
-    static_cast<Sink*>(arg)->push_back(std::move(r));
+    return r;
+}
+
+template <class Sink>
+int on_rule(nl_msg* msg, void* arg) {
+    if (auto r = decode_rule(nlmsg_hdr(msg))) static_cast<Sink*>(arg)->push_back(std::move(*r));
     return NL_OK;
 }
 
@@ -553,8 +559,15 @@ Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table) {
     return out;
 }
 
+namespace {
+std::uint64_t chain_dumps = 0;  // this process's, for chain_dumps_taken()
+}  // namespace
+
+std::uint64_t chain_dumps_taken() { return chain_dumps; }
+
 Status for_each_rule(Family f, std::string_view table, std::string_view chain, const std::function<void(ListedRule&&)>& each,
                      const std::function<void()>& restart) {
+    ++chain_dumps;
     RuleVisitor visitor{each, restart};
     return dump_table(visitor, f, table, NFT_MSG_GETRULE, NFTA_RULE_TABLE, on_rule<RuleVisitor>, "rules", NFTA_RULE_CHAIN, chain);
 }
@@ -569,9 +582,77 @@ Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
     return names;
 }
 
-Result<bool> has_chain(Family f, std::string_view table, std::string_view chain) {
-    return exists(f, NFT_MSG_GETCHAIN, {{NFTA_CHAIN_TABLE, table}, {NFTA_CHAIN_NAME, chain}},
-                  "nftables: looking up chain " + std::string(chain) + " in table " + std::string(table));
+Result<std::optional<ChainInfo>> chain_info(Family f, std::string_view table, std::string_view chain) {
+    const std::string what = "nftables: looking up chain " + std::string(chain) + " in table " + std::string(table);
+    CNI_TRY_ASSIGN(auto sk, connect());
+    auto req = new_message(NFT_MSG_GETCHAIN, 0, f);
+    if (!req || nla_put_string(req.get(), NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
+        nla_put_string(req.get(), NFTA_CHAIN_NAME, std::string(chain).c_str()) != 0)
+        return fail("nftables: out of memory");
+    std::optional<ChainInfo> info;
+    auto on_info = [](nl_msg* msg, void* arg) -> int {
+        nlattr* tb[NFTA_CHAIN_MAX + 1];
+        if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_CHAIN_MAX, nullptr) == 0 && tb[NFTA_CHAIN_HANDLE]) {
+            ChainInfo i{be64toh(nla_get_u64(tb[NFTA_CHAIN_HANDLE])), 0};
+            if (tb[NFTA_CHAIN_USE]) i.use = ntohl(nla_get_u32(tb[NFTA_CHAIN_USE]));
+            *static_cast<std::optional<ChainInfo>*>(arg) = i;
+        }
+        return NL_OK;
+    };
+    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_info, &info);
+    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
+    int err = nl_recvmsgs_default(sk.get());
+    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_AF_NOSUPPORT || err == -NLE_OPNOTSUPP) return std::optional<ChainInfo>{};
+    if (err < 0) return fail(what + ": " + nl_geterror(err));
+    if (!info) return fail(what + ": the kernel's answer has no handle");
+    return info;
+}
+
+Result<std::vector<ListedRule>> rules_by_handle(Family f, std::string_view table, std::string_view chain,
+                                                std::span<const std::uint64_t> handles) {
+    std::vector<ListedRule> out;
+    if (handles.empty()) return out;
+    const std::string what = "nftables: reading rules of chain " + std::string(chain) + " in table " + std::string(table);
+    CNI_TRY_ASSIGN(auto sk, connect());
+    // One GETRULE per handle, numbered 1..n, in one datagram: the kernel answers each in turn with
+    // the rule or an error, and acks the last one as well.
+    std::string buf;
+    std::uint32_t seq = 0;
+    for (std::uint64_t handle : handles) {
+        auto req = new_message(NFT_MSG_GETRULE, NLM_F_REQUEST | (++seq == handles.size() ? NLM_F_ACK : 0), f);
+        if (!req || nla_put_string(req.get(), NFTA_RULE_TABLE, std::string(table).c_str()) != 0 ||
+            nla_put_string(req.get(), NFTA_RULE_CHAIN, std::string(chain).c_str()) != 0 ||
+            nla_put_u64(req.get(), NFTA_RULE_HANDLE, htobe64(handle)) != 0)
+            return fail("nftables: out of memory");
+        nlmsghdr* h = nlmsg_hdr(req.get());
+        h->nlmsg_seq = seq;
+        h->nlmsg_pid = 0;
+        buf.append(reinterpret_cast<const char*>(h), NLMSG_ALIGN(h->nlmsg_len));
+    }
+    if (int err = nl_sendto(sk.get(), buf.data(), buf.size()); err < 0) return fail(what + ": " + nl_geterror(err));
+    for (bool done = false; !done;) {
+        sockaddr_nl peer{};
+        unsigned char* data = nullptr;
+        int n = nl_recv(sk.get(), &peer, &data, nullptr);
+        if (n <= 0) {
+            std::free(data);
+            return fail(what + ": " + (n < 0 ? nl_geterror(n) : "no answer from the kernel"));
+        }
+        for (auto* h = reinterpret_cast<nlmsghdr*>(data); nlmsg_ok(h, n); h = nlmsg_next(h, &n)) {
+            if (h->nlmsg_type == NLMSG_ERROR) {
+                int error = static_cast<nlmsgerr*>(nlmsg_data(h))->error;
+                if (error != 0 && error != -ENOENT) {
+                    std::free(data);
+                    return fail(what + ": " + errno_message(-error, ext_ack_message(h)));
+                }
+                if (h->nlmsg_seq == seq) done = true;
+            } else if (auto r = decode_rule(h)) {
+                out.push_back(std::move(*r));
+            }
+        }
+        std::free(data);
+    }
+    return out;
 }
 
 Result<bool> has_table(Family f, std::string_view table) {

@@ -9,8 +9,9 @@
 // (NFNL_MSG_BATCH_BEGIN ... END) in one datagram: all of it applies or none, and only its last
 // message is acked; bound to the generation it was built at, it applies only if nothing else
 // committed since (transact() reads, builds and commits again until it does). list_rules and
-// list_chains dump a table's objects, for_each_rule one chain's rules. Registers are the kernel's
-// 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as the kernel wants.
+// list_chains dump a table's objects, for_each_rule one chain's rules, rules_by_handle some of
+// them. Registers are the kernel's 16-byte NFT_REG_1/NFT_REG_2; u32 attributes go big-endian as
+// the kernel wants.
 #pragma once
 
 #include <netlink/msg.h>
@@ -20,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -203,12 +205,24 @@ Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);
 // transaction interrupted it): forget what `each` got so far.
 Status for_each_rule(Family f, std::string_view table, std::string_view chain, const std::function<void(ListedRule&&)>& each,
                      const std::function<void()>& restart);
+// How many chains this process has dumped (for_each_rule calls): the tests' evidence that a
+// call read only the chains it had to.
+std::uint64_t chain_dumps_taken();
 
 // The names of the table's chains; none when the table does not exist.
 Result<std::vector<std::string>> list_chains(Family f, std::string_view table);
 
-// Whether the table has the chain; false when either does not exist.
-Result<bool> has_chain(Family f, std::string_view table, std::string_view chain);
+// A chain's handle and its use count, which the kernel raises for each rule in the chain and for
+// each rule that jumps or goes to it; nullopt when the table or the chain does not exist.
+struct ChainInfo {
+    std::uint64_t handle = 0;
+    std::uint32_t use = 0;
+};
+Result<std::optional<ChainInfo>> chain_info(Family f, std::string_view table, std::string_view chain);
+// The rules of one chain that have one of `handles` (a request each, all sent together), decoded
+// as for_each_rule decodes them; a handle the chain does not have is skipped.
+Result<std::vector<ListedRule>> rules_by_handle(Family f, std::string_view table, std::string_view chain,
+                                                std::span<const std::uint64_t> handles);
 // Whether the table exists.
 Result<bool> has_table(Family f, std::string_view table);
 

@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdlib>
 #include <map>
+#include <numeric>
 
 #include "core/fw/nftables.hpp"
 #include "core/os/exec.hpp"
@@ -185,7 +186,11 @@ public:
     std::vector<std::string> chains() const override {
         if (!all_listed_) {
             if (auto names = nft::list_chains(family_, table_)) {
-                for (auto& n : *names) known_.try_emplace(n, Chain{true, true, false, {}, 0});
+                for (auto& n : *names) {
+                    Chain listed;
+                    listed.in_kernel = listed.exists = true;
+                    known_.try_emplace(n, std::move(listed));
+                }
             } else {
                 remember(names.error());
             }
@@ -207,14 +212,14 @@ public:
         CNI_TRY(require_chain(c));
         Chain& ch = chain(c);
         if (ch.exists) batch_.flush_chain(family_, table_, c);
-        ch.rows.clear(), ch.loaded = true, ch.added_at_top = 0;
+        ch.rows.clear(), ch.loaded = true, ch.added_at_top = 0, ch.touched = true;
         return {};
     }
     Status delete_chain(const std::string& c) override {
         Chain& ch = chain(c);
         if (!ch.exists || builtin(table_, c)) return fail("iptables-nft: cannot delete chain " + name(c));
         batch_.delete_chain(family_, table_, c);
-        ch.exists = false, ch.rows.clear(), ch.loaded = true, ch.added_at_top = 0;
+        ch.exists = false, ch.rows.clear(), ch.loaded = true, ch.added_at_top = 0, ch.touched = true;
         return {};
     }
     Result<std::vector<IptTable::Listed>> rules(const std::string& c) const override {
@@ -229,8 +234,22 @@ public:
     Status insert_unique(const std::string& c, const IptRule& r) override { return add_unique(c, r, true); }
     Result<int> delete_if(const std::string& c, const std::string& target, const std::function<bool(const IptRule&)>& pred) override {
         CNI_TRY(require_chain(c));
-        // A jump needs its chain: none can go to a chain the table does not have.
-        if (is_chain_target(target) && !chain(target).in_kernel && !chain(target).exists) return 0;
+        if (is_chain_target(target)) {
+            // A jump needs its chain: none can go to a chain the table does not have.
+            if (!chain(target).in_kernel && !chain(target).exists) return 0;
+            CNI_TRY_ASSIGN(auto jumps, jumps_by_handle(c, target));
+            chain(target).touched = true;
+            if (jumps) {
+                int n = 0;
+                for (auto& row : *jumps) {
+                    if (pred && !pred(row.listed.rule)) continue;
+                    batch_.delete_rule(family_, table_, c, row.handle);
+                    chain(c).deleted.push_back(row.handle);
+                    ++n;
+                }
+                return n;
+            }
+        }
         CNI_TRY_ASSIGN(auto* rows, loaded_rows(c));
         int n = 0;
         for (auto it = rows->begin(); it != rows->end();) {
@@ -264,7 +283,42 @@ private:
         bool loaded = false;     // rows hold all its rules; otherwise only those added here
         std::vector<Row> rows;
         std::size_t added_at_top = 0;  // not loaded: how many of rows go before the kernel's
+        std::optional<nft::ChainInfo> info;  // its handle and use count when it was looked up
+        bool touched = false;                // this transaction changed it or the jumps to it
+        std::vector<std::uint64_t> deleted;  // not loaded: rules deleted here, by handle
     };
+
+    // How many handles after a chain's own rules are looked at for the jumps to it.
+    static constexpr std::uint64_t kJumpWindow = 32;
+
+    // The rules of `c` that jump to chain `x`, found without reading `c` (a node's thousands of
+    // attachments): x's use count, less its own rules, is the number of rules that jump to it
+    // (docs/compatibility.md, "Deleting a jump without reading its chain"), and a transaction that
+    // made x and then the jumps to it gave them the table's next handles. When the rules of `c`
+    // at those handles are that many jumps to x, they are all of them; otherwise (x jumped to
+    // from elsewhere, jumps made by separate transactions, x or `c` changed in this one) nullopt,
+    // and the caller reads `c`.
+    Result<std::optional<std::vector<Row>>> jumps_by_handle(const std::string& c, const std::string& x) {
+        Chain& to = chain(x);
+        if (!to.info || to.touched || chain(c).loaded || !chain(c).rows.empty() || !chain(c).deleted.empty())
+            return std::optional<std::vector<Row>>{};
+        CNI_TRY_ASSIGN(auto* own, loaded_rows(x));  // an attachment's chain: a few rules
+        if (to.info->use < own->size()) return std::optional<std::vector<Row>>{};
+        const std::uint64_t references = to.info->use - own->size();
+        std::vector<Row> jumps;
+        if (references == 0) return std::optional(std::move(jumps));
+        std::uint64_t after = to.info->handle;
+        for (auto& row : *own) after = std::max(after, row.handle);
+        std::vector<std::uint64_t> handles(kJumpWindow);
+        std::iota(handles.begin(), handles.end(), after + 1);
+        CNI_TRY_ASSIGN(auto found, nft::rules_by_handle(family_, table_, c, handles));
+        for (auto& d : found) {
+            Row row{d.handle, describe(codec_, d)};
+            if (row.listed.rule.target == x) jumps.push_back(std::move(row));
+        }
+        if (jumps.size() != references) return std::optional<std::vector<Row>>{};
+        return std::optional(std::move(jumps));
+    }
 
     // A failed read makes the transaction fail at commit (and rules() at once), never a guess.
     void remember(const Error& e) const {
@@ -276,8 +330,9 @@ private:
         Chain ch;
         if (all_listed_) {
             // every chain of the table is known already: this one is not there
-        } else if (auto found = nft::has_chain(family_, table_, c)) {
-            ch.in_kernel = ch.exists = *found;
+        } else if (auto found = nft::chain_info(family_, table_, c)) {
+            ch.in_kernel = ch.exists = found->has_value();
+            ch.info = *found;
         } else {
             remember(found.error());
         }
@@ -290,7 +345,10 @@ private:
         if (!ch.loaded && ch.in_kernel) {
             std::vector<Row> rows(ch.rows.begin(), ch.rows.begin() + std::ptrdiff_t(ch.added_at_top));
             CNI_TRY(nft::for_each_rule(
-                family_, table_, c, [&](nft::ListedRule&& d) { rows.push_back(Row{d.handle, describe(codec_, d)}); },
+                family_, table_, c,
+                [&](nft::ListedRule&& d) {
+                    if (std::ranges::find(ch.deleted, d.handle) == ch.deleted.end()) rows.push_back(Row{d.handle, describe(codec_, d)});
+                },
                 [&] { rows.resize(ch.added_at_top); }));
             std::move(ch.rows.begin() + std::ptrdiff_t(ch.added_at_top), ch.rows.end(), std::back_inserter(rows));
             ch.rows = std::move(rows);
@@ -360,7 +418,9 @@ private:
         };
         nft::RulePlacement placement{at_top, r.proto ? std::optional<std::uint32_t>(std::uint32_t(r.proto)) : std::nullopt};
         batch_.add_rule(family_, table_, c, expressions(codec_, r, probe), "", placement);
+        if (is_chain_target(r.target)) chain(r.target).touched = true;
         Chain& ch = chain(c);
+        ch.touched = true;
         Row row{0, {r, false}};
         if (at_top) {
             ch.rows.insert(ch.rows.begin(), std::move(row));

@@ -12,7 +12,9 @@
 // holding anything else is `foreign`. The table is read lazily: a chain is looked up when first
 // named and its rules dumped (that chain only) when first needed, so a call's cost does not grow
 // with the node's other chains and rules; and a jump to a chain the table did not have is added
-// without reading the chain it goes into (no rule can jump to an absent chain). Changes go in one
+// without reading the chain it goes into (no rule can jump to an absent chain); the jumps to an
+// attachment's chain are deleted without reading the chain holding them when its use count and
+// the handles after it tell them apart (docs/compatibility.md). Changes go in one
 // nf_tables transaction at commit, bound to the generation read before anything else, as
 // iptables-nft binds its own.
 #pragma once
