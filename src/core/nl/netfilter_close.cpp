@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 #include <vector>
 
@@ -29,9 +30,11 @@ State& state() {
     return s;
 }
 
-// In the child: every descriptor but the kept ones first (a lock or the runtime's pipe must not
-// outlive the plugin), then the kept ones, which is where the wait is.
-[[noreturn]] void close_all_then_exit(std::vector<int> kept) {
+// In the child: every descriptor but the kept ones and the read end of `parent_done` first (a
+// lock or the runtime's pipe must not outlive the plugin); then, once the parent has closed its
+// copies (the pipe's end), the kept ones, whose release is where the wait is.
+[[noreturn]] void close_all_then_exit(std::vector<int> kept, int parent_done) {
+    kept.push_back(parent_done);
     std::sort(kept.begin(), kept.end());
     unsigned next = 0;
     for (int fd : kept) {
@@ -39,7 +42,10 @@ State& state() {
         next = unsigned(fd) + 1;
     }
     ::close_range(next, UINT_MAX, 0);
-    for (int fd : kept) ::close(fd);
+    char c;
+    while (::read(parent_done, &c, 1) < 0 && errno == EINTR) {
+    }
+    ::close_range(0, UINT_MAX, 0);
     ::_exit(0);
 }
 
@@ -65,8 +71,17 @@ LateNetfilterClose::~LateNetfilterClose() {
     auto kept = std::move(state().kept);
     state() = State{};
     if (kept.empty()) return;
-    if (::fork() == 0) close_all_then_exit(std::move(kept));
-    // The child holds them now (or fork failed, and these closes wait as they would have).
+    int done[2];
+    if (::pipe2(done, O_CLOEXEC) == 0) {
+        pid_t child = ::fork();
+        if (child == 0) close_all_then_exit(std::move(kept), done[0]);
+        ::close(done[0]);
+        // The child holds them now (or fork failed, and these closes wait as they would have);
+        // the end of the pipe tells it that its copies are the last.
+        for (int fd : kept) ::close(fd);
+        ::close(done[1]);
+        return;
+    }
     for (int fd : kept) ::close(fd);
 }
 

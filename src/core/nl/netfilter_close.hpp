@@ -5,8 +5,9 @@
 // most of its time in close() (docs/compatibility.md, "nf_tables and the closing of sockets").
 // While the dispatcher holds a LateNetfilterClose, every netfilter socket freed after a committed
 // deletion keeps a duplicate of its descriptor; when the scope ends, a forked child closes all of
-// its other descriptors at once (stdout included, so the runtime sees the end of the output),
-// then those sockets, and exits; the plugin exits without waiting. The rules are already gone
+// its other descriptors at once (stdout included, so the runtime sees the end of the output), and
+// once the plugin has closed its own copies (a pipe tells it), those sockets, so the release and
+// its wait are the child's; the plugin exits without waiting. The rules are already gone
 // when the commit returns: only the kernel's freeing of them is left behind.
 #pragma once
 
