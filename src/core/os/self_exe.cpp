@@ -34,8 +34,11 @@ bool is_launcher(const std::string& path) {
 }  // namespace
 
 bool is_self_exe(const std::string& path) {
+    // Opened, not stat()ed: the same file natively, and under qemu-user (an arm64 build tested on
+    // x86-64) the emulated program rather than the emulator, which only open() is redirected to.
     struct stat self{};
-    if (::stat("/proc/self/exe", &self) != 0) return false;
+    UniqueFd exe(::open("/proc/self/exe", O_RDONLY | O_CLOEXEC));
+    if (!exe || ::fstat(exe.get(), &self) != 0) return false;
     if (same_file(self, path)) return true;
     // A launcher runs the cni-all in its own (resolved) folder.
     char real[PATH_MAX];
