@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds static libip4tc.a and libip6tc.a, which Debian does not ship, from Debian's own iptables
 # source package (packaging/debian-source.sh), inside the directory given (a build folder).
-# Idempotent: does nothing when both archives exist.
+# Idempotent: does nothing when both archives exist. CC and AR choose the compiler and archiver
+# (a cross build's, from meson.build).
 # usage: packaging/build-libiptc.sh OUTDIR
 set -euo pipefail
 out=$(realpath -m "$1")
@@ -16,6 +17,6 @@ sed -e "s/@libxtables_vmajor@/$major/g" "$src/include/xtables-version.h.in" > "$
 for lib in libip4tc libip6tc; do
   ${CC:-cc} -O2 -fPIC -D_GNU_SOURCE -ffunction-sections -fdata-sections -I "$src/include" -I "$src" \
     -c "$src/libiptc/$lib.c" -o "$out/$lib.o"
-  ar rcs "$out/$lib.a" "$out/$lib.o"
+  ${AR:-ar} rcs "$out/$lib.a" "$out/$lib.o"
 done
 echo "built $out/libip4tc.a $out/libip6tc.a from iptables $(dpkg-parsechangelog -l "$src/debian/changelog" -S Version 2>/dev/null || echo source)" >&2

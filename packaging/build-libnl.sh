@@ -7,6 +7,8 @@
 # 100 kB of text, which a plugin call maps in full (the kernel faults file pages in 64 kB
 # windows). These are the same sources and version, with -ffunction-sections -fdata-sections,
 # without debug messages and assertions. Idempotent: does nothing when both archives exist.
+# CNI_HOST (a GNU triplet, with CC its compiler) cross-builds them, as meson.build asks for a
+# cross build.
 # usage: packaging/build-libnl.sh OUTDIR
 set -euo pipefail
 out=$(realpath -m "$1")
@@ -14,7 +16,7 @@ out=$(realpath -m "$1")
 # the version whose headers we compile against
 src=$("$(dirname "$0")/debian-source.sh" libnl3 "$(dpkg-query -W -f='${Version}' libnl-3-dev)" "$out")
 (cd "$src" &&
-  ./configure --quiet --disable-shared --enable-static --disable-cli --disable-debug \
+  ./configure --quiet ${CNI_HOST:+--host="$CNI_HOST"} --disable-shared --enable-static --disable-cli --disable-debug \
     CFLAGS="-O2 -ffunction-sections -fdata-sections -DNDEBUG" >&2 &&
   make -j"$(nproc)" lib/libnl-3.la lib/libnl-route-3.la >&2)
 cp "$src/lib/.libs/libnl-3.a" "$src/lib/.libs/libnl-route-3.a" "$out/"

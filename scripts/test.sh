@@ -23,10 +23,14 @@ phase_done "build (release, tests)"
 # The binary that ships, for the `static` suite (a chroot with nothing else in it).
 CNI_ALL_STATIC=$(packaging/build-static.sh)
 phase_done "build (static, LTO)"
+# The arm64 binary and its unit tests, cross-built, for the `arm64` suite (qemu-user).
+CNI_ALL_STATIC_ARM64=$(packaging/build-static.sh --arch arm64 --unit-tests)
+CNI_ALL_ARM64_UNIT_TESTS=$(dirname "$CNI_ALL_STATIC_ARM64")/tests/unit-tests
+phase_done "build (static arm64, cross)"
 # The Debian package, for the `deb` suite (lintian, install, purge).
 CNI_ALL_DEB=$(packaging/build-deb.sh build-test/deb)
 phase_done "build (Debian package)"
-export CNI_ALL_STATIC CNI_ALL_DEB
+export CNI_ALL_STATIC CNI_ALL_DEB CNI_ALL_STATIC_ARM64 CNI_ALL_ARM64_UNIT_TESTS
 wait "$kernel_job" || { cat build-test/vm-kernel.log >&2; exit 1; }
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -36,7 +40,8 @@ made_run_cni=""
 if [ ! -d /run/cni ]; then $sudo mkdir /run/cni && made_run_cni=1; fi
 trap '[ -z "$made_run_cni" ] || $sudo rmdir /run/cni 2>/dev/null || true' EXIT
 set +e
-$sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" "CNI_ALL_DEB=$CNI_ALL_DEB" meson test -C build-test --no-rebuild --print-errorlogs "$@"
+$sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" "CNI_ALL_DEB=$CNI_ALL_DEB" "CNI_ALL_STATIC_ARM64=$CNI_ALL_STATIC_ARM64" \
+  "CNI_ALL_ARM64_UNIT_TESTS=$CNI_ALL_ARM64_UNIT_TESTS" meson test -C build-test --no-rebuild --print-errorlogs "$@"
 rc=$?
 set -e
 phase_done "tests"

@@ -6,7 +6,8 @@ the launchers `cni-all install` makes go into a fresh directory; a private mount
 bind-mounts /proc, /sys and /run/netns into it; `cni-all exec` then runs a bridge + host-local
 + portmap conflist ADD/CHECK/DEL against a throwaway netns from inside that chroot, and the
 kernel state is checked from outside. Also the installer image packaging/build-oci.py makes from
-it: a valid, reproducible OCI layout holding only /cni-all."""
+it: a valid, reproducible OCI image index holding only /cni-all; and scripts/release.sh's amd64
+and arm64 tarballs and multi-architecture image."""
 import gzip
 import hashlib
 import io
@@ -116,9 +117,43 @@ def static_binary_runs_a_conflist_in_an_empty_root():
         shutil.rmtree(root, ignore_errors=True)
 
 
+def oci_files(path):
+    """An OCI layout tarball's files, every blob checked to be content-addressed."""
+    with tarfile.open(path) as t:
+        files = {m.name: t.extractfile(m).read() for m in t.getmembers()}
+    for name, data in files.items():
+        if name.startswith("blobs/sha256/"):
+            eq(hashlib.sha256(data).hexdigest(), name.split("/")[-1], f"{name} is content-addressed")
+    eq(json.loads(files["oci-layout"]), {"imageLayoutVersion": "1.0.0"})
+    return files
+
+
+def oci_images(files, tag):
+    """{architecture: binary} of the image index index.json names `tag`, each image's config,
+    diff_ids and single layer checked."""
+    blob = lambda d: files["blobs/sha256/" + d["digest"].split(":")[1]]  # noqa: E731
+    top = json.loads(files["index.json"])["manifests"]
+    eq(len(top), 1)
+    eq(top[0]["annotations"]["org.opencontainers.image.ref.name"], tag)
+    eq(top[0]["mediaType"], "application/vnd.oci.image.index.v1+json")
+    images = {}
+    for m in json.loads(blob(top[0]))["manifests"]:
+        manifest = json.loads(blob(m))
+        config = json.loads(blob(manifest["config"]))
+        eq((config["architecture"], config["os"]), (m["platform"]["architecture"], "linux"))
+        eq(config["config"]["Entrypoint"], ["/cni-all", "install", "/host/opt/cni/bin"])
+        layer = blob(manifest["layers"][0])
+        eq(config["rootfs"]["diff_ids"], ["sha256:" + hashlib.sha256(gzip.decompress(layer)).hexdigest()])
+        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(layer))) as t:
+            members = t.getmembers()
+            eq([(m.name, oct(m.mode)) for m in members], [("cni-all", "0o755")])
+            images[m["platform"]["architecture"]] = t.extractfile(members[0]).read()
+    return images
+
+
 @test
 def installer_image_is_a_valid_oci_layout():
-    """static: build-oci.py writes an OCI image holding only /cni-all, entrypoint `cni-all install /host/opt/cni/bin`, digests right"""
+    """static: build-oci.py writes an OCI image index holding only /cni-all per platform, entrypoint `cni-all install /host/opt/cni/bin`, digests right, reproducible"""
     check(STATIC and os.path.exists(STATIC), "CNI_ALL_STATIC must name the static build")
     work = tempfile.mkdtemp(prefix="cni-all-oci.")
     try:
@@ -126,52 +161,53 @@ def installer_image_is_a_valid_oci_layout():
         sh("python3", tool, STATIC, f"{work}/image.tar", "--tag", "cni-all:test")
         again = sh("python3", tool, STATIC, f"{work}/again.tar", "--tag", "cni-all:test")
         eq(open(f"{work}/image.tar", "rb").read(), open(f"{work}/again.tar", "rb").read(), "reproducible: " + again.stdout)
-        with tarfile.open(f"{work}/image.tar") as t:
-            files = {m.name: t.extractfile(m).read() for m in t.getmembers()}
-        for name, data in files.items():
-            if name.startswith("blobs/sha256/"):
-                eq(hashlib.sha256(data).hexdigest(), name.split("/")[-1], f"{name} is content-addressed")
-        eq(json.loads(files["oci-layout"]), {"imageLayoutVersion": "1.0.0"})
-        index = json.loads(files["index.json"])
-        eq(index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"], "cni-all:test")
-        manifest = json.loads(files["blobs/sha256/" + index["manifests"][0]["digest"].split(":")[1]])
-        config = json.loads(files["blobs/sha256/" + manifest["config"]["digest"].split(":")[1]])
-        eq(config["config"]["Entrypoint"], ["/cni-all", "install", "/host/opt/cni/bin"])
-        layer = files["blobs/sha256/" + manifest["layers"][0]["digest"].split(":")[1]]
-        eq(config["rootfs"]["diff_ids"], ["sha256:" + hashlib.sha256(gzip.decompress(layer)).hexdigest()])
-        with tarfile.open(fileobj=io.BytesIO(gzip.decompress(layer))) as t:
-            members = t.getmembers()
-            eq([(m.name, oct(m.mode)) for m in members], [("cni-all", "0o755")])
-            eq(t.extractfile(members[0]).read(), open(STATIC, "rb").read())
+        eq(oci_images(oci_files(f"{work}/image.tar"), "cni-all:test"), {"amd64": open(STATIC, "rb").read()})
+        # A binary per architecture at most, and only ELF executables.
+        check(sh("python3", tool, STATIC, STATIC, f"{work}/twice.tar", check_rc=False).returncode != 0, "two amd64 binaries")
+        check(sh("python3", tool, tool, f"{work}/script.tar", check_rc=False).returncode != 0, "a script")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
 @test
-def release_tarball_is_the_install_layout_with_sums():
-    """static: scripts/release.sh makes a reproducible tarball of cni-all and a launcher per applet, with its sums files"""
+def release_tarballs_are_the_install_layout_with_sums():
+    """static: scripts/release.sh makes reproducible amd64 and arm64 tarballs of cni-all and a launcher per applet, with sums files, and the multi-architecture installer image"""
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     outs = [tempfile.mkdtemp(prefix="cni-release.") for _ in range(2)]
     try:
-        made = [sh(os.path.join(root, "scripts", "release.sh"), out, cwd=root).stdout.strip() for out in outs]
-        name = os.path.basename(made[0])
-        check(name.startswith("cni-all-linux-amd64-v") and name.endswith(".tgz"), name)
-        eq(open(made[0], "rb").read(), open(made[1], "rb").read(), "the same commit gives the same archive")
-        for kind in ("sha256", "sha512"):
-            sh(f"{kind}sum", "-c", name + "." + kind, cwd=outs[0])
-        dest = tempfile.mkdtemp(prefix="cni-opt.")
-        try:
-            sh("tar", "-C", dest, "-xzf", made[0])
-            applets = [line.split()[0] for line in sh(STATIC, "--list").stdout.splitlines()]
-            eq(sorted(os.listdir(dest)), sorted(applets + ["cni-all"]))
-            for a in applets:
-                check(is_launcher_of(os.path.join(dest, a), a), a)
-            r = subprocess.run([os.path.join(dest, "bridge")], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True)
-            check('"supportedVersions"' in r.stdout, r.stdout + r.stderr)
-            with tarfile.open(made[0]) as t:
-                check(all(m.uid == 0 and m.gid == 0 for m in t.getmembers()), "owned by root")
-        finally:
-            shutil.rmtree(dest)
+        made = [sh(os.path.join(root, "scripts", "release.sh"), out, cwd=root, timeout=900).stdout.split() for out in outs]
+        names = [os.path.basename(p) for p in made[0]]
+        eq(len(names), 3, names)
+        check(names[0].startswith("cni-all-linux-amd64-v") and names[0].endswith(".tgz"), names)
+        eq(names[1], names[0].replace("-amd64-", "-arm64-"))
+        check(names[2].startswith("cni-all-oci-v") and names[2].endswith(".tar"), names)
+        for a, b in zip(*made):
+            eq(open(a, "rb").read(), open(b, "rb").read(), f"the same commit gives the same {os.path.basename(a)}")
+        for name in names[:2]:
+            for kind in ("sha256", "sha512"):
+                sh(f"{kind}sum", "-c", name + "." + kind, cwd=outs[0])
+        applets = [line.split()[0] for line in sh(STATIC, "--list").stdout.splitlines()]
+        binaries = {}
+        for arch, tgz in (("amd64", made[0][0]), ("arm64", made[0][1])):
+            dest = tempfile.mkdtemp(prefix="cni-opt.")
+            try:
+                sh("tar", "-C", dest, "-xzf", tgz)
+                eq(sorted(os.listdir(dest)), sorted(applets + ["cni-all"]), arch)
+                for a in applets:
+                    check(is_launcher_of(os.path.join(dest, a), a), f"{arch} {a}")
+                machine = "x86-64" if arch == "amd64" else "ARM aarch64"
+                for f in ("cni-all", "bridge"):
+                    check(machine in sh("file", "-b", os.path.join(dest, f)).stdout, f"{arch} {f}")
+                with tarfile.open(tgz) as t:
+                    check(all(m.uid == 0 and m.gid == 0 for m in t.getmembers()), "owned by root")
+                if arch == "amd64":
+                    r = subprocess.run([os.path.join(dest, "bridge")], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True)
+                    check('"supportedVersions"' in r.stdout, r.stdout + r.stderr)
+                binaries[arch] = open(os.path.join(dest, "cni-all"), "rb").read()
+            finally:
+                shutil.rmtree(dest)
+        version = names[0][len("cni-all-linux-amd64-"):-len(".tgz")]
+        eq(oci_images(oci_files(made[0][2]), f"cni-all:{version}"), binaries)
     finally:
         for out in outs:
             shutil.rmtree(out)
