@@ -207,7 +207,7 @@ Status sbr_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
     if (!ns) return {};
     auto lock = os::FileLock::acquire_existing(r.netns);
-    if (!lock) return ::access(r.netns.c_str(), F_OK) != 0 ? Status{} : Status(std::unexpected(lock.error()));  // gone meanwhile
+    if (!lock) return ::access(r.netns.c_str(), F_OK) != 0 ? Status{} : Status(cni::Unexpected(lock.error()));  // gone meanwhile
     CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(*ns));
     CNI_TRY_ASSIGN(auto link, nl::find_link(s, r.ifname));
     if (!link) return {};

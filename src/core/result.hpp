@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Errors are values. Every fallible function returns Result<T> (std::expected) whose error is a
-// CNI error: a spec code (CNI spec "Error" section: 1-11, 50, 51; 999 is the Go plugins'
-// catch-all for untyped errors), a message and optional details. context() prefixes the
-// message as the error propagates ("bridge: setting up veth: ..."), the way Go wraps errors.
+// Errors are values. Every fallible function returns Result<T> (std::expected, through
+// core/expected.hpp) whose error is a CNI error: a spec code (CNI spec "Error" section: 1-11,
+// 50, 51; 999 is the Go plugins' catch-all for untyped errors), a message and optional details.
+// context() prefixes the message as the error propagates ("bridge: setting up veth: ..."), the
+// way Go wraps errors.
 #pragma once
 
-#include <expected>
+#include "core/expected.hpp"
 #include <string>
 #include <string_view>
 #include <utility>
@@ -43,15 +44,15 @@ struct Error {
 };
 
 template <class T>
-using Result = std::expected<T, Error>;
+using Result = cni::Expected<T, Error>;
 using Status = Result<void>;
 
 // An error value ready to return from a function returning any Result<T>.
-inline std::unexpected<Error> fail(int c, std::string msg, std::string details = {}) {
-    return std::unexpected(Error{c, std::move(msg), std::move(details)});
+inline cni::Unexpected<Error> fail(int c, std::string msg, std::string details = {}) {
+    return cni::Unexpected(Error{c, std::move(msg), std::move(details)});
 }
 // The common case: an untyped plugin error, code 999 like the Go plugins.
-inline std::unexpected<Error> fail(std::string msg) {
+inline cni::Unexpected<Error> fail(std::string msg) {
     return fail(code::internal, std::move(msg));
 }
 
@@ -80,7 +81,7 @@ private:
 #define CNI_TRY(expr)                                         \
     do {                                                      \
         if (auto cni_try_r_ = (expr); !cni_try_r_)            \
-            return std::unexpected(std::move(cni_try_r_).error()); \
+            return cni::Unexpected(std::move(cni_try_r_).error()); \
     } while (0)
 
 // Assign or return the error: `CNI_TRY_ASSIGN(auto x, make());` or `CNI_TRY_ASSIGN(y, make());`.
@@ -88,6 +89,6 @@ private:
 #define CNI_TRY_ASSIGN(lhs, expr)                                      \
     lhs = __extension__({                                             \
         auto cni_try_v_ = (expr);                                     \
-        if (!cni_try_v_) return std::unexpected(std::move(cni_try_v_).error()); \
+        if (!cni_try_v_) return cni::Unexpected(std::move(cni_try_v_).error()); \
         std::move(*cni_try_v_);                                       \
     })

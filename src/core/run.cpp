@@ -22,11 +22,11 @@ Status require_exact(const Applet& a, const std::string& v) {
 // CHECK/STATUS/GC: the config must be at least `min`, and some plugin version at least the config's.
 Status require_at_least(const Applet& a, const std::string& v, std::string_view min, std::string_view verb) {
     auto ok = version_at_least(v, min);
-    if (!ok) return std::unexpected(ok.error());
+    if (!ok) return cni::Unexpected(ok.error());
     if (!*ok) return fail(code::incompatible_version, "config version does not allow " + std::string(verb));
     for (auto pv : a.versions) {
         auto ge = version_at_least(pv, v);
-        if (!ge) return std::unexpected(ge.error());
+        if (!ge) return cni::Unexpected(ge.error());
         if (*ge) return require_exact(a, v);
     }
     return fail(code::incompatible_version, "plugin version does not allow " + std::string(verb));

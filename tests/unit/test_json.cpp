@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/cni/json.hpp"
@@ -68,6 +69,56 @@ TEST_CASE("valid JSON RapidJSON refuses is read the way Go reads it") {
     CHECK((*big)["x"][2].GetDouble() == 0.0);
     // RapidJSON skips a BOM and stops at a NUL; Go refuses both.
     CHECK(parse_error(std::string("{}\0x", 4)) == "invalid character '\\x00' after top-level value");
+}
+
+TEST_CASE("what the fuzzers found: RapidJSON's stray BOM bytes, and its conversion of some numbers") {
+    // RapidJSON drops each BOM byte on its own at the start ("\xBF2" read as 2); Go refuses them.
+    for (const char* text : {"\xBF" "2", "\xBB" "[]", "\xEF" "{}", "\xEF\xBB" "1"}) {
+        INFO(text);
+        CHECK_FALSE(json::parse(text));
+    }
+    // RapidJSON's full-precision conversion read 0e90 as -6.6e268 and 30 zero decimals as
+    // 9.6e-240; Go reads zero. Plain 0, 0.0 and -0 stay as they were.
+    auto z = json::parse(R"({"a":[0e90,-0.000E+400,0e-5,0.0e1,"0e90",0.000000000000000000000000000000,-0.000000000000000000000000000000000000000],"b":0E22})");
+    REQUIRE(z);
+    const auto& a = (*z)["a"];
+    CHECK(a[0].GetDouble() == 0.0);
+    CHECK(!std::signbit(a[0].GetDouble()));
+    CHECK(a[1].GetDouble() == 0.0);
+    CHECK(std::signbit(a[1].GetDouble()));
+    CHECK(a[2].GetDouble() == 0.0);
+    CHECK(a[3].GetDouble() == 0.0);
+    CHECK(std::string(a[4].GetString()) == "0e90");  // inside a string nothing changes
+    CHECK(a[5].GetDouble() == 0.0);  // 30 zero decimals were 9.6e-240
+    CHECK(a[6].GetDouble() == 0.0);
+    CHECK(std::signbit(a[6].GetDouble()));
+    CHECK((*z)["b"].GetDouble() == 0.0);
+    CHECK(json::parse("[1.5e300, 10e5]"));
+    // A long significand with an exponent indexed past RapidJSON's table of powers.
+    auto long_one = json::parse("[" + std::string(240, '1') + "e-100, 0.1, 1e23, 123456789012345678901234567890]");
+    REQUIRE(long_one);
+    CHECK((*long_one)[0].GetDouble() == 1.1111111111111111e139);
+    CHECK((*long_one)[1].GetDouble() == 0.1);
+    CHECK((*long_one)[2].GetDouble() == 1e23);
+    CHECK((*long_one)[3].GetDouble() == 1.2345678901234568e29);
+    auto plain = json::parse("[0, 0.0, -0, -0.0, 0.5]");
+    REQUIRE(plain);
+    CHECK((*plain)[0].IsInt());
+    CHECK((*plain)[1].IsDouble());
+    CHECK((*plain)[2].IsInt());
+    CHECK((*plain)[4].GetDouble() == 0.5);
+    CHECK((*json::parse("[10e5]"))[0].GetDouble() == 1e6);
+    // A key with a byte that starts no UTF-8 sequence sorts as Go sorts it: after that byte
+    // became U+FFFD (it sorted by the raw byte, and a second write came out in another order).
+    auto keys = json::parse("{\"ip\xADm\":1,\"ip\\udc00Masq\":2}");
+    REQUIRE(keys);
+    CHECK(json::write(*keys, json::Style::compact, true) == "{\"ip\xEF\xBF\xBDMasq\":2,\"ip\xEF\xBF\xBDm\":1}");
+    CHECK(json::find(*keys, "ip\xEF\xBF\xBDm") != nullptr);
+    // What is not a number stays an error.
+    for (const char* bad : {"[0e]", "[00e5]", "[0.e5]", "[-e5]", "[0e5e5]", "[0e+]", "0e70e7", "[0.00-1]"}) {
+        INFO(bad);
+        CHECK_FALSE(json::parse(bad));
+    }
 }
 
 TEST_CASE("output is valid UTF-8: invalid bytes and lone surrogates become U+FFFD, as Go decodes them") {

@@ -6,7 +6,7 @@
 
 namespace {
 using Env = std::vector<std::string>;
-std::expected<cni::Request, cni::RequestError> read(Env env, std::string stdin_text = R"({"name":"net1"})") {
+cni::Expected<cni::Request, cni::RequestError> read(Env env, std::string stdin_text = R"({"name":"net1"})") {
     return cni::read_request(env, [&](std::size_t limit) -> cni::Result<std::string> {
         if (stdin_text.size() > limit) return cni::fail(cni::code::io_failure, "too big");
         return stdin_text;

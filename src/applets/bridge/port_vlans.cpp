@@ -8,7 +8,7 @@
 namespace cni::iface {
 Status decode(const json::Value& v, VlanTrunk& out, const json::Where& w) {
     if (v.IsNull()) return {};
-    if (!v.IsObject()) return std::unexpected(json::type_error(v, w, "bridge.VlanTrunk"));
+    if (!v.IsObject()) return cni::Unexpected(json::type_error(v, w, "bridge.VlanTrunk"));
     CNI_TRY(json::field(v, "minID", out.min_id, w));
     CNI_TRY(json::field(v, "maxID", out.max_id, w));
     CNI_TRY(json::field(v, "id", out.id, w));

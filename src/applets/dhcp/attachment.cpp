@@ -51,7 +51,7 @@ void Attachment::settle(std::optional<Error> failure) {
 Result<CniResult> Attachment::wait_bound() {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [this] { return settled_; });
-    if (failure_) return std::unexpected(*failure_);
+    if (failure_) return cni::Unexpected(*failure_);
     if (!lease_) return fail("no DHCP lease for " + record_.key);
     return lease_result(lease_->ack, conf_.priority);
 }
@@ -61,7 +61,7 @@ Status Attachment::check() {
     wake_ = true;
     cv_.notify_all();
     cv_.wait(lock, [this] { return settled_; });
-    if (failure_) return std::unexpected(*failure_);
+    if (failure_) return cni::Unexpected(*failure_);
     if (!lease_) return fail("no DHCP lease held for " + record_.key);
     return {};
 }

@@ -58,7 +58,7 @@ Result<std::optional<Reply>> Client::exchange(const Message& request, std::uint3
     CNI_TRY(socket_.send(m, src, dst, to));
     auto deadline = Clock::now() + std::min(wait, timing_.timeout);
     while (Clock::now() < deadline) {
-        if (stopping_()) return std::unexpected(stopped());
+        if (stopping_()) return cni::Unexpected(stopped());
         CNI_TRY_ASSIGN(auto reply, socket_.receive(m.xid, id_.mac, std::min(deadline, Clock::now() + kPollSlice)));
         if (reply) return reply;
     }
@@ -69,7 +69,7 @@ Result<Lease> Client::acquire(std::optional<std::uint32_t> previous) {
     auto give_up = Clock::now() + timing_.resend_timeout;
     std::string last_refusal;
     for (int attempt = 0; Clock::now() < give_up; ++attempt) {
-        if (stopping_()) return std::unexpected(stopped());
+        if (stopping_()) return cni::Unexpected(stopped());
         Message discover = request_base(MessageType::discover);
         if (timing_.broadcast) discover.flags = kBroadcastFlag;
         if (previous) discover.set(opt::requested_ip, u32_bytes(*previous));

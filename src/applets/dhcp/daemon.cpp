@@ -102,7 +102,7 @@ public:
     std::string dispatch(std::string_view text) {
         auto req = decode_request(text);
         log_(log::Level::debug, "request: " + std::string(text));
-        if (!req) return encode_reply(std::unexpected(req.error()));
+        if (!req) return encode_reply(cni::Unexpected(req.error()));
         switch (req->op) {
         case Op::add: return encode_reply(add(*req));
         case Op::del: return encode_reply(done(del(*req)));
@@ -124,7 +124,7 @@ public:
 
 private:
     static DaemonReply done(const Status& st) {
-        if (!st) return std::unexpected(st.error());
+        if (!st) return cni::Unexpected(st.error());
         return std::optional<CniResult>{};
     }
 
@@ -163,7 +163,7 @@ private:
         if (!result) {
             std::lock_guard lock(mu_);
             if (auto it = leases_.find(key); it != leases_.end() && it->second == att) leases_.erase(it);
-            return std::unexpected(result.error());
+            return cni::Unexpected(result.error());
         }
         return std::optional<CniResult>(std::move(*result));
     }

@@ -24,7 +24,7 @@ dhcp::DaemonReply ask(const Context& ctx, dhcp::Op op, int unreachable_code = co
 }
 
 Status done(const dhcp::DaemonReply& r) {
-    if (!r) return std::unexpected(r.error());
+    if (!r) return cni::Unexpected(r.error());
     return {};
 }
 

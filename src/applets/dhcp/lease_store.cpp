@@ -60,7 +60,7 @@ std::vector<LeaseRecord> LeaseStore::load_all(const std::function<void(const std
         if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) continue;
         auto text = dir->read_if_exists(name);
         if (text && !*text) continue;  // gone since the listing
-        auto rec = text ? decode_record(**text) : Result<LeaseRecord>(std::unexpected(text.error()));
+        auto rec = text ? decode_record(**text) : Result<LeaseRecord>(cni::Unexpected(text.error()));
         if (!rec) {
             bad(dir->path_of(name) + ": " + rec.error().msg);
             dir->remove(name);

@@ -74,7 +74,7 @@ std::string encode_reply(const DaemonReply& r) {
 DaemonReply decode_reply(std::string_view text) {
     auto d = json::parse(text);
     if (!d || !d->IsObject()) return fail(code::decoding_failure, "malformed reply from the DHCP daemon: " + std::string(text.substr(0, 200)));
-    if (const auto* e = json::find(*d, "error"); e && e->IsObject()) return std::unexpected(decode_error(*e));
+    if (const auto* e = json::find(*d, "error"); e && e->IsObject()) return cni::Unexpected(decode_error(*e));
     const auto* res = json::find(*d, "result");
     if (!res) return std::optional<CniResult>{};
     if (!res->IsString()) return fail(code::decoding_failure, "malformed reply from the DHCP daemon: result is not a string");

@@ -44,7 +44,7 @@ Result<FlannelConf> parse_flannel_conf(const Request& req) {
 
 Result<flannel::SubnetEnv> load_subnet_env(const FlannelConf& c) {
     auto text = os::read_file(c.subnet_file);
-    auto env = text ? flannel::parse_subnet_env(*text, c.subnet_file) : std::unexpected(text.error());
+    auto env = text ? flannel::parse_subnet_env(*text, c.subnet_file) : cni::Unexpected(text.error());
     if (!env) return fail("failed to load flannel 'subnet.env' file: " + env.error().msg + ". Check the flannel pod log for this node.");
     return env;
 }

@@ -41,9 +41,9 @@ constexpr std::array kHostLocalKeys{
 Status decode_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::Where& w) {
     const json::Value* ips = json::find(obj, "ips");
     if (!ips || ips->IsNull()) return {};
-    if (!ips->IsArray()) return std::unexpected(json::type_error(*ips, w.at("ips"), "[]*ip.IP"));
+    if (!ips->IsArray()) return cni::Unexpected(json::type_error(*ips, w.at("ips"), "[]*ip.IP"));
     for (const auto& e : ips->GetArray()) {
-        if (!e.IsString() && !e.IsNull()) return std::unexpected(json::type_error(e, w.at("ips"), "*ip.IP"));
+        if (!e.IsString() && !e.IsNull()) return cni::Unexpected(json::type_error(e, w.at("ips"), "*ip.IP"));
         CNI_TRY_ASSIGN(auto ip, parse_arg_ip(e.IsString() ? std::string_view(e.GetString(), e.GetStringLength()) : ""));
         out.push_back(ip);
     }

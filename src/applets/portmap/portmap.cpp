@@ -151,7 +151,7 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
                                                    R"(struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" })"));
     if (const auto* pm = rc.object ? json::find(*rc.object, "portMappings") : nullptr; pm && !pm->IsNull()) {
         json::Where wp = rc.inner.at("portMappings");
-        if (!pm->IsArray()) return std::unexpected(json::type_error(*pm, wp, "[]main.PortMapEntry"));
+        if (!pm->IsArray()) return cni::Unexpected(json::type_error(*pm, wp, "[]main.PortMapEntry"));
         for (const auto& e : pm->GetArray()) {
             CNI_TRY_ASSIGN(auto m, parse_mapping(e, wp, c.unusable));
             c.mappings.push_back(std::move(m));

@@ -291,7 +291,7 @@ private:
         bool flags_only = false;
     };
 
-    static std::unexpected<Error> error(std::string_view what, std::string_view expr) {
+    static cni::Unexpected<Error> error(std::string_view what, std::string_view expr) {
         return fail(code::invalid_config, "error parsing regexp: " + std::string(what) + ": `" + std::string(expr) + "`");
     }
 
@@ -311,7 +311,7 @@ private:
     Status check_utf8(std::size_t from, std::size_t end) {
         std::size_t saved = std::exchange(pos_, from);
         while (pos_ < end) {
-            if (auto r = next_rune(end); !r) return std::unexpected(r.error());
+            if (auto r = next_rune(end); !r) return cni::Unexpected(r.error());
         }
         pos_ = saved;
         return {};

@@ -211,7 +211,7 @@ Status decode_list(const Value& obj, std::string_view key, std::string_view go_t
     const Value* m = json::find(obj, key);
     if (!m || m->IsNull()) return {};
     auto kw = w.at(key);
-    if (!m->IsArray()) return std::unexpected(json::type_error(*m, kw, go_type));
+    if (!m->IsArray()) return cni::Unexpected(json::type_error(*m, kw, go_type));
     for (const auto& e : m->GetArray()) {
         T item{};
         if (!e.IsNull()) CNI_TRY(one(e, item, kw));
@@ -253,7 +253,7 @@ Status decode_020_ip(const Value& obj, std::string_view key, CniResult& r, const
 Status decode_routes(const Value& v, std::vector<Route>& out, const json::Where& w) {
     out.clear();
     if (v.IsNull()) return {};
-    if (!v.IsArray()) return std::unexpected(json::type_error(v, w, "[]*types.Route"));
+    if (!v.IsArray()) return cni::Unexpected(json::type_error(v, w, "[]*types.Route"));
     for (const auto& e : v.GetArray()) {
         if (e.IsNull()) continue;
         Route r;
@@ -290,7 +290,7 @@ Result<CniResult> decode_result(const Value& v, std::string_view version, std::o
     Family fam = family_of(version);
     if (fam == Family::unknown) return fail("unsupported CNI result version \"" + std::string(version) + "\"");
     json::Where w{"Result", ""};
-    if (!v.IsObject()) return std::unexpected(json::type_error(v, w, "Result"));
+    if (!v.IsObject()) return cni::Unexpected(json::type_error(v, w, "Result"));
     std::string label(version);
     if (label_override) label = *label_override;
     else CNI_TRY(json::field(v, "cniVersion", label, w));

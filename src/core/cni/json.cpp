@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace cni::json {
@@ -47,7 +49,29 @@ public:
     bool Int64(std::int64_t i) { return d_.Int64(i); }
     bool Uint64(std::uint64_t u) { return d_.Uint64(u); }
     bool Double(double x) { return d_.Double(x); }
-    bool RawNumber(const char* s, rapidjson::SizeType n, bool copy) { return d_.RawNumber(s, n, copy); }
+    // Every number arrives as its text (kParseNumbersAsStringsFlag) and is converted here as Go's
+    // strconv converts it: RapidJSON's full-precision conversion read some literals wrong (0e90
+    // as -6.6e268, 30 zero decimals as 9.6e-240) and indexed past its table of powers on others
+    // (docs/fuzzing.md). An integer that fits 64 bits stays one, as RapidJSON would keep it.
+    bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
+        const char* end = s + n;
+        if (std::find_if(s, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; }) == end) {
+            if (*s == '-') {
+                std::int64_t i = 0;
+                if (auto r = std::from_chars(s, end, i); r.ec == std::errc() && r.ptr == end) return d_.Int64(i);
+            } else {
+                std::uint64_t u = 0;
+                if (auto r = std::from_chars(s, end, u); r.ec == std::errc() && r.ptr == end) return d_.Uint64(u);
+            }
+        }
+        double x = 0;
+        if (auto r = std::from_chars(s, end, x); r.ec == std::errc() && r.ptr == end) return d_.Double(x);
+        // Out of range: strtod says which way (the text is a valid literal; RapidJSON has
+        // already refused an exponent past a double's).
+        x = std::strtod(std::string(s, n).c_str(), nullptr);
+        if (std::isinf(x)) x = std::copysign(std::numeric_limits<double>::max(), x);
+        return d_.Double(x);
+    }
     bool String(const char* s, rapidjson::SizeType n, bool copy) { return d_.String(s, n, copy); }
     bool Key(const char* s, rapidjson::SizeType n, bool copy) { return d_.Key(s, n, copy); }
     bool StartObject() { return ++depth_ <= kGoMaxDepth && d_.StartObject(); }
@@ -68,7 +92,7 @@ bool parse_into(Document& d, std::string_view text, rapidjson::ParseResult& resu
         rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(bytes);
         DepthLimited limited(handler);
         rapidjson::Reader reader;
-        result = reader.Parse<rapidjson::kParseFullPrecisionFlag | rapidjson::kParseIterativeFlag>(in, limited);
+        result = reader.Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseIterativeFlag>(in, limited);
         return !result.IsError();
     };
     d.Populate(generate);
@@ -81,13 +105,20 @@ Result<Document> parse(std::string_view text) {
     Document d;
     rapidjson::ParseResult result;
     // The common case, valid JSON, costs one RapidJSON parse. Where RapidJSON's verdict may not
-    // be Go's (it skips a UTF-8 BOM, stops at a NUL byte, keeps a lone low surrogate escape) or
-    // it fails, Go's syntax check decides and words the error.
+    // be Go's (it skips BOM bytes, stops at a NUL byte, keeps a lone low surrogate escape) or it
+    // fails, Go's syntax check decides and words the error.
     bool surrogate_escapes = text.find("\\ud") != std::string_view::npos || text.find("\\uD") != std::string_view::npos;
-    if (!text.starts_with("\xEF\xBB\xBF") && text.find('\0') == std::string_view::npos && !surrogate_escapes &&
-        parse_into(d, text, result))
+    // RapidJSON's UTF-8 stream drops a leading 0xEF, then 0xBB, then 0xBF, each on its own (so
+    // "\xBF2" reads as 2); Go refuses any of them.
+    bool bom_byte = !text.empty() && (text[0] == '\xEF' || text[0] == '\xBB' || text[0] == '\xBF');
+    // Go's decoder reads each byte that starts no valid UTF-8 sequence as U+FFFD; so does the
+    // document (keys sort and match as Go's do), while errors quote the bytes as given.
+    const std::string_view given = text;
+    const std::string valid = replace_invalid_utf8(text);
+    if (!valid.empty()) text = valid;
+    if (!bom_byte && text.find('\0') == std::string_view::npos && !surrogate_escapes && parse_into(d, text, result))
         return d;
-    if (auto error = go_syntax_error(text)) return fail(code::decoding_failure, *error);
+    if (auto error = go_syntax_error(given)) return fail(code::decoding_failure, *error);
     // Valid JSON is rewritten where RapidJSON would read it otherwise than Go: unpaired
     // surrogate escapes decode to U+FFFD (RapidJSON refuses a lone high one and keeps a lone low
     // one as invalid UTF-8); a number beyond a double's range is accepted until a field needs
@@ -256,7 +287,7 @@ Error type_error(const Value& v, const Where& w, std::string_view go_type) {
 
 Status expect_object(const Value& v, const Where& w, std::string_view go_type) {
     if (v.IsNull() || v.IsObject()) return {};
-    return std::unexpected(type_error(v, w, go_type));
+    return cni::Unexpected(type_error(v, w, go_type));
 }
 
 Result<AnonymousStruct> anonymous_struct(const Value& obj, std::string_view key, const Where& w, std::string_view go_type) {
@@ -277,14 +308,14 @@ Result<const Value*> struct_member(const Value* obj, std::string_view key, const
 
 Status decode(const Value& v, std::string& out, const Where& w) {
     if (v.IsNull()) return {};
-    if (!v.IsString()) return std::unexpected(type_error(v, w, "string"));
+    if (!v.IsString()) return cni::Unexpected(type_error(v, w, "string"));
     out.assign(v.GetString(), v.GetStringLength());
     return {};
 }
 
 Status decode(const Value& v, std::map<std::string, std::string>& out, const Where& w) {
     if (v.IsNull()) return {};
-    if (!v.IsObject()) return std::unexpected(type_error(v, w, "map[string]string"));
+    if (!v.IsObject()) return cni::Unexpected(type_error(v, w, "map[string]string"));
     for (const auto& m : v.GetObject()) {
         std::string key(m.name.GetString(), m.name.GetStringLength());
         std::string value;
@@ -296,7 +327,7 @@ Status decode(const Value& v, std::map<std::string, std::string>& out, const Whe
 
 Status decode(const Value& v, bool& out, const Where& w) {
     if (v.IsNull()) return {};
-    if (!v.IsBool()) return std::unexpected(type_error(v, w, "bool"));
+    if (!v.IsBool()) return cni::Unexpected(type_error(v, w, "bool"));
     out = v.GetBool();
     return {};
 }
@@ -306,9 +337,9 @@ namespace {
 template <class T>
 Status decode_int(const Value& v, T& out, const Where& w, std::string_view go_type) {
     if (v.IsNull()) return {};
-    if (!v.IsNumber()) return std::unexpected(type_error(v, w, go_type));
+    if (!v.IsNumber()) return cni::Unexpected(type_error(v, w, go_type));
     auto range_error = [&](std::string literal) {
-        return std::unexpected(Error{code::internal,
+        return cni::Unexpected(Error{code::internal,
                                      w.prefix + "json: cannot unmarshal number " + literal + " into Go struct field " + w.type +
                                          "." + w.path + " of type " + std::string(go_type),
                                      {}});
@@ -335,7 +366,7 @@ Status decode(const Value& v, std::uint64_t& out, const Where& w) { return decod
 
 Status decode(const Value& v, IpAddr& out, const Where& w) {
     if (v.IsNull()) return {};
-    if (!v.IsString()) return std::unexpected(type_error(v, w, "net.IP"));
+    if (!v.IsString()) return cni::Unexpected(type_error(v, w, "net.IP"));
     std::string_view s(v.GetString(), v.GetStringLength());
     if (s.empty()) return {};  // Go: an empty string leaves a nil net.IP
     auto ip = IpAddr::parse(s);
@@ -354,7 +385,7 @@ Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w) {
 
 Status decode(const Value& v, IpNet& out, const Where& w) {
     if (v.IsNull()) return {};
-    if (!v.IsString()) return std::unexpected(type_error(v, w, "string"));
+    if (!v.IsString()) return cni::Unexpected(type_error(v, w, "string"));
     std::string_view s(v.GetString(), v.GetStringLength());
     auto n = IpNet::parse(s);
     if (!n) return fail("invalid CIDR address: " + std::string(s));

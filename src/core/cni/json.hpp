@@ -111,7 +111,7 @@ Status decode(const Value& v, std::vector<T>& out, const Where& w) {
     if (v.IsNull()) return {};
     if (!v.IsArray()) {
         std::string go_type = go_type_name<std::vector<T>>();
-        return std::unexpected(type_error(v, w, go_type.empty() ? "[]" + go_type_name<T>() : go_type));
+        return cni::Unexpected(type_error(v, w, go_type.empty() ? "[]" + go_type_name<T>() : go_type));
     }
     out.reserve(v.Size());
     for (const auto& e : v.GetArray()) {

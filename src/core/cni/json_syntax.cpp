@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Go encoding/json's validity scan and its error wording (see json_syntax.hpp).
 #include "core/cni/json_syntax.hpp"
+#include "core/strings.hpp"
+
+#include <algorithm>
 
 #include <cstdio>
 #include <vector>
@@ -321,12 +324,36 @@ std::string replace_lone_surrogates(std::string_view text) {
     return out;
 }
 
+std::string replace_invalid_utf8(std::string_view text) {
+    if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; })) return {};
+    std::string out;
+    bool changed = false;
+    for (std::size_t i = 0; i < text.size();) {
+        if (static_cast<unsigned char>(text[i]) < 0x80) {
+            out += text[i++];
+            continue;
+        }
+        auto [rune, n] = decode_rune(text, i);
+        if (rune == kReplacementRune && n == 1) {
+            out += "\xEF\xBF\xBD";
+            changed = true;
+        } else {
+            out.append(text.substr(i, n));
+        }
+        i += n;
+    }
+    return changed ? out : std::string();
+}
+
 std::string clamp_number_at(std::string_view text, std::size_t offset) {
     std::size_t end = offset;
     while (end < text.size() && (is_digit(text[end]) || std::string_view("+-.eE").find(text[end]) != std::string_view::npos))
         ++end;
+    std::string_view literal = text.substr(offset, end - offset);
+    std::string_view significand = literal.substr(0, literal.find_first_of("eE"));
+    bool zero = significand.find_first_of("123456789") == std::string_view::npos;  // 0.000e400 is zero
     std::string out(text.substr(0, offset));
-    out += text[offset] == '-' ? "-1.7976931348623157e308" : "1.7976931348623157e308";
+    out += text[offset] == '-' ? (zero ? "-0.0" : "-1.7976931348623157e308") : (zero ? "0.0" : "1.7976931348623157e308");
     out.append(text.substr(end));
     return out;
 }

@@ -18,11 +18,16 @@ namespace cni::json {
 // Go's message for the first syntax error in `text`, or nullopt when it is valid JSON.
 std::optional<std::string> go_syntax_error(std::string_view text);
 
+// `text` with each byte that starts no valid UTF-8 sequence (an encoded surrogate included)
+// replaced by U+FFFD, as Go's decoder reads strings; "" when it is valid UTF-8 already.
+std::string replace_invalid_utf8(std::string_view text);
+
 // `text` (valid JSON) with every \u escape of an unpaired surrogate replaced by \ufffd.
 std::string replace_lone_surrogates(std::string_view text);
 
-// `text` (valid JSON) with the number literal at `offset` replaced by the largest finite double
-// of the same sign.
+// `text` (valid JSON) with the number literal at `offset`, whose exponent RapidJSON refused as
+// too large, replaced by the largest finite double of the same sign, or by a zero of that sign
+// when its digits are all zeros (Go reads -0.000e400 as -0).
 std::string clamp_number_at(std::string_view text, std::size_t offset);
 
 }  // namespace cni::json

@@ -14,7 +14,7 @@ Status decode_valid_attachments(NetConf& c) {
     const auto* va = c.member("cni.dev/valid-attachments");
     if (!va || va->IsNull()) return {};
     auto vw = c.where.at("cni.dev/valid-attachments");
-    if (!va->IsArray()) return std::unexpected(json::type_error(*va, vw, "[]types.GCAttachment"));
+    if (!va->IsArray()) return cni::Unexpected(json::type_error(*va, vw, "[]types.GCAttachment"));
     std::vector<Attachment> list;
     for (const auto& e : va->GetArray()) {
         CNI_TRY(json::expect_object(e, vw, "types.GCAttachment"));
@@ -31,7 +31,7 @@ Result<NetConf> parse_document(std::string_view config, std::string_view go_type
     NetConf c;
     CNI_TRY_ASSIGN(c.doc, json::parse(config));
     c.where = json::Where{std::string(go_type), ""};
-    if (!c.doc.IsObject()) return std::unexpected(json::type_error(c.doc, c.where, top_go_type));
+    if (!c.doc.IsObject()) return cni::Unexpected(json::type_error(c.doc, c.where, top_go_type));
     CNI_TRY(json::field(c.doc, "cniVersion", c.cni_version, c.where));
     CNI_TRY(json::field(c.doc, "name", c.name, c.where));
     return c;
@@ -48,7 +48,7 @@ Result<NetConf> parse_netconf(std::string_view config, std::string_view go_type)
         CNI_TRY(json::field(*ipam, "type", c.ipam_type, w.at("ipam").in("IPAM")));
     }
     if (const auto* prev = c.member("prevResult"); prev && !prev->IsNull() && !prev->IsObject())
-        return std::unexpected(json::type_error(*prev, w.at("prevResult"), "map[string]interface {}"));
+        return cni::Unexpected(json::type_error(*prev, w.at("prevResult"), "map[string]interface {}"));
     CNI_TRY(decode_valid_attachments(c));
     return c;
 }
@@ -112,7 +112,7 @@ Result<NetConf> load_netconf(std::string_view config, std::string_view go_type, 
     if (const auto* caps = nc->member("capabilities"); caps && !caps->IsNull()) {
         CNI_TRY(json::expect_object(*caps, w.at("capabilities"), "map[string]bool"));
         for (const auto& m : caps->GetObject())
-            if (!m.value.IsNull() && !m.value.IsBool()) return std::unexpected(json::type_error(m.value, w.at("capabilities"), "bool"));
+            if (!m.value.IsNull() && !m.value.IsBool()) return cni::Unexpected(json::type_error(m.value, w.at("capabilities"), "bool"));
     }
     if (const auto* dns = nc->member("dns"); dns && !dns->IsNull())
         CNI_TRY(decode_dns(*dns, nc->dns, w.at("dns")));

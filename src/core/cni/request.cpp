@@ -113,7 +113,7 @@ Status validate_network_name(std::string_view config) {
     return {};
 }
 
-std::expected<Request, RequestError> read_request(std::span<const std::string> environ, const StdinReader& stdin_reader) {
+cni::Expected<Request, RequestError> read_request(std::span<const std::string> environ, const StdinReader& stdin_reader) {
     Request r;
     r.environ.assign(environ.begin(), environ.end());
     r.command_text = r.getenv("CNI_COMMAND");
@@ -140,18 +140,18 @@ std::expected<Request, RequestError> read_request(std::span<const std::string> e
         if (slots[i]->empty() && required(rules[i])) missing += (missing.empty() ? "" : ",") + std::string(rules[i].name);
     }
     if (!missing.empty())
-        return std::unexpected(RequestError{
+        return cni::Unexpected(RequestError{
             Error{code::invalid_env, "required env variables [" + missing + "] missing", {}}, r.command_text.empty()});
 
     if (r.command != C::version) {
         auto data = stdin_reader(kMaxConfigBytes);
-        if (!data) return std::unexpected(RequestError{data.error()});
+        if (!data) return cni::Unexpected(RequestError{data.error()});
         r.config = std::move(*data);
-        if (auto st = validate_network_name(r.config); !st) return std::unexpected(RequestError{st.error()});
+        if (auto st = validate_network_name(r.config); !st) return cni::Unexpected(RequestError{st.error()});
         if (required(rules[1]))
-            if (auto st = validate_container_id(r.container_id); !st) return std::unexpected(RequestError{st.error()});
+            if (auto st = validate_container_id(r.container_id); !st) return cni::Unexpected(RequestError{st.error()});
         if (required(rules[3]))
-            if (auto st = validate_ifname(r.ifname); !st) return std::unexpected(RequestError{st.error()});
+            if (auto st = validate_ifname(r.ifname); !st) return cni::Unexpected(RequestError{st.error()});
     }
     return r;
 }

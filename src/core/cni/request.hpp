@@ -52,7 +52,7 @@ struct RequestError {
     bool about = false;
 };
 
-std::expected<Request, RequestError> read_request(std::span<const std::string> environ, const StdinReader& stdin_reader);
+cni::Expected<Request, RequestError> read_request(std::span<const std::string> environ, const StdinReader& stdin_reader);
 
 // The validations, exposed for unit tests.
 Status validate_container_id(std::string_view id);

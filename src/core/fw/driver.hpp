@@ -109,7 +109,7 @@ private:
     Result<const Rules<Spec>*> in(Driver d) const {
         for (auto& e : entries_)
             if (e.driver == d) return e.rules;
-        return std::unexpected(lacks_rules(d));
+        return cni::Unexpected(lacks_rules(d));
     }
     std::vector<Entry> entries_;
     std::vector<Driver> drivers_;

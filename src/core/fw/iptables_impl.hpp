@@ -494,7 +494,7 @@ struct Table {
         auto buf = build(r);
         auto* e = reinterpret_cast<typename T::Entry*>(buf.data());
         if (!(at_top ? T::insert(chain.c_str(), e, 0, h) : T::append(chain.c_str(), e, h)))
-            return std::unexpected(err((at_top ? "inserting a rule into " : "appending a rule to ") + name + "/" + chain));
+            return cni::Unexpected(err((at_top ? "inserting a rule into " : "appending a rule to ") + name + "/" + chain));
         return {};
     }
 
@@ -506,7 +506,7 @@ struct Table {
             if (jumps_to(e, target) && (!pred || pred(describe(e).rule))) hits.push_back(i);
         for (auto it = hits.rbegin(); it != hits.rend(); ++it)
             if (!T::delete_num(chain.c_str(), *it, h))
-                return std::unexpected(err("deleting rule " + std::to_string(*it + 1) + " of " + name + "/" + chain));
+                return cni::Unexpected(err("deleting rule " + std::to_string(*it + 1) + " of " + name + "/" + chain));
         return int(hits.size());
     }
 };
@@ -544,15 +544,15 @@ struct ImplFor final : IptTable::Impl {
         return out;
     }
     Status create_chain(const std::string& c) override {
-        if (!T::create_chain(c.c_str(), t.h)) return std::unexpected(t.err("creating chain " + t.name + "/" + c));
+        if (!T::create_chain(c.c_str(), t.h)) return cni::Unexpected(t.err("creating chain " + t.name + "/" + c));
         return {};
     }
     Status flush_chain(const std::string& c) override {
-        if (!T::flush(c.c_str(), t.h)) return std::unexpected(t.err("flushing chain " + t.name + "/" + c));
+        if (!T::flush(c.c_str(), t.h)) return cni::Unexpected(t.err("flushing chain " + t.name + "/" + c));
         return {};
     }
     Status delete_chain(const std::string& c) override {
-        if (!T::delete_chain(c.c_str(), t.h)) return std::unexpected(t.err("deleting chain " + t.name + "/" + c));
+        if (!T::delete_chain(c.c_str(), t.h)) return cni::Unexpected(t.err("deleting chain " + t.name + "/" + c));
         return {};
     }
     Result<std::vector<IptTable::Listed>> rules(const std::string& c) const override { return t.rules(c); }
@@ -567,7 +567,7 @@ struct ImplFor final : IptTable::Impl {
         if (T::commit(t.h)) return {};
         Error e = t.err("committing table " + t.name);
         if (errno == EAGAIN) e.code = code::try_again_later;
-        return std::unexpected(std::move(e));
+        return cni::Unexpected(std::move(e));
     }
 };
 

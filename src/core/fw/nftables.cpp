@@ -25,6 +25,7 @@
 #include <span>
 
 #include "core/fw/nftables_decode.hpp"
+#include "core/nl/attr.hpp"
 #include "core/nl/netfilter_close.hpp"
 #include "core/os/errno_error.hpp"
 
@@ -91,7 +92,7 @@ std::string ext_ack_message(const nlmsghdr* h) {
     nlattr* tb[NLMSGERR_ATTR_MAX + 1];
     auto* attrs = reinterpret_cast<nlattr*>(const_cast<char*>(static_cast<const char*>(nlmsg_data(h)) + off));
     if (nla_parse(tb, NLMSGERR_ATTR_MAX, attrs, int(total - off), nullptr) < 0 || !tb[NLMSGERR_ATTR_MSG]) return {};
-    return nla_get_string(tb[NLMSGERR_ATTR_MSG]);
+    return nl::attr_string(tb[NLMSGERR_ATTR_MSG]);
 }
 
 Result<SockPtr> connect() {
@@ -187,7 +188,7 @@ Expr counter() {
 Exprs match_address(Family table, bool source, const IpNet& net, bool negated) {
     bool v4 = net.ip.is_v4();
     Exprs e;
-    if (table == Family::inet) e.push_back(load_meta(NFT_META_NFPROTO)), e.push_back(compare(false, {v4 ? NFPROTO_IPV4 : NFPROTO_IPV6}));
+    if (table == Family::inet) e.push_back(load_meta(NFT_META_NFPROTO)), e.push_back(compare(false, {std::uint8_t(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6)}));
     std::uint32_t offset = v4 ? (source ? 12 : 16) : (source ? 8 : 24);
     std::uint32_t len = v4 ? 4 : 16;
     e.push_back(load_payload(NFT_PAYLOAD_NETWORK_HEADER, offset, len));
@@ -467,7 +468,7 @@ std::optional<ListedRule> decode_rule(nlmsghdr* h) {
     if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] || !tb[NFTA_RULE_HANDLE])
         return std::nullopt;
     ListedRule r;
-    r.chain = nla_get_string(tb[NFTA_RULE_CHAIN]);
+    r.chain = nl::attr_string(tb[NFTA_RULE_CHAIN]);
     r.handle = be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]));
     if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
     auto family = Family(static_cast<nfgenmsg*>(nlmsg_data(h))->nfgen_family);
@@ -487,8 +488,8 @@ int on_chain(nl_msg* msg, void* arg) {
     if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_CHAIN_MAX, nullptr) < 0 || !tb[NFTA_CHAIN_NAME] ||
         !tb[NFTA_CHAIN_TABLE])
         return NL_OK;
-    static_cast<std::vector<std::string>*>(arg)->push_back(std::string(nla_get_string(tb[NFTA_CHAIN_TABLE])) + "/" +
-                                                           nla_get_string(tb[NFTA_CHAIN_NAME]));
+    static_cast<std::vector<std::string>*>(arg)->push_back(std::string(nl::attr_string(tb[NFTA_CHAIN_TABLE])) + "/" +
+                                                           nl::attr_string(tb[NFTA_CHAIN_NAME]));
     return NL_OK;
 }
 

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/nl/attr.hpp"
+
 namespace cni::fw::nft::detail {
 namespace {
 
@@ -75,7 +77,7 @@ std::optional<IpNet> prefix_of(Family f, const Loaded& l, const Bytes& value) {
     std::size_t width = f == Family::ip ? 4 : 16;
     if (value.size() < l.len || l.len > width) return std::nullopt;
     std::array<std::uint8_t, 16> b{};
-    std::memcpy(b.data(), value.data(), l.len);
+    std::copy_n(value.begin(), l.len, b.begin());  // no memcpy: an empty value has no data pointer
     int prefix = int(l.len * 8);
     if (l.mask) {
         prefix = 0;
@@ -98,7 +100,7 @@ std::string iface_of(const Bytes& value) {
 
 std::uint32_t host_u32(const Bytes& b) {
     std::uint32_t v = 0;
-    std::memcpy(&v, b.data(), std::min<std::size_t>(b.size(), 4));
+    if (!b.empty()) std::memcpy(&v, b.data(), std::min<std::size_t>(b.size(), 4));
     return v;
 }
 
@@ -118,7 +120,7 @@ void compare(nlattr* data, Family f, Loaded& l, ListedRule& r) {
             break;
         case Loaded::dport:
             if (plain && value.size() == 2) {
-                r.matches.emplace_back(std::in_place_type<PortEquals>, std::uint16_t((value[0] << 8) | value[1]));
+                r.matches.emplace_back(PortEquals{std::uint16_t((value[0] << 8) | value[1])});
                 return;
             }
             break;
@@ -142,7 +144,7 @@ void compare(nlattr* data, Family f, Loaded& l, ListedRule& r) {
         case Loaded::mark:
             if ((eq || negated) && value.size() == 4 && (!loaded.mask || loaded.mask->size() == 4)) {
                 std::uint32_t mask = loaded.mask ? host_u32(*loaded.mask) : 0xffffffffu;
-                r.matches.emplace_back(std::in_place_type<MarkCompare>, host_u32(value), mask, negated);
+                r.matches.emplace_back(MarkCompare{host_u32(value), mask, negated});
                 return;
             }
             break;
@@ -162,7 +164,7 @@ void immediate(nlattr* data, ListedRule& r) {
         return void(r.unknown = true);
     auto code = static_cast<std::int32_t>(be32(verdict[NFTA_VERDICT_CODE]));
     if ((code == NFT_JUMP || code == NFT_GOTO) && verdict[NFTA_VERDICT_CHAIN])
-        r.jumps_to = r.target = nla_get_string(verdict[NFTA_VERDICT_CHAIN]);
+        r.jumps_to = r.target = nl::attr_string(verdict[NFTA_VERDICT_CHAIN]);
     else if (code == NF_ACCEPT)
         r.target = "ACCEPT";
     else if (code == NF_DROP)
@@ -185,7 +187,7 @@ void xtables(nlattr* data, bool is_target, ListedRule& r) {
         return;
     }
     XtPayload x;
-    x.name = nla_get_string(tb[name_attr]);
+    x.name = nl::attr_string(tb[name_attr]);
     if (tb[rev_attr]) x.revision = std::uint8_t(be32(tb[rev_attr]));
     auto* info = static_cast<const std::uint8_t*>(nla_data(tb[info_attr]));
     x.info.assign(info, info + nla_len(tb[info_attr]));
@@ -193,8 +195,8 @@ void xtables(nlattr* data, bool is_target, ListedRule& r) {
         r.target = x.name;
         r.xt_target = std::move(x);
     } else if (x.name == "comment" && r.comment.empty() && r.matches.empty()) {
-        auto* text = reinterpret_cast<const char*>(x.info.data());
-        r.comment = std::string(text, strnlen(text, std::min(kXtCommentMax, x.info.size())));
+        std::string_view text(reinterpret_cast<const char*>(x.info.data()), std::min(kXtCommentMax, x.info.size()));
+        r.comment = std::string(text.substr(0, text.find('\0')));
     } else {
         r.matches.emplace_back(std::in_place_type<XtPayload>, std::move(x));
     }
@@ -209,7 +211,7 @@ void decode_expressions(nlattr* expressions, Family f, ListedRule& r) {
     nla_for_each_nested(elem, expressions, rem) {
         nlattr* e[NFTA_EXPR_MAX + 1];
         if (nla_parse_nested(e, NFTA_EXPR_MAX, elem, nullptr) < 0 || !e[NFTA_EXPR_NAME] || !e[NFTA_EXPR_DATA]) continue;
-        std::string_view name = nla_get_string(e[NFTA_EXPR_NAME]);
+        const std::string name = nl::attr_string(e[NFTA_EXPR_NAME]);
         nlattr* data = e[NFTA_EXPR_DATA];
         if (name == "payload") {
             loaded = payload_load(data, f);

@@ -266,7 +266,7 @@ public:
     }
     // After a commit the copy starts afresh (what it read is older than what it wrote).
     Status commit() override {
-        if (read_error_) return std::unexpected(*read_error_);
+        if (read_error_) return cni::Unexpected(*read_error_);
         CNI_TRY(batch_.commit("iptables-nft: committing table " + table_));
         known_.clear(), all_listed_ = false, table_exists_.reset();
         return load();
@@ -340,7 +340,7 @@ private:
     }
 
     Result<std::vector<Row>*> loaded_rows(const std::string& c) const {
-        if (read_error_) return std::unexpected(*read_error_);
+        if (read_error_) return cni::Unexpected(*read_error_);
         Chain& ch = chain(c);
         if (!ch.loaded && ch.in_kernel) {
             std::vector<Row> rows(ch.rows.begin(), ch.rows.begin() + std::ptrdiff_t(ch.added_at_top));
@@ -368,8 +368,8 @@ private:
     }
 
     Status require_chain(const std::string& c) const {
-        if (read_error_) return std::unexpected(*read_error_);
-        if (!has_chain(c)) return read_error_ ? Status(std::unexpected(*read_error_)) : fail("iptables-nft: no chain " + c + " in table " + table_);
+        if (read_error_) return cni::Unexpected(*read_error_);
+        if (!has_chain(c)) return read_error_ ? Status(cni::Unexpected(*read_error_)) : fail("iptables-nft: no chain " + c + " in table " + table_);
         return {};
     }
 

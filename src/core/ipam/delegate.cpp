@@ -16,7 +16,7 @@ namespace {
 Result<std::optional<CniResult>> run_in_process(const Applet& a, const Context& ctx, Command cmd, std::string_view config) {
     Request derived = ctx.req.with_command(cmd);
     auto req = read_request(derived.environ, [&](std::size_t) { return Result<std::string>(std::string(config)); });
-    if (!req) return std::unexpected(req.error().error);
+    if (!req) return cni::Unexpected(req.error().error);
     Context inner{*req, ctx.warn, req->netns == ctx.req.netns ? ctx.netns : nullptr, ctx.debug};
     ctx.step(std::string(command_name(cmd)) + " " + std::string(a.name) + ", in-process: " + std::string(config));
     CNI_TRY_ASSIGN(auto outcome, run_verb(a, inner));
@@ -43,7 +43,7 @@ Result<std::optional<CniResult>> run_exec(const std::string& path, const Context
     ctx.step(std::string(command_name(cmd)) + " " + path + ": " + std::string(config));
     CNI_TRY_ASSIGN(auto res, os::run_process(path, derived.environ, config));
     ctx.step(path + " answered " + res.status_text() + ": " + res.out);
-    if (!res.ok()) return std::unexpected(plugin_error(res));
+    if (!res.ok()) return cni::Unexpected(plugin_error(res));
     if (!res.err.empty()) {
         std::string_view e = res.err;
         if (e.back() == '\n') e.remove_suffix(1);
@@ -94,7 +94,7 @@ Result<CniResult> delegate_add(const Context& ctx, std::string_view type, std::s
     // caller's rollback only knows about delegates that returned a usable result).
     if (auto usable = require_addresses_and_routes(*r); !usable) {
         (void)delegate_del(ctx, type, config);
-        return std::unexpected(usable.error());
+        return cni::Unexpected(usable.error());
     }
     return std::move(*r);
 }

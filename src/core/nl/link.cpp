@@ -59,7 +59,7 @@ Result<std::optional<LinkInfo>> lookup(const Socket& s, int index, const char* n
         (void)s.check(0, "");  // forget the kernel's complaint
         return std::optional<LinkInfo>{};
     }
-    if (err < 0) return std::unexpected(s.error(err, "looking up link " + what));
+    if (err < 0) return cni::Unexpected(s.error(err, "looking up link " + what));
     return std::optional<LinkInfo>(to_info(link.get()));
 }
 

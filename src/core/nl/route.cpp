@@ -47,7 +47,7 @@ Result<RoutePtr> build(const RouteSpec& r, bool for_delete = false) {
             auto gw = to_nl_addr(*hop.gw);
             if (!gw) {
                 rtnl_route_nh_free(nh);
-                return std::unexpected(gw.error());
+                return cni::Unexpected(gw.error());
             }
             rtnl_route_nh_set_gateway(nh, gw->get());
         }

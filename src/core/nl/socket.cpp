@@ -7,6 +7,7 @@
 #include <netlink/msg.h>
 #include <sys/socket.h>
 
+#include "core/nl/attr.hpp"
 #include "core/os/errno_error.hpp"
 
 namespace cni::nl {
@@ -28,7 +29,7 @@ int on_error(sockaddr_nl*, nlmsgerr* e, void* arg) {
             nlattr* a;
             int rem;
             nla_for_each_attr(a, attrs, remaining, rem) {
-                if (nla_type(a) == NLMSGERR_ATTR_MSG) last->message = nla_get_string(a);
+                if (nla_type(a) == NLMSGERR_ATTR_MSG) last->message = nl::attr_string(a);
             }
         }
     }
@@ -69,7 +70,7 @@ Status Socket::check(int rc, std::string_view what) const {
         last_->message.clear();
         return {};
     }
-    return std::unexpected(error(rc, what));
+    return cni::Unexpected(error(rc, what));
 }
 
 namespace {
@@ -112,7 +113,7 @@ Result<CachePtr> Socket::dump(const CacheAlloc& alloc, std::string_view what) co
         if (rc >= 0) return CachePtr(raw);
         if (rc != -NLE_DUMP_INTR) break;  // libnl frees the partial cache itself
     }
-    return std::unexpected(error(rc, what));
+    return cni::Unexpected(error(rc, what));
 }
 
 }  // namespace cni::nl

@@ -25,6 +25,7 @@
 #include <netlink/utils.h>
 
 #include "core/go_num.hpp"
+#include "core/nl/attr.hpp"
 
 namespace cni::nl {
 namespace {
@@ -122,7 +123,7 @@ std::optional<TbfState> read_tbf(nl_msg* m) {
     nlattr* tb[TCA_MAX + 1];
     nlattr* opt[TCA_TBF_MAX + 1];
     if (nlmsg_parse(nlmsg_hdr(m), sizeof(tcmsg), tb, TCA_MAX, nullptr) < 0 || !tb[TCA_KIND] || !tb[TCA_OPTIONS] ||
-        std::string_view(nla_get_string(tb[TCA_KIND])) != "tbf" ||
+        std::string_view(nl::attr_string(tb[TCA_KIND])) != "tbf" ||
         nla_parse_nested(opt, TCA_TBF_MAX, tb[TCA_OPTIONS], nullptr) < 0 || !opt[TCA_TBF_PARMS] ||
         nla_len(opt[TCA_TBF_PARMS]) < int(sizeof(tc_tbf_qopt)))
         return std::nullopt;

@@ -19,7 +19,7 @@ inline std::string errno_text(int err) {
 }
 
 // "<op> <path>: <reason>", code 999.
-inline std::unexpected<Error> sys_fail(std::string_view op, std::string_view path, int err = errno) {
+inline cni::Unexpected<Error> sys_fail(std::string_view op, std::string_view path, int err = errno) {
     return fail(std::string(op) + " " + std::string(path) + ": " + errno_text(err));
 }
 

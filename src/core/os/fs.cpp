@@ -145,7 +145,7 @@ UniqueFd Dir::open_own(std::string_view name, int flags, mode_t mode) const {
     return open_regular(name, flags | O_EXCL, mode);
 }
 
-std::unexpected<Error> Dir::open_failed(std::string_view name, int err) const {
+cni::Unexpected<Error> Dir::open_failed(std::string_view name, int err) const {
     return fail(io_error("open", path_of(name), err == EINVAL ? "not a regular file" : err == ELOOP ? "a symbolic link" : errno_text(err)));
 }
 

@@ -66,7 +66,7 @@ public:
     bool remove(std::string_view name) const;  // false when it was not there or could not go
     std::vector<std::string> names() const;     // every entry but "." and ".."
     // The error for an open_regular that failed with `err`: "open <path>: a symbolic link", ...
-    std::unexpected<Error> open_failed(std::string_view name, int err) const;
+    cni::Unexpected<Error> open_failed(std::string_view name, int err) const;
 
 private:
     Dir(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}

@@ -19,12 +19,12 @@ std::optional<UnixAddress> unix_address(std::string_view where) {
     return a;
 }
 
-std::expected<UniqueFd, int> connect_unix(std::string_view where) {
+cni::Expected<UniqueFd, int> connect_unix(std::string_view where) {
     auto addr = unix_address(where);
-    if (!addr) return std::unexpected(ENAMETOOLONG);
+    if (!addr) return cni::Unexpected(ENAMETOOLONG);
     UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (!fd) return std::unexpected(errno);
-    if (::connect(fd.get(), addr->get(), addr->len) != 0) return std::unexpected(errno);
+    if (!fd) return cni::Unexpected(errno);
+    if (::connect(fd.get(), addr->get(), addr->len) != 0) return cni::Unexpected(errno);
     return fd;
 }
 

@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <expected>
+#include "core/expected.hpp"
 #include <optional>
 #include <string_view>
 
@@ -26,6 +26,6 @@ std::optional<UnixAddress> unix_address(std::string_view where);
 
 // A new stream socket connected to `where`, or the errno of the failure (ENAMETOOLONG when the
 // name does not fit).
-std::expected<UniqueFd, int> connect_unix(std::string_view where);
+cni::Expected<UniqueFd, int> connect_unix(std::string_view where);
 
 }  // namespace cni::os

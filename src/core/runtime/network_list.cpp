@@ -99,7 +99,7 @@ Result<NetworkList> load_network(const std::string& dir, const std::string& name
     for (const auto& path : files_with(dir, {".conflist"})) {
         CNI_TRY_ASSIGN(auto text, os::read_file(path));
         auto l = parse_conflist(text);
-        if (!l) return std::unexpected(l.error().context(path));
+        if (!l) return cni::Unexpected(l.error().context(path));
         if (l->name == name) return l;
     }
     for (const auto& path : files_with(dir, {".conf", ".json"})) {
@@ -109,7 +109,7 @@ Result<NetworkList> load_network(const std::string& dir, const std::string& name
         const json::Value* n = json::find_exact(*doc, "name");
         if (n && n->IsString() && std::string_view(n->GetString(), n->GetStringLength()) == name) {
             auto l = conflist_from_conf(text);
-            if (!l) return std::unexpected(l.error().context(path));
+            if (!l) return cni::Unexpected(l.error().context(path));
             return l;
         }
     }

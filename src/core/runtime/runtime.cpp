@@ -70,9 +70,9 @@ Status del_all(const NetworkList& list, const RuntimeConf& rt, const std::option
                const Warn& warn, bool keep_going = false) {
     for (std::size_t i = count; i-- > 0;) {
         auto config = plugin_config(list, i, rt, prev);
-        auto st = config ? run_plugin(list, i, Command::del, rt, *config, warn) : std::unexpected(config.error());
+        auto st = config ? run_plugin(list, i, Command::del, rt, *config, warn) : cni::Unexpected(config.error());
         if (st) continue;
-        if (!keep_going) return std::unexpected(st.error().context("plugin " + list.descriptions[i] + " failed (delete)"));
+        if (!keep_going) return cni::Unexpected(st.error().context("plugin " + list.descriptions[i] + " failed (delete)"));
         warn("cleaning up after the failed ADD: plugin " + list.descriptions[i] + " DEL: " + st.error().msg);
     }
     return {};
@@ -131,10 +131,10 @@ Result<CniResult> add_network_list(const NetworkList& list, const RuntimeConf& r
     std::optional<CniResult> prev;
     for (std::size_t i = 0; i < list.plugins.size(); ++i) {
         auto config = plugin_config(list, i, rt, prev);
-        auto r = config ? run_plugin(list, i, Command::add, rt, *config, warn) : std::unexpected(config.error());
+        auto r = config ? run_plugin(list, i, Command::add, rt, *config, warn) : cni::Unexpected(config.error());
         if (!r) {
             (void)del_all(list, rt, std::nullopt, i + 1, warn, true);
-            return std::unexpected(r.error().context("plugin " + list.descriptions[i] + " failed (add)"));
+            return cni::Unexpected(r.error().context("plugin " + list.descriptions[i] + " failed (add)"));
         }
         if (!*r) return fail("plugin " + list.descriptions[i] + " returned no result");
         prev = std::move(**r);
@@ -200,7 +200,7 @@ Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std
             json::set(doc, "cni.dev/valid-attachments", std::move(arr), a);
         }));
         auto st = run_plugin(list, i, Command::gc, rt, config, warn);
-        failures.add(st ? st : std::unexpected(st.error().context("failed to GC plugin " + list.types[i])));
+        failures.add(st ? st : cni::Unexpected(st.error().context("failed to GC plugin " + list.types[i])));
     }
     return failures.status();
 }

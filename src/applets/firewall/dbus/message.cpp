@@ -83,7 +83,7 @@ private:
         pos += n + 1;
         return s;
     }
-    static std::unexpected<Error> truncated() { return fail("D-Bus: truncated or malformed message"); }
+    static cni::Unexpected<Error> truncated() { return fail("D-Bus: truncated or malformed message"); }
     std::string_view b_;
     bool little_;
 };
