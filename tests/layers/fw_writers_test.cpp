@@ -254,7 +254,7 @@ TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rul
                           "CNI portfwd: block incoming localnet connections") == 1);
         CHECK(at_once(ns, [](int) {
                   auto nat = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
-                  if (!nat) return succeeded(Status(std::unexpected(nat.error())));
+                  if (!nat) return succeeded(Status(cni::Unexpected(nat.error())));
                   return succeeded(nat->transact([](fw::IptTable& t) { return t.append_unique("POSTROUTING", accept_from("10.1.0.7")); }));
               }) == 0);
         CHECK(occurrences("ip netns exec " + ns.name + " iptables-nft-save -t nat", "-A POSTROUTING -s 10.1.0.7/32 -j ACCEPT") == 1);
