@@ -20,6 +20,7 @@ packages=(
   dpkg-dev xz-utils flex bison                # static build: libiptc and libnl from Debian's sources
   qemu-system-x86 busybox-static cpio kmod     # the test VM for kernel features this machine lacks
   clang lld qemu-user                         # the arm64 launcher, built and run here (cli suite)
+  clang-14 libclang-rt-14-dev                 # the libFuzzer targets (fuzz suite, docs/fuzzing.md)
   g++-aarch64-linux-gnu                       # the arm64 release binary, cross-built (static suite)
   checkpolicy                                 # the test VM's own SELinux policy (tap selinuxContext)
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
