@@ -50,9 +50,10 @@ public:
     bool Uint64(std::uint64_t u) { return d_.Uint64(u); }
     bool Double(double x) { return d_.Double(x); }
     // Every number arrives as its text (kParseNumbersAsStringsFlag) and is converted here as Go's
-    // strconv converts it: RapidJSON's full-precision conversion read some literals wrong (0e90
-    // as -6.6e268, 30 zero decimals as 9.6e-240) and indexed past its table of powers on others
-    // (docs/fuzzing.md). An integer that fits 64 bits stays one, as RapidJSON would keep it.
+    // strconv converts it, an integer by from_chars and a float by strtod: RapidJSON's
+    // full-precision conversion read some literals wrong (0e90 as -6.6e268, 30 zero decimals as
+    // 9.6e-240) and indexed past its table of powers on others (docs/fuzzing.md). An integer
+    // that fits 64 bits stays one, as RapidJSON would keep it.
     bool RawNumber(const char* s, rapidjson::SizeType n, bool) {
         const char* end = s + n;
         if (std::find_if(s, end, [](char c) { return c == '.' || c == 'e' || c == 'E'; }) == end) {
@@ -64,11 +65,10 @@ public:
                 if (auto r = std::from_chars(s, end, u); r.ec == std::errc() && r.ptr == end) return d_.Uint64(u);
             }
         }
-        double x = 0;
-        if (auto r = std::from_chars(s, end, x); r.ec == std::errc() && r.ptr == end) return d_.Double(x);
-        // Out of range: strtod says which way (the text is a valid literal; RapidJSON has
-        // already refused an exponent past a double's).
-        x = std::strtod(std::string(s, n).c_str(), nullptr);
+        // RapidJSON hands the literal over NUL-terminated; strtod rounds correctly, as Go does, in
+        // the C locale every plugin runs in. Past a double's range it gives an infinity (kept as
+        // the largest double, as for the exponents RapidJSON refuses) or a zero.
+        double x = std::strtod(s, nullptr);
         if (std::isinf(x)) x = std::copysign(std::numeric_limits<double>::max(), x);
         return d_.Double(x);
     }
