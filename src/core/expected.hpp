@@ -43,26 +43,49 @@ private:
 template <class E>
 Unexpected(E) -> Unexpected<E>;
 
-template <class T, class E>
-class Expected {
-public:
-    using value_type = T;
-    using error_type = E;
+namespace detail {
 
-    constexpr Expected()
-        requires std::is_default_constructible_v<T>
-        : v_(std::in_place_index<0>) {}
-    template <class U = T>
-        requires(!std::is_same_v<std::remove_cvref_t<U>, Expected> && !std::is_same_v<std::remove_cvref_t<U>, Unexpected<E>> &&
-                 std::is_constructible_v<T, U>)
-    constexpr Expected(U&& u) : v_(std::in_place_index<0>, std::forward<U>(u)) {}
+// What both forms hold and answer: the value (or std::monostate) or the error.
+template <class V, class E>
+class ExpectedBase {
+public:
     template <class G>
-    constexpr Expected(const Unexpected<G>& u) : v_(std::in_place_index<1>, u.error()) {}
+    constexpr ExpectedBase(const Unexpected<G>& u) : v_(std::in_place_index<1>, u.error()) {}
     template <class G>
-    constexpr Expected(Unexpected<G>&& u) : v_(std::in_place_index<1>, std::move(u).error()) {}
+    constexpr ExpectedBase(Unexpected<G>&& u) : v_(std::in_place_index<1>, std::move(u).error()) {}
 
     constexpr bool has_value() const { return v_.index() == 0; }
     constexpr explicit operator bool() const { return has_value(); }
+    constexpr E& error() & { return std::get<1>(v_); }
+    constexpr const E& error() const& { return std::get<1>(v_); }
+    constexpr E&& error() && { return std::get<1>(std::move(v_)); }
+
+protected:
+    template <class... A>
+    constexpr explicit ExpectedBase(std::in_place_index_t<0> at, A&&... a) : v_(at, std::forward<A>(a)...) {}
+    std::variant<V, E> v_;
+};
+
+}  // namespace detail
+
+template <class T, class E>
+class Expected : public detail::ExpectedBase<T, E> {
+    using Base = detail::ExpectedBase<T, E>;
+    using Base::v_;
+
+public:
+    using value_type = T;
+    using error_type = E;
+    using Base::Base;
+
+    constexpr Expected()
+        requires std::is_default_constructible_v<T>
+        : Base(std::in_place_index<0>) {}
+    template <class U = T>
+        requires(!std::is_same_v<std::remove_cvref_t<U>, Expected> && !std::is_same_v<std::remove_cvref_t<U>, Unexpected<E>> &&
+                 std::is_constructible_v<T, U>)
+    constexpr Expected(U&& u) : Base(std::in_place_index<0>, std::forward<U>(u)) {}
+
     constexpr T& operator*() & { return std::get<0>(v_); }
     constexpr const T& operator*() const& { return std::get<0>(v_); }
     constexpr T&& operator*() && { return std::get<0>(std::move(v_)); }
@@ -71,44 +94,28 @@ public:
     constexpr T& value() & { return std::get<0>(v_); }
     constexpr const T& value() const& { return std::get<0>(v_); }
     constexpr T&& value() && { return std::get<0>(std::move(v_)); }
-    constexpr E& error() & { return std::get<1>(v_); }
-    constexpr const E& error() const& { return std::get<1>(v_); }
-    constexpr E&& error() && { return std::get<1>(std::move(v_)); }
     template <class U>
     constexpr T value_or(U&& u) const& {
-        return has_value() ? **this : static_cast<T>(std::forward<U>(u));
+        return this->has_value() ? **this : static_cast<T>(std::forward<U>(u));
     }
     template <class U>
     constexpr T value_or(U&& u) && {
-        return has_value() ? std::move(**this) : static_cast<T>(std::forward<U>(u));
+        return this->has_value() ? std::move(**this) : static_cast<T>(std::forward<U>(u));
     }
-
-private:
-    std::variant<T, E> v_;
 };
 
 template <class E>
-class Expected<void, E> {
+class Expected<void, E> : public detail::ExpectedBase<std::monostate, E> {
+    using Base = detail::ExpectedBase<std::monostate, E>;
+
 public:
     using value_type = void;
     using error_type = E;
+    using Base::Base;
 
-    constexpr Expected() = default;
-    template <class G>
-    constexpr Expected(const Unexpected<G>& u) : v_(std::in_place_index<1>, u.error()) {}
-    template <class G>
-    constexpr Expected(Unexpected<G>&& u) : v_(std::in_place_index<1>, std::move(u).error()) {}
-
-    constexpr bool has_value() const { return v_.index() == 0; }
-    constexpr explicit operator bool() const { return has_value(); }
+    constexpr Expected() : Base(std::in_place_index<0>) {}
     constexpr void operator*() const {}
     constexpr void value() const {}
-    constexpr E& error() & { return std::get<1>(v_); }
-    constexpr const E& error() const& { return std::get<1>(v_); }
-    constexpr E&& error() && { return std::get<1>(std::move(v_)); }
-
-private:
-    std::variant<std::monostate, E> v_;
 };
 
 }  // namespace cni

@@ -121,6 +121,24 @@ MsgPtr new_message(int type, int flags, Family f) {
     return msg;
 }
 
+// Reads the socket's answers, datagram by datagram, handing each message to `on` until it returns
+// true (the last answer came); a failed read is the error, worded "<what>: ...".
+template <class OnMessage>
+Status read_answers(nl_sock* sk, std::string_view what, OnMessage&& on) {
+    for (bool done = false; !done;) {
+        sockaddr_nl peer{};
+        unsigned char* data = nullptr;
+        int n = nl_recv(sk, &peer, &data, nullptr);
+        if (n <= 0) {
+            std::free(data);
+            return fail(std::string(what) + ": " + (n < 0 ? nl_geterror(n) : "no answer from the kernel"));
+        }
+        for (auto* h = reinterpret_cast<nlmsghdr*>(data); !done && nlmsg_ok(h, n); h = nlmsg_next(h, &n)) done = on(h);
+        std::free(data);
+    }
+    return {};
+}
+
 }  // namespace
 
 Expr load_meta(std::uint32_t key) {
@@ -435,23 +453,13 @@ Status Batch::commit(std::string_view what) {
     // the transaction (no ack per message to fill the receive buffer).
     std::string first_error;
     bool changed_meanwhile = false;
-    for (bool done = false; !done;) {
-        sockaddr_nl peer{};
-        unsigned char* data = nullptr;
-        int n = nl_recv(sk.get(), &peer, &data, nullptr);
-        if (n <= 0) {
-            std::free(data);
-            return fail(std::string(what) + ": " + (n < 0 ? nl_geterror(n) : "no answer from the kernel"));
-        }
-        for (auto* h = reinterpret_cast<nlmsghdr*>(data); nlmsg_ok(h, n); h = nlmsg_next(h, &n)) {
-            if (h->nlmsg_type != NLMSG_ERROR) continue;
-            auto* e = static_cast<nlmsgerr*>(nlmsg_data(h));
-            if (e->error != 0 && first_error.empty()) first_error = errno_message(-e->error, ext_ack_message(h));
-            if (e->error == -ERESTART && h->nlmsg_seq == 0) changed_meanwhile = true;
-            if (h->nlmsg_seq == seq || h->nlmsg_seq == 0 || h->nlmsg_seq == seq + 1) done = true;
-        }
-        std::free(data);
-    }
+    CNI_TRY(read_answers(sk.get(), what, [&](nlmsghdr* h) {
+        if (h->nlmsg_type != NLMSG_ERROR) return false;
+        auto* e = static_cast<nlmsgerr*>(nlmsg_data(h));
+        if (e->error != 0 && first_error.empty()) first_error = errno_message(-e->error, ext_ack_message(h));
+        if (e->error == -ERESTART && h->nlmsg_seq == 0) changed_meanwhile = true;
+        return h->nlmsg_seq == seq || h->nlmsg_seq == 0 || h->nlmsg_seq == seq + 1;
+    }));
     if (changed_meanwhile)
         return fail(code::try_again_later, std::string(what) + ": the ruleset changed while the transaction was built");
     if (!first_error.empty()) return fail(std::string(what) + ": " + first_error);
@@ -631,28 +639,17 @@ Result<std::vector<ListedRule>> rules_by_handle(Family f, std::string_view table
         buf.append(reinterpret_cast<const char*>(h), NLMSG_ALIGN(h->nlmsg_len));
     }
     if (int err = nl_sendto(sk.get(), buf.data(), buf.size()); err < 0) return fail(what + ": " + nl_geterror(err));
-    for (bool done = false; !done;) {
-        sockaddr_nl peer{};
-        unsigned char* data = nullptr;
-        int n = nl_recv(sk.get(), &peer, &data, nullptr);
-        if (n <= 0) {
-            std::free(data);
-            return fail(what + ": " + (n < 0 ? nl_geterror(n) : "no answer from the kernel"));
+    std::string error;
+    CNI_TRY(read_answers(sk.get(), what, [&](nlmsghdr* h) {
+        if (h->nlmsg_type != NLMSG_ERROR) {
+            if (auto r = decode_rule(h)) out.push_back(std::move(*r));
+            return false;
         }
-        for (auto* h = reinterpret_cast<nlmsghdr*>(data); nlmsg_ok(h, n); h = nlmsg_next(h, &n)) {
-            if (h->nlmsg_type == NLMSG_ERROR) {
-                int error = static_cast<nlmsgerr*>(nlmsg_data(h))->error;
-                if (error != 0 && error != -ENOENT) {
-                    std::free(data);
-                    return fail(what + ": " + errno_message(-error, ext_ack_message(h)));
-                }
-                if (h->nlmsg_seq == seq) done = true;
-            } else if (auto r = decode_rule(h)) {
-                out.push_back(std::move(*r));
-            }
-        }
-        std::free(data);
-    }
+        int e = static_cast<nlmsgerr*>(nlmsg_data(h))->error;
+        if (e != 0 && e != -ENOENT && error.empty()) error = errno_message(-e, ext_ack_message(h));
+        return h->nlmsg_seq == seq;
+    }));
+    if (!error.empty()) return fail(what + ": " + error);
     return out;
 }
 
@@ -675,20 +672,12 @@ bool has_xt_revision(Family f, bool target, std::string_view name, std::uint8_t 
     // The answer (flagged NLM_F_MULTI, without a DONE) and then the ack, or only an error: no
     // such revision. libnl's receive loop would wait for the DONE, so the ack is looked for here.
     const std::uint32_t seq = nlmsg_hdr(req.get())->nlmsg_seq;
-    for (;;) {
-        sockaddr_nl peer{};
-        unsigned char* data = nullptr;
-        int n = nl_recv(sk->get(), &peer, &data, nullptr);
-        if (n <= 0) {
-            std::free(data);
-            return false;
-        }
-        std::optional<bool> answer;
-        for (auto* h = reinterpret_cast<nlmsghdr*>(data); nlmsg_ok(h, n); h = nlmsg_next(h, &n))
-            if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_seq == seq) answer = static_cast<nlmsgerr*>(nlmsg_data(h))->error == 0;
-        std::free(data);
-        if (answer) return *answer;
-    }
+    std::optional<bool> answer;
+    auto read = read_answers(sk->get(), "nftables: probing a revision", [&](nlmsghdr* h) {
+        if (h->nlmsg_type == NLMSG_ERROR && h->nlmsg_seq == seq) answer = static_cast<nlmsgerr*>(nlmsg_data(h))->error == 0;
+        return answer.has_value();
+    });
+    return read && answer.value_or(false);
 }
 
 Result<std::uint32_t> generation() {
