@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -19,12 +20,18 @@ using namespace cni;
 
 namespace {
 
-const std::string& scratch() {
-    static const std::string dir = [] {
-        char tmpl[] = "/tmp/cni-fuzz-store.XXXXXX";
-        return std::string(::mkdtemp(tmpl));
+// The process's scratch folder, removed when libFuzzer exits (its path in a plain array, which
+// no destructor takes away before the exit handler runs).
+char scratch_path[] = "/tmp/cni-fuzz-store.XXXXXX";
+
+std::string scratch() {
+    static const bool made = [] {
+        if (!::mkdtemp(scratch_path)) std::abort();
+        std::atexit([] { std::filesystem::remove_all(scratch_path); });
+        return true;
     }();
-    return dir;
+    (void)made;
+    return scratch_path;
 }
 
 // Only names the store itself uses, so a file never lands outside the scratch folder.
