@@ -546,9 +546,11 @@ struct RuleVisitor {
 };
 
 // Whether the GET request `type` for the object named by `attrs` (attribute, value) answers:
-// false when it, its table or this family's tables do not exist.
-Result<bool> exists(Family f, int type, std::initializer_list<std::pair<int, std::string_view>> attrs, const std::string& what) {
+// false when it, its table or this family's tables do not exist. `on_answer` reads the answer.
+Result<bool> exists(Family f, int type, std::initializer_list<std::pair<int, std::string_view>> attrs, const std::string& what,
+                    nl_recvmsg_msg_cb_t on_answer = nullptr, void* answer = nullptr) {
     CNI_TRY_ASSIGN(auto sk, connect());
+    if (on_answer) nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_answer, answer);
     auto req = new_message(type, 0, f);
     if (!req) return fail("nftables: out of memory");
     for (auto& [attr, value] : attrs)
@@ -593,11 +595,6 @@ Result<std::vector<std::string>> list_chains(Family f, std::string_view table) {
 
 Result<std::optional<ChainInfo>> chain_info(Family f, std::string_view table, std::string_view chain) {
     const std::string what = "nftables: looking up chain " + std::string(chain) + " in table " + std::string(table);
-    CNI_TRY_ASSIGN(auto sk, connect());
-    auto req = new_message(NFT_MSG_GETCHAIN, 0, f);
-    if (!req || nla_put_string(req.get(), NFTA_CHAIN_TABLE, std::string(table).c_str()) != 0 ||
-        nla_put_string(req.get(), NFTA_CHAIN_NAME, std::string(chain).c_str()) != 0)
-        return fail("nftables: out of memory");
     std::optional<ChainInfo> info;
     auto on_info = [](nl_msg* msg, void* arg) -> int {
         nlattr* tb[NFTA_CHAIN_MAX + 1];
@@ -608,11 +605,8 @@ Result<std::optional<ChainInfo>> chain_info(Family f, std::string_view table, st
         }
         return NL_OK;
     };
-    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, on_info, &info);
-    if (int err = nl_send_auto(sk.get(), req.get()); err < 0) return fail(what + ": " + nl_geterror(err));
-    int err = nl_recvmsgs_default(sk.get());
-    if (err == -NLE_OBJ_NOTFOUND || err == -NLE_AF_NOSUPPORT || err == -NLE_OPNOTSUPP) return std::optional<ChainInfo>{};
-    if (err < 0) return fail(what + ": " + nl_geterror(err));
+    CNI_TRY_ASSIGN(bool found, exists(f, NFT_MSG_GETCHAIN, {{NFTA_CHAIN_TABLE, table}, {NFTA_CHAIN_NAME, chain}}, what, on_info, &info));
+    if (!found) return std::optional<ChainInfo>{};
     if (!info) return fail(what + ": the kernel's answer has no handle");
     return info;
 }

@@ -5,7 +5,6 @@
 #include "core/nl/netfilter_close.hpp"
 
 #include <fcntl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
