@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "applets/tuning/backup.hpp"
 #include "core/cni/json.hpp"
 #include "small_stack.hpp"
 
@@ -354,4 +355,16 @@ TEST_CASE("the interface{} round trip: numbers through float64, keys sorted, a r
     auto st = json::field(rt, "n", n, json::Where{"Result", ""});
     REQUIRE_FALSE(st);
     CHECK(st.error().msg == "json: cannot unmarshal number 9223372036854776000 into Go struct field Result.n of type int");
+}
+
+TEST_CASE("json::quote writes strings as Go's encoding/json does, and a tuning backup holding any reads back") {
+    CHECK(cni::json::quote("a\x7f<b>&\x01\"\\") == "\"a\x7f\\u003cb\\u003e\\u0026\\u0001\\\"\\\\\"");
+    CHECK(cni::json::quote("\xff") == "\"\xEF\xBF\xBD\"");
+    cni::tuning::Backup b;
+    b.sysctl["/proc/sys/net/\x7f\a\x1b"] = "v\x7f";
+    b.network = "n<\x01>";
+    b.mtu = 1500;
+    auto back = cni::tuning::decode_backup(cni::tuning::encode_backup(b));
+    REQUIRE(back);
+    CHECK(*back == b);
 }

@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include "applets/tuning/backup.hpp"
 #include "applets/tuning/garp.hpp"
 #include "applets/tuning/regexp.hpp"
 #include "core/applet.hpp"
@@ -35,6 +36,10 @@
 namespace cni {
 namespace {
 
+using tuning::Backup;
+using tuning::decode_backup;
+using tuning::encode_backup;
+
 constexpr const char* kAllowlist = "/etc/cni/tuning/allowlist.conf";
 
 struct TuningConf {
@@ -49,24 +54,6 @@ struct TuningConf {
     bool changes_link() const { return !mac.empty() || promisc || mtu != 0 || txqlen || allmulti; }
 };
 
-// The original values, as the reference's configToRestore plus our two additions.
-struct Backup {
-    std::string mac;
-    std::optional<bool> promisc;
-    std::int64_t mtu = 0;
-    std::optional<bool> allmulti;
-    std::optional<std::int64_t> txqlen;
-    std::map<std::string, std::string> sysctl;  // /proc/sys path -> original value
-    std::string network;
-};
-
-// The backup file's keys (Go's configToRestore; allmulti and txQLen are ours).
-constexpr std::array kBackupKeys{
-    key<&Backup::mac>("mac", ""),           key<&Backup::promisc>("promisc", ""),
-    key<&Backup::mtu>("mtu", ""),           key<&Backup::allmulti>("allmulti", ""),
-    key<&Backup::txqlen>("txQLen", ""),     key<&Backup::sysctl>("sysctl", ""),
-    key<&Backup::network>("network", ""),
-};
 
 constexpr std::array kTuningKeys{
     key<&TuningConf::sysctl>("sysctl", "name -> value under /proc/sys/net/, dotted or slashed; IFNAME stands for CNI_IFNAME; "
@@ -178,38 +165,6 @@ std::string sysctl_name(const std::string& path) { return path.substr(std::strin
 
 std::string backup_name(const Request& r) { return r.container_id + "_" + r.ifname + ".json"; }
 std::string backup_path(const TuningConf& c, const Request& r) { return c.data_dir + "/" + backup_name(r); }
-
-// The reference writes json.MarshalIndent(config, "", " "); the same layout here.
-std::string encode_backup(const Backup& b) {
-    std::vector<std::string> fields;
-    if (!b.mac.empty()) fields.push_back("\"mac\": " + go_quote(b.mac));
-    if (b.promisc) fields.push_back(std::string("\"promisc\": ") + (*b.promisc ? "true" : "false"));
-    if (b.mtu) fields.push_back("\"mtu\": " + std::to_string(b.mtu));
-    if (b.allmulti) fields.push_back(std::string("\"allmulti\": ") + (*b.allmulti ? "true" : "false"));
-    if (b.txqlen) fields.push_back("\"txQLen\": " + std::to_string(*b.txqlen));
-    if (!b.sysctl.empty()) {
-        std::string m = "\"sysctl\": {";
-        bool first = true;
-        for (auto& [k, v] : b.sysctl) {
-            m += (first ? "\n  " : ",\n  ") + go_quote(k) + ": " + go_quote(v);
-            first = false;
-        }
-        fields.push_back(m + "\n }");
-    }
-    if (!b.network.empty()) fields.push_back("\"network\": " + go_quote(b.network));
-    std::string out = "{";
-    for (std::size_t i = 0; i < fields.size(); ++i) out += (i ? ",\n " : "\n ") + fields[i];
-    return out + (fields.empty() ? "}" : "\n}");
-}
-
-Result<Backup> decode_backup(const std::string& text) {
-    CNI_TRY_ASSIGN(auto doc, json::parse(text));
-    Backup b;
-    json::Where w{"configToRestore", ""};
-    CNI_TRY(json::expect_object(doc, w, "configToRestore"));
-    CNI_TRY(read_keys(doc, kBackupKeys, b, w));
-    return b;
-}
 
 Status save_backup(const TuningConf& c, const Request& r, const Backup& b) {
     auto dir = os::Dir::create(c.data_dir, 0700);

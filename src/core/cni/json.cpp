@@ -468,6 +468,12 @@ void write_scalar(std::string& out, const Value& v) {
 
 }  // namespace
 
+std::string quote(std::string_view s) {
+    std::string out;
+    write_string(out, s);
+    return out;
+}
+
 std::string write(const Value& root, Style style, bool sort_keys) {
     std::string out;
     // The containers open around the value being written, innermost last (no recursion: a

@@ -161,6 +161,9 @@ Result<const Value*> struct_member(const Value* obj, std::string_view key, const
 // Output.
 enum class Style { indented, compact };
 std::string write(const Value& v, Style style, bool sort_keys);
+// A string as Go's encoding/json writes it, quotes included (<, > and & escaped, invalid UTF-8
+// as U+FFFD): for files written field by field in Go's layout.
+std::string quote(std::string_view s);
 
 // Helpers to build values.
 inline Value str(std::string_view s, Alloc& a) { return Value(s.data(), rapidjson::SizeType(s.size()), a); }
