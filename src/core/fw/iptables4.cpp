@@ -39,6 +39,9 @@ struct V4 {
     static int delete_num(const char* c, unsigned n, Handle* h) { return iptc_delete_num_entry(c, n, h); }
     static const char* strerror(int e) { return iptc_strerror(e); }
 
+    // The part of an entry write_header fills (addresses, masks, protocol, interfaces, flags).
+    static constexpr std::size_t kHeaderSize = sizeof(ipt_ip);
+    static const void* header(const Entry* e) { return &e->ip; }
     static unsigned char* src(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ip.src); }
     static unsigned char* smsk(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ip.smsk); }
     static unsigned char* dst(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ip.dst); }
@@ -57,8 +60,6 @@ struct V4 {
     static const char* outiface(const Entry* e) { return e->ip.outiface; }
     static unsigned char* iniface_mask(Entry* e) { return e->ip.iniface_mask; }
     static unsigned char* outiface_mask(Entry* e) { return e->ip.outiface_mask; }
-    static void prepare(Entry*) {}
-    static bool has_other_fields(const Entry* e) { return e->ip.flags != 0; }
     static std::vector<unsigned char> masq_payload() {
         nf_nat_ipv4_multi_range_compat m{};
         m.rangesize = 1;
@@ -72,5 +73,6 @@ struct V4 {
 
 Result<std::unique_ptr<IptTable::Impl>> open_v4(const std::string& table) { return open_table<V4>(table); }
 const XtCodec& xt_codec_v4() { return xt_codec_for<V4>(); }
+const EntryCodec& entry_codec_v4() { return entry_codec_for<V4>(); }
 
 }  // namespace cni::fw::detail

@@ -42,6 +42,10 @@ struct V6 {
     static int delete_num(const char* c, unsigned n, Handle* h) { return ip6tc_delete_num_entry(c, n, h); }
     static const char* strerror(int e) { return ip6tc_strerror(e); }
 
+    // The part of an entry write_header fills (addresses, masks, interfaces, protocol, flags),
+    // without the struct's tail padding.
+    static constexpr std::size_t kHeaderSize = offsetof(ip6t_ip6, invflags) + 1;
+    static const void* header(const Entry* e) { return &e->ipv6; }
     static unsigned char* src(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ipv6.src); }
     static unsigned char* smsk(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ipv6.smsk); }
     static unsigned char* dst(Entry* e) { return reinterpret_cast<unsigned char*>(&e->ipv6.dst); }
@@ -64,8 +68,6 @@ struct V6 {
     static const char* outiface(const Entry* e) { return e->ipv6.outiface; }
     static unsigned char* iniface_mask(Entry* e) { return e->ipv6.iniface_mask; }
     static unsigned char* outiface_mask(Entry* e) { return e->ipv6.outiface_mask; }
-    static void prepare(Entry*) {}
-    static bool has_other_fields(const Entry* e) { return (e->ipv6.flags & ~IP6T_F_PROTO) || e->ipv6.tos; }
     // An all-zero nf_nat_range, as ip6tables -j MASQUERADE writes.
     static std::vector<unsigned char> masq_payload() { return std::vector<unsigned char>(sizeof(nf_nat_range), 0); }
 };
@@ -74,5 +76,6 @@ struct V6 {
 
 Result<std::unique_ptr<IptTable::Impl>> open_v6(const std::string& table) { return open_table<V6>(table); }
 const XtCodec& xt_codec_v6() { return xt_codec_for<V6>(); }
+const EntryCodec& entry_codec_v6() { return entry_codec_for<V6>(); }
 
 }  // namespace cni::fw::detail

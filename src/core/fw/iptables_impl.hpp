@@ -27,7 +27,10 @@
 #include <functional>
 #include <initializer_list>
 #include <map>
+#include <memory>
 #include <optional>
+#include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/fw/iptables.hpp"
@@ -44,8 +47,9 @@ inline int prefix_of(const unsigned char* mask, int bytes) {
 
 // Trait T provides: Handle, Entry, kBytes (4/16), init/free/commit/is_chain/create_chain/
 // flush/delete_chain/first/next/get_target/append/insert/delete_num/strerror, address,
-// protocol and interface accessors, the inverse flags, the MASQUERADE payload, and the socket
-// family/level/options that ask the kernel which match and target revisions it has.
+// protocol and interface accessors, the inverse flags, the header's bytes (header, kHeaderSize),
+// the MASQUERADE payload, and the socket family/level/options that ask the kernel which match
+// and target revisions it has.
 // Asks the kernel whether it has revision `rev` of the xtables target (or match) `name`.
 using RevisionProbe = std::function<bool(bool target, const char* name, std::uint8_t rev)>;
 
@@ -90,6 +94,19 @@ struct Table {
             mask[i] = ones >= 8 ? 0xff : ones <= 0 ? 0 : static_cast<unsigned char>(0xff << (8 - ones));
     }
 
+    // The entry's address, protocol and interface part, as the iptables binary fills it.
+    static void write_header(const IptRule& r, typename T::Entry* e) {
+        if (r.src) from_net(*r.src, T::src(e), T::smsk(e));
+        if (r.dst) from_net(*r.dst, T::dst(e), T::dmsk(e));
+        if (r.src_inverted) T::invflags(e) |= T::kInvSrc;
+        if (r.dst_inverted) T::invflags(e) |= T::kInvDst;
+        if (r.proto) T::set_proto(e, r.proto);
+        set_iface(r.in_iface, T::iniface(e), T::iniface_mask(e));
+        set_iface(r.out_iface, T::outiface(e), T::outiface_mask(e));
+        if (r.in_inverted) T::invflags(e) |= T::kInvIn;
+        if (r.out_inverted) T::invflags(e) |= T::kInvOut;
+    }
+
     // The kernel form of a rule, laid out as the iptables binary lays it out: the entry, the
     // comment match, the other matches in order, the target.
     std::vector<unsigned char> build(const IptRule& r) {
@@ -110,16 +127,7 @@ struct Table {
         auto* e = reinterpret_cast<typename T::Entry*>(buf.data());
         e->target_offset = static_cast<std::uint16_t>(target_off);
         e->next_offset = static_cast<std::uint16_t>(size);
-        if (r.src) from_net(*r.src, T::src(e), T::smsk(e));
-        if (r.dst) from_net(*r.dst, T::dst(e), T::dmsk(e));
-        if (r.src_inverted) T::invflags(e) |= T::kInvSrc;
-        if (r.dst_inverted) T::invflags(e) |= T::kInvDst;
-        if (r.proto) T::set_proto(e, r.proto);
-        set_iface(r.in_iface, T::iniface(e), T::iniface_mask(e));
-        set_iface(r.out_iface, T::outiface(e), T::outiface_mask(e));
-        if (r.in_inverted) T::invflags(e) |= T::kInvIn;
-        if (r.out_inverted) T::invflags(e) |= T::kInvOut;
-        T::prepare(e);
+        write_header(r, e);
         std::size_t off = entry;
         for (auto& m : matches) {
             auto* em = reinterpret_cast<xt_entry_match*>(buf.data() + off);
@@ -139,8 +147,15 @@ struct Table {
         return buf;
     }
 
-    // The IptRule an entry stands for, and whether it has anything IptRule cannot express.
-    IptTable::Listed describe(const typename T::Entry* e) const {
+    // The IptRule an entry of `len` bytes stands for, and whether it has anything IptRule cannot
+    // express; `target` is its target's name as libiptc resolves it. The entry comes from the
+    // kernel, which checked its offsets, but every offset and string is checked again here
+    // (tests/fuzz/iptables_rule): a malformed part makes the rule foreign, never a read past it.
+    // The header must be byte for byte what write_header makes of the decoded rule: a mask that
+    // is no prefix, address bits outside it, an interface mask iptables would not write, or any
+    // other flag makes the rule foreign, so a rule is never taken for one it only resembles.
+    static IptTable::Listed describe_entry(const typename T::Entry* e, std::size_t len, std::string_view target) {
+        using Entry = typename T::Entry;
         IptTable::Listed out;
         static const unsigned char zero[16] = {};
         if (std::memcmp(T::smsk(e), zero, T::kBytes) != 0) out.rule.src = to_net(T::src(e), T::smsk(e));
@@ -151,28 +166,54 @@ struct Table {
         out.rule.in_inverted = (inv & T::kInvIn) != 0;
         out.rule.out_inverted = (inv & T::kInvOut) != 0;
         out.rule.proto = T::proto(e);
-        out.rule.in_iface = T::iniface(e);
-        out.rule.out_iface = T::outiface(e);
-        if ((inv & ~(T::kInvSrc | T::kInvDst | T::kInvIn | T::kInvOut)) || T::has_other_fields(e)) out.foreign = true;
-        for (std::size_t off = sizeof(typename T::Entry); off < e->target_offset;) {
-            auto* m = reinterpret_cast<const xt_entry_match*>(reinterpret_cast<const unsigned char*>(e) + off);
-            if (m->u.match_size == 0) break;
-            if (std::strcmp(m->u.user.name, "comment") == 0 && out.rule.comment.empty() && out.rule.matches.empty())
-                out.rule.comment = reinterpret_cast<const xt_comment_info*>(m->data)->comment;
-            else if (auto known = decode_match(m, out.rule.proto))
-                out.rule.matches.push_back(*known);
-            else
-                out.foreign = true;
-            off += m->u.match_size;
+        out.rule.in_iface.assign(T::iniface(e), ::strnlen(T::iniface(e), IFNAMSIZ));
+        out.rule.out_iface.assign(T::outiface(e), ::strnlen(T::outiface(e), IFNAMSIZ));
+        Entry canonical;
+        std::memset(&canonical, 0, sizeof canonical);
+        write_header(out.rule, &canonical);
+        if (std::memcmp(T::header(&canonical), T::header(e), T::kHeaderSize) != 0) out.foreign = true;
+        out.rule.target = target;
+        const std::size_t target_off = e->target_offset;
+        if (target_off < sizeof(Entry) || target_off > len || XT_ALIGN(target_off) != target_off) {
+            out.foreign = true;
+            return out;
         }
-        if (const char* target = T::get_target(e, h)) out.rule.target = target;
-        const auto* t = reinterpret_cast<const xt_entry_target*>(reinterpret_cast<const unsigned char*>(e) + e->target_offset);
-        if (has_target_args(out.rule.target)) {
-            auto args = decode_target(t, out.rule.target);
-            if (args) out.rule.target_args = *args;
+        const auto* base = reinterpret_cast<const unsigned char*>(e);
+        for (std::size_t off = sizeof(Entry); off < target_off;) {
+            const auto* m = reinterpret_cast<const xt_entry_match*>(base + off);
+            const std::size_t size = target_off - off < sizeof(xt_entry_match) ? 0 : m->u.match_size;
+            if (size < sizeof(xt_entry_match) || size > target_off - off || XT_ALIGN(size) != size) {
+                out.foreign = true;
+                break;
+            }
+            const std::string_view name(m->u.user.name, ::strnlen(m->u.user.name, sizeof m->u.user.name));
+            if (name == "comment" && out.rule.comment.empty() && out.rule.matches.empty()) {
+                const auto* c = reinterpret_cast<const char*>(m->data);
+                const std::size_t room = std::min<std::size_t>(XT_MAX_COMMENT_LEN, size - sizeof(xt_entry_match));
+                const std::size_t n = ::strnlen(c, room);
+                if (n == room) out.foreign = true;  // no terminator: not a comment iptables wrote
+                out.rule.comment.assign(c, n);
+            } else if (auto known = decode_match(m, out.rule.proto)) {
+                out.rule.matches.push_back(*known);
+            } else {
+                out.foreign = true;
+            }
+            off += size;
+        }
+        const auto* t = reinterpret_cast<const xt_entry_target*>(base + target_off);
+        const std::size_t size = len - target_off < sizeof(xt_entry_target) ? 0 : t->u.target_size;
+        if (size < sizeof(xt_entry_target) || size > len - target_off) {
+            out.foreign = true;
+        } else if (has_target_args(out.rule.target)) {
+            if (auto args = decode_target(t, out.rule.target)) out.rule.target_args = *args;
             else out.foreign = true;
         }
         return out;
+    }
+
+    IptTable::Listed describe(const typename T::Entry* e) const {
+        const char* target = T::get_target(e, h);
+        return describe_entry(e, e->next_offset, target ? target : "");
     }
 
     // What iptables would pick: the highest revision of `name` (among `known`, highest first)
@@ -300,7 +341,7 @@ struct Table {
     }
 
     static std::optional<IptMatch> decode_match(const xt_entry_match* m, int proto) {
-        const std::string name = m->u.user.name;
+        const std::string name(m->u.user.name, ::strnlen(m->u.user.name, sizeof m->u.user.name));
         const std::size_t size = m->u.match_size - sizeof(xt_entry_match);
         const std::uint8_t rev = m->u.user.revision;
         auto as = [&]<class S>(S* out) {
@@ -344,12 +385,16 @@ struct Table {
         }
         if (name == "mark" && rev == 1) {
             xt_mark_mtinfo1 info{};
-            if (!as(&info)) return std::nullopt;
+            if (!as(&info) || info.invert > 1) return std::nullopt;  // the kernel XORs the match with it
             return MarkMatch{info.mark, info.mask, info.invert != 0};
         }
         if (name == "iprange" && rev == 1) {
             xt_iprange_mtinfo info{};
             if (!as(&info) || (info.flags & ~(IPRANGE_SRC | IPRANGE_DST | IPRANGE_SRC_INV | IPRANGE_DST_INV))) return std::nullopt;
+            // an inversion without its range: nothing iptables writes
+            if (((info.flags & IPRANGE_SRC_INV) && !(info.flags & IPRANGE_SRC)) ||
+                ((info.flags & IPRANGE_DST_INV) && !(info.flags & IPRANGE_DST)))
+                return std::nullopt;
             auto get = [](const nf_inet_addr& a) {
                 std::array<std::uint8_t, 16> b{};
                 if (T::kBytes == 4) {
@@ -657,6 +702,36 @@ const XtCodec& xt_codec_for() {
 
 const XtCodec& xt_codec_v4();
 const XtCodec& xt_codec_v6();
+
+// One family's legacy entries built from a rule and read back outside a table (describe_entry
+// and build): what the entry decoder's fuzz target and unit tests call. `entry` may be any
+// bytes; a part too short for an entry reads as a foreign rule.
+struct EntryCodec {
+    IptTable::Listed (*describe)(std::span<const unsigned char> entry, std::string_view target);
+    std::vector<unsigned char> (*build)(const IptRule& r, const RevisionProbe& probe);
+};
+
+template <class T>
+const EntryCodec& entry_codec_for() {
+    static const EntryCodec codec{
+        [](std::span<const unsigned char> bytes, std::string_view target) {
+            if (bytes.size() < sizeof(typename T::Entry)) return IptTable::Listed{{}, true};
+            std::unique_ptr<unsigned char[]> aligned(new unsigned char[bytes.size()]);  // new's alignment
+            std::memcpy(aligned.get(), bytes.data(), bytes.size());
+            const auto* e = reinterpret_cast<const typename T::Entry*>(aligned.get());
+            return Table<T>::describe_entry(e, std::min<std::size_t>(e->next_offset, bytes.size()), target);
+        },
+        [](const IptRule& r, const RevisionProbe& probe) {
+            Table<T> t;
+            t.probe = probe;
+            return t.build(r);
+        },
+    };
+    return codec;
+}
+
+const EntryCodec& entry_codec_v4();
+const EntryCodec& entry_codec_v6();
 
 }  // namespace detail
 }  // namespace cni::fw
