@@ -27,8 +27,8 @@ targets=("$@")
 ((${#targets[@]})) || targets=($(ls tests/fuzz/corpus))
 dir=build-fuzz
 [ -f "$dir/build.ninja" ] || CXX=clang++-14 CC=clang-14 meson setup "$dir" -Dfuzz=true -Dtests=false \
-  -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=true -Dwerror=false \
-  -Dcpp_args=-fno-sanitize-recover=all >/dev/null
+  -Db_sanitize=address,undefined -Db_lundef=false -Doptimization=1 -Ddebug=false -Dwerror=false \
+  -Dcpp_args='-fno-sanitize-recover=all -gline-tables-only' >/dev/null
 ninja -C "$dir" $(for t in "${targets[@]}"; do echo "tests/fuzz/fuzz-${t//_/-}"; done) >"$dir/fuzz-build.log" 2>&1 ||
   { cat "$dir/fuzz-build.log" >&2; exit 1; }
 mkdir -p "$dir/crashes"
