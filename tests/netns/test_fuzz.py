@@ -13,7 +13,13 @@ rule (any table) in the container, no veth, macvlan, tap or ifb left on the host
 iptables/nftables rule naming the container or a test address, no host-local allocation, saved
 state or flannel file (also under /var/lib/cni and /run/cni, private tmpfs mounts for the run). One TAP test per applet; the
 failing variants are listed. CNI_FUZZ_SAMPLE=N tries N variants per applet (default 60, always
-the same ones; 0: all)."""
+the same ones; 0: all). Beyond those, every applet gets MULTI_KEY variants that mutate two or
+three keys at once, and every key naming a file or folder (dataDir, subnetFile, resolvConf,
+daemonSocketPath) is set in turn to a hostile path: a link to a folder elsewhere, /proc, /sys, a
+file where a folder belongs, a path below a file, a folder owned by someone else, /dev/zero and
+a FIFO. A link is followed as the reference follows it (an operator may link a state folder
+elsewhere), so the folder behind it is a state folder too: after DEL it may keep only what an
+idle state folder keeps (folders, lock files), and the file already there is untouched."""
 import copy
 import json
 import os
@@ -30,6 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import check, install_dir, mount_points, netns, ns_path, run_all, sh, test  # noqa: E402
 
 SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
+MULTI_KEY = 8  # variants per applet that mutate several keys at once
 CONTAINER_ID = "fuzz" + uuid.uuid4().hex[:8]  # per run: tuning and others keep state per container ID
 CALL_TIMEOUT = 20  # a plugin call that takes longer is a hang
 
@@ -42,7 +49,8 @@ IFNAMES = ["", "a" * 16, "eth0/x", ".", "..", "lo", "eth 0", "é"]
 CNI_ARGS = ["IP=bogus", "IgnoreUnknown=1;IP=10.99.0.300", "=;=;", "K8S_POD_NAME", "IgnoreUnknown=true;MAC=zz",
             "IgnoreUnknown=1;IP=10.99.0.5,10.99.0.6", "a=b=c;" * 50]
 CONTAINER_IDS = ["", "a/b", "x" * 300, "é", "-"]
-# Keys naming files: mutating them would write outside the test's directory.
+# Keys naming files: left out of the value mutations (they would write outside the test's
+# directories) and given hostile_paths() instead.
 PATH_KEYS = {"dataDir", "subnetFile", "daemonSocketPath", "socketPath", "resolvConf"}
 # Every address the seeds use (pods, prevResults, flannel's network) starts so.
 TEST_ADDRESSES = "10.99."
@@ -79,7 +87,8 @@ def seeds(data):
         ("tap", dict(base, type="tap", multiQueue=True, mtu=1400, ipam=host_local(data)), False),
         ("dummy", dict(base, type="dummy", ipam=static_ipam), False),
         ("loopback", dict(base, type="loopback"), False),
-        ("host-local", dict(base, type="bridge", ipam=dict(host_local(data), rangeStart="10.99.7.10")), False),
+        ("host-local", dict(base, type="bridge", ipam=dict(host_local(data), rangeStart="10.99.7.10",
+                                                           resolvConf=data + "/resolv.conf")), False),
         ("static", dict(base, type="static", ipam=static_ipam), False),
         ("dhcp", dict(base, type="macvlan", ipam={"type": "dhcp", "daemonSocketPath": data + "/dhcp.sock"}), False),
         ("flannel", dict(base, type="flannel", subnetFile=data + "/subnet.env", dataDir=data + "/flannel",
@@ -89,7 +98,7 @@ def seeds(data):
                          prevResult=prev_result()), True),
         ("firewall", dict(base, type="firewall", backend="iptables", prevResult=prev_result()), True),
         ("tuning", dict(base, type="tuning", mtu=1300, promisc=True, sysctl={"net.ipv4.conf.eth0.rp_filter": "2"},
-                        prevResult=prev_result()), True),
+                        dataDir=data + "/tuning", prevResult=prev_result()), True),
         ("bandwidth", dict(base, type="bandwidth", ingressRate=1000000, ingressBurst=100000,
                            egressRate=1000000, egressBurst=100000, prevResult=prev_result()), True),
         ("sbr", dict(base, type="sbr", prevResult=prev_result()), True),
@@ -107,33 +116,93 @@ def key_paths(value, prefix=()):
         yield from key_paths(v, prefix + (k,))
 
 
-def mutated(conf, path, value, remove=False):
+def path_keys(value, prefix=()):
+    """Every key path to a key naming a file or folder."""
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else []
+    for k, v in items:
+        if k in PATH_KEYS:
+            yield prefix + (k,)
+        else:
+            yield from path_keys(v, prefix + (k,))
+
+
+def mutated(conf, *changes):
+    """conf with each (path, value, remove) applied in turn; a change whose path an earlier one
+    removed or replaced is skipped."""
     c = copy.deepcopy(conf)
-    node = c
-    for k in path[:-1]:
-        node = node[k]
-    if remove:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
+    for path, value, remove in changes:
+        node = c
+        try:
+            for k in path[:-1]:
+                node = node[k]
+            if remove:
+                del node[path[-1]]
+            else:
+                node[path[-1]] = value
+        except (KeyError, IndexError, TypeError):
+            continue
     return c
 
 
-def variants(conf, sample):
+def label_of(path, value, remove):
+    name = ".".join(map(str, path))
+    return f"{name} removed" if remove else f"{name}={json.dumps(value)[:40]}"
+
+
+def variants(conf, sample, hostile_paths):
     """(label, config, env overrides) for one seed: every key removed or replaced, then the
-    environment mutations; `sample` of them (all when 0), always the same ones."""
-    out = []
+    environment mutations, `sample` of them (all when 0); then MULTI_KEY variants changing two or
+    three keys at once; then every path key set to each hostile path. Always the same ones."""
+    changes = []
     for path in key_paths(conf):
-        name = ".".join(map(str, path))
-        out.append((f"{name} removed", mutated(conf, path, None, remove=True), {}))
-        for v in HOSTILE:
-            out.append((f"{name}={json.dumps(v)[:40]}", mutated(conf, path, v), {}))
-    out += [(f"CNI_IFNAME={n!r}", conf, {"CNI_IFNAME": n}) for n in IFNAMES]
-    out += [(f"CNI_ARGS={a[:40]!r}", conf, {"CNI_ARGS": a}) for a in CNI_ARGS]
-    out += [(f"CNI_CONTAINERID={c[:40]!r}", conf, {"CNI_CONTAINERID": c}) for c in CONTAINER_IDS]
-    if sample and len(out) > sample:
-        out = random.Random(len(out)).sample(out, sample)
-    return out
+        changes.append((path, None, True))
+        changes += [(path, v, False) for v in HOSTILE]
+    single = [(label_of(*ch), mutated(conf, ch), {}) for ch in changes]
+    single += [(f"CNI_IFNAME={n!r}", conf, {"CNI_IFNAME": n}) for n in IFNAMES]
+    single += [(f"CNI_ARGS={a[:40]!r}", conf, {"CNI_ARGS": a}) for a in CNI_ARGS]
+    single += [(f"CNI_CONTAINERID={c[:40]!r}", conf, {"CNI_CONTAINERID": c}) for c in CONTAINER_IDS]
+    rng = random.Random(len(single))
+    if sample and len(single) > sample:
+        single = rng.sample(single, sample)
+    multi = []
+    for _ in range(MULTI_KEY if len(changes) > 1 else 0):
+        picked = rng.sample(changes, min(len(changes), rng.choice((2, 3))))
+        multi.append((" & ".join(label_of(*ch) for ch in picked), mutated(conf, *picked), {}))
+    paths = [(label_of(path, value, False), mutated(conf, (path, value, False)), {})
+             for path in path_keys(conf) for value in hostile_paths]
+    return single + multi + paths
+
+
+def hostile_paths(data, elsewhere):
+    """Paths a file or folder key is set to (made under `data`): a link to the folder
+    `elsewhere`, /proc, /sys, a regular file, a path below it, a folder owned by nobody (mode
+    0700), /dev/zero and a FIFO."""
+    os.symlink(elsewhere, os.path.join(data, "link-elsewhere"))
+    with open(os.path.join(data, "a-file"), "w") as f:
+        f.write("not a folder\n")
+    nobody = os.path.join(data, "nobody")
+    os.mkdir(nobody, 0o700)
+    os.chown(nobody, 65534, 65534)
+    os.mkfifo(os.path.join(data, "fifo"))
+    return [os.path.join(data, "link-elsewhere"), "/proc", "/sys", os.path.join(data, "a-file"),
+            os.path.join(data, "a-file", "below"), nobody, "/dev/zero", os.path.join(data, "fifo")]
+
+
+def idle_state_file(name, folder):
+    """Whether a file is one a state folder keeps with no attachment in it."""
+    return (name in ("subnet.env", "lock", ".cni-all-index") or name.startswith("last_reserved_ip")
+            or os.path.basename(folder) == ".cni-all-index.d")
+
+
+def folder_state(top):
+    """The files under `top` an idle state folder would not keep, with their contents."""
+    out = []
+    for d, _, names in os.walk(top):
+        for n in names:
+            if not idle_state_file(n, d):
+                with open(os.path.join(d, n), "rb") as f:
+                    out.append((os.path.relpath(os.path.join(d, n), top), f.read()))
+    return sorted(out)
 
 
 def check_may_fail(why, add_output):
@@ -202,8 +271,7 @@ class Attachment:
         chains = sorted(set(PER_ATTACHMENT_CHAIN.findall(rules)))
         addressed = sorted(line.strip() for line in rules.splitlines() if TEST_ADDRESSES in line)
         files = sorted(os.path.join(d, f) for top in (self.data, "/var/lib/cni", "/run/cni") for d, _, names in os.walk(top)
-                       for f in names if f not in ("subnet.env", "lock", ".cni-all-index") and not f.startswith("last_reserved_ip")
-                       and os.path.basename(d) != ".cni-all-index.d")
+                       for f in names if not idle_state_file(f, d))
         return {"container": ctr_state, "host links": host_links, "rules naming the container": named,
                 "per-attachment chains": chains,
                 "rules naming a test address": addressed, "files": files}
@@ -238,14 +306,21 @@ def prepare(host, ctr, data, needs_eth0):
     sh("ip", "-n", ctr, "link", "set", "lo", "up")
     with open(os.path.join(data, "subnet.env"), "w") as f:
         f.write("FLANNEL_NETWORK=10.99.0.0/16\nFLANNEL_SUBNET=10.99.8.1/24\nFLANNEL_MTU=1450\nFLANNEL_IPMASQ=true\n")
+    with open(os.path.join(data, "resolv.conf"), "w") as f:
+        f.write("nameserver 10.99.7.1\nsearch fuzz.test\n")
 
 
 def fuzz(applet, bin_dir, sample):
     data = tempfile.mkdtemp(prefix="cni-fuzz.")
+    elsewhere = tempfile.mkdtemp(prefix="cni-fuzz-elsewhere.")
     try:
+        with open(os.path.join(elsewhere, "keep"), "w") as f:
+            f.write("the folder a hostile link points to\n")
+        elsewhere_before = folder_state(elsewhere)
         _, conf, needs_eth0 = next(s for s in seeds(data) if s[0] == applet)
         with netns("fzh") as host, netns("fzc") as ctr:
             prepare(host, ctr, data, needs_eth0)
+            hostile = hostile_paths(data, elsewhere)
             # The runtime picks the binary by the seed's type, whatever a variant's "type" says.
             att = Attachment(bin_dir, conf["type"], host, ctr, data)
             # The seed itself first: shared state it creates (a bridge, top-level chains) is
@@ -254,7 +329,7 @@ def fuzz(applet, bin_dir, sample):
             att.call("DEL", conf, {})
             baseline = att.snapshot(CONTAINER_ID)
             failures = []
-            tried = variants(conf, sample)
+            tried = variants(conf, sample, hostile)
             for label, c, env in tried:
                 cid = env.get("CNI_CONTAINERID", CONTAINER_ID)
                 added, msg = att.call("ADD", c, env)
@@ -275,6 +350,12 @@ def fuzz(applet, bin_dir, sample):
                     if added:
                         failures.append(f"{label}: ADD succeeded but its DEL failed: {msg}")
                 problems = leftovers(baseline, att.snapshot(cid or CONTAINER_ID))
+                if folder_state(elsewhere) != elsewhere_before:
+                    problems.append(f"the folder behind a link holds {[n for n, _ in folder_state(elsewhere)]!r}")
+                    for d, _, names in os.walk(elsewhere):
+                        for n in names:
+                            if n != "keep" and not idle_state_file(n, d):
+                                os.unlink(os.path.join(d, n))
                 if problems:
                     failures.append(f"{label}: ADD {'ok' if added else 'failed'}, then DEL left " + "; ".join(problems))
                     att.call("DEL", conf, {})
@@ -290,6 +371,7 @@ def fuzz(applet, bin_dir, sample):
             check(not failures, f"{len(failures)} of {len(tried)} variants:\n" + "\n".join(failures[:40]))
     finally:
         shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(elsewhere, ignore_errors=True)
 
 
 def register(applet, bin_dir, sample=SAMPLE, vm=False):

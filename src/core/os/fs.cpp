@@ -33,9 +33,9 @@ Status mkdir_all(const std::string& path, mode_t mode) {
 }
 
 Result<std::string> read_file(const std::string& path) {
-    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
     if (!fd) return sys_fail("open", path);
-    return read_all(fd.get(), std::size_t(1) << 30, path);
+    return read_all(fd.get(), kConfigFileLimit, path);
 }
 
 Result<std::optional<std::string>> read_file_if_exists(const std::string& path) {

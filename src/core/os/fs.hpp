@@ -23,6 +23,10 @@ namespace cni::os {
 inline constexpr std::size_t kStateFileLimit = std::size_t(1) << 20;
 
 Status mkdir_all(const std::string& path, mode_t mode);
+// A whole file a config names (a conflist, resolv.conf, subnet.env): at most kConfigFileLimit
+// bytes, so /dev/zero is an error, not the process's memory; a FIFO without a writer reads as
+// empty instead of blocking the call.
+inline constexpr std::size_t kConfigFileLimit = std::size_t(16) << 20;
 Result<std::string> read_file(const std::string& path);
 // The same, with nothing for a file that does not exist (any other failure is an error).
 Result<std::optional<std::string>> read_file_if_exists(const std::string& path);
