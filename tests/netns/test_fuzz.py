@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import check, install_dir, mount_points, netns, ns_path, run_all, sh, test  # noqa: E402
 
 SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
-MULTI_KEY = 8  # variants per applet that mutate several keys at once
+MULTI_KEY = 8  # variants per applet that mutate several keys at once (the VM's: 2)
 CONTAINER_ID = "fuzz" + uuid.uuid4().hex[:8]  # per run: tuning and others keep state per container ID
 CALL_TIMEOUT = 20  # a plugin call that takes longer is a hang
 
@@ -149,9 +149,9 @@ def label_of(path, value, remove):
     return f"{name} removed" if remove else f"{name}={json.dumps(value)[:40]}"
 
 
-def variants(conf, sample, hostile_paths):
+def variants(conf, sample, hostile_paths=(), multi=0):
     """(label, config, env overrides) for one seed: every key removed or replaced, then the
-    environment mutations, `sample` of them (all when 0); then MULTI_KEY variants changing two or
+    environment mutations, `sample` of them (all when 0); then `multi` variants changing two or
     three keys at once; then every path key set to each hostile path. Always the same ones."""
     changes = []
     for path in key_paths(conf):
@@ -165,7 +165,7 @@ def variants(conf, sample, hostile_paths):
     if sample and len(single) > sample:
         single = rng.sample(single, sample)
     multi = []
-    for _ in range(MULTI_KEY if len(changes) > 1 else 0):
+    for _ in range(multi if len(changes) > 1 else 0):
         picked = rng.sample(changes, min(len(changes), rng.choice((2, 3))))
         multi.append((" & ".join(label_of(*ch) for ch in picked), mutated(conf, *picked), {}))
     paths = [(label_of(path, value, False), mutated(conf, (path, value, False)), {})
@@ -310,7 +310,7 @@ def prepare(host, ctr, data, needs_eth0):
         f.write("nameserver 10.99.7.1\nsearch fuzz.test\n")
 
 
-def fuzz(applet, bin_dir, sample):
+def fuzz(applet, bin_dir, sample, multi):
     data = tempfile.mkdtemp(prefix="cni-fuzz.")
     elsewhere = tempfile.mkdtemp(prefix="cni-fuzz-elsewhere.")
     try:
@@ -329,7 +329,7 @@ def fuzz(applet, bin_dir, sample):
             att.call("DEL", conf, {})
             baseline = att.snapshot(CONTAINER_ID)
             failures = []
-            tried = variants(conf, sample, hostile)
+            tried = variants(conf, sample, hostile, multi)
             for label, c, env in tried:
                 cid = env.get("CNI_CONTAINERID", CONTAINER_ID)
                 added, msg = att.call("ADD", c, env)
@@ -374,9 +374,9 @@ def fuzz(applet, bin_dir, sample):
         shutil.rmtree(elsewhere, ignore_errors=True)
 
 
-def register(applet, bin_dir, sample=SAMPLE, vm=False):
+def register(applet, bin_dir, sample=SAMPLE, vm=False, multi=MULTI_KEY):
     def run():
-        fuzz(applet, bin_dir, sample)
+        fuzz(applet, bin_dir, sample, multi)
     run.__name__ = "fuzz_" + applet.replace("-", "_")
     run.__doc__ = f"{applet}: every mutated key and environment variable gives a CNI error or a clean ADD/DEL"
     test(run, vm=vm)

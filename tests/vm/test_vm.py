@@ -48,7 +48,7 @@ def netlink_layer_vm_cases():
 # The fuzz suite's hostile variants for the applets whose links only this kernel can make (on
 # the host they stop at link creation); fewer per applet, as the VM is emulated.
 for applet in ("dummy", "vlan", "ipvlan", "vrf"):
-    test_fuzz.register(applet, BIN, sample=int(os.environ.get("CNI_FUZZ_SAMPLE", "12")), vm=True)
+    test_fuzz.register(applet, BIN, sample=int(os.environ.get("CNI_FUZZ_SAMPLE", "12")), vm=True, multi=2)
 
 
 if __name__ == "__main__":
