@@ -7,12 +7,10 @@ what libiptc reads) is cut into its entries. A seed is one byte (the family, and
 name as tests/fuzz/iptables_rule.cpp numbers them) followed by the entry as the kernel sent it.
 usage: tests/fuzz/capture_iptables_seeds.py   (root; the namespace is removed again)"""
 import ctypes
-import hashlib
-import os
 import socket
 import struct
-import subprocess
-import uuid
+
+from seed_capture import capture, libc
 
 RULES = [
     "iptables-legacy -t nat -N CNI-DN-x",
@@ -39,7 +37,6 @@ TARGETS = ["", "ACCEPT", "RETURN", "MASQUERADE", "DNAT", "SNAT", "MARK", "CONNMA
 # (family, level, entry size, offset of target_offset in the entry), for ipt_entry and ip6t_entry
 FAMILIES = [(socket.AF_INET, 0, 112, 88), (socket.AF_INET6, 41, 168, 140)]
 SO_GET_INFO, SO_GET_ENTRIES = 64, 65
-libc = ctypes.CDLL(None, use_errno=True)
 
 
 def table_entries(family, level, table):
@@ -57,7 +54,7 @@ def table_entries(family, level, table):
     return buf.raw[40:40 + total]
 
 
-def seeds(target_dir):
+def seeds():
     for v6, (family, level, _, at) in enumerate(FAMILIES):
         for table in ("nat", "filter", "mangle"):
             blob = table_entries(family, level, table)
@@ -68,32 +65,8 @@ def seeds(target_dir):
                 name = entry[target_offset + 2:target_offset + 31].split(b"\0")[0].decode()
                 if name != "ERROR":  # a chain's head, never a rule libiptc lists
                     index = TARGETS.index(name) if name in TARGETS else TARGETS.index("CNI-HOSTPORT-DNAT")
-                    seed = bytes([v6 | (index << 1)]) + entry
-                    with open(os.path.join(target_dir, hashlib.sha1(seed).hexdigest()), "wb") as f:
-                        f.write(seed)
+                    yield bytes([v6 | (index << 1)]) + entry
                 off += next_offset
 
 
-name = "cnit-seeds-" + uuid.uuid4().hex[:6]
-subprocess.run(["ip", "netns", "add", name], check=True)
-try:
-    for cmd in RULES:
-        subprocess.run(["ip", "netns", "exec", name, "sh", "-c", cmd], check=True)
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
-            if libc.setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
-                raise OSError(ctypes.get_errno(), "setns")
-            target = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "iptables_rule")
-            os.makedirs(target, exist_ok=True)
-            seeds(target)
-            status = 0
-        finally:
-            os._exit(status)
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
-        raise SystemExit("capturing the rules failed")
-finally:
-    subprocess.run(["ip", "netns", "del", name])
+capture(RULES, "iptables_rule", seeds)

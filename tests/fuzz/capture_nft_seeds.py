@@ -5,13 +5,10 @@ and nft write the rule shapes the plugins use (portmap's DNAT and marks, ipMasq,
 vpc-eni's SNAT and CONNMARK, the nftables backends' native expressions), and a raw nfnetlink
 dump of every rule keeps each rule's NFTA_RULE_EXPRESSIONS payload as the kernel sends it.
 usage: tests/fuzz/capture_nft_seeds.py   (root; the namespace is removed again)"""
-import ctypes
-import hashlib
-import os
 import socket
 import struct
-import subprocess
-import uuid
+
+from seed_capture import capture
 
 NETLINK_NETFILTER, NFNL_SUBSYS_NFTABLES, NFT_MSG_GETRULE, NFT_MSG_NEWRULE = 12, 10, 7, 6
 NLM_F_REQUEST, NLM_F_DUMP, NLMSG_DONE, NFTA_RULE_EXPRESSIONS = 1, 0x300, 3, 4
@@ -59,29 +56,10 @@ def dump(family):
             off += (length + 3) & ~3
 
 
-name = "cnit-seeds-" + uuid.uuid4().hex[:6]
-subprocess.run(["ip", "netns", "add", name], check=True)
-try:
-    for cmd in RULES:
-        subprocess.run(["ip", "netns", "exec", name, "sh", "-c", cmd], check=True)
-    pid = os.fork()
-    if pid == 0:
-        status = 1
-        try:
-            fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
-            if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) != 0:  # CLONE_NEWNET
-                raise OSError(ctypes.get_errno(), "setns")
-            target = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "nft_rule")
-            os.makedirs(target, exist_ok=True)
-            for family in (2, 10, 1):
-                for payload in dump(family):
-                    with open(os.path.join(target, hashlib.sha1(payload).hexdigest()), "wb") as f:
-                        f.write(payload)
-            status = 0
-        finally:
-            os._exit(status)
-    _, status = os.waitpid(pid, 0)
-    if status != 0:
-        raise SystemExit("capturing the rules failed")
-finally:
-    subprocess.run(["ip", "netns", "del", name])
+
+def seeds():
+    for family in (2, 10, 1):
+        yield from dump(family)
+
+
+capture(RULES, "nft_rule", seeds)
