@@ -62,6 +62,8 @@ if $merge && [ $failed -eq 0 ]; then
   for t in "${targets[@]}"; do
     merged=$(mktemp -d)
     "$dir/tests/fuzz/fuzz-${t//_/-}" -merge=1 "$merged" "tests/fuzz/corpus/$t" "$dir/corpus/$t" >/dev/null 2>&1
+    # the regression inputs of fixed bugs stay, under their names, whatever coverage they add
+    cp tests/fuzz/corpus/"$t"/regress-* "$merged"/ 2>/dev/null || true
     rm -rf "tests/fuzz/corpus/$t" && mv "$merged" "tests/fuzz/corpus/$t" && chmod 755 "tests/fuzz/corpus/$t"
   done
 fi
