@@ -164,13 +164,13 @@ def variants(conf, sample, hostile_paths=(), multi=0):
     rng = random.Random(len(single))
     if sample and len(single) > sample:
         single = rng.sample(single, sample)
-    multi = []
+    combined = []
     for _ in range(multi if len(changes) > 1 else 0):
         picked = rng.sample(changes, min(len(changes), rng.choice((2, 3))))
-        multi.append((" & ".join(label_of(*ch) for ch in picked), mutated(conf, *picked), {}))
+        combined.append((" & ".join(label_of(*ch) for ch in picked), mutated(conf, *picked), {}))
     paths = [(label_of(path, value, False), mutated(conf, (path, value, False)), {})
              for path in path_keys(conf) for value in hostile_paths]
-    return single + multi + paths
+    return single + combined + paths
 
 
 def hostile_paths(data, elsewhere):
