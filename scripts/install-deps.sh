@@ -26,6 +26,7 @@ packages=(
   dnsmasq-base                                # a real DHCP server for the dhcp tests (no system service)
   debhelper lintian fakeroot git              # the Debian package: build, lint, and its test
   podman runc                                 # a real runtime as the client (podman e2e, CNI backend)
+  containerd python3-grpcio                   # kubelet's path: containerd's CRI plugin and our CRI client (cri suite)
   strace                                      # the static suite's syscall trace; bench: processes a call starts
   golang-go                                   # Go's regexp package, the oracle of tuning's allowlist regexps
   dbus-daemon python3-dbus python3-gi libglib2.0-bin  # firewall tests: a private bus, a stand-in firewalld
@@ -42,4 +43,8 @@ if ((${#missing[@]})); then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends \
     -o Dpkg::Options::=--force-unsafe-io "${missing[@]}" >/dev/null
+  # The cri suite runs its own containerd; the package's service is not wanted on a test machine.
+  if [[ " ${missing[*]} " == *" containerd "* ]] && command -v systemctl >/dev/null; then
+    $sudo systemctl disable --now containerd.service >/dev/null 2>&1 || true
+  fi
 fi
