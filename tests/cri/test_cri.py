@@ -18,39 +18,27 @@ rules and chains in either variant, nf_tables rules, cache entry. At the end the
 table of the variant it does not use. Then what our plugins and Go's did (result, qdiscs, chain
 names) is compared.
 
-Each node is a throwaway network namespace with a private mount namespace (tests/cri/node.sh):
-its own /sys and cgroup mounts for runc, /run, /var/lib/cni; containerd has its own root, state,
-socket and pod namespaces under a scratch folder, and images built here from busybox-static
-(no registry is reached). Another namespace plays the client outside the node."""
+Each configuration gets a throwaway node of its own (cri_node.py); another namespace plays the
+client outside it."""
 import contextlib
-import io
 import json
-import hashlib
 import os
 import re
 import shlex
-import shutil
 import signal
-import subprocess
 import sys
-import tarfile
-import tempfile
 import time
 import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 sys.path.insert(0, HERE)
-from cnitest import check, eq, install_dir, legacy_iptables_path, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
-from cri_client import Runtime, pod_sandbox_config  # noqa: E402
+from cnitest import check, eq, reference_dir, run_all, sh, test  # noqa: E402
+from cri_client import pod_sandbox_config  # noqa: E402
+from cri_node import CGROUP_PARENT, IMAGE, PAGE, UPLINK, UPLINK_NODE, Node, wait_for  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-NODE_SH = os.path.join(HERE, "node.sh")
 NETWORK, BRIDGE, SUBNET = "crinet", "cni-cri0", "10.231.0.0/24"
-UPLINK, UPLINK_NODE, UPLINK_CLIENT = "cri-uplink", "10.232.0.1", "10.232.0.2"
-HOST_PORT, PAGE, SOMAXCONN = 18081, "hello from cri", "1234"
-IMAGE = "localhost/cni-all-cri:test"
-CGROUP_PARENT = f"/cni-all-cri-{os.getpid()}"
+HOST_PORT, SOMAXCONN = 18081, "1234"
 BANDWIDTH = {"kubernetes.io/ingress-bandwidth": "1M", "kubernetes.io/egress-bandwidth": "2M"}
 
 
@@ -63,206 +51,6 @@ def conflist(version):
         {"type": "tuning", "sysctl": {"net.core.somaxconn": SOMAXCONN}},
         {"type": "firewall"},
     ]}
-
-
-def image_tar(path):
-    """An OCI image layout tarball of busybox-static: /bin/{busybox,sh,httpd,sleep} and /www with
-    PAGE. It is the sandbox (pause) image too: its command sleeps."""
-    def tar(members):
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as t:
-            for name, data, link in members:
-                info = tarfile.TarInfo(name)
-                if link:
-                    info.type, info.linkname = tarfile.SYMTYPE, link
-                else:
-                    info.size, info.mode = len(data), 0o755
-                t.addfile(info, io.BytesIO(data) if not link else None)
-        return buf.getvalue()
-    with open("/bin/busybox", "rb") as f:
-        busybox = f.read()
-    layer = tar([("bin/busybox", busybox, None), ("www/index.html", PAGE.encode(), None)]
-                + [(f"bin/{tool}", b"", "busybox") for tool in ("sh", "httpd", "sleep")])
-    blobs = {}
-
-    def blob(data):
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        blobs[digest] = data
-        return {"digest": digest, "size": len(data)}
-    layer_desc = blob(layer)
-    config = blob(json.dumps({"architecture": "amd64", "os": "linux", "config": {"Cmd": ["/bin/sleep", "86400"]},
-                              "rootfs": {"type": "layers", "diff_ids": [layer_desc["digest"]]}}).encode())
-    manifest = blob(json.dumps({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                                "config": dict(config, mediaType="application/vnd.oci.image.config.v1+json"),
-                                "layers": [dict(layer_desc, mediaType="application/vnd.oci.image.layer.v1.tar")]}).encode())
-    index = {"schemaVersion": 2, "manifests": [dict(manifest, mediaType="application/vnd.oci.image.manifest.v1+json",
-                                                    platform={"architecture": "amd64", "os": "linux"},
-                                                    annotations={"io.containerd.image.name": IMAGE,
-                                                                 "org.opencontainers.image.ref.name": IMAGE})]}
-    members = [("oci-layout", json.dumps({"imageLayoutVersion": "1.0.0"}).encode(), None),
-               ("index.json", json.dumps(index).encode(), None)]
-    members += [(f"blobs/sha256/{d.split(':')[1]}", data, None) for d, data in blobs.items()]
-    with open(path, "wb") as f:
-        f.write(tar(members))
-
-
-def cgroup_mounts():
-    """The machine's cgroup hierarchies as "DIR FSTYPE OPTIONS" lines, for node.sh to mount again."""
-    lines = []
-    with open("/proc/self/mountinfo") as f:
-        for line in f:
-            left, right = line.split(" - ", 1)
-            root, mountpoint = left.split()[3:5]
-            fstype, _, options = right.split()[:3]
-            if fstype in ("cgroup", "cgroup2") and root == "/" and mountpoint.startswith("/sys/fs/cgroup/"):
-                lines.append(f"{mountpoint} {fstype} {options}\n")
-    return "".join(lines)
-
-
-class Node:
-    """A throwaway node: its namespaces (node.sh), a client namespace linked to it, and containerd."""
-
-    def __init__(self, plugins, version, variant):
-        self.plugins, self.version, self.variant = plugins, version, variant
-        self.bin = install_dir(CNI_ALL) if plugins == "cni-all" else reference_dir()
-        self.path = os.environ["PATH"] if variant == "nft" else f"{legacy_iptables_path()}:{os.environ['PATH']}"
-        self.work = tempfile.mkdtemp(prefix="cni-all-cri.")
-        self.exits = contextlib.ExitStack()
-        self.anchor = self.containerd = self.runtime = None
-        self.pods = set()  # pods a step ran and has not removed yet
-        self.socket = f"{self.work}/containerd.sock"
-        self.confdir = f"{self.work}/net.d"
-
-    def start(self):
-        self.ns = self.exits.enter_context(netns("cri"))
-        self.client = self.exits.enter_context(netns("cric"))
-        sh("ip", "-n", self.ns, "link", "add", UPLINK, "type", "veth", "peer", "name", "eth0", "netns", self.client)
-        sh("ip", "-n", self.ns, "addr", "add", f"{UPLINK_NODE}/24", "dev", UPLINK)
-        sh("ip", "-n", self.ns, "link", "set", UPLINK, "up")
-        sh("ip", "-n", self.client, "addr", "add", f"{UPLINK_CLIENT}/24", "dev", "eth0")
-        sh("ip", "-n", self.client, "link", "set", "eth0", "up")
-        with open(f"{self.work}/cgroup-mounts", "w") as f:
-            f.write(cgroup_mounts())
-        self.anchor = subprocess.Popen(["nsenter", f"--net={ns_path(self.ns)}", "unshare", "-m", "--propagation", "private",
-                                        "bash", NODE_SH, self.work], start_new_session=True)
-        wait_for(lambda: os.path.exists(f"{self.work}/node-ready") or self.anchor.poll() is not None, "node.sh")
-        check(self.anchor.poll() is None, "node.sh failed")
-        os.makedirs(self.confdir)
-        with open(f"{self.work}/config.toml", "w") as f:
-            f.write(self.containerd_config())
-        self.start_containerd()
-        image_tar(f"{self.work}/image.tar")
-        self.run("ctr", "--address", self.socket, "-n", "k8s.io", "images", "import", "--snapshotter", "native",
-                 f"{self.work}/image.tar")
-
-    def containerd_config(self):
-        cri = 'plugins."io.containerd.grpc.v1.cri"'
-        return f'''version = 2
-root = "{self.work}/root"
-state = "{self.work}/state"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs",
-  "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper"]
-[grpc]
-  address = "{self.socket}"
-[plugins."io.containerd.internal.v1.opt"]
-  path = "{self.work}/opt"
-[{cri}]
-  sandbox_image = "{IMAGE}"
-  restrict_oom_score_adj = true
-  disable_apparmor = true
-  netns_mounts_under_state_dir = true
-  [{cri}.cni]
-    bin_dir = "{self.bin}"
-    conf_dir = "{self.confdir}"
-  [{cri}.containerd]
-    snapshotter = "native"
-'''
-
-    def start_containerd(self):
-        log = open(f"{self.work}/containerd.log", "a")
-        self.containerd = subprocess.Popen(["nsenter", "-t", str(self.anchor.pid), "-m", "-n", "env", f"PATH={self.path}",
-                                            "containerd", "--config", f"{self.work}/config.toml"],
-                                           stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        log.close()
-        self.runtime = Runtime(self.socket)
-        try:
-            self.runtime.wait_ready(30)
-            eq(self.runtime.version()["runtime_api_version"], "v1", "containerd serves CRI runtime.v1")
-        except Exception:
-            raise AssertionError(f"containerd did not start: {self.log_tail()}")
-
-    def stop_containerd(self):
-        self.runtime.close()
-        self.containerd.send_signal(signal.SIGTERM)
-        try:
-            self.containerd.wait(20)
-        except subprocess.TimeoutExpired:
-            self.containerd.kill()
-            self.containerd.wait()
-
-    def log_tail(self):
-        with open(f"{self.work}/containerd.log") as f:
-            return "".join(f.readlines()[-30:])
-
-    def run(self, *cmd, check_rc=True):
-        """A command in the node's namespaces, with its PATH."""
-        return sh("nsenter", "-t", str(self.anchor.pid), "-m", "-n", "env", f"PATH={self.path}", *cmd, check_rc=check_rc)
-
-    def write_conflist(self):
-        with open(f"{self.confdir}/10-{NETWORK}.tmp", "w") as f:
-            json.dump(conflist(self.version), f)
-        os.rename(f"{self.confdir}/10-{NETWORK}.tmp", f"{self.confdir}/10-{NETWORK}.conflist")
-
-    def network_ready(self):
-        return self.runtime.conditions()["NetworkReady"]
-
-    def close(self):
-        """Kills what runs in the node (containers by their cgroup, then containerd, its shims and
-        the anchor by their mount namespace) and removes the cgroups and namespaces."""
-        if self.runtime:
-            self.runtime.close()
-        for _ in range(3):
-            for pid in self.cgroup_pids() + self.node_pids():
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-            time.sleep(0.2)
-        for p in (self.containerd, self.anchor):
-            if p:
-                p.wait()
-        for hierarchy in cgroup_mounts().splitlines():
-            top = hierarchy.split()[0] + CGROUP_PARENT
-            for d in sorted((root for root, _, _ in os.walk(top)), key=len, reverse=True):
-                with contextlib.suppress(OSError):
-                    os.rmdir(d)
-        self.exits.close()
-        shutil.rmtree(self.work, ignore_errors=True)
-
-    def cgroup_pids(self):
-        pids = []
-        for root, _, files in os.walk(f"/sys/fs/cgroup/pids{CGROUP_PARENT}"):
-            if "cgroup.procs" in files:
-                with open(os.path.join(root, "cgroup.procs")) as f:
-                    pids += [int(p) for p in f.read().split()]
-        return pids
-
-    def node_pids(self):
-        if not self.anchor or self.anchor.poll() is not None:
-            return []
-        mnt = os.readlink(f"/proc/{self.anchor.pid}/ns/mnt")
-        pids = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            with contextlib.suppress(OSError):
-                if os.readlink(f"/proc/{pid}/ns/mnt") == mnt:
-                    pids.append(int(pid))
-        return pids
-
-
-def wait_for(cond, what, seconds=30, step=0.1):
-    deadline = time.monotonic() + seconds
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(step)
 
 
 def fetch(node, url, client=False, seconds=10):
@@ -361,7 +149,7 @@ def step_network_ready(cfg):
     node.start()
     ready, reason, _ = node.network_ready()
     check(not ready and reason == "NetworkPluginNotReady", f"no conflist: NetworkReady false ({reason})")
-    node.write_conflist()
+    node.write_conflist(conflist(node.version))
     wait_for(lambda: node.network_ready()[0], "NetworkReady once the conflist is written", seconds=20)
 
 
@@ -465,7 +253,7 @@ def step_twenty(cfg):
 def step_teardown(cfg):
     node = NODES.pop(cfg)
     try:
-        os.unlink(f"{node.confdir}/10-{NETWORK}.conflist")
+        node.remove_conflist(NETWORK)
         wait_for(lambda: not node.network_ready()[0], "NetworkReady false once the conflist is removed", seconds=20)
         variant_purity(node)
     finally:
@@ -519,6 +307,8 @@ def close_all():
 
 if __name__ == "__main__":
     check(reference_dir(), "Debian's containernetworking-plugins must be installed (/usr/lib/cni)")
+    # meson's timeout sends SIGTERM: the nodes are still closed (containerd and its pods killed).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         run_all()
     finally:
