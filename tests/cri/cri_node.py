@@ -76,7 +76,7 @@ def cgroup_mounts():
             left, right = line.split(" - ", 1)
             root, mountpoint = left.split()[3:5]
             fstype, _, options = right.split()[:3]
-            if fstype in ("cgroup", "cgroup2") and root == "/" and mountpoint.startswith("/sys/fs/cgroup/"):
+            if fstype in ("cgroup", "cgroup2") and root == "/" and mountpoint.startswith("/sys/fs/cgroup"):
                 lines.append(f"{mountpoint} {fstype} {options}\n")
     return "".join(lines)
 
@@ -205,10 +205,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 
     def cgroup_pids(self):
         pids = []
-        for root, _, files in os.walk(f"/sys/fs/cgroup/pids{CGROUP_PARENT}"):
-            if "cgroup.procs" in files:
-                with open(os.path.join(root, "cgroup.procs")) as f:
-                    pids += [int(p) for p in f.read().split()]
+        for hierarchy in cgroup_mounts().splitlines():
+            for root, _, files in os.walk(hierarchy.split()[0] + CGROUP_PARENT):
+                if "cgroup.procs" in files:
+                    with contextlib.suppress(OSError), open(os.path.join(root, "cgroup.procs")) as f:
+                        pids += [int(p) for p in f.read().split()]
         return pids
 
     def node_pids(self):

@@ -13,7 +13,8 @@ set -euo pipefail
 work=$1
 ip link set lo up
 mount -t sysfs sysfs /sys
-mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup
+# cgroup v1 or hybrid: a tmpfs holding one mount per hierarchy; v2 alone: its mount is /sys/fs/cgroup.
+grep -q '^/sys/fs/cgroup ' "$work/cgroup-mounts" || mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup
 while read -r dir fstype options; do
   mkdir -p "$dir"
   mount -t "$fstype" -o "$options" "$fstype" "$dir"
