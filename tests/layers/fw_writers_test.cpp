@@ -20,6 +20,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "applets/firewall/forward.hpp"
+#include "applets/firewall/forward_record.hpp"
 #include "applets/portmap/rules_nft.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/nftables.hpp"
@@ -326,4 +328,73 @@ TEST_CASE("jumps to an attachment's chain are deleted without reading the chain 
     CHECK(occurrences(save, "-A CNI-SHARED -j CNI-ATT2") == 0);
     CHECK(occurrences(save, "-A CNI-OTHER -j CNI-ATT2") == 1);
     CHECK(occurrences(save, "-A CNI-SHARED") == 200);
+}
+
+TEST_CASE("the firewall's per-address rules are found and deleted by their recorded handles, without reading CNI-FORWARD") {
+    VariantPath node(fw::Variant::nft);
+    TestNs ns("cnit-fwrec");
+    const std::string save = "ip netns exec " + ns.name + " iptables-nft-save -t filter";
+    char dir_template[] = "/tmp/cnit-fwrec.XXXXXX";
+    REQUIRE(::mkdtemp(dir_template));
+    const std::string dir = dir_template;
+    // The firewall's chains with 200 other attachments' rules, as one iptables-nft-restore makes them.
+    std::string rules = "*filter\n:CNI-FORWARD - [0:0]\n:CNI-ADMIN - [0:0]\n"
+                        "-A FORWARD -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD\n"
+                        "-A CNI-FORWARD -m comment --comment \"CNI firewall plugin admin overrides\" -j CNI-ADMIN\n";
+    for (int i = 0; i < 200; ++i) {
+        std::string ip = "10.9." + std::to_string(i / 250) + "." + std::to_string(i % 250);
+        rules += "-A CNI-FORWARD -d " + ip + "/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n-A CNI-FORWARD -s " + ip + "/32 -j ACCEPT\n";
+    }
+    std::ofstream(dir + "/rules") << rules << "COMMIT\n";
+    REQUIRE(ns.sh("iptables-nft-restore < " + dir + "/rules") == 0);
+    std::filesystem::remove(dir + "/rules");
+    fw::ForwardSpec spec{{*IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"ctr", "eth0"}, dir};
+    const std::string replies = "-A CNI-FORWARD -d 10.1.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT";
+    const std::string from = "-A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT";
+    auto record = [&] {
+        auto h = fw::ForwardRecord("net", {"ctr", "eth0"}, dir).load();
+        return h ? h->v4.size() : 0;
+    };
+    inside(ns, [&] {
+        auto dumps = nft::chain_dumps_taken();
+        REQUIRE(fw::setup_forward(spec));
+        CHECK(nft::chain_dumps_taken() == dumps + 2);  // FORWARD's and CNI-ADMIN's, not CNI-FORWARD's 402 rules
+        CHECK(record() == 2);
+        REQUIRE(fw::setup_forward(spec));  // again: found by the record, not added twice
+        CHECK(occurrences(save, replies) == 1);
+        CHECK(occurrences(save, from) == 1);
+        dumps = nft::chain_dumps_taken();
+        REQUIRE(fw::teardown_forward(spec));
+        CHECK(nft::chain_dumps_taken() == dumps);  // by handle alone
+        CHECK(occurrences(save, "10.1.0.5") == 0);
+        CHECK(occurrences(save, "-A CNI-FORWARD") == 401);
+        CHECK(record() == 0);
+    });
+    // A stale record (its rules deleted by hand, their handles gone) or a broken one: DEL reads the chain.
+    inside(ns, [&] { REQUIRE(fw::setup_forward(spec)); });
+    REQUIRE(ns.sh("iptables-nft -D CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT && iptables-nft -A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT") == 0);
+    inside(ns, [&] {
+        auto dumps = nft::chain_dumps_taken();
+        REQUIRE(fw::teardown_forward(spec));
+        CHECK(nft::chain_dumps_taken() == dumps + 1);
+        CHECK(occurrences(save, "10.1.0.5") == 0);
+        REQUIRE(fw::setup_forward(spec));
+        std::ofstream(dir + "/" + std::filesystem::directory_iterator(dir)->path().filename().string()) << "v4 1 x\n";
+        CHECK(record() == 0);
+        REQUIRE(fw::teardown_forward(spec));
+        CHECK(occurrences(save, "10.1.0.5") == 0);
+        CHECK(occurrences(save, "-A CNI-FORWARD") == 401);
+    });
+    // A legacy node has no handles: no record, and both verbs work as before.
+    {
+        VariantPath legacy(fw::Variant::legacy);
+        inside(ns, [&] {
+            REQUIRE(fw::setup_forward(spec));
+            CHECK(record() == 0);
+            CHECK(occurrences("ip netns exec " + ns.name + " iptables-legacy-save -t filter", from) == 1);
+            REQUIRE(fw::teardown_forward(spec));
+            CHECK(occurrences("ip netns exec " + ns.name + " iptables-legacy-save -t filter", "10.1.0.5") == 0);
+        });
+    }
+    std::filesystem::remove_all(dir);
 }

@@ -5,10 +5,12 @@
 
 #include <linux/netfilter/xt_addrtype.h>
 
+#include "applets/firewall/forward_record.hpp"
 #include "applets/portmap/rules_iptables.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/names.hpp"
 #include "core/fw/sha512.hpp"
+#include "temp_dir.hpp"
 
 using namespace cni::fw;
 
@@ -117,4 +119,50 @@ TEST_CASE("firewall drivers: the verbs reach the chosen driver; DEL and GC reach
     auto absent = drivers.setup(Driver::firewalld, "a", *std::make_unique<cni::Rollback>());
     REQUIRE_FALSE(absent);
     CHECK(absent.error().msg == "the firewalld firewall driver does not have these rules");
+}
+
+TEST_CASE("the firewall's handle records: what encode writes decodes back; anything else is no record") {
+    ForwardHandles h{{12, 13}, {40, 41, 42, 43}};
+    CHECK(encode_handles(h) == "v4 12 13\nv6 40 41 42 43\n");
+    auto back = decode_handles(encode_handles(h));
+    REQUIRE(back);
+    CHECK(back->v4 == h.v4);
+    CHECK(back->v6 == h.v6);
+    CHECK(decode_handles("v6 7\n")->v4.empty());
+    for (const char* bad : {"", "\n", "v4\n", "v4 0\n", "v4 012\n", "v4 -1\n", "v4 1x\n", "v4 18446744073709551616\n",
+                            "v5 1\n", "v4 1\nv4 2\n", "V4 1\n"})
+        CHECK_FALSE(decode_handles(bad));
+    CHECK_FALSE(decode_handles(std::string("v4 1 2\0 3\n", 10)));
+    std::string many = "v4";
+    for (int i = 1; i <= 65; ++i) many += " " + std::to_string(i);
+    CHECK_FALSE(decode_handles(many));  // more than kMaxHandles
+}
+
+TEST_CASE("a firewall handle record lives in its folder by a hash of network, container and interface; the folder goes with the last") {
+    TempDir t;
+    const std::string dir = t / "records";
+    ForwardRecord a("net", {"ctr", "eth0"}, dir), b("net", {"ctr", "eth1"}, dir);
+    CHECK_FALSE(a.load());
+    a.save({{5, 6}, {}});
+    b.save({{}, {9, 10}});
+    REQUIRE(a.load());
+    CHECK(a.load()->v4 == std::vector<std::uint64_t>{5, 6});
+    CHECK(b.load()->v6 == std::vector<std::uint64_t>{9, 10});
+    CHECK(std::distance(std::filesystem::directory_iterator(dir), {}) == 2);
+    a.forget();
+    CHECK_FALSE(a.load());
+    CHECK(std::filesystem::exists(dir));
+    b.save({});  // nothing to remember: forgotten
+    CHECK_FALSE(std::filesystem::exists(dir));
+    // A link planted where the record goes is neither followed nor written through.
+    std::filesystem::create_directories(dir);
+    t.write("victim", "v4 1 2\n");
+    ForwardRecord c("net", {"ctr", "eth2"}, dir);
+    c.save({{3, 4}, {}});
+    auto name = std::filesystem::directory_iterator(dir)->path().filename().string();
+    std::filesystem::remove(dir + "/" + name);
+    std::filesystem::create_symlink(t / "victim", dir + "/" + name);
+    CHECK_FALSE(c.load());
+    c.save({{7, 8}, {}});
+    CHECK(t.read("victim") == "v4 1 2\n");
 }

@@ -96,7 +96,9 @@ fw::Driver driver_of(const FirewallConf& c, const Context& ctx, const ForwardDri
     return d.drivers.choose(c.driver, [&] { return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
 }
 
-fw::ForwardSpec forward_spec(const FirewallConf& c, std::vector<IpAddr> ips) { return {std::move(ips), c.admin_chain, c.zone}; }
+fw::ForwardSpec forward_spec(const FirewallConf& c, const Request& r, std::vector<IpAddr> ips) {
+    return {std::move(ips), c.admin_chain, c.zone, c.net.name, {r.container_id, r.ifname}};
+}
 
 // The bridge an ingress policy isolates: prevResult's first interface.
 Result<std::string> bridge_of(fw::IngressPolicy policy, const CniResult& prev) {
@@ -114,7 +116,7 @@ Result<CniResult> firewall_add(const Context& ctx) {
     auto ips = addresses(prev);
     ForwardDrivers d(ctx);
     Rollback undo;
-    CNI_TRY(d.drivers.setup(driver_of(c, ctx, d), forward_spec(c, ips), undo));
+    CNI_TRY(d.drivers.setup(driver_of(c, ctx, d), forward_spec(c, ctx.req, ips), undo));
     if (c.policy != fw::IngressPolicy::open) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
         CNI_TRY(fw::isolation().setup(fw::Driver::iptables, {bridge, c.policy, ips}, undo));
@@ -128,7 +130,7 @@ Status firewall_del(const Context& ctx) {
     auto prev = parse_prev_result(c.net);
     if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
     ForwardDrivers d(ctx);  // the chosen driver's alone, as the reference's DEL
-    return d.drivers.teardown(driver_of(c, ctx, d), forward_spec(c, addresses(**prev)));
+    return d.drivers.teardown(driver_of(c, ctx, d), forward_spec(c, ctx.req, addresses(**prev)));
 }
 
 Status firewall_check(const Context& ctx) {
@@ -141,7 +143,7 @@ Status firewall_check(const Context& ctx) {
         CNI_TRY(fw::isolation().check(fw::Driver::iptables, {bridge, c.policy, ips}));
     }
     ForwardDrivers d(ctx);
-    return d.drivers.check(driver_of(c, ctx, d), forward_spec(c, ips));
+    return d.drivers.check(driver_of(c, ctx, d), forward_spec(c, ctx.req, ips));
 }
 
 constexpr auto kFirewallKeyDocs = docs_of(kFirewallKeys);

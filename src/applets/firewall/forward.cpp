@@ -2,6 +2,8 @@
 // The firewall plugin's filter rules through IptTable (see forward.hpp).
 #include "applets/firewall/forward.hpp"
 
+#include "applets/firewall/forward_record.hpp"
+
 #include <netinet/in.h>
 
 #include <linux/netfilter/nf_conntrack_common.h>
@@ -81,42 +83,85 @@ Status ensure_chain(IptTable& t, const std::string& chain) {
 
 }  // namespace
 
-Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
-    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
-        CNI_TRY(ensure_chain(t, kPrivate));
-        CNI_TRY(ensure_chain(t, admin_chain));
-        CNI_TRY(t.insert_unique(kForward, to(kPrivate, "CNI firewall plugin rules")));
-        CNI_TRY(t.insert_unique(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
-        for (auto& ip : mine) {
-            auto [replies, from] = address_rules(ip);
-            CNI_TRY(t.append_unique(kPrivate, replies));
-            CNI_TRY(t.append_unique(kPrivate, from));
-        }
-        return {};
+namespace {
+
+// The rules `ips` need in CNI-FORWARD, in the order ADD appends them.
+std::vector<IptRule> address_rules_of(const std::vector<IpAddr>& ips) {
+    std::vector<IptRule> out;
+    for (auto& ip : ips) {
+        auto [replies, from] = address_rules(ip);
+        out.push_back(replies), out.push_back(from);
+    }
+    return out;
+}
+
+// The rules still at the recorded handles, when they are exactly `want` (in any order).
+Result<bool> recorded_rules_hold(const IptTable& t, const std::vector<std::uint64_t>& handles, const std::vector<IptRule>& want) {
+    if (handles.size() != want.size() || !t.has_chain(kPrivate)) return false;
+    CNI_TRY_ASSIGN(auto at, t.rules_at(kPrivate, handles));
+    if (!at || at->size() != want.size()) return false;
+    return std::ranges::all_of(*at, [&](const IptTable::AtHandle& r) {
+        return !r.listed.foreign && std::ranges::find(want, r.listed.rule) != want.end();
     });
 }
 
+}  // namespace
+
+Status setup_forward(const ForwardSpec& f) {
+    ForwardRecord record(f.network, f.attachment, f.record_dir);
+    auto known = record.load().value_or(ForwardHandles{});
+    ForwardHandles made;
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
+    for (Family fam : {Family::v4, Family::v6}) {
+        auto mine = of_family(f.ips, fam);
+        if (mine.empty()) continue;
+        auto wanted = address_rules_of(mine);
+        CNI_TRY_ASSIGN(auto t, IptTable::open(fam, "filter"));
+        t.keep_added_handles();
+        bool recorded = false;
+        CNI_TRY(t.transact([&](IptTable& x) -> Status {
+            CNI_TRY(ensure_chain(x, kPrivate));
+            CNI_TRY(ensure_chain(x, f.admin_chain));
+            CNI_TRY(x.insert_unique(kForward, to(kPrivate, "CNI firewall plugin rules")));
+            CNI_TRY(x.insert_unique(kPrivate, to(f.admin_chain, "CNI firewall plugin admin overrides")));
+            CNI_TRY_ASSIGN(recorded, recorded_rules_hold(x, known.of(fam), wanted));
+            if (recorded) return {};
+            // An nf_tables chain is not read for them: the attachment's addresses are its own
+            // (a copy another attachment leaked stays as it was); a legacy table looks.
+            for (auto& r : wanted) CNI_TRY(x.append_new(kPrivate, r));
+            return {};
+        }));
+        auto added = t.added_handles(kPrivate);  // the admin jump first when this ADD made it
+        if (recorded) made.of(fam) = known.of(fam);
+        else if (added.size() >= wanted.size()) made.of(fam).assign(added.end() - std::ptrdiff_t(wanted.size()), added.end());
+    }
+    record.save(made);
+    return {};
+}
+
 // The per-address rules go from both variants.
-Status teardown_forward(const std::vector<IpAddr>& ips) {
+Status teardown_forward(const ForwardSpec& f) {
+    ForwardRecord record(f.network, f.attachment, f.record_dir);
+    auto known = record.load().value_or(ForwardHandles{});
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     for (Variant v : kVariants) {
-        for (Family f : {Family::v4, Family::v6}) {
-            auto mine = of_family(ips, f);
+        for (Family fam : {Family::v4, Family::v6}) {
+            auto mine = of_family(f.ips, fam);
             if (mine.empty()) continue;
-            auto t = IptTable::open(f, "filter", v);
+            auto t = IptTable::open(fam, "filter", v);
             if (!t || !t->has_chain(kPrivate)) continue;  // nothing of ours can be there
-            std::vector<IptRule> doomed;
-            for (auto& ip : mine) {
-                auto [replies, from] = address_rules(ip);
-                doomed.push_back(replies), doomed.push_back(from);
-            }
+            auto doomed = address_rules_of(mine);
             auto is_doomed = [&](const IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
             CNI_TRY(t->transact([&](IptTable& x) -> Status {
-                if (x.has_chain(kPrivate)) CNI_TRY(x.delete_if(kPrivate, "ACCEPT", is_doomed));
+                if (!x.has_chain(kPrivate)) return {};
+                CNI_TRY_ASSIGN(bool recorded, recorded_rules_hold(x, known.of(fam), doomed));
+                if (recorded) return x.delete_at(kPrivate, known.of(fam));
+                CNI_TRY(x.delete_if(kPrivate, "ACCEPT", is_doomed));
                 return {};
             }));
         }
     }
+    record.forget();
     return {};
 }
 
@@ -224,10 +269,10 @@ class IptablesForward final : public Rules<ForwardSpec> {
 public:
     Status setup(const ForwardSpec& f, Rollback& undo) const override {
         undo.push([this, f] { (void)teardown(f); });
-        return setup_forward(f.ips, f.admin_chain);
+        return setup_forward(f);
     }
     Status check(const ForwardSpec& f) const override { return check_forward(f.ips, f.admin_chain); }
-    Status teardown(const ForwardSpec& f) const override { return teardown_forward(f.ips); }
+    Status teardown(const ForwardSpec& f) const override { return teardown_forward(f); }
 };
 
 }  // namespace

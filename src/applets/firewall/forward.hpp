@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/fw/driver.hpp"
+#include "core/net/attachment.hpp"
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
@@ -23,15 +24,22 @@ struct ForwardSpec {
     std::vector<IpAddr> ips;
     std::string admin_chain;  // iptables
     std::string zone;         // firewalld
+    std::string network;      // iptables: whose rules the record names (forward_record.hpp)
+    Attachment attachment;
+    std::string record_dir = "/run/cni/cni-all-firewall";  // iptables: where the records are
 };
 
 // The iptables driver's FORWARD accepts (setup_forward, check_forward, teardown_forward).
 const Rules<ForwardSpec>& iptables_forward();
 
-Status setup_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
+// Adds the jumps and the per-address rules. On an iptables-nft node the per-address rules are
+// appended without reading CNI-FORWARD (which holds every attachment's) and their handles are
+// recorded (forward_record.hpp); an ADD run again finds them by the record.
+Status setup_forward(const ForwardSpec& f);
 // Removes the per-address rules (the chains stay, shared by every attachment) in both iptables
-// variants.
-Status teardown_forward(const std::vector<IpAddr>& ips);
+// variants: by the record's handles where they still hold the attachment's rules, else by
+// reading the chain for every rule of these addresses.
+Status teardown_forward(const ForwardSpec& f);
 // Passes when either iptables variant holds the rules (check_either_variant).
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
 

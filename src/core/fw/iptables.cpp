@@ -49,6 +49,7 @@ Result<IptTable> IptTable::open(Family family, const std::string& table, Variant
 Status IptTable::reload() {
     CNI_TRY_ASSIGN(auto fresh, open(family_, table_, variant_));
     impl_ = std::move(fresh.impl_);
+    if (keep_handles_) impl_->keep_added_handles();
     return {};
 }
 
@@ -83,5 +84,16 @@ Result<int> IptTable::delete_if(const std::string& chain, const std::string& tar
     return impl_->delete_if(chain, target, pred);
 }
 Status IptTable::commit() { return impl_->commit(); }
+void IptTable::keep_added_handles() {
+    keep_handles_ = true;
+    impl_->keep_added_handles();
+}
+std::vector<std::uint64_t> IptTable::added_handles(const std::string& chain) const { return impl_->added_handles(chain); }
+Result<std::optional<std::vector<IptTable::AtHandle>>> IptTable::rules_at(const std::string& chain,
+                                                                           const std::vector<std::uint64_t>& handles) const {
+    return impl_->rules_at(chain, handles);
+}
+Status IptTable::append_new(const std::string& chain, const IptRule& rule) { return impl_->append_new(chain, rule); }
+Status IptTable::delete_at(const std::string& chain, const std::vector<std::uint64_t>& handles) { return impl_->delete_at(chain, handles); }
 
 }  // namespace cni::fw

@@ -157,6 +157,28 @@ public:
                           const std::function<bool(const IptRule&)>& pred = nullptr);
     Status commit();
 
+    // Rule handles (nf_tables: the iptables-nft variant; a legacy table has none). They let a
+    // caller that remembers what it added find and remove exactly that, without reading a chain
+    // that thousands of other attachments share.
+    struct AtHandle {
+        std::uint64_t handle = 0;
+        Listed listed;
+    };
+    // From now on, commits learn the handles the kernel gives the rules they add.
+    void keep_added_handles();
+    // The handles of the rules the last commit added to `chain`, in the order they were added
+    // (after keep_added_handles(); none in a legacy table).
+    std::vector<std::uint64_t> added_handles(const std::string& chain) const;
+    // The rules of `chain` still at these handles (one that is gone is left out); nullopt in a
+    // legacy table.
+    Result<std::optional<std::vector<AtHandle>>> rules_at(const std::string& chain, const std::vector<std::uint64_t>& handles) const;
+    // Appends without looking for an identical rule first: for a caller that knows its rule is
+    // not there (in a legacy table, which is read whole anyway, it looks: append_unique).
+    Status append_new(const std::string& chain, const IptRule& rule);
+    // Deletes the rules at these handles of `chain` (nf_tables only).
+    Status delete_at(const std::string& chain, const std::vector<std::uint64_t>& handles);
+    Variant variant() const { return variant_; }
+
     // Runs `change(*this)` and commits. When the commit finds that another writer changed the
     // table after it was read (code 11: nf_tables' generation moved - iptables-nft and
     // kube-proxy's iptables-nft-restore take no xtables lock - or the legacy table was replaced),
@@ -186,6 +208,7 @@ private:
     IptTable(std::unique_ptr<Impl> impl, Family family, std::string table, Variant variant);
     Status reload();  // a fresh copy of the table, uncommitted changes dropped
     std::unique_ptr<Impl> impl_;
+    bool keep_handles_ = false;  // keep_added_handles(), kept across reload()
     Family family_;
     std::string table_;
     Variant variant_;

@@ -574,6 +574,17 @@ struct IptTable::Impl {
     virtual Result<int> delete_if(const std::string& chain, const std::string& target,
                                   const std::function<bool(const IptRule&)>& pred) = 0;
     virtual Status commit() = 0;
+    // Rule handles, which only nf_tables has (see IptTable). The legacy tables' defaults: no
+    // handles, and an append that looks for an identical rule, as the table is read whole anyway.
+    virtual void keep_added_handles() {}
+    virtual std::vector<std::uint64_t> added_handles(const std::string&) const { return {}; }
+    virtual Result<std::optional<std::vector<IptTable::AtHandle>>> rules_at(const std::string&, const std::vector<std::uint64_t>&) const {
+        return std::nullopt;
+    }
+    virtual Status append_new(const std::string& chain, const IptRule& rule) { return append_unique(chain, rule); }
+    virtual Status delete_at(const std::string& chain, const std::vector<std::uint64_t>&) {
+        return fail("iptables: the legacy table " + chain + " has no rule handles");
+    }
 };
 
 namespace detail {

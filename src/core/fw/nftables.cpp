@@ -376,7 +376,7 @@ void Batch::delete_chain(Family f, std::string_view table, std::string_view chai
 
 void Batch::add_rule(Family f, std::string_view table, std::string_view chain, const Exprs& exprs, std::string_view comment,
                      const RulePlacement& placement) {
-    nl_msg* m = start(NFT_MSG_NEWRULE, NLM_F_CREATE | (placement.at_top ? 0 : NLM_F_APPEND), f);
+    nl_msg* m = start(NFT_MSG_NEWRULE, NLM_F_CREATE | (placement.at_top ? 0 : NLM_F_APPEND) | (echo_ ? NLM_F_ECHO : 0), f);
     if (!m) return;
     bool ok = nla_put_string(m, NFTA_RULE_TABLE, std::string(table).c_str()) == 0 &&
               nla_put_string(m, NFTA_RULE_CHAIN, std::string(chain).c_str()) == 0;
@@ -453,7 +453,14 @@ Status Batch::commit(std::string_view what) {
     // the transaction (no ack per message to fill the receive buffer).
     std::string first_error;
     bool changed_meanwhile = false;
+    added_.clear();
     CNI_TRY(read_answers(sk.get(), what, [&](nlmsghdr* h) {
+        if (h->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE)) {  // an echo (echo_added_rules)
+            nlattr* tb[NFTA_RULE_MAX + 1];
+            if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) == 0 && tb[NFTA_RULE_CHAIN] && tb[NFTA_RULE_HANDLE])
+                added_.push_back({nl::attr_string(tb[NFTA_RULE_CHAIN]), be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]))});
+            return false;
+        }
         if (h->nlmsg_type != NLMSG_ERROR) return false;
         auto* e = static_cast<nlmsgerr*>(nlmsg_data(h));
         if (e->error != 0 && first_error.empty()) first_error = errno_message(-e->error, ext_ack_message(h));
@@ -462,7 +469,10 @@ Status Batch::commit(std::string_view what) {
     }));
     if (changed_meanwhile)
         return fail(code::try_again_later, std::string(what) + ": the ruleset changed while the transaction was built");
-    if (!first_error.empty()) return fail(std::string(what) + ": " + first_error);
+    if (!first_error.empty()) {
+        added_.clear();
+        return fail(std::string(what) + ": " + first_error);
+    }
     if (deletes_) nl::note_netfilter_deletion();
     return {};
 }

@@ -126,6 +126,15 @@ public:
                   const RulePlacement& placement = {});
     void delete_rule(Family f, std::string_view table, std::string_view chain, std::uint64_t handle);
     bool empty() const { return msgs_.empty(); }
+    // Rules added from here on are echoed by the kernel with the handles it gave them: after
+    // commit(), added() lists them in the order they were added. For a few rules only (each
+    // echo waits in the socket's receive buffer until the commit is read).
+    void echo_added_rules() { echo_ = true; }
+    struct Added {
+        std::string chain;
+        std::uint64_t handle = 0;
+    };
+    const std::vector<Added>& added() const { return added_; }
     // Sends the transaction and waits for the kernel's answer to every message. `what` names
     // it in errors: "<what>: <errno text> (kernel: <extended ack>)".
     Status commit(std::string_view what);
@@ -136,6 +145,8 @@ private:
     std::vector<MsgPtr> msgs_;
     bool oom_ = false;
     bool deletes_ = false;  // it removes objects: see core/nl/netfilter_close.hpp
+    bool echo_ = false;
+    std::vector<Added> added_;
 };
 
 // How often a read-then-write transaction is rebuilt when other writers keep committing.

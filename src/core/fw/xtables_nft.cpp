@@ -178,6 +178,7 @@ public:
         auto generation = nft::generation();
         if (!generation) return fail("iptables-nft: nf_tables is not available here");
         batch_ = nft::Batch(*generation);  // commits only onto the ruleset read from here on
+        if (keep_handles_) batch_.echo_added_rules();
         return {};
     }
 
@@ -230,8 +231,39 @@ public:
         for (auto& r : *rows) out.push_back(r.listed);
         return out;
     }
-    Status append_unique(const std::string& c, const IptRule& r) override { return add_unique(c, r, false); }
-    Status insert_unique(const std::string& c, const IptRule& r) override { return add_unique(c, r, true); }
+    Status append_unique(const std::string& c, const IptRule& r) override { return add_rule(c, r, false, true); }
+    Status insert_unique(const std::string& c, const IptRule& r) override { return add_rule(c, r, true, true); }
+    Status append_new(const std::string& c, const IptRule& r) override { return add_rule(c, r, false, false); }
+    void keep_added_handles() override {
+        keep_handles_ = true;
+        batch_.echo_added_rules();
+    }
+    std::vector<std::uint64_t> added_handles(const std::string& c) const override {
+        std::vector<std::uint64_t> out;
+        for (auto& a : committed_)
+            if (a.chain == c) out.push_back(a.handle);
+        return out;
+    }
+    Result<std::optional<std::vector<IptTable::AtHandle>>> rules_at(const std::string& c,
+                                                                    const std::vector<std::uint64_t>& handles) const override {
+        if (read_error_) return cni::Unexpected(*read_error_);
+        std::vector<IptTable::AtHandle> out;
+        if (!chain(c).in_kernel) return std::optional(std::move(out));
+        CNI_TRY_ASSIGN(auto found, nft::rules_by_handle(family_, table_, c, handles));
+        for (auto& d : found) out.push_back({d.handle, describe(codec_, d)});
+        return std::optional(std::move(out));
+    }
+    Status delete_at(const std::string& c, const std::vector<std::uint64_t>& handles) override {
+        CNI_TRY(require_chain(c));
+        Chain& ch = chain(c);
+        for (std::uint64_t h : handles) {
+            batch_.delete_rule(family_, table_, c, h);
+            if (ch.loaded) std::erase_if(ch.rows, [&](const Row& r) { return r.handle == h; });
+            else ch.deleted.push_back(h);
+        }
+        ch.touched = true;
+        return {};
+    }
     Result<int> delete_if(const std::string& c, const std::string& target, const std::function<bool(const IptRule&)>& pred) override {
         CNI_TRY(require_chain(c));
         if (is_chain_target(target)) {
@@ -268,6 +300,7 @@ public:
     Status commit() override {
         if (read_error_) return cni::Unexpected(*read_error_);
         CNI_TRY(batch_.commit("iptables-nft: committing table " + table_));
+        committed_ = batch_.added();
         known_.clear(), all_listed_ = false, table_exists_.reset();
         return load();
     }
@@ -399,17 +432,28 @@ private:
     // Whether `c` may already hold `r`. A jump to a chain the kernel did not have when the table
     // was read can only be among the rules added in this transaction, so then the chain's own
     // rules (a node's thousands of attachments) are not read.
+    // A jump to a small chain that the kernel had (an admin chain that CNI-FORWARD's thousands of
+    // rules start with) is looked for among the jumps to it, found by handle (jumps_by_handle),
+    // when that is conclusive.
     Result<bool> holds(const std::string& c, const IptRule& r) {
         Chain& ch = chain(c);
-        const std::vector<Row>* rows = &ch.rows;
-        if (!(is_chain_target(r.target) && !chain(r.target).in_kernel)) CNI_TRY_ASSIGN(rows, loaded_rows(c));
-        return std::ranges::any_of(*rows, [&](const Row& row) { return !row.listed.foreign && row.listed.rule == r; });
+        auto same = [&](const Row& row) { return !row.listed.foreign && row.listed.rule == r; };
+        if (is_chain_target(r.target) && !chain(r.target).in_kernel) return std::ranges::any_of(ch.rows, same);
+        if (is_chain_target(r.target) && !ch.loaded && chain(r.target).info && chain(r.target).info->use <= kJumpWindow) {
+            CNI_TRY_ASSIGN(auto jumps, jumps_by_handle(c, r.target));
+            if (jumps) return std::ranges::any_of(*jumps, same);
+        }
+        CNI_TRY_ASSIGN(auto* rows, loaded_rows(c));
+        return std::ranges::any_of(*rows, same);
     }
 
-    Status add_unique(const std::string& c, const IptRule& r, bool at_top) {
+    // Adds `r` to `c`, at the top or the end; when `unique`, only if `c` does not hold it yet.
+    Status add_rule(const std::string& c, const IptRule& r, bool at_top, bool unique) {
         CNI_TRY(ensure_chain_for_rule(c));
-        CNI_TRY_ASSIGN(bool there, holds(c, r));
-        if (there) return {};
+        if (unique) {
+            CNI_TRY_ASSIGN(bool there, holds(c, r));
+            if (there) return {};
+        }
         auto probe = [this](bool target, const char* xt, std::uint8_t rev) {
             std::string key = (target ? "t:" : "m:") + std::string(xt) + "/" + std::to_string(rev);
             auto it = revisions_.find(key);
@@ -440,6 +484,8 @@ private:
     std::optional<bool> table_exists_;
     nft::Batch batch_;
     std::map<std::string, bool> revisions_;
+    bool keep_handles_ = false;                  // keep_added_handles()
+    std::vector<nft::Batch::Added> committed_;   // what the last commit added, with handles
 };
 
 // What the `iptables` at `path` is: by the name it resolves to, else by its --version
