@@ -337,6 +337,10 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
     char dir_template[] = "/tmp/cnit-fwrec.XXXXXX";
     REQUIRE(::mkdtemp(dir_template));
     const std::string dir = dir_template;
+    struct Removed {  // even when a REQUIRE ends the test early
+        std::string path;
+        ~Removed() { std::filesystem::remove_all(path); }
+    } removed{dir};
     // The firewall's chains with 200 other attachments' rules, as one iptables-nft-restore makes them.
     std::string rules = "*filter\n:CNI-FORWARD - [0:0]\n:CNI-ADMIN - [0:0]\n"
                         "-A FORWARD -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD\n"
@@ -396,5 +400,4 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
             CHECK(occurrences("ip netns exec " + ns.name + " iptables-legacy-save -t filter", "10.1.0.5") == 0);
         });
     }
-    std::filesystem::remove_all(dir);
 }
