@@ -95,14 +95,17 @@ std::vector<IptRule> address_rules_of(const std::vector<IpAddr>& ips) {
     return out;
 }
 
-// The rules still at the recorded handles, when they are exactly `want` (in any order).
+// Whether the rules still at the recorded handles are exactly `want`: as many, each one of them,
+// and every one of them there (two handles holding the same rule do not stand for two rules).
 Result<bool> recorded_rules_hold(const IptTable& t, const std::vector<std::uint64_t>& handles, const std::vector<IptRule>& want) {
     if (handles.size() != want.size() || !t.has_chain(kPrivate)) return false;
     CNI_TRY_ASSIGN(auto at, t.rules_at(kPrivate, handles));
     if (!at || at->size() != want.size()) return false;
-    return std::ranges::all_of(*at, [&](const IptTable::AtHandle& r) {
-        return !r.listed.foreign && std::ranges::find(want, r.listed.rule) != want.end();
-    });
+    auto held = [&](const IptRule& w) {
+        return std::ranges::any_of(*at, [&](const IptTable::AtHandle& r) { return !r.listed.foreign && r.listed.rule == w; });
+    };
+    auto wanted = [&](const IptTable::AtHandle& r) { return !r.listed.foreign && std::ranges::find(want, r.listed.rule) != want.end(); };
+    return std::ranges::all_of(*at, wanted) && std::ranges::all_of(want, held);
 }
 
 }  // namespace

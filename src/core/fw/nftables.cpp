@@ -409,6 +409,10 @@ void Batch::delete_rule(Family f, std::string_view table, std::string_view chain
         oom_ = true;
 }
 
+namespace {
+std::optional<ListedRule> decode_rule(nlmsghdr* h);  // below, with the readers of rules
+}  // namespace
+
 Status Batch::commit(std::string_view what) {
     if (oom_) return fail(std::string(what) + ": out of memory");
     if (msgs_.empty()) return {};
@@ -456,9 +460,7 @@ Status Batch::commit(std::string_view what) {
     added_.clear();
     CNI_TRY(read_answers(sk.get(), what, [&](nlmsghdr* h) {
         if (h->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWRULE)) {  // an echo (echo_added_rules)
-            nlattr* tb[NFTA_RULE_MAX + 1];
-            if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) == 0 && tb[NFTA_RULE_CHAIN] && tb[NFTA_RULE_HANDLE])
-                added_.push_back({nl::attr_string(tb[NFTA_RULE_CHAIN]), be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]))});
+            if (auto r = decode_rule(h)) added_.push_back({std::move(r->chain), r->handle});
             return false;
         }
         if (h->nlmsg_type != NLMSG_ERROR) return false;
@@ -470,7 +472,7 @@ Status Batch::commit(std::string_view what) {
     if (changed_meanwhile)
         return fail(code::try_again_later, std::string(what) + ": the ruleset changed while the transaction was built");
     if (!first_error.empty()) {
-        added_.clear();
+        added_.clear();  // nothing was added
         return fail(std::string(what) + ": " + first_error);
     }
     if (deletes_) nl::note_netfilter_deletion();
