@@ -212,6 +212,10 @@ def step_netns_gone(cfg):
     pod_id, _, status = run_pod(node, "orphan", [{"container_port": 80, "host_port": HOST_PORT}], BANDWIDTH)
     veth = [v for v in links(node, "veth") if v != UPLINK]
     os.kill(status["info"]["pid"], signal.SIGKILL)
+    # containerd handles the sandbox's exit on its own (it deletes the task, and the shim with it,
+    # then marks the sandbox NOTREADY). A StopPodSandbox racing that finds the shim closing and
+    # fails with "ttrpc: closed"; kubelet sees the pod not ready before it stops it, and so do we.
+    wait_for(lambda: node.runtime.pod_sandbox_status(pod_id)["state"] == 1, "containerd to see the sandbox exit")
     node.run("umount", pod_netns(status))
     wait_for(lambda: not set(veth) & set(links(node, "veth")), "the kernel to remove the veth with its namespace")
     remove_pod(node, pod_id)
