@@ -330,10 +330,13 @@ private:
     // made x and then the jumps to it gave them the table's next handles. When the rules of `c`
     // at those handles are that many jumps to x, they are all of them; otherwise (x jumped to
     // from elsewhere, jumps made by separate transactions, x or `c` changed in this one) nullopt,
-    // and the caller reads `c`.
+    // and the caller reads `c`. So does a `c` of no more rules than the window (POSTROUTING on a
+    // node without ipMasq): reading it costs no more than the probe would.
     Result<std::optional<std::vector<Row>>> jumps_by_handle(const std::string& c, const std::string& x) {
         Chain& to = chain(x);
-        if (!to.info || to.touched || chain(c).loaded || !chain(c).rows.empty() || !chain(c).deleted.empty())
+        Chain& from = chain(c);
+        if (!to.info || to.touched || from.loaded || !from.rows.empty() || !from.deleted.empty() || !from.info ||
+            from.info->use <= kJumpWindow)
             return std::optional<std::vector<Row>>{};
         CNI_TRY_ASSIGN(auto* own, loaded_rows(x));  // an attachment's chain: a few rules
         if (to.info->use < own->size()) return std::optional<std::vector<Row>>{};
