@@ -328,6 +328,29 @@ TEST_CASE("jumps to an attachment's chain are deleted without reading the chain 
     CHECK(occurrences(save, "-A CNI-SHARED -j CNI-ATT2") == 0);
     CHECK(occurrences(save, "-A CNI-OTHER -j CNI-ATT2") == 1);
     CHECK(occurrences(save, "-A CNI-SHARED") == 200);
+    // A shared chain of a few rules (POSTROUTING on a node without ipMasq) is read, not probed by
+    // handle first: the probe would cost as much and could not spare the read.
+    REQUIRE(ns.sh("iptables-nft -t nat -N CNI-SMALL && iptables-nft -t nat -A CNI-SMALL -s 10.7.0.1 -j ACCEPT") == 0);
+    inside(ns, [&] {
+        auto add = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
+        REQUIRE(add);
+        REQUIRE(add->create_chain("CNI-ATT3"));
+        REQUIRE(add->append_unique("CNI-ATT3", jump("ACCEPT", "10.1.0.3/32")));
+        REQUIRE(add->append_unique("CNI-SMALL", jump("CNI-ATT3")));
+        REQUIRE(add->commit());
+        auto del = fw::IptTable::open(fw::Family::v4, "nat", fw::Variant::nft);
+        REQUIRE(del);
+        auto dumps = nft::chain_dumps_taken();
+        auto probes = nft::handle_probes_taken();
+        auto n = del->delete_if("CNI-SMALL", "CNI-ATT3");
+        REQUIRE(n);
+        CHECK(*n == 1);
+        CHECK(nft::handle_probes_taken() == probes);
+        CHECK(nft::chain_dumps_taken() == dumps + 1);  // CNI-SMALL's two rules
+        REQUIRE(del->commit());
+    });
+    CHECK(occurrences(save, "-j CNI-ATT3") == 0);
+    CHECK(occurrences(save, "-A CNI-SMALL") == 1);
 }
 
 TEST_CASE("the firewall's per-address rules are found and deleted by their recorded handles, without reading CNI-FORWARD") {

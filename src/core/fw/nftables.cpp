@@ -583,10 +583,12 @@ Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table) {
 }
 
 namespace {
-std::uint64_t chain_dumps = 0;  // this process's, for chain_dumps_taken()
+std::uint64_t chain_dumps = 0;    // this process's, for chain_dumps_taken()
+std::uint64_t handle_probes = 0;  // and for handle_probes_taken()
 }  // namespace
 
 std::uint64_t chain_dumps_taken() { return chain_dumps; }
+std::uint64_t handle_probes_taken() { return handle_probes; }
 
 Status for_each_rule(Family f, std::string_view table, std::string_view chain, const std::function<void(ListedRule&&)>& each,
                      const std::function<void()>& restart) {
@@ -627,6 +629,7 @@ Result<std::vector<ListedRule>> rules_by_handle(Family f, std::string_view table
                                                 std::span<const std::uint64_t> handles) {
     std::vector<ListedRule> out;
     if (handles.empty()) return out;
+    ++handle_probes;
     const std::string what = "nftables: reading rules of chain " + std::string(chain) + " in table " + std::string(table);
     CNI_TRY_ASSIGN(auto sk, connect());
     // One GETRULE per handle, numbered 1..n, in one datagram: the kernel answers each in turn with

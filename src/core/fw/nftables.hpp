@@ -216,9 +216,10 @@ Result<std::vector<ListedRule>> list_rules(Family f, std::string_view table);
 // transaction interrupted it): forget what `each` got so far.
 Status for_each_rule(Family f, std::string_view table, std::string_view chain, const std::function<void(ListedRule&&)>& each,
                      const std::function<void()>& restart);
-// How many chains this process has dumped (for_each_rule calls): the tests' evidence that a
-// call read only the chains it had to.
+// How many chains this process has dumped (for_each_rule calls) and how many requests by handle
+// it has sent (rules_by_handle calls): the tests' evidence that a call read only what it had to.
 std::uint64_t chain_dumps_taken();
+std::uint64_t handle_probes_taken();
 
 // The names of the table's chains; none when the table does not exist.
 Result<std::vector<std::string>> list_chains(Family f, std::string_view table);
