@@ -26,6 +26,7 @@
 #include "core/fw/iptables.hpp"
 #include "core/fw/nftables.hpp"
 #include "test_ns.hpp"
+#include "../unit/temp_dir.hpp"
 
 using namespace cni;
 namespace nft = cni::fw::nft;
@@ -357,13 +358,8 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
     VariantPath node(fw::Variant::nft);
     TestNs ns("cnit-fwrec");
     const std::string save = "ip netns exec " + ns.name + " iptables-nft-save -t filter";
-    char dir_template[] = "/tmp/cnit-fwrec.XXXXXX";
-    REQUIRE(::mkdtemp(dir_template));
-    const std::string dir = dir_template;
-    struct Removed {  // even when a REQUIRE ends the test early
-        std::string path;
-        ~Removed() { std::filesystem::remove_all(path); }
-    } removed{dir};
+    const TempDir scratch;  // removed even when a REQUIRE ends the test early
+    const std::string& dir = scratch.path;
     // The firewall's chains with 200 other attachments' rules, as one iptables-nft-restore makes them.
     std::string rules = "*filter\n:CNI-FORWARD - [0:0]\n:CNI-ADMIN - [0:0]\n"
                         "-A FORWARD -m comment --comment \"CNI firewall plugin rules\" -j CNI-FORWARD\n"
