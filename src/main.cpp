@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cni/version.hpp"
+#include "core/nl/detached_delete.hpp"
 #include "core/nl/netfilter_close.hpp"
 #include "dispatch.hpp"
 #include "exec_command.hpp"
@@ -117,6 +118,9 @@ std::optional<int> run_subcommand(const cni::Applet& a, int argc, char** argv, i
 }
 
 int run_applet(const cni::Applet& a) {
+    // A plugin call's link deletions answer when the link is gone, not when the kernel has freed
+    // it (core/nl/detached_delete.hpp).
+    cni::nl::DetachedLinkDeletes detached_deletes;
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
     return cni::run_cni(a, env, STDIN_FILENO, stdout, stderr);

@@ -2,13 +2,16 @@
 // Root tests of the typed netlink layer and the interface helpers built on it, between two
 // throwaway namespaces standing for a host and a container: veth setup, bridge ports, bridge
 // port flags, addresses, routes, rules, neighbours (ARP and VXLAN forwarding entries), kernel
-// extended-ack text in errors, idempotent deletes, ConfigureIface, retried dumps.
+// extended-ack text in errors, idempotent deletes, deletions left to a child, ConfigureIface,
+// retried dumps.
 #include <catch2/catch.hpp>
 
 #include <linux/if.h>
 #include <linux/ip.h>
 
 #include <netlink/errno.h>
+
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <random>
@@ -18,6 +21,7 @@
 #include "core/nl/addr.hpp"
 #include "core/nl/bridge_port.hpp"
 #include "core/nl/conntrack.hpp"
+#include "core/nl/detached_delete.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/neigh.hpp"
 #include "core/nl/link_watch.hpp"
@@ -74,6 +78,47 @@ TEST_CASE("setup_veth puts the peer straight into the host namespace") {
     CHECK(*nl::delete_link(p.cs, "eth0"));
     CHECK_FALSE(*nl::find_link(p.hs, veth->host.name));
     CHECK_FALSE(*nl::delete_link(p.cs, "eth0"));
+}
+
+// The one child a detached deletion forks: it exits by itself, with status 0.
+bool child_exited_cleanly() {
+    int status = 0;
+    return ::waitpid(-1, &status, 0) > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST_CASE("inside the dispatcher's scope a child deletes the link, and it is gone when delete_link returns") {
+    Pair p;
+    auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
+    REQUIRE(veth);
+    REQUIRE(nl::add_addr(p.hs, veth->host.index, veth->host.name, net("10.254.77.1/32")));
+    int before = nl::detached_deletions();
+    {
+        nl::DetachedLinkDeletes scope;
+        auto deleted = nl::delete_link(p.cs, "eth0");
+        REQUIRE(deleted);
+        CHECK(*deleted);
+        CHECK(nl::detached_deletions() == before + 1);
+        // Both ends, with their addresses, are out of both namespaces already, and the names are
+        // free for the next container (the kernel may still be freeing the devices).
+        CHECK_FALSE(*nl::find_link(p.cs, "eth0"));
+        CHECK_FALSE(*nl::find_link(p.hs, veth->host.name));
+        CHECK(run("ip -n " + p.host_ns.name + " -o addr show to 10.254.77.1").empty());
+        CHECK(p.ctr_ns.sh("ip link add eth0 type veth peer name " + veth->host.name) == 0);
+        CHECK(child_exited_cleanly());
+        // A missing link needs no child.
+        CHECK_FALSE(*nl::delete_link(p.cs, "nosuch0"));
+        CHECK(nl::detached_deletions() == before + 1);
+        // The kernel's refusal comes back through the child's report, with its text.
+        auto refused = nl::delete_link(p.cs, "lo");
+        REQUIRE_FALSE(refused);
+        CHECK(refused.error().msg.starts_with("deleting link lo: "));
+        CHECK(child_exited_cleanly());
+        CHECK(*nl::find_link(p.cs, "lo"));
+    }
+    // Outside the scope the deletion is the caller's own.
+    CHECK(*nl::delete_link(p.cs, "eth0"));
+    CHECK(nl::detached_deletions() == before + 2);
+    CHECK_FALSE(*nl::find_link(p.hs, veth->host.name));
 }
 
 TEST_CASE("bridge ports, MTU, MAC and promisc changes") {

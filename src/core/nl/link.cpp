@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "core/go_num.hpp"
+#include "core/nl/detached_delete.hpp"
 #include "core/nl/nl_addr.hpp"
 #include "core/nl/ptr.hpp"
 #include "core/os/fs.hpp"
@@ -391,6 +392,7 @@ Result<std::optional<LinkInfo>> find_link_by_mac(const Socket& s, const std::str
 Result<bool> delete_link(const Socket& s, const std::string& name) {
     CNI_TRY_ASSIGN(auto link, find_link(s, name));
     if (!link) return false;
+    if (auto detached = delete_link_detached(s, link->index, name)) return std::move(*detached);
     LinkPtr l(rtnl_link_alloc());
     if (!l) return fail("netlink: out of memory");
     rtnl_link_set_ifindex(l.get(), link->index);

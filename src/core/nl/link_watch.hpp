@@ -4,7 +4,9 @@
 // a plain RTM_GETLINK included, waits while addrconf's DAD work holds RTNL, and on a bridge
 // with hundreds of ports that work floods each new port's first IPv6 packets to all of them
 // (measured: 2 ms per bridge ADD at 480 pods). The notification is sent as the link watcher
-// sets the state, before that work starts. Open the watch before the change it waits for.
+// sets the state, before that work starts. A link's removal is announced as soon as it is
+// unlisted, long before the deleting request is answered (detached_delete.hpp). Open the watch
+// before the change it waits for.
 #pragma once
 
 #include <chrono>
@@ -22,6 +24,9 @@ public:
     // `timeout` passed first. An error when notifications were lost (the socket overran) or
     // the socket failed: the caller then asks the kernel instead.
     Result<bool> wait_oper_up(int index, std::chrono::milliseconds timeout) const;
+    // Waits until a notification says link `index` left the namespace (RTM_DELLINK): true; false
+    // when `stop_fd` became readable (or hung up) first. Errors as wait_oper_up's.
+    Result<bool> wait_deleted(int index, int stop_fd) const;
 
 private:
     explicit LinkWatch(SockPtr s) : sock_(std::move(s)) {}

@@ -7,10 +7,11 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <vector>
+
+#include "core/os/close_fds.hpp"
 
 namespace cni::nl {
 
@@ -34,13 +35,7 @@ State& state() {
 // copies (the pipe's end), the kept ones, whose release is where the wait is.
 [[noreturn]] void close_all_then_exit(std::vector<int> kept, int parent_done) {
     kept.push_back(parent_done);
-    std::sort(kept.begin(), kept.end());
-    unsigned next = 0;
-    for (int fd : kept) {
-        if (unsigned(fd) > next) ::close_range(next, unsigned(fd) - 1, 0);
-        next = unsigned(fd) + 1;
-    }
-    ::close_range(next, UINT_MAX, 0);
+    os::close_all_except(std::move(kept));
     char c;
     while (::read(parent_done, &c, 1) < 0 && errno == EINTR) {
     }

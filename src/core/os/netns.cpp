@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <linux/nsfs.h>
+#include <linux/sockios.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -52,6 +53,12 @@ Result<Netns> Netns::dup() const {
 }
 
 Result<Netns> Netns::current() { return open("/proc/thread-self/ns/net"); }
+
+Result<Netns> Netns::of_socket(int sock_fd) {
+    UniqueFd fd(::ioctl(sock_fd, SIOCGSKNS));  // the kernel opens it close-on-exec
+    if (!fd) return fail("finding a socket's network namespace: " + errno_text(errno));
+    return Netns(std::move(fd), "(a socket's)");
+}
 
 Result<Netns> Netns::create_anonymous() {
     CNI_TRY_ASSIGN(auto here, current());

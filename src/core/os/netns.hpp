@@ -20,6 +20,8 @@ public:
     // Like open, but a path that does not exist yields nullopt (DEL must succeed then).
     static Result<std::optional<Netns>> open_if_exists(const std::string& path);
     static Result<Netns> current();
+    // The namespace a socket was created in (SIOCGSKNS): where a netlink socket's requests go.
+    static Result<Netns> of_socket(int sock_fd);
     // A new, unnamed network namespace that lives as long as this handle (host-device parks a
     // link there to rename it without clashing with names in either real namespace).
     static Result<Netns> create_anonymous();
