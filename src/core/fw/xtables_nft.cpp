@@ -345,12 +345,20 @@ private:
         if (references == 0) return std::optional(std::move(jumps));
         std::uint64_t after = to.info->handle;
         for (auto& row : *own) after = std::max(after, row.handle);
-        std::vector<std::uint64_t> handles(kJumpWindow);
-        std::iota(handles.begin(), handles.end(), after + 1);
-        CNI_TRY_ASSIGN(auto found, nft::rules_by_handle(family_, table_, c, handles));
-        for (auto& d : found) {
-            Row row{d.handle, describe(codec_, d)};
-            if (row.listed.rule.target == x) jumps.push_back(std::move(row));
+        // The kernel finds a rule by handle by walking the chain, so a handle that is not one of
+        // `c`'s costs a walk of all of it: the window is asked for in growing batches (1, 2, 4, ...
+        // handles), up to the last jump.
+        const std::uint64_t end = after + 1 + kJumpWindow;
+        std::uint64_t batch = 1;
+        for (std::uint64_t next = after + 1; next < end && jumps.size() < references; next += batch, batch *= 2) {
+            batch = std::min(batch, end - next);
+            std::vector<std::uint64_t> handles(batch);
+            std::iota(handles.begin(), handles.end(), next);
+            CNI_TRY_ASSIGN(auto found, nft::rules_by_handle(family_, table_, c, handles));
+            for (auto& d : found) {
+                Row row{d.handle, describe(codec_, d)};
+                if (row.listed.rule.target == x) jumps.push_back(std::move(row));
+            }
         }
         if (jumps.size() != references) return std::optional<std::vector<Row>>{};
         return std::optional(std::move(jumps));
