@@ -1216,7 +1216,8 @@ lines += ["", f"Binary size: cni-all {os.path.getsize(opts.cni_all) / 1e6:.2f} M
           f"reference {ref_bytes / 1e6:.1f} MB in {len(os.listdir(opts.reference))} files.",
           "Ratios are reference / cni-all: above 1, cni-all is faster. CPU is the mean per iteration; peak RSS (ru_maxrss) is the largest of all iterations, 1 MiB = 1024 KiB.",
           "Processes: what one iteration starts (execve), counted under strace in one extra untimed iteration.",
-          "A DEL that removes a veth waits for the kernel (an RCU grace period), whichever plugin asks."]
+          ("A DEL that removes a veth makes the kernel wait for an RCU barrier before it answers: the Go plugins wait for that answer; "
+           "cni-all answers once the link is gone and leaves the wait to a child (docs/compatibility.md, \"Link deletions and the kernel's wait\").")]
 report = "\n".join(lines)
 print(report)
 if opts.markdown:
