@@ -118,8 +118,11 @@ std::optional<int> run_subcommand(const cni::Applet& a, int argc, char** argv, i
 }
 
 int run_applet(const cni::Applet& a) {
-    // A plugin call's link deletions answer when the link is gone, not when the kernel has freed
-    // it (core/nl/detached_delete.hpp).
+    // A plugin call leaves the kernel's waits to children: its netfilter sockets' closes
+    // (core/nl/netfilter_close.hpp), and its link deletions, which answer when the link is gone
+    // rather than when the kernel has freed it (core/nl/detached_delete.hpp). Subcommands (the
+    // dhcp daemon) do their own waiting.
+    cni::nl::LateNetfilterClose late_close;
     cni::nl::DetachedLinkDeletes detached_deletes;
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
@@ -129,8 +132,6 @@ int run_applet(const cni::Applet& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    // Whatever the call, its netfilter sockets' waits are left to a child (core/nl/netfilter_close.hpp).
-    cni::nl::LateNetfilterClose late_close;
     std::string_view self = argc > 0 ? argv[0] : "cni-all";
     if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
 
