@@ -5,19 +5,15 @@
 #include "core/nl/detached_delete.hpp"
 
 #include <fcntl.h>
-#include <netlink/errno.h>
-#include <netlink/route/link.h>
 #include <unistd.h>
 
-#include <csignal>
-
 #include <cerrno>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 
 #include "core/nl/link.hpp"
 #include "core/nl/link_watch.hpp"
-#include "core/nl/ptr.hpp"
 #include "core/os/close_fds.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/unique_fd.hpp"
@@ -35,32 +31,22 @@ State& state() {
     return s;
 }
 
-// The child's report: the libnl return code, then the error's text when it failed. One write
-// of at most PIPE_BUF bytes, so the parent reads it whole.
+// The child's report: what delete_link_now said, with the error's text when it failed. One
+// write of at most PIPE_BUF bytes, so the parent reads it whole.
 struct Report {
-    std::int32_t rc = 0;
+    enum Outcome : std::int32_t { deleted, gone, failed } outcome = failed;
     char text[1020] = {};
 };
 static_assert(sizeof(Report) <= PIPE_BUF);
-
-bool already_gone(int rc) { return rc == -NLE_NODEV || rc == -NLE_OBJ_NOTFOUND; }
 
 // In the child: only its socket and the report's pipe stay open (not the runtime's stdout, not
 // a lock); the deletion, its answer, the report, the end.
 [[noreturn]] void delete_and_report(const Socket& req, int index, const std::string& name, int report_fd) {
     os::close_all_except({nl_socket_get_fd(req.get()), report_fd});
     Report report;
-    LinkPtr l(rtnl_link_alloc());
-    if (!l) {
-        report.rc = -NLE_NOMEM;
-    } else {
-        rtnl_link_set_ifindex(l.get(), index);
-        report.rc = rtnl_link_delete(req.get(), l.get());
-    }
-    if (report.rc < 0 && !already_gone(report.rc)) {
-        std::string text = req.error(report.rc, "deleting link " + name).msg;
-        std::strncpy(report.text, text.c_str(), sizeof report.text - 1);
-    }
+    auto done = delete_link_now(req, index, name);
+    if (done) report.outcome = *done ? Report::deleted : Report::gone;
+    else std::strncpy(report.text, done.error().msg.c_str(), sizeof report.text - 1);
     ::signal(SIGPIPE, SIG_IGN);  // the parent has usually stopped listening
     (void)!::write(report_fd, &report, sizeof report);
     ::_exit(0);
@@ -73,8 +59,8 @@ std::optional<Result<bool>> read_report(int fd) {
     do n = ::read(fd, &report, sizeof report);
     while (n < 0 && errno == EINTR);
     if (n != ssize_t(sizeof report)) return std::nullopt;
-    if (report.rc >= 0) return Result<bool>(true);
-    if (already_gone(report.rc)) return Result<bool>(false);
+    if (report.outcome == Report::deleted) return Result<bool>(true);
+    if (report.outcome == Report::gone) return Result<bool>(false);
     report.text[sizeof report.text - 1] = '\0';
     return Result<bool>(fail(std::string(report.text)));
 }

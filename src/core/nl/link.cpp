@@ -393,9 +393,13 @@ Result<bool> delete_link(const Socket& s, const std::string& name) {
     CNI_TRY_ASSIGN(auto link, find_link(s, name));
     if (!link) return false;
     if (auto detached = delete_link_detached(s, link->index, name)) return std::move(*detached);
+    return delete_link_now(s, link->index, name);
+}
+
+Result<bool> delete_link_now(const Socket& s, int index, const std::string& name) {
     LinkPtr l(rtnl_link_alloc());
     if (!l) return fail("netlink: out of memory");
-    rtnl_link_set_ifindex(l.get(), link->index);
+    rtnl_link_set_ifindex(l.get(), index);
     int err = rtnl_link_delete(s.get(), l.get());
     if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) return false;  // gone meanwhile
     CNI_TRY(s.check(err, "deleting link " + name));

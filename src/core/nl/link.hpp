@@ -99,8 +99,12 @@ Result<std::vector<LinkInfo>> list_links(const Socket& s);
 // Every link whose master is `master_index`.
 Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index);
 
-// Deletes by name; false when there was no such link.
+// Deletes by name; false when there was no such link. In a plugin call the kernel's wait after
+// the removal is left to a child (detached_delete.hpp).
 Result<bool> delete_link(const Socket& s, const std::string& name);
+// Deletes link `index` (called `name`, for messages) in this process, waiting for the kernel's
+// answer; false when it was gone already.
+Result<bool> delete_link_now(const Socket& s, int index, const std::string& name);
 
 // "vethXXXXXXXX" with 4 random bytes, as the reference names host-side veths.
 std::string random_veth_name();
