@@ -7,7 +7,6 @@
 
 #include "core/cni/request.hpp"
 #include "core/os/errno_error.hpp"
-#include "core/os/fs.hpp"
 #include "core/os/unique_fd.hpp"
 #include "core/os/unix_socket.hpp"
 
@@ -89,10 +88,17 @@ DaemonReply call_daemon(const std::string& socket_path, const DaemonRequest& r, 
     };
     auto fd = os::connect_unix(socket_path);
     if (!fd) return dial_error(fd.error());
-    CNI_TRY(os::write_all(fd->get(), encode_request(r)));
+    // A daemon that refuses (a peer other than root, or a connection past those it serves at
+    // once) closes without reading: the send may fail, and what it answered is still read.
+    int send_err = os::send_all(fd->get(), encode_request(r));
     ::shutdown(fd->get(), SHUT_WR);
-    CNI_TRY_ASSIGN(auto reply, os::read_all(fd->get(), kMaxConfigBytes));
-    return decode_reply(reply);
+    auto reply = os::recv_all(fd->get(), kMaxConfigBytes);
+    if (!reply) return fail("reading the DHCP daemon's answer on " + socket_path + ": " + os::errno_text(reply.error()));
+    if (reply->empty())
+        return fail(code::try_again_later, "the DHCP daemon on " + socket_path + " closed the connection without an answer" +
+                                               (send_err ? " (sending the request: " + os::errno_text(send_err) + ")" : "") +
+                                               ": it is serving as many requests as it takes at once; try again");
+    return decode_reply(*reply);
 }
 
 }  // namespace cni::dhcp

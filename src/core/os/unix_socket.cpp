@@ -28,4 +28,27 @@ cni::Expected<UniqueFd, int> connect_unix(std::string_view where) {
     return fd;
 }
 
+int send_all(int fd, std::string_view bytes) {
+    while (!bytes.empty()) {
+        ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        bytes.remove_prefix(std::size_t(n));
+    }
+    return 0;
+}
+
+cni::Expected<std::string, int> recv_all(int fd, std::size_t limit) {
+    std::string out;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != ECONNRESET) return cni::Unexpected(errno);
+        if (n <= 0) return out;
+        if (out.size() + std::size_t(n) > limit) return cni::Unexpected(EMSGSIZE);
+        out.append(buf, std::size_t(n));
+    }
+}
+
 }  // namespace cni::os

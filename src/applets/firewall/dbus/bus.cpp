@@ -74,12 +74,7 @@ Result<Bus> Bus::connect(std::string_view address, std::chrono::milliseconds tim
 }
 
 Status Bus::send(std::string_view bytes) {
-    while (!bytes.empty()) {
-        ssize_t n = ::send(fd_.get(), bytes.data(), bytes.size(), MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) return fail("D-Bus: writing to " + address_ + ": " + os::errno_text(errno));
-        bytes.remove_prefix(std::size_t(n));
-    }
+    if (int err = os::send_all(fd_.get(), bytes)) return fail("D-Bus: writing to " + address_ + ": " + os::errno_text(err));
     return {};
 }
 
