@@ -34,14 +34,21 @@ export CNI_ALL_STATIC CNI_ALL_DEB CNI_ALL_STATIC_ARM64 CNI_ALL_ARM64_UNIT_TESTS
 wait "$kernel_job" || { cat build-test/vm-kernel.log >&2; exit 1; }
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
-# Suites running side by side each mount a private tmpfs on /run/cni (a mount point a test makes
-# and removes when the node has none): made once here instead, and removed again at the end.
-made_run_cni=""
-if [ ! -d /run/cni ]; then $sudo mkdir /run/cni && made_run_cni=1; fi
-trap '[ -z "$made_run_cni" ] || $sudo rmdir /run/cni 2>/dev/null || true' EXIT
+# Suites running side by side each mount a private tmpfs on /run/cni and /run/netns
+# (tests/lib/private_state.py; a mount point a suite makes and removes when the node has none):
+# made once here instead, and removed again at the end.
+made_run_dirs=()
+for d in /run/cni /run/netns; do
+  if [ ! -d "$d" ]; then $sudo mkdir "$d" && made_run_dirs+=("$d"); fi
+done
+trap 'for d in "${made_run_dirs[@]}"; do $sudo rmdir "$d" 2>/dev/null || true; done' EXIT
+# One suite more than there are cores: most root suites wait on the kernel, and run beside the
+# VM and fuzz suites, which keep the cores busy (tests/meson.build).
+side_by_side=$(($(nproc) + 1))
 set +e
 $sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" "CNI_ALL_DEB=$CNI_ALL_DEB" "CNI_ALL_STATIC_ARM64=$CNI_ALL_STATIC_ARM64" \
-  "CNI_ALL_ARM64_UNIT_TESTS=$CNI_ALL_ARM64_UNIT_TESTS" meson test -C build-test --no-rebuild --print-errorlogs "$@"
+  "CNI_ALL_ARM64_UNIT_TESTS=$CNI_ALL_ARM64_UNIT_TESTS" meson test -C build-test --no-rebuild --print-errorlogs \
+  --num-processes "$side_by_side" "$@"
 rc=$?
 set -e
 phase_done "tests"
@@ -49,7 +56,9 @@ logs=(build-test/meson-logs/testlog.json)
 # A full run (no extra arguments) repeats the suites that run our code on its own (not the
 # packaging, podman and VM ones, nor the three that mostly run Go's plugins) on a build with
 # AddressSanitizer, UndefinedBehaviorSanitizer and LeakSanitizer; its last test fails on any
-# report a plugin, the daemon or a test binary wrote (src/sanitizer_options.cpp.in).
+# report a plugin, the daemon or a test binary wrote (src/sanitizer_options.cpp.in). Named suites
+# run in the order named (not by priority): the two fuzz shards, the slowest, first, with the
+# others beside them; os, which runs alone, last.
 if [ $# -eq 0 ]; then
   # Unoptimised, with line tables only (-g1): a quarter of the compile time of -O1 -g, and
   # nothing the sanitizers check is lost (an unoptimised build hides no access from them).
@@ -59,9 +68,9 @@ if [ $# -eq 0 ]; then
   phase_done "build (sanitizers)"
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
   set +e
-  $sudo meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 \
-    unit regexp-diff os cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec vpc-eni fuzz-1 fuzz-2 \
-    sanitizer-reports
+  $sudo meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 --num-processes "$side_by_side" \
+    fuzz-1 fuzz-2 unit regexp-diff cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec vpc-eni \
+    os sanitizer-reports
   [ $? -eq 0 ] || rc=1
   set -e
   phase_done "tests (sanitizers)"

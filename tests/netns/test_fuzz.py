@@ -25,7 +25,6 @@ import json
 import os
 import random
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -33,7 +32,7 @@ import tempfile
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, install_dir, mount_points, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import check, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
 
 SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
 MULTI_KEY = 8  # variants per applet that mutate several keys at once (the VM's: 2)
@@ -382,28 +381,7 @@ def register(applet, bin_dir, sample=SAMPLE, vm=False, multi=MULTI_KEY):
     test(run, vm=vm)
 
 
-def in_private_state_dirs():
-    """Runs this script again as a child in its own mount namespace with tmpfs over /var/lib/cni
-    (private_var_lib_cni.sh) and /run/cni (a mount point this run had to make is removed
-    afterwards):
-    a variant that falls back to a default path (host-local's dataDir when flannel's ipam is
-    gone, the dhcp daemon's socket, tuning's saved state) must not touch the machine's. /run/netns
-    is private too: a namespace's mount lives only in this mount namespace, so a run killed
-    before its cleanup would otherwise leave an empty file there for each namespace it held."""
-    if os.environ.get("CNI_FUZZ_PRIVATE") == "1":
-        return
-    run_dirs = ("/run/cni", "/run/netns")
-    var_lib = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib", "private_var_lib_cni.sh")
-    script = (f"{shlex.quote(var_lib)} {shlex.quote(tempfile.mkdtemp(prefix='var-lib.'))} || exit 1; "
-              f"for d in {' '.join(run_dirs)}; do mount -t tmpfs tmpfs $d || exit 1; done; exec \"$@\"")
-    with mount_points(*run_dirs):
-        rc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh",
-                             sys.executable, *sys.argv], env=dict(os.environ, CNI_FUZZ_PRIVATE="1")).returncode
-    sys.exit(rc)
-
-
 if __name__ == "__main__":
-    in_private_state_dirs()
     BIN = install_dir(os.environ["CNI_ALL"])
     for name, _, _ in seeds("/nonexistent"):
         register(name, BIN)

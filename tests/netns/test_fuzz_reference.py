@@ -130,7 +130,6 @@ def register(applet, ours, ref):
 
 
 if __name__ == "__main__":
-    fuzz.in_private_state_dirs()
     BIN = install_dir(os.environ["CNI_ALL"])
     for name in APPLETS:
         register(name, BIN, reference_dir())
