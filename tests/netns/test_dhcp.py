@@ -444,6 +444,9 @@ def dhcp_socket_is_roots_and_connections_are_bounded():
         err = busy.json()
         eq(err["code"], 11, err)
         check(f"the DHCP daemon on {lb.sock} closed the connection without an answer" in err["msg"], err)
+        check(link(ctr, "eth0") is None, "the refused ADD removed the macvlan")
+        eq(lease_files(lb), [], "the daemon keeps no lease for the refused ADD")
+        eq(lb.leases(), {}, "dnsmasq leased nothing to the refused ADD")
         for s in idle:
             s.close()
         wait_for(lambda: daemon_threads(lb) == base, 5, "the connections' threads end")
