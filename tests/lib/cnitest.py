@@ -39,23 +39,6 @@ def remove_scratch():
 
 atexit.register(remove_scratch)
 
-@contextlib.contextmanager
-def mount_points(*dirs):
-    """Makes the missing ones of `dirs`, for a child to mount a private tmpfs on in its own
-    mount namespace, and removes the ones it made afterwards: a node that had no /run/cni
-    before a run has none after it. Only for directories no other test makes at the same time
-    (/var/lib/cni has private_var_lib_cni.sh instead)."""
-    made = [d for d in dirs if not os.path.isdir(d)]
-    for d in made:
-        os.makedirs(d, exist_ok=True)
-    try:
-        yield
-    finally:
-        for d in reversed(made):
-            with contextlib.suppress(OSError):  # not empty: something outside the tmpfs wrote there
-                os.rmdir(d)
-
-
 _TESTS = []
 
 

@@ -5,8 +5,10 @@ suites run side by side with no state in common, and none touches the machine's.
 falls back to a default path (host-local's dataDir, the dhcp daemon's socket, tuning's saved
 state, libcni's cache, the firewall's records) writes into this run's private tmpfs; a namespace
 the suite holds lives only in this mount namespace, so a run killed before its cleanup leaves no
-file under the machine's /run/netns. A mount point the run had to make is removed afterwards
-(scripts/test.sh makes them once before suites start side by side)."""
+file under the machine's /run/netns. A mount point the run had to make is removed by the last
+run that holds it (mount_points)."""
+import contextlib
+import fcntl
 import os
 import shlex
 import subprocess
@@ -14,9 +16,44 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from cnitest import mount_points  # noqa: E402
+import cnitest  # noqa: E402,F401 - this process's temporary files go to its scratch directory
 
 RUN_DIRS = ("/run/cni", "/run/netns")
+
+
+def _hold(d):
+    """(fd, made): `d`, made when missing, open and share-locked, so a run that made it removes
+    it only once no other run holds it. A directory removed between the check and the lock (the
+    run that made it ended) is made again."""
+    while True:
+        made = not os.path.isdir(d)
+        os.makedirs(d, exist_ok=True)
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        with contextlib.suppress(FileNotFoundError):
+            if os.stat(d).st_ino == os.fstat(fd).st_ino:
+                return fd, made
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def mount_points(*dirs):
+    """The mount points of `dirs`, for the child to mount a private tmpfs on: a node that had
+    none before has none after the last run that uses them. A run that made one while others
+    still hold it leaves it (scripts/test.sh makes them before suites start side by side)."""
+    held = [_hold(d) for d in dirs]
+    try:
+        yield
+    finally:
+        for d, (fd, made) in reversed(list(zip(dirs, held))):
+            try:
+                if made:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    os.rmdir(d)
+            except OSError:  # held by another run, or not empty: something outside the tmpfs wrote there
+                pass
+            finally:
+                os.close(fd)
 
 
 def main(argv):
