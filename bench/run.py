@@ -28,8 +28,11 @@ then DEL of all, per implementation, --churn-runs times each on a settled machin
 second (median of the runs), and the per-ADD latency against the pods already there (plotted);
 --churn-without-ipv6 runs it with IPv6 disabled in all its namespaces, --churn-bridge 'mcast_querier 1'
 with a bridge made beforehand with those options, --churn-pod-sysctl with sysctls set in every pod's
-namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal). host-local ADD+DEL against 0 to 10,000 existing reservations (plotted).
-Node scaling (--scaling counts, default 0,10,100,1000,5000), on BOTH iptables variants whatever
+namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal). host-local ADD+DEL against 0 to 10,000 existing reservations, --iterations each (plotted); when
+the call at 10,000 misses issue 33's 3 ms, it is profiled as below and set beside the same call
+at 0 and the process floor.
+Node scaling (--scaling counts, default 0,10,100,1000,5000, --scaling-iterations each, at least
+25 at 10 and 1,000, where the targets are judged), on BOTH iptables variants whatever
 --iptables says: portmap ADD and DEL against that many existing mappings, ptp + ipMasq ADD and
 DEL against that many other attachments' ipMasq chains, firewall ADD and DEL against that many
 other attachments' CNI-FORWARD rules (tabled and plotted, node-scaling.png). Issue 33's targets
@@ -38,7 +41,9 @@ are judged from it; for each one missed, cni-all's call at 1,000 is run once mor
 and how much user space take its CPU).
 The PNGs go next to --markdown (or to --plots). --dynamic compares the static binary with a dynamically linked one (VERSION, ptp ADD).
 The launcher `cni-all install` lays down per applet is timed against a symlink to the same binary
-(VERSION, loopback ADD+DEL), alternating.
+(VERSION, loopback ADD+DEL), alternating. The process floor: /bin/true, busybox and two empty
+static programs, with and without glibc, timed the same way; perf gives the share of glibc's
+start-up that is its detection of the CPU and its caches (cpuid).
 
 The report opens with issue 6's targets judged against this run. For each target missed it gives
 the run's own evidence: the CPU ratio; for the churn, the same churn run again with no IPv6
@@ -291,9 +296,11 @@ def host_local_setup(existing):
     return setup
 
 
-def host_local_step(impl, data):
+def host_local_step(impl, data, separately=False):
+    """An ADD and a DEL: one Sample of both, or (separately) one each."""
     conf = {"cniVersion": "0.4.0", "name": "bench-net", "ipam": {"type": "host-local", "subnet": "10.200.0.0/16", "dataDir": data}}
-    return call(IMPLS[impl], "host-local", "ADD", conf) + call(IMPLS[impl], "host-local", "DEL", conf)
+    both = [call(IMPLS[impl], "host-local", "ADD", conf), call(IMPLS[impl], "host-local", "DEL", conf)]
+    return both if separately else both[0] + both[1]
 
 
 def logged_setup(level):
@@ -655,7 +662,35 @@ def process_floor():
     return {k: statistics.median(v) for k, (_, v) in floors.items()}
 
 
+# glibc's x86 start-up that detects the CPU's features and its caches (sysdeps/x86 cpu_features
+# and cacheinfo), the functions perf names in a static glibc program; each runs cpuid, which a
+# hypervisor traps.
+GLIBC_CPU_DETECTION = {"init_cpu_features", "update_active", "get_common_indices", "get_extended_indices",
+                       "get_common_cache_info", "handle_intel", "intel_check_word", "handle_amd", "handle_zhaoxin"}
+
+
+def glibc_cpu_detection_share():
+    """The share of the static glibc floor program's CPU time that glibc's CPU and cache detection
+    takes (perf, 200 runs), or None without perf."""
+    program = os.path.join(os.path.dirname(os.path.abspath(opts.spawn_timer)), "floor-glibc")
+    if not shutil.which("perf") or not os.path.exists(program):
+        return None
+    out = tempfile.mktemp(prefix="cni-bench-profile.")
+    subprocess.run(["perf", "record", "-q", "-F", "20000", "-o", out, "--", "sh", "-c",
+                    f"for i in $(seq 200); do {program}; done"], capture_output=True, check=True)
+    rep = subprocess.run(["perf", "report", "-i", out, "--comm", "floor-glibc", "--percentage", "relative",
+                          "--no-children", "--sort", "sym", "--stdio"], capture_output=True, text=True).stdout
+    os.unlink(out)
+    share = 0.0
+    for line in rep.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and parts[0].endswith("%") and parts[1] == "[.]" and parts[2].split(".")[0] in GLIBC_CPU_DETECTION:
+            share += float(parts[0][:-1])
+    return share
+
+
 floor = process_floor() if not opts.only or opts.only in "VERSION" else None
+floor_cpu_detection = glibc_cpu_detection_share() if floor else None
 
 
 def launcher_cost():
@@ -796,24 +831,43 @@ def churn_slowdown(runs, impl, workers):
 
 
 def host_local_scaling():
-    """host-local ADD+DEL median at 0 to 10,000 existing reservations, both implementations."""
+    """host-local ADD+DEL median at 0 to 10,000 existing reservations, both implementations, over
+    --iterations each (the point at 10,000 is issue 33's target); and, when cni-all's call at
+    10,000 takes more than HOST_LOCAL_TARGET, where its ADD's and DEL's time goes."""
     out = {impl: [] for impl in IMPLS}
+    global HOST_LOCAL_PROFILE
     for existing in HOST_LOCAL_COUNTS:
         data = {impl: host_local_setup(existing)(impl) for impl in IMPLS}
         times = {impl: [] for impl in IMPLS}
         for impl in IMPLS:  # one untimed call: cni-all reads a directory it did not write once, then indexes it
             host_local_step(impl, data[impl])
-        for _ in range(max(3, opts.iterations // 10)):
+        for _ in range(opts.iterations):
             for impl in IMPLS:
                 times[impl].append(host_local_step(impl, data[impl]).wall)
         for impl in IMPLS:
             out[impl].append((existing, statistics.median(times[impl])))
+        if existing == 10000 and statistics.median(times["cni-all"]) > HOST_LOCAL_TARGET:
+            HOST_LOCAL_PROFILE = profile_call("cni-all", lambda impl, d: host_local_step(impl, d, separately=True),
+                                              data["cni-all"])
+        for impl in IMPLS:
             shutil.rmtree(data[impl])
     return out
 
 
+HOST_LOCAL_TARGET = 3e-3  # issue 33: host-local ADD+DEL with 10,000 existing reservations
+HOST_LOCAL_PROFILE = None  # [ADD's profile, DEL's profile] when that target is missed
+
+
 HOST_LOCAL_COUNTS = [0, 100, 1000, 5000, 10000]
 NODE_COUNTS = [int(x) for x in opts.scaling.split(",") if x] if opts.scaling else []
+# The points issue 33's targets are judged at (a call at 1,000 against the same call at 10) take
+# at least this many iterations: with 7, the median at 10 moved by 0.5 ms from run to run, and
+# the ratio with it across the 1.5x line (bench/RESULTS.md).
+JUDGED_COUNTS, JUDGED_ITERATIONS = (10, 1000), 25
+
+
+def scaling_iterations(count):
+    return max(opts.scaling_iterations, JUDGED_ITERATIONS) if count in JUDGED_COUNTS else opts.scaling_iterations
 
 
 def masq_chains_setup(count):
@@ -905,7 +959,7 @@ def node_scaling():
                     try:
                         for impl in IMPLS:  # untimed: the first call may find things to set up
                             step(impl, states[impl])
-                        for _ in range(opts.scaling_iterations):
+                        for _ in range(scaling_iterations(count)):
                             for impl in IMPLS:
                                 samples[impl].append(step(impl, states[impl]))
                         if count == 1000:
@@ -1103,7 +1157,16 @@ def node_targets():
     if scaling:
         at = dict(scaling["cni-all"]).get(10000)
         if at is not None:
-            rows.append(("host-local ADD+DEL, 10,000 existing reservations: <= 3 ms", f"{at * 1e3:.2f} ms", at <= 3e-3, ""))
+            empty = dict(scaling["cni-all"]).get(0)
+            where = ""
+            if at > HOST_LOCAL_TARGET:
+                where = (f"the same ADD+DEL at 0 reservations: {empty * 1e3:.2f} ms ({at / empty:.2f}x); " if empty else "")
+                if floor and "static glibc, empty main" in floor:
+                    where += (f"a static glibc program that does nothing takes {floor['static glibc, empty main'] * 1e3:.2f} ms "
+                              "here (the process floor below), and ADD and DEL are one such process each; ")
+                where += "; ".join(f"{verb}: {p}" for verb, p in zip(("ADD", "DEL"), HOST_LOCAL_PROFILE or []))
+            rows.append(("host-local ADD+DEL, 10,000 existing reservations: <= 3 ms", f"{at * 1e3:.2f} ms",
+                         at <= HOST_LOCAL_TARGET, where))
     return rows
 
 
@@ -1161,7 +1224,9 @@ if floor:
     if "static glibc, empty main" in floor and "static, no libc" in floor:
         tax = floor["static glibc, empty main"] - floor["static, no libc"]
         lines += [f"glibc's start-up before main() costs every glibc process {tax * 1e3:.2f} ms here "
-                  "(static glibc empty main minus the no-libc program)."]
+                  "(static glibc empty main minus the no-libc program)" +
+                  (f"; {floor_cpu_detection:.0f}% of the static glibc program's CPU time is glibc detecting the CPU and "
+                   "its caches (cpuid, which a hypervisor traps: bench/RESULTS.md)." if floor_cpu_detection is not None else ".")]
 if launcher:
     lines += ["", "| through the installed launcher vs a symlink to the same cni-all (medians) | launcher | symlink | launcher adds |",
               "|---|---|---|---|"]
