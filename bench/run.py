@@ -58,6 +58,7 @@ import argparse
 import atexit
 import json
 import os
+import shlex
 import shutil
 import statistics
 import struct
@@ -677,7 +678,7 @@ def glibc_cpu_detection_share():
         return None
     out = tempfile.mktemp(prefix="cni-bench-profile.")
     subprocess.run(["perf", "record", "-q", "-F", "20000", "-o", out, "--", "sh", "-c",
-                    f"for i in $(seq 200); do {program}; done"], capture_output=True, check=True)
+                    f"for i in $(seq 200); do {shlex.quote(program)}; done"], capture_output=True, check=True)
     rep = subprocess.run(["perf", "report", "-i", out, "--comm", "floor-glibc", "--percentage", "relative",
                           "--no-children", "--sort", "sym", "--stdio"], capture_output=True, text=True).stdout
     os.unlink(out)
