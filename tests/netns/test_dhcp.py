@@ -137,7 +137,8 @@ def client_id_hex(key):
 
 def wait_for(cond, timeout, what):
     """Polls cond; a lease missing from the file counts as "not yet": dnsmasq rewrites its lease
-    file in place, so a read can land on the truncated file."""
+    file in place, so a read can land on the truncated file. `what` (or what it returns) is the
+    failure's message."""
     end = time.time() + timeout
     while time.time() < end:
         try:
@@ -146,7 +147,7 @@ def wait_for(cond, timeout, what):
         except KeyError:
             pass
         time.sleep(0.2)
-    raise AssertionError(what)
+    raise AssertionError(what() if callable(what) else what)
 
 
 def lease_files(lb):
@@ -429,6 +430,8 @@ def dhcp_socket_is_roots_and_connections_are_bounded():
         eq(out.returncode, 0, out.stderr)
         check("permission denied" in out.stdout, out.stdout)
         check("refused a request from uid 65534" in lb.log(), lb.log())
+        # The thread that refused the probe may still be ending (a loaded, sanitized run): the
+        # count taken here can hold it, so the end below asks for no more threads than this.
         base = daemon_threads(lb)
         idle = []
         for _ in range(100):
@@ -449,7 +452,8 @@ def dhcp_socket_is_roots_and_connections_are_bounded():
         eq(lb.leases(), {}, "dnsmasq leased nothing to the refused ADD")
         for s in idle:
             s.close()
-        wait_for(lambda: daemon_threads(lb) == base, 5, "the connections' threads end")
+        wait_for(lambda: daemon_threads(lb) <= base, 15,
+                 lambda: f"the connections' threads end: {daemon_threads(lb)} threads, {base} before the connections")
         lb.add(ctr).ok()
         lb.delete(ctr).ok()
 
