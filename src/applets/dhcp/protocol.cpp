@@ -97,7 +97,7 @@ DaemonReply call_daemon(const std::string& socket_path, const DaemonRequest& r, 
     if (reply->empty())
         return fail(code::try_again_later, "the DHCP daemon on " + socket_path + " closed the connection without an answer" +
                                                (send_err ? " (sending the request: " + os::errno_text(send_err) + ")" : "") +
-                                               ": it is serving as many requests as it takes at once; try again");
+                                               " (as it does while it serves as many requests as it takes at once); try again");
     return decode_reply(*reply);
 }
 
