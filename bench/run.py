@@ -28,14 +28,15 @@ then DEL of all, per implementation, --churn-runs times each on a settled machin
 second (median of the runs), and the per-ADD latency against the pods already there (plotted);
 --churn-without-ipv6 runs it with IPv6 disabled in all its namespaces, --churn-bridge 'mcast_querier 1'
 with a bridge made beforehand with those options, --churn-pod-sysctl with sysctls set in every pod's
-namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal). host-local ADD+DEL against 0 to 10,000 existing reservations, --iterations each (plotted); when
-the call at 10,000 misses issue 33's 3 ms, it is profiled as below and set beside the same call
-at 0 and the process floor.
+namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal).
+host-local ADD+DEL against 0 to 10,000 existing reservations, --iterations each, every point in
+every iteration (plotted); when the call at 10,000 misses issue 33's 3 ms, it is profiled as below
+and set beside the same call at 0 and the process floor.
 Node scaling (--scaling counts, default 0,10,100,1000,5000, --scaling-iterations each, at least
-25 at 10 and 1,000, where the targets are judged), on BOTH iptables variants whatever
---iptables says: portmap ADD and DEL against that many existing mappings, ptp + ipMasq ADD and
-DEL against that many other attachments' ipMasq chains, firewall ADD and DEL against that many
-other attachments' CNI-FORWARD rules (tabled and plotted, node-scaling.png). Issue 33's targets
+25 at 10 and 1,000, where the targets are judged, and those two measured together, call by call),
+on BOTH iptables variants whatever --iptables says: portmap ADD and DEL against that many
+existing mappings, ptp + ipMasq ADD and DEL against that many other attachments' ipMasq chains,
+firewall ADD and DEL against that many other attachments' CNI-FORWARD rules (tabled and plotted, node-scaling.png). Issue 33's targets
 are judged from it; for each one missed, cni-all's call at 1,000 is run once more under
 `strace -w -c` (where it waits off the CPU) and once under `perf record -g` (which kernel work
 and how much user space take its CPU).
