@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // dhcp without sockets: the wire format against literal bytes, option readers (RFC 3442 routes,
-// lease times), the result of an ACK, the ipam keys, the daemon protocol, lease records and the
-// daemon's flags.
+// lease times), the result of an ACK, the ipam keys, the daemon protocol, lease records, the
+// daemon's flags and the client's retry schedule.
 #include <catch2/catch.hpp>
 
 #include "applets/dhcp/config.hpp"
@@ -9,6 +9,7 @@
 #include "applets/dhcp/lease_result.hpp"
 #include "applets/dhcp/lease_store.hpp"
 #include "applets/dhcp/protocol.hpp"
+#include "applets/dhcp/retry.hpp"
 
 using namespace cni;
 using namespace cni::dhcp;
@@ -188,4 +189,44 @@ TEST_CASE("dhcp daemon flags: Go flag syntax and durations") {
     CHECK(parse_go_duration("2562048h").error().msg == "invalid duration \"2562048h\"");  // over Go's int64
     CHECK(parse_go_duration(".s").error().msg == "invalid duration \".s\"");
     CHECK(parse_go_duration("5x").error().msg == "missing or unknown unit in duration \"5x\"");
+}
+
+TEST_CASE("dhcp retry schedule: four slots of 2 s, then 4 s doubling up to -resendmax, +-1 s, never under 500 ms") {
+    using std::chrono::milliseconds;
+    const milliseconds max{62'000}, none{0};
+    for (int a = 0; a < kFastRetries; ++a) CHECK(retry_delay(a, max, none).count() == 2000);
+    CHECK(retry_delay(4, max, none).count() == 4000);
+    CHECK(retry_delay(5, max, none).count() == 8000);
+    CHECK(retry_delay(7, max, none).count() == 32000);
+    CHECK(retry_delay(8, max, none).count() == 62000);  // 64 s, cut to -resendmax
+    CHECK(retry_delay(1'000'000, max, none).count() == 62000);
+    CHECK(retry_delay(0, max, milliseconds(-1000)).count() == 1000);
+    CHECK(retry_delay(0, max, milliseconds(5000)).count() == 3000);  // jitter is at most 1 s
+    CHECK(retry_delay(8, max, milliseconds(-7000)).count() == 61000);
+    CHECK(retry_delay(6, milliseconds(0), milliseconds(-1000)).count() == 500);  // -resendmax 0
+    // With the defaults and no jitter, the attempts that start within -resendtimeout (208 s):
+    // at 0, 2, 4, 6, 8, 12, 20, 36, 68, 130 and 192 s (docs/dhcp.md says 11).
+    int attempts = 0;
+    for (milliseconds at{0}; at < milliseconds(208'000); at += retry_delay(attempts++, max, none)) {}
+    CHECK(attempts == 11);
+}
+
+TEST_CASE("dhcp retry tally: what the servers did, in the log line and in the error") {
+    RetryTally t;
+    t.record(Miss::no_offer);
+    CHECK(t.last() == "no DHCP server answered the DISCOVER");
+    CHECK(t.summary() == "no DHCP server answered 1 DISCOVER");
+    t.record(Miss::no_answer_to_request, 0x0ad5003c);
+    CHECK(t.last() == "the DHCP server offered 10.213.0.60 but did not answer the REQUEST");
+    t.record(Miss::nak, 0x0ad5003c, "in use");
+    CHECK(t.last() == "the DHCP server NAKed the offered address 10.213.0.60 (\"in use\")");
+    t.record(Miss::nak, 0x0ad5003c, std::string("bad\n\"x\"\0", 8) + std::string(100, 'y'));
+    t.record(Miss::odd_reply);
+    CHECK((t.attempts() == 5 && t.refusals() == 3));
+    CHECK(t.summary() == "the DHCP server NAKed the offered address 10.213.0.60 2 times (last: \"bad??x??" + std::string(56, 'y') +
+                             "...\"); 1 DHCP reply of the wrong type (not an OFFER to a DISCOVER, nor an ACK or NAK to a REQUEST); "
+                             "the DHCP server offered 10.213.0.60 but did not answer the REQUEST; no DHCP server answered 1 DISCOVER");
+    RetryTally naks;
+    for (int i = 0; i < kMaxRefusals; ++i) naks.record(Miss::nak, 0x0ad5003c);
+    CHECK(naks.summary() == "the DHCP server NAKed the offered address 10.213.0.60 4 times");
 }
