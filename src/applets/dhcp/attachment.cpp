@@ -119,7 +119,7 @@ void Attachment::run() {
     int ifindex = 0;
     Mac mac{};
     if (auto st = bind_link(ifindex, mac); !st) return give_up(st.error());
-    auto socket = PacketSocket::open(ifindex);
+    auto socket = PacketSocket::open(ifindex, mac);
     if (!socket) return give_up(socket.error());
     Client client(*socket, Identity{mac, client_id_for(record_.key), conf_.request_list, conf_.provide}, timing_,
                   [this] { return stopping_.load(); });

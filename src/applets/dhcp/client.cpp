@@ -28,7 +28,7 @@ std::int64_t wall_seconds() {
     return ts.tv_sec;
 }
 
-Client::Client(const PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping)
+Client::Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping)
     : socket_(socket), id_(std::move(id)), timing_(timing), stopping_(std::move(stopping)), rng_(std::random_device{}()) {}
 
 Message Client::request_base(MessageType type) const {
@@ -55,14 +55,16 @@ Result<std::optional<Reply>> Client::exchange(const Message& request, std::uint3
                                               std::chrono::milliseconds wait) {
     Message m = request;
     m.xid = std::uniform_int_distribution<std::uint32_t>()(rng_);
+    CNI_TRY(socket_.listen(m.xid));
     CNI_TRY(socket_.send(m, src, dst, to));
     auto deadline = Clock::now() + std::min(wait, timing_.timeout);
-    while (Clock::now() < deadline) {
+    std::optional<Reply> reply;
+    while (!reply && Clock::now() < deadline) {
         if (stopping_()) return cni::Unexpected(stopped());
-        CNI_TRY_ASSIGN(auto reply, socket_.receive(m.xid, id_.mac, std::min(deadline, Clock::now() + kPollSlice)));
-        if (reply) return reply;
+        CNI_TRY_ASSIGN(reply, socket_.receive(m.xid, std::min(deadline, Clock::now() + kPollSlice)));
     }
-    return std::nullopt;
+    CNI_TRY(socket_.listen(std::nullopt));
+    return reply;
 }
 
 Result<Lease> Client::acquire(std::optional<std::uint32_t> previous) {

@@ -48,7 +48,7 @@ enum class RenewOutcome { acked, refused, silent };  // ACK, NAK, no answer with
 
 class Client {
 public:
-    Client(const PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping);
+    Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping);
 
     // A new lease, preferring `previous` (option 50) when given.
     Result<Lease> acquire(std::optional<std::uint32_t> previous = std::nullopt);
@@ -62,7 +62,7 @@ private:
                                           std::chrono::milliseconds wait);
     std::chrono::milliseconds backoff(int attempt);
 
-    const PacketSocket& socket_;
+    PacketSocket& socket_;
     Identity id_;
     Timing timing_;
     std::function<bool()> stopping_;

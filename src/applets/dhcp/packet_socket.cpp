@@ -29,20 +29,36 @@ std::uint16_t fold(std::uint32_t acc) {
     while (acc >> 16) acc = (acc & 0xffff) + (acc >> 16);
     return std::uint16_t(~acc);
 }
-// Accept unfragmented IPv4 UDP datagrams to port 68 only (offsets from the IP header).
-Status attach_filter(int fd) {
-    static sock_filter code[] = {
-        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 9),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, 6),
-        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),
-        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, 4, 0),
+// The replies of one exchange: an unfragmented IPv4 UDP datagram to port 68 carrying a
+// BOOTREPLY with `xid` and `chaddr` (the IP header's length in X; the DHCP message starts after
+// the 8-byte UDP header). Without an xid, nothing.
+Status attach_filter(int fd, std::optional<std::uint32_t> xid, const Mac& chaddr) {
+    constexpr std::uint32_t kOp = kUdpHeader, kXid = kUdpHeader + 4, kChaddr = kUdpHeader + 28;
+    constexpr std::uint8_t kDrop = 16;  // the last instruction
+    constexpr auto to_drop = [](std::uint8_t from) { return std::uint8_t(kDrop - from - 1); };
+    sock_filter nothing[] = {BPF_STMT(BPF_RET | BPF_K, 0)};
+    sock_filter exchange[] = {
+        BPF_STMT(BPF_LD | BPF_B | BPF_ABS, 9),  // the IP protocol
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_UDP, 0, to_drop(1)),
+        BPF_STMT(BPF_LD | BPF_H | BPF_ABS, 6),  // the fragment offset
+        BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, 0x1fff, to_drop(3), 0),
         BPF_STMT(BPF_LDX | BPF_B | BPF_MSH, 0),
-        BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kClientPort, 0, 1),
+        BPF_STMT(BPF_LD | BPF_H | BPF_IND, 2),  // the UDP destination port
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kClientPort, 0, to_drop(6)),
+        BPF_STMT(BPF_LD | BPF_B | BPF_IND, kOp),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, 2, 0, to_drop(8)),
+        BPF_STMT(BPF_LD | BPF_W | BPF_IND, kXid),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, xid.value_or(0), 0, to_drop(10)),
+        BPF_STMT(BPF_LD | BPF_W | BPF_IND, kChaddr),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, get32(chaddr.data()), 0, to_drop(12)),
+        BPF_STMT(BPF_LD | BPF_H | BPF_IND, kChaddr + 4),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, get16(chaddr.data() + 4), 0, to_drop(14)),
         BPF_STMT(BPF_RET | BPF_K, 0xffff),
         BPF_STMT(BPF_RET | BPF_K, 0),
     };
-    sock_fprog prog{static_cast<unsigned short>(std::size(code)), code};
+    constexpr unsigned short kLength = sizeof exchange / sizeof exchange[0];
+    static_assert(kLength == kDrop + 1);
+    sock_fprog prog = xid ? sock_fprog{kLength, exchange} : sock_fprog{1, nothing};
     if (::setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) != 0)
         return os::sys_fail("setsockopt", "SO_ATTACH_FILTER");
     return {};
@@ -50,18 +66,20 @@ Status attach_filter(int fd) {
 
 }  // namespace
 
-Result<PacketSocket> PacketSocket::open(int ifindex) {
+Result<PacketSocket> PacketSocket::open(int ifindex, const Mac& chaddr) {
     os::UniqueFd fd(::socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_IP)));
     if (!fd) return os::sys_fail("socket", "AF_PACKET");
-    CNI_TRY(attach_filter(fd.get()));
+    CNI_TRY(attach_filter(fd.get(), std::nullopt, chaddr));
     sockaddr_ll at{};
     at.sll_family = AF_PACKET;
     at.sll_protocol = htons(ETH_P_IP);
     at.sll_ifindex = ifindex;
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&at), sizeof at) != 0)
         return os::sys_fail("bind", "AF_PACKET interface " + std::to_string(ifindex));
-    return PacketSocket(std::move(fd), ifindex);
+    return PacketSocket(std::move(fd), ifindex, chaddr);
 }
+
+Status PacketSocket::listen(std::optional<std::uint32_t> xid) { return attach_filter(fd_.get(), xid, chaddr_); }
 
 Status PacketSocket::send(const Message& m, std::uint32_t src, std::uint32_t dst, const Mac& to) const {
     Bytes payload = encode(m);
@@ -94,8 +112,7 @@ Status PacketSocket::send(const Message& m, std::uint32_t src, std::uint32_t dst
     return {};
 }
 
-Result<std::optional<Reply>> PacketSocket::receive(std::uint32_t xid, const Mac& chaddr,
-                                                   std::chrono::steady_clock::time_point deadline) const {
+Result<std::optional<Reply>> PacketSocket::receive(std::uint32_t xid, std::chrono::steady_clock::time_point deadline) const {
     std::vector<std::uint8_t> buf(65536);
     for (;;) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
@@ -115,7 +132,7 @@ Result<std::optional<Reply>> PacketSocket::receive(std::uint32_t xid, const Mac&
         std::size_t ihl = std::size_t(buf[0] & 0xf) * 4;
         if (std::size_t(got) < ihl + kUdpHeader || (buf[0] >> 4) != 4) continue;
         auto msg = decode(std::span(buf.data() + ihl + kUdpHeader, std::size_t(got) - ihl - kUdpHeader));
-        if (!msg || msg->op != 2 || msg->xid != xid || msg->chaddr != chaddr) continue;
+        if (!msg || msg->op != 2 || msg->xid != xid || msg->chaddr != chaddr_) continue;
         Reply r{std::move(*msg), {}};
         std::copy(from.sll_addr, from.sll_addr + 6, r.from.begin());
         return r;
