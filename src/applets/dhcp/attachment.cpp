@@ -122,7 +122,7 @@ void Attachment::run() {
     auto socket = PacketSocket::open(ifindex, mac);
     if (!socket) return give_up(socket.error());
     Client client(*socket, Identity{mac, client_id_for(record_.key), conf_.request_list, conf_.provide}, timing_,
-                  [this] { return stopping_.load(); });
+                  [this] { return stopping_.load(); }, [this](const std::string& m) { log_("no lease yet for " + record_.key + ", " + m); });
     if (resume_) {
         std::lock_guard lock(mu_);
         lease_ = record_.lease;
@@ -180,7 +180,7 @@ void Attachment::run() {
         if (!fresh) {
             if (stopping_) break;
             log_("re-acquiring the lease of " + record_.key + ": " + fresh.error().msg);
-            next_attempt = now + kMaxRetrySeconds;
+            next_attempt = wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end
             continue;
         }
         if (fresh->address() != cur.address())

@@ -3,7 +3,8 @@
 // network namespace once (the netns guard's rule for threaded code: only a dedicated thread
 // switches) and stays there: it sets the link up, acquires a lease (or resumes a persisted one),
 // then sleeps until T1 and renews (unicast), rebinds from T2 (broadcast), and acquires again if
-// the lease expired or the server refused it. Every ACK is persisted. The link disappearing (the
+// the lease expired or the server refused it (an acquisition that fails is tried again a minute
+// after it ended; client.hpp backs off within one). Every ACK is persisted. The link disappearing (the
 // container went away without a DEL) ends the thread and drops the record. stop(release) ends
 // it, sending a DHCPRELEASE first when asked (DEL, GC) and keeping the record otherwise (daemon
 // shutdown, so a restarted daemon resumes).

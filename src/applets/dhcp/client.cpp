@@ -5,6 +5,8 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <thread>
 
 namespace cni::dhcp {
 namespace {
@@ -13,10 +15,15 @@ using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::uint32_t kAnyAddress = 0, kBroadcastAddress = 0xffffffff;
-constexpr int kFastRetries = 4;
 constexpr auto kPollSlice = 200ms;  // how often a wait looks at the stop predicate
 
 Error stopped() { return Error{code::try_again_later, "DHCP client stopped (the lease was released)", {}}; }
+
+std::string seconds(Clock::duration d) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f s", std::chrono::duration<double>(d).count());
+    return buf;
+}
 
 }  // namespace
 
@@ -28,8 +35,10 @@ std::int64_t wall_seconds() {
     return ts.tv_sec;
 }
 
-Client::Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping)
-    : socket_(socket), id_(std::move(id)), timing_(timing), stopping_(std::move(stopping)), rng_(std::random_device{}()) {}
+Client::Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping,
+               std::function<void(const std::string&)> note)
+    : socket_(socket), id_(std::move(id)), timing_(timing), stopping_(std::move(stopping)), note_(std::move(note)),
+      rng_(std::random_device{}()) {}
 
 Message Client::request_base(MessageType type) const {
     Message m;
@@ -44,20 +53,22 @@ Message Client::request_base(MessageType type) const {
     return m;
 }
 
-std::chrono::milliseconds Client::backoff(int attempt) {
-    std::uniform_int_distribution<int> jitter(-1000, 1000);
-    std::chrono::milliseconds base = 2s;
-    if (attempt >= kFastRetries) base = std::min<std::chrono::milliseconds>(4s * (1 << std::min(attempt - kFastRetries, 10)), timing_.resend_max);
-    return std::max<std::chrono::milliseconds>(base + std::chrono::milliseconds(jitter(rng_)), 500ms);
+bool Client::sleep_until(Clock::time_point t) {
+    for (auto now = Clock::now(); now < t; now = Clock::now()) {
+        if (stopping_()) return false;
+        std::this_thread::sleep_for(std::min<Clock::duration>(t - now, kPollSlice));
+    }
+    return !stopping_();
 }
 
 Result<std::optional<Reply>> Client::exchange(const Message& request, std::uint32_t src, std::uint32_t dst, const Mac& to,
-                                              std::chrono::milliseconds wait) {
+                                              Clock::time_point deadline) {
+    if (stopping_()) return cni::Unexpected(stopped());
     Message m = request;
     m.xid = std::uniform_int_distribution<std::uint32_t>()(rng_);
     CNI_TRY(socket_.listen(m.xid));
     CNI_TRY(socket_.send(m, src, dst, to));
-    auto deadline = Clock::now() + std::min(wait, timing_.timeout);
+    deadline = std::min(deadline, Clock::now() + timing_.timeout);
     std::optional<Reply> reply;
     while (!reply && Clock::now() < deadline) {
         if (stopping_()) return cni::Unexpected(stopped());
@@ -67,33 +78,53 @@ Result<std::optional<Reply>> Client::exchange(const Message& request, std::uint3
     return reply;
 }
 
-Result<Lease> Client::acquire(std::optional<std::uint32_t> previous) {
-    auto give_up = Clock::now() + timing_.resend_timeout;
-    std::string last_refusal;
-    for (int attempt = 0; Clock::now() < give_up; ++attempt) {
-        if (stopping_()) return cni::Unexpected(stopped());
-        Message discover = request_base(MessageType::discover);
-        if (timing_.broadcast) discover.flags = kBroadcastFlag;
-        if (previous) discover.set(opt::requested_ip, u32_bytes(*previous));
-        CNI_TRY_ASSIGN(auto offer, exchange(discover, kAnyAddress, kBroadcastAddress, kBroadcastMac, backoff(attempt)));
-        if (!offer || offer->msg.type() != MessageType::offer) continue;
-
-        Message request = request_base(MessageType::request);
-        if (timing_.broadcast) request.flags = kBroadcastFlag;
-        request.set(opt::requested_ip, u32_bytes(offer->msg.yiaddr));
-        if (auto sid = offer->msg.address_option(opt::server_id)) request.set(opt::server_id, u32_bytes(*sid));
-        CNI_TRY_ASSIGN(auto ack, exchange(request, kAnyAddress, kBroadcastAddress, kBroadcastMac, backoff(attempt)));
-        if (!ack) continue;
-        if (ack->msg.type() == MessageType::nak) {
-            const Bytes* why = ack->msg.find(opt::message);
-            last_refusal = why ? std::string(why->begin(), why->end()) : "DHCPNAK";
-            continue;
-        }
-        if (ack->msg.type() != MessageType::ack) continue;
-        return Lease{std::move(ack->msg), ack->from, wall_seconds()};
+Result<std::optional<Lease>> Client::attempt(std::optional<std::uint32_t> previous, std::chrono::milliseconds slot,
+                                             Clock::time_point give_up, RetryTally& tally) {
+    Message discover = request_base(MessageType::discover);
+    if (timing_.broadcast) discover.flags = kBroadcastFlag;
+    if (previous) discover.set(opt::requested_ip, u32_bytes(*previous));
+    CNI_TRY_ASSIGN(auto offer, exchange(discover, kAnyAddress, kBroadcastAddress, kBroadcastMac, std::min(Clock::now() + slot, give_up)));
+    if (!offer || offer->msg.type() != MessageType::offer) {
+        tally.record(offer ? Miss::odd_reply : Miss::no_offer);
+        return std::nullopt;
     }
-    return fail("no DHCP lease on the interface after " + std::to_string(timing_.resend_timeout.count() / 1000) + "s" +
-                (last_refusal.empty() ? std::string(" (no answer from a DHCP server)") : " (last refusal: " + last_refusal + ")"));
+
+    Message request = request_base(MessageType::request);
+    if (timing_.broadcast) request.flags = kBroadcastFlag;
+    request.set(opt::requested_ip, u32_bytes(offer->msg.yiaddr));
+    if (auto sid = offer->msg.address_option(opt::server_id)) request.set(opt::server_id, u32_bytes(*sid));
+    CNI_TRY_ASSIGN(auto ack, exchange(request, kAnyAddress, kBroadcastAddress, kBroadcastMac, std::min(Clock::now() + slot, give_up)));
+    if (ack && ack->msg.type() == MessageType::ack) return Lease{std::move(ack->msg), ack->from, wall_seconds()};
+    if (!ack) {
+        tally.record(Miss::no_answer_to_request, offer->msg.yiaddr);
+    } else if (ack->msg.type() == MessageType::nak) {
+        const Bytes* why = ack->msg.find(opt::message);
+        tally.record(Miss::nak, offer->msg.yiaddr, why ? std::string(why->begin(), why->end()) : std::string());
+    } else {
+        tally.record(Miss::odd_reply, offer->msg.yiaddr);
+    }
+    return std::nullopt;
+}
+
+Result<Lease> Client::acquire(std::optional<std::uint32_t> previous) {
+    const auto started = Clock::now();
+    const auto give_up = started + timing_.resend_timeout;
+    std::uniform_int_distribution<int> jitter(-int(kMaxJitter.count()), int(kMaxJitter.count()));
+    RetryTally tally;
+    for (;;) {
+        auto attempt_start = Clock::now();
+        auto slot = retry_delay(tally.attempts(), timing_.resend_max, std::chrono::milliseconds(jitter(rng_)));
+        CNI_TRY_ASSIGN(auto lease, attempt(previous, slot, give_up, tally));
+        if (lease) return std::move(*lease);
+        auto next = attempt_start + slot;
+        if (tally.refusals() >= kMaxRefusals || next >= give_up) break;
+        note_("attempt " + std::to_string(tally.attempts()) + ": " + tally.last() + "; retrying in " +
+              seconds(std::max<Clock::duration>(next - Clock::now(), Clock::duration::zero())));
+        if (!sleep_until(next)) return cni::Unexpected(stopped());
+    }
+    return fail("no DHCP lease after " + std::to_string(tally.attempts()) + (tally.attempts() == 1 ? " attempt" : " attempts") +
+                " in " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started).count()) +
+                " s: " + tally.summary());
 }
 
 Result<RenewOutcome> Client::renew(Lease& lease, bool rebinding) {
@@ -102,7 +133,7 @@ Result<RenewOutcome> Client::renew(Lease& lease, bool rebinding) {
     if (rebinding && timing_.broadcast) request.flags = kBroadcastFlag;
     std::uint32_t dst = rebinding ? kBroadcastAddress : lease.server();
     const Mac& to = rebinding ? kBroadcastMac : lease.server_mac;
-    CNI_TRY_ASSIGN(auto reply, exchange(request, lease.address(), dst, to, timing_.timeout));
+    CNI_TRY_ASSIGN(auto reply, exchange(request, lease.address(), dst, to, Clock::now() + timing_.timeout));
     if (!reply) return RenewOutcome::silent;
     if (reply->msg.type() == MessageType::nak) return RenewOutcome::refused;
     if (reply->msg.type() != MessageType::ack) return RenewOutcome::silent;

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The DHCPv4 client side of RFC 2131 for one interface: acquire (DISCOVER/OFFER/REQUEST/ACK
-// with the reference's retry schedule: four tries about 2 s apart, then a doubling backoff up to
-// -resendmax, all cut off at -resendtimeout, each wait at most -timeout), renew (REQUEST unicast
-// to the server at T1), rebind (REQUEST broadcast at T2) and release (unicast to the server from
+// attempts on the schedule of retry.hpp: four about 2 s apart, then a doubling back-off up to
+// -resendmax, each wait for a reply at most -timeout; an attempt refused at once sleeps out its
+// slot; given up after kMaxRefusals refusals or at -resendtimeout), renew (REQUEST unicast to
+// the server at T1), rebind (REQUEST broadcast at T2) and release (unicast to the server from
 // the leased address, so servers like dnsmasq honour it, unlike the reference's 0.0.0.0 source).
-// Every wait polls a stop predicate so a DEL never waits for a retry to finish.
+// Every wait and sleep polls a stop predicate so a DEL never waits for a retry to finish.
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <random>
 
 #include "applets/dhcp/packet_socket.hpp"
+#include "applets/dhcp/retry.hpp"
 
 namespace cni::dhcp {
 
@@ -48,7 +50,9 @@ enum class RenewOutcome { acked, refused, silent };  // ACK, NAK, no answer with
 
 class Client {
 public:
-    Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping);
+    // `note` hears of each attempt that got no lease and when the next one starts.
+    Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping,
+           std::function<void(const std::string&)> note);
 
     // A new lease, preferring `previous` (option 50) when given.
     Result<Lease> acquire(std::optional<std::uint32_t> previous = std::nullopt);
@@ -58,14 +62,20 @@ public:
 
 private:
     Message request_base(MessageType type) const;
+    // Sends `m` and waits for its reply until `deadline`, at most -timeout.
     Result<std::optional<Reply>> exchange(const Message& m, std::uint32_t src, std::uint32_t dst, const Mac& to,
-                                          std::chrono::milliseconds wait);
-    std::chrono::milliseconds backoff(int attempt);
+                                          std::chrono::steady_clock::time_point deadline);
+    // One DISCOVER/OFFER/REQUEST/ACK round, each wait at most `slot` and never past `give_up`;
+    // nothing when it got no lease, and `tally` says why.
+    Result<std::optional<Lease>> attempt(std::optional<std::uint32_t> previous, std::chrono::milliseconds slot,
+                                         std::chrono::steady_clock::time_point give_up, RetryTally& tally);
+    bool sleep_until(std::chrono::steady_clock::time_point t);  // false when stopping
 
     PacketSocket& socket_;
     Identity id_;
     Timing timing_;
     std::function<bool()> stopping_;
+    std::function<void(const std::string&)> note_;
     std::mt19937 rng_;
 };
 
