@@ -6,7 +6,11 @@ namespace, is the macvlan parent the containers attach to. Our daemon runs with 
 lease directory in a temporary directory. Checked: the lease in the container and in dnsmasq's
 lease file, renewals at a short T1, a daemon restart that keeps renewing, release on DEL (gone
 from dnsmasq's file), CHECK, GC, STATUS, classless routes and priority, provided options,
-socket activation, bad input, and a failed ADD that leaves nothing behind."""
+socket activation, bad input, and a failed ADD that leaves nothing behind. Servers that
+misbehave are Python scripts in the server namespace: one whose answers depend on the client
+(a lease time of 0; a NAK for every REQUEST; an OFFER and then silence; a NAK for renewals),
+counting what the daemon sends, and a flood of replies for other transactions; the daemon's CPU
+time comes from /proc."""
 import concurrent.futures
 import contextlib
 import json
@@ -40,16 +44,21 @@ def dhcp():
 class Lab:
     """Server and host namespaces, dnsmasq, and our daemon."""
 
-    def __init__(self, host, server, work, dnsmasq_args=(), times=(T1, T2)):
+    def __init__(self, host, server, work, dnsmasq_args=(), times=(T1, T2), dnsmasq=True):
         self.host, self.server, self.work = host, server, work
         self.sock = f"{work}/dhcp.sock"
         self.leasedir = f"{work}/leases"
-        self.daemon = None
+        self.daemon = self.dnsmasq = None
         sh("ip", "-n", host, "link", "add", "dhp0", "type", "veth", "peer", "name", "dhs0", "netns", server)
         sh("ip", "-n", host, "link", "set", "dhp0", "up")
         sh("ip", "-n", server, "addr", "add", f"{SERVER_IP}/24", "dev", "dhs0")
         sh("ip", "-n", server, "link", "set", "dhs0", "up")
         sh("ip", "-n", server, "link", "set", "lo", "up")
+        if dnsmasq:
+            self.start_dnsmasq(dnsmasq_args, times)
+
+    def start_dnsmasq(self, dnsmasq_args, times):
+        work, server = self.work, self.server
         self.dnsmasq = subprocess.Popen(
             ["ip", "netns", "exec", server, "dnsmasq", "--keep-in-foreground", "--no-resolv", "--port=0",
              "--conf-file=/dev/null", "--interface=dhs0", "--bind-interfaces", "--no-ping", "--log-dhcp",
@@ -108,20 +117,27 @@ class Lab:
     def delete(self, ctr, cid="c1", conf=None):
         return macvlan().run("DEL", conf or self.conf(), host_ns=self.host, netns=ns_path(ctr), container_id=cid)
 
+    def cpu(self):
+        """The daemon's CPU time so far (user and system, all its threads), in seconds."""
+        with open(f"/proc/{self.daemon.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # from field 3 (state) on
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def close(self):
         with contextlib.suppress(Exception):
             if self.daemon:
                 self.daemon.kill()
                 self.daemon.wait()
-        self.dnsmasq.terminate()
-        self.dnsmasq.wait()
+        if self.dnsmasq:
+            self.dnsmasq.terminate()
+            self.dnsmasq.wait()
 
 
 @contextlib.contextmanager
-def lab(dnsmasq_args=(), daemon_flags=(), start=True, times=(T1, T2)):
+def lab(dnsmasq_args=(), daemon_flags=(), start=True, times=(T1, T2), dnsmasq=True):
     work = tempfile.mkdtemp(prefix="cni-dhcp.")
     with netns("dhh") as host, netns("dhs") as server:
-        lb = Lab(host, server, work, dnsmasq_args, times)
+        lb = Lab(host, server, work, dnsmasq_args, times, dnsmasq)
         try:
             if start:
                 lb.start_daemon(*daemon_flags)
@@ -343,68 +359,268 @@ def dhcp_bad_input():
         lb.delete(ctr).ok()
 
 
-ZERO_LEASE_SERVER = r"""
-import socket, struct, sys, time
-# A DHCP server that answers every DISCOVER and REQUEST with a lease time of 0 (so T1 = T2 = 0),
-# for DURATION seconds, then prints how many requests it saw.
-dev, server_ip, offer_ip, duration = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+ROGUE_SERVER = r"""
+import json, select, socket, struct, sys, time
+# A DHCP server on DEV whose answers depend on the client (the container ID in option 61):
+# CLIENTS maps an ID to {"mode", "ip"}. Every mode OFFERs "ip" to a DISCOVER; a REQUEST gets
+#   zero:   an ACK with a lease time of 0 (so T1 = T2 = 0);
+#   nak:    a NAK;
+#   silent: nothing;
+#   renew:  an ACK (T1 2 s) the first time, a NAK after that.
+# Once stdin closes it prints {ID: [[time, "D" or "R"], ...]}, the DISCOVERs and REQUESTs seen.
+dev, server_ip, clients = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, dev.encode())
 s.bind(("0.0.0.0", 67))
+ip = socket.inet_aton
+seen = {cid: [] for cid in clients}
 print("ready", flush=True)
-end, seen = time.time() + duration, 0
-while (left := end - time.time()) > 0:
-    s.settimeout(left)
-    try:
-        pkt, _ = s.recvfrom(4096)
-    except socket.timeout:
+while True:
+    ready, _, _ = select.select([s, sys.stdin], [], [])
+    if sys.stdin in ready and not sys.stdin.readline():
         break
+    if s not in ready:
+        continue
+    pkt, _ = s.recvfrom(4096)
     if len(pkt) < 240 or pkt[236:240] != b"\x63\x82\x53\x63":
         continue
-    opts, i, kind = pkt[240:], 0, 0
-    while i < len(opts) and opts[i] != 255:
+    opts, i, kind, cid = pkt[240:], 0, 0, ""
+    while i + 1 < len(opts) and opts[i] != 255:
         if opts[i] == 0:
             i += 1
             continue
         if opts[i] == 53:
             kind = opts[i + 2]
+        if opts[i] == 61:
+            cid = opts[i + 3:i + 2 + opts[i + 1]].split(b"/")[0].decode(errors="replace")
         i += 2 + opts[i + 1]
-    if kind not in (1, 3):
+    if kind not in (1, 3) or cid not in clients:
         continue
-    seen += 1
-    ip = lambda a: socket.inet_aton(a)
+    mode, events = clients[cid]["mode"], seen[cid]
+    requests = sum(1 for e in events if e[1] == "R")
+    if len(events) < 100000:
+        events.append([time.time(), "D" if kind == 1 else "R"])
+    if kind == 1:
+        answer = 2
+    elif mode == "silent":
+        continue
+    elif mode == "nak" or (mode == "renew" and requests > 0):
+        answer = 6
+    else:
+        answer = 5
     reply = bytearray(pkt[:240])
     reply[0] = 2
-    reply[16:20] = ip(offer_ip)
-    reply[20:24] = ip(server_ip)
-    reply += bytes([53, 1, 2 if kind == 1 else 5, 54, 4]) + ip(server_ip)
-    reply += bytes([51, 4]) + struct.pack("!I", 0) + bytes([1, 4]) + ip("255.255.255.0") + bytes([3, 4]) + ip(server_ip) + bytes([255])
-    s.sendto(bytes(reply), ("255.255.255.255", 68))
-print(seen, flush=True)
+    reply[12:24] = bytes(12)
+    if answer != 6:
+        reply[16:20] = ip(clients[cid]["ip"])
+        reply[20:24] = ip(server_ip)
+    reply += bytes([53, 1, answer, 54, 4]) + ip(server_ip)
+    if answer == 6:
+        reply += bytes([56, 13]) + b"rogue says no"
+    else:
+        lease, t1, t2 = (0, 0, 0) if mode == "zero" else (60, 2, 50)
+        reply += bytes([51, 4]) + struct.pack("!I", lease) + bytes([58, 4]) + struct.pack("!I", t1)
+        reply += bytes([59, 4]) + struct.pack("!I", t2) + bytes([1, 4]) + ip("255.255.255.0") + bytes([3, 4]) + ip(server_ip)
+    s.sendto(bytes(reply + bytes([255])), ("255.255.255.255", 68))
+print(json.dumps(seen), flush=True)
 """
+
+
+@contextlib.contextmanager
+def rogue_server(lb, clients):
+    """ROGUE_SERVER in the lab's server namespace; yields a function that stops it and returns
+    what it saw."""
+    srv = subprocess.Popen(["ip", "netns", "exec", lb.server, sys.executable, "-c", ROGUE_SERVER, "dhs0", SERVER_IP,
+                            json.dumps(clients)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        eq(srv.stdout.readline().strip(), "ready")
+        yield lambda: json.loads(srv.communicate(timeout=30)[0])
+    finally:
+        srv.kill()
+        srv.wait()
+
+
+def in_window(events, start, end, kind):
+    return sum(1 for t, k in events if start <= t <= end and k == kind)
 
 
 @test
 def dhcp_zero_lease_time_is_not_a_flood():
     """dhcp: a server answering a lease time of 0 (T1 = T2 = 0) gets a few requests, backed off, not a tight loop"""
-    with lab(start=False) as lb, netns("dhc") as ctr:
-        lb.dnsmasq.terminate()
-        lb.dnsmasq.wait()
-        srv = subprocess.Popen(["ip", "netns", "exec", lb.server, sys.executable, "-c", ZERO_LEASE_SERVER,
-                                "dhs0", SERVER_IP, "10.213.0.60", "8"], stdout=subprocess.PIPE, text=True)
-        try:
-            eq(srv.stdout.readline().strip(), "ready")
-            lb.start_daemon()
-            eq(lb.add(ctr).ok().json()["ips"][0]["address"], "10.213.0.60/24")
-            seen = int(srv.stdout.readline())
-        finally:
-            srv.kill()
-            srv.wait()
-        check(seen <= 8, f"{seen} DISCOVERs and REQUESTs in 8 s: " + lb.log()[-2000:])
+    with lab(start=False, dnsmasq=False) as lb, netns("dhc") as ctr, \
+            rogue_server(lb, {"c1": {"mode": "zero", "ip": "10.213.0.60"}}) as seen:
+        start = time.time()
+        lb.start_daemon()
+        eq(lb.add(ctr).ok().json()["ips"][0]["address"], "10.213.0.60/24")
+        time.sleep(max(0.0, start + 8 - time.time()))
+        events = seen()["c1"]
+        count = in_window(events, start, start + 8, "D") + in_window(events, start, start + 8, "R")
+        check(count <= 8, f"{count} DISCOVERs and REQUESTs in 8 s: " + lb.log()[-2000:])
         check("too short to renew at its T1" in lb.log(), lb.log())
         lb.delete(ctr).ok()
+
+
+@test
+def dhcp_refusing_servers_get_a_few_backed_off_attempts():
+    """dhcp: a server that NAKs, offers then falls silent, or NAKs the renewal gets a few backed-off attempts, clear errors, little CPU
+    One rogue server, four clients at once for 10 s (-resendtimeout 8s): "nak" is offered an
+    address and NAKed, "silent" and "gone" are offered one and never answered, "renew" gets a
+    lease with T1 at 2 s and a NAK for everything after. Each client sends at most about one
+    DISCOVER and one REQUEST per 2 s, the daemon uses a fraction of a CPU-second, the failed ADDs
+    say what the server did and leave nothing behind, the daemon answers STATUS and DEL meanwhile,
+    and a DEL ends an acquisition at once."""
+    clients = {"nak": {"mode": "nak", "ip": "10.213.0.60"}, "silent": {"mode": "silent", "ip": "10.213.0.61"},
+               "renew": {"mode": "renew", "ip": "10.213.0.62"}, "gone": {"mode": "silent", "ip": "10.213.0.63"}}
+    window = 10
+    with lab(start=False, dnsmasq=False) as lb, contextlib.ExitStack() as stack, \
+            rogue_server(lb, clients) as seen:
+        ctrs = {cid: stack.enter_context(netns("dhc")) for cid in clients}
+        lb.start_daemon("-resendtimeout", "8s")
+        cpu, start = lb.cpu(), time.time()
+        ended = {}
+
+        def add(cid):
+            r = lb.add(ctrs[cid], cid=cid)
+            ended[cid] = time.time() - start
+            return r
+        with concurrent.futures.ThreadPoolExecutor(len(clients)) as pool:
+            adds = {cid: pool.submit(add, cid) for cid in clients}
+            time.sleep(1.5)
+            asked = time.time() - start
+            dhcp().run("STATUS", dict(lb.conf(), cniVersion="1.1.0")).ok()
+            lb.delete(ctrs["gone"], cid="gone").ok()
+            deleted = time.time() - start
+            results = {cid: f.result() for cid, f in adds.items()}
+        time.sleep(max(0.0, start + window - time.time()))
+        used = lb.cpu() - cpu
+        events = seen()
+        counts = {cid: (in_window(events[cid], start, start + window, "D"), in_window(events[cid], start, start + window, "R"))
+                  for cid in clients}
+        print(f"# (DISCOVERs, REQUESTs) in {window} s: {counts}; daemon CPU {used:.2f} s", flush=True)
+        check(used < 0.3, f"the daemon used {used:.2f} CPU-seconds in {window} s; packets: {counts}")
+        check(counts["nak"] == (4, 4), f"4 DISCOVERs and 4 REQUESTs to a NAKing server, then the ADD gave up: {counts}")
+        check(max(counts["silent"]) <= 6, f"silent: {counts}")
+        # renew: its DISCOVER and REQUEST, the refused renewal at T1, then acquiring again: at
+        # most 4 refused attempts, about 2 s apart
+        check(counts["renew"][0] <= 5 and counts["renew"][1] <= 6, f"renew: {counts}")
+        check(all(t - start < deleted + 0.5 for t, _ in events["gone"]), f"sent for a deleted attachment: {events['gone']}")
+
+        check(deleted - asked < 2, f"STATUS and DEL took {deleted - asked:.1f} s while three ADDs were being refused")
+        check(ended["gone"] - deleted < 1.5, f"the ADD ended {ended['gone'] - deleted:.1f} s after its attachment was deleted")
+        eq((results["gone"].error()["code"], results["gone"].error()["msg"]),
+           (11, "error acquiring a DHCP lease on eth0: DHCP client stopped (the lease was released)"))
+        check(ended["nak"] < 10.5, f"the NAKed ADD gave up after 4 attempts (at most 9 s), not after {ended['nak']:.1f} s")
+        msg = results["nak"].error()["msg"]
+        check(msg.startswith("error acquiring a DHCP lease on eth0: no DHCP lease after 4 attempts in ") and msg.endswith(
+            " s: the DHCP server NAKed the offered address 10.213.0.60 4 times (last: \"rogue says no\")"), msg)
+        check(7.5 < ended["silent"] < 10.5, f"the silent server's ADD gave up at -resendtimeout (8 s), not {ended['silent']:.1f} s")
+        msg = results["silent"].error()["msg"]
+        check(" s: the DHCP server offered 10.213.0.61 but did not answer " in msg and msg.endswith(" REQUESTs"), msg)
+        for cid in ("nak", "silent", "gone"):
+            check(link(ctrs[cid], "eth0") is None, f"the failed ADD of {cid} removed its macvlan")
+        eq(results["renew"].ok().json()["ips"][0]["address"], "10.213.0.62/24")
+        check(len(lease_files(lb)) == 1, f"only renew's lease is on record: {lease_files(lb)}")
+        log = lb.log()
+        check("the DHCP server refused to renew the lease of renew/dhnet/eth0" in log, log)
+        check("no lease yet for nak/dhnet/eth0, attempt 1: the DHCP server NAKed the offered address 10.213.0.60 "
+              "(\"rogue says no\"); retrying in " in log, log)
+        lb.delete(ctrs["renew"], cid="renew").ok()
+        eq(lease_files(lb), [])
+
+
+FLOODER = r"""
+import random, socket, struct, sys, time
+# Floods DEV with DHCP replies for other transactions for DURATION seconds: for every client
+# transaction it sees (a DISCOVER or REQUEST), replies with its xid but another chaddr and with
+# its chaddr but another xid, to the client's MAC and broadcast, as fast as it can. Then prints
+# how many it sent.
+dev, duration = sys.argv[1], float(sys.argv[2])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+s.bind((dev, 0x0800))
+s.setblocking(False)
+mine = s.getsockname()[4]
+
+
+def checksum(b):
+    total = sum(struct.unpack("!10H", b))
+    total = (total & 0xffff) + (total >> 16)
+    return ~((total & 0xffff) + (total >> 16)) & 0xffff
+
+
+def frame(dst_mac, xid, chaddr):
+    bootp = bytearray(240)
+    bootp[0:4] = bytes([2, 1, 6, 0])
+    bootp[4:8] = xid
+    bootp[16:20] = socket.inet_aton("10.213.0.77")
+    bootp[28:34] = chaddr
+    bootp[236:240] = b"\x63\x82\x53\x63"
+    bootp += bytes([53, 1, 2, 54, 4]) + socket.inet_aton("10.213.0.1") + bytes([1, 4, 255, 255, 255, 0, 255])
+    bootp += bytes(300 - len(bootp))
+    udp = struct.pack("!HHHH", 67, 68, 8 + len(bootp), 0)
+    iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp) + len(bootp), 0, 0, 64, 17, 0,
+                      socket.inet_aton("10.213.0.1"), socket.inet_aton("255.255.255.255"))
+    iph = iph[:10] + struct.pack("!H", checksum(iph)) + iph[12:]
+    return dst_mac + mine + b"\x08\x00" + iph + udp + bytes(bootp)
+
+
+def other(b):
+    return bytes(x ^ 0x5a for x in b)
+
+
+rnd = lambda n: bytes(random.getrandbits(8) for _ in range(n))
+frames = [frame(b"\xff" * 6, rnd(4), rnd(6)) for _ in range(8)]
+print("ready", flush=True)
+sent, end = 0, time.time() + duration
+while time.time() < end:
+    while True:
+        try:
+            pkt = s.recv(2048)
+        except BlockingIOError:
+            break
+        ihl = (pkt[14] & 15) * 4
+        bootp = pkt[14 + ihl + 8:]
+        if pkt[23] != 17 or len(bootp) < 240 or bootp[0] != 1:
+            continue
+        xid, chaddr, client = bytes(bootp[4:8]), bytes(bootp[28:34]), pkt[6:12]
+        frames = [frame(client, other(xid), chaddr), frame(client, xid, other(chaddr)),
+                  frame(b"\xff" * 6, xid, other(chaddr)), frame(b"\xff" * 6, other(xid), chaddr)]
+    for f in frames:
+        try:
+            s.send(f)
+            sent += 1
+        except OSError:
+            pass
+print(sent, flush=True)
+"""
+
+
+@test
+def dhcp_a_flood_of_replies_for_other_transactions_costs_nothing():
+    """dhcp: a flood of replies for other transactions costs the daemon nothing, and a real server's lease and renewal get through
+    The flood: replies with another client's xid or chaddr, to the pod's MAC and broadcast, as
+    fast as Python sends them, beside dnsmasq. The ADD and the renewal at T1 get their lease, and
+    the kernel drops the flood before it wakes the daemon."""
+    with lab() as lb, netns("dhc") as ctr:
+        flood = subprocess.Popen(["ip", "netns", "exec", lb.server, sys.executable, "-c", FLOODER, "dhs0", str(T1 + 1.5)],
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            eq(flood.stdout.readline().strip(), "ready")
+            cpu = lb.cpu()
+            bare = lb.add(ctr).ok().json()["ips"][0]["address"].split("/")[0]
+            expiry = lb.lease(bare)[0]
+            sent = int(flood.stdout.readline())
+        finally:
+            flood.kill()
+            flood.wait()
+        used = lb.cpu() - cpu
+        print(f"# {sent} replies for other transactions in {T1 + 1.5} s; daemon CPU {used:.2f} s", flush=True)
+        check(sent > 20000, f"only {sent} replies sent: not a flood")
+        check(used < 0.15, f"the daemon used {used:.2f} CPU-seconds under a flood of {sent} replies")
+        wait_for(lambda: lb.leases()[bare][0] > expiry, 2, "the lease was renewed at T1 during the flood: " + lb.log())
+        lb.delete(ctr).ok()
+        eq(lease_files(lb), [])
 
 
 def daemon_threads(lb):
