@@ -8,6 +8,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -114,6 +115,54 @@ Result<Dir> Dir::create(const std::string& path, mode_t mode) {
     return open(path);
 }
 
+namespace {
+
+// The checks of open_trusted on one folder on the way (`last`: the folder itself).
+Status trusted_step(int fd, const std::string& path, bool last) {
+    struct stat st{};
+    if (::fstat(fd, &st) != 0) return sys_fail("stat", path);
+    if (st.st_uid != 0 && st.st_uid != ::geteuid())
+        return fail("open " + path + ": owned by uid " + std::to_string(st.st_uid) + ", neither root nor us");
+    if (!only_we_write(st) && (last || !(st.st_mode & S_ISVTX))) return fail("open " + path + ": others may write it");
+    return {};
+}
+
+}  // namespace
+
+bool only_we_write(const struct stat& st) {
+    return (st.st_uid == 0 || st.st_uid == ::geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+}
+
+Result<Dir> Dir::open_trusted(const std::string& path, mode_t mode) {
+    if (!path.starts_with('/')) return fail("open " + path + ": not an absolute path");
+    std::vector<std::string> names;
+    for (std::size_t at = 0, end = 0; at < path.size(); at = end + 1) {
+        end = std::min(path.find('/', at), path.size());
+        if (end > at) names.push_back(path.substr(at, end - at));
+    }
+    if (std::ranges::any_of(names, [](const std::string& n) { return n == "." || n == ".."; }))
+        return fail("open " + path + ": not a plain path (\".\" or \"..\" in it)");
+    constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+    UniqueFd fd(::open("/", kFlags));
+    std::string walked = "/";
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (!fd) return sys_fail("open", walked);
+        CNI_TRY(trusted_step(fd.get(), walked, false));
+        const char* name = names[i].c_str();
+        walked += (i ? "/" : "") + names[i];
+        UniqueFd next(::openat(fd.get(), name, kFlags));
+        if (!next && errno == ENOENT && i + 1 == names.size() && ::mkdirat(fd.get(), name, mode) == 0)
+            next.reset(::openat(fd.get(), name, kFlags));
+        struct stat st{};  // O_DIRECTORY wins over O_NOFOLLOW: a link fails as "not a directory"
+        if (!next && ::fstatat(fd.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+            return fail("open " + walked + ": a symbolic link");
+        fd = std::move(next);
+    }
+    if (!fd) return sys_fail("open", walked);
+    CNI_TRY(trusted_step(fd.get(), walked, true));
+    return Dir(std::move(fd), path);
+}
+
 Result<Dir> Dir::subdir(std::string_view name, mode_t mode) const {
     std::string n(name);
     if (::mkdirat(fd_.get(), n.c_str(), mode) != 0 && errno != EEXIST) return sys_fail("mkdir", path_of(name));
@@ -149,13 +198,16 @@ cni::Unexpected<Error> Dir::open_failed(std::string_view name, int err) const {
     return fail(io_error("open", path_of(name), err == EINVAL ? "not a regular file" : err == ELOOP ? "a symbolic link" : errno_text(err)));
 }
 
-Result<std::optional<std::string>> Dir::read_if_exists(std::string_view name, std::size_t limit) const {
+Result<std::optional<std::string>> Dir::read_if_exists(std::string_view name, std::size_t limit, bool node_file) const {
     UniqueFd fd = open_regular(name, O_RDONLY);
     if (!fd) {
         int err = errno;
         if (err == ENOENT) return std::nullopt;
         return open_failed(name, err);
     }
+    struct stat st{};
+    if (node_file && (::fstat(fd.get(), &st) != 0 || !only_we_write(st)))
+        return fail(io_error("open", path_of(name), "others than root may write it"));
     CNI_TRY_ASSIGN(std::string text, read_all(fd.get(), limit, path_of(name)));
     return text;
 }
@@ -204,11 +256,23 @@ Status write_file_atomic(const std::string& path, std::string_view data, mode_t 
     return d.write_atomic(name, data, mode);
 }
 
-Result<std::optional<std::string>> read_state_file(const std::string& path, std::size_t limit) {
+namespace {
+
+Result<std::optional<std::string>> read_in_folder(const std::string& path, std::size_t limit, bool node_file) {
     auto [dir, name] = split_last(path);
     if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
     CNI_TRY_ASSIGN(auto d, Dir::open(dir));
-    return d.read_if_exists(name, limit);
+    return d.read_if_exists(name, limit, node_file);
+}
+
+}  // namespace
+
+Result<std::optional<std::string>> read_state_file(const std::string& path, std::size_t limit) {
+    return read_in_folder(path, limit, false);
+}
+
+Result<std::optional<std::string>> read_node_file(const std::string& path, std::size_t limit) {
+    return read_in_folder(path, limit, true);
 }
 
 }  // namespace cni::os

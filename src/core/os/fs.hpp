@@ -6,9 +6,12 @@
 // directory whose names are opened relative to it and never through a final symbolic link, so a
 // link or FIFO planted in a state directory (one under /tmp, say) cannot redirect or block a
 // write by root. Atomic writes go to a temporary file created exclusively under an unpredictable
-// name, then renamed over the target (rename replaces a planted link; it never follows it).
+// name, then renamed over the target (rename replaces a planted link; it never follows it). And
+// the node's own files and folders (docs/logging.md), which only root (or the user we run as) may
+// have made or changed.
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <optional>
@@ -46,10 +49,21 @@ Status write_file_atomic(const std::string& path, std::string_view data, mode_t 
 // an error, and so is one past `limit` bytes.
 Result<std::optional<std::string>> read_state_file(const std::string& path, std::size_t limit = kStateFileLimit);
 
+// Owned by root or by the user we run as, and writable by neither its group nor others.
+bool only_we_write(const struct stat& st);
+// A node's settings file: read_state_file, and an error for one that someone other than root or
+// we could have written (only_we_write).
+Result<std::optional<std::string>> read_node_file(const std::string& path, std::size_t limit);
+
 class Dir {
 public:
     static Result<Dir> open(const std::string& path);
     static Result<Dir> create(const std::string& path, mode_t mode);  // mkdir_all, then open
+    // A folder of the node's that no one but root and we can change: `path` is absolute, without
+    // "." or ".." in it, and reached from "/" through no symbolic link and no folder others can
+    // write unless it is sticky (as /tmp is, where others cannot rename what is ours); the folder
+    // itself passes only_we_write. Made (`mode`) when it is the last component that is missing.
+    static Result<Dir> open_trusted(const std::string& path, mode_t mode);
     // The directory `name` in this one, made when missing; never through a link.
     Result<Dir> subdir(std::string_view name, mode_t mode) const;
 
@@ -64,7 +78,9 @@ public:
     // The same for a file only we write (flags include O_CREAT): a link or special file planted
     // at its name is removed and the file created anew (a directory there still fails).
     UniqueFd open_own(std::string_view name, int flags, mode_t mode) const;
-    Result<std::optional<std::string>> read_if_exists(std::string_view name, std::size_t limit = kStateFileLimit) const;
+    // `node_file`: an error for a file that someone other than root or we could have written.
+    Result<std::optional<std::string>> read_if_exists(std::string_view name, std::size_t limit = kStateFileLimit,
+                                                      bool node_file = false) const;
     Status write(std::string_view name, std::string_view data, mode_t mode) const;  // in place, truncates
     Status write_atomic(std::string_view name, std::string_view data, mode_t mode) const;
     bool remove(std::string_view name) const;  // false when it was not there or could not go
