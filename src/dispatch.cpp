@@ -83,9 +83,10 @@ int run_cni(const Applet& a, std::span<const std::string> environ, int stdin_fd,
         std::fputs(version_info_json(a.versions).c_str(), out);
         return std::fflush(out) == 0 ? 0 : 1;
     }
-    // The call's log (off unless the node or the network asks for it): its steps at debug level,
-    // its warnings, and one line when it ends.
-    const log::Logger logger(log::call_settings(environ, req->config));
+    // The call's log (off unless the node's settings turn it on; docs/logging.md): its steps at
+    // debug level, its warnings, and one line when it ends.
+    const log::CallSettings log_settings = log::call_settings(environ, req->config);
+    const log::Logger logger(log_settings.settings);
     const std::string who = std::string(a.name) + " " + req->command_text;
     const auto started = std::chrono::steady_clock::now();
     Context ctx{*req,
@@ -98,6 +99,8 @@ int run_cni(const Applet& a, std::span<const std::string> environ, int stdin_fd,
     if (logger.enabled(log::Level::debug)) {
         ctx.debug = [&](std::string_view step) { logger.write(log::Level::debug, who + " " + std::string(step)); };
         ctx.step("config: " + req->config);
+        for (const auto& key : log_settings.ignored)
+            ctx.step("the network's " + key + " is ignored: only the node's settings choose the log (docs/logging.md)");
     }
     auto finish = [&](const Error* e, const std::string& result) {
         if (!logger.enabled(e ? log::Level::error : log::Level::info)) return;

@@ -78,9 +78,9 @@ void print_applet_help(const cni::Applet& a) {
     for (auto v : a.versions) versions += (versions.empty() ? "" : ", ") + std::string(v);
     std::printf("CNI versions: %s\n", versions.c_str());
     if (!a.keys.empty()) {
-        // logLevel and logFile, the call's log (docs/logging.md), are read from every network's config.
+        // logLevel, the call's log level (docs/logging.md), is read from every network's config.
         std::printf(a.kind == cni::AppletKind::ipam ? "\nKeys of the \"ipam\" object (besides type):\n"
-                                                     : "\nKeys (besides cniVersion, name, type, ipam, dns, runtimeConfig, prevResult, logLevel, logFile):\n");
+                                                     : "\nKeys (besides cniVersion, name, type, ipam, dns, runtimeConfig, prevResult, logLevel):\n");
         std::size_t key_width = 0, type_width = 0;
         for (const auto& k : a.keys) {
             key_width = std::max(key_width, k.key.size());

@@ -45,7 +45,9 @@ constexpr uid_t kAllowedUid = 0;  // only root's plugins may ask: a request ente
 // when the node's logging settings ask for it (core/log/logger.hpp), in that log at its level.
 class DaemonLog {
 public:
-    explicit DaemonLog(log::Settings s) : logger_(std::move(s)) {}
+    explicit DaemonLog(const log::Settings& s) : logger_(s) {
+        if (!logger_.problem().empty()) std::fprintf(stderr, "dhcp daemon: not logging: %s\n", logger_.problem().c_str());
+    }
     void operator()(log::Level level, const std::string& msg) const {
         std::lock_guard lock(mu_);
         if (level != log::Level::debug) {

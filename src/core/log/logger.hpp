@@ -1,51 +1,42 @@
 // SPDX-License-Identifier: Apache-2.0
-// Opt-in logging of plugin calls and of the dhcp daemon (docs/logging.md), off by default. The
-// settings come from a node-wide file (CNI_ALL_LOG_CONFIG, default /etc/cni/cni-all-log.json:
-// {"logLevel": "info", "logFile": "/var/log/cni-all.log", "logMaxSize": bytes, "logKeep": n})
-// and, per network, from the logLevel and logFile keys of a plugin's config (as multus reads
-// them), which win. A line goes to a file, size-capped and rotated (file.1 .. file.<keep>, under
-// an flock of the file so concurrent calls rotate once), or to syslog/journald through /dev/log
-// ("syslog", or "syslog:<socket>"). Levels: error, info (one line per call), debug (the steps).
-// Nothing here fails a call: a log that cannot be written is skipped.
+// Opt-in logging of plugin calls and of the dhcp daemon (docs/logging.md), off by default, with
+// the settings of core/log/settings.hpp (the node's alone but a network's logLevel). A line goes
+// to the node's log file (core/log/log_file.hpp) or to syslog/journald through /dev/log, with
+// control characters made spaces, cut past kLineLimit bytes with a marker saying how much was left
+// out. Levels: error, info (one
+// line per call), debug (the steps). Nothing here fails a call: a line that cannot be written is
+// lost.
 #pragma once
 
-#include <cstdint>
-#include <span>
+#include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "core/log/log_file.hpp"
+#include "core/log/settings.hpp"
+
 namespace cni::log {
 
-enum class Level { off, error, info, debug };
-
-struct Settings {
-    Level level = Level::off;
-    std::string target;                      // a file path, "syslog" or "syslog:<socket path>"
-    std::int64_t max_bytes = 10 << 20;       // a file is rotated past this size
-    int keep = 3;                            // rotated files kept
-};
-
-inline constexpr const char* kNodeSettings = "/etc/cni/cni-all-log.json";
-
-// The node-wide settings: the file named by CNI_ALL_LOG_CONFIG in `environ` (else kNodeSettings);
-// off when there is none or it cannot be read.
-Settings node_settings(std::span<const std::string> environ);
-// The same, with a network's config (the JSON a plugin gets) over them: its logLevel and logFile.
-Settings call_settings(std::span<const std::string> environ, std::string_view config);
+inline constexpr std::size_t kLineLimit = 16 * 1024;  // with its newline
 
 class Logger {
 public:
-    explicit Logger(Settings s) : s_(std::move(s)) {}
-    bool enabled(Level l) const { return s_.level != Level::off && l <= s_.level && !s_.target.empty(); }
+    // Opens the log's folder when a level is on (once: a daemon keeps it).
+    explicit Logger(const Settings& s);
+    bool enabled(Level l) const { return l != Level::off && l <= level_ && (syslog_ || file_); }
     // Writes "<UTC time> <level> <text>" when `l` is enabled; never fails.
     void write(Level l, std::string_view text) const noexcept;
+    // Why the node's log is not written (its settings file, its logFile or its folder refused), or empty.
+    const std::string& problem() const { return problem_; }
 
 private:
-    void to_file(const std::string& line) const;
     void to_syslog(Level l, const std::string& line) const;
-    Settings s_;
+    Level level_;
+    bool syslog_;
+    std::optional<LogFile> file_;
+    std::size_t line_limit_;
+    std::string problem_;
 };
-
-std::string_view name_of(Level l);
 
 }  // namespace cni::log
