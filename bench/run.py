@@ -306,13 +306,23 @@ def host_local_step(impl, data, separately=False):
 
 
 def logged_setup(level):
-    """host_local_setup(0) plus a node-wide log settings file at `level`, logging to a file."""
+    """host_local_setup(0) plus a node-wide log settings file at `level`, logging to a file in a
+    folder of the node's (docs/logging.md: root's, which no one else may write)."""
     def setup(impl):
         data = host_local_setup(0)(impl)
         with open(os.path.join(data, "log.json"), "w") as f:
-            json.dump({"logLevel": level, "logFile": os.path.join(data, "cni.log")}, f)
+            json.dump({"logLevel": level, "logFile": os.path.join(data, "log", "cni.log")}, f)
         return data
     return setup
+
+
+def logged_teardown(impl, data):
+    """Fails the scenario when cni-all wrote no log: the row would time a call that logs nothing."""
+    log = os.path.join(data, "log", "cni.log")
+    written = impl != "cni-all" or (os.path.exists(log) and os.path.getsize(log) > 0)
+    shutil.rmtree(data)
+    if not written:
+        raise RuntimeError(f"logging on: cni-all wrote nothing to {log}")
 
 
 def logged_step(impl, data):
@@ -561,8 +571,8 @@ results = [
              netns_teardown),
     scenario("host-local ADD+DEL, empty network", host_local_setup(0), host_local_step,
              lambda impl, d: shutil.rmtree(d)),
-    scenario("host-local ADD+DEL, logging on (info, to a file)", logged_setup("info"), logged_step, lambda impl, d: shutil.rmtree(d)),
-    scenario("host-local ADD+DEL, logging on (debug, to a file)", logged_setup("debug"), logged_step, lambda impl, d: shutil.rmtree(d)),
+    scenario("host-local ADD+DEL, logging on (info, to a file)", logged_setup("info"), logged_step, logged_teardown),
+    scenario("host-local ADD+DEL, logging on (debug, to a file)", logged_setup("debug"), logged_step, logged_teardown),
     scenario("host-local ADD+DEL, 10,000 existing reservations", host_local_setup(10000), host_local_step,
              lambda impl, d: (hold_index(impl, d), shutil.rmtree(d))),
     scenario(["ptp + host-local ADD", "ptp + host-local DEL"], ptp_setup, veth_step("ptp", False), ptp_teardown),
