@@ -178,36 +178,196 @@ def version_of(path):
 OURS = '{"cniVersion":"1.1.0","supportedVersions":["0.1.0","0.2.0","0.3.0","0.3.1","0.4.0","1.0.0","1.1.0"]}'
 
 
+LAUNCHER_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "launcher")
+# How src/launcher/build.py is run for each architecture: the build's compiler for this machine's,
+# clang for arm64 (run under qemu-user); and how a launcher of each is run.
+LAUNCHER_COMPILER = {"amd64": ["c++"],
+                     "arm64": ["clang++-14", "--target=aarch64-linux-gnu", "-fuse-ld=lld", "-Wno-unused-command-line-argument"]}
+RUN_LAUNCHER = {"amd64": [], "arm64": [shutil.which("qemu-aarch64") or "qemu-aarch64"]}
+
+
+def build_launcher(path, applet, arch, *defines):
+    """The launcher for `arch` built by src/launcher/build.py at `path`, tagged for `applet` as
+    `cni-all install` tags it (an empty name leaves it untagged)."""
+    sh(sys.executable, os.path.join(LAUNCHER_SOURCE, "build.py"), os.path.join(LAUNCHER_SOURCE, "launcher.cpp"), path,
+       *LAUNCHER_COMPILER[arch], *defines)
+    data = bytearray(open(path, "rb").read())
+    eq(data[18], 0xB7 if arch == "arm64" else 0x3E, f"an {arch} program (e_machine)")
+    at = data.index(LAUNCHER_TAG) + len(LAUNCHER_TAG)
+    data[at:at + len(applet)] = applet.encode()
+    with open(path, "wb") as f:
+        f.write(data)
+    if applet:
+        check(is_launcher_of(path, applet), f"tagged for {applet}")
+
+
 @test
 def arm64_launcher_runs_its_applet():
     """the arm64 launcher (src/launcher/build.py with clang for aarch64, run under qemu-user) runs the cni-all beside it as its applet, also through a symlink, and answers a CNI error without it"""
-    source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src", "launcher")
     d = tempfile.mkdtemp()
     try:
         launcher = os.path.join(d, "vrf")
-        sh(sys.executable, os.path.join(source, "build.py"), os.path.join(source, "launcher.cpp"), launcher,
-           "clang++-14", "--target=aarch64-linux-gnu", "-fuse-ld=lld", "-Wno-unused-command-line-argument")
-        check(open(launcher, "rb").read(20)[18] == 0xB7, "an arm64 (EM_AARCH64) program")
-        # Tagged as `cni-all install` tags it; qemu-aarch64 runs it, and the kernel runs the
-        # x86-64 cni-all it executes.
-        data = bytearray(open(launcher, "rb").read())
-        at = data.index(LAUNCHER_TAG) + len(LAUNCHER_TAG)
-        data[at:at + 3] = b"vrf"
-        with open(launcher, "wb") as f:
-            f.write(data)
-        check(is_launcher_of(launcher, "vrf"), "tagged for vrf")
+        # qemu-aarch64 runs it, and the kernel runs the x86-64 cni-all it executes.
+        build_launcher(launcher, "vrf", "arm64")
         shutil.copy(CNI_ALL, os.path.join(d, "cni-all"))
         os.symlink("vrf", os.path.join(d, "vrf-alias"))
         for name in ("vrf", "vrf-alias"):
-            r = subprocess.run(["qemu-aarch64", os.path.join(d, name), "--help"], capture_output=True, text=True)
+            r = subprocess.run([*RUN_LAUNCHER["arm64"], os.path.join(d, name), "--help"], capture_output=True, text=True)
             eq(r.returncode, 0, r.stderr)
             check(r.stdout.startswith("vrf (meta)"), r.stdout)
         os.unlink(os.path.join(d, "cni-all"))
-        r = subprocess.run(["qemu-aarch64", launcher], env={"CNI_COMMAND": "ADD"}, capture_output=True, text=True)
+        r = subprocess.run([*RUN_LAUNCHER["arm64"], launcher], env={"CNI_COMMAND": "ADD"}, capture_output=True, text=True)
         eq(r.returncode, 1)
         check('"code": 999' in r.stdout and "cannot execute " + os.path.join(d, "cni-all") in r.stdout, r.stdout)
     finally:
         shutil.rmtree(d)
+
+
+# What a launcher that took any answer of readlinkat for its path would execute relative to the
+# working directory: "cni-all" written at the (negative) error's offset leaves `i-all` for
+# ENOENT, `ni-all` for EPERM...; a relative answer without a slash `cni-all`, one with a slash
+# `sub/cni-all`. Each is planted there, and must never run.
+PLANTED = ["cni-all", "ni-all", "i-all", "-all", "all", "ll", "l", "sub/cni-all"]
+
+
+def plant(work, marker):
+    """The programs of PLANTED in `work`: each appends its name to `marker` and prints it."""
+    for name in PLANTED:
+        path = os.path.join(work, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(f'#!/bin/sh\necho "$0" >> {marker}\necho "planted $0 ran"\n')
+        os.chmod(path, 0o755)
+
+
+def launcher_error(applet, what):
+    """The CNI error a launcher tagged for `applet` answers (src/launcher/launcher.cpp)."""
+    return {"code": 999, "msg": f"cni-all launcher{' for ' + applet if applet else ''}: {what}"}
+
+
+def answer(r):
+    """A launcher's answer: exit status and its stdout as JSON (or as text if it is not JSON)."""
+    try:
+        return r.returncode, json.loads(r.stdout)
+    except ValueError:
+        return r.returncode, r.stdout
+
+
+# Runs a command in a user and mount namespace of its own (no root needed), after a shell
+# `setup` there, from the working directory `setup` leaves.
+IN_MOUNT_NS = ["unshare", "--user", "--map-root-user", "--mount", "--propagation", "private", "sh", "-ec"]
+
+
+def in_mount_ns(setup, cmd, **kw):
+    return subprocess.run([*IN_MOUNT_NS, setup + '\nexec "$@"', "sh", *cmd], env={"CNI_COMMAND": "VERSION"},
+                          capture_output=True, text=True, timeout=60, **kw)
+
+
+def deep_folder(top, length):
+    """A descriptor of a new folder below `top` whose path is `length` bytes or more, made one
+    folder at a time (no system call takes such a path whole)."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    while length > len(top):
+        os.mkdir("d" * 250, dir_fd=fd)
+        deeper = os.open("d" * 250, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd, length = deeper, length - 251
+    return fd
+
+
+def copy_at(source, dir_fd, name):
+    """An executable copy of `source` as `name` in the folder `dir_fd`."""
+    with open(source, "rb") as src, os.fdopen(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o755, dir_fd=dir_fd), "wb") as dst:
+        dst.write(src.read())
+
+
+@test
+def launcher_never_runs_a_path_it_did_not_find():
+    """a launcher (amd64, and arm64 under qemu-user) that cannot read a whole absolute path from /proc/self/exe (no /proc, a relative answer, an unreachable or too long path, a full buffer) answers a CNI error and exits 1, and never runs a program from the working directory; untagged, it says so; a folder's name is escaped in its JSON"""
+    top = tempfile.mkdtemp(prefix="cni-launcher.")
+    marker = os.path.join(top, "planted-ran")
+    ours = (0, json.loads(OURS))
+    cannot_read = lambda err: (1, launcher_error("loopback", "cannot find its own folder: readlink /proc/self/exe: " + err))  # noqa: E731
+
+    def run(arch, path, what, want, setup=None, **kw):
+        cmd = [*RUN_LAUNCHER[arch], path]
+        if setup:
+            r = in_mount_ns(setup, cmd, **kw)
+        else:
+            r = subprocess.run(cmd, env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True, timeout=60, **kw)
+        eq(answer(r), want, f"{arch}, {what}: {r.stderr}")
+        ran = open(marker).read() if os.path.exists(marker) else ""
+        eq(ran, "", f"{arch}, {what}: a planted program ran")
+
+    try:
+        bin_dir, work = os.path.join(top, "bin"), os.path.join(top, "work")
+        os.makedirs(bin_dir)
+        plant(work, marker)
+        # amd64's as `cni-all install` lays it down; arm64's built for the purpose.
+        sh(CNI_ALL, "install", bin_dir, "--applets", "loopback")
+        launchers = {arch: os.path.join(bin_dir, f"loopback-{arch}") for arch in RUN_LAUNCHER}
+        os.rename(os.path.join(bin_dir, "loopback"), launchers["amd64"])
+        build_launcher(launchers["arm64"], "loopback", "arm64")
+        for arch, path in launchers.items():
+            run(arch, path, "as installed", ours, cwd=work)
+        # No /proc (an empty tmpfs over it). Under qemu-user the launcher's readlinkat of
+        # /proc/self/exe is answered by qemu itself (the real path of the program it was given,
+        # /proc or not), so the arm64 launcher finds its folder and runs its applet.
+        for arch, path in launchers.items():
+            run(arch, path, "without /proc", ours if arch == "arm64" else cannot_read("no such file or directory"),
+                f"mount -t tmpfs none /proc; cd {work}")
+        # A /proc whose self/exe is a relative link (with a folder, and without one).
+        for target in ("sub/loopback-amd64", "loopback-amd64"):
+            run("amd64", launchers["amd64"], f"/proc/self/exe -> {target}",
+                (1, launcher_error("loopback", "cannot find its own folder: /proc/self/exe is not an absolute path: " + target)),
+                f"mount -t tmpfs none /proc; mkdir /proc/self; ln -s {target} /proc/self/exe; cd {work}")
+        # Started from a working directory the root no longer reaches (its tmpfs lazily
+        # unmounted), the launcher and the planted programs in it: qemu-user answers the
+        # readlinkat with ENOENT, as the kernel does without /proc.
+        unreachable = os.path.join(top, "unreachable")
+        os.makedirs(unreachable)
+        run("arm64", "./loopback-arm64", "from an unreachable folder", cannot_read("no such file or directory"),
+            f"mount -t tmpfs none {unreachable}; cp -a {work}/. {launchers['arm64']} {unreachable}/; "
+            f"cd {unreachable}; umount -l {unreachable}")
+        # Its folder's path 4,096 bytes or more long: the kernel's readlinkat (and qemu-user's)
+        # fails; run as ./loopback from there, the planted programs beside it.
+        fd = deep_folder(top, 4200)
+        try:
+            for name in PLANTED[1:-1]:  # not cni-all: the launcher's folder is the working one
+                copy_at(os.path.join(work, name), fd, name)
+            for name in ("cni-all", *(os.path.basename(path) for path in launchers.values())):
+                copy_at(os.path.join(bin_dir, name), fd, name)
+            for arch in launchers:
+                run(arch, f"./loopback-{arch}", "in a folder of 4,200 bytes", cannot_read("file name too long"),
+                    preexec_fn=lambda: os.fchdir(fd))
+        finally:
+            os.close(fd)
+        # A result that fills the buffer may have been cut: launchers built with a 64-byte
+        # buffer, in a folder whose path is longer; cut, it would name the folder above, where
+        # a cni-all is planted.
+        cut = os.path.join(top, "p", "q" * 80)
+        os.makedirs(cut)
+        plant(os.path.dirname(cut), marker)
+        shutil.copy(CNI_ALL, os.path.join(cut, "cni-all"))
+        for arch in launchers:
+            short = os.path.join(cut, f"loopback-{arch}")
+            build_launcher(short, "loopback", arch, "-DCNI_LAUNCHER_PATH_MAX=64")
+            run(arch, short, "with a full buffer",
+                (1, launcher_error("loopback", "cannot find its own folder: its path is 64 bytes or longer")), cwd=work)
+        # Untagged (as built, before `cni-all install` names its applet).
+        for arch in launchers:
+            untagged = os.path.join(bin_dir, f"untagged-{arch}")
+            build_launcher(untagged, "", arch)
+            run(arch, untagged, "untagged", (1, launcher_error("", "no applet name in its tag (cni-all install writes it)")))
+        # A folder whose name JSON must escape, without cni-all in it.
+        odd = os.path.join(top, 'a "quoted"\\ folder\n\t')
+        os.makedirs(odd)
+        for arch, path in launchers.items():
+            shutil.copy(path, odd)
+            run(arch, os.path.join(odd, os.path.basename(path)), "in an odd folder without cni-all",
+                (1, launcher_error("loopback", f"cannot execute {odd}/cni-all: no such file or directory")))
+    finally:
+        shutil.rmtree(top)
 
 
 @test
