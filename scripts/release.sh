@@ -3,7 +3,8 @@
 # Builds the release tarballs of the static cni-all, for amd64 and arm64 (or the architectures
 # given), each laid out as the reference's (`tar -C /opt/cni/bin -xzf`): cni-all and one launcher
 # per applet, as `cni-all install` lays them down, owned by root, in name order, dated from the
-# last commit so two builds of one commit give the same archive. Beside each, the SHA-256 and
+# last commit so two builds of one commit give the same archive; no entry for the folder, so
+# extracting leaves the target directory's mode and owner alone. Beside each, the SHA-256 and
 # SHA-512 sums files, as the reference publishes them. The architecture that is not this
 # machine's is cross-built (packaging/build-static.sh --arch) and its `install` run under
 # qemu-user. Also the installer image of all of them, as one multi-architecture OCI image index
@@ -29,7 +30,12 @@ for arch in "${arches[@]}"; do
   name="cni-all-linux-$arch-v$version.tgz"
   stage=$(mktemp -d)
   "${run[@]}" install "$stage" >/dev/null
-  tar -C "$stage" --sort=name --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -cf - . | gzip -n -9 > "$out/$name"
+  # The files by name (./cni-all, ./bridge...), without an entry for the folder itself: GNU tar
+  # run as root gives the directory it extracts into the mode, owner and time of such an entry,
+  # and the node's /opt/cni/bin keeps its own.
+  (cd "$stage" && find . -mindepth 1 -maxdepth 1 -print0 | LC_ALL=C sort -z) |
+    tar -C "$stage" --no-recursion --owner=0 --group=0 --numeric-owner --mtime="@$epoch" -cf - --null --files-from=- |
+    gzip -n -9 > "$out/$name"
   rm -rf "$stage"
   (cd "$out" && sha256sum "$name" > "$name.sha256" && sha512sum "$name" > "$name.sha512")
   binaries+=("$bin")

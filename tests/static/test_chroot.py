@@ -7,13 +7,15 @@ bind-mounts /proc, /sys and /run/netns into it; `cni-all exec` then runs a bridg
 + portmap conflist ADD/CHECK/DEL against a throwaway netns from inside that chroot, and the
 kernel state is checked from outside. Also the installer image packaging/build-oci.py makes from
 it: a valid, reproducible OCI image index holding only /cni-all; and scripts/release.sh's amd64
-and arm64 tarballs and multi-architecture image."""
+and arm64 tarballs (which leave the directory they are extracted into as it was) and
+multi-architecture image."""
 import gzip
 import hashlib
 import io
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -171,7 +173,7 @@ def installer_image_is_a_valid_oci_layout():
 
 @test
 def release_tarballs_are_the_install_layout_with_sums():
-    """static: scripts/release.sh makes reproducible amd64 and arm64 tarballs of cni-all and a launcher per applet, with sums files, and the multi-architecture installer image"""
+    """static: scripts/release.sh makes reproducible amd64 and arm64 tarballs of cni-all and a launcher per applet, with sums files, and the multi-architecture installer image; extracted as root into an existing plugin directory, a tarball leaves its mode and owner alone"""
     root = os.path.join(os.path.dirname(__file__), "..", "..")
     outs = [tempfile.mkdtemp(prefix="cni-release.") for _ in range(2)]
     try:
@@ -189,17 +191,32 @@ def release_tarballs_are_the_install_layout_with_sums():
         applets = [line.split()[0] for line in sh(STATIC, "--list").stdout.splitlines()]
         binaries = {}
         for arch, tgz in (("amd64", made[0][0]), ("arm64", made[0][1])):
+            files = sorted(applets + ["cni-all"])
+            # Extracted (by root) as docs/install.md says, into a plugin directory as a node has it
+            # (0755, here owned by another user so that a change of owner shows, holding another
+            # installer's plugin): the directory keeps its mode and owner.
             dest = tempfile.mkdtemp(prefix="cni-opt.")
             try:
+                os.chmod(dest, 0o755)
+                os.chown(dest, 4321, 4321)
+                with open(os.path.join(dest, "other-plugin"), "w") as f:
+                    f.write("another installer's")
                 sh("tar", "-C", dest, "-xzf", tgz)
-                eq(sorted(os.listdir(dest)), sorted(applets + ["cni-all"]), arch)
+                st = os.stat(dest)
+                eq((oct(st.st_mode & 0o7777), st.st_uid, st.st_gid), ("0o755", 4321, 4321), f"{arch}: the directory as it was")
+                eq(open(os.path.join(dest, "other-plugin")).read(), "another installer's")
+                eq(sorted(os.listdir(dest)), sorted(files + ["other-plugin"]), arch)
+                with tarfile.open(tgz) as t:  # the files alone, by name: no entry for the folder
+                    eq([(m.name, m.type, m.mode, m.uid, m.gid) for m in t.getmembers()],
+                       [(f"./{f}", tarfile.REGTYPE, 0o755, 0, 0) for f in files], arch)
+                for f in files:
+                    st = os.lstat(os.path.join(dest, f))
+                    eq((stat.S_ISREG(st.st_mode), st.st_mode & 0o7777, st.st_uid, st.st_gid), (True, 0o755, 0, 0), f"{arch} {f}")
                 for a in applets:
                     check(is_launcher_of(os.path.join(dest, a), a), f"{arch} {a}")
                 machine = "x86-64" if arch == "amd64" else "ARM aarch64"
                 for f in ("cni-all", "bridge"):
                     check(machine in sh("file", "-b", os.path.join(dest, f)).stdout, f"{arch} {f}")
-                with tarfile.open(tgz) as t:
-                    check(all(m.uid == 0 and m.gid == 0 for m in t.getmembers()), "owned by root")
                 if arch == "amd64":
                     r = subprocess.run([os.path.join(dest, "bridge")], env={"CNI_COMMAND": "VERSION"}, capture_output=True, text=True)
                     check('"supportedVersions"' in r.stdout, r.stdout + r.stderr)
