@@ -12,9 +12,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import LAUNCHER_TAG, check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
+from cnitest import CNI_ALL, LAUNCHER_TAG, check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
 BUILD_ROOT = os.environ["BUILD_ROOT"]
 APPLETS = ["bandwidth", "bridge", "dhcp", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vpc-eni", "vpc-eni-ipam", "vrf"]
 

@@ -26,9 +26,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, eq, run_all, test  # noqa: E402
+from cnitest import CNI_ALL, check, eq, run_all, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (error|info|debug) ")
 LINE_LIMIT = 16384  # docs/logging.md: a line is cut past this
 AS_ROOT = os.geteuid() == 0

@@ -17,10 +17,9 @@ import tarfile
 import tempfile
 import time
 
-from cnitest import check, eq, install_dir, legacy_iptables_path, netns, ns_path, reference_dir, sh
+from cnitest import CNI_ALL, REF, check, eq, install_dir, legacy_iptables_path, netns, ns_path, sh
 from cri_client import Runtime
 
-CNI_ALL = os.environ["CNI_ALL"]
 NODE_SH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node.sh")
 UPLINK, UPLINK_NODE, UPLINK_CLIENT = "cri-uplink", "10.232.0.1", "10.232.0.2"
 IMAGE, PAGE = "localhost/cni-all-cri:test", "hello from cri"
@@ -86,7 +85,7 @@ class Node:
 
     def __init__(self, plugins, version, variant):
         self.plugins, self.version, self.variant = plugins, version, variant
-        self.bin = install_dir(CNI_ALL) if plugins == "cni-all" else reference_dir()
+        self.bin = install_dir(CNI_ALL) if plugins == "cni-all" else REF
         self.path = os.environ["PATH"] if variant == "nft" else f"{legacy_iptables_path()}:{os.environ['PATH']}"
         self.work = tempfile.mkdtemp(prefix="cni-all-cri.")
         self.exits = contextlib.ExitStack()

@@ -30,10 +30,8 @@ import sys
 import time
 import uuid
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-sys.path.insert(0, HERE)
-from cnitest import check, eq, reference_dir, run_all, sh, test  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import REF, check, eq, run_all, sh, test  # noqa: E402
 from cri_client import pod_sandbox_config  # noqa: E402
 from cri_node import CGROUP_PARENT, IMAGE, PAGE, UPLINK, UPLINK_NODE, Node, cgroup_mounts, wait_for  # noqa: E402
 
@@ -311,7 +309,7 @@ def close_all():
 
 
 if __name__ == "__main__":
-    check(reference_dir(), "Debian's containernetworking-plugins must be installed (/usr/lib/cni)")
+    check(REF, "Debian's containernetworking-plugins must be installed (/usr/lib/cni)")
     # meson's timeout sends SIGTERM: the nodes are still closed (containerd and its pods killed).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:

@@ -14,11 +14,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, canonical_result, install_dir, netns, reference_dir  # noqa: E402
+from cnitest import BIN, REF, Plugin, canonical_result, netns  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
 DEFAULT_ENV = {"CNI_CONTAINERID": "e2e-ctr", "CNI_NETNS": "/nonexistent/netns", "CNI_IFNAME": "eth0",
                "CNI_PATH": "@BIN@"}
 

@@ -14,10 +14,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, reference_dir, run_all, test  # noqa: E402
+from cnitest import CNI_ALL, REF, check, run_all, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-REF = reference_dir()
 VARIANTS = 300
 SEED_CONFIG = ('{"cniVersion":"1.0.0","name":"n","type":"loopback","a":[1,2.5e3,"x\\u00e9\\n",true,null,'
                '{"b":-0}],"c":{"d":"\\"q"},"e":false}')

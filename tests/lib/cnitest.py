@@ -1,7 +1,12 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Helpers for the root and e2e suites: a TAP runner (one line per test, so meson counts
-tests), throwaway network namespaces that are removed even when a test fails, and running a
-plugin binary the way a runtime does (CNI_* environment, config on stdin) inside a namespace."""
+"""Helpers for the Python suites: a TAP runner (one line per test, so meson counts tests),
+throwaway network namespaces that are removed even when a test fails, running a plugin binary
+the way a runtime does (CNI_* environment, config on stdin) inside a namespace, and what the
+tests run: CNI_ALL, BIN, REF and LEGACY (below). A test file's prologue is two lines:
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+    from cnitest import BIN, REF, Plugin, check, netns, run_all, test  # noqa: E402
+"""
 import atexit
 import contextlib
 import json
@@ -345,8 +350,31 @@ def legacy_iptables_path():
 
 
 def reference_dir():
+    """Debian's Go plugins (containernetworking-plugins), or None when they are not installed."""
     d = "/usr/lib/cni"
     return d if os.path.exists(os.path.join(d, "host-local")) else None
+
+
+# What the tests run, made when a test file first imports the name and shared by every module
+# of the process (the VM suite imports several applets' files): CNI_ALL, the cni-all binary
+# under test (meson passes it in the environment); BIN, a plugin folder `cni-all install` laid
+# out from it; REF, Debian's Go plugins (reference_dir); LEGACY, a folder for the front of PATH
+# that makes the node an iptables-legacy one (legacy_iptables_path). The suites of the static
+# binary and of the package have no CNI_ALL, and import none of them.
+_RUN_NAMES = {
+    "CNI_ALL": lambda: os.environ["CNI_ALL"],
+    "BIN": lambda: install_dir(os.environ["CNI_ALL"]),
+    "REF": reference_dir,
+    "LEGACY": legacy_iptables_path,
+}
+
+
+def __getattr__(name):
+    """A name of _RUN_NAMES, made at its first import and kept as the module's own from then on."""
+    if name not in _RUN_NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = _RUN_NAMES[name]()
+    return value
 
 
 def canonical_result(text):

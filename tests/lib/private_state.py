@@ -15,8 +15,7 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import cnitest  # noqa: E402,F401 - this process's temporary files go to its scratch directory
+import cnitest  # noqa: F401 - this process's temporary files go to its scratch directory
 
 RUN_DIRS = ("/run/cni", "/run/netns")
 

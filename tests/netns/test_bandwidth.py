@@ -13,12 +13,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
+from cnitest import BIN, REF, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
 from conflist import run_add, run_check, run_del  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
 RATE = 16_000_000          # bits per second: 2 MB/s
 BURST = 1_000_000          # bits
 SIZE = 4_000_000           # bytes per transfer: about 2 s at the rate

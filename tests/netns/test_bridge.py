@@ -12,13 +12,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (legacy_iptables_path, iptables_save, Plugin, addrs, canonical_result, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source,  # noqa: E402
-                     netns, nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
+from cnitest import (BIN, LEGACY, REF, Plugin, addrs, canonical_result, check,  # noqa: E402
+                     check_skipped_link_local, eq, iptables_save, link, link_local,
+                     masquerade_source, netns, nft_masq_comments, ns_path, run_all, sh, test)
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
-LEGACY = legacy_iptables_path()
 ENV = {"PATH": f"{LEGACY}:/usr/sbin:/usr/bin:/sbin:/bin"}
 
 

@@ -18,14 +18,10 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import legacy_iptables_path, canonical_result, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
+from cnitest import BIN, LEGACY, REF, canonical_result, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
 from conflist import Names, diff, run_add, run_check, run_del, snapshot  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
 # The Go plugins exec `iptables`; this PATH makes that iptables-legacy, where libiptc writes.
-LEGACY = legacy_iptables_path()
 ENV = {"PATH": f"{LEGACY}:/usr/sbin:/usr/bin:/sbin:/bin"}
 # Debian 12's own `iptables` is iptables-nft: there the Go plugins write nf_tables.
 NFT_ENV = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}

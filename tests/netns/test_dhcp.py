@@ -25,10 +25,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, addrs, check, eq, install_dir, ip_json, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, CNI_ALL, Plugin, addrs, check, eq, ip_json, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
 SERVER_IP = "10.213.0.1"
 T1, T2 = 3, 6  # seconds; dnsmasq's lease itself is at least 2 minutes
 

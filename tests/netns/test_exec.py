@@ -19,10 +19,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import iptables_list, iptables_save, addrs, check, eq, install_dir, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, addrs, check, eq, iptables_list, iptables_save, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
 EXE = os.path.join(BIN, "cni-all")
 
 

@@ -17,11 +17,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import iptables_save, Plugin, check, eq, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, Plugin, check, eq, iptables_save, netns, ns_path, run_all, sh, test  # noqa: E402
 from conflist import run_add, run_check, run_del  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
 
 
 def conflist(data, bridge, subnet, policy=None, name=None):

@@ -13,10 +13,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
 MACS = {1: "0e:00:00:00:01:01", 2: "0e:00:00:00:02:02"}
 
 

@@ -32,7 +32,7 @@ import tempfile
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, install_dir, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, check, netns, ns_path, run_all, sh, test  # noqa: E402
 
 SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
 MULTI_KEY = 8  # variants per applet that mutate several keys at once (the VM's: 2)
@@ -382,7 +382,6 @@ def register(applet, bin_dir, sample=SAMPLE, vm=False, multi=MULTI_KEY):
 
 
 if __name__ == "__main__":
-    BIN = install_dir(os.environ["CNI_ALL"])
     for name, _, _ in seeds("/nonexistent"):
         register(name, BIN)
     run_all(cleanup=[BIN])

@@ -20,10 +20,9 @@ import shutil
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import test_fuzz as fuzz  # noqa: E402
-from cnitest import check, install_dir, netns, reference_dir, run_all, test  # noqa: E402
+from cnitest import BIN, REF, check, netns, run_all, test  # noqa: E402
 
 APPLETS = ["bridge", "ptp", "macvlan", "host-device", "loopback", "host-local", "static",
            "portmap", "firewall", "tuning", "bandwidth", "sbr"]
@@ -130,7 +129,6 @@ def register(applet, ours, ref):
 
 
 if __name__ == "__main__":
-    BIN = install_dir(os.environ["CNI_ALL"])
     for name in APPLETS:
-        register(name, BIN, reference_dir())
+        register(name, BIN, REF)
     run_all(cleanup=[BIN])

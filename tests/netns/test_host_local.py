@@ -13,11 +13,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, test, victim_file  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
+from cnitest import BIN, REF, Plugin, check, eq, netns, ns_path, run_all, test, victim_file  # noqa: E402
 
 
 def ours(applet):

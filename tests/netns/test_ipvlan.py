@@ -12,12 +12,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, check_skipped_link_local, eq, install_dir, link, link_details, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
+from cnitest import (BIN, REF, Plugin, check, check_skipped_link_local, eq,  # noqa: E402
+                     link, link_details, netns, ns_path, run_all, sh, test)
 from test_vlan import VlanWorld, vlan_conf  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
 
 
 def ipvlan_conf(data, mode="l2", **extra):

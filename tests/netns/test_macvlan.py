@@ -11,12 +11,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, netns, ns_path,  # noqa: E402
-                     reference_dir, run_all, sh, test)
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
+from cnitest import (BIN, REF, Plugin, addrs, check, check_skipped_link_local,  # noqa: E402
+                     eq, link, link_local, netns, ns_path, run_all, sh, test)
 
 
 def conf(data, mode="bridge", ipam=True, **extra):

@@ -8,18 +8,14 @@ of iptables' families may appear. Every applet that touches a firewall - bridge 
 portmap, firewall, bridge macspoofchk - goes through a failed ADD, ADD, CHECK, DEL and GC, and
 both kinds of table are read after each call, with tools that never create a legacy table
 themselves (the /proc files and `nft list tables`)."""
-import json
 import os
 import shutil
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, legacy_iptables_path, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, LEGACY, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-LEGACY = legacy_iptables_path()
 SYSTEM_PATH = "/usr/sbin:/usr/bin:/sbin:/bin"
 NODES = {"nft": SYSTEM_PATH, "legacy": f"{LEGACY}:{SYSTEM_PATH}"}  # what `iptables` is for the plugins
 

@@ -15,13 +15,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import legacy_iptables_path, iptables_save, Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
+from cnitest import BIN, LEGACY, REF, Plugin, check, eq, iptables_save, netns, ns_path, run_all, sh, test  # noqa: E402
 from conflist import run_add, run_check, run_del  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
-LEGACY = legacy_iptables_path()
 ENV = {"PATH": f"{LEGACY}:/usr/sbin:/usr/bin:/sbin:/bin"}
 HOST_IP = "10.91.0.1"
 

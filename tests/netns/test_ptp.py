@@ -11,12 +11,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (legacy_iptables_path, iptables_save, Plugin, addrs, check, check_skipped_link_local, eq, install_dir, link, link_local, masquerade_source, netns,  # noqa: E402
-                     nft_masq_comments, ns_path, reference_dir, run_all, sh, test)
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
+from cnitest import (BIN, REF, Plugin, addrs, check, check_skipped_link_local, eq,  # noqa: E402
+                     iptables_save, legacy_iptables_path, link, link_local,
+                     masquerade_source, netns, nft_masq_comments, ns_path, run_all, sh, test)
 
 
 def conf(data, version="1.0.0", masq=False, ranges=None, **extra):

@@ -10,11 +10,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
+from cnitest import BIN, REF, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
 
 
 def wire(host, ctr):

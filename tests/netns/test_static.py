@@ -7,10 +7,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, eq, install_dir, netns, ns_path, run_all, test  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
+from cnitest import BIN, Plugin, eq, netns, ns_path, run_all, test  # noqa: E402
 
 
 def ours(applet):

@@ -9,10 +9,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, link, netns, ns_path, run_all, sh, test  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
+from cnitest import BIN, Plugin, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
 
 def conf(data, ipam=True, **extra):

@@ -22,10 +22,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import (Plugin, check, eq, install_dir, legacy_iptables_path, netns, ns_path, run_all, sh, test)  # noqa: E402
+from cnitest import BIN, Plugin, check, eq, legacy_iptables_path, netns, ns_path, run_all, sh, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
 VPC_CIDR = "10.80.0.0/16"
 PRIMARY_IP, ENI1_IP = "10.80.1.10", "10.80.2.10"
 VPC_HOST, INTERNET = "10.80.9.10", "198.51.100.7"

@@ -10,11 +10,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, addrs, check, eq, install_dir, link, netns, ns_path, reference_dir, run_all, sh, test  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
-REF = reference_dir()
+from cnitest import BIN, REF, Plugin, addrs, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
 
 def vrf_wire(host, ctr, ifname="eth0", v4="10.88.0.2", v6="fd00:88::2", peer="h0", default=True):

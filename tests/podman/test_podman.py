@@ -15,10 +15,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, eq, install_dir, is_launcher_of, netns, ns_path, run_all, test  # noqa: E402
+from cnitest import BIN, check, eq, is_launcher_of, netns, ns_path, run_all, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
 SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenario.sh")
 
 

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from cnitest import test, run_all, check, eq  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import check, eq, run_all, test  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OURS = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("REGEXP_ORACLE", "")

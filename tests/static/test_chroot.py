@@ -22,7 +22,7 @@ import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import iptables_save, addrs, check, eq, is_launcher_of, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import addrs, check, eq, iptables_save, is_launcher_of, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
 STATIC = os.environ.get("CNI_ALL_STATIC", "")
 SIZE_LIMIT = 3 * 1024 * 1024

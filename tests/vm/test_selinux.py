@@ -17,10 +17,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import Plugin, check, eq, install_dir, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, Plugin, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
 SELINUXFS = "/sys/fs/selinux"
 TAP_LABEL = "system_u:system_r:tap_t"
 

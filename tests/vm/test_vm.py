@@ -17,10 +17,7 @@ import test_host_device  # noqa: E402,F401
 import test_ipvlan  # noqa: E402,F401
 import test_vlan  # noqa: E402,F401
 import test_vrf  # noqa: E402,F401
-from cnitest import check, install_dir, netns, run_all, sh, test  # noqa: E402
-
-CNI_ALL = os.environ["CNI_ALL"]
-BIN = install_dir(CNI_ALL)
+from cnitest import BIN, CNI_ALL, check, netns, run_all, sh, test  # noqa: E402
 
 
 @test(vm=True)
