@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// cni-all entry point: busybox-style dispatch on basename(argv[0]) (a symlink named after an
-// applet), or `cni-all <applet>`, plus the multi-call commands --list, --help, --version and
-// install. Everything CNI happens in run_cni (dispatch.cpp).
+// cni-all entry point: busybox-style dispatch on basename(argv[0]) (an applet's name, which its
+// launcher passes), or `cni-all <applet>`, plus the multi-call commands --list, --help,
+// --version and install. Everything CNI happens in run_cni (dispatch.cpp).
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,7 +41,7 @@ void print_list(std::FILE* f) {
 
 void print_usage(std::FILE* f) {
     std::fputs("usage: cni-all <applet>          run an applet as a CNI plugin (CNI_COMMAND etc. in the environment)\n"
-               "       <applet>                  the same through the launcher or symlink named after the applet\n"
+               "       <applet>                  the same through the applet's launcher (cni-all install) or a link\n"
                "       cni-all --list            list the applets\n"
                "       cni-all <applet> --help   describe an applet's configuration\n"
                "       cni-all exec add|check|del NETWORK NETNS [options]\n"
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
         if (auto rc = run_subcommand(*a, argc, argv, 1)) return *rc;
         return run_applet(*a);
     }
-    // Anything not called cni-all* is a symlink to an applet this build does not have.
+    // Anything not called cni-all* is the launcher or a link of an applet this build does not have.
     if (!self.starts_with("cni-all")) return unknown_applet(self);
     if (argc < 2) {
         print_usage(stderr);

@@ -162,7 +162,7 @@ def version_is_answered_before_the_c_library_starts():
 
 @test
 def dhcp_daemon_subcommand_both_ways():
-    """`cni-all dhcp daemon` and `dhcp daemon` (the symlink) reach the daemon's flag parser"""
+    """`cni-all dhcp daemon` and `dhcp daemon` (argv[0] dhcp, as its launcher runs it) reach the daemon's flag parser"""
     for r in (cli("dhcp", "daemon", "-bogus"), cli("daemon", "-bogus", argv0="/opt/cni/bin/dhcp")):
         eq(r.returncode, 2, r.stderr)
         eq(r.stderr.strip(), "dhcp daemon: flag provided but not defined: -bogus")

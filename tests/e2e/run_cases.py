@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Data-driven end-to-end cases: each case in cases/*.json gives an applet, the CNI environment
 and stdin, and the expected exit code and stdout (exact bytes, or a JSON value). Cases run
-against the symlinks `cni-all install` lays down, and - unless the case says otherwise - also
+against the launchers `cni-all install` lays down, and - unless the case says otherwise - also
 against Debian's Go plugins in /usr/lib/cni, whose output must be the same bytes ("bytes") or the
 same result once parsed ("json"; Go v1.1 still prints "dns": {} and struct key order at 1.x).
 "@DATA@" in stdin is replaced by a fresh directory per run. One TAP line per case."""

@@ -211,7 +211,7 @@ def check_skipped_link_local(run, conf, result, ctr, address, ping=None):
 
 
 class Plugin:
-    """Runs one plugin binary (ours through a symlink, or a reference one)."""
+    """Runs one plugin binary (ours through its launcher, or a reference one)."""
 
     def __init__(self, path, cni_path=None):
         self.path = path

@@ -79,7 +79,7 @@ def in_chroot(host, root, *args):
 
 @test
 def static_binary_runs_a_conflist_in_an_empty_root():
-    """static: in a chroot holding only cni-all and its symlinks, exec ADD/CHECK/DEL of bridge + host-local + portmap"""
+    """static: in a chroot holding only cni-all and its launchers, exec ADD/CHECK/DEL of bridge + host-local + portmap"""
     check(STATIC and os.path.exists(STATIC), "CNI_ALL_STATIC must name the static build")
     root = tempfile.mkdtemp(prefix="cni-all-root.")
     try:
