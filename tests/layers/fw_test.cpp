@@ -81,7 +81,7 @@ const std::string kComment = "--comment \"name: \\\"mynet\\\" id: \\\"1234567890
 
 }  // namespace
 
-TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 processes at once") {
+TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 processes at once", "[fw]") {
     // The kernel makes every first user instantiate the table and the losers' lookups fail with
     // EEXIST (iptables_impl.hpp): before the retry, about one fresh namespace in 20 had a
     // failed open, or a "nat is unusable" that sent ipMasq to nftables.
@@ -97,7 +97,7 @@ TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 proce
     CHECK(failed == 0);
 }
 
-TEST_CASE("the node's variant is the first iptables in PATH: by its resolved name, else by its --version") {
+TEST_CASE("the node's variant is the first iptables in PATH: by its resolved name, else by its --version", "[fw]") {
     const std::string dir = "/tmp/cnit-variant-" + std::to_string(::getpid());
     const std::string saved = std::getenv("PATH");
     auto with_path = [&](const std::string& path) {
@@ -134,7 +134,7 @@ TEST_CASE("the node's variant is the first iptables in PATH: by its resolved nam
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("the firewall driver is chosen in one place: configured, else firewalld if the applet has it and it runs, else iptables") {
+TEST_CASE("the firewall driver is chosen in one place: configured, else firewalld if the applet has it and it runs, else iptables", "[fw]") {
     using fw::Driver;
     CHECK(fw::choose_driver(Driver::nftables, {Driver::iptables, Driver::nftables}) == Driver::nftables);
     CHECK(fw::choose_driver(Driver::iptables, {Driver::iptables, Driver::firewalld}, [] { return true; }) == Driver::iptables);
@@ -150,7 +150,7 @@ TEST_CASE("the firewall driver is chosen in one place: configured, else firewall
     CHECK_FALSE(fw::driver_named(""));
 }
 
-TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, in the PATH's variant") {
+TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, in the PATH's variant", "[fw]") {
     for (fw::Variant variant : fw::kVariants) {
         INFO("variant " << name_of(variant));
         VariantPath path(variant);
@@ -197,7 +197,7 @@ void write_masq_rules(const TestNs& ns, const std::string& iptables) {
 
 }  // namespace
 
-TEST_CASE("teardown removes rules written by either iptables binary, legacy form included") {
+TEST_CASE("teardown removes rules written by either iptables binary, legacy form included", "[fw]") {
     for (fw::Variant variant : fw::kVariants) {
         INFO("written by " << tool(variant, false));
         TestNs ns("cnit-fw");
@@ -222,7 +222,7 @@ std::string masq_table(const TestNs& ns) {
 
 }  // namespace
 
-TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as nft lists them") {
+TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as nft lists them", "[fw]") {
     TestNs ns("cnit-fw");
     std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
     std::string c = fw::nft_masq_comment(kOwner);
@@ -263,14 +263,14 @@ TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as 
     CHECK(left.find("10.1.0.6") == std::string::npos);
 }
 
-TEST_CASE("ipMasq teardown without nft rules or with no table at all succeeds") {
+TEST_CASE("ipMasq teardown without nft rules or with no table at all succeeds", "[fw]") {
     TestNs ns("cnit-fw");
     REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));
     REQUIRE(inside(ns, [&] { return gc_ipmasq("mynet", {}); }));
     CHECK(masq_table(ns).empty());
 }
 
-TEST_CASE("rules beyond what IptRule describes are listed as foreign, never matched") {
+TEST_CASE("rules beyond what IptRule describes are listed as foreign, never matched", "[fw]") {
     for (fw::Variant variant : fw::kVariants) {
         for (const char* extra : {"-m ttl --ttl-eq 64", "-p tcp --sport 99"}) {
             INFO(name_of(variant) << ": " << extra);
@@ -431,7 +431,7 @@ std::string nft_expressions(const TestNs& ns, bool v6, const std::string& table)
 
 }  // namespace
 
-TEST_CASE("portmap and firewall rule shapes: read from iptables' rules, found by iptables -C when written by us") {
+TEST_CASE("portmap and firewall rule shapes: read from iptables' rules, found by iptables -C when written by us", "[fw][portmap][firewall]") {
     for (fw::Variant variant : fw::kVariants)
     for (bool v6 : {false, true}) {
         const std::string tool_name = tool(variant, v6);
@@ -554,7 +554,7 @@ std::vector<Shape> masq_shapes(bool v6) {
 
 }  // namespace
 
-TEST_CASE("iptables-nft's form of each rule shape is found in nf_tables, a rule differing in a field is not") {
+TEST_CASE("iptables-nft's form of each rule shape is found in nf_tables, a rule differing in a field is not", "[fw]") {
     for (bool v6 : {false, true}) {
         const std::string tool = v6 ? "ip6tables-nft" : "iptables-nft";
         const auto family = v6 ? fw::Family::v6 : fw::Family::v4;
@@ -587,7 +587,7 @@ TEST_CASE("iptables-nft's form of each rule shape is found in nf_tables, a rule 
     }
 }
 
-TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with iptables-nft") {
+TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with iptables-nft", "[fw][firewall]") {
     TestNs ns("cnit-fw");
     std::string c = " -m comment " + kComment;
     write_masq_rules(ns, "iptables-nft");
@@ -611,7 +611,7 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
           "-A CNI-FORWARD -s 10.1.0.6/32 -j ACCEPT\n");
 }
 
-TEST_CASE("ipMasq and portmap GC remove stale chains the Go plugins wrote with iptables-nft, and keep valid ones") {
+TEST_CASE("ipMasq and portmap GC remove stale chains the Go plugins wrote with iptables-nft, and keep valid ones", "[fw][portmap]") {
     TestNs ns("cnit-fw");
     auto comment = [](const std::string& text) {
         std::string quoted;

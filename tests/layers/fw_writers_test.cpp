@@ -82,7 +82,7 @@ const char* tool(fw::Variant v) { return v == fw::Variant::nft ? "iptables-nft" 
 
 }  // namespace
 
-TEST_CASE("an nf_tables transaction read before another commit applies nothing and is built again") {
+TEST_CASE("an nf_tables transaction read before another commit applies nothing and is built again", "[fw]") {
     TestNs ns("cnit-gen");
     const std::string tables = "ip netns exec " + ns.name + " nft list tables";
     inside(ns, [&] {
@@ -130,7 +130,7 @@ TEST_CASE("an nf_tables transaction read before another commit applies nothing a
     });
 }
 
-TEST_CASE("a dump of a table another writer commits to meanwhile is taken again, never half") {
+TEST_CASE("a dump of a table another writer commits to meanwhile is taken again, never half", "[fw]") {
     TestNs ns("cnit-dump");
     // 2,000 rules: a dump the kernel sends in many rounds, between which commits come.
     const std::string script = "/tmp/" + ns.name + ".nft";
@@ -169,7 +169,7 @@ TEST_CASE("a dump of a table another writer commits to meanwhile is taken again,
     });
 }
 
-TEST_CASE("IptTable::transact reads the table again when another writer commits in between, in both variants") {
+TEST_CASE("IptTable::transact reads the table again when another writer commits in between, in both variants", "[fw]") {
     for (fw::Variant v : fw::kVariants) {
         INFO(tool(v));
         VariantPath node(v);  // a legacy table is made only on a legacy node
@@ -202,7 +202,7 @@ TEST_CASE("IptTable::transact reads the table again when another writer commits 
     }
 }
 
-TEST_CASE("rules added before a chain is read keep their place, jumps to absent chains are found without reading") {
+TEST_CASE("rules added before a chain is read keep their place, jumps to absent chains are found without reading", "[fw]") {
     for (fw::Variant v : fw::kVariants) {
         INFO(tool(v));
         VariantPath node(v);
@@ -252,7 +252,7 @@ TEST_CASE("rules added before a chain is read keep their place, jumps to absent 
     }
 }
 
-TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rule, without a lock, leave one copy") {
+TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rule, without a lock, leave one copy", "[fw][portmap]") {
     for (int round = 0; round < 5; ++round) {
         TestNs ns("cnit-gen");
         CHECK(at_once(ns, [](int) { return succeeded(portmap::nft_rules::ensure_localnet_guard()); }) == 0);
@@ -267,7 +267,7 @@ TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rul
     }
 }
 
-TEST_CASE("jumps to an attachment's chain are deleted without reading the chain that holds them, when they can be told apart") {
+TEST_CASE("jumps to an attachment's chain are deleted without reading the chain that holds them, when they can be told apart", "[fw]") {
     VariantPath node(fw::Variant::nft);
     TestNs ns("cnit-jumps");
     const std::string save = "ip netns exec " + ns.name + " iptables-nft-save -t nat";
@@ -354,7 +354,7 @@ TEST_CASE("jumps to an attachment's chain are deleted without reading the chain 
     CHECK(occurrences(save, "-A CNI-SMALL") == 1);
 }
 
-TEST_CASE("the firewall's per-address rules are found and deleted by their recorded handles, without reading CNI-FORWARD") {
+TEST_CASE("the firewall's per-address rules are found and deleted by their recorded handles, without reading CNI-FORWARD", "[firewall]") {
     VariantPath node(fw::Variant::nft);
     TestNs ns("cnit-fwrec");
     const std::string save = "ip netns exec " + ns.name + " iptables-nft-save -t filter";

@@ -53,7 +53,7 @@ IpNet net(const char* s) { return *IpNet::parse(s); }
 
 }  // namespace
 
-TEST_CASE("setup_veth puts the peer straight into the host namespace") {
+TEST_CASE("setup_veth puts the peer straight into the host namespace", "[iface]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 1400, "0a:58:0a:01:00:05");
     REQUIRE(veth);
@@ -86,7 +86,7 @@ bool child_exited_cleanly() {
     return ::waitpid(-1, &status, 0) > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
-TEST_CASE("inside the dispatcher's scope a child deletes the link, and it is gone when delete_link returns") {
+TEST_CASE("inside the dispatcher's scope a child deletes the link, and it is gone when delete_link returns", "[nl]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
@@ -121,7 +121,7 @@ TEST_CASE("inside the dispatcher's scope a child deletes the link, and it is gon
     CHECK_FALSE(*nl::find_link(p.hs, veth->host.name));
 }
 
-TEST_CASE("bridge ports, MTU, MAC and promisc changes") {
+TEST_CASE("bridge ports, MTU, MAC and promisc changes", "[nl]") {
     Pair p;
     REQUIRE(nl::add_bridge(p.hs, nl::NewLink{"cnitbr0", 1450, "", 0, -1}, false));
     auto br = nl::require_link(p.hs, "cnitbr0");
@@ -145,7 +145,7 @@ TEST_CASE("bridge ports, MTU, MAC and promisc changes") {
     CHECK(*nl::find_link(p.cs, "net1"));
 }
 
-TEST_CASE("bridge port flags go through the namespace's socket, not /sys") {
+TEST_CASE("bridge port flags go through the namespace's socket, not /sys", "[nl]") {
     Pair p;  // this process's /sys shows the root namespace: sysfs could not reach these ports
     REQUIRE(nl::add_bridge(p.hs, nl::NewLink{"cnitbr1", 0, "", 0, -1}, false));
     auto br = nl::require_link(p.hs, "cnitbr1");
@@ -169,7 +169,7 @@ TEST_CASE("bridge port flags go through the namespace's socket, not /sys") {
     CHECK(not_a_port.error().msg.starts_with("setting hairpin on on bridge port cnitbr1: "));
 }
 
-TEST_CASE("rules: add, list, delete by selector, idempotent delete") {
+TEST_CASE("rules: add, list, delete by selector, idempotent delete", "[nl]") {
     Pair p;
     nl::RuleSpec r;
     r.src = net("10.63.0.5/32");
@@ -212,7 +212,7 @@ TEST_CASE("rules: add, list, delete by selector, idempotent delete") {
     CHECK(p.ctr_ns.sh("ip rule show | grep -q 10.63.0.5") != 0);
 }
 
-TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries") {
+TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries", "[nl]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
@@ -246,7 +246,7 @@ TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries") {
     CHECK(p.ctr_ns.sh("bridge fdb show dev cnitvx0 | grep -q 0e:00:00:00:00:44") != 0);
 }
 
-TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
+TEST_CASE("addresses and routes, with the kernel's explanation in errors", "[nl]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
@@ -302,7 +302,7 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors") {
     CHECK_FALSE(*nl::del_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
 }
 
-TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD, routes") {
+TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD, routes", "[iface]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
@@ -343,7 +343,7 @@ TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD,
           "failed to add IP addr 10.62.0.5/24 to \"eth0\": invalid interface index");
 }
 
-TEST_CASE("enable_forwarding writes only the families present, in the current namespace") {
+TEST_CASE("enable_forwarding writes only the families present, in the current namespace", "[iface]") {
     TestNs t("cnit-nl");
     auto ns = os::Netns::open(t.path);
     auto guard = os::NetnsGuard::enter(*ns);
@@ -362,7 +362,7 @@ TEST_CASE("enable_forwarding writes only the families present, in the current na
     CHECK(*nl::forwarding_enabled(*s, AF_INET6));
 }
 
-TEST_CASE("sysctls under one opened /proc/sys directory; a missing one fails as its full path would") {
+TEST_CASE("sysctls under one opened /proc/sys directory; a missing one fails as its full path would", "[os]") {
     TestNs t("cnit-nl");
     auto ns = os::Netns::open(t.path);
     auto guard = os::NetnsGuard::enter(*ns);
@@ -377,7 +377,7 @@ TEST_CASE("sysctls under one opened /proc/sys directory; a missing one fails as 
     CHECK(os::SysctlDir::open("net.nosuch").set("x", "1").error().msg == "open /proc/sys/net/nosuch/x: no such file or directory");
 }
 
-TEST_CASE("set_ipv4_conf sets what net.ipv4.conf.<link>.* shows") {
+TEST_CASE("set_ipv4_conf sets what net.ipv4.conf.<link>.* shows", "[nl]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
@@ -388,7 +388,7 @@ TEST_CASE("set_ipv4_conf sets what net.ipv4.conf.<link>.* shows") {
     CHECK(*os::sysctl_get("net/ipv4/conf/eth0/arp_ignore") == "0");
 }
 
-TEST_CASE("an interrupted dump is retried, a lasting one gives up with the reason") {
+TEST_CASE("an interrupted dump is retried, a lasting one gives up with the reason", "[nl]") {
     Pair p;
     int calls = 0;
     auto flaky = [&](nl_sock* sk, nl_cache** out) {
@@ -429,12 +429,12 @@ void udp_flows_to_ports_are_forgotten() {
     CHECK(ns.sh("grep -q dport=7000 /proc/net/nf_conntrack") == 0);
 }
 
-TEST_CASE("conntrack: the UDP flows to given ports are forgotten, the others stay") { udp_flows_to_ports_are_forgotten(); }
+TEST_CASE("conntrack: the UDP flows to given ports are forgotten, the others stay", "[nl]") { udp_flows_to_ports_are_forgotten(); }
 
-TEST_CASE("conntrack: the same on a kernel without the filtered flush", "[.vm]") { udp_flows_to_ports_are_forgotten(); }
+TEST_CASE("conntrack: the same on a kernel without the filtered flush", "[nl][.vm]") { udp_flows_to_ports_are_forgotten(); }
 
 // Hidden: this machine's kernel has no vrf; tests/vm/test_vm.py runs it in the test VM.
-TEST_CASE("nf_tables: a transaction applies whole or not at all, and its error names the kernel's reason") {
+TEST_CASE("nf_tables: a transaction applies whole or not at all, and its error names the kernel's reason", "[fw]") {
     namespace nft = fw::nft;
     TestNs ns("cnitnft");
     auto target = os::Netns::open(ns.path);
@@ -468,7 +468,7 @@ TEST_CASE("nf_tables: a transaction applies whole or not at all, and its error n
     CHECK(none->empty());
 }
 
-TEST_CASE("a vrf is created with its table and reads back as one", "[.vm]") {
+TEST_CASE("a vrf is created with its table and reads back as one", "[nl][.vm]") {
     Pair p;
     REQUIRE(nl::add_vrf(p.cs, nl::NewLink{"cnitvrf0", 0, "", 0, -1}, 1234));
     auto vrf = nl::require_link(p.cs, "cnitvrf0");
@@ -488,7 +488,7 @@ TEST_CASE("a vrf is created with its table and reads back as one", "[.vm]") {
     CHECK(nl::require_link(p.cs, "eth0")->master == 0);
 }
 
-TEST_CASE("a link watch sees the host end come up when the container end does, and times out otherwise") {
+TEST_CASE("a link watch sees the host end come up when the container end does, and times out otherwise", "[nl]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);

@@ -37,7 +37,7 @@ ino_t current_netns_inode() {
 
 }  // namespace
 
-TEST_CASE("the namespace guard enters a namespace and restores the original") {
+TEST_CASE("the namespace guard enters a namespace and restores the original", "[os]") {
     TestNs t("cnit-os");
     ino_t outer = current_netns_inode();
     auto ns = os::Netns::open(t.path);
@@ -59,7 +59,7 @@ TEST_CASE("the namespace guard enters a namespace and restores the original") {
     CHECK(*os::sysctl_get("net.ipv4.ip_forward") == "1");
 }
 
-TEST_CASE("netns validation: missing paths, files and other namespace types") {
+TEST_CASE("netns validation: missing paths, files and other namespace types", "[os]") {
     auto missing = os::Netns::open_if_exists("/run/netns/cnit-does-not-exist");
     REQUIRE(missing);
     CHECK_FALSE(*missing);
@@ -83,7 +83,7 @@ TEST_CASE("netns validation: missing paths, files and other namespace types") {
     CHECK_FALSE(copy->same_as(*os::Netns::current()));
 }
 
-TEST_CASE("netlink: a socket opened in a namespace works on that namespace") {
+TEST_CASE("netlink: a socket opened in a namespace works on that namespace", "[nl]") {
     TestNs t("cnit-os");
     auto ns = os::Netns::open(t.path);
     REQUIRE(ns);
@@ -108,7 +108,7 @@ TEST_CASE("netlink: a socket opened in a namespace works on that namespace") {
     CHECK(std::system(("ip -n " + t.name + " link show lo | grep -q UP").c_str()) == 0);
 }
 
-TEST_CASE("the file lock excludes another process until it lets go") {
+TEST_CASE("the file lock excludes another process until it lets go", "[os]") {
     char tmpl[] = "/tmp/cni-all-lock.XXXXXX";
     std::string dir = ::mkdtemp(tmpl);
     std::string path = dir + "/lock";
@@ -154,7 +154,7 @@ Result<CniResult> recycle_then_look(const Context& ctx) {
 }
 }  // namespace
 
-TEST_CASE("run_verb opens CNI_NETNS once: a path recycled during the call still means the first namespace") {
+TEST_CASE("run_verb opens CNI_NETNS once: a path recycled during the call still means the first namespace", "[core]") {
     TestNs first("cnit-first"), second("cnit-second");
     recycled_path = "/run/netns/cnit-recycled-" + std::to_string(::getpid());
     other_ns_path = second.path;

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Catch2 main with a TAP reporter that emits ONE line per test case (Catch2's own TAP reporter
-// counts assertions), so meson's summary shows how many tests passed and failed.
+// counts assertions), so meson's summary shows how many tests passed and failed; and the test
+// case that holds every other one to carrying the tag of what it tests, an applet or a layer
+// (tests/README.md, One applet's tests), so `unit-tests '[dhcp]'` runs all of dhcp's.
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace {
 
@@ -50,3 +56,32 @@ private:
 }  // namespace
 
 CATCH_REGISTER_REPORTER("casetap", CaseTapReporter)
+
+namespace {
+
+// The tags a test case may carry besides an applet's name: the layers of src/ (docs/design.md),
+// and "tests" for this file's own case (tests/README.md, One applet's tests).
+constexpr std::string_view kLayerTags[] = {"cni", "core", "dispatch", "fw", "iface", "ipam", "log", "net",
+                                           "nl", "os", "runtime", "tests"};
+
+bool known_tag(std::string_view tag) {
+    std::string_view applets = CNI_TEST_APPLETS;  // meson's list of applets, space-separated
+    for (std::size_t at = 0; at <= applets.size();) {
+        std::size_t end = std::min(applets.find(' ', at), applets.size());
+        if (applets.substr(at, end - at) == tag) return true;
+        at = end + 1;
+    }
+    return std::find(std::begin(kLayerTags), std::end(kLayerTags), tag) != std::end(kLayerTags);
+}
+
+}  // namespace
+
+TEST_CASE("every test case carries the tag of an applet or a layer", "[tests]") {
+    std::vector<std::string> untagged;
+    for (const auto& test : Catch::getRegistryHub().getTestCaseRegistry().getAllTests()) {
+        if (std::none_of(test.tags.begin(), test.tags.end(), known_tag))
+            untagged.push_back(test.name + " (" + test.lineInfo.file + ":" + std::to_string(test.lineInfo.line) + ")");
+    }
+    for (const auto& name : untagged) UNSCOPED_INFO(name);
+    CHECK(untagged.empty());
+}

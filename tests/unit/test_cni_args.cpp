@@ -24,7 +24,7 @@ std::string error_of(std::string_view args) {
 }
 }  // namespace
 
-TEST_CASE("known keys are set; empty CNI_ARGS is nothing") {
+TEST_CASE("known keys are set; empty CNI_ARGS is nothing", "[cni]") {
     Parsed p;
     REQUIRE(load("IP=10.0.0.5;MAC=aa:bb:cc:dd:ee:ff", p));
     CHECK(p.ip == "10.0.0.5");
@@ -32,13 +32,13 @@ TEST_CASE("known keys are set; empty CNI_ARGS is nothing") {
     REQUIRE(load("", p));
 }
 
-TEST_CASE("pairs must split into exactly two parts") {
+TEST_CASE("pairs must split into exactly two parts", "[cni]") {
     CHECK(error_of("FOO") == "ARGS: invalid pair \"FOO\"");
     CHECK(error_of("IP=1=2") == "ARGS: invalid pair \"IP=1=2\"");
     CHECK(error_of("IP=10.0.0.1;") == "ARGS: invalid pair \"\"");
 }
 
-TEST_CASE("unknown keys fail unless IgnoreUnknown is true") {
+TEST_CASE("unknown keys fail unless IgnoreUnknown is true", "[cni]") {
     CHECK(error_of("K8S_POD_NAME=a;X=b") == "ARGS: unknown args [\"K8S_POD_NAME=a\" \"X=b\"]");
     CHECK(error_of("IgnoreUnknown=1;K8S_POD_NAME=a") == "");
     CHECK(error_of("IgnoreUnknown=TRUE;K8S_POD_NAME=a") == "");
@@ -49,7 +49,7 @@ TEST_CASE("unknown keys fail unless IgnoreUnknown is true") {
           "ARGS: error parsing value of pair \"IgnoreUnknown=maybe\": boolean unmarshal error: invalid input maybe");
 }
 
-TEST_CASE("values are parsed by the field's type") {
+TEST_CASE("values are parsed by the field's type", "[cni]") {
     CHECK(error_of("IP=zz") == "ARGS: error parsing value of pair \"IP=zz\": invalid IP address zz");
     Parsed p;
     REQUIRE(load("IP=10.0.0.5/24", p));  // pkg/ip.IP accepts a prefix and ignores it
@@ -57,7 +57,7 @@ TEST_CASE("values are parsed by the field's type") {
     CHECK(cni::go_quote("a\"b\\c\n") == "\"a\\\"b\\\\c\\n\"");
 }
 
-TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value says nothing") {
+TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value says nothing", "[cni]") {
     CHECK(*cni::cni_args_mac("IgnoreUnknown=1;K8S_POD_NAME=p;MAC=0a:00:00:00:00:01") == "0a:00:00:00:00:01");
     CHECK_FALSE(*cni::cni_args_mac("MAC="));
     CHECK_FALSE(*cni::cni_args_mac(""));
@@ -84,7 +84,7 @@ TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value say
     CHECK(cni::layered_mac("POD=x", with_rc, w, "").error().msg.find("POD") != std::string::npos);
 }
 
-TEST_CASE("a configured MAC: normalised, none stays none, the reference's two error wordings") {
+TEST_CASE("a configured MAC: normalised, none stays none, the reference's two error wordings", "[cni]") {
     CHECK(*cni::configured_mac("0A-58-0A-56-00-09", cni::MacWording::plain) == "0a:58:0a:56:00:09");
     CHECK(*cni::configured_mac("0a58.0a56.0009", cni::MacWording::args) == "0a:58:0a:56:00:09");
     CHECK(cni::configured_mac("", cni::MacWording::plain)->empty());

@@ -29,7 +29,7 @@ std::string be32(std::uint32_t v) { return std::string{char(v >> 24), char((v >>
 
 }  // namespace
 
-TEST_CASE("a method call is laid out as the D-Bus specification says") {
+TEST_CASE("a method call is laid out as the D-Bus specification says", "[firewall]") {
     auto m = encode({"org.example.Svc", "/o", "org.example.I", "Do", {"ab"}}, 5);
     // fixed header: little-endian, METHOD_CALL, no flags, version 1, body 7 bytes, serial 5
     CHECK(m.substr(0, 12) == std::string("l\1\0\1", 4) + le32(7) + le32(5));
@@ -47,7 +47,7 @@ TEST_CASE("a method call is laid out as the D-Bus specification says") {
     CHECK(*message_size(m.substr(0, 16)) == m.size());
 }
 
-TEST_CASE("replies and errors are read in either byte order") {
+TEST_CASE("replies and errors are read in either byte order", "[firewall]") {
     for (char order : {'l', 'B'}) {
         auto n = [order](std::uint32_t v) { return order == 'l' ? le32(v) : be32(v); };
         // REPLY_SERIAL (5) 'u' 3, then SIGNATURE (8) 'g' "bs" (8-aligned)
@@ -70,7 +70,7 @@ TEST_CASE("replies and errors are read in either byte order") {
     CHECK(std::get<std::string>(e->body[0]) == "oops");
 }
 
-TEST_CASE("malformed, truncated and oversized messages are refused") {
+TEST_CASE("malformed, truncated and oversized messages are refused", "[firewall]") {
     auto m = encode({"d", "/", "i", "m", {"x"}}, 1);
     CHECK(!decode(m.substr(0, m.size() - 1)));
     CHECK(!decode("hello, this is not D-Bus"));
@@ -80,7 +80,7 @@ TEST_CASE("malformed, truncated and oversized messages are refused") {
     CHECK(!decode(bad_string));
 }
 
-TEST_CASE("a bus address names its unix socket") {
+TEST_CASE("a bus address names its unix socket", "[firewall]") {
     CHECK(*socket_of("unix:path=/run/dbus/system_bus_socket") == "/run/dbus/system_bus_socket");
     CHECK(*socket_of("unix:abstract=/tmp/dbus-x,guid=1234") == "@/tmp/dbus-x");
     CHECK(*socket_of("tcp:host=h,port=1;unix:path=/tmp/a%20b") == "/tmp/a b");

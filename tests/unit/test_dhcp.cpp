@@ -36,7 +36,7 @@ std::string routes_of(const CniResult& r) {
 
 }  // namespace
 
-TEST_CASE("dhcp message: header fields and options survive a round trip; the wire is at least 300 bytes") {
+TEST_CASE("dhcp message: header fields and options survive a round trip; the wire is at least 300 bytes", "[dhcp]") {
     Message m = ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}, {opt::host_name, Bytes(300, 'h')}});
     m.flags = kBroadcastFlag;
     Bytes wire = encode(m);
@@ -50,7 +50,7 @@ TEST_CASE("dhcp message: header fields and options survive a round trip; the wir
     CHECK(back->type() == MessageType::ack);
 }
 
-TEST_CASE("dhcp message: truncated or foreign packets are decoding errors") {
+TEST_CASE("dhcp message: truncated or foreign packets are decoding errors", "[dhcp]") {
     Bytes wire = encode(ack_with({}));
     CHECK(!decode(std::span(wire.data(), 200)));
     wire[236] = 0;
@@ -62,7 +62,7 @@ TEST_CASE("dhcp message: truncated or foreign packets are decoding errors") {
     CHECK(decode(bad).error().code == code::decoding_failure);
 }
 
-TEST_CASE("dhcp lease times: options 51/58/59, else the reference's defaults") {
+TEST_CASE("dhcp lease times: options 51/58/59, else the reference's defaults", "[dhcp]") {
     auto t = lease_times(ack_with({}));
     CHECK((t.lease == 3600 && t.t1 == 1800 && t.t2 == 3060));
     t = lease_times(ack_with({{opt::lease_time, u32_bytes(120)}, {opt::renewal_time, u32_bytes(5)}, {opt::rebinding_time, u32_bytes(8)}}));
@@ -74,7 +74,7 @@ TEST_CASE("dhcp lease times: options 51/58/59, else the reference's defaults") {
     CHECK((t.lease == 120 && t.t1 == kMinRenewSeconds && t.t2 == 102 && t.degenerate));
 }
 
-TEST_CASE("dhcp result: mask, gateway and default route; classless routes are exclusive; priority is the metric") {
+TEST_CASE("dhcp result: mask, gateway and default route; classless routes are exclusive; priority is the metric", "[dhcp]") {
     auto plain = lease_result(ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}, {opt::routers, u32_bytes(0x0ad50001)}}), 0);
     REQUIRE(plain);
     CHECK(plain->ips[0].address.str() == "10.213.0.53/24");
@@ -102,7 +102,7 @@ TEST_CASE("dhcp result: mask, gateway and default route; classless routes are ex
     CHECK(!parse_classless_routes(Bytes{24, 10, 0}));
 }
 
-TEST_CASE("dhcp config: defaults, request/skipDefault, provide with fromArg, errors naming the option") {
+TEST_CASE("dhcp config: defaults, request/skipDefault, provide with fromArg, errors naming the option", "[dhcp]") {
     auto c = parse_dhcp_conf(R"({"cniVersion":"1.0.0","name":"n","ipam":{"type":"dhcp"}})", "");
     REQUIRE(c);
     CHECK(c->socket_path == "/run/cni/dhcp.sock");
@@ -137,7 +137,7 @@ TEST_CASE("dhcp config: defaults, request/skipDefault, provide with fromArg, err
     }());
 }
 
-TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding error") {
+TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding error", "[dhcp]") {
     DaemonRequest q{Op::gc, "c1", "/run/netns/x", "eth0", "K=V", "/opt/cni/bin", "{\"name\":\"n\"}"};
     auto back = decode_request(encode_request(q));
     REQUIRE(back);
@@ -154,7 +154,7 @@ TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding
     CHECK((err.error().code == 8 && err.error().msg == "bad ns"));
 }
 
-TEST_CASE("dhcp lease record: JSON round trip") {
+TEST_CASE("dhcp lease record: JSON round trip", "[dhcp]") {
     LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "K=V",
                   Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}};
     auto back = decode_record(encode_record(r));
@@ -164,7 +164,7 @@ TEST_CASE("dhcp lease record: JSON round trip") {
     CHECK(!decode_record("{\"key\":\"k\",\"ack\":\"zz\"}"));
 }
 
-TEST_CASE("dhcp daemon flags: Go flag syntax and durations") {
+TEST_CASE("dhcp daemon flags: Go flag syntax and durations", "[dhcp]") {
     std::vector<std::string> args{"-socketpath", "/tmp/s", "--timeout=2s", "-broadcast", "-resendmax", "1m2.5s", "-hostprefix=/host"};
     auto o = parse_daemon_options(args);
     REQUIRE(o);
@@ -191,7 +191,7 @@ TEST_CASE("dhcp daemon flags: Go flag syntax and durations") {
     CHECK(parse_go_duration("5x").error().msg == "missing or unknown unit in duration \"5x\"");
 }
 
-TEST_CASE("dhcp retry schedule: four slots of 2 s, then 4 s doubling up to -resendmax, +-1 s, never under 500 ms") {
+TEST_CASE("dhcp retry schedule: four slots of 2 s, then 4 s doubling up to -resendmax, +-1 s, never under 500 ms", "[dhcp]") {
     using std::chrono::milliseconds;
     const milliseconds max{62'000}, none{0};
     for (int a = 0; a < kFastRetries; ++a) CHECK(retry_delay(a, max, none).count() == 2000);
@@ -211,7 +211,7 @@ TEST_CASE("dhcp retry schedule: four slots of 2 s, then 4 s doubling up to -rese
     CHECK(attempts == 11);
 }
 
-TEST_CASE("dhcp retry tally: what the servers did, in the log line and in the error") {
+TEST_CASE("dhcp retry tally: what the servers did, in the log line and in the error", "[dhcp]") {
     RetryTally t;
     t.record(Miss::no_offer);
     CHECK(t.last() == "no DHCP server answered the DISCOVER");

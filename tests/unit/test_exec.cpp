@@ -22,7 +22,7 @@ void write_program(const TempDir& dir, const std::string& name, const std::strin
 
 }  // namespace
 
-TEST_CASE("run_program: argv, environment, stdin, both outputs and the exit status") {
+TEST_CASE("run_program: argv, environment, stdin, both outputs and the exit status", "[os]") {
     TempDir dir;
     write_program(dir, "echo-all", R"(echo "$0|$1|$2|$GREETING"; cat; echo oops >&2; exit 3)");
     auto res = os::run_program({dir / "echo-all", {"a b", "c"}, {"GREETING=hi"}, "from stdin", {}});
@@ -33,7 +33,7 @@ TEST_CASE("run_program: argv, environment, stdin, both outputs and the exit stat
     CHECK(res->status_text() == "exit status 3");
 }
 
-TEST_CASE("run_program: a program printing without end is stopped at the output limit") {
+TEST_CASE("run_program: a program printing without end is stopped at the output limit", "[os]") {
     TempDir dir;
     write_program(dir, "flood", "exec cat /dev/zero");
     auto res = os::run_program({dir / "flood", {}, {}, {}, {}});
@@ -41,7 +41,7 @@ TEST_CASE("run_program: a program printing without end is stopped at the output 
     CHECK(res.error().msg == dir / "flood" + " wrote more than 16 MiB; it was stopped");
 }
 
-TEST_CASE("run_program: a program that cannot be run is an error naming it") {
+TEST_CASE("run_program: a program that cannot be run is an error naming it", "[os]") {
     TempDir dir;
     write_program(dir, "not-executable", "exit 0", 0644);
     auto res = os::run_program({dir / "not-executable", {}, {}, {}, {}});
@@ -49,7 +49,7 @@ TEST_CASE("run_program: a program that cannot be run is an error naming it") {
     CHECK(res.error().msg == "fork/exec " + dir / "not-executable" + ": permission denied");
 }
 
-TEST_CASE("run_program: an SELinux exec label the kernel refuses keeps the program from running") {
+TEST_CASE("run_program: an SELinux exec label the kernel refuses keeps the program from running", "[os]") {
     // Not a context under SELinux, nor a command under AppArmor; nothing takes it without an LSM.
     TempDir dir;
     write_program(dir, "marker", "touch " + dir / "ran");
@@ -60,7 +60,7 @@ TEST_CASE("run_program: an SELinux exec label the kernel refuses keeps the progr
     CHECK_FALSE(dir.exists("ran"));
 }
 
-TEST_CASE("look_path: the first executable file in the absolute directories of a PATH value") {
+TEST_CASE("look_path: the first executable file in the absolute directories of a PATH value", "[os]") {
     TempDir dir;
     write_program(dir, "a/tool", "exit 0", 0644);  // not executable: skipped
     write_program(dir, "b/tool", "exit 0");

@@ -28,7 +28,7 @@ std::string delegate(const char* flannel_conf, const char* env_text = kDualStack
 
 }  // namespace
 
-TEST_CASE("subnet.env: networks and subnets become network addresses, unknown keys are ignored") {
+TEST_CASE("subnet.env: networks and subnets become network addresses, unknown keys are ignored", "[flannel]") {
     auto env = flannel::parse_subnet_env(std::string(kDualStack) + "FLANNEL_OTHER=1\n# comment\n", "f");
     REQUIRE(env);
     REQUIRE(env->networks.size() == 1);
@@ -44,7 +44,7 @@ TEST_CASE("subnet.env: networks and subnets become network addresses, unknown ke
     CHECK_FALSE(*list->ipmasq);          // only "true" is true
 }
 
-TEST_CASE("subnet.env: what is missing is named, and bad values are refused") {
+TEST_CASE("subnet.env: what is missing is named, and bad values are refused", "[flannel]") {
     CHECK(flannel::parse_subnet_env("FLANNEL_MTU=1450\n", "/run/flannel/subnet.env").error().msg ==
           "/run/flannel/subnet.env is missing FLANNEL_NETWORK, FLANNEL_IPV6_NETWORK, FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET, "
           "FLANNEL_IPMASQ");
@@ -54,14 +54,14 @@ TEST_CASE("subnet.env: what is missing is named, and bad values are refused") {
     CHECK(flannel::parse_subnet_env("FLANNEL_MTU=big\n", "f").error().msg == "FLANNEL_MTU: invalid value big");
 }
 
-TEST_CASE("the delegate: bridge + host-local by default, dual stack, sorted keys") {
+TEST_CASE("the delegate: bridge + host-local by default, dual stack, sorted keys", "[flannel]") {
     CHECK(delegate(R"({"cniVersion":"1.0.0","name":"cbr0","type":"flannel","delegate":{"hairpinMode":true,"isDefaultGateway":true}})") ==
           R"({"cniVersion":"1.0.0","hairpinMode":true,"ipMasq":false,"ipam":{"ranges":[[{"subnet":"10.244.1.0/24"}],)"
           R"([{"subnet":"fd00:244:0:1::/64"}]],"routes":[{"dst":"10.244.0.0/16"},{"dst":"fd00:244::/56"}],"type":"host-local"},)"
           R"("isDefaultGateway":true,"isGateway":true,"mtu":1450,"name":"cbr0","type":"bridge"})");
 }
 
-TEST_CASE("the delegate keeps what it sets, extends the base IPAM and passes runtimeConfig") {
+TEST_CASE("the delegate keeps what it sets, extends the base IPAM and passes runtimeConfig", "[flannel]") {
     const char* env = "FLANNEL_NETWORK=10.5.0.0/16\nFLANNEL_SUBNET=10.5.7.1/24\nFLANNEL_MTU=8951\nFLANNEL_IPMASQ=false\n";
     CHECK(delegate(R"({"cniVersion":"0.3.1","name":"n","type":"flannel",
                        "delegate":{"type":"ptp","ipMasq":false,"mtu":1400},
@@ -75,7 +75,7 @@ TEST_CASE("the delegate keeps what it sets, extends the base IPAM and passes run
     CHECK(delegate(R"({"name":"n","type":"flannel"})", env).find(R"("ipMasq":true)") != std::string::npos);
 }
 
-TEST_CASE("the delegate's numbers come through float64, as Go's flannel marshals its interface{} maps") {
+TEST_CASE("the delegate's numbers come through float64, as Go's flannel marshals its interface{} maps", "[flannel]") {
     const char* env = "FLANNEL_NETWORK=10.5.0.0/16\nFLANNEL_SUBNET=10.5.7.1/24\nFLANNEL_MTU=8951\nFLANNEL_IPMASQ=false\n";
     auto out = delegate(R"({"name":"n","delegate":{"mtu":1400.0,"big":9007199254740993},"ipam":{"x":1e2}})", env);
     CHECK(out.find(R"("mtu":1400,)") != std::string::npos);
@@ -83,7 +83,7 @@ TEST_CASE("the delegate's numbers come through float64, as Go's flannel marshals
     CHECK(out.find(R"("type":"host-local","x":100})") != std::string::npos);
 }
 
-TEST_CASE("the delegate refuses name and ipam of its own") {
+TEST_CASE("the delegate refuses name and ipam of its own", "[flannel]") {
     CHECK(delegate(R"({"name":"n","delegate":{"name":"x"}})") == "error: \"delegate\" must not have \"name\" field");
     CHECK(delegate(R"({"name":"n","delegate":{"ipam":{}}})") == "error: \"delegate\" must not have \"ipam\" field");
     CHECK(delegate(R"({"name":"n","delegate":{"type":5}})") == "error: \"delegate\" field \"type\" must be a string");

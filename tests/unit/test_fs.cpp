@@ -13,7 +13,7 @@
 
 using namespace cni;
 
-TEST_CASE("read_file_if_exists: the text, nothing for a missing file, an error otherwise") {
+TEST_CASE("read_file_if_exists: the text, nothing for a missing file, an error otherwise", "[os]") {
     TempDir dir;
     dir.write("a.conf", "line 1\nline 2\n");
     auto present = os::read_file_if_exists(dir / "a.conf");
@@ -31,7 +31,7 @@ TEST_CASE("read_file_if_exists: the text, nothing for a missing file, an error o
     CHECK_FALSE(os::read_file(dir / "none.conf"));
 }
 
-TEST_CASE("Dir: writes never go through a planted link or FIFO; atomic writes leave no temporary") {
+TEST_CASE("Dir: writes never go through a planted link or FIFO; atomic writes leave no temporary", "[os]") {
     TempDir dir, elsewhere;
     elsewhere.write("victim", "original");
     std::filesystem::create_symlink(elsewhere / "victim", dir / "state.json");
@@ -75,7 +75,7 @@ TEST_CASE("Dir: writes never go through a planted link or FIFO; atomic writes le
     CHECK(elsewhere.read("victim") == "original");
 }
 
-TEST_CASE("is_net_sysctl_path: only canonical paths under /proc/sys/net") {
+TEST_CASE("is_net_sysctl_path: only canonical paths under /proc/sys/net", "[os]") {
     CHECK(os::is_net_sysctl_path("/proc/sys/net/ipv4/conf/eth0.100/arp_filter"));
     CHECK(os::is_net_sysctl_path("/proc/sys/net/core/somaxconn"));
     for (const char* bad : {"/tmp", "", "/proc/sys/net/", "/proc/sys/net", "/proc/sys/kernel/core_pattern",

@@ -14,7 +14,7 @@
 
 using namespace cni::fw;
 
-TEST_CASE("SHA-512 test vectors") {
+TEST_CASE("SHA-512 test vectors", "[fw]") {
     CHECK(sha512_hex("").substr(0, 32) == "cf83e1357eefb8bdf1542850d66d8007");
     CHECK(sha512_hex("abc") ==
           "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f");
@@ -22,7 +22,7 @@ TEST_CASE("SHA-512 test vectors") {
     CHECK(sha512_hex(std::string(111, 'x')).size() == 128);  // padding edge: 111 + 1 + 16 = 128
 }
 
-TEST_CASE("chain names and comments are bit-exact with the reference") {
+TEST_CASE("chain names and comments are bit-exact with the reference", "[fw]") {
     CHECK(chain_name("CNI-", "mynet", "1234567890abcdef") == "CNI-e2e8cd5c6ebacde4cecc8b58");
     CHECK(chain_name("CNI-", "mynet", "1234567890abcdef").size() == 28);
     CHECK(chain_name("CNI-DN-", "mynet", "1234567890abcdef").starts_with("CNI-DN-"));
@@ -30,14 +30,14 @@ TEST_CASE("chain names and comments are bit-exact with the reference") {
     CHECK(masq_comment("mynet", std::string(300, 'x')).size() == 255);  // what iptables keeps of it
 }
 
-TEST_CASE("ipMasq backends: iptables and nftables served, others unknown") {
+TEST_CASE("ipMasq backends: iptables and nftables served, others unknown", "[fw]") {
     CHECK(validate_ipmasq_backend(""));
     CHECK(validate_ipmasq_backend("iptables"));
     CHECK(validate_ipmasq_backend("nftables"));
     CHECK(validate_ipmasq_backend("pf").error().msg == "unknown ipmasq backend \"pf\"");
 }
 
-TEST_CASE("ipMasq nft comments: the reference's two hashes, quotes dropped, cut to 128 characters") {
+TEST_CASE("ipMasq nft comments: the reference's two hashes, quotes dropped, cut to 128 characters", "[fw]") {
     CHECK(nft_masq_comment({"mynet", "1234567890abcdef", "eth0", {}}) ==
           "d23676b4f2d9fe04-7f8ae66c8b7b7afa, net: mynet, if: eth0, id: 1234567890abcdef");
     std::string id(200, 'x');
@@ -46,7 +46,7 @@ TEST_CASE("ipMasq nft comments: the reference's two hashes, quotes dropped, cut 
     CHECK(long_one.starts_with("b591271a779eb12b-bf11d27beac4d86c, net: mynet, if: eth0, id: xxx"));
 }
 
-TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matches, in order") {
+TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matches, in order", "[portmap]") {
     using namespace cni::fw;
     using cni::portmap::iptables_rules::parse_conditions;
     auto c = parse_conditions({"!", "-s", "10.1.0.0/16", "-o", "eth1", "-m", "addrtype", "--src-type", "LOCAL,BROADCAST", "!",
@@ -100,7 +100,7 @@ struct FakeRules final : cni::fw::Rules<std::string> {
 
 }  // namespace
 
-TEST_CASE("firewall drivers: the verbs reach the chosen driver; DEL and GC reach every one and go on past a failure") {
+TEST_CASE("firewall drivers: the verbs reach the chosen driver; DEL and GC reach every one and go on past a failure", "[fw]") {
     std::vector<std::string> log;
     FakeRules ipt("iptables", &log, true), nft("nftables", &log);
     Drivers<std::string> drivers{{Driver::iptables, &ipt}, {Driver::nftables, &nft}};
@@ -121,7 +121,7 @@ TEST_CASE("firewall drivers: the verbs reach the chosen driver; DEL and GC reach
     CHECK(absent.error().msg == "the firewalld firewall driver does not have these rules");
 }
 
-TEST_CASE("the firewall's handle records: what encode writes decodes back; anything else is no record") {
+TEST_CASE("the firewall's handle records: what encode writes decodes back; anything else is no record", "[firewall]") {
     ForwardHandles h{{12, 13}, {40, 41, 42, 43}};
     CHECK(encode_handles(h) == "v4 12 13\nv6 40 41 42 43\n");
     auto back = decode_handles(encode_handles(h));
@@ -138,7 +138,7 @@ TEST_CASE("the firewall's handle records: what encode writes decodes back; anyth
     CHECK_FALSE(decode_handles(many));  // more than kMaxHandles
 }
 
-TEST_CASE("a firewall handle record lives in its folder by a hash of network, container and interface; the folder goes with the last") {
+TEST_CASE("a firewall handle record lives in its folder by a hash of network, container and interface; the folder goes with the last", "[firewall]") {
     TempDir t;
     const std::string dir = t / "records";
     ForwardRecord a("net", {"ctr", "eth0"}, dir), b("net", {"ctr", "eth1"}, dir);

@@ -12,7 +12,7 @@ static std::string round(std::string_view s) {
     return ip ? ip->str() : "<nil>";
 }
 
-TEST_CASE("IPv4 parsing follows Go net.ParseIP") {
+TEST_CASE("IPv4 parsing follows Go net.ParseIP", "[net]") {
     CHECK(round("10.1.2.3") == "10.1.2.3");
     CHECK(round("0.0.0.0") == "0.0.0.0");
     CHECK(round("255.255.255.255") == "255.255.255.255");
@@ -25,7 +25,7 @@ TEST_CASE("IPv4 parsing follows Go net.ParseIP") {
     CHECK(IpAddr::parse("10.0.0.1")->is_v4());
 }
 
-TEST_CASE("IPv6 parsing and RFC 5952 printing") {
+TEST_CASE("IPv6 parsing and RFC 5952 printing", "[net]") {
     CHECK(round("2001:db8::1") == "2001:db8::1");
     CHECK(round("2001:DB8:0:0:0:0:0:1") == "2001:db8::1");
     CHECK(round("::") == "::");
@@ -45,7 +45,7 @@ TEST_CASE("IPv6 parsing and RFC 5952 printing") {
     CHECK(round("1:2:3:4:5:6:7::8") == "<nil>");
 }
 
-TEST_CASE("IP arithmetic carries across bytes") {
+TEST_CASE("IP arithmetic carries across bytes", "[net]") {
     CHECK(IpAddr::parse("10.0.0.255")->next().str() == "10.0.1.0");
     CHECK(IpAddr::parse("10.0.1.0")->prev().str() == "10.0.0.255");
     CHECK(IpAddr::parse("fd00::ffff")->next().str() == "fd00::1:0");
@@ -57,7 +57,7 @@ TEST_CASE("IP arithmetic carries across bytes") {
     CHECK_FALSE(IpAddr::parse("224.0.0.1")->is_global_unicast());
 }
 
-TEST_CASE("CIDR parsing keeps host bits; network, last and contains") {
+TEST_CASE("CIDR parsing keeps host bits; network, last and contains", "[net]") {
     auto n = IpNet::parse("10.1.0.5/16");
     REQUIRE(n);
     CHECK(n->str() == "10.1.0.5/16");

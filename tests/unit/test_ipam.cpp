@@ -51,7 +51,7 @@ std::string alloc(Store& s, const RangeSet& set, std::string id, std::optional<s
 
 }  // namespace
 
-TEST_CASE("ranges get the reference's defaults") {
+TEST_CASE("ranges get the reference's defaults", "[host-local]") {
     auto v4 = set_of({range("10.1.2.0/24")});
     CHECK(str(v4) == "10.1.2.1-10.1.2.254");
     CHECK(v4[0].gateway->str() == "10.1.2.1");
@@ -62,7 +62,7 @@ TEST_CASE("ranges get the reference's defaults") {
     CHECK(size(custom) == 543);
 }
 
-TEST_CASE("range validation messages") {
+TEST_CASE("range validation messages", "[host-local]") {
     auto err = [](Range r) {
         RangeSet s{r};
         auto st = canonicalize(s);
@@ -83,7 +83,7 @@ TEST_CASE("range validation messages") {
     CHECK(canonicalize(empty).error().msg == "empty range set");
 }
 
-TEST_CASE("allocation walks round-robin from last_reserved_ip, skipping the gateway") {
+TEST_CASE("allocation walks round-robin from last_reserved_ip, skipping the gateway", "[host-local]") {
     TempDir d;
     auto set = set_of({range("10.9.0.0/29")});  // .1 gateway, .2-.6 usable
     {
@@ -108,7 +108,7 @@ TEST_CASE("allocation walks round-robin from last_reserved_ip, skipping the gate
     }
 }
 
-TEST_CASE("requested addresses, the gateway and duplicates") {
+TEST_CASE("requested addresses, the gateway and duplicates", "[host-local]") {
     TempDir d;
     auto set = set_of({range("10.9.0.0/24")});
     auto s = open_store(d);
@@ -120,7 +120,7 @@ TEST_CASE("requested addresses, the gateway and duplicates") {
     CHECK(alloc(s, set, "b") == "10.9.0.78/24 gw 10.9.0.1");
 }
 
-TEST_CASE("a reservation whose last_reserved_ip cannot be written is undone") {
+TEST_CASE("a reservation whose last_reserved_ip cannot be written is undone", "[host-local]") {
     TempDir d;
     auto set = set_of({range("10.8.0.0/24")});
     std::filesystem::create_directories(d / "net1/last_reserved_ip.0");  // open(O_WRONLY) gets EISDIR
@@ -139,7 +139,7 @@ TEST_CASE("a reservation whose last_reserved_ip cannot be written is undone") {
     CHECK(d.read("net1/10.8.0.2") == "c0\r\neth0");
 }
 
-TEST_CASE("several ranges in a set are walked in order") {
+TEST_CASE("several ranges in a set are walked in order", "[host-local]") {
     TempDir d;
     auto set = set_of({range("10.1.0.0/24", "10.1.0.253"), range("10.2.0.0/24", "", "10.2.0.3")});
     auto s = open_store(d);
@@ -150,7 +150,7 @@ TEST_CASE("several ranges in a set are walked in order") {
     CHECK(alloc(s, set, "e").starts_with("ERR no IP addresses available in range set: 10.1.0.253-10.1.0.254,10.2.0.1-10.2.0.3"));
 }
 
-TEST_CASE("exhaustion of a huge IPv6 range is decided without walking it") {
+TEST_CASE("exhaustion of a huge IPv6 range is decided without walking it", "[host-local]") {
     TempDir d;
     auto set = set_of({range("fd00::/64", "fd00::ffff:ffff:ffff:fffe")});
     auto s = open_store(d);
@@ -161,7 +161,7 @@ TEST_CASE("exhaustion of a huge IPv6 range is decided without walking it") {
     CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
 }
 
-TEST_CASE("files written by the reference plugin are read, matched and released alike") {
+TEST_CASE("files written by the reference plugin are read, matched and released alike", "[host-local]") {
     TempDir d;
     d.write("net1/10.5.0.2", "ref-a\r\neth0");
     d.write("net1/10.5.0.3", "legacy-b");
@@ -184,7 +184,7 @@ TEST_CASE("files written by the reference plugin are read, matched and released 
     CHECK_FALSE(d.exists("net1/10.5.0.3"));
 }
 
-TEST_CASE("foreign files are skipped with a warning and keep their address unavailable") {
+TEST_CASE("foreign files are skipped with a warning and keep their address unavailable", "[host-local]") {
     TempDir d;
     d.write("net1/notes.txt", "hello");
     d.write("net1/10.5.0.2", "");
@@ -205,7 +205,7 @@ void allocate_and_flush(const TempDir& d, int n) {
     s.flush();
 }
 
-TEST_CASE("the index spares re-reading files, and notices files replaced behind its back") {
+TEST_CASE("the index spares re-reading files, and notices files replaced behind its back", "[host-local]") {
     TempDir d;
     allocate_and_flush(d, 20);
     {
@@ -248,7 +248,7 @@ TEST_CASE("the index spares re-reading files, and notices files replaced behind 
     CHECK(d.read("net1/.cni-all-index").starts_with("cni-all host-local index 3 "));
 }
 
-TEST_CASE("a bucket that is torn or holds an owner of another bucket is not trusted") {
+TEST_CASE("a bucket that is torn or holds an owner of another bucket is not trusted", "[host-local]") {
     TempDir d;
     allocate_and_flush(d, 3);
     auto open_counting = [&](std::string_view id) {
@@ -280,7 +280,7 @@ TEST_CASE("a bucket that is torn or holds an owner of another bucket is not trus
     CHECK_FALSE(open_counting("not-this-bucket").first);
 }
 
-TEST_CASE("a stale index never releases someone else's address") {
+TEST_CASE("a stale index never releases someone else's address", "[host-local]") {
     TempDir d;
     auto set = set_of({range("10.7.0.0/24")});
     auto s = open_store(d);
@@ -291,7 +291,7 @@ TEST_CASE("a stale index never releases someone else's address") {
     CHECK(d.read("net1/10.7.0.2") == "b\r\neth0");
 }
 
-TEST_CASE("10,000 allocations in a /16, and a new call does not re-read them") {
+TEST_CASE("10,000 allocations in a /16, and a new call does not re-read them", "[host-local]") {
     TempDir d;
     auto set = set_of({range("10.200.0.0/16")});
     {
@@ -315,7 +315,7 @@ TEST_CASE("10,000 allocations in a /16, and a new call does not re-read them") {
     CHECK(s.has_id("c9999", "eth0"));
 }
 
-TEST_CASE("resolv.conf parsing") {
+TEST_CASE("resolv.conf parsing", "[host-local]") {
     auto dns = parse_resolv_conf_text("# comment\nnameserver 10.0.0.1\n; other\nnameserver 10.0.0.2\ndomain example.com\n"
                                       "search a.example b.example\noptions ndots:5 edns0\nnameserver\n");
     CHECK(dns.nameservers == std::vector<std::string>{"10.0.0.1", "10.0.0.2"});

@@ -55,7 +55,7 @@ const detail::EntryCodec& codec(bool v6) { return v6 ? detail::entry_codec_v6() 
 
 }  // namespace
 
-TEST_CASE("iptables entries: the rules we write read back as themselves, in both families") {
+TEST_CASE("iptables entries: the rules we write read back as themselves, in both families", "[fw]") {
     for (bool v6 : {false, true})
         for (const auto& rule : our_rules(v6)) {
             auto bytes = codec(v6).build(rule, kNewest);
@@ -65,7 +65,7 @@ TEST_CASE("iptables entries: the rules we write read back as themselves, in both
         }
 }
 
-TEST_CASE("iptables entries: a header that only resembles ours reads as foreign") {
+TEST_CASE("iptables entries: a header that only resembles ours reads as foreign", "[fw]") {
     IptRule rule;
     rule.src = net("10.22.0.0/16");
     rule.in_iface = "cni0";
@@ -89,7 +89,7 @@ TEST_CASE("iptables entries: a header that only resembles ours reads as foreign"
     CHECK(changed(in_mask + 4, 0x00).foreign);        // "cni0" without its NUL masked: a wildcard in disguise
 }
 
-TEST_CASE("iptables entries: malformed entries read as foreign without reading past them") {
+TEST_CASE("iptables entries: malformed entries read as foreign without reading past them", "[fw]") {
     IptRule rule = our_rules(false)[0];
     const auto good = codec(false).build(rule, kNewest);
     auto* e = reinterpret_cast<const ipt_entry*>(good.data());

@@ -17,7 +17,7 @@ static std::string parse_error(std::string_view text) {
     return d ? "" : d.error().msg;
 }
 
-TEST_CASE("syntax errors read like Go's") {
+TEST_CASE("syntax errors read like Go's", "[cni]") {
     CHECK(parse_error("") == "unexpected end of JSON input");
     CHECK(parse_error("{\"a\":") == "unexpected end of JSON input");
     CHECK(parse_error("{\"name\": x}") == "invalid character 'x' looking for beginning of value");
@@ -29,7 +29,7 @@ TEST_CASE("syntax errors read like Go's") {
     CHECK(json::parse("x").error().code == cni::code::decoding_failure);
 }
 
-TEST_CASE("every syntax error reads like Go's, the offending byte quoted like strconv.Quote") {
+TEST_CASE("every syntax error reads like Go's, the offending byte quoted like strconv.Quote", "[cni]") {
     CHECK(parse_error("[1,]") == "invalid character ']' looking for beginning of value");
     CHECK(parse_error("[1 2]") == "invalid character '2' after array element");
     CHECK(parse_error("{\"a\":1,}") == "invalid character '}' looking for beginning of object key string");
@@ -55,7 +55,7 @@ TEST_CASE("every syntax error reads like Go's, the offending byte quoted like st
     CHECK(json::parse(" 12 ").has_value());
 }
 
-TEST_CASE("valid JSON RapidJSON refuses is read the way Go reads it") {
+TEST_CASE("valid JSON RapidJSON refuses is read the way Go reads it", "[cni]") {
     auto d = json::parse(R"({"lone":"\ud800x","low":"\udc00","pair":"\ud83d\ude00","high2":"\ud800\ud83d\ude00"})");
     REQUIRE(d);
     CHECK(std::string((*d)["lone"].GetString()) == "\xef\xbf\xbdx");
@@ -72,7 +72,7 @@ TEST_CASE("valid JSON RapidJSON refuses is read the way Go reads it") {
     CHECK(parse_error(std::string("{}\0x", 4)) == "invalid character '\\x00' after top-level value");
 }
 
-TEST_CASE("what the fuzzers found: RapidJSON's stray BOM bytes, and its conversion of some numbers") {
+TEST_CASE("what the fuzzers found: RapidJSON's stray BOM bytes, and its conversion of some numbers", "[cni]") {
     // RapidJSON drops each BOM byte on its own at the start ("\xBF2" read as 2); Go refuses them.
     for (const char* text : {"\xBF" "2", "\xBB" "[]", "\xEF" "{}", "\xEF\xBB" "1"}) {
         INFO(text);
@@ -122,14 +122,14 @@ TEST_CASE("what the fuzzers found: RapidJSON's stray BOM bytes, and its conversi
     }
 }
 
-TEST_CASE("output is valid UTF-8: invalid bytes and lone surrogates become U+FFFD, as Go decodes them") {
+TEST_CASE("output is valid UTF-8: invalid bytes and lone surrogates become U+FFFD, as Go decodes them", "[cni]") {
     auto d = json::parse("[\"a\x80" "b\", \"\\udc00\", \"\xed\xa0\x80\", \"\xf0\x9f\x98\x80\xc3\xa9\", \"\xe2\x82\"]");
     REQUIRE(d);
     CHECK(json::write(*d, json::Style::compact, false) ==
           "[\"a\xef\xbf\xbd" "b\",\"\xef\xbf\xbd\",\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\",\"\xf0\x9f\x98\x80\xc3\xa9\",\"\xef\xbf\xbd\xef\xbf\xbd\"]");
 }
 
-TEST_CASE("nesting deeper than Go's 10,000 levels is a syntax error, not a stack overflow") {
+TEST_CASE("nesting deeper than Go's 10,000 levels is a syntax error, not a stack overflow", "[cni]") {
     auto nested = [](std::size_t levels, std::string_view inside = "") {
         return std::string(levels, '[') + std::string(inside) + std::string(levels, ']');
     };
@@ -142,7 +142,7 @@ TEST_CASE("nesting deeper than Go's 10,000 levels is a syntax error, not a stack
     CHECK(parse_error("[x" + nested(20000)) == "invalid character 'x' looking for beginning of value");
 }
 
-TEST_CASE("a document nested 10,000 deep is parsed, written, copied and round-tripped without recursion") {
+TEST_CASE("a document nested 10,000 deep is parsed, written, copied and round-tripped without recursion", "[cni]") {
     std::string text, inner = "1e2", written_inner = "100";
     for (int i = 0; i < 5000; ++i) text += R"({"k":[)";
     std::string close;
@@ -167,7 +167,7 @@ TEST_CASE("a document nested 10,000 deep is parsed, written, copied and round-tr
     CHECK(indented.find("\n" + std::string(4 * 9999, ' ') + "]\n") != std::string::npos);
 }
 
-TEST_CASE("keys match case-insensitively and the last duplicate wins") {
+TEST_CASE("keys match case-insensitively and the last duplicate wins", "[cni]") {
     auto d = json::parse(R"({"Bridge":"a","MTU":1,"bridge":"b"})");
     REQUIRE(d);
     std::string bridge;
@@ -181,7 +181,7 @@ TEST_CASE("keys match case-insensitively and the last duplicate wins") {
     CHECK(json::find_exact(*d, "mtu") == nullptr);
 }
 
-TEST_CASE("type mismatches name the Go struct field and type") {
+TEST_CASE("type mismatches name the Go struct field and type", "[cni]") {
     auto d = json::parse(R"({"mtu":"1500","ipam":{"dataDir":5},"n":1.5,"u":-1,"ok":null})");
     REQUIRE(d);
     json::Where w{"NetConf", ""};
@@ -206,7 +206,7 @@ TEST_CASE("type mismatches name the Go struct field and type") {
     CHECK(keep == 42);  // null leaves the default
 }
 
-TEST_CASE("a Go int is 64 bits wide: read to int64's ends, refused past them") {
+TEST_CASE("a Go int is 64 bits wide: read to int64's ends, refused past them", "[cni]") {
     auto d = json::parse(R"({"a":2147483648,"b":-9223372036854775808,"c":9223372036854775807,"d":9223372036854775808})");
     REQUIRE(d);
     json::Where w{"NetConf", ""};
@@ -222,7 +222,7 @@ TEST_CASE("a Go int is 64 bits wide: read to int64's ends, refused past them") {
     CHECK(st.error().msg == "json: cannot unmarshal number 9223372036854775808 into Go struct field NetConf.d of type int");
 }
 
-TEST_CASE("an anonymous struct field: an object or nothing, and its fields name no struct") {
+TEST_CASE("an anonymous struct field: an object or nothing, and its fields name no struct", "[cni]") {
     auto d = json::parse(R"({"a":{"ips":5},"b":[1],"c":null})");
     REQUIRE(d);
     json::Where w{"Net", ""};
@@ -241,7 +241,7 @@ TEST_CASE("an anonymous struct field: an object or nothing, and its fields name 
     CHECK(json::anonymous_struct(*d, "absent", w, go_type)->object == nullptr);
 }
 
-TEST_CASE("a struct member is its object, nothing when absent or null, and Go's error otherwise") {
+TEST_CASE("a struct member is its object, nothing when absent or null, and Go's error otherwise", "[cni]") {
     auto d = json::parse(R"({"args":{"cni":{"mac":"x"},"nul":null,"num":1}})");
     REQUIRE(d);
     json::Where w{"", "args"};  // what anonymous_struct gives for .args
@@ -268,7 +268,7 @@ struct json::GoName<std::vector<Named>> {
     static constexpr std::string_view value = "pkg.NamedSet";
 };
 
-TEST_CASE("a type of another layer names its Go type, and a named slice of it its own") {
+TEST_CASE("a type of another layer names its Go type, and a named slice of it its own", "[cni]") {
     CHECK(json::go_type_name<Named>() == "pkg.Named");
     CHECK(json::go_type_name<std::vector<Named>>() == "pkg.NamedSet");
     CHECK(json::go_type_name<std::string>() == "string");
@@ -280,7 +280,7 @@ TEST_CASE("a type of another layer names its Go type, and a named slice of it it
           "json: cannot unmarshal number into Go struct field IPAMConfig.strs of type []string");
 }
 
-TEST_CASE("IP and CIDR fields use net.ParseIP and ParseCIDR errors") {
+TEST_CASE("IP and CIDR fields use net.ParseIP and ParseCIDR errors", "[cni]") {
     auto d = json::parse(R"({"gw":"10.0.0.300","subnet":"10.0.0.0","empty":""})");
     REQUIRE(d);
     json::Where w{"Range", ""};
@@ -297,7 +297,7 @@ TEST_CASE("IP and CIDR fields use net.ParseIP and ParseCIDR errors") {
     CHECK_FALSE(opt);
 }
 
-TEST_CASE("null leaves a field alone, but is a bad CIDR for a types.IPNet") {
+TEST_CASE("null leaves a field alone, but is a bad CIDR for a types.IPNet", "[cni]") {
     auto d = json::parse(R"({"gw":null,"dst":null,"subnet":null,"name":null})");
     REQUIRE(d);
     json::Where w{"Route", ""};
@@ -312,7 +312,7 @@ TEST_CASE("null leaves a field alone, but is a bad CIDR for a types.IPNet") {
     CHECK(json::field(*d, "subnet", subnet, w).error().msg == "invalid CIDR address: ");
 }
 
-TEST_CASE("output is Go MarshalIndent: 4 spaces, Go escaping, optional sorted keys") {
+TEST_CASE("output is Go MarshalIndent: 4 spaces, Go escaping, optional sorted keys", "[cni]") {
     auto d = json::parse(R"({"z":1,"a":["<x>&",{}],"m":{"b":[],"a":"\u2028"}})");
     REQUIRE(d);
     CHECK(json::write(*d, json::Style::indented, false) ==
@@ -324,7 +324,7 @@ TEST_CASE("output is Go MarshalIndent: 4 spaces, Go escaping, optional sorted ke
     CHECK(json::write(*ctl, json::Style::compact, false) == R"({"s":"a\u0001\t\"\\"})");
 }
 
-TEST_CASE("a float64 prints as encoding/json prints it: shortest digits, fixed-point between 1e-6 and 1e21") {
+TEST_CASE("a float64 prints as encoding/json prints it: shortest digits, fixed-point between 1e-6 and 1e21", "[cni]") {
     CHECK(json::go_float(0) == "0");
     CHECK(json::go_float(-0.0) == "-0");
     CHECK(json::go_float(100) == "100");
@@ -341,7 +341,7 @@ TEST_CASE("a float64 prints as encoding/json prints it: shortest digits, fixed-p
     CHECK(json::go_float(std::numeric_limits<double>::infinity()) == "inf");  // no exception
 }
 
-TEST_CASE("the interface{} round trip: numbers through float64, keys sorted, a repeated key's last value") {
+TEST_CASE("the interface{} round trip: numbers through float64, keys sorted, a repeated key's last value", "[cni]") {
     auto d = json::parse(R"({"z":[1e2,-0.0,1.5,9223372036854775807,18446744073709551615],"B":{"k":1,"k":2},"a":"s"})");
     REQUIRE(d);
     json::Document out;
@@ -357,7 +357,7 @@ TEST_CASE("the interface{} round trip: numbers through float64, keys sorted, a r
     CHECK(st.error().msg == "json: cannot unmarshal number 9223372036854776000 into Go struct field Result.n of type int");
 }
 
-TEST_CASE("json::quote writes strings as Go's encoding/json does, and a tuning backup holding any reads back") {
+TEST_CASE("json::quote writes strings as Go's encoding/json does, and a tuning backup holding any reads back", "[cni][tuning]") {
     CHECK(cni::json::quote("a\x7f<b>&\x01\"\\") == "\"a\x7f\\u003cb\\u003e\\u0026\\u0001\\\"\\\\\"");
     CHECK(cni::json::quote("\xff") == "\"\xEF\xBF\xBD\"");
     cni::tuning::Backup b;

@@ -43,7 +43,7 @@ bool eof_within(int fd, int ms) {
 
 }  // namespace
 
-TEST_CASE("netfilter sockets close at once without the scope or before any deletion", "[netfilter]") {
+TEST_CASE("netfilter sockets close at once without the scope or before any deletion", "[nl][netfilter]") {
     int before = open_fds();
     { auto sk = netfilter_socket(); }
     CHECK(open_fds() == before);
@@ -57,7 +57,7 @@ TEST_CASE("netfilter sockets close at once without the scope or before any delet
     CHECK(open_fds() == before);
 }
 
-TEST_CASE("after a deletion the sockets' closes go to a child that lets go of everything else", "[netfilter]") {
+TEST_CASE("after a deletion the sockets' closes go to a child that lets go of everything else", "[nl][netfilter]") {
     TempDir dir;
     std::string lock_path = dir / "lock";
     int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);

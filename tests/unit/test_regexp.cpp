@@ -27,7 +27,7 @@ std::string parse_error(std::string_view pattern) {
 
 }  // namespace
 
-TEST_CASE("regexp: allowlist patterns as operators write them") {
+TEST_CASE("regexp: allowlist patterns as operators write them", "[tuning]") {
     CHECK(matches("^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$", "net.ipv4.conf.IFNAME.arp_ignore"));
     CHECK_FALSE(matches("^net\\.ipv4\\.conf\\.IFNAME\\.[a-z_]*$", "net.ipv4.conf.IFNAME.arp_ignore2"));
     CHECK(matches("somaxconn", "net.core.somaxconn"));  // unanchored, as MatchString
@@ -38,7 +38,7 @@ TEST_CASE("regexp: allowlist patterns as operators write them") {
     CHECK(matches("", "anything"));
 }
 
-TEST_CASE("regexp: repetition") {
+TEST_CASE("regexp: repetition", "[tuning]") {
     CHECK(matches("^a{3}$", "aaa"));
     CHECK_FALSE(matches("^a{3}$", "aa"));
     CHECK(matches("^a{2,}$", "aaaaa"));
@@ -60,7 +60,7 @@ TEST_CASE("regexp: repetition") {
     CHECK_FALSE(matches("(a|aa)*c", std::string(5000, 'a')));
 }
 
-TEST_CASE("regexp: classes") {
+TEST_CASE("regexp: classes", "[tuning]") {
     CHECK(matches("^[]a]+$", "]a]"));
     CHECK(matches("^[^]a]$", "b"));
     CHECK_FALSE(matches("^[^]a]$", "]"));
@@ -79,7 +79,7 @@ TEST_CASE("regexp: classes") {
     CHECK(matches("^[\\]\\-]+$", "]-"));
 }
 
-TEST_CASE("regexp: escapes") {
+TEST_CASE("regexp: escapes", "[tuning]") {
     CHECK(matches("^\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\^\\$\\\\$", ".*+?()[]{}|^$\\"));
     CHECK(matches("^\\x41\\x{42}\\103$", "ABC"));
     CHECK(matches("^\\x{e9}$", "\xc3\xa9"));  // a code point is matched as its UTF-8 bytes
@@ -96,7 +96,7 @@ TEST_CASE("regexp: escapes") {
     CHECK(matches("^\\0$", std::string(1, '\0')));
 }
 
-TEST_CASE("regexp: assertions and flags") {
+TEST_CASE("regexp: assertions and flags", "[tuning]") {
     CHECK(matches("\\bconf\\b", "net.ipv4.conf.all"));
     CHECK_FALSE(matches("\\bconf\\b", "net.ipv4.config"));
     CHECK(matches("\\Bonf", "conf"));
@@ -120,7 +120,7 @@ TEST_CASE("regexp: assertions and flags") {
     CHECK(matches("a(?)b", "ab"));
 }
 
-TEST_CASE("regexp: errors read as Go's") {
+TEST_CASE("regexp: errors read as Go's", "[tuning]") {
     CHECK(parse_error("net.(") == "error parsing regexp: missing closing ): `net.(`");
     CHECK(parse_error("a)") == "error parsing regexp: unexpected ): `a)`");
     CHECK(parse_error("[a") == "error parsing regexp: missing closing ]: `[a`");
@@ -159,7 +159,7 @@ TEST_CASE("regexp: errors read as Go's") {
     CHECK(parse_error(large) == "error parsing regexp: expression too large: `" + large + "`");
 }
 
-TEST_CASE("regexp: runes, Unicode classes and case folding, as Go") {
+TEST_CASE("regexp: runes, Unicode classes and case folding, as Go", "[tuning]") {
     CHECK(matches("^\\pL+\\p{Nd}$", "sysctl1"));
     CHECK_FALSE(matches("^\\PL$", "a"));
     CHECK(matches("^\\p{^Lu}$", "a"));
@@ -179,7 +179,7 @@ TEST_CASE("regexp: runes, Unicode classes and case folding, as Go") {
     CHECK(matches("P(?i)|p[a-z]", "pa"));
 }
 
-TEST_CASE("regexp: counted repeats nested in each other make at most 1,000 copies, as in Go") {
+TEST_CASE("regexp: counted repeats nested in each other make at most 1,000 copies, as in Go", "[tuning]") {
     CHECK(matches("^(a{100}){10}$", std::string(1000, 'a')));
     CHECK(parse_error("(a{100}){11}") == "error parsing regexp: invalid repeat count: `{11}`");
     CHECK(parse_error("(a{10}){101}?") == "error parsing regexp: invalid repeat count: `{101}?`");
@@ -191,7 +191,7 @@ TEST_CASE("regexp: counted repeats nested in each other make at most 1,000 copie
     CHECK(matches("(a{1000}|b*){1}(c+d?)*", "a"));  // * + ? are not counted
 }
 
-TEST_CASE("regexp: nesting costs no call stack") {
+TEST_CASE("regexp: nesting costs no call stack", "[tuning]") {
     // 1,000 nested groups (the most we allow) and every kind of node at each level: parsing
     // and compiling use explicit stacks, so a 64 KiB stack is plenty.
     std::string pattern;

@@ -19,7 +19,7 @@ std::string msg(Env env, std::string stdin_text = R"({"name":"net1"})") {
 const Env kAdd = {"CNI_COMMAND=ADD", "CNI_CONTAINERID=c1", "CNI_NETNS=/run/netns/x", "CNI_IFNAME=eth0", "CNI_PATH=/opt/cni/bin"};
 }  // namespace
 
-TEST_CASE("missing variables are listed in skel's order") {
+TEST_CASE("missing variables are listed in skel's order", "[cni]") {
     CHECK(msg({"CNI_COMMAND=ADD"}) == "4 required env variables [CNI_CONTAINERID,CNI_NETNS,CNI_IFNAME,CNI_PATH] missing");
     CHECK(msg({"CNI_COMMAND=DEL"}) == "4 required env variables [CNI_CONTAINERID,CNI_IFNAME,CNI_PATH] missing");
     CHECK(msg({"CNI_COMMAND=CHECK", "CNI_CONTAINERID=a"}) == "4 required env variables [CNI_NETNS,CNI_IFNAME,CNI_PATH] missing");
@@ -29,7 +29,7 @@ TEST_CASE("missing variables are listed in skel's order") {
     CHECK(msg({"CNI_COMMAND=DEL", "CNI_CONTAINERID=a", "CNI_IFNAME=eth0", "CNI_PATH=/x"}) == "");  // netns optional
 }
 
-TEST_CASE("an unset CNI_COMMAND asks for the about text") {
+TEST_CASE("an unset CNI_COMMAND asks for the about text", "[cni]") {
     auto r = read({});
     REQUIRE_FALSE(r);
     CHECK(r.error().about);
@@ -38,7 +38,7 @@ TEST_CASE("an unset CNI_COMMAND asks for the about text") {
     CHECK_FALSE(r2.error().about);
 }
 
-TEST_CASE("the network name is validated before the container ID and ifname") {
+TEST_CASE("the network name is validated before the container ID and ifname", "[cni]") {
     Env bad_id = kAdd;
     bad_id[1] = "CNI_CONTAINERID=a b";
     CHECK(msg(bad_id) == "4 invalid characters in containerID | a b");
@@ -50,7 +50,7 @@ TEST_CASE("the network name is validated before the container ID and ifname") {
     CHECK(msg(kAdd, R"({"name":5})") == "6 error unmarshall network config: json: cannot unmarshal number into Go struct field .name of type string");
 }
 
-TEST_CASE("interface names follow the reference's rules") {
+TEST_CASE("interface names follow the reference's rules", "[cni]") {
     auto with_if = [](std::string ifname) {
         Env e = kAdd;
         e[3] = "CNI_IFNAME=" + ifname;
@@ -67,7 +67,7 @@ TEST_CASE("interface names follow the reference's rules") {
     CHECK(with_if("\xc3\xa9th0") == "");
 }
 
-TEST_CASE("GC and STATUS need no container ID; VERSION reads no stdin") {
+TEST_CASE("GC and STATUS need no container ID; VERSION reads no stdin", "[cni]") {
     CHECK(msg({"CNI_COMMAND=GC", "CNI_PATH=/x"}) == "");
     CHECK(msg({"CNI_COMMAND=STATUS", "CNI_PATH=/x"}, "garbage") == "6 error unmarshall network config: invalid character 'g' looking for beginning of value");
     auto v = read({"CNI_COMMAND=VERSION"}, "garbage");
@@ -76,14 +76,14 @@ TEST_CASE("GC and STATUS need no container ID; VERSION reads no stdin") {
     CHECK(v->command == cni::Command::version);
 }
 
-TEST_CASE("unknown commands still need a valid config") {
+TEST_CASE("unknown commands still need a valid config", "[cni]") {
     auto r = read({"CNI_COMMAND=FOO"});
     REQUIRE(r);
     CHECK(r->command == cni::Command::unknown);
     CHECK(msg({"CNI_COMMAND=FOO"}, "") == "6 error unmarshall network config: unexpected end of JSON input");
 }
 
-TEST_CASE("with_command replaces CNI_COMMAND in the inherited environment") {
+TEST_CASE("with_command replaces CNI_COMMAND in the inherited environment", "[cni]") {
     auto r = read(kAdd);
     REQUIRE(r);
     auto d = r->with_command(cni::Command::del);

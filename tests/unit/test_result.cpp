@@ -37,7 +37,7 @@ std::string enc(const CniResult& r, std::string_view v) {
 
 }  // namespace
 
-TEST_CASE("1.1.0 and 1.0.0 results have every key sorted and no empty dns") {
+TEST_CASE("1.1.0 and 1.0.0 results have every key sorted and no empty dns", "[cni]") {
     const char* want = R"({
     "cniVersion": "1.1.0",
     "dns": {
@@ -89,7 +89,7 @@ TEST_CASE("1.1.0 and 1.0.0 results have every key sorted and no empty dns") {
     CHECK(enc(bare, "1.1.0") == "{\n    \"cniVersion\": \"1.1.0\",\n    \"ips\": [\n        {\n            \"address\": \"10.0.0.2/24\"\n        }\n    ]\n}");
 }
 
-TEST_CASE("0.3.x and 0.4.0 results keep struct order, add version, drop 1.x interface keys") {
+TEST_CASE("0.3.x and 0.4.0 results keep struct order, add version, drop 1.x interface keys", "[cni]") {
     const char* want = R"({
     "cniVersion": "0.4.0",
     "interfaces": [
@@ -154,7 +154,7 @@ TEST_CASE("0.3.x and 0.4.0 results keep struct order, add version, drop 1.x inte
 })");
 }
 
-TEST_CASE("0.1.0 and 0.2.0 results keep the first address per family with its routes") {
+TEST_CASE("0.1.0 and 0.2.0 results keep the first address per family with its routes", "[cni]") {
     CniResult r = sample();
     r.ips.push_back(IpConfig{0, *IpNet::parse("10.2.0.5/16"), std::nullopt});  // a second v4 is dropped
     const char* want = R"({
@@ -195,7 +195,7 @@ TEST_CASE("0.1.0 and 0.2.0 results keep the first address per family with its ro
     CHECK(enc(none, "0.2.0") == "ERROR: cannot convert: no valid IP addresses");
 }
 
-TEST_CASE("a result labelled with the target version keeps the 1.x shape (loopback quirk)") {
+TEST_CASE("a result labelled with the target version keeps the 1.x shape (loopback quirk)", "[cni]") {
     CniResult r;
     r.cni_version = "0.3.1";
     Interface lo;
@@ -221,7 +221,7 @@ TEST_CASE("a result labelled with the target version keeps the 1.x shape (loopba
     CHECK(enc(r, "9.9.9") == "ERROR: no converter for CNI result version 0.3.1 to 9.9.9");
 }
 
-TEST_CASE("every conversion pair round-trips through the printed form") {
+TEST_CASE("every conversion pair round-trips through the printed form", "[cni]") {
     for (auto from : kAllVersions) {
         auto printed = encode_result(sample(), from);
         REQUIRE(printed);
@@ -250,7 +250,7 @@ TEST_CASE("every conversion pair round-trips through the printed form") {
     }
 }
 
-TEST_CASE("decoding requires the result's cniVersion to be of the config version's family") {
+TEST_CASE("decoding requires the result's cniVersion to be of the config version's family", "[cni]") {
     auto doc = json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"4","address":"10.0.0.2/24"}]})");
     REQUIRE(doc);
     auto r = decode_result(*doc, "1.0.0");
@@ -266,7 +266,7 @@ TEST_CASE("decoding requires the result's cniVersion to be of the config version
     CHECK(r02->ips[0].gateway->str() == "10.0.0.1");
 }
 
-TEST_CASE("a left-out address or dst is Go's nil IPNet and a null element stays null, in place") {
+TEST_CASE("a left-out address or dst is Go's nil IPNet and a null element stays null, in place", "[cni]") {
     auto doc = json::parse(R"({"cniVersion":"1.0.0","interfaces":[null,{"name":"eth0"}],)"
                            R"("ips":[{"interface":1},null,{"address":"10.0.0.2/24","interface":1}],"routes":[{},null]})");
     REQUIRE(doc);
@@ -306,7 +306,7 @@ TEST_CASE("a left-out address or dst is Go's nil IPNet and a null element stays 
     CHECK(require_addresses_and_routes(*r).error().msg == "routes[0] is null");
 }
 
-TEST_CASE("a 0.4.0 ip's version is recomputed when printed, or echoed as written when the plugin asks") {
+TEST_CASE("a 0.4.0 ip's version is recomputed when printed, or echoed as written when the plugin asks", "[cni]") {
     auto doc = json::parse(R"({"cniVersion":"0.4.0","ips":[{"version":"6","address":"10.0.0.2/24"},{"address":"10.0.0.3/24"}]})");
     REQUIRE(doc);
     auto r = decode_result(*doc, "0.4.0");
@@ -323,7 +323,7 @@ TEST_CASE("a 0.4.0 ip's version is recomputed when printed, or echoed as written
     CHECK(enc(*r, "1.0.0").find("version") == std::string::npos);
 }
 
-TEST_CASE("prevResult: a missing or empty CNIVersion takes the config's; a lowercase one wins; null changes nothing") {
+TEST_CASE("prevResult: a missing or empty CNIVersion takes the config's; a lowercase one wins; null changes nothing", "[cni]") {
     auto conf = parse_netconf(R"({"cniVersion":"1.0.0","name":"n","prevResult":{"ips":[{"address":"10.0.0.2/24"}]}})");
     REQUIRE(conf);
     auto prev = parse_prev_result(*conf);
@@ -353,7 +353,7 @@ TEST_CASE("prevResult: a missing or empty CNIVersion takes the config's; a lower
     CHECK(label_error(R"({"cniVersion":5})") == "json: cannot unmarshal number into Go struct field Result.cniVersion of type string");
 }
 
-TEST_CASE("prevResult as given (sbr): no version injected, so an unversioned one is refused after 0.2.0") {
+TEST_CASE("prevResult as given (sbr): no version injected, so an unversioned one is refused after 0.2.0", "[cni]") {
     auto as_given = [](const char* version, const char* prev) {
         auto c = parse_netconf(std::string(R"({"cniVersion":")") + version + R"(","name":"n","prevResult":)" + prev + "}");
         auto r = parse_prev_result(*c, PrevResultVersion::as_given);
@@ -365,7 +365,7 @@ TEST_CASE("prevResult as given (sbr): no version injected, so an unversioned one
     CHECK(as_given("1.0.0", R"({"cniVersion":"1.0.0","ips":[]})") == "");
 }
 
-TEST_CASE("an address's interface index is Go's 64-bit int") {
+TEST_CASE("an address's interface index is Go's 64-bit int", "[cni]") {
     auto index_of = [](const char* index) -> std::string {
         auto doc = json::parse(std::string(R"({"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24","interface":)") + index + "}]}");
         auto r = decode_result(*doc, "1.0.0");
@@ -377,7 +377,7 @@ TEST_CASE("an address's interface index is Go's 64-bit int") {
           "json: cannot unmarshal number 9223372036854775808 into Go struct field Result.ips.interface of type int");
 }
 
-TEST_CASE("netconf: valid attachments and common keys") {
+TEST_CASE("netconf: valid attachments and common keys", "[cni]") {
     auto c = parse_netconf(R"({"cniVersion":"1.1.0","name":"n","type":"bridge","ipam":{"type":"host-local"},
         "cni.dev/valid-attachments":[{"containerID":"c1","ifname":"eth0"}]})");
     REQUIRE(c);
@@ -391,13 +391,13 @@ TEST_CASE("netconf: valid attachments and common keys") {
     CHECK(bad.error().msg == "json: cannot unmarshal number into Go struct field NetConf.type of type string");
 }
 
-TEST_CASE("errors print as {code, msg, details} without cniVersion") {
+TEST_CASE("errors print as {code, msg, details} without cniVersion", "[cni]") {
     CHECK(encode_error(Error{4, "interface name is too long", "interface name should be less than 16 characters"}) ==
           "{\n    \"code\": 4,\n    \"msg\": \"interface name is too long\",\n    \"details\": \"interface name should be less than 16 characters\"\n}");
     CHECK(encode_error(Error{999, "x <y>", ""}) == "{\n    \"code\": 999,\n    \"msg\": \"x \\u003cy\\u003e\"\n}");
 }
 
-TEST_CASE("Failures: every failed step's message, joined, as one untyped error; success when none failed") {
+TEST_CASE("Failures: every failed step's message, joined, as one untyped error; success when none failed", "[core]") {
     Failures none;
     none.add(Status{});
     none.add(Result<int>{3});

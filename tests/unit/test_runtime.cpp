@@ -9,7 +9,7 @@
 using namespace cni;
 using namespace cni::runtime;
 
-TEST_CASE("conflist: name, version, flags and plugins; the reference's errors") {
+TEST_CASE("conflist: name, version, flags and plugins; the reference's errors", "[runtime]") {
     auto l = parse_conflist(R"({"cniVersion":"1.1.0","name":"n","disableCheck":"true","disableGC":true,
         "plugins":[{"type":"bridge"},{"type":"portmap","capabilities":{"portMappings":true}}]})");
     REQUIRE(l);
@@ -24,7 +24,7 @@ TEST_CASE("conflist: name, version, flags and plugins; the reference's errors") 
     CHECK(single->bytes == R"({"cniVersion":"0.4.0","name":"s","plugins":[{"cniVersion":"0.4.0","name":"s","type":"ptp"}]})");
 }
 
-TEST_CASE("plugin config: injected name and version, runtimeConfig only for declared capabilities, prevResult") {
+TEST_CASE("plugin config: injected name and version, runtimeConfig only for declared capabilities, prevResult", "[runtime]") {
     auto l = parse_conflist(R"({"cniVersion":"1.0.0","name":"net","plugins":[
         {"type":"portmap","name":"ignored","capabilities":{"portMappings":true,"bandwidth":false},"runtimeConfig":{"old":1}},
         {"type":"tuning"}]})");
@@ -43,7 +43,7 @@ TEST_CASE("plugin config: injected name and version, runtimeConfig only for decl
     CHECK(*c == R"({"cniVersion":"1.0.0","name":"net","prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]},"type":"tuning"})");
 }
 
-TEST_CASE("plugin config: numbers through float64 as libcni's interface{} round trip leaves them") {
+TEST_CASE("plugin config: numbers through float64 as libcni's interface{} round trip leaves them", "[runtime]") {
     auto l = parse_conflist(R"({"cniVersion":"1.0.0","name":"net","plugins":[
         {"type":"bridge","mtu":1400.0,"x":1e2,"big":9007199254740993,"f":1.5,"capabilities":{"portMappings":true}}]})");
     REQUIRE(l);
@@ -56,7 +56,7 @@ TEST_CASE("plugin config: numbers through float64 as libcni's interface{} round 
                 R"("type":"bridge","x":100})");
 }
 
-TEST_CASE("base64: Go's standard encoding with padding, both ways") {
+TEST_CASE("base64: Go's standard encoding with padding, both ways", "[runtime]") {
     CHECK(base64_encode("") == "");
     CHECK(base64_encode("f") == "Zg==");
     CHECK(base64_encode("fo") == "Zm8=");

@@ -4,7 +4,7 @@
 
 #include "core/cni/version.hpp"
 
-TEST_CASE("version strings parse like Go version.ParseVersion") {
+TEST_CASE("version strings parse like Go version.ParseVersion", "[cni]") {
     auto v = cni::parse_version("0.4.0");
     REQUIRE(v);
     CHECK(*v == cni::SpecVersion{0, 4, 0});
@@ -19,7 +19,7 @@ TEST_CASE("version strings parse like Go version.ParseVersion") {
     CHECK(cni::parse_version("1.0.").error().code == cni::code::decoding_failure);
 }
 
-TEST_CASE("version comparison") {
+TEST_CASE("version comparison", "[cni]") {
     CHECK(*cni::version_at_least("1.1.0", "1.1.0"));
     CHECK(*cni::version_at_least("1.0.0", "0.4.0"));
     CHECK_FALSE(*cni::version_at_least("0.3.1", "0.4.0"));
@@ -29,14 +29,14 @@ TEST_CASE("version comparison") {
     CHECK_FALSE(cni::version_supported(cni::kAllVersions, "0.3"));
 }
 
-TEST_CASE("VERSION output is compact, says 1.1.0 and ends with a newline") {
+TEST_CASE("VERSION output is compact, says 1.1.0 and ends with a newline", "[cni]") {
     CHECK(cni::version_info_json(cni::kAllVersions) ==
           "{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"0.1.0\",\"0.2.0\",\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n");
 }
 
 #include "core/os/sysctl.hpp"
 
-TEST_CASE("sysctl names: dots become slashes only before the first slash") {
+TEST_CASE("sysctl names: dots become slashes only before the first slash", "[os]") {
     CHECK(cni::os::sysctl_path("net.ipv4.ip_forward") == "/proc/sys/net/ipv4/ip_forward");
     CHECK(cni::os::sysctl_path("net/ipv4/conf/eth0.100/forwarding") == "/proc/sys/net/ipv4/conf/eth0.100/forwarding");
     CHECK(cni::os::sysctl_path("net.ipv6.conf.all.forwarding") == "/proc/sys/net/ipv6/conf/all/forwarding");

@@ -13,7 +13,7 @@
 
 using namespace cni;
 
-TEST_CASE("SHA-1 of the FIPS 180 vectors and of a pod's name") {
+TEST_CASE("SHA-1 of the FIPS 180 vectors and of a pod's name", "[vpc-eni]") {
     CHECK(vpc::sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
     CHECK(vpc::sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
     CHECK(vpc::sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
@@ -34,7 +34,7 @@ const char* kEnis = R"("enis": [
 
 }  // namespace
 
-TEST_CASE("the node file: defaults, ENIs, and the ENI of an address") {
+TEST_CASE("the node file: defaults, ENIs, and the ENI of an address", "[vpc-eni]") {
     TempDir d;
     auto n = load(d, std::string(R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], )") + kEnis + "}");
     INFO((n ? "" : n.error().msg));
@@ -52,7 +52,7 @@ TEST_CASE("the node file: defaults, ENIs, and the ENI of an address") {
     CHECK_FALSE(n->eni_of(*IpAddr::parse("10.0.2.10")));  // the ENI's own address is no pod's
 }
 
-TEST_CASE("the example node file and conflist in docs/ are valid") {
+TEST_CASE("the example node file and conflist in docs/ are valid", "[vpc-eni]") {
     auto n = vpc::load_node_file(CNI_SOURCE_DIR "/docs/examples/vpc-eni/node.json");
     INFO((n ? "" : n.error().msg));
     REQUIRE(n);
@@ -65,7 +65,7 @@ TEST_CASE("the example node file and conflist in docs/ are valid") {
     CHECK(std::string((*doc)["plugins"][0]["type"].GetString()) == "vpc-eni");
 }
 
-TEST_CASE("the node file: each mistake is an error naming the key and value") {
+TEST_CASE("the node file: each mistake is an error naming the key and value", "[vpc-eni]") {
     TempDir d;
     auto err = [&](const std::string& text) {
         auto n = load(d, text);
