@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // host-local ranges, allocator and on-disk store against temporary directories: reference
-// defaults and messages, allocation order, exhaustion, files written by the Go plugin, the
-// index, and 10,000 allocations in a /16.
+// defaults and messages, overlaps found in n log n, allocation order, exhaustion, files written
+// by the Go plugin, the index, 10,000 allocations in a /16, and a walk past a full stretch.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -81,6 +81,33 @@ TEST_CASE("range validation messages", "[host-local]") {
     CHECK(canonicalize(overlap).error().msg == "subnets 10.0.0.1-10.0.0.254 and 10.0.0.1-10.0.0.126 overlap");
     RangeSet empty;
     CHECK(canonicalize(empty).error().msg == "empty range set");
+}
+
+TEST_CASE("overlaps are found in n log n, the first pair in the reference's order", "[host-local]") {
+    // r0 overlaps r3, and r1 r2: the reference's loop over i, then j, names r0 and r3 first.
+    RangeSet set{range("10.0.0.0/24", "10.0.0.10", "10.0.0.20"), range("10.0.0.0/24", "10.0.0.30", "10.0.0.40"),
+                 range("10.0.0.0/24", "10.0.0.35", "10.0.0.36"), range("10.0.0.0/24", "10.0.0.5", "10.0.0.12")};
+    CHECK(canonicalize(set).error().msg == "subnets 10.0.0.10-10.0.0.20 and 10.0.0.5-10.0.0.12 overlap");
+    std::vector<RangeSet> sets{set_of({range("10.1.0.0/24")}), set_of({range("fd00::/64")}),
+                               set_of({range("10.2.0.0/24", "10.2.0.5", "10.2.0.9")}), set_of({range("10.2.0.0/24", "10.2.0.9")}),
+                               set_of({range("10.1.0.0/24", "10.1.0.200", "10.1.0.200")})};
+    CHECK(first_overlapping_sets(sets) == std::pair<std::size_t, std::size_t>{0, 4});
+    sets.pop_back();
+    CHECK(first_overlapping_sets(sets) == std::pair<std::size_t, std::size_t>{2, 3});
+    sets.pop_back();
+    CHECK_FALSE(first_overlapping_sets(sets));
+    // 20,000 single-address ranges, the last one a repeat of the first: 200 million pair tests
+    // when every pair was tested (seconds, and tens of them under the sanitizers).
+    RangeSet many;
+    for (int i = 0; i < 20000; ++i) {
+        auto ip = IpAddr::from_v4(0x0a100000u + std::uint32_t(i * 7 % 65521 + 2)).str();
+        many.push_back(range("10.16.0.0/16", ip, ip));
+    }
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(canonicalize(many));
+    many.push_back(many.front());
+    CHECK(canonicalize(many).error().msg.ends_with(" overlap"));
+    CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(1));
 }
 
 TEST_CASE("allocation walks round-robin from last_reserved_ip, skipping the gateway", "[host-local]") {
@@ -313,6 +340,22 @@ TEST_CASE("10,000 allocations in a /16, and a new call does not re-read them", "
     CHECK(s.files_read() == 0);
     CHECK(elapsed < std::chrono::milliseconds(250));
     CHECK(s.has_id("c9999", "eth0"));
+}
+
+TEST_CASE("a walk past more taken addresses than it probes goes on with the index, in order", "[host-local]") {
+    TempDir d;
+    auto set = set_of({range("10.12.0.0/22")});
+    {
+        auto s = open_store(d);
+        for (int i = 0; i < 300; ++i) REQUIRE(allocate(s, set, 0, "c" + std::to_string(i), "eth0", std::nullopt));
+        REQUIRE(s.release_by_id("c150", "eth0"));  // 10.12.0.152, behind 148 taken ones from .2
+        s.flush();
+    }
+    std::filesystem::remove(d / "net1/last_reserved_ip.0");  // the walk starts at the first address
+    auto s = open_store(d);
+    CHECK(alloc(s, set, "x") == "10.12.0.152/22 gw 10.12.0.1");
+    CHECK(alloc(s, set, "y") == "10.12.1.46/22 gw 10.12.0.1");  // after the 300 (.2 to 10.12.1.45)
+    CHECK(has_free_address(s, set, 0));
 }
 
 TEST_CASE("resolv.conf parsing", "[host-local]") {

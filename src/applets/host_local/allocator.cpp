@@ -2,6 +2,8 @@
 // Range-set allocation in the reference's order (see allocator.hpp).
 #include "applets/host_local/allocator.hpp"
 
+#include <algorithm>
+
 namespace cni::ipam {
 namespace {
 
@@ -51,22 +53,50 @@ private:
     std::optional<IpAddr> cur_, start_;
 };
 
-}  // namespace
-
-// How many candidates are probed by name before the reservations are counted.
+// How many candidates are probed by name before the index is read.
 constexpr int kProbes = 64;
 
+// Whether a candidate is taken: the first kProbes asked of the directory by name (a call on a
+// set with room reads no index), then looked up among every reserved address, read once and
+// sorted, so a long walk costs memory lookups, not a system call each.
+class Taken {
+public:
+    explicit Taken(Store& store) : store_(store) {}
+    bool operator()(const IpAddr& ip) {
+        if (probes_ < kProbes) {
+            ++probes_;
+            return store_.taken(ip);
+        }
+        return std::ranges::binary_search(all(), ip);
+    }
+    const std::vector<IpAddr>& all() {
+        if (!all_) all_ = store_.addresses();
+        return *all_;
+    }
+
+private:
+    Store& store_;
+    int probes_ = 0;
+    std::optional<std::vector<IpAddr>> all_;
+};
+
+}  // namespace
+
 bool has_free_address(Store& store, const RangeSet& set, int set_index) {
+    Taken taken(store);
     RangeIter it(set, store.last_reserved(set_index));
     for (int i = 0; i < kProbes; ++i) {
         auto cand = it.next();
         if (!cand) return false;  // the whole set, every address taken
-        if (!store.taken(cand->first)) return true;
+        if (!taken(cand->first)) return true;
     }
-    U128 unusable = 0;  // ranges in a set do not overlap, so counting per range counts each once
+    // Counted, not walked (a huge IPv6 range): ranges in a set do not overlap, so counting per
+    // range counts each reservation once.
+    const auto& all = taken.all();
+    U128 unusable = 0;
     for (auto& r : set) {
-        unusable += store.count_taken_between(*r.range_start, *r.range_end);
-        if (r.contains(*r.gateway) && !store.taken(*r.gateway)) ++unusable;
+        unusable += std::ranges::upper_bound(all, *r.range_end) - std::ranges::lower_bound(all, *r.range_start);
+        if (r.contains(*r.gateway) && !std::ranges::binary_search(all, *r.gateway)) ++unusable;
     }
     return size(set) > unusable;
 }
@@ -84,13 +114,14 @@ Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std:
     for (auto& ip : store.find_by_id(id, ifname))
         if (range_for(set, ip))
             return fail(ip.str() + " has been allocated to " + std::string(id) + ", duplicate allocation is not allowed");
-    if (has_free_address(store, set, set_index)) {
-        RangeIter it(set, store.last_reserved(set_index));
-        while (auto cand = it.next()) {
-            if (store.taken(cand->first)) continue;
-            CNI_TRY_ASSIGN(bool ok, store.reserve(cand->first, id, ifname, set_index));
-            if (ok) return IpConfig{std::nullopt, cand->second->with_prefix(cand->first), *cand->second->gateway};
-        }
+    // The walk passes only taken addresses and gateways, so even in a huge IPv6 range it ends
+    // within one step more than there are reservations and ranges.
+    Taken taken(store);
+    RangeIter it(set, store.last_reserved(set_index));
+    while (auto cand = it.next()) {
+        if (taken(cand->first)) continue;
+        CNI_TRY_ASSIGN(bool ok, store.reserve(cand->first, id, ifname, set_index));
+        if (ok) return IpConfig{std::nullopt, cand->second->with_prefix(cand->first), *cand->second->gateway};
     }
     return fail("no IP addresses available in range set: " + str(set));
 }

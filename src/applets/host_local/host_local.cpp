@@ -98,10 +98,8 @@ Result<HostLocalConf> parse_host_local_conf(const Request& req) {
         auto ok = version_at_least(c.cni_version, "0.3.0");
         if (!ok || !*ok) return fail("CNI version " + c.cni_version + " does not support more than 1 address per family");
     }
-    for (std::size_t i = 0; i + 1 < c.ranges.size(); ++i)
-        for (std::size_t j = i + 1; j < c.ranges.size(); ++j)
-            if (ipam::overlaps(c.ranges[i], c.ranges[j]))
-                return fail("range set " + std::to_string(i) + " overlaps with " + std::to_string(j));
+    if (auto pair = ipam::first_overlapping_sets(c.ranges))
+        return fail("range set " + std::to_string(pair->first) + " overlaps with " + std::to_string(pair->second));
     return c;
 }
 

@@ -2,12 +2,51 @@
 // Range canonicalisation and set operations (see range.hpp).
 #include "applets/host_local/range.hpp"
 
+#include <algorithm>
+
 namespace cni::ipam {
 namespace {
-U128 as_u128(const IpAddr& a) {
-    U128 v = 0;
-    for (auto b : a.bytes()) v = (v << 8) | b;
-    return v;
+// A canonical range (start <= end, both in its subnet) as numbers, and the index of the set, or
+// of the range, it stands for. Two ranges overlap, as the reference decides by testing whether
+// either holds an end of the other, exactly when they are of one family and their [start, end]
+// intervals meet.
+struct Span {
+    U128 start, end;
+    std::uint32_t owner;
+    bool v4;
+    Span(const Range& r, std::size_t o)
+        : start(r.range_start->value()), end(r.range_end->value()), owner(std::uint32_t(o)), v4(r.range_start->is_v4()) {}
+};
+bool meet(const Span& a, const Span& b) { return a.v4 == b.v4 && a.start <= b.end && b.start <= a.end; }
+
+// The first pair (i, j), i < j, in the order of a loop over i and then j, of owners with
+// overlapping spans, where spans of one owner never overlap: in O(n log n), not by testing every
+// pair. The first i is the smallest owner that overlaps anything (what overlaps it has a larger
+// index, or that one would be smaller); j is then the smallest owner overlapping one of its spans.
+std::optional<std::pair<std::size_t, std::size_t>> first_overlap(std::vector<Span> spans) {
+    std::ranges::sort(spans, [](const Span& a, const Span& b) { return a.v4 != b.v4 ? a.v4 : a.start < b.start; });
+    // In that order a span overlaps an earlier one when it starts before the latest end of those
+    // of its family, and a later one when the next of its family starts before its own end.
+    std::optional<std::size_t> first;
+    const Span* latest = nullptr;  // the span with the latest end so far, in this family
+    for (std::size_t p = 0; p < spans.size(); ++p) {
+        const Span& s = spans[p];
+        if (latest && latest->v4 != s.v4) latest = nullptr;
+        bool overlaps = (latest && meet(*latest, s)) || (p + 1 < spans.size() && meet(s, spans[p + 1]));
+        if (overlaps && (!first || s.owner < *first)) first = s.owner;
+        if (!latest || latest->end < s.end) latest = &s;
+    }
+    if (!first) return std::nullopt;
+    std::vector<const Span*> mine;  // the first owner's spans, disjoint and sorted by start (and so by end)
+    for (auto& s : spans)
+        if (s.owner == *first) mine.push_back(&s);
+    std::optional<std::size_t> second;
+    for (auto& s : spans) {
+        if (s.owner == *first || (second && *second < s.owner)) continue;
+        auto it = std::ranges::lower_bound(mine, s.start, std::less{}, [](const Span* m) { return m->end; });
+        if (it != mine.end() && meet(**it, s)) second = s.owner;
+    }
+    return std::pair{*first, *second};
 }
 }  // namespace
 
@@ -44,11 +83,6 @@ bool Range::contains(const IpAddr& a) const {
     return true;
 }
 
-bool Range::overlaps(const Range& o) const {
-    if (range_start->is_v4() != o.range_start->is_v4()) return false;
-    return contains(*o.range_start) || contains(*o.range_end) || o.contains(*range_start) || o.contains(*range_end);
-}
-
 std::string Range::str() const { return range_start->str() + "-" + range_end->str(); }
 
 Status canonicalize(RangeSet& set) {
@@ -57,9 +91,11 @@ Status canonicalize(RangeSet& set) {
         CNI_TRY(set[i].canonicalize());
         if (i > 0 && set[i].range_start->is_v4() != set[0].range_start->is_v4()) return fail("mixed address families");
     }
-    for (std::size_t i = 0; i + 1 < set.size(); ++i)
-        for (std::size_t j = i + 1; j < set.size(); ++j)
-            if (set[i].overlaps(set[j])) return fail("subnets " + set[i].str() + " and " + set[j].str() + " overlap");
+    std::vector<Span> spans;
+    spans.reserve(set.size());
+    for (std::size_t i = 0; i < set.size(); ++i) spans.emplace_back(set[i], i);
+    if (auto pair = first_overlap(std::move(spans)))
+        return fail("subnets " + set[pair->first].str() + " and " + set[pair->second].str() + " overlap");
     return {};
 }
 
@@ -71,11 +107,12 @@ const Range* range_for(const RangeSet& set, const IpAddr& a) {
     return nullptr;
 }
 
-bool overlaps(const RangeSet& a, const RangeSet& b) {
-    for (auto& x : a)
-        for (auto& y : b)
-            if (x.overlaps(y)) return true;
-    return false;
+std::optional<std::pair<std::size_t, std::size_t>> first_overlapping_sets(const std::vector<RangeSet>& sets) {
+    if (sets.size() < 2) return std::nullopt;
+    std::vector<Span> spans;
+    for (std::size_t i = 0; i < sets.size(); ++i)
+        for (auto& r : sets[i]) spans.emplace_back(r, i);
+    return first_overlap(std::move(spans));
 }
 
 std::string str(const RangeSet& set) {
@@ -86,7 +123,7 @@ std::string str(const RangeSet& set) {
 
 U128 size(const RangeSet& set) {
     U128 n = 0;
-    for (auto& r : set) n += as_u128(*r.range_end) - as_u128(*r.range_start) + 1;
+    for (auto& r : set) n += r.range_end->value() - r.range_start->value() + 1;
     return n;
 }
 

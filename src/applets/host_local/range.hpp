@@ -22,7 +22,6 @@ struct Range {
 
     Status canonicalize();
     bool contains(const IpAddr& a) const;
-    bool overlaps(const Range& o) const;
     std::string str() const;  // "start-end"
     IpNet with_prefix(const IpAddr& a) const { return IpNet{a, subnet->prefix, subnet->mask_bits}; }
 };
@@ -32,7 +31,9 @@ using RangeSet = std::vector<Range>;
 Status canonicalize(RangeSet& set);
 bool contains(const RangeSet& set, const IpAddr& a);
 const Range* range_for(const RangeSet& set, const IpAddr& a);
-bool overlaps(const RangeSet& a, const RangeSet& b);
+// Of canonical sets, the first pair (i, j), i < j, with overlapping ranges, as a loop over i and
+// then j would find it.
+std::optional<std::pair<std::size_t, std::size_t>> first_overlapping_sets(const std::vector<RangeSet>& sets);
 std::string str(const RangeSet& set);  // "r1,r2"
 U128 size(const RangeSet& set);  // number of addresses in the ranges
 

@@ -266,12 +266,13 @@ bool Store::taken(const IpAddr& ip) const {
     return ::fstatat(dir_.fd(), ip.str().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 }
 
-std::size_t Store::count_taken_between(const IpAddr& first, const IpAddr& last) {
+std::vector<IpAddr> Store::addresses() {
     load_all();
-    std::size_t n = 0;
+    std::vector<IpAddr> out;
     for (auto& b : buckets_)
-        for (auto& e : b.entries) n += !(e.ip < first) && !(last < e.ip);
-    return n;
+        for (auto& e : b.entries) out.push_back(e.ip);
+    std::ranges::sort(out);
+    return out;
 }
 
 Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index) {

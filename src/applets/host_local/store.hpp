@@ -66,7 +66,7 @@ public:
 
     const std::string& dir() const { return dir_.path(); }
     bool taken(const IpAddr& ip) const;  // a file (or anything) has the address's name
-    std::size_t count_taken_between(const IpAddr& first, const IpAddr& last);  // inclusive; reads every bucket
+    std::vector<IpAddr> addresses();  // every address taken, sorted; reads every bucket
 
     // Reference Store.Reserve: false if the file exists already.
     Result<bool> reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index);

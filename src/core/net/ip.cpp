@@ -124,12 +124,6 @@ IpAddr IpAddr::from_v4(std::uint32_t h) {
     return from_bytes(b);
 }
 
-bool IpAddr::is_v4() const {
-    for (int k = 0; k < 12; ++k)
-        if (b_[k] != kV4Prefix[k]) return false;
-    return true;
-}
-
 std::uint32_t IpAddr::v4() const {
     return std::uint32_t(b_[12]) << 24 | std::uint32_t(b_[13]) << 16 | std::uint32_t(b_[14]) << 8 | b_[15];
 }

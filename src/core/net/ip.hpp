@@ -7,8 +7,10 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <compare>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,7 +29,7 @@ public:
     static IpAddr from_v4(std::uint32_t host_order);
     static IpAddr from_bytes(const std::array<std::uint8_t, 16>& b) { IpAddr a; a.b_ = b; return a; }
 
-    bool is_v4() const;  // Go To4() != nil
+    bool is_v4() const { return value() >> 32 == 0xffff; }  // Go To4() != nil: ::ffff:a.b.c.d
     int bits() const { return is_v4() ? 32 : 128; }
     std::string str() const;  // Go String()
     const std::array<std::uint8_t, 16>& bytes() const { return b_; }
@@ -36,6 +38,17 @@ public:
         return is_v4() ? std::vector<std::uint8_t>(b_.end() - 4, b_.end()) : std::vector<std::uint8_t>(b_.begin(), b_.end());
     }
     std::uint32_t v4() const;  // host order; only for is_v4()
+    // The 16 bytes as one number: ordered as the addresses are, cheaper to sort and compare.
+    U128 value() const {
+        std::uint64_t hi, lo;
+        std::memcpy(&hi, b_.data(), 8);
+        std::memcpy(&lo, b_.data() + 8, 8);
+        if constexpr (std::endian::native == std::endian::little) {
+            hi = __builtin_bswap64(hi);
+            lo = __builtin_bswap64(lo);
+        }
+        return U128(hi) << 64 | lo;
+    }
 
     IpAddr next() const;  // +1 with carry (Go ip.NextIP)
     IpAddr prev() const;
