@@ -72,6 +72,34 @@ TEST_CASE("valid JSON RapidJSON refuses is read the way Go reads it", "[cni]") {
     CHECK(parse_error(std::string("{}\0x", 4)) == "invalid character '\\x00' after top-level value");
 }
 
+TEST_CASE("parse_large: the same document and errors as parse, its strings in the buffer", "[cni]") {
+    const std::string texts[] = {
+        R"({"a": "x\ty\u00e9", "n": [1, -2, 3.5, 1e999, 18446744073709551615], "b": true, "z": null})",
+        R"({"lone": "\ud800x", "k": "v"})",  // a surrogate escape: read as parse reads it
+        "{\"bad\": \"\xff\"}",               // invalid UTF-8: U+FFFD, as parse reads it
+        "tQ", "{\"a\": 1,}", "", "\xef\xbb\xbf{}", std::string("{}\0x", 4),
+    };
+    for (const auto& text : texts) {
+        INFO(text);
+        std::string buffer;
+        auto large = json::parse_large(text, buffer);
+        auto plain = json::parse(text);
+        REQUIRE(large.has_value() == plain.has_value());
+        if (!plain) {
+            CHECK(large.error().msg == plain.error().msg);
+            continue;
+        }
+        CHECK(json::write(*large, json::Style::compact, false) == json::write(*plain, json::Style::compact, false));
+    }
+    std::string buffer;
+    auto d = json::parse_large(R"({"ips": ["10.0.0.1", "10.0.0.2"]})", buffer);
+    REQUIRE(d);
+    const char* ip = (*d)["ips"][1].GetString();
+    CHECK(ip >= buffer.data());  // unescaped in place, not copied into the document
+    CHECK(ip < buffer.data() + buffer.size());
+    CHECK(std::string(ip) == "10.0.0.2");
+}
+
 TEST_CASE("what the fuzzers found: RapidJSON's stray BOM bytes, and its conversion of some numbers", "[cni]") {
     // RapidJSON drops each BOM byte on its own at the start ("\xBF2" read as 2); Go refuses them.
     for (const char* text : {"\xBF" "2", "\xBB" "[]", "\xEF" "{}", "\xEF\xBB" "1"}) {

@@ -6,8 +6,6 @@
 #include "core/strings.hpp"
 
 #include <rapidjson/error/error.h>
-#include <rapidjson/memorystream.h>
-#include <rapidjson/encodedstream.h>
 #include <rapidjson/reader.h>
 
 #include <algorithm>
@@ -85,18 +83,86 @@ private:
     unsigned depth_ = 0;
 };
 
+// RapidJSON's input stream over the text (rapidjson::MemoryStream's reading part), each byte read
+// inline: the shipped binary is built for size, which left RapidJSON's own streams two calls a
+// byte, most of the time a large config (a vpc-eni node file) takes to parse.
+class TextStream {
+public:
+    using Ch = char;
+    explicit TextStream(std::string_view text) : begin_(text.data()), cur_(begin_), end_(begin_ + text.size()) {}
+    [[gnu::always_inline]] Ch Peek() const { return cur_ == end_ ? '\0' : *cur_; }
+    [[gnu::always_inline]] Ch Take() { return cur_ == end_ ? '\0' : *cur_++; }
+    std::size_t Tell() const { return std::size_t(cur_ - begin_); }
+    // Writing, which RapidJSON asks only of in-situ parsing: never done here.
+    Ch* PutBegin() { return nullptr; }
+    void Put(Ch) {}
+    void Flush() {}
+    std::size_t PutEnd(Ch*) { return 0; }
+
+private:
+    const char* begin_;
+    const char* cur_;
+    const char* end_;
+};
+
+// The same over a NUL-terminated text that RapidJSON may change (rapidjson::InsituStringStream):
+// each string is unescaped where it lies and the document points into the text.
+class InsituText {
+public:
+    using Ch = char;
+    explicit InsituText(char* text) : begin_(text), src_(text), dst_(nullptr) {}
+    [[gnu::always_inline]] Ch Peek() const { return *src_; }
+    [[gnu::always_inline]] Ch Take() { return *src_++; }
+    std::size_t Tell() const { return std::size_t(src_ - begin_); }
+    Ch* PutBegin() { return dst_ = src_; }
+    [[gnu::always_inline]] void Put(Ch c) { *dst_++ = c; }
+    void Flush() {}
+    std::size_t PutEnd(Ch* begin) { return std::size_t(dst_ - begin); }
+
+private:
+    char* begin_;
+    char* src_;
+    char* dst_;
+};
+
+}  // namespace
+}  // namespace cni::json
+
+// Both streams are cheap to copy, as RapidJSON's own are: it reads a number through a local copy
+// (and so, in situ, finds the number's start where the original still stands).
+template <>
+struct rapidjson::StreamTraits<cni::json::TextStream> {
+    enum { copyOptimization = 1 };
+};
+template <>
+struct rapidjson::StreamTraits<cni::json::InsituText> {
+    enum { copyOptimization = 1 };
+};
+
+namespace cni::json {
+namespace {
+
 // RapidJSON's parse, iterative (no recursion however deep the text) and depth-limited.
-bool parse_into(Document& d, std::string_view text, rapidjson::ParseResult& result) {
+template <unsigned Flags = 0, class Stream>
+bool parse_into(Document& d, Stream in, rapidjson::ParseResult& result) {
     auto generate = [&](Document& handler) {
-        rapidjson::MemoryStream bytes(text.data(), text.size());
-        rapidjson::EncodedInputStream<rapidjson::UTF8<>, rapidjson::MemoryStream> in(bytes);
         DepthLimited limited(handler);
         rapidjson::Reader reader;
-        result = reader.Parse<rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseIterativeFlag>(in, limited);
+        result = reader.Parse<Flags | rapidjson::kParseNumbersAsStringsFlag | rapidjson::kParseIterativeFlag>(in, limited);
         return !result.IsError();
     };
     d.Populate(generate);
     return !result.IsError();
+}
+
+// Where RapidJSON's verdict is Go's: no surrogate escape (RapidJSON refuses a lone high one and
+// keeps a lone low one), no NUL (where it stops), valid UTF-8, and no byte of a UTF-8 byte order
+// mark first, which Go refuses and RapidJSON's own UTF-8 streams drop, each on its own (so
+// "\xBF2" would read as 2).
+bool plain(std::string_view text) {
+    return text.find("\\ud") == std::string_view::npos && text.find("\\uD") == std::string_view::npos &&
+           (text.empty() || (text[0] != '\xEF' && text[0] != '\xBB' && text[0] != '\xBF')) &&
+           text.find('\0') == std::string_view::npos && replace_invalid_utf8(text).empty();
 }
 
 }  // namespace
@@ -105,32 +171,35 @@ Result<Document> parse(std::string_view text) {
     Document d;
     rapidjson::ParseResult result;
     // The common case, valid JSON, costs one RapidJSON parse. Where RapidJSON's verdict may not
-    // be Go's (it skips BOM bytes, stops at a NUL byte, keeps a lone low surrogate escape) or it
-    // fails, Go's syntax check decides and words the error.
-    bool surrogate_escapes = text.find("\\ud") != std::string_view::npos || text.find("\\uD") != std::string_view::npos;
-    // RapidJSON's UTF-8 stream drops a leading 0xEF, then 0xBB, then 0xBF, each on its own (so
-    // "\xBF2" reads as 2); Go refuses any of them.
-    bool bom_byte = !text.empty() && (text[0] == '\xEF' || text[0] == '\xBB' || text[0] == '\xBF');
-    // Go's decoder reads each byte that starts no valid UTF-8 sequence as U+FFFD; so does the
-    // document (keys sort and match as Go's do), while errors quote the bytes as given.
-    const std::string_view given = text;
+    // be Go's (plain() says where) or it fails, Go's syntax check decides and words the error.
+    if (plain(text) && parse_into(d, TextStream(text), result)) return d;
+    if (auto error = go_syntax_error(text)) return fail(code::decoding_failure, *error);
+    // Valid JSON is read as Go reads it: each byte that starts no valid UTF-8 sequence as U+FFFD
+    // (keys sort and match as Go's do, while errors quote the bytes as given); unpaired surrogate
+    // escapes as U+FFFD (RapidJSON refuses a lone high one and keeps a lone low one as invalid
+    // UTF-8); a number beyond a double's range accepted until a field needs its value (then the
+    // type error names the largest double instead).
     const std::string valid = replace_invalid_utf8(text);
     if (!valid.empty()) text = valid;
-    if (!bom_byte && text.find('\0') == std::string_view::npos && !surrogate_escapes && parse_into(d, text, result))
-        return d;
-    if (auto error = go_syntax_error(given)) return fail(code::decoding_failure, *error);
-    // Valid JSON is rewritten where RapidJSON would read it otherwise than Go: unpaired
-    // surrogate escapes decode to U+FFFD (RapidJSON refuses a lone high one and keeps a lone low
-    // one as invalid UTF-8); a number beyond a double's range is accepted until a field needs
-    // its value (then the type error names the largest double instead).
+    bool surrogate_escapes = text.find("\\ud") != std::string_view::npos || text.find("\\uD") != std::string_view::npos;
     std::string rewritten = surrogate_escapes ? replace_lone_surrogates(text) : std::string();
     while (true) {
         std::string_view in = rewritten.empty() ? text : rewritten;
-        if (parse_into(d, in, result)) return d;
+        if (parse_into(d, TextStream(in), result)) return d;
         if (result.Code() != rapidjson::kParseErrorNumberTooBig)
             return fail(code::decoding_failure, "invalid JSON at offset " + std::to_string(result.Offset()));
         rewritten = clamp_number_at(in, result.Offset());
     }
+}
+
+Result<Document> parse_large(std::string_view text, std::string& buffer) {
+    if (plain(text)) {
+        buffer.assign(text);
+        Document d;
+        rapidjson::ParseResult result;
+        if (parse_into<rapidjson::kParseInsituFlag>(d, InsituText(buffer.data()), result)) return d;
+    }
+    return parse(text);
 }
 
 std::string go_float(double x) {

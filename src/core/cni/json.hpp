@@ -28,6 +28,10 @@ using Alloc = Document::AllocatorType;
 
 // Parse a whole document; the error message is Go's (e.g. "unexpected end of JSON input").
 Result<Document> parse(std::string_view text);
+// The same for a large text of many strings (a vpc-eni node file lists thousands of addresses):
+// the strings are unescaped into `buffer`, a copy of `text` that must outlive the document,
+// instead of each being copied into the document. Same document and errors as parse().
+Result<Document> parse_large(std::string_view text, std::string& buffer);
 
 // The member Go would decode into a field named `key`: the last one equal ignoring ASCII case.
 const Value* find(const Value& obj, std::string_view key);

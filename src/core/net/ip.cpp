@@ -10,25 +10,22 @@ namespace {
 
 constexpr std::array<std::uint8_t, 12> kV4Prefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-// Go parseIPv4: four decimal fields 0-255, at most 3 digits, no leading zero.
+// Go parseIPv4: four decimal fields 0-255, at most 3 digits, no leading zero. One pass over the
+// bytes: node files list thousands of addresses.
 std::optional<std::array<std::uint8_t, 4>> parse_v4(std::string_view s) {
     std::array<std::uint8_t, 4> out{};
+    const char* p = s.data();
+    const char* const end = p + s.size();
     for (int i = 0; i < 4; ++i) {
-        if (i > 0) {
-            if (s.empty() || s[0] != '.') return std::nullopt;
-            s.remove_prefix(1);
-        }
-        std::size_t n = 0;
+        if (i > 0 && (p == end || *p++ != '.')) return std::nullopt;
+        const char* const start = p;
         unsigned v = 0;
-        while (n < s.size() && s[n] >= '0' && s[n] <= '9') {
-            v = v * 10 + unsigned(s[n] - '0');
-            if (++n > 3 || v > 255) return std::nullopt;
-        }
-        if (n == 0 || (n > 1 && s[0] == '0')) return std::nullopt;
-        out[i] = std::uint8_t(v);
-        s.remove_prefix(n);
+        for (; p != end && unsigned(*p - '0') < 10; ++p) v = v * 10 + unsigned(*p - '0');
+        const auto n = p - start;
+        if (n == 0 || n > 3 || v > 255 || (n > 1 && *start == '0')) return std::nullopt;
+        out[std::size_t(i)] = std::uint8_t(v);
     }
-    if (!s.empty()) return std::nullopt;
+    if (p != end) return std::nullopt;
     return out;
 }
 

@@ -70,6 +70,10 @@ Status write_all(int fd, std::string_view data, std::string_view path) {
 
 Result<std::string> read_all(int fd, std::size_t limit, std::string_view path) {
     std::string out;
+    // A regular file's size, when it is within the limit, is the room the text takes (the reads
+    // still go to the end: the file may have grown).
+    if (struct stat st{}; ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && std::size_t(st.st_size) <= limit)
+        out.reserve(std::size_t(st.st_size));
     char buf[65536];
     for (;;) {
         ssize_t n = ::read(fd, buf, sizeof buf);
