@@ -31,7 +31,9 @@ with a bridge made beforehand with those options, --churn-pod-sysctl with sysctl
 namespace: controls; --churn-conf adds keys to the bridge config (e.g. skipIPv6LinkLocal).
 host-local ADD+DEL against 0 to 10,000 existing reservations, --iterations each, every point in
 every iteration (plotted); when the call at 10,000 misses issue 33's 3 ms, it is profiled as below
-and set beside the same call at 0 and the process floor.
+and set beside the same call at 0 and the process floor. vpc-eni-ipam ADD and DEL (ours only) on
+a node with 100 and 16,000 secondary addresses, every point in every iteration; issue 50's target
+is the ADD at 16,000 (5 ms).
 Node scaling (--scaling counts, default 0,10,100,1000,5000, --scaling-iterations each, at least
 25 at 10 and 1,000, where the targets are judged, and those two measured together, call by call),
 on BOTH iptables variants whatever --iptables says: portmap ADD and DEL against that many
@@ -59,6 +61,7 @@ import argparse
 import atexit
 import json
 import os
+import random
 import shlex
 import shutil
 import statistics
@@ -241,6 +244,9 @@ class Sample:
         return Sample(self.wall + other.wall, self.cpu + other.cpu, max(self.rss, other.rss), self.processes + other.processes)
 
 
+NODE_FILES = tempfile.mkdtemp(prefix="cni-bench-node.")  # the vpc-eni scenarios' node files
+
+
 def populate(data_dir, network, count):
     d = os.path.join(data_dir, network)
     os.makedirs(d)
@@ -364,9 +370,9 @@ def veth_step(applet, masq, **keys):
 
 
 def vpc_eni_setup(impl):
-    """ptp_setup plus a vpc-eni node file (ENI 1's addresses) in the data folder."""
+    """ptp_setup plus a vpc-eni node file (ENI 1's addresses) under NODE_FILES."""
     host, ctr, data = ptp_setup(impl)
-    with open(os.path.join(data, "node.json"), "w") as f:
+    with open(os.path.join(NODE_FILES, f"node-{impl}.json"), "w") as f:
         json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.208.0.0/16"], "stateDir": data + "/state",
                    "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.208.1.0/24", "primaryIp": "10.208.1.10"},
                             {"interface": "eth1", "deviceNumber": 1, "subnet": "10.208.2.0/24", "primaryIp": "10.208.2.10",
@@ -380,7 +386,7 @@ def vpc_eni_step(impl, state):
     if impl != "cni-all":
         return veth_step("ptp", False)(impl, state)
     host, ctr, data = state
-    node = os.path.join(data, "node.json")
+    node = os.path.join(NODE_FILES, f"node-{impl}.json")
     conf = {"cniVersion": "0.4.0", "name": "bench-vpc", "type": "vpc-eni", "nodeFile": node, "mtu": 1500,
             "ipam": {"type": "vpc-eni-ipam", "nodeFile": node, "dataDir": data}}
     return [call(IMPLS[impl], "vpc-eni", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
@@ -869,6 +875,66 @@ def host_local_scaling():
     return {impl: [(e, statistics.median(times[(e, impl)])) for e in HOST_LOCAL_COUNTS] for impl in IMPLS}
 
 
+def eni_ipam_setup(addresses):
+    """A vpc-eni node file listing `addresses` secondary addresses over two ENIs, each ENI's spread
+    over its /16 in a fixed shuffled order (as EC2 assigns them: no two neighbours, so no range of
+    more than one address), and a store in which every other one is held by another pod, written
+    in the reference's format."""
+    def setup():
+        data = tempfile.mkdtemp(prefix="cni-bench-eni-ipam.")
+        rng = random.Random(addresses)
+        enis = []
+        for n in (0, 1):
+            count = addresses // 2 + (addresses % 2 if n else 0)
+            hosts = rng.sample(range(16, 65534), count)
+            enis.append({"interface": f"eth{n}", "deviceNumber": n, "subnet": f"10.{210 + n}.0.0/16",
+                         "primaryIp": f"10.{210 + n}.0.10", "secondaryIps": [f"10.{210 + n}.{h // 256}.{h % 256}" for h in hosts]})
+        node = os.path.join(NODE_FILES, f"eni-ipam-{addresses}.json")
+        with open(node, "w") as f:
+            json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.210.0.0/15"], "enis": enis}, f)
+        held = os.path.join(data, "bench-eni")
+        os.makedirs(held)
+        listed = [ip for eni in enis for ip in eni["secondaryIps"]]
+        for i, ip in enumerate(listed[::2]):
+            with open(os.path.join(held, ip), "w") as f:
+                f.write(f"other-{i}\r\neth0")
+        return data, node
+    return setup
+
+
+def eni_ipam_step(state):
+    """vpc-eni-ipam ADD then DEL (cni-all only: the Go plugins have none)."""
+    data, node = state
+    conf = {"cniVersion": "1.0.0", "name": "bench-eni", "ipam": {"type": "vpc-eni-ipam", "nodeFile": node, "dataDir": data}}
+    return [call(IMPLS["cni-all"], "vpc-eni-ipam", "ADD", conf), call(IMPLS["cni-all"], "vpc-eni-ipam", "DEL", conf)]
+
+
+def eni_ipam_scaling():
+    """vpc-eni-ipam ADD and DEL against the node's secondary addresses (ENI_IPAM_COUNTS), every
+    point in every iteration: per count, (median ADD, mean ADD CPU, median DEL, peak RSS KiB)."""
+    states = {}
+    try:
+        for count in ENI_IPAM_COUNTS:
+            states[count] = eni_ipam_setup(count)()
+        for state in states.values():  # untimed: the first call indexes a store it did not write
+            eni_ipam_step(state)
+        samples = {count: [] for count in states}
+        for _ in range(opts.iterations):
+            for count, state in states.items():
+                samples[count].append(eni_ipam_step(state))
+    finally:
+        for data, node in states.values():
+            shutil.rmtree(data)
+            os.unlink(node)
+    return {count: (statistics.median(a.wall for a, _ in got), statistics.mean(a.cpu for a, _ in got),
+                    statistics.median(d.wall for _, d in got), max(max(a.rss, d.rss) for a, d in got))
+            for count, got in samples.items()}
+
+
+ENI_IPAM_COUNTS = [100, 16000]
+ENI_IPAM_TARGET = 5e-3  # issue 50: one vpc-eni-ipam ADD with 16,000 secondary addresses on the node
+
+
 HOST_LOCAL_TARGET = 3e-3  # issue 33: host-local ADD+DEL with 10,000 existing reservations
 HOST_LOCAL_PROFILE = None  # [ADD's profile, DEL's profile] when that target is missed
 
@@ -1040,6 +1106,7 @@ def churn_missed(runs):
 churn_control = (churn_scenarios(WITHOUT_POD_IPV6_START)
                  if churn_runs and opts.churn_control and default_churn and churn_missed(churn_runs) else None)
 scaling = host_local_scaling() if not opts.only or opts.only in "host-local scaling" else None
+eni_ipam = eni_ipam_scaling() if not opts.only or opts.only in "vpc-eni-ipam scaling" else None
 nodes, node_profiles, node_commit_floors = node_scaling() if NODE_COUNTS else ({}, {}, {})
 
 
@@ -1224,6 +1291,12 @@ def node_targets():
                 where += "; ".join(f"{verb}: {p}" for verb, p in zip(("ADD", "DEL"), HOST_LOCAL_PROFILE or []))
             rows.append(("host-local ADD+DEL, 10,000 existing reservations: <= 3 ms", f"{at * 1e3:.2f} ms",
                          at <= HOST_LOCAL_TARGET, where))
+    if eni_ipam and 16000 in eni_ipam:
+        add, cpu, _, _ = eni_ipam[16000]
+        where = (f"CPU {cpu * 1e3:.2f} ms; the same ADD with {ENI_IPAM_COUNTS[0]} addresses: {eni_ipam[ENI_IPAM_COUNTS[0]][0] * 1e3:.2f} ms"
+                 if add > ENI_IPAM_TARGET else "")
+        rows.append(("vpc-eni-ipam ADD, 16,000 secondary addresses on the node (issue 50): <= 5 ms", f"{add * 1e3:.2f} ms",
+                     add <= ENI_IPAM_TARGET, where))
     return rows
 
 
@@ -1336,6 +1409,11 @@ if scaling:
               "|---|" + "---|" * len(scaling["cni-all"])]
     for impl in IMPLS:
         lines.append(f"| {impl} | " + " | ".join(f"{w * 1e3:.2f} ms" for _, w in scaling[impl]) + " |")
+if eni_ipam:
+    lines += ["", "| vpc-eni-ipam against the node's secondary addresses (half held by other pods) | " +
+              " | ".join(f"{c:,} addresses" for c in eni_ipam) + " |", "|---|" + "---|" * len(eni_ipam)]
+    lines.append("| cni-all ADD median (mean CPU) / DEL median, peak RSS | " + " | ".join(
+        f"{a * 1e3:.2f} ms ({cpu * 1e3:.2f}) / {d * 1e3:.2f} ms, {rss / 1024:.1f} MiB" for a, cpu, d, rss in eni_ipam.values()) + " |")
 lines += node_scaling_section()
 plot_dir = opts.plots or (os.path.dirname(os.path.abspath(opts.markdown)) if opts.markdown else None)
 if plot_dir and (churn_runs or scaling or nodes):
@@ -1353,5 +1431,6 @@ if opts.markdown:
     with open(opts.markdown, "w") as f:
         f.write(report + "\n")
 shutil.rmtree(ours_dir)
+shutil.rmtree(NODE_FILES)
 for d in VARIANT_PATHS.values():
     shutil.rmtree(d)

@@ -5,36 +5,17 @@
 // reference: GC releases reservations of attachments not in cni.dev/valid-attachments, STATUS
 // reports code 50 when a range set has no free address, and calls do not re-read every
 // reservation file (store.hpp).
+#include "applets/host_local/host_local.hpp"
+
 #include <algorithm>
 
 #include "applets/host_local/allocator.hpp"
 #include "applets/host_local/resolv_conf.hpp"
-#include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
-#include "core/cni/netconf.hpp"
 
 namespace cni {
+namespace ipam {
 namespace {
-
-using ipam::RangeSet;
-
-struct HostLocalConf {
-    std::string name;
-    std::string cni_version;
-    std::vector<RangeSet> ranges;
-    std::vector<Route> routes;
-    std::string data_dir;
-    std::string resolv_conf;
-    std::vector<IpAddr> requested;  // CNI_ARGS IP, then args.cni.ips, then runtimeConfig ips
-    std::optional<std::vector<Attachment>> valid_attachments;
-};
-
-constexpr std::array kHostLocalKeys{
-    key<&HostLocalConf::ranges>("ranges", "[]allocator.RangeSet", "range sets: [[{subnet, rangeStart, rangeEnd, gateway}]], one per address"),
-    key_with<&HostLocalConf::routes, decode_routes>("routes", "[]*types.Route", "[{\"dst\": CIDR, \"gw\": IP}]"),
-    key<&HostLocalConf::data_dir>("dataDir", "where reservations are kept, per network; default /var/lib/cni/networks"),
-    key<&HostLocalConf::resolv_conf>("resolvConf", "a resolv.conf whose nameservers, domain and search the result gets"),
-};
 
 // runtimeConfig.ips, args.cni.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix"
 // (Go: []*ip.IP).
@@ -50,25 +31,18 @@ Status decode_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::
     return {};
 }
 
-Result<HostLocalConf> parse_host_local_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
+Result<Store> open_store(const Context& ctx, const HostLocalConf& c) { return Store::open(c.data_dir, c.name, ctx.warn); }
+
+}  // namespace
+
+Result<HostLocalConf> request_conf(const Request& req, NetConf& nc) {
     HostLocalConf c{nc.name, nc.cni_version, {}, {}, {}, {}, {}, std::move(nc.valid_attachments)};
     const json::Value& root = nc.root();
     json::Where top{"Net", ""};
-    const json::Value* ipam = json::find(root, "ipam");
-    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
-    auto iw = top.at("ipam").in("IPAMConfig");
-    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
-    ipam::Range legacy;
-    CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
-    CNI_TRY(read_keys(*ipam, kHostLocalKeys, c, iw));
-    std::vector<RangeSet> config_ranges = std::move(c.ranges);
-
-    std::vector<RangeSet> runtime_ranges;
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(root, "runtimeConfig", top,
                                                    R"(struct { IPRanges []allocator.RangeSet "json:\"ipRanges,omitempty\""; )"
                                                    R"(IPs []*ip.IP "json:\"ips,omitempty\"" })"));
-    if (rc.object) CNI_TRY(json::field(*rc.object, "ipRanges", runtime_ranges, rc.inner));
+    if (rc.object) CNI_TRY(json::field(*rc.object, "ipRanges", c.ranges, rc.inner));
 
     // Requested addresses, in the reference's order of precedence.
     std::optional<IpAddr> env_ip;
@@ -82,37 +56,38 @@ Result<HostLocalConf> parse_host_local_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto a, json::struct_member(args.object, "cni", args.inner, "allocator.IPAMArgs"));
     if (a) CNI_TRY(decode_ips(*a, c.requested, args.inner.at("cni").in("IPAMArgs")));
     if (rc.object) CNI_TRY(decode_ips(*rc.object, c.requested, rc.inner));
+    return c;
+}
 
-    // Range sets: runtimeConfig ipRanges, then the legacy ipam-level range, then ipam.ranges.
-    c.ranges = std::move(runtime_ranges);
-    if (legacy.subnet) c.ranges.push_back(RangeSet{legacy});
-    c.ranges.insert(c.ranges.end(), config_ranges.begin(), config_ranges.end());
+Status check_ranges(HostLocalConf& c, std::size_t canonical) {
     if (c.ranges.empty()) return fail("no IP ranges specified");
     int v4 = 0, v6 = 0;
     for (std::size_t i = 0; i < c.ranges.size(); ++i) {
-        if (auto st = ipam::canonicalize(c.ranges[i]); !st)
+        if (i >= canonical) {
+            auto& set = c.ranges[i];
+            if (set.empty()) return fail("invalid range set " + std::to_string(i) + ": empty range set");
+            const bool v4 = set[0].range_start->is_v4();
+            if (std::ranges::any_of(set, [&](const Range& r) { return r.range_start->is_v4() != v4; }))
+                return fail("invalid range set " + std::to_string(i) + ": mixed address families");
+        } else if (auto st = canonicalize(c.ranges[i]); !st) {
             return fail("invalid range set " + std::to_string(i) + ": " + st.error().msg);
+        }
         (c.ranges[i][0].range_start->is_v4() ? v4 : v6)++;
     }
     if (v4 > 1 || v6 > 1) {
         auto ok = version_at_least(c.cni_version, "0.3.0");
         if (!ok || !*ok) return fail("CNI version " + c.cni_version + " does not support more than 1 address per family");
     }
-    if (auto pair = ipam::first_overlapping_sets(c.ranges))
+    if (auto pair = first_overlapping_sets(c.ranges))
         return fail("range set " + std::to_string(pair->first) + " overlaps with " + std::to_string(pair->second));
-    return c;
+    return {};
 }
 
-Result<ipam::Store> open_store(const Context& ctx, const HostLocalConf& c) {
-    return ipam::Store::open(c.data_dir, c.name, ctx.warn);
-}
-
-Result<CniResult> host_local_add(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+Result<CniResult> add(const Context& ctx, const HostLocalConf& c) {
     CNI_TRY(require_route_dsts(c.routes));
     CniResult result;
     if (!c.resolv_conf.empty()) {
-        CNI_TRY_ASSIGN(result.dns, ipam::parse_resolv_conf(c.resolv_conf));
+        CNI_TRY_ASSIGN(result.dns, parse_resolv_conf(c.resolv_conf));
     }
     CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
 
@@ -130,12 +105,12 @@ Result<CniResult> host_local_add(const Context& ctx) {
     for (std::size_t idx = 0; idx < c.ranges.size(); ++idx) {
         std::optional<IpAddr> want;
         for (auto it = requested.begin(); it != requested.end(); ++it)
-            if (ipam::contains(c.ranges[idx], *it)) {
+            if (contains(c.ranges[idx], *it)) {
                 want = *it;
                 requested.erase(it);
                 break;
             }
-        auto ip = ipam::allocate(store, c.ranges[idx], int(idx), id, ifname, want);
+        auto ip = allocate(store, c.ranges[idx], int(idx), id, ifname, want);
         if (!ip) {
             undo();
             return fail("failed to allocate for range " + std::to_string(idx) + ": " + ip.error().msg);
@@ -153,16 +128,14 @@ Result<CniResult> host_local_add(const Context& ctx) {
     return result;
 }
 
-Status host_local_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+Status del(const Context& ctx, const HostLocalConf& c) {
     CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
     auto st = store.release_by_id(ctx.req.container_id, ctx.req.ifname);
     store.flush();
     return st;
 }
 
-Status host_local_check(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+Status check(const Context& ctx, const HostLocalConf& c) {
     CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
     store.flush();
     if (!store.has_id(ctx.req.container_id, ctx.req.ifname))
@@ -170,39 +143,71 @@ Status host_local_check(const Context& ctx) {
     return {};
 }
 
-Status host_local_gc(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
+Status status(const Context& ctx, const HostLocalConf& c) {
+    auto store = open_store(ctx, c);
+    if (!store) return fail(code::plugin_not_available, "host-local: " + store.error().msg);
+    store->flush();
+    for (std::size_t idx = 0; idx < c.ranges.size(); ++idx)
+        if (auto& set = c.ranges[idx]; !has_free_address(*store, set, int(idx)))
+            return fail(code::plugin_not_available, "no IP addresses available in range set: " + str(set));
+    return {};
+}
+
+Status gc(const Context& ctx, const HostLocalConf& c) {
     if (!c.valid_attachments) {
         ctx.warn("host-local: GC without cni.dev/valid-attachments: nothing is released");
         return {};
     }
     const auto& valid = *c.valid_attachments;
-    auto is_valid = [&](const ipam::Owner& o) {
+    auto is_valid = [&](const Owner& o) {
         for (auto& a : valid) {
-            if (o.kind == ipam::Owner::Kind::current && o.matches(a.container_id, a.ifname)) return true;
-            if (o.kind == ipam::Owner::Kind::legacy && o.matches_legacy(a.container_id)) return true;
+            if (o.kind == Owner::Kind::current && o.matches(a.container_id, a.ifname)) return true;
+            if (o.kind == Owner::Kind::legacy && o.matches_legacy(a.container_id)) return true;
         }
-        return o.kind == ipam::Owner::Kind::foreign;  // never ours to release
+        return o.kind == Owner::Kind::foreign;  // never ours to release
     };
     CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
     Failures failures;
     for (auto& [ip, owner] : store.reservations()) {
         if (is_valid(owner)) continue;
-        failures.add(store.release_if(ip, [&](const ipam::Owner& now) { return !is_valid(now); }));
+        failures.add(store.release_if(ip, [&](const Owner& now) { return !is_valid(now); }));
     }
     store.flush();
     return failures.status("host-local GC: ");
 }
 
-Status host_local_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_host_local_conf(ctx.req));
-    auto store = open_store(ctx, c);
-    if (!store) return fail(code::plugin_not_available, "host-local: " + store.error().msg);
-    store->flush();
-    for (std::size_t idx = 0; idx < c.ranges.size(); ++idx)
-        if (auto& set = c.ranges[idx]; !ipam::has_free_address(*store, set, int(idx)))
-            return fail(code::plugin_not_available, "no IP addresses available in range set: " + ipam::str(set));
-    return {};
+}  // namespace ipam
+
+namespace {
+
+using ipam::HostLocalConf;
+
+constexpr std::array kHostLocalKeys{
+    key<&HostLocalConf::ranges>("ranges", "[]allocator.RangeSet", "range sets: [[{subnet, rangeStart, rangeEnd, gateway}]], one per address"),
+    key_with<&HostLocalConf::routes, decode_routes>("routes", "[]*types.Route", "[{\"dst\": CIDR, \"gw\": IP}]"),
+    key<&HostLocalConf::data_dir>("dataDir", "where reservations are kept, per network; default /var/lib/cni/networks"),
+    key<&HostLocalConf::resolv_conf>("resolvConf", "a resolv.conf whose nameservers, domain and search the result gets"),
+};
+
+Result<HostLocalConf> parse_host_local_conf(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
+    json::Where top{"Net", ""};
+    const json::Value* ipam = json::find(nc.root(), "ipam");
+    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
+    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
+    ipam::Range legacy;
+    CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
+    HostLocalConf own;
+    CNI_TRY(read_keys(*ipam, kHostLocalKeys, own, top.at("ipam").in("IPAMConfig")));
+    CNI_TRY_ASSIGN(auto c, ipam::request_conf(req, nc));
+    // Range sets: runtimeConfig ipRanges, then the legacy ipam-level range, then ipam.ranges.
+    if (legacy.subnet) c.ranges.push_back(ipam::RangeSet{legacy});
+    c.ranges.insert(c.ranges.end(), own.ranges.begin(), own.ranges.end());
+    c.routes = std::move(own.routes);
+    c.data_dir = std::move(own.data_dir);
+    c.resolv_conf = std::move(own.resolv_conf);
+    CNI_TRY(ipam::check_ranges(c));
+    return c;
 }
 
 constexpr auto kHostLocalKeyDocs = join(docs_of(kHostLocalKeys), docs_of(ipam::kRangeKeys));
@@ -219,11 +224,11 @@ extern const Applet host_local_applet{
             "(containerID, ifname) is not in cni.dev/valid-attachments. STATUS fails with code 50 when a range set has "
             "no free address.",
     .versions = kAllVersions,
-    .add = host_local_add,
-    .del = host_local_del,
-    .check = host_local_check,
-    .status = host_local_status,
-    .gc = host_local_gc,
+    .add = ipam::verb_of<parse_host_local_conf, ipam::add>,
+    .del = ipam::verb_of<parse_host_local_conf, ipam::del>,
+    .check = ipam::verb_of<parse_host_local_conf, ipam::check>,
+    .status = ipam::verb_of<parse_host_local_conf, ipam::status>,
+    .gc = ipam::verb_of<parse_host_local_conf, ipam::gc>,
 };
 
 }  // namespace cni

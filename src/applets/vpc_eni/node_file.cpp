@@ -3,6 +3,7 @@
 #include "applets/vpc_eni/node_file.hpp"
 
 #include <algorithm>
+#include <bit>
 
 #include "core/cni/request.hpp"
 #include "core/os/fs.hpp"
@@ -21,6 +22,12 @@ const Eni* NodeFile::eni_of(const IpAddr& ip) const {
     return nullptr;
 }
 
+std::size_t NodeFile::address_count() const {
+    std::size_t n = 0;
+    for (auto& e : enis) n += e.secondary_ips.size();
+    return n;
+}
+
 Status decode(const json::Value& v, Eni& out, const json::Where& w) {
     CNI_TRY(json::expect_object(v, w, "vpc.ENI"));
     return read_keys(v, kEniKeys, out, w.in("ENI"));
@@ -28,8 +35,41 @@ Status decode(const json::Value& v, Eni& out, const json::Where& w) {
 
 namespace {
 
+constexpr std::size_t kNodeFileLimit = std::size_t(4) << 20;  // 63,000 addresses take 1 MiB
+
+std::string missing() { return "vpc-eni: nodeFile is missing: the node file describes the node's ENIs"; }
+std::string in_file(const std::string& path) { return "vpc-eni: node file " + path + ": "; }
+std::string absent(const std::string& path) { return "vpc-eni: node file " + path + " does not exist"; }
+
+// Addresses as numbers, in a flat open-addressing table: a node lists thousands, and this costs
+// no allocation and no comparison per address beyond its own slot (a sort or std::unordered_set
+// took a millisecond and more for 16,000).
+class AddressSet {
+public:
+    explicit AddressSet(std::size_t count) : slots_(std::bit_ceil(2 * count + 2)), used_(slots_.size()) {}
+    bool insert(U128 v) {  // false when it is there already
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t i = std::size_t(((std::uint64_t(v) ^ std::uint64_t(v >> 64)) * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+        for (; used_[i]; i = (i + 1) & mask)
+            if (slots_[i] == v) return false;
+        used_[i] = 1;
+        slots_[i] = v;
+        return true;
+    }
+
+private:
+    std::vector<U128> slots_;
+    std::vector<std::uint8_t> used_;
+};
+
+// The addresses of `net` as numbers: those under `mask` equal to `network`.
+U128 mask_of(const IpNet& net) {
+    const int ones = 128 - net.mask_bits + net.prefix;
+    return ones == 0 ? U128(0) : ~U128(0) << (128 - ones);
+}
+
 Status validate(const NodeFile& n) {
-    const std::string in = "vpc-eni: node file " + n.path + ": ";
+    const std::string in = in_file(n.path);
     if (n.primary_interface.empty()) return fail(in + "primaryInterface is missing");
     if (auto st = validate_ifname(n.primary_interface); !st) return fail(in + "primaryInterface: " + st.error().msg);
     if (n.veth_prefix.empty() || n.veth_prefix.size() > 4 || !validate_ifname(n.veth_prefix))
@@ -37,7 +77,7 @@ Status validate(const NodeFile& n) {
     if (!n.state_dir.starts_with("/")) return fail(in + "stateDir \"" + n.state_dir + "\" is not an absolute path");
     if (n.vpc_cidrs.empty()) return fail(in + "vpcCidrs is missing");
     if (n.mtu < 576 || n.mtu > 9001) return fail(in + "mtu " + std::to_string(n.mtu) + " is not within 576..9001");
-    std::vector<IpAddr> seen;
+    AddressSet seen(n.address_count());
     for (std::size_t i = 0; i < n.enis.size(); ++i) {
         const Eni& e = n.enis[i];
         const std::string at = in + "enis[" + std::to_string(i) + "]: ";
@@ -54,11 +94,15 @@ Status validate(const NodeFile& n) {
                 return fail(at + "deviceNumber " + std::to_string(e.device_number) + " is also enis[" + std::to_string(j) + "]'s");
             if (n.enis[j].interface == e.interface) return fail(at + "interface " + e.interface + " is also enis[" + std::to_string(j) + "]'s");
         }
+        const bool v4 = e.subnet->ip.is_v4();
+        const U128 mask = mask_of(*e.subnet), network = e.subnet->ip.value() & mask;
+        const U128 own = e.primary_ip->value(), gateway = e.gateway().value();
         for (auto& ip : e.secondary_ips) {
-            if (!e.subnet->contains(ip)) return fail(at + "secondaryIps: " + ip.str() + " is not in subnet " + e.subnet->str());
-            if (ip == *e.primary_ip || ip == e.gateway() || std::ranges::find(seen, ip) != seen.end())
+            const U128 v = ip.value();
+            if (ip.is_v4() != v4 || (v & mask) != network)
+                return fail(at + "secondaryIps: " + ip.str() + " is not in subnet " + e.subnet->str());
+            if (v == own || v == gateway || !seen.insert(v))
                 return fail(at + "secondaryIps: " + ip.str() + " is listed twice, or is the ENI's own address or its gateway");
-            seen.push_back(ip);
         }
     }
     auto primary = std::ranges::find_if(n.enis, [](const Eni& e) { return e.device_number == 0; });
@@ -69,20 +113,25 @@ Status validate(const NodeFile& n) {
     return {};
 }
 
-}  // namespace
-
-Result<NodeFile> load_node_file(const std::string& path) {
-    if (path.empty()) return fail("vpc-eni: nodeFile is missing: the node file describes the node's ENIs");
-    CNI_TRY_ASSIGN(auto text, os::read_state_file(path));
-    if (!text) return fail("vpc-eni: node file " + path + " does not exist");
-    CNI_TRY_ASSIGN(auto doc, json::parse(*text));
+Result<NodeFile> parse_node_file(const std::string& path, std::string_view text) {
+    std::string buffer;  // the document's strings
+    CNI_TRY_ASSIGN(auto doc, json::parse_large(text, buffer));
     NodeFile n;
     n.path = path;
-    json::Where w{"NodeFile", "", "vpc-eni: node file " + path + ": "};
+    json::Where w{"NodeFile", "", in_file(path)};
     CNI_TRY(json::expect_object(doc, w, "vpc.NodeFile"));
     CNI_TRY(read_keys(doc, kNodeFileKeys, n, w));
     CNI_TRY(validate(n));
     return n;
+}
+
+}  // namespace
+
+Result<NodeFile> load_node_file(const std::string& path) {
+    if (path.empty()) return fail(missing());
+    CNI_TRY_ASSIGN(auto text, os::read_state_file(path, kNodeFileLimit));
+    if (!text) return fail(absent(path));
+    return parse_node_file(path, *text);
 }
 
 }  // namespace cni::vpc

@@ -44,6 +44,7 @@ struct NodeFile {
 
     const Eni& primary() const;               // device number 0
     const Eni* eni_of(const IpAddr& ip) const;  // the ENI holding it as a secondary address
+    std::size_t address_count() const;          // secondary addresses, over every ENI
 };
 
 inline constexpr std::array kEniKeys{
@@ -68,7 +69,7 @@ inline constexpr std::array kNodeFileKeys{
 
 Status decode(const json::Value& v, Eni& out, const json::Where& w);
 
-// Reads and validates the node file at `path` (a regular file, at most 1 MiB).
+// Reads and validates the node file at `path` (a regular file, at most 4 MiB).
 Result<NodeFile> load_node_file(const std::string& path);
 
 }  // namespace cni::vpc

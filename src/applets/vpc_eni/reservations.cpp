@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// vpc-eni-ipam's configuration and reservations (see reservations.hpp).
+#include "applets/vpc_eni/reservations.hpp"
+
+namespace cni::vpc {
+
+ipam::RangeSet node_range_set(const NodeFile& node) {
+    ipam::RangeSet set;
+    set.reserve(node.address_count());
+    for (auto& eni : node.enis) {
+        const IpNet subnet = eni.subnet->masked();
+        const IpAddr gateway = eni.gateway();
+        for (auto& ip : eni.secondary_ips) set.push_back(ipam::Range{subnet, ip, ip, gateway});
+    }
+    return set;
+}
+
+namespace {
+
+// The request's config as vpc-eni-ipam reads it: the network's common keys and the ipam section.
+struct EniIpamRequest {
+    NetConf net;
+    EniIpamConf ipam;
+};
+
+Result<EniIpamRequest> read_eni_ipam(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "vpc.Net", "vpc.IPAMConfig"));
+    const json::Value* ipam = nc.member("ipam");
+    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
+    json::Where top{"Net", ""};
+    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "vpc.IPAMConfig"));
+    EniIpamConf c;
+    CNI_TRY(read_keys(*ipam, kEniIpamKeys, c, top.at("ipam").in("IPAMConfig")));
+    return EniIpamRequest{std::move(nc), std::move(c)};
+}
+
+}  // namespace
+
+Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node) {
+    CNI_TRY_ASSIGN(auto r, read_eni_ipam(req));
+    std::optional<NodeFile> node;
+    if (with_node) CNI_TRY_ASSIGN(node, load_node_file(r.ipam.node_file));
+    CNI_TRY_ASSIGN(auto c, ipam::request_conf(req, r.net));
+    c.data_dir = r.ipam.data_dir;
+    if (!node) return c;
+    if (node->address_count() == 0) return fail("vpc-eni-ipam: node file " + node->path + " lists no secondaryIps");
+    c.ranges.push_back(node_range_set(*node));
+    CNI_TRY(ipam::check_ranges(c, c.ranges.size() - 1));
+    return c;
+}
+
+}  // namespace cni::vpc

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// vpc-eni-ipam's configuration and reservations (docs/vpc-eni.md). Its ipam keys (nodeFile,
+// dataDir); the host-local configuration it runs in-process: the node file's secondary addresses
+// as one range set, each in its ENI's subnet with the VPC router as gateway, after the request's
+// own (runtimeConfig ipRanges, requested addresses).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "applets/host_local/host_local.hpp"
+#include "applets/vpc_eni/node_file.hpp"
+#include "core/cni/config_keys.hpp"
+
+namespace cni::vpc {
+
+struct EniIpamConf {
+    std::string node_file;
+    std::string data_dir;
+};
+
+inline constexpr std::array kEniIpamKeys{
+    key<&EniIpamConf::node_file>("nodeFile", "the vpc-eni node file whose ENIs' secondaryIps are handed out"),
+    key<&EniIpamConf::data_dir>("dataDir", "where reservations are kept (host-local's files), per network; default /var/lib/cni/networks"),
+};
+
+// The node file's secondary addresses as one range set, each address a range of its own in its
+// ENI's subnet, the VPC router its gateway, in the file's order: canonical as built, and with no
+// two ranges overlapping (the node file's loader refuses an address listed twice).
+ipam::RangeSet node_range_set(const NodeFile& node);
+
+// host-local's configuration for the request: with the node file's addresses when `with_node`
+// (ADD, CHECK, STATUS), else only what its store needs (DEL and GC work without the node file).
+Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node);
+
+}  // namespace cni::vpc
