@@ -10,7 +10,11 @@ with traffic: B reaches the VPC host through eth1 and A through eth0, with their
 both reach the internet address SNATed to the primary address, out of eth0; A and B reach each
 other and the node reaches both. Routes, rules, neighbour entries and sysctls are exactly the
 documented ones (docs/vpc-eni.md). DEL removes everything, a second DEL succeeds, and
-node-teardown leaves the node as it was, without a table of the other iptables variant."""
+node-teardown leaves the node as it was, without a table of the other iptables variant. DEL acts
+only on what vpc-eni-ipam holds for its container (another program's route and rules, and a live
+pod's, survive a DEL whose prevResult names their addresses), also with neither prevResult nor a
+namespace, and a DEL cut short is finished by the next."""
+import contextlib
 import hashlib
 import json
 import os
@@ -27,6 +31,18 @@ from cnitest import BIN, Plugin, check, eq, legacy_iptables_path, netns, ns_path
 VPC_CIDR = "10.80.0.0/16"
 PRIMARY_IP, ENI1_IP = "10.80.1.10", "10.80.2.10"
 VPC_HOST, INTERNET = "10.80.9.10", "198.51.100.7"
+
+
+@contextlib.contextmanager
+def node_and_data():
+    """A folder for a test's node file (and node-setup's records) and one for the reservations,
+    both removed after the test, pass or fail."""
+    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
+    try:
+        yield state, data
+    finally:
+        shutil.rmtree(state)
+        shutil.rmtree(data)
 
 
 def nft_path():
@@ -152,9 +168,8 @@ def ping(src_ns, dst):
 
 def scenario(variant, backend=None):
     path_env = {"PATH": VARIANTS[variant] + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
-    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
-    plugin = Plugin(os.path.join(BIN, "vpc-eni"))
-    try:
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("vpc") as vpc, netns("node") as node, netns("poda") as pa, netns("podb") as pb:
             build_vpc(vpc, node)
             path = os.path.join(state, "node.json")
@@ -255,9 +270,6 @@ def scenario(variant, backend=None):
                 eq(in_ns(node, "nft", "list", "ruleset").stdout, "", "an nf_tables table on a legacy node")
             if backend == "nftables":
                 eq(in_ns(node, "nft", "list", "ruleset").stdout, "", "the nftables driver left a table")
-    finally:
-        shutil.rmtree(state)
-        shutil.rmtree(data)
 
 
 @test
@@ -281,9 +293,8 @@ def simulated_vpc_nftables_driver():
 @test
 def simulated_vpc_ipv6():
     """vpc-eni with IPv6 ENIs: the /128, fe80::1 as gateway and neighbour, the rules and tables, traffic; DEL and teardown"""
-    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
-    plugin = Plugin(os.path.join(BIN, "vpc-eni"))
-    try:
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("vpc6") as vpc, netns("node6") as node, netns("poda") as pa, netns("podb") as pb:
             for i in (0, 1):
                 sh("ip", "-n", vpc, "link", "add", f"r{i}", "type", "veth", "peer", "name", f"eth{i}", "netns", node)
@@ -343,17 +354,13 @@ def simulated_vpc_ipv6():
             check("fd80:" not in sh("ip", "-n", node, "-6", "rule").stdout)
             sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
             eq(node_state(node), before)
-    finally:
-        shutil.rmtree(state)
-        shutil.rmtree(data)
 
 
 @test
 def del_and_gc_when_the_pod_is_gone():
     """vpc-eni: DEL of a pod whose namespace is gone, and GC of a vanished pod, remove its rules and address"""
-    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
-    plugin = Plugin(os.path.join(BIN, "vpc-eni"))
-    try:
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node:
             path = os.path.join(state, "node.json")
             with open(path, "w") as f:
@@ -381,16 +388,12 @@ def del_and_gc_when_the_pod_is_gone():
             plugin.run("GC", gc, host_ns=node).ok()
             check("10.80.2.21" not in sh("ip", "-n", node, "rule").stdout)
             eq([f for f in os.listdir(os.path.join(data, "vpc-test")) if f[0].isdigit()], [])
-    finally:
-        shutil.rmtree(state)
-        shutil.rmtree(data)
 
 
 @test
 def bad_node_files_are_clear_errors():
     """vpc-eni: a node file with a bad key or value is a CNI error naming it, before anything changes"""
-    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
-    try:
+    with node_and_data() as (state, data):
         with netns("node") as node, netns("pod") as pod:
             cases = [
                 ({"mtu": "x"}, "mtu"),
@@ -412,9 +415,93 @@ def bad_node_files_are_clear_errors():
                 check(r.returncode == 1 and want in r.stderr, f"node-setup: {r.stderr}")
             check("eni" not in sh("ip", "-n", node, "link").stdout)
             eq(os.listdir(data), [])
-    finally:
-        shutil.rmtree(state)
-        shutil.rmtree(data)
+
+
+def host_state(node):
+    """The node's routes in every table, rules and link names: what a DEL may change."""
+    links = sorted(line.split()[1].split("@")[0] for line in sh("ip", "-n", node, "-o", "link").stdout.splitlines())
+    return [sh("ip", "-n", node, "route", "show", "table", "all").stdout, sh("ip", "-n", node, "rule").stdout, links]
+
+
+def write_node_file(directory, content, name="node.json", mode=0o644):
+    path = os.path.join(directory, name)
+    with open(path, "w") as f:
+        f.write(content if isinstance(content, str) else json.dumps(content))
+    os.chmod(path, mode)
+    return path
+
+
+FOREIGN = "10.80.2.21"  # a node address no pod holds; another program routes it
+FOREIGN_RULES = [["to", FOREIGN, "lookup", "main", "pref", "512"], ["from", FOREIGN, "lookup", "100", "pref", "1536"],
+                 ["from", FOREIGN, "lookup", "2", "pref", "1536"]]
+
+
+@test
+def del_acts_only_on_its_own_addresses():
+    """vpc-eni DEL: a prevResult naming addresses the container does not hold, or another sandbox of the same pod, deletes nothing"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as pod:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))), data)
+            live = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="live",
+                              args=pod_args("b", "10.80.2.20")).ok().json()
+            # Another program's route and rules for a node address, of the shapes vpc-eni makes.
+            sh("ip", "-n", node, "link", "add", "sxother0", "type", "veth", "peer", "name", "sxother1")
+            sh("ip", "-n", node, "link", "set", "sxother0", "up")
+            sh("ip", "-n", node, "route", "add", f"{FOREIGN}/32", "dev", "sxother0")
+            for rule in FOREIGN_RULES:
+                sh("ip", "-n", node, "rule", "add", *rule)
+            before = host_state(node)
+            check(f"{FOREIGN} dev sxother0" in before[0] and "10.80.2.20 dev " + veth_name("b") in before[0], before)
+            prev = dict(live, ips=[{"address": f"{FOREIGN}/32", "gateway": "169.254.1.1", "interface": 1}] + live["ips"])
+            # A container that holds nothing, its prevResult naming the foreign address and the live
+            # pod's; then the same as another sandbox of the live pod (its veth has the same name).
+            for args in (pod_args("intruder"), pod_args("b")):
+                plugin.run("DEL", dict(c, prevResult=prev), host_ns=node, container_id="intruder", args=args).ok()
+                eq(host_state(node), before, f"a DEL of a container holding nothing ({args}) changed the node")
+            # The live pod's own DEL removes its rules, route and veth, and nothing of the other program's.
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
+            routes, rules, links = host_state(node)
+            check("10.80.2.20" not in rules and "10.80.2.20" not in routes and veth_name("b") not in links, (routes, rules, links))
+            check(f"{FOREIGN} dev sxother0" in routes, routes)
+            for want in (f"512:\tfrom all to {FOREIGN} lookup main", f"1536:\tfrom {FOREIGN} lookup 100",
+                         f"1536:\tfrom {FOREIGN} lookup 2"):
+                check(want in rules, f"{want!r} in {rules}")
+            eq([f for f in os.listdir(os.path.join(data, "vpc-test")) if f[0].isdigit()], [])
+
+
+@test
+def del_without_prev_result_or_namespace():
+    """vpc-eni DEL with neither prevResult nor a namespace removes the pod's rules 512 and 1536; one cut short before the release is finished by the next"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        no_ipam = Plugin(os.path.join(BIN, "vpc-eni"), cni_path=tempfile.mkdtemp())  # vpc-eni-ipam cannot be found
+        with netns("node") as node:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))), data)
+            held = os.path.join(data, "vpc-test")
+            for pod, ip in (("gone", "10.80.2.20"), ("cut", "10.80.2.21")):
+                with netns("pod") as ns:
+                    plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id=pod, args=pod_args(pod, ip)).ok()
+            rules = sh("ip", "-n", node, "rule").stdout
+            for ip in ("10.80.2.20", "10.80.2.21"):
+                check(f"512:\tfrom all to {ip} lookup main" in rules and f"1536:\tfrom {ip} lookup 2" in rules, rules)
+            # The namespaces are gone (their veths and routes with them); the runtime has no prevResult.
+            plugin.run("DEL", c, host_ns=node, container_id="gone", args=pod_args("gone")).ok()
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("10.80.2.20" not in rules, rules)
+            check(not os.path.exists(os.path.join(held, "10.80.2.20")), "gone's address is still reserved")
+            # A DEL that fails at the release has removed the host's rules first and keeps the
+            # reservation, so the next DEL still knows the address and finishes.
+            err = no_ipam.run("DEL", c, host_ns=node, container_id="cut", args=pod_args("cut")).error()
+            check("vpc-eni-ipam" in err["msg"], err)
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("10.80.2.21" not in rules, rules)
+            check(os.path.exists(os.path.join(held, "10.80.2.21")), "the reservation went before the DEL finished")
+            for _ in range(2):
+                for pod in ("cut", "gone"):
+                    plugin.run("DEL", c, host_ns=node, container_id=pod, args=pod_args(pod)).ok()
+            eq([f for f in os.listdir(held) if f[0].isdigit()], [])
+            eq("eni" in sh("ip", "-n", node, "link").stdout, False)
 
 
 if __name__ == "__main__":

@@ -312,6 +312,17 @@ std::vector<IpAddr> Store::find_by_id(std::string_view id, std::string_view ifna
     return out;
 }
 
+std::vector<IpAddr> Store::held_by(std::string_view id, std::string_view ifname) {
+    std::vector<IpAddr> out;
+    for (auto& e : bucket(bucket_of(id)).entries) {
+        if (!e.owner.matches(id, ifname)) continue;
+        auto content = read_small(e.ip.str());
+        if (content && OwnerView::parse(*content).matches(id, ifname)) out.push_back(e.ip);
+    }
+    std::ranges::sort(out);
+    return out;
+}
+
 bool Store::has_id(std::string_view id, std::string_view ifname) {
     auto& entries = bucket(bucket_of(id)).entries;
     return std::ranges::any_of(entries, [&](const Entry& e) { return e.owner.matches(id, ifname); }) ||

@@ -74,6 +74,9 @@ public:
 
     // Reference GetByID: addresses held by (id, ifname), or by a legacy file of `id`.
     std::vector<IpAddr> find_by_id(std::string_view id, std::string_view ifname);
+    // Addresses whose file names exactly (id, ifname), in the current format, each owner read
+    // again from its file: what a main applet that set the attachment up may act on (vpc-eni's DEL).
+    std::vector<IpAddr> held_by(std::string_view id, std::string_view ifname);
     // Reference FindByID: any current-format match, else any legacy match.
     bool has_id(std::string_view id, std::string_view ifname);
     // Reference ReleaseByID: remove the current-format matches, or, if none, the legacy ones.

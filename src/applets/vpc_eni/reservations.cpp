@@ -2,6 +2,8 @@
 // vpc-eni-ipam's configuration and reservations (see reservations.hpp).
 #include "applets/vpc_eni/reservations.hpp"
 
+#include "applets/host_local/store.hpp"
+
 namespace cni::vpc {
 
 ipam::RangeSet node_range_set(const NodeFile& node) {
@@ -34,6 +36,11 @@ Result<EniIpamRequest> read_eni_ipam(const Request& req) {
     return EniIpamRequest{std::move(nc), std::move(c)};
 }
 
+Result<ipam::Store> open_store(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
+    return ipam::Store::open(r.ipam.data_dir, r.net.name, ctx.warn);
+}
+
 }  // namespace
 
 Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node) {
@@ -47,6 +54,20 @@ Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node) 
     c.ranges.push_back(node_range_set(*node));
     CNI_TRY(ipam::check_ranges(c, c.ranges.size() - 1));
     return c;
+}
+
+Result<std::vector<IpAddr>> reserved_for(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto store, open_store(ctx));
+    auto held = store.held_by(ctx.req.container_id, ctx.req.ifname);
+    store.flush();  // an index rebuilt on opening is kept
+    return held;
+}
+
+Result<std::vector<IpAddr>> reserved_addresses(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto store, open_store(ctx));
+    auto held = store.addresses();
+    store.flush();
+    return held;
 }
 
 }  // namespace cni::vpc

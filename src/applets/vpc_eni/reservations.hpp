@@ -2,7 +2,8 @@
 // vpc-eni-ipam's configuration and reservations (docs/vpc-eni.md). Its ipam keys (nodeFile,
 // dataDir); the host-local configuration it runs in-process: the node file's secondary addresses
 // as one range set, each in its ENI's subnet with the VPC router as gateway, after the request's
-// own (runtimeConfig ipRanges, requested addresses).
+// own (runtimeConfig ipRanges, requested addresses); and the addresses it holds for a container's
+// interface, read from host-local's store under dataDir, which is all vpc-eni's DEL acts on.
 #pragma once
 
 #include <array>
@@ -33,5 +34,11 @@ ipam::RangeSet node_range_set(const NodeFile& node);
 // host-local's configuration for the request: with the node file's addresses when `with_node`
 // (ADD, CHECK, STATUS), else only what its store needs (DEL and GC work without the node file).
 Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node);
+
+// The addresses vpc-eni-ipam holds for the request's container and interface (an empty list when
+// it holds none), each owner read again from its file.
+Result<std::vector<IpAddr>> reserved_for(const Context& ctx);
+// Every address it holds, for any container, sorted.
+Result<std::vector<IpAddr>> reserved_addresses(const Context& ctx);
 
 }  // namespace cni::vpc

@@ -8,9 +8,12 @@
 // neighbour); on the host forwarding, a host route to the pod over the veth, the rule
 // "to <pod> lookup main pref 512",
 // and for a secondary ENI's address (device number N > 0) "from <pod> lookup N+1 pref 1536", so
-// the pod's traffic leaves through its own ENI. A failed ADD undoes everything; DEL is
-// idempotent and works when the namespace or the veth is gone; CHECK verifies every piece; STATUS
-// and GC go to the IPAM, and GC also removes the rules and routes of node addresses no pod holds.
+// the pod's traffic leaves through its own ENI. A failed ADD undoes everything. DEL acts only on
+// the addresses vpc-eni-ipam holds for the container's interface (never on a prevResult's word),
+// removes only the rules and route vpc-eni makes for them, and releases them last, so a DEL cut
+// short is finished by the next; it is idempotent and works when the namespace or the veth is gone.
+// CHECK verifies every piece; STATUS and GC go to the IPAM, and GC also removes the rules of node
+// addresses the IPAM no longer holds.
 // `vpc-eni node-setup FILE` / `node-teardown FILE` prepare the node (node.cpp).
 #include <linux/fib_rules.h>
 #include <linux/neighbour.h>
@@ -20,6 +23,7 @@
 
 #include "applets/vpc_eni/node.hpp"
 #include "applets/vpc_eni/node_file.hpp"
+#include "applets/vpc_eni/reservations.hpp"
 #include "applets/vpc_eni/sha1.hpp"
 #include "core/applet.hpp"
 #include "core/cni/cni_args.hpp"
@@ -53,9 +57,13 @@ constexpr std::array kVpcEniKeys{
 
 constexpr std::uint32_t kToPodPriority = 512;     // to <pod> lookup main
 constexpr std::uint32_t kFromPodPriority = 1536;  // from <pod> lookup <ENI's table>
+constexpr std::uint32_t kFirstEniTable = 2, kLastEniTable = 251;  // device numbers 1..250
 
 Result<VpcEniConf> parse_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto c, load_config(req.config, kVpcEniKeys));
+    if (c.net.ipam_type != "vpc-eni-ipam")
+        return fail("vpc-eni: ipam type \"" + c.net.ipam_type +
+                    "\" is not vpc-eni-ipam: DEL finds a pod's addresses among vpc-eni-ipam's reservations");
     if (c.veth_prefix.empty() || c.veth_prefix.size() > 4)
         return fail("vpc-eni: vethPrefix \"" + c.veth_prefix + "\" must be 1 to 4 characters (the name has 15)");
     if (c.mtu < 68 || c.mtu > 9001) return fail("vpc-eni: mtu " + std::to_string(c.mtu) + " is not within 68..9001");
@@ -139,17 +147,27 @@ Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const IpAdd
     return {};
 }
 
-// Removes the host's rules and route of `ip` (whichever are there).
-Status unconfigure_host(const nl::Socket& s, const IpAddr& ip) {
+// Removes the host's rules of `ip` that vpc-eni sets: to it, lookup main, at 512; from it at 1536,
+// into its ENI's table (none for the primary ENI), or into any ENI's table when the ENI is not
+// known (the node file no longer lists it, or cannot be read). A rule of another priority or
+// table stays.
+Status remove_rules(const nl::Socket& s, const IpAddr& ip, const vpc::Eni* eni) {
     CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
-    nl::RuleSpec from;
-    from.src = host_prefix(ip);
-    from.priority = kFromPodPriority;
-    CNI_TRY(nl::del_rules(s, from));
-    nl::RouteSpec route;
-    route.dst = host_prefix(ip);
-    CNI_TRY(nl::del_route(s, route));
+    if (eni) return eni->device_number > 0 ? nl::del_rules(s, from_pod_rule(ip, *eni)) : Status{};
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
+    for (auto& r : rules)
+        if (r.priority == kFromPodPriority && r.src == host_prefix(ip) && !r.dst && r.table >= kFirstEniTable &&
+            r.table <= kLastEniTable)
+            CNI_TRY(nl::del_rules(s, r));
     return {};
+}
+
+// The ENI of one of the node's addresses: the one listing it, else the one whose subnet holds it
+// (an address removed from an ENI stays its pod's until DEL).
+const vpc::Eni* eni_holding(const vpc::NodeFile& node, const IpAddr& ip) {
+    if (const vpc::Eni* e = node.eni_of(ip)) return e;
+    auto e = std::ranges::find_if(node.enis, [&](const vpc::Eni& x) { return x.subnet->contains(ip); });
+    return e != node.enis.end() ? &*e : nullptr;
 }
 
 Result<CniResult> vpc_eni_add(const Context& ctx) {
@@ -181,8 +199,9 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
     for (std::size_t i = 0; i < result.ips.size(); ++i) {
         const IpAddr ip = result.ips[i].address.ip;
-        undo.push([&host, ip] { (void)unconfigure_host(host, ip); });
-        CNI_TRY(configure_host(host, veth, ip, *enis[i]));
+        const vpc::Eni* eni = enis[i];
+        undo.push([&host, ip, eni] { (void)remove_rules(host, ip, eni); });
+        CNI_TRY(configure_host(host, veth, ip, *eni));
     }
 
     Interface host_if, pod_if;
@@ -203,31 +222,39 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     return result;
 }
 
-// The pod's addresses for DEL: the prevResult's, and the host routes still over its veth.
-Result<std::vector<IpAddr>> pod_addresses(const VpcEniConf& c, const nl::Socket& host, const std::string& host_name) {
-    std::vector<IpAddr> out;
-    if (auto prev = parse_prev_result(c.net); prev && *prev)
-        for (auto& ip : (*prev)->ips) out.push_back(ip.address.ip);
-    CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
-    if (veth)
-        for (int family : {AF_INET, AF_INET6}) {
-            CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, family));
-            for (auto& rt : routes)
-                if (rt.oif == veth->index && rt.dst.prefix == rt.dst.ip.bits() && std::ranges::find(out, rt.dst.ip) == out.end())
-                    out.push_back(rt.dst.ip);
-        }
-    return out;
+// Whether the host veth of this name is this container's: it routes none of the addresses that
+// are not. (A new sandbox of the same pod gets a veth of the same name, routing its own address;
+// the old sandbox's DEL leaves it.)
+Result<bool> veth_is_ours(const nl::Socket& host, const nl::LinkInfo& veth, const std::vector<IpAddr>& ips) {
+    for (int family : {AF_INET, AF_INET6}) {
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, family));
+        for (auto& rt : routes)
+            if (rt.oif == veth.index && rt.dst.prefix == rt.dst.ip.bits() && std::ranges::find(ips, rt.dst.ip) == ips.end())
+                return false;
+    }
+    return true;
 }
 
+// DEL, in an order a second DEL can finish: the rules and the route of the addresses
+// vpc-eni-ipam holds for this container's interface, the veth, the pod's end, and only then the
+// addresses' release (released first, they could no longer be found).
 Status vpc_eni_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto ips, pod_addresses(c, host, host_name));
-    CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    for (auto& ip : ips) CNI_TRY(unconfigure_host(host, ip));
-    CNI_TRY(nl::delete_link(host, host_name));
+    CNI_TRY_ASSIGN(auto ips, vpc::reserved_for(ctx));
+    auto node = vpc::load_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
+    CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
+    for (auto& ip : ips) {
+        CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
+        if (veth) CNI_TRY(nl::del_route(host, host_route(ip, veth->index)));
+    }
+    if (veth) {
+        CNI_TRY_ASSIGN(bool ours, veth_is_ours(host, *veth, ips));
+        if (ours) CNI_TRY(nl::delete_link(host, host_name));
+        else ctx.warn("vpc-eni: " + host_name + " routes another container's address; left in place");
+    }
     if (!r.netns.empty()) {
         CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
         if (ns) {
@@ -235,7 +262,7 @@ Status vpc_eni_del(const Context& ctx) {
             CNI_TRY(nl::delete_link(pod, r.ifname));
         }
     }
-    return {};
+    return ipam::delegate_del(ctx, c.net.ipam_type, r.config);
 }
 
 Status require(bool ok, const std::string& what) {
@@ -303,26 +330,22 @@ Status vpc_eni_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
-// The IPAM's GC, then the host rules and routes of the node's addresses that a pod of this
-// network no longer holds: a rule to an address without a route over a vpc-eni veth.
+// The IPAM's GC, then the host rules of the node's addresses that the IPAM no longer holds (their
+// pods' routes went with their veths).
 Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
     CNI_TRY_ASSIGN(auto node, vpc::load_node_file(c.node_file));
     CNI_TRY(ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config));
+    CNI_TRY_ASSIGN(auto held, vpc::reserved_addresses(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto links, nl::list_links(host));
     Failures failures;
     for (int family : {AF_INET, AF_INET6}) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, family));
-        CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, family));
         for (auto& rule : rules) {
-            if (rule.priority != kToPodPriority || !rule.dst || !node.eni_of(rule.dst->ip)) continue;
-            bool live = std::ranges::any_of(routes, [&](const nl::RouteSpec& rt) {
-                if (rt.dst != *rule.dst) return false;
-                auto l = std::ranges::find_if(links, [&](const nl::LinkInfo& x) { return x.index == rt.oif; });
-                return l != links.end() && l->name.starts_with(c.veth_prefix);
-            });
-            if (!live) failures.add(unconfigure_host(host, rule.dst->ip));
+            if (rule.priority != kToPodPriority || rule.table != RT_TABLE_MAIN || rule.src || !rule.dst ||
+                rule.dst->prefix != rule.dst->ip.bits() || std::ranges::binary_search(held, rule.dst->ip))
+                continue;
+            if (const vpc::Eni* eni = node.eni_of(rule.dst->ip)) failures.add(remove_rules(host, rule.dst->ip, eni));
         }
     }
     return failures.status("vpc-eni GC: ");
@@ -341,7 +364,8 @@ extern const Applet vpc_eni_applet{
     .kind = AppletKind::main,
     .summary = "the AWS VPC CNI's routed datapath: pod addresses from the node's ENIs",
     .keys = kVpcEniKeyDocs,
-    .help = "Needs ipam (vpc-eni-ipam hands out the node file's secondary addresses). `cni-all vpc-eni node-setup FILE` "
+    .help = "Needs ipam type vpc-eni-ipam (it hands out the node file's secondary addresses): DEL acts only on the "
+            "addresses it holds for the container's interface, never on a prevResult's. `cni-all vpc-eni node-setup FILE` "
             "and `node-teardown FILE` prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the "
             "fwmark and local rules, and the SNAT of pod traffic leaving the VPC.",
     .versions = kAllVersions,
