@@ -13,7 +13,8 @@ documented ones (docs/vpc-eni.md). DEL removes everything, a second DEL succeeds
 node-teardown leaves the node as it was, without a table of the other iptables variant. DEL acts
 only on what vpc-eni-ipam holds for its container (another program's route and rules, and a live
 pod's, survive a DEL whose prevResult names their addresses), also with neither prevResult nor a
-namespace, and a DEL cut short is finished by the next."""
+namespace, and a DEL cut short is finished by the next. A node file's errors show where it is
+wrong and none of its bytes."""
 import contextlib
 import hashlib
 import json
@@ -502,6 +503,30 @@ def del_without_prev_result_or_namespace():
                     plugin.run("DEL", c, host_ns=node, container_id=pod, args=pod_args(pod)).ok()
             eq([f for f in os.listdir(held) if f[0].isdigit()], [])
             eq("eni" in sh("ip", "-n", node, "link").stdout, False)
+
+
+@test
+def node_file_errors_show_no_content():
+    """vpc-eni: a node file that is not valid is named with the position of its fault, never its bytes (ADD, vpc-eni-ipam, node-setup)"""
+    enis = '"enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "s3cr3t", "primaryIp": "10.80.1.10"}]'
+    cases = [("tQZ%$&", "not valid JSON at line 1, column 2 (byte 1)", ["QZ%$&", "'Q'"]),
+             ('{\n  "mtu": 9001,\n  "primaryInterface": Xs3cr3t\n}', "not valid JSON at line 3, column 23 (byte 39)",
+              ["Xs3cr3t", "'X'"]),
+             ('{"primaryInterface": "eth0", "vpcCidrs": ["10.80.0.0/16"], ' + enis + "}", "enis[0].subnet: not a valid string",
+              ["s3cr3t"])]
+    with node_and_data() as (state, data), netns("node") as node, netns("pod") as pod:
+        for content, where, secrets in cases:
+            path = write_node_file(state, content, mode=0o600)  # root's alone
+            c = conf(path, data)
+            said = [Plugin(os.path.join(BIN, "vpc-eni")).run("ADD", c, host_ns=node, netns=ns_path(pod),
+                                                             args=pod_args("a")).error()["msg"],
+                    Plugin(os.path.join(BIN, "vpc-eni-ipam")).run("ADD", c, netns=ns_path(pod)).error()["msg"],
+                    sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path, check_rc=False).stderr]
+            for msg in said:
+                check(f"node file {path}: {where}" in msg, f"{where!r} in {msg!r}")
+                for secret in secrets:
+                    check(secret not in msg, f"{secret!r} from the file in {msg!r}")
+        check("eni" not in sh("ip", "-n", node, "link").stdout)
 
 
 if __name__ == "__main__":

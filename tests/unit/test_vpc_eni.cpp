@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of vpc-eni's pieces that need no namespace: SHA-1 (the veth names) against FIPS 180
 // vectors; the node file: defaults, the ENI lookup, the examples in docs/, each validation's
-// message naming the key and value,; and vpc-eni-ipam's ADD on a node with
+// message naming the key and value, errors that name where the file is wrong and never what it
+// holds there; and vpc-eni-ipam's ADD on a node with
 // 16,000 addresses (its cost was once quadratic in them).
 #include <catch2/catch.hpp>
 
@@ -34,6 +35,13 @@ namespace {
 Result<vpc::NodeFile> load(const TempDir& d, const std::string& text) {
     d.write("node.json", text);
     return vpc::load_node_file(d / "node.json");
+}
+
+// The error of loading `text` as the node file.
+std::string load_error(const TempDir& d, const std::string& text) {
+    auto n = load(d, text);
+    REQUIRE_FALSE(n);
+    return n.error().msg;
 }
 
 const char* kEnis = R"("enis": [
@@ -75,11 +83,7 @@ TEST_CASE("the example node file and conflist in docs/ are valid", "[vpc-eni]") 
 
 TEST_CASE("the node file: each mistake is an error naming the key and value", "[vpc-eni]") {
     TempDir d;
-    auto err = [&](const std::string& text) {
-        auto n = load(d, text);
-        REQUIRE_FALSE(n);
-        return n.error().msg;
-    };
+    auto err = [&](const std::string& text) { return load_error(d, text); };
     const std::string head = R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], )";
     CHECK(err(head + R"("mtu": "big", )" + kEnis + "}").find("mtu") != std::string::npos);
     CHECK(err(head + R"("mtu": 70000, )" + kEnis + "}").find("mtu 70000 is not within 576..9001") != std::string::npos);
@@ -95,8 +99,33 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
     CHECK(err(head + R"("vethPrefix": "toolong", )" + kEnis + "}").find("vethPrefix \"toolong\"") != std::string::npos);
     CHECK(err(head + R"("stateDir": "relative", )" + kEnis + "}").find("stateDir \"relative\" is not an absolute path") !=
           std::string::npos);
-    CHECK(err("{").find("unexpected end of JSON input") != std::string::npos);
+    CHECK(err("{") == "vpc-eni: node file " + d / "node.json" + ": not valid JSON at line 1, column 2 (byte 1)");
     CHECK(vpc::load_node_file(d / "missing.json").error().msg.find("does not exist") != std::string::npos);
+}
+
+TEST_CASE("the node file: an error names the file and where, never what the file holds", "[vpc-eni]") {
+    TempDir d;
+    auto err = [&](const std::string& text) { return load_error(d, text); };
+    const std::string in = "vpc-eni: node file " + d / "node.json" + ": ";
+    // Go's syntax errors quote the byte at fault ("invalid character 'Q' in literal true").
+    CHECK(err("tQZ%$&") == in + "not valid JSON at line 1, column 2 (byte 1)");
+    CHECK(err("{\n  \"mtu\": 9001,\n  \"primaryInterface\": Xs3cr3t\n}") ==
+          in + "not valid JSON at line 3, column 23 (byte 39)");
+    CHECK(err("") == in + "not valid JSON at line 1, column 1 (byte 0)");
+    CHECK(err("[1, 2]") == in + "not a JSON object");
+    // A value of the wrong type or form: its key, each ENI's with its index, not the value.
+    const std::string head = R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], )";
+    CHECK(err(head + R"("mtu": "s3cr3t"})") == in + "mtu: not a valid int (the ENIs' MTU; default 9001)");
+    CHECK(err(head + R"("mtu": 1.5})") == in + "mtu: not a valid int (the ENIs' MTU; default 9001)");
+    auto subnet = err(head + R"("enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10"},
+                                          {"interface": "eth1", "deviceNumber": 1, "subnet": "s3cr3t"}]})");
+    CHECK(subnet.starts_with(in + "enis[1].subnet: not a valid string ("));
+    CHECK(subnet.find("s3cr3t") == std::string::npos);
+    auto ip = err(head + R"("enis": [{"interface": "eth0", "secondaryIps": ["10.0.1.5", "s3cr3t"]}]})");
+    CHECK(ip.starts_with(in + "enis[0].secondaryIps: not a valid []net.IP ("));
+    CHECK(ip.find("s3cr3t") == std::string::npos);
+    CHECK(err(head + R"("enis": ["s3cr3t"]})").starts_with(in + "enis[0]: not a valid []vpc.ENI ("));
+    CHECK(err(head + R"("enis": {"s3cr3t": 1}})").starts_with(in + "enis: not a valid []vpc.ENI ("));
 }
 
 TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a second, not quadratic", "[vpc-eni]") {

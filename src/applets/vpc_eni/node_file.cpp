@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "core/cni/json_syntax.hpp"
 #include "core/cni/request.hpp"
 #include "core/os/fs.hpp"
 
@@ -113,14 +114,61 @@ Status validate(const NodeFile& n) {
     return {};
 }
 
+// Where `offset` is in `text`: "line L, column C (byte B)", counted from 1 (B from 0).
+std::string position(std::string_view text, std::size_t offset) {
+    std::string_view before = text.substr(0, offset);
+    const std::size_t line = std::size_t(std::ranges::count(before, '\n')) + 1;
+    const std::size_t line_start = before.rfind('\n') == std::string_view::npos ? 0 : before.rfind('\n') + 1;
+    return "line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1) + " (byte " +
+           std::to_string(offset) + ")";
+}
+
+// A key whose value does not decode: named with its place and what it should be, never with
+// what the file holds there (a file named by a network config need not be one a tenant may read).
+cni::Unexpected<Error> unreadable(const std::string& path, const std::string& at, const KeyDoc& doc) {
+    return fail(in_file(path) + at + ": not a valid " + std::string(doc.type) + " (" + std::string(doc.doc) + ")");
+}
+
+// The keys, each ENI's with its index: "enis[1].subnet".
+Status read_node_keys(const std::string& path, const json::Value& doc, NodeFile& n) {
+    const json::Where w{"NodeFile", ""};
+    const KeyDoc* enis_doc = nullptr;
+    for (auto& k : kNodeFileKeys) {
+        if (k.doc.key == "enis") {
+            enis_doc = &k.doc;
+            continue;
+        }
+        if (!k.read(doc, k.doc.key, n, w)) return unreadable(path, std::string(k.doc.key), k.doc);
+    }
+    const json::Value* enis = json::find(doc, "enis");
+    if (!enis || enis->IsNull()) return {};
+    if (!enis->IsArray()) return unreadable(path, "enis", *enis_doc);
+    for (std::size_t i = 0; i < enis->Size(); ++i) {
+        const json::Value& e = (*enis)[rapidjson::SizeType(i)];
+        const std::string at = "enis[" + std::to_string(i) + "]";
+        Eni eni;
+        if (!e.IsNull()) {
+            if (!e.IsObject()) return unreadable(path, at, *enis_doc);
+            for (auto& k : kEniKeys)
+                if (!k.read(e, k.doc.key, eni, w.in("ENI"))) return unreadable(path, at + "." + std::string(k.doc.key), k.doc);
+        }
+        n.enis.push_back(std::move(eni));
+    }
+    return {};
+}
+
 Result<NodeFile> parse_node_file(const std::string& path, std::string_view text) {
     std::string buffer;  // the document's strings
-    CNI_TRY_ASSIGN(auto doc, json::parse_large(text, buffer));
+    auto doc = json::parse_large(text, buffer);
+    if (!doc) {
+        auto error = json::find_syntax_error(text);
+        return fail(code::decoding_failure,
+                    in_file(path) + "not valid JSON" + (error ? " at " + position(text, error->offset) : std::string()));
+    }
+    if (!doc->IsObject()) return fail(code::decoding_failure, in_file(path) + "not a JSON object");
     NodeFile n;
     n.path = path;
-    json::Where w{"NodeFile", "", in_file(path)};
-    CNI_TRY(json::expect_object(doc, w, "vpc.NodeFile"));
-    CNI_TRY(read_keys(doc, kNodeFileKeys, n, w));
+    CNI_TRY(read_node_keys(path, *doc, n));
     CNI_TRY(validate(n));
     return n;
 }

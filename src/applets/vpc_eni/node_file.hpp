@@ -69,7 +69,10 @@ inline constexpr std::array kNodeFileKeys{
 
 Status decode(const json::Value& v, Eni& out, const json::Where& w);
 
-// Reads and validates the node file at `path` (a regular file, at most 4 MiB).
+// Reads and validates the node file at `path` (a regular file, at most 4 MiB), as root names it to
+// node-setup and node-teardown. An error names the file and where in it (a line and column, or a
+// key such as enis[1].subnet), never the bytes it holds there; a value that is well formed but
+// wrong (an MTU out of range) is named with its value.
 Result<NodeFile> load_node_file(const std::string& path);
 
 }  // namespace cni::vpc

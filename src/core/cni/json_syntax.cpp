@@ -279,16 +279,22 @@ bool is_low_surrogate(unsigned u) { return u >= 0xdc00 && u < 0xe000; }
 
 }  // namespace
 
-std::optional<std::string> go_syntax_error(std::string_view text) {
+std::optional<SyntaxError> find_syntax_error(std::string_view text) {
     Scanner s;
     for (std::size_t i = 0; i < text.size(); ++i) {
         if (s.in_string()) {
             while (i < text.size() && text[i] != '"' && text[i] != '\\' && static_cast<unsigned char>(text[i]) >= 0x20) ++i;
             if (i == text.size()) break;
         }
-        if (!s.step(text[i])) return s.error();
+        if (!s.step(text[i])) return SyntaxError{*s.error(), i};
     }
-    return s.finish();
+    if (auto error = s.finish()) return SyntaxError{*error, text.size()};
+    return std::nullopt;
+}
+
+std::optional<std::string> go_syntax_error(std::string_view text) {
+    auto e = find_syntax_error(text);
+    return e ? std::optional<std::string>(e->message) : std::nullopt;
 }
 
 std::string replace_lone_surrogates(std::string_view text) {

@@ -15,6 +15,14 @@
 
 namespace cni::json {
 
+// The first syntax error in `text`: Go's message, and the offset of the byte at fault (the text's
+// length when it ends too soon); nullopt when it is valid JSON.
+struct SyntaxError {
+    std::string message;
+    std::size_t offset = 0;
+};
+std::optional<SyntaxError> find_syntax_error(std::string_view text);
+
 // Go's message for the first syntax error in `text`, or nullopt when it is valid JSON.
 std::optional<std::string> go_syntax_error(std::string_view text);
 
