@@ -33,7 +33,7 @@ host-local ADD+DEL against 0 to 10,000 existing reservations, --iterations each,
 every iteration (plotted); when the call at 10,000 misses issue 33's 3 ms, it is profiled as below
 and set beside the same call at 0 and the process floor. vpc-eni-ipam ADD and DEL (ours only) on
 a node with 100 and 16,000 secondary addresses, every point in every iteration; issue 50's target
-is the ADD at 16,000 (5 ms).
+is the ADD at 16,000 (5 ms). Node files go under /etc/cni, where a nodeFile must be.
 Node scaling (--scaling counts, default 0,10,100,1000,5000, --scaling-iterations each, at least
 25 at 10 and 1,000, where the targets are judged, and those two measured together, call by call),
 on BOTH iptables variants whatever --iptables says: portmap ADD and DEL against that many
@@ -59,6 +59,7 @@ usage: bench/run.py [--cni-all build/cni-all] [--iterations 50] [--only ptp] [--
                     [--dynamic build/cni-all]"""
 import argparse
 import atexit
+import contextlib
 import json
 import os
 import random
@@ -244,7 +245,24 @@ class Sample:
         return Sample(self.wall + other.wall, self.cpu + other.cpu, max(self.rss, other.rss), self.processes + other.processes)
 
 
-NODE_FILES = tempfile.mkdtemp(prefix="cni-bench-node.")  # the vpc-eni scenarios' node files
+def node_files():
+    """Where the vpc-eni scenarios write their node files: a folder of the bench's own under
+    /etc/cni, the only place a network config's nodeFile may name (docs/vpc-eni.md), removed at
+    exit (and /etc/cni with it, when the bench made it)."""
+    made = not os.path.isdir("/etc/cni")
+    os.makedirs("/etc/cni", exist_ok=True)
+    d = tempfile.mkdtemp(prefix="cni-bench-node.", dir="/etc/cni")
+
+    def cleanup():
+        shutil.rmtree(d, ignore_errors=True)
+        if made:
+            with contextlib.suppress(OSError):
+                os.rmdir("/etc/cni")
+    atexit.register(cleanup)
+    return d
+
+
+NODE_FILES = node_files()
 
 
 def populate(data_dir, network, count):
@@ -1431,6 +1449,5 @@ if opts.markdown:
     with open(opts.markdown, "w") as f:
         f.write(report + "\n")
 shutil.rmtree(ours_dir)
-shutil.rmtree(NODE_FILES)
 for d in VARIANT_PATHS.values():
     shutil.rmtree(d)

@@ -14,8 +14,11 @@ node-teardown leaves the node as it was, without a table of the other iptables v
 only on what vpc-eni-ipam holds for its container (another program's route and rules, and a live
 pod's, survive a DEL whose prevResult names their addresses), also with neither prevResult nor a
 namespace, and a DEL cut short is finished by the next. A node file's errors show where it is
-wrong and none of its bytes."""
+wrong and none of its bytes, and a network config may name only root's own under /etc/cni. The
+suite mounts an empty tmpfs over /etc/cni in a mount namespace of its own."""
+import atexit
 import contextlib
+import ctypes
 import hashlib
 import json
 import os
@@ -32,13 +35,37 @@ from cnitest import BIN, Plugin, check, eq, legacy_iptables_path, netns, ns_path
 VPC_CIDR = "10.80.0.0/16"
 PRIMARY_IP, ENI1_IP = "10.80.1.10", "10.80.2.10"
 VPC_HOST, INTERNET = "10.80.9.10", "198.51.100.7"
+ETC_CNI = "/etc/cni"
+
+
+def private_etc_cni():
+    """An empty tmpfs over /etc/cni, where a network config's nodeFile must be, in a mount namespace
+    of this process's own (made here, every mount in it private): the machine's /etc/cni is
+    neither seen nor changed, however the suite is run."""
+    if ctypes.CDLL(None, use_errno=True).unshare(0x00020000) != 0:  # CLONE_NEWNS
+        sys.exit(f"unshare: {os.strerror(ctypes.get_errno())}")
+    sh("mount", "--make-rprivate", "/")
+    os.umask(0o022)  # node files the tests write are root's alone to change
+    made = not os.path.isdir(ETC_CNI)
+    os.makedirs(ETC_CNI, exist_ok=True)
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", ETC_CNI)
+
+    def undo():
+        sh("umount", ETC_CNI, check_rc=False)
+        if made:
+            os.rmdir(ETC_CNI)
+    atexit.register(undo)
+
+
+def node_dir():
+    """A fresh folder under /etc/cni for a test's node file (and node-setup's records)."""
+    return tempfile.mkdtemp(dir=ETC_CNI)
 
 
 @contextlib.contextmanager
 def node_and_data():
-    """A folder for a test's node file (and node-setup's records) and one for the reservations,
-    both removed after the test, pass or fail."""
-    state, data = tempfile.mkdtemp(), tempfile.mkdtemp()
+    """node_dir() and a folder for the reservations, both removed after the test, pass or fail."""
+    state, data = node_dir(), tempfile.mkdtemp()
     try:
         yield state, data
     finally:
@@ -529,5 +556,33 @@ def node_file_errors_show_no_content():
         check("eni" not in sh("ip", "-n", node, "link").stdout)
 
 
+@test
+def node_file_only_roots_under_etc_cni():
+    """vpc-eni: a network config's nodeFile is read only when it is root's own file under /etc/cni, not through '..' or a link, nor another owner's or a group-writable one"""
+    with node_and_data() as (state, data), netns("node") as node, netns("pod") as pod:
+        valid = node_file(os.path.join(state, "run"))
+        good = write_node_file(state, valid)
+        outside = write_node_file(tempfile.mkdtemp(), valid)
+        os.symlink(outside, os.path.join(state, "link.json"))
+        os.chown(write_node_file(state, valid, "nobody.json"), 65534, 65534)
+        write_node_file(state, valid, "shared.json", mode=0o664)
+        dotdot = os.path.join(state, "..", "..", "..", os.path.relpath(outside, "/"))  # /etc/cni/x/../../.. is /
+        refused = [(outside, "is not a file under /etc/cni/"), (dotdot, "is not a file under /etc/cni/"),
+                   (os.path.join(state, "link.json"), "a symbolic link"),
+                   (os.path.join(state, "nobody.json"), "others than root may write it"),
+                   (os.path.join(state, "shared.json"), "others than root may write it")]
+        for path, why in refused:
+            for applet in ("vpc-eni", "vpc-eni-ipam"):
+                err = Plugin(os.path.join(BIN, applet)).run("ADD", conf(path, data), host_ns=node, netns=ns_path(pod),
+                                                            args=pod_args("a")).error()
+                check(why in err["msg"], f"{applet} {path}: {why!r} in {err}")
+        check("eni" not in sh("ip", "-n", node, "link").stdout)
+        held = os.path.join(data, "vpc-test")
+        eq([f for f in os.listdir(held) if f[0].isdigit()] if os.path.isdir(held) else [], [])
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        plugin.run("ADD", conf(good, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
+        plugin.run("DEL", conf(good, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
+
 if __name__ == "__main__":
+    private_etc_cni()
     run_all(cleanup=[BIN, *VARIANTS.values()])

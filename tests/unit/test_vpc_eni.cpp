@@ -2,7 +2,7 @@
 // Unit tests of vpc-eni's pieces that need no namespace: SHA-1 (the veth names) against FIPS 180
 // vectors; the node file: defaults, the ENI lookup, the examples in docs/, each validation's
 // message naming the key and value, errors that name where the file is wrong and never what it
-// holds there; and vpc-eni-ipam's ADD on a node with
+// holds there, and the paths a network config may name; and vpc-eni-ipam's ADD on a node with
 // 16,000 addresses (its cost was once quadratic in them).
 #include <catch2/catch.hpp>
 
@@ -126,6 +126,30 @@ TEST_CASE("the node file: an error names the file and where, never what the file
     CHECK(ip.find("s3cr3t") == std::string::npos);
     CHECK(err(head + R"("enis": ["s3cr3t"]})").starts_with(in + "enis[0]: not a valid []vpc.ENI ("));
     CHECK(err(head + R"("enis": {"s3cr3t": 1}})").starts_with(in + "enis: not a valid []vpc.ENI ("));
+}
+
+TEST_CASE("the node file a network config names: only a plain path under /etc/cni/", "[vpc-eni]") {
+    for (const char* ok : {"/etc/cni/vpc-eni/node.json", "/etc/cni/node.json"}) {
+        INFO(ok);
+        CHECK(vpc::check_configured_path(ok));
+    }
+    for (const char* bad : {"/root/.aws/credentials", "/etc/shadow", "etc/cni/node.json", "/etc/cni/", "/etc/cni",
+                            "/etc/cni/../shadow", "/etc/cni/./node.json", "/etc/cni//node.json", "/etc/cni/vpc-eni/..",
+                            "/etc/cnix/node.json", "/tmp/etc/cni/node.json"}) {
+        INFO(bad);
+        auto st = vpc::check_configured_path(bad);
+        REQUIRE_FALSE(st);
+        CHECK(st.error().msg == std::string("vpc-eni: nodeFile \"") + bad +
+                                    "\" is not a file under /etc/cni/: a network config may name only one of the node's "
+                                    "files there (docs/vpc-eni.md)");
+    }
+    // A refused path is not opened: nothing about the file is told.
+    TempDir d;
+    d.write("node.json", "tQ");
+    auto n = vpc::load_configured_node_file(d / "node.json");
+    REQUIRE_FALSE(n);
+    CHECK(n.error().msg.find("is not a file under /etc/cni/") != std::string::npos);
+    CHECK(vpc::load_configured_node_file("").error().msg.find("nodeFile is missing") != std::string::npos);
 }
 
 TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a second, not quadratic", "[vpc-eni]") {

@@ -46,7 +46,7 @@ Result<ipam::Store> open_store(const Context& ctx) {
 Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node) {
     CNI_TRY_ASSIGN(auto r, read_eni_ipam(req));
     std::optional<NodeFile> node;
-    if (with_node) CNI_TRY_ASSIGN(node, load_node_file(r.ipam.node_file));
+    if (with_node) CNI_TRY_ASSIGN(node, load_configured_node_file(r.ipam.node_file));
     CNI_TRY_ASSIGN(auto c, ipam::request_conf(req, r.net));
     c.data_dir = r.ipam.data_dir;
     if (!node) return c;

@@ -22,7 +22,7 @@ struct EniIpamConf {
 };
 
 inline constexpr std::array kEniIpamKeys{
-    key<&EniIpamConf::node_file>("nodeFile", "the vpc-eni node file whose ENIs' secondaryIps are handed out"),
+    key<&EniIpamConf::node_file>("nodeFile", "the vpc-eni node file whose ENIs' secondaryIps are handed out; root's own, under /etc/cni/"),
     key<&EniIpamConf::data_dir>("dataDir", "where reservations are kept (host-local's files), per network; default /var/lib/cni/networks"),
 };
 

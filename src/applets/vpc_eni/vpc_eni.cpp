@@ -50,7 +50,7 @@ struct VpcEniConf {
 };
 
 constexpr std::array kVpcEniKeys{
-    key<&VpcEniConf::node_file>("nodeFile", "the node file: the node's ENIs and their addresses (docs/vpc-eni.md)"),
+    key<&VpcEniConf::node_file>("nodeFile", "the node file: the node's ENIs and their addresses; root's own, under /etc/cni/ (docs/vpc-eni.md)"),
     key<&VpcEniConf::veth_prefix>("vethPrefix", "the host veth's name before its 11 hex digits; default eni"),
     key<&VpcEniConf::mtu>("mtu", "both veth ends' MTU; default 9001"),
 };
@@ -172,7 +172,7 @@ const vpc::Eni* eni_holding(const vpc::NodeFile& node, const IpAddr& ip) {
 
 Result<CniResult> vpc_eni_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, vpc::load_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto node, vpc::load_configured_node_file(c.node_file));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
@@ -244,7 +244,7 @@ Status vpc_eni_del(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto ips, vpc::reserved_for(ctx));
-    auto node = vpc::load_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
+    auto node = vpc::load_configured_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
     CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
     for (auto& ip : ips) {
         CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
@@ -272,7 +272,7 @@ Status require(bool ok, const std::string& what) {
 
 Status vpc_eni_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, vpc::load_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto node, vpc::load_configured_node_file(c.node_file));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
@@ -326,7 +326,7 @@ Status vpc_eni_check(const Context& ctx) {
 
 Status vpc_eni_status(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    if (auto node = vpc::load_node_file(c.node_file); !node) return fail(code::plugin_not_available, node.error().msg);
+    if (auto node = vpc::load_configured_node_file(c.node_file); !node) return fail(code::plugin_not_available, node.error().msg);
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
@@ -334,7 +334,7 @@ Status vpc_eni_status(const Context& ctx) {
 // pods' routes went with their veths).
 Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, vpc::load_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto node, vpc::load_configured_node_file(c.node_file));
     CNI_TRY(ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config));
     CNI_TRY_ASSIGN(auto held, vpc::reserved_addresses(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
