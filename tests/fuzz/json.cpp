@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Go-compatible JSON: the syntax check and RapidJSON agree on what is a document, and a document
 // written back (compact and indented, keys sorted or not) parses to what writes the same again:
-// decode, encode, decode gives the same value. Go's interface{} round trip is stable too.
+// decode, encode, decode gives the same value. Go's interface{} round trip is stable too, and
+// parse_large (in place) reads every text as parse does.
 #include "core/cni/json.hpp"
 #include "core/cni/json_syntax.hpp"
 #include "fuzz_check.hpp"
@@ -32,7 +33,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto text = text_of(data, size);
     auto doc = json::parse(text);
     auto syntax = json::go_syntax_error(text);
-    if (!doc) return 0;
+    std::string buffer;
+    auto large = json::parse_large(text, buffer);
+    property(large.has_value() == doc.has_value(), "parse_large and parse disagree on what is a document");
+    if (!doc) {
+        property(large.error().msg == doc.error().msg, "parse_large and parse give different errors");
+        return 0;
+    }
+    property(json::write(*large, json::Style::compact, false) == json::write(*doc, json::Style::compact, false),
+             "parse_large read another document than parse");
     property(!syntax, "a document parsed although Go's syntax check refused it");
     for (auto style : {json::Style::compact, json::Style::indented}) {
         for (bool sorted : {false, true}) {
