@@ -71,7 +71,7 @@ const Applet* called_applet(int argc, char** argv) {
 }
 
 // The environment's CNI_COMMAND is exactly VERSION; the last one counts, as for the dispatcher
-// (cni::os::env_value).
+// (cni::env_value).
 bool asks_version(char** envp) {
     const char* command = nullptr;
     for (char** e = envp; *e; ++e)

@@ -55,12 +55,12 @@ Result<Invocation> parse(std::span<const std::string> args, std::span<const std:
     inv.command = it->second;
     bool per_attachment = inv.command == Command::add || inv.command == Command::check || inv.command == Command::del;
 
-    if (auto v = os::env_value(environ, "NETCONFPATH"); !v.empty()) inv.conf_dir = v;
-    inv.rt.cni_path = os::env_value(environ, "CNI_PATH");
+    if (auto v = env_value(environ, "NETCONFPATH"); !v.empty()) inv.conf_dir = v;
+    inv.rt.cni_path = env_value(environ, "CNI_PATH");
     if (inv.rt.cni_path.empty()) inv.rt.cni_path = os::self_exe_dir();
-    if (auto v = os::env_value(environ, "CNI_IFNAME"); !v.empty()) inv.rt.ifname = v;
-    inv.rt.capability_args = os::env_value(environ, "CAP_ARGS");
-    std::string cni_args = os::env_value(environ, "CNI_ARGS");
+    if (auto v = env_value(environ, "CNI_IFNAME"); !v.empty()) inv.rt.ifname = v;
+    inv.rt.capability_args = env_value(environ, "CAP_ARGS");
+    std::string cni_args = env_value(environ, "CNI_ARGS");
     for (const auto& kv : environ) inv.rt.environ.push_back(kv);
 
     std::vector<std::string> positional;

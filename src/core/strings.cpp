@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Go's quoting of a string (see strings.hpp).
+// Go's quoting of a string, UTF-8 decoding and reading the environment (see strings.hpp).
 #include "core/strings.hpp"
 
 #include <cstdio>
@@ -44,6 +44,14 @@ std::pair<char32_t, std::size_t> decode_rune(std::string_view s, std::size_t i) 
         r = (r << 6) | (b & 0x3F);
     }
     return {r, len};
+}
+
+std::string env_value(std::span<const std::string> environ, std::string_view key) {
+    std::string value;
+    for (auto& kv : environ)
+        if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
+            value = kv.substr(key.size() + 1);
+    return value;
 }
 
 }  // namespace cni

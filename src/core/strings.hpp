@@ -2,9 +2,10 @@
 // The string operations the Go reference leans on everywhere, with Go's semantics:
 // strings.Split (an empty input gives one empty field; separators at the ends give empty
 // fields), strings.TrimSpace and strings.Fields (ASCII white space), %q (strconv.Quote), and
-// utf8.DecodeRuneInString.
+// utf8.DecodeRuneInString; and os.Getenv's reading of a KEY=VALUE environment.
 #pragma once
 
+#include <span>
 #include <string>
 #include <utility>
 #include <string_view>
@@ -50,5 +51,9 @@ inline constexpr char32_t kReplacementRune = 0xFFFD;
 
 // Go %q of a string (strconv.Quote for the ASCII cases that occur here).
 std::string go_quote(std::string_view s);
+
+// The value of `key` in a KEY=VALUE environment ("" when unset); the last definition wins, as
+// with Go's os.Getenv on a deduplicated environment.
+std::string env_value(std::span<const std::string> environ, std::string_view key);
 
 }  // namespace cni

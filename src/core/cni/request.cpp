@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/cni/json.hpp"
+#include "core/strings.hpp"
 
 namespace cni {
 namespace {
@@ -69,7 +70,7 @@ std::string_view command_name(Command c) {
     return "";
 }
 
-std::string Request::getenv(std::string_view key) const { return os::env_value(environ, key); }
+std::string Request::getenv(std::string_view key) const { return env_value(environ, key); }
 
 Request Request::with_command(Command c) const {
     Request r = *this;

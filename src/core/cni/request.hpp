@@ -12,7 +12,6 @@
 #include <string>
 #include <vector>
 
-#include "core/os/exec.hpp"
 #include "core/result.hpp"
 
 namespace cni {

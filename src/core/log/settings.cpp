@@ -7,6 +7,7 @@
 
 #include "core/cni/json.hpp"
 #include "core/os/fs.hpp"
+#include "core/strings.hpp"
 
 namespace cni::log {
 namespace {
@@ -55,12 +56,6 @@ void apply_node(const json::Value& obj, Settings& s) {
         s.max_bytes = std::clamp(v->GetInt64(), kMinFileBytes, kMaxFileBytes);
     if (const json::Value* v = json::find_exact(obj, "logKeep"); v && v->IsInt64())
         s.keep = int(std::clamp(v->GetInt64(), std::int64_t(0), std::int64_t(kMaxKeep)));
-}
-
-std::string env_value(std::span<const std::string> environ, std::string_view key) {
-    for (auto& kv : environ)
-        if (kv.size() > key.size() && kv.starts_with(key) && kv[key.size()] == '=') return kv.substr(key.size() + 1);
-    return {};
 }
 
 }  // namespace

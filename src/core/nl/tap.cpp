@@ -13,6 +13,7 @@
 #include "core/os/errno_error.hpp"
 #include "core/os/exec.hpp"
 #include "core/os/unique_fd.hpp"
+#include "core/strings.hpp"
 
 namespace cni::nl {
 
@@ -33,7 +34,7 @@ Status add_persistent_tap(const TapSpec& spec) {
 }
 
 Status add_labelled_tap(const TapSpec& spec, const std::string& selinux_label, std::span<const std::string> environ) {
-    auto ip = os::look_path("ip", os::env_value(environ, "PATH"));
+    auto ip = os::look_path("ip", env_value(environ, "PATH"));
     if (!ip) return fail("failed to run command : " + ip.error().msg);
     os::Program p{*ip, {"tuntap", "add", "mode", "tap", "name", spec.name}, {environ.begin(), environ.end()}, {}, selinux_label};
     if (spec.multi_queue) p.args.emplace_back("multi_queue");

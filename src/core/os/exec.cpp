@@ -187,12 +187,4 @@ Result<std::string> look_path(std::string_view name, std::string_view path_list)
     return fail("exec: \"" + std::string(name) + "\": executable file not found in $PATH");
 }
 
-std::string env_value(std::span<const std::string> environ, std::string_view key) {
-    std::string value;
-    for (auto& kv : environ)
-        if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
-            value = kv.substr(key.size() + 1);
-    return value;
-}
-
 }  // namespace cni::os

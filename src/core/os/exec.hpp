@@ -8,7 +8,6 @@
 // caller's later programs keep their own). look_path finds a program by name as Go's does.
 #pragma once
 
-#include <span>
 #include <string>
 #include <vector>
 
@@ -43,9 +42,5 @@ Result<ExecOutput> run_process(const std::string& path, const std::vector<std::s
 // Go's exec.LookPath for a bare name: the first executable regular file `name` in the absolute
 // directories of `path_list` (a PATH value), else `exec: "NAME": executable file not found in $PATH`.
 Result<std::string> look_path(std::string_view name, std::string_view path_list);
-
-// The value of `key` in a KEY=VALUE environment ("" when unset); the last definition wins, as
-// with Go's os.Getenv on a deduplicated environment.
-std::string env_value(std::span<const std::string> environ, std::string_view key);
 
 }  // namespace cni::os
