@@ -14,6 +14,7 @@
 #include "core/os/errno_error.hpp"
 #include "core/run.hpp"
 #include "core/strings.hpp"
+#include "in_process.hpp"
 #include "registry.hpp"
 
 namespace cni {
@@ -95,7 +96,7 @@ int run_cni(const Applet& a, std::span<const std::string> environ, int stdin_fd,
                     std::fputc('\n', err);
                     logger.write(log::Level::info, who + " warning: " + std::string(line));
                 },
-                nullptr};
+                nullptr, {}, in_process_applet};
     if (logger.enabled(log::Level::debug)) {
         ctx.debug = [&](std::string_view step) { logger.write(log::Level::debug, who + " " + std::string(step)); };
         ctx.step("config: " + req->config);

@@ -13,6 +13,7 @@
 #include "core/os/self_exe.hpp"
 #include "core/runtime/runtime.hpp"
 #include "core/strings.hpp"
+#include "in_process.hpp"
 
 namespace cni {
 namespace {
@@ -62,6 +63,7 @@ Result<Invocation> parse(std::span<const std::string> args, std::span<const std:
     inv.rt.capability_args = env_value(environ, "CAP_ARGS");
     std::string cni_args = env_value(environ, "CNI_ARGS");
     for (const auto& kv : environ) inv.rt.environ.push_back(kv);
+    inv.rt.in_process = in_process_applet;
 
     std::vector<std::string> positional;
     for (std::size_t i = 1; i < args.size(); ++i) {

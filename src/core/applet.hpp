@@ -25,6 +25,12 @@ namespace cni {
 
 enum class AppletKind { main, ipam, meta };
 
+struct Applet;
+// The applet of this binary that runs plugin `type`, found in CNI_PATH at `path`, in-process; null
+// to exec the file. The top level knows the applet table and its launchers, so the dispatcher
+// gives the call this lookup (in_process.hpp) and delegation only asks it (ipam::invoke).
+using InProcessLookup = const Applet* (*)(std::string_view type, const std::string& path);
+
 struct Context {
     const Request& req;
     std::function<void(std::string_view)> warn;  // a diagnostic line for stderr
@@ -36,6 +42,8 @@ struct Context {
     // A step taken, for the call's log at debug level (core/log/logger.hpp); empty when the call
     // is not logged at that level.
     std::function<void(std::string_view)> debug{};
+    // Null: every delegate is exec'd.
+    InProcessLookup in_process = nullptr;
     void step(std::string_view what) const {
         if (debug) debug(what);
     }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The tag inside every launcher (launcher.cpp): a fixed text, then the applet's name in a
 // zero-padded field that `cni-all install` fills in when it writes the launcher for an applet.
-// The text also tells a launcher file apart from any other program (os::is_self_exe), so
-// in-process delegation works through launchers as it did through symlinks. Freestanding: the
-// launcher includes it too.
+// The text also tells a launcher file apart from any other program (is_self_exe,
+// src/in_process.hpp), so in-process delegation works through launchers as it did through
+// symlinks. Freestanding: the launcher includes it too.
 #pragma once
 
 namespace cni::launcher {

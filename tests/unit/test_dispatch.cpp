@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "core/ipam/delegate.hpp"
-#include "core/os/self_exe.hpp"
 #include "dispatch.hpp"
+#include "in_process.hpp"
 #include "install.hpp"
 #include "registry.hpp"
 #include "temp_dir.hpp"
@@ -278,12 +278,12 @@ TEST_CASE("a launcher `install` wrote beside this binary counts as this binary; 
     std::FILE* out = std::tmpfile();
     REQUIRE(cni::install_applets(o, out, out) == 0);
     std::fclose(out);
-    CHECK(cni::os::is_self_exe(d / "bin/host-local"));       // in-process delegation through it
+    CHECK(cni::is_self_exe(d / "bin/host-local"));       // in-process delegation through it
     std::filesystem::create_directories(d / "other");
     std::filesystem::copy_file(d / "bin/host-local", d / "other/host-local");
-    CHECK_FALSE(cni::os::is_self_exe(d / "other/host-local"));  // its folder has no cni-all of ours
+    CHECK_FALSE(cni::is_self_exe(d / "other/host-local"));  // its folder has no cni-all of ours
     std::filesystem::create_symlink(d / "bin/host-local", d / "other/hl");
-    CHECK(cni::os::is_self_exe(d / "other/hl"));               // a link to our launcher
+    CHECK(cni::is_self_exe(d / "other/hl"));               // a link to our launcher
 }
 
 TEST_CASE("IPAM delegation runs our applet in-process and another binary by exec", "[ipam][dispatch]") {
@@ -301,7 +301,7 @@ TEST_CASE("IPAM delegation runs our applet in-process and another binary by exec
     req.config = conf;
     req.environ = req_env;
     std::vector<std::string> warnings;
-    cni::Context ctx{req, [&](std::string_view w) { warnings.emplace_back(w); }, nullptr};
+    cni::Context ctx{req, [&](std::string_view w) { warnings.emplace_back(w); }, nullptr, {}, cni::in_process_applet};
     auto pid_before = ::getpid();
     auto r = cni::ipam::delegate_add(ctx, "host-local", conf);
     REQUIRE(r);

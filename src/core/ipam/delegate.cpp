@@ -5,10 +5,8 @@
 #include <sys/stat.h>
 
 #include "core/os/exec.hpp"
-#include "core/os/self_exe.hpp"
 #include "core/run.hpp"
 #include "core/strings.hpp"
-#include "registry.hpp"
 
 namespace cni::ipam {
 namespace {
@@ -17,7 +15,7 @@ Result<std::optional<CniResult>> run_in_process(const Applet& a, const Context& 
     Request derived = ctx.req.with_command(cmd);
     auto req = read_request(derived.environ, [&](std::size_t) { return Result<std::string>(std::string(config)); });
     if (!req) return cni::Unexpected(req.error().error);
-    Context inner{*req, ctx.warn, req->netns == ctx.req.netns ? ctx.netns : nullptr, ctx.debug};
+    Context inner{*req, ctx.warn, req->netns == ctx.req.netns ? ctx.netns : nullptr, ctx.debug, ctx.in_process};
     ctx.step(std::string(command_name(cmd)) + " " + std::string(a.name) + ", in-process: " + std::string(config));
     CNI_TRY_ASSIGN(auto outcome, run_verb(a, inner));
     if (!outcome.result) return std::optional<CniResult>{};
@@ -66,7 +64,7 @@ Result<std::optional<CniResult>> run_exec(const std::string& path, const Context
 
 Result<std::optional<CniResult>> invoke(const Context& ctx, Command cmd, std::string_view type, std::string_view config) {
     CNI_TRY_ASSIGN(auto path, find_in_path(type, ctx.req.path));
-    if (const Applet* a = find_applet(type); a && os::is_self_exe(path)) return run_in_process(*a, ctx, cmd, config);
+    if (const Applet* a = ctx.in_process ? ctx.in_process(type, path) : nullptr) return run_in_process(*a, ctx, cmd, config);
     return run_exec(path, ctx, cmd, config);
 }
 

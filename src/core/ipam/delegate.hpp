@@ -2,9 +2,9 @@
 // Delegating to another plugin (IPAM, or flannel's delegate), as Go invoke.Delegate* does
 // (docs/compatibility.md: IPAM delegation): find `type` in CNI_PATH (a '/' in the name is refused,
 // the CVE-2021-20206 class), and run it with the same config and environment but CNI_COMMAND
-// replaced. When the file found is this very binary and `type` is one of our applets, the applet
-// runs in-process: same validation, same version gates, same result round trip through the config's
-// version, no fork/exec.
+// replaced. When the call's in_process lookup names one of our applets for the file found (it is
+// this very binary), the applet runs in-process: same validation, same version gates, same result
+// round trip through the config's version, no fork/exec.
 #pragma once
 
 #include <string>

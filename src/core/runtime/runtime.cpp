@@ -45,7 +45,7 @@ Request request_for(Command cmd, const RuntimeConf& rt, bool attachment) {
 Result<std::optional<CniResult>> run_plugin(const NetworkList& list, std::size_t i, Command cmd, const RuntimeConf& rt,
                                             const std::string& config, const Warn& warn) {
     Request req = request_for(cmd, rt, cmd != Command::gc && cmd != Command::status);
-    Context ctx{req, [&](std::string_view line) { warn(line); }, nullptr};
+    Context ctx{req, [&](std::string_view line) { warn(line); }, nullptr, {}, rt.in_process};
     return ipam::invoke(ctx, cmd, list.types[i], config);
 }
 

@@ -4,7 +4,7 @@
 // the capability args the plugin declares in "capabilities", and a prevResult (ADD: the previous
 // plugin's result; CHECK and DEL: the cached result, converted to the list's version). DEL walks
 // the list backwards. Results are cached as libcni caches them. Plugins are found in CNI_PATH
-// and run in-process when they are this binary's applets (ipam::invoke).
+// and run in-process when rt.in_process says they are this binary's applets (ipam::invoke).
 #pragma once
 
 #include <functional>
@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/applet.hpp"
 #include "core/cni/cni_result.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/runtime/cache.hpp"
@@ -29,6 +30,7 @@ struct RuntimeConf {
     std::string cni_path;
     std::string cache_dir = "/var/lib/cni";
     std::vector<std::string> environ;  // passed on to the plugins (CNI_* replaced)
+    InProcessLookup in_process = nullptr;  // which plugins run in-process (Context::in_process)
 };
 
 using Warn = std::function<void(std::string_view)>;
