@@ -14,7 +14,7 @@
 
 #include "core/cni/version.hpp"
 #include "core/nl/detached_delete.hpp"
-#include "core/nl/netfilter_close.hpp"
+#include "core/libnl/netfilter_close.hpp"
 #include "dispatch.hpp"
 #include "exec_command.hpp"
 #include "install.hpp"
@@ -119,10 +119,10 @@ std::optional<int> run_subcommand(const cni::Applet& a, int argc, char** argv, i
 
 int run_applet(const cni::Applet& a) {
     // A plugin call leaves the kernel's waits to children: its netfilter sockets' closes
-    // (core/nl/netfilter_close.hpp), and its link deletions, which answer when the link is gone
+    // (core/libnl/netfilter_close.hpp), and its link deletions, which answer when the link is gone
     // rather than when the kernel has freed it (core/nl/detached_delete.hpp). Subcommands (the
     // dhcp daemon) do their own waiting.
-    cni::nl::LateNetfilterClose late_close;
+    cni::libnl::LateNetfilterClose late_close;
     cni::nl::DetachedLinkDeletes detached_deletes;
     std::vector<std::string> env;
     for (char** e = environ; e && *e; ++e) env.emplace_back(*e);

@@ -61,8 +61,8 @@ namespace {
 
 // The tags a test case may carry besides an applet's name: the layers of src/ (docs/design.md),
 // and "tests" for this file's own case (tests/README.md, One applet's tests).
-constexpr std::string_view kLayerTags[] = {"cni", "core", "dispatch", "fw", "iface", "ipam", "log", "net",
-                                           "nl", "os", "runtime", "tests"};
+constexpr std::string_view kLayerTags[] = {"cni", "core", "dispatch", "fw", "iface", "ipam", "libnl", "log",
+                                           "net", "nl", "os", "runtime", "tests"};
 
 bool known_tag(std::string_view tag) {
     std::string_view applets = CNI_TEST_APPLETS;  // meson's list of applets, space-separated

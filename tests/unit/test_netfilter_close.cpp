@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The late close of netfilter sockets (core/nl/netfilter_close.hpp): inside the dispatcher's
+// The late close of netfilter sockets (core/libnl/netfilter_close.hpp): inside the dispatcher's
 // scope and after a deletion, a freed socket's descriptor is kept and handed to a child at the
 // end of the scope; the child lets go of every other descriptor (a pipe's write end, a lock)
 // and the parent keeps none. Without the scope, or before a deletion, nothing is kept.
@@ -13,10 +13,10 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "core/nl/netfilter_close.hpp"
+#include "core/libnl/netfilter_close.hpp"
 #include "temp_dir.hpp"
 
-using namespace cni::nl;
+using namespace cni::libnl;
 
 namespace {
 
@@ -43,7 +43,7 @@ bool eof_within(int fd, int ms) {
 
 }  // namespace
 
-TEST_CASE("netfilter sockets close at once without the scope or before any deletion", "[nl][netfilter]") {
+TEST_CASE("netfilter sockets close at once without the scope or before any deletion", "[libnl][netfilter]") {
     int before = open_fds();
     { auto sk = netfilter_socket(); }
     CHECK(open_fds() == before);
@@ -57,7 +57,7 @@ TEST_CASE("netfilter sockets close at once without the scope or before any delet
     CHECK(open_fds() == before);
 }
 
-TEST_CASE("after a deletion the sockets' closes go to a child that lets go of everything else", "[nl][netfilter]") {
+TEST_CASE("after a deletion the sockets' closes go to a child that lets go of everything else", "[libnl][netfilter]") {
     TempDir dir;
     std::string lock_path = dir / "lock";
     int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);

@@ -35,7 +35,7 @@
 
 #include "core/fw/iptables.hpp"
 #include "core/fw/nftables.hpp"
-#include "core/nl/xt_sctp.hpp"
+#include "core/fw/xt_sctp.hpp"
 
 namespace cni::fw::detail {
 

@@ -25,13 +25,13 @@
 #include <span>
 
 #include "core/fw/nftables_decode.hpp"
-#include "core/nl/attr.hpp"
-#include "core/nl/netfilter_close.hpp"
+#include "core/libnl/attr.hpp"
+#include "core/libnl/netfilter_close.hpp"
 #include "core/os/errno_error.hpp"
 
 namespace cni::fw::nft {
 
-using SockPtr = nl::NetfilterSockPtr;
+using SockPtr = libnl::NetfilterSockPtr;
 namespace {
 
 constexpr std::uint8_t kCommentTag = 0;  // NFTNL_UDATA_{RULE,TABLE,CHAIN}_COMMENT
@@ -92,7 +92,7 @@ std::string ext_ack_message(const nlmsghdr* h) {
     nlattr* tb[NLMSGERR_ATTR_MAX + 1];
     auto* attrs = reinterpret_cast<nlattr*>(const_cast<char*>(static_cast<const char*>(nlmsg_data(h)) + off));
     if (nla_parse(tb, NLMSGERR_ATTR_MAX, attrs, int(total - off), nullptr) < 0 || !tb[NLMSGERR_ATTR_MSG]) return {};
-    return nl::attr_string(tb[NLMSGERR_ATTR_MSG]);
+    return libnl::attr_string(tb[NLMSGERR_ATTR_MSG]);
 }
 
 Result<SockPtr> connect() {
@@ -475,7 +475,7 @@ Status Batch::commit(std::string_view what) {
         added_.clear();  // nothing was added
         return fail(std::string(what) + ": " + first_error);
     }
-    if (deletes_) nl::note_netfilter_deletion();
+    if (deletes_) libnl::note_netfilter_deletion();
     return {};
 }
 
@@ -488,7 +488,7 @@ std::optional<ListedRule> decode_rule(nlmsghdr* h) {
     if (nlmsg_parse(h, sizeof(nfgenmsg), tb, NFTA_RULE_MAX, nullptr) < 0 || !tb[NFTA_RULE_CHAIN] || !tb[NFTA_RULE_HANDLE])
         return std::nullopt;
     ListedRule r;
-    r.chain = nl::attr_string(tb[NFTA_RULE_CHAIN]);
+    r.chain = libnl::attr_string(tb[NFTA_RULE_CHAIN]);
     r.handle = be64toh(nla_get_u64(tb[NFTA_RULE_HANDLE]));
     if (tb[NFTA_RULE_USERDATA]) r.comment = comment_of(tb[NFTA_RULE_USERDATA]);
     auto family = Family(static_cast<nfgenmsg*>(nlmsg_data(h))->nfgen_family);
@@ -508,8 +508,8 @@ int on_chain(nl_msg* msg, void* arg) {
     if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_CHAIN_MAX, nullptr) < 0 || !tb[NFTA_CHAIN_NAME] ||
         !tb[NFTA_CHAIN_TABLE])
         return NL_OK;
-    static_cast<std::vector<std::string>*>(arg)->push_back(std::string(nl::attr_string(tb[NFTA_CHAIN_TABLE])) + "/" +
-                                                           nl::attr_string(tb[NFTA_CHAIN_NAME]));
+    static_cast<std::vector<std::string>*>(arg)->push_back(std::string(libnl::attr_string(tb[NFTA_CHAIN_TABLE])) + "/" +
+                                                           libnl::attr_string(tb[NFTA_CHAIN_NAME]));
     return NL_OK;
 }
 

@@ -28,12 +28,12 @@
 #include <vector>
 
 #include "core/net/ip.hpp"
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw::nft {
 
-using nl::MsgPtr;
+using libnl::MsgPtr;
 
 enum class Family : std::uint8_t { inet = 1, ip = 2, bridge = 7, ip6 = 10 };
 
@@ -144,7 +144,7 @@ private:
     std::optional<std::uint32_t> generation_;
     std::vector<MsgPtr> msgs_;
     bool oom_ = false;
-    bool deletes_ = false;  // it removes objects: see core/nl/netfilter_close.hpp
+    bool deletes_ = false;  // it removes objects: see core/libnl/netfilter_close.hpp
     bool echo_ = false;
     std::vector<Added> added_;
 };

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/nl/attr.hpp"
+#include "core/libnl/attr.hpp"
 
 namespace cni::fw::nft::detail {
 namespace {
@@ -164,7 +164,7 @@ void immediate(nlattr* data, ListedRule& r) {
         return void(r.unknown = true);
     auto code = static_cast<std::int32_t>(be32(verdict[NFTA_VERDICT_CODE]));
     if ((code == NFT_JUMP || code == NFT_GOTO) && verdict[NFTA_VERDICT_CHAIN])
-        r.jumps_to = r.target = nl::attr_string(verdict[NFTA_VERDICT_CHAIN]);
+        r.jumps_to = r.target = libnl::attr_string(verdict[NFTA_VERDICT_CHAIN]);
     else if (code == NF_ACCEPT)
         r.target = "ACCEPT";
     else if (code == NF_DROP)
@@ -187,7 +187,7 @@ void xtables(nlattr* data, bool is_target, ListedRule& r) {
         return;
     }
     XtPayload x;
-    x.name = nl::attr_string(tb[name_attr]);
+    x.name = libnl::attr_string(tb[name_attr]);
     if (tb[rev_attr]) x.revision = std::uint8_t(be32(tb[rev_attr]));
     auto* info = static_cast<const std::uint8_t*>(nla_data(tb[info_attr]));
     x.info.assign(info, info + nla_len(tb[info_attr]));
@@ -211,7 +211,7 @@ void decode_expressions(nlattr* expressions, Family f, ListedRule& r) {
     nla_for_each_nested(elem, expressions, rem) {
         nlattr* e[NFTA_EXPR_MAX + 1];
         if (nla_parse_nested(e, NFTA_EXPR_MAX, elem, nullptr) < 0 || !e[NFTA_EXPR_NAME] || !e[NFTA_EXPR_DATA]) continue;
-        const std::string name = nl::attr_string(e[NFTA_EXPR_NAME]);
+        const std::string name = libnl::attr_string(e[NFTA_EXPR_NAME]);
         nlattr* data = e[NFTA_EXPR_DATA];
         if (name == "payload") {
             loaded = payload_load(data, f);

@@ -58,8 +58,8 @@ Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int famil
 }
 
 namespace {
-Result<AddrPtr> build(int ifindex, const IpNet& addr) {
-    AddrPtr a(rtnl_addr_alloc());
+Result<libnl::AddrPtr> build(int ifindex, const IpNet& addr) {
+    libnl::AddrPtr a(rtnl_addr_alloc());
     if (!a) return fail("netlink: out of memory");
     rtnl_addr_set_ifindex(a.get(), ifindex);
     CNI_TRY_ASSIGN(auto local, to_nl_addr(addr));

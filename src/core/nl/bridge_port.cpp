@@ -8,7 +8,7 @@
 
 #include <charconv>
 
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/os/fs.hpp"
 #include "core/strings.hpp"
 
@@ -16,8 +16,8 @@ namespace cni::nl {
 namespace {
 
 // An AF_BRIDGE link message about one port, ready for its attributes.
-MsgPtr port_msg(int type, int port_index) {
-    MsgPtr msg(nlmsg_alloc_simple(type, 0));
+libnl::MsgPtr port_msg(int type, int port_index) {
+    libnl::MsgPtr msg(nlmsg_alloc_simple(type, 0));
     ifinfomsg ifi{};
     ifi.ifi_family = AF_BRIDGE;
     ifi.ifi_index = port_index;

@@ -14,15 +14,15 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/nl/netfilter_close.hpp"
-#include "core/nl/ptr.hpp"
+#include "core/libnl/netfilter_close.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/os/sysctl.hpp"
 
 namespace cni::nl {
 namespace {
 
-MsgPtr ct_msg(int type, int flags, int family) {
-    MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_CTNETLINK << 8) | type, flags));
+libnl::MsgPtr ct_msg(int type, int flags, int family) {
+    libnl::MsgPtr msg(nlmsg_alloc_simple((NFNL_SUBSYS_CTNETLINK << 8) | type, flags));
     nfgenmsg g{};
     g.nfgen_family = static_cast<std::uint8_t>(family);
     g.version = NFNETLINK_V0;
@@ -88,7 +88,7 @@ bool nothing_tracked() {
 
 Status delete_udp_flows_to(int family, std::span<const std::uint16_t> ports) {
     if (ports.empty() || nothing_tracked()) return {};
-    NetfilterSockPtr sk(nl_socket_alloc());
+    libnl::NetfilterSockPtr sk(nl_socket_alloc());
     if (!sk) return fail("conntrack: out of memory");
     if (int err = nl_connect(sk.get(), NETLINK_NETFILTER); err < 0) return fail(std::string("conntrack: ") + nl_geterror(err));
     if (std::all_of(ports.begin(), ports.end(), [&](std::uint16_t p) { return filtered_flush(sk.get(), family, p) == 0; })) return {};

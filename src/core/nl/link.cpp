@@ -21,7 +21,7 @@
 #include "core/go_num.hpp"
 #include "core/nl/detached_delete.hpp"
 #include "core/nl/nl_addr.hpp"
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/os/fs.hpp"
 
 namespace cni::nl {
@@ -55,7 +55,7 @@ LinkInfo to_info(rtnl_link* l) {
 Result<std::optional<LinkInfo>> lookup(const Socket& s, int index, const char* name, const std::string& what) {
     rtnl_link* raw = nullptr;
     int err = rtnl_link_get_kernel(s.get(), index, name, &raw);
-    LinkPtr link(raw);
+    libnl::LinkPtr link(raw);
     if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) {
         (void)s.check(0, "");  // forget the kernel's complaint
         return std::optional<LinkInfo>{};
@@ -93,7 +93,7 @@ Status create(const Socket& s, rtnl_link* l, std::string_view kind, const std::s
 // in `tolerated` (0: none) counts as success and is handed back.
 template <class Fill>
 Result<int> change_tolerating(const Socket& s, const LinkInfo& link, std::string_view what, int tolerated, Fill&& fill) {
-    LinkPtr orig(rtnl_link_alloc()), delta(rtnl_link_alloc());
+    libnl::LinkPtr orig(rtnl_link_alloc()), delta(rtnl_link_alloc());
     if (!orig || !delta) return fail("netlink: out of memory");
     rtnl_link_set_ifindex(orig.get(), link.index);
     rtnl_link_set_name(orig.get(), link.name.c_str());
@@ -122,9 +122,9 @@ Result<LinkInfo> require_link(const Socket& s, const std::string& name) {
 }
 
 Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer) {
-    LinkPtr veth(rtnl_link_veth_alloc());
+    libnl::LinkPtr veth(rtnl_link_veth_alloc());
     if (!veth) return fail("netlink: out of memory");
-    LinkPtr p(rtnl_link_veth_get_peer(veth.get()));
+    libnl::LinkPtr p(rtnl_link_veth_get_peer(veth.get()));
     CNI_TRY(apply(veth.get(), self));
     CNI_TRY(apply(p.get(), peer));
     // Go netlink (and so the reference) creates both ends with txqueuelen 0.
@@ -142,7 +142,7 @@ Status add_veth(const Socket& s, const NewLink& self, const NewLink& peer) {
 }
 
 Status add_bridge(const Socket& s, const NewLink& attrs, bool vlan_filtering) {
-    LinkPtr br(rtnl_link_alloc());
+    libnl::LinkPtr br(rtnl_link_alloc());
     if (!br) return fail("netlink: out of memory");
     CNI_TRY(s.check(rtnl_link_set_type(br.get(), "bridge"), "creating bridge " + attrs.name));
     CNI_TRY(apply(br.get(), attrs));
@@ -160,7 +160,7 @@ namespace {
 
 // A link of a kind with no attributes of its own (dummy, ifb).
 Status add_plain(const Socket& s, const NewLink& attrs, const char* kind) {
-    LinkPtr l(rtnl_link_alloc());
+    libnl::LinkPtr l(rtnl_link_alloc());
     if (!l) return fail("netlink: out of memory");
     CNI_TRY(s.check(rtnl_link_set_type(l.get(), kind), std::string("creating ") + kind + " " + attrs.name));
     CNI_TRY(apply(l.get(), attrs));
@@ -176,7 +176,7 @@ Status add_ifb(const Socket& s, const NewLink& attrs) { return add_plain(s, attr
 Status add_link_with_info(const Socket& s, const NewLink& attrs, std::string_view kind, int parent,
                           const std::function<Status(nl_msg*)>& info_data) {
     std::string what = "creating " + std::string(kind) + " " + attrs.name;
-    MsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL));
+    libnl::MsgPtr msg(nlmsg_alloc_simple(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL));
     if (!msg) return fail("netlink: out of memory");
     ifinfomsg ifi{};
     ifi.ifi_family = AF_UNSPEC;
@@ -397,7 +397,7 @@ Result<bool> delete_link(const Socket& s, const std::string& name) {
 }
 
 Result<bool> delete_link_now(const Socket& s, int index, const std::string& name) {
-    LinkPtr l(rtnl_link_alloc());
+    libnl::LinkPtr l(rtnl_link_alloc());
     if (!l) return fail("netlink: out of memory");
     rtnl_link_set_ifindex(l.get(), index);
     int err = rtnl_link_delete(s.get(), l.get());

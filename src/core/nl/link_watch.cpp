@@ -71,7 +71,7 @@ Result<bool> receive_until(nl_sock* sock, Wanted& wanted, Clock::time_point dead
 }  // namespace
 
 Result<LinkWatch> LinkWatch::open() {
-    SockPtr s(nl_socket_alloc());
+    libnl::SockPtr s(nl_socket_alloc());
     if (!s) return fail("netlink: cannot allocate a socket");
     nl_socket_disable_seq_check(s.get());
     if (int err = nl_connect(s.get(), NETLINK_ROUTE); err < 0)

@@ -11,7 +11,7 @@
 
 #include <chrono>
 
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/result.hpp"
 
 namespace cni::nl {
@@ -29,8 +29,8 @@ public:
     Result<bool> wait_deleted(int index, int stop_fd) const;
 
 private:
-    explicit LinkWatch(SockPtr s) : sock_(std::move(s)) {}
-    SockPtr sock_;
+    explicit LinkWatch(libnl::SockPtr s) : sock_(std::move(s)) {}
+    libnl::SockPtr sock_;
 };
 
 }  // namespace cni::nl

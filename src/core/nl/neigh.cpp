@@ -10,7 +10,7 @@
 namespace cni::nl {
 namespace {
 
-using NeighPtr = std::unique_ptr<rtnl_neigh, Deleter<rtnl_neigh_put>>;
+using NeighPtr = std::unique_ptr<rtnl_neigh, libnl::Deleter<rtnl_neigh_put>>;
 
 int family_of(const NeighSpec& n) {
     if (n.family) return n.family;

@@ -9,12 +9,12 @@
 #include <optional>
 #include <string>
 
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 
 namespace cni::nl {
 Result<bool> forwarding_enabled(const Socket& s, int family) {
     const std::string what = family == AF_INET ? "reading ip_forward" : "reading the IPv6 forwarding switch";
-    MsgPtr msg(nlmsg_alloc_simple(RTM_GETNETCONF, NLM_F_REQUEST));
+    libnl::MsgPtr msg(nlmsg_alloc_simple(RTM_GETNETCONF, NLM_F_REQUEST));
     if (!msg) return fail(what + ": out of memory");
     netconfmsg ncm{};
     ncm.ncm_family = static_cast<unsigned char>(family);

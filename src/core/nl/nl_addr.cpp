@@ -9,16 +9,16 @@
 
 namespace cni::nl {
 
-Result<NlAddrPtr> to_nl_addr(const IpNet& net) {
+Result<libnl::NlAddrPtr> to_nl_addr(const IpNet& net) {
     bool v4 = net.ip.is_v4();
     const auto& b = net.ip.bytes();
-    NlAddrPtr a(nl_addr_build(v4 ? AF_INET : AF_INET6, v4 ? &b[12] : b.data(), v4 ? 4 : 16));
+    libnl::NlAddrPtr a(nl_addr_build(v4 ? AF_INET : AF_INET6, v4 ? &b[12] : b.data(), v4 ? 4 : 16));
     if (!a) return fail("netlink: out of memory");
     nl_addr_set_prefixlen(a.get(), unsigned(net.prefix));
     return a;
 }
 
-Result<NlAddrPtr> to_nl_addr(const IpAddr& ip) { return to_nl_addr(IpNet{ip, ip.bits(), ip.bits()}); }
+Result<libnl::NlAddrPtr> to_nl_addr(const IpAddr& ip) { return to_nl_addr(IpNet{ip, ip.bits(), ip.bits()}); }
 
 std::optional<IpNet> from_nl_addr(nl_addr* a) {
     if (!a) return std::nullopt;
@@ -54,10 +54,10 @@ std::string mac_text(nl_addr* a) {
     return out;
 }
 
-Result<NlAddrPtr> mac_to_nl_addr(const std::string& mac) {
+Result<libnl::NlAddrPtr> mac_to_nl_addr(const std::string& mac) {
     nl_addr* a = nullptr;
     if (nl_addr_parse(mac.c_str(), AF_LLC, &a) < 0) return fail("invalid MAC address " + mac);
-    return NlAddrPtr(a);
+    return libnl::NlAddrPtr(a);
 }
 
 }  // namespace cni::nl

@@ -6,15 +6,15 @@
 #include <string>
 
 #include "core/net/ip.hpp"
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/result.hpp"
 
 namespace cni::nl {
 
-Result<NlAddrPtr> to_nl_addr(const IpNet& net);
-Result<NlAddrPtr> to_nl_addr(const IpAddr& ip);  // a host address (/32 or /128)
+Result<libnl::NlAddrPtr> to_nl_addr(const IpNet& net);
+Result<libnl::NlAddrPtr> to_nl_addr(const IpAddr& ip);  // a host address (/32 or /128)
 std::optional<IpNet> from_nl_addr(nl_addr* a);    // nullopt for non-IP or empty addresses
 std::string mac_text(nl_addr* a);                 // "aa:bb:cc:dd:ee:ff"; "" for none
-Result<NlAddrPtr> mac_to_nl_addr(const std::string& mac);
+Result<libnl::NlAddrPtr> mac_to_nl_addr(const std::string& mac);
 
 }  // namespace cni::nl

@@ -12,7 +12,7 @@
 namespace cni::nl {
 namespace {
 
-using RoutePtr = std::unique_ptr<rtnl_route, Deleter<rtnl_route_put>>;
+using RoutePtr = std::unique_ptr<rtnl_route, libnl::Deleter<rtnl_route_put>>;
 
 // A route message; deletes leave protocol and type unset and use scope NOWHERE, as `ip route
 // del` does, so the kernel matches a route whatever installed it (e.g. a prefix route).
@@ -113,7 +113,7 @@ std::optional<int> route_get_link(const Socket& s, const IpAddr& dst) {
     auto lookup = [&dst](nl_sock* sk, nl_cache** out) {
         nl_cache* cache = nullptr;
         if (int rc = nl_cache_alloc_name("route/route", &cache); rc < 0) return rc;
-        MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
+        libnl::MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
         rtmsg rtm{};
         const bool v4 = dst.is_v4();
         rtm.rtm_family = v4 ? AF_INET : AF_INET6;

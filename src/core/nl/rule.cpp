@@ -11,7 +11,7 @@
 namespace cni::nl {
 namespace {
 
-using RulePtr = std::unique_ptr<rtnl_rule, Deleter<rtnl_rule_put>>;
+using RulePtr = std::unique_ptr<rtnl_rule, libnl::Deleter<rtnl_rule_put>>;
 
 int family_of(const RuleSpec& r) {
     if (r.family) return r.family;

@@ -7,7 +7,7 @@
 #include <netlink/msg.h>
 #include <sys/socket.h>
 
-#include "core/nl/attr.hpp"
+#include "core/libnl/attr.hpp"
 #include "core/os/errno_error.hpp"
 
 namespace cni::nl {
@@ -29,7 +29,7 @@ int on_error(sockaddr_nl*, nlmsgerr* e, void* arg) {
             nlattr* a;
             int rem;
             nla_for_each_attr(a, attrs, remaining, rem) {
-                if (nla_type(a) == NLMSGERR_ATTR_MSG) last->message = nl::attr_string(a);
+                if (nla_type(a) == NLMSGERR_ATTR_MSG) last->message = libnl::attr_string(a);
             }
         }
     }
@@ -39,7 +39,7 @@ int on_error(sockaddr_nl*, nlmsgerr* e, void* arg) {
 }  // namespace
 
 Result<Socket> Socket::open() {
-    SockPtr s(nl_socket_alloc());
+    libnl::SockPtr s(nl_socket_alloc());
     if (!s) return fail("netlink: cannot allocate a socket");
     if (int err = nl_connect(s.get(), NETLINK_ROUTE); err < 0) return fail(std::string("netlink: connect: ") + nl_geterror(err));
     int one = 1;
@@ -94,8 +94,8 @@ int on_ack(nl_msg*, void* arg) {
 
 Status Socket::ask(nl_msg* msg, const std::function<void(nl_msg*)>& answer, std::string_view what) const {
     // The socket's handlers (its error handler records the kernel's message) plus ours.
-    std::unique_ptr<nl_cb, Deleter<nl_cb_put>> own(nl_socket_get_cb(sock_.get()));
-    std::unique_ptr<nl_cb, Deleter<nl_cb_put>> cb(nl_cb_clone(own.get()));
+    std::unique_ptr<nl_cb, libnl::Deleter<nl_cb_put>> own(nl_socket_get_cb(sock_.get()));
+    std::unique_ptr<nl_cb, libnl::Deleter<nl_cb_put>> cb(nl_cb_clone(own.get()));
     if (!cb) return fail(std::string(what) + ": out of memory");
     Asking asking{&answer};
     nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_answer, &asking);
@@ -105,12 +105,12 @@ Status Socket::ask(nl_msg* msg, const std::function<void(nl_msg*)>& answer, std:
     return {};
 }
 
-Result<CachePtr> Socket::dump(const CacheAlloc& alloc, std::string_view what) const {
+Result<libnl::CachePtr> Socket::dump(const CacheAlloc& alloc, std::string_view what) const {
     int rc = 0;
     for (int attempt = 0; attempt < 5; ++attempt) {
         nl_cache* raw = nullptr;
         rc = alloc(sock_.get(), &raw);
-        if (rc >= 0) return CachePtr(raw);
+        if (rc >= 0) return libnl::CachePtr(raw);
         if (rc != -NLE_DUMP_INTR) break;  // libnl frees the partial cache itself
     }
     return cni::Unexpected(error(rc, what));

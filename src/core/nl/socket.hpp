@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/os/netns.hpp"
 #include "core/result.hpp"
 
@@ -29,7 +29,7 @@ public:
     // A dump into a new libnl cache by `alloc` (e.g. rtnl_link_alloc_cache). A dump the kernel
     // marks interrupted (NLM_F_DUMP_INTR: the table changed under it) is retried, 5 times at most.
     using CacheAlloc = std::function<int(nl_sock*, nl_cache**)>;
-    Result<CachePtr> dump(const CacheAlloc& alloc, std::string_view what) const;
+    Result<libnl::CachePtr> dump(const CacheAlloc& alloc, std::string_view what) const;
 
     // A request whose answer libnl has no object for: sends `msg` (acked, as nl_send_auto
     // makes it) and hands every message before the kernel's ack to `on_answer`; an answer may
@@ -43,8 +43,8 @@ public:
     };
 
 private:
-    Socket(SockPtr s, std::unique_ptr<LastError> last) : sock_(std::move(s)), last_(std::move(last)) {}
-    SockPtr sock_;
+    Socket(libnl::SockPtr s, std::unique_ptr<LastError> last) : sock_(std::move(s)), last_(std::move(last)) {}
+    libnl::SockPtr sock_;
     std::unique_ptr<LastError> last_;  // stable address for libnl's error callback
 };
 

@@ -25,15 +25,15 @@
 #include <netlink/utils.h>
 
 #include "core/go_num.hpp"
-#include "core/nl/attr.hpp"
+#include "core/libnl/attr.hpp"
 
 namespace cni::nl {
 namespace {
 
-using QdiscPtr = std::unique_ptr<rtnl_qdisc, Deleter<rtnl_qdisc_put>>;
-using ClsPtr = std::unique_ptr<rtnl_cls, Deleter<rtnl_cls_put>>;
-using ActPtr = std::unique_ptr<rtnl_act, Deleter<rtnl_act_put>>;
-using ClassPtr = std::unique_ptr<rtnl_class, Deleter<rtnl_class_put>>;
+using QdiscPtr = std::unique_ptr<rtnl_qdisc, libnl::Deleter<rtnl_qdisc_put>>;
+using ClsPtr = std::unique_ptr<rtnl_cls, libnl::Deleter<rtnl_cls_put>>;
+using ActPtr = std::unique_ptr<rtnl_act, libnl::Deleter<rtnl_act_put>>;
+using ClassPtr = std::unique_ptr<rtnl_class, libnl::Deleter<rtnl_class_put>>;
 
 constexpr std::uint32_t kRootHandle = TC_HANDLE(1, 0);
 constexpr std::uint32_t kIngressHandle = TC_HANDLE(0xffff, 0);
@@ -107,8 +107,8 @@ Status add_subnet_filter(const Socket& s, int ifindex, const IpNet& net, bool ma
 }
 
 // A qdisc message about the root of `ifindex`, ready for its attributes.
-MsgPtr root_qdisc_msg(int type, int flags, int ifindex) {
-    MsgPtr msg(nlmsg_alloc_simple(type, flags));
+libnl::MsgPtr root_qdisc_msg(int type, int flags, int ifindex) {
+    libnl::MsgPtr msg(nlmsg_alloc_simple(type, flags));
     tcmsg tcm{};
     tcm.tcm_family = AF_UNSPEC;
     tcm.tcm_ifindex = ifindex;
@@ -123,7 +123,7 @@ std::optional<TbfState> read_tbf(nl_msg* m) {
     nlattr* tb[TCA_MAX + 1];
     nlattr* opt[TCA_TBF_MAX + 1];
     if (nlmsg_parse(nlmsg_hdr(m), sizeof(tcmsg), tb, TCA_MAX, nullptr) < 0 || !tb[TCA_KIND] || !tb[TCA_OPTIONS] ||
-        std::string_view(nl::attr_string(tb[TCA_KIND])) != "tbf" ||
+        std::string_view(libnl::attr_string(tb[TCA_KIND])) != "tbf" ||
         nla_parse_nested(opt, TCA_TBF_MAX, tb[TCA_OPTIONS], nullptr) < 0 || !opt[TCA_TBF_PARMS] ||
         nla_len(opt[TCA_TBF_PARMS]) < int(sizeof(tc_tbf_qopt)))
         return std::nullopt;

@@ -10,7 +10,7 @@
 
 #include <memory>
 
-namespace cni::nl {
+namespace cni::libnl {
 
 template <auto Free>
 struct Deleter {
@@ -25,4 +25,4 @@ using CachePtr = std::unique_ptr<nl_cache, Deleter<nl_cache_free>>;
 using NlAddrPtr = std::unique_ptr<nl_addr, Deleter<nl_addr_put>>;
 using MsgPtr = std::unique_ptr<nl_msg, Deleter<nlmsg_free>>;
 
-}  // namespace cni::nl
+}  // namespace cni::libnl

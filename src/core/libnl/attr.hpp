@@ -9,11 +9,11 @@
 #include <cstring>
 #include <string>
 
-namespace cni::nl {
+namespace cni::libnl {
 
 inline std::string attr_string(const nlattr* a) {
     const auto* p = static_cast<const char*>(nla_data(a));
     return std::string(p, ::strnlen(p, std::size_t(nla_len(a))));
 }
 
-}  // namespace cni::nl
+}  // namespace cni::libnl

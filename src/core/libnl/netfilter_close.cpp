@@ -2,7 +2,7 @@
 // The late close of netfilter sockets (netfilter_close.hpp). The state is the process's: one
 // dispatcher scope at most, and the descriptors it keeps (bounded; beyond that a socket closes
 // now and waits).
-#include "core/nl/netfilter_close.hpp"
+#include "core/libnl/netfilter_close.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 
 #include "core/os/close_fds.hpp"
 
-namespace cni::nl {
+namespace cni::libnl {
 
 namespace {
 
@@ -79,4 +79,4 @@ LateNetfilterClose::~LateNetfilterClose() {
     for (int fd : kept) ::close(fd);
 }
 
-}  // namespace cni::nl
+}  // namespace cni::libnl

@@ -15,9 +15,9 @@
 
 #include <memory>
 
-#include "core/nl/ptr.hpp"
+#include "core/libnl/ptr.hpp"
 
-namespace cni::nl {
+namespace cni::libnl {
 
 // The deleter of a netfilter socket: nl_socket_free, keeping the descriptor open when the scope
 // asks for it.
@@ -37,4 +37,4 @@ public:
     LateNetfilterClose& operator=(const LateNetfilterClose&) = delete;
 };
 
-}  // namespace cni::nl
+}  // namespace cni::libnl
