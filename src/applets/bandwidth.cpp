@@ -24,7 +24,7 @@
 #include "core/os/netns.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::bandwidth {
 namespace {
 
 constexpr std::string_view kBandwidthVersions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
@@ -250,4 +250,4 @@ extern const Applet bandwidth_applet{
     .check = bandwidth_check,
 };
 
-}  // namespace cni
+}  // namespace cni::bandwidth

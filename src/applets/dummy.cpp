@@ -11,7 +11,7 @@
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::dummy {
 namespace {
 
 Result<NetConf> parse_dummy_conf(const Request& req) {
@@ -80,4 +80,4 @@ extern const Applet dummy_applet{
     .status = dummy_status,
 };
 
-}  // namespace cni
+}  // namespace cni::dummy

@@ -23,7 +23,7 @@
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::host_device {
 namespace {
 
 constexpr const char* kSysBusPci = "/sys/bus/pci/devices/";
@@ -258,4 +258,4 @@ extern const Applet host_device_applet{
     .status = host_device_status,
 };
 
-}  // namespace cni
+}  // namespace cni::host_device

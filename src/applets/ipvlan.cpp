@@ -17,7 +17,7 @@
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::ipvlan {
 namespace {
 
 struct IpvlanConf {
@@ -144,4 +144,4 @@ extern const Applet ipvlan_applet{
     .status = ipvlan_status,
 };
 
-}  // namespace cni
+}  // namespace cni::ipvlan

@@ -8,7 +8,7 @@
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 
-namespace cni {
+namespace cni::loopback {
 namespace {
 
 constexpr const char* kLo = "lo";
@@ -90,4 +90,4 @@ extern const Applet loopback_applet{
     .check = loopback_check,
 };
 
-}  // namespace cni
+}  // namespace cni::loopback

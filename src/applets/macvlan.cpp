@@ -18,7 +18,7 @@
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::macvlan {
 namespace {
 
 struct MacvlanConf {
@@ -141,4 +141,4 @@ extern const Applet macvlan_applet{
     .status = macvlan_status,
 };
 
-}  // namespace cni
+}  // namespace cni::macvlan

@@ -18,7 +18,7 @@
 #include "core/nl/route.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::ptp {
 namespace {
 
 struct PtpConf {
@@ -169,4 +169,4 @@ extern const Applet ptp_applet{
     .gc = ptp_gc,
 };
 
-}  // namespace cni
+}  // namespace cni::ptp

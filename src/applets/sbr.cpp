@@ -29,7 +29,7 @@
 #include "core/os/netns.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::sbr {
 namespace {
 
 constexpr std::uint32_t kFirstTable = 100;
@@ -272,4 +272,4 @@ extern const Applet sbr_applet{
     .check = sbr_check,
 };
 
-}  // namespace cni
+}  // namespace cni::sbr

@@ -9,7 +9,7 @@
 #include "core/cni/netconf.hpp"
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::static_ {
 namespace {
 
 struct StaticAddress {
@@ -34,14 +34,14 @@ Status decode(const json::Value& v, StaticAddress& out, const json::Where& w) {
 }
 
 }  // namespace
-}  // namespace cni
+}  // namespace cni::static_
 
 template <>
-struct cni::json::GoName<std::vector<cni::StaticAddress>> {
+struct cni::json::GoName<std::vector<cni::static_::StaticAddress>> {
     static constexpr std::string_view value = "[]main.Address";
 };
 
-namespace cni {
+namespace cni::static_ {
 namespace {
 
 constexpr std::array kStaticKeys{
@@ -161,4 +161,4 @@ extern const Applet static_applet{
     .check = static_check,
 };
 
-}  // namespace cni
+}  // namespace cni::static_

@@ -22,7 +22,7 @@
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::tap {
 namespace {
 
 struct TapConf {
@@ -139,4 +139,4 @@ extern const Applet tap_applet{
     .status = tap_status,
 };
 
-}  // namespace cni
+}  // namespace cni::tap

@@ -15,7 +15,7 @@
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::vlan {
 namespace {
 
 struct VlanConf {
@@ -122,4 +122,4 @@ extern const Applet vlan_applet{
     .status = vlan_status,
 };
 
-}  // namespace cni
+}  // namespace cni::vlan

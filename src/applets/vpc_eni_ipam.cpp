@@ -8,7 +8,7 @@
 #include "applets/vpc_eni/reservations.hpp"
 #include "core/applet.hpp"
 
-namespace cni {
+namespace cni::vpc_eni_ipam {
 namespace {
 
 Result<ipam::HostLocalConf> with_node(const Request& req) { return vpc::host_local_conf(req, true); }
@@ -39,4 +39,4 @@ extern const Applet vpc_eni_ipam_applet{
     .gc = ipam::verb_of<store_only, ipam::gc>,
 };
 
-}  // namespace cni
+}  // namespace cni::vpc_eni_ipam

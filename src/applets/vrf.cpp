@@ -23,7 +23,7 @@
 #include "core/os/netns.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::vrf {
 namespace {
 
 constexpr std::string_view kVrfVersions[] = {"0.3.1", "0.4.0", "1.0.0", "1.1.0"};
@@ -210,4 +210,4 @@ extern const Applet vrf_applet{
     .check = vrf_check,
 };
 
-}  // namespace cni
+}  // namespace cni::vrf

@@ -9,7 +9,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto nul = input.find('\0');
     auto pattern = input.substr(0, nul);
     auto text = nul == std::string_view::npos ? std::string_view() : input.substr(nul + 1);
-    auto re = cni::Regexp::compile(pattern);
+    auto re = cni::tuning::Regexp::compile(pattern);
     if (!re) return 0;
     bool first = re->search(text);
     property(re->search(text) == first, "a search is not deterministic");

@@ -371,40 +371,40 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
     std::ofstream(dir + "/rules") << rules << "COMMIT\n";
     REQUIRE(ns.sh("iptables-nft-restore < " + dir + "/rules") == 0);
     std::filesystem::remove(dir + "/rules");
-    fw::ForwardSpec spec{{*IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"ctr", "eth0"}, dir};
+    firewall::ForwardSpec spec{{*IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"ctr", "eth0"}, dir};
     const std::string replies = "-A CNI-FORWARD -d 10.1.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT";
     const std::string from = "-A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT";
     auto record = [&] {
-        auto h = fw::ForwardRecord("net", {"ctr", "eth0"}, dir).load();
+        auto h = firewall::ForwardRecord("net", {"ctr", "eth0"}, dir).load();
         return h ? h->v4.size() : 0;
     };
     inside(ns, [&] {
         auto dumps = nft::chain_dumps_taken();
-        REQUIRE(fw::setup_forward(spec));
+        REQUIRE(firewall::setup_forward(spec));
         CHECK(nft::chain_dumps_taken() == dumps + 2);  // FORWARD's and CNI-ADMIN's, not CNI-FORWARD's 402 rules
         CHECK(record() == 2);
-        REQUIRE(fw::setup_forward(spec));  // again: found by the record, not added twice
+        REQUIRE(firewall::setup_forward(spec));  // again: found by the record, not added twice
         CHECK(occurrences(save, replies) == 1);
         CHECK(occurrences(save, from) == 1);
         dumps = nft::chain_dumps_taken();
-        REQUIRE(fw::teardown_forward(spec));
+        REQUIRE(firewall::teardown_forward(spec));
         CHECK(nft::chain_dumps_taken() == dumps);  // by handle alone
         CHECK(occurrences(save, "10.1.0.5") == 0);
         CHECK(occurrences(save, "-A CNI-FORWARD") == 401);
         CHECK(record() == 0);
     });
     // A stale record (its rules deleted by hand, their handles gone) or a broken one: DEL reads the chain.
-    inside(ns, [&] { REQUIRE(fw::setup_forward(spec)); });
+    inside(ns, [&] { REQUIRE(firewall::setup_forward(spec)); });
     REQUIRE(ns.sh("iptables-nft -D CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT && iptables-nft -A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT") == 0);
     inside(ns, [&] {
         auto dumps = nft::chain_dumps_taken();
-        REQUIRE(fw::teardown_forward(spec));
+        REQUIRE(firewall::teardown_forward(spec));
         CHECK(nft::chain_dumps_taken() == dumps + 1);
         CHECK(occurrences(save, "10.1.0.5") == 0);
-        REQUIRE(fw::setup_forward(spec));
+        REQUIRE(firewall::setup_forward(spec));
         std::ofstream(dir + "/" + std::filesystem::directory_iterator(dir)->path().filename().string()) << "v4 1 x\n";
         CHECK(record() == 0);
-        REQUIRE(fw::teardown_forward(spec));
+        REQUIRE(firewall::teardown_forward(spec));
         CHECK(occurrences(save, "10.1.0.5") == 0);
         CHECK(occurrences(save, "-A CNI-FORWARD") == 401);
     });
@@ -412,10 +412,10 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
     {
         VariantPath legacy(fw::Variant::legacy);
         inside(ns, [&] {
-            REQUIRE(fw::setup_forward(spec));
+            REQUIRE(firewall::setup_forward(spec));
             CHECK(record() == 0);
             CHECK(occurrences("ip netns exec " + ns.name + " iptables-legacy-save -t filter", from) == 1);
-            REQUIRE(fw::teardown_forward(spec));
+            REQUIRE(firewall::teardown_forward(spec));
             CHECK(occurrences("ip netns exec " + ns.name + " iptables-legacy-save -t filter", "10.1.0.5") == 0);
         });
     }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // cni-all's side of the regexp differential test (tests/regexp/test_regexp_diff.py): the same
-// line protocol as go_oracle.go, answered by cni::Regexp.
+// line protocol as go_oracle.go, answered by cni::tuning::Regexp.
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -32,7 +32,7 @@ int main() {
         std::istringstream fields(line);
         std::string field;
         fields >> field;
-        auto re = cni::Regexp::compile(unhex(field));
+        auto re = cni::tuning::Regexp::compile(unhex(field));
         if (!re) {
             std::cout << "E " << hex(re.error().msg) << '\n';
             continue;

@@ -7,7 +7,7 @@
 #include "applets/firewall/dbus/bus.hpp"
 #include "applets/firewall/dbus/message.hpp"
 
-using namespace cni::dbus;
+using namespace cni::firewall::dbus;
 
 namespace {
 

@@ -13,6 +13,7 @@
 #include "temp_dir.hpp"
 
 using namespace cni::fw;
+using namespace cni::firewall;
 
 TEST_CASE("SHA-512 test vectors", "[fw]") {
     CHECK(sha512_hex("").substr(0, 32) == "cf83e1357eefb8bdf1542850d66d8007");

@@ -11,14 +11,14 @@
 namespace {
 
 bool matches(std::string_view pattern, std::string_view text) {
-    auto re = cni::Regexp::compile(pattern);
+    auto re = cni::tuning::Regexp::compile(pattern);
     INFO("pattern " << pattern);
     REQUIRE(re);
     return re->search(text);
 }
 
 std::string parse_error(std::string_view pattern) {
-    auto re = cni::Regexp::compile(pattern);
+    auto re = cni::tuning::Regexp::compile(pattern);
     INFO("pattern " << pattern);
     REQUIRE_FALSE(re);
     CHECK(re.error().code == cni::code::invalid_config);
@@ -201,10 +201,10 @@ TEST_CASE("regexp: nesting costs no call stack", "[tuning]") {
     bool compiled = false, matched = false;
     std::string error;
     on_small_stack([&] {
-        auto re = cni::Regexp::compile(pattern);
+        auto re = cni::tuning::Regexp::compile(pattern);
         compiled = bool(re);
         if (re) matched = re->search("-a-");
-        auto deeper = cni::Regexp::compile("(" + pattern + ")");
+        auto deeper = cni::tuning::Regexp::compile("(" + pattern + ")");
         error = deeper ? "" : deeper.error().msg;
     });
     CHECK(compiled);

@@ -37,7 +37,7 @@
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::bridge {
 namespace {
 
 struct BridgeConf {
@@ -58,9 +58,9 @@ struct BridgeConf {
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
     std::string mac;  // container MAC, normalised
     std::int64_t vlan = 0;  // the keys port_vlans_of reads into `vlans`
-    std::optional<std::vector<iface::VlanTrunk>> vlan_trunk;
+    std::optional<std::vector<VlanTrunk>> vlan_trunk;
     bool preserve_default_vlan = false;  // false since containernetworking/plugins#1181 (2025); true before
-    iface::PortVlans vlans;
+    PortVlans vlans;
 };
 
 constexpr std::array kBridgeKeys{
@@ -86,7 +86,7 @@ constexpr std::array kBridgeKeys{
 Result<BridgeConf> parse_bridge_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto c, load_config(req.config, kBridgeKeys));
     const json::Where& w = c.net.where;
-    CNI_TRY_ASSIGN(c.vlans, iface::port_vlans_of(c.vlan, c.vlan_trunk, c.preserve_default_vlan));
+    CNI_TRY_ASSIGN(c.vlans, port_vlans_of(c.vlan, c.vlan_trunk, c.preserve_default_vlan));
     if (c.is_default_gateway) c.is_gateway = true;
 
     // The container MAC: runtimeConfig, else args.cni, else CNI_ARGS MAC.
@@ -182,8 +182,8 @@ Result<nl::LinkInfo> gateway_link(const nl::Socket& host, const os::Netns& host_
     auto made = iface::setup_veth(host, host, host_ns, ipv6_conf, name, br.mtu, "");
     if (!made) return fail("failed to create vlan gateway \"" + name + "\": " + made.error().msg);
     CNI_TRY(nl::set_master(host, made->host, br.index));
-    iface::PortVlans only_this{c.vlans.vlan, {}, false, c.vlans.preserve_default};
-    CNI_TRY(iface::apply_port_vlans(host, br.name, made->host.index, only_this));
+    PortVlans only_this{c.vlans.vlan, {}, false, c.vlans.preserve_default};
+    CNI_TRY(apply_port_vlans(host, br.name, made->host.index, only_this));
     CNI_TRY(nl::set_link_up(host, made->container, true));
     return nl::require_link(host, name);
 }
@@ -252,9 +252,9 @@ Result<CniResult> bridge_add(const Context& ctx) {
     if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::hairpin, true));
     if (c.port_isolation)
         CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::isolated, true));
-    CNI_TRY(iface::apply_port_vlans(host, br.name, veth.host.index, c.vlans));
+    CNI_TRY(apply_port_vlans(host, br.name, veth.host.index, c.vlans));
     if (c.mac_spoof_check) {
-        CNI_TRY(bridge::mac_spoof_guard().setup(fw::Driver::nftables,
+        CNI_TRY(mac_spoof_guard().setup(fw::Driver::nftables,
                                                 {r.container_id, r.ifname, veth.host.name, veth.container.mac}, undo));
     }
 
@@ -340,7 +340,7 @@ Status bridge_del(const Context& ctx) {
     }
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
     if (c.mac_spoof_check)
-        if (auto st = bridge::mac_spoof_guard().teardown_all({r.container_id, r.ifname, {}, {}}); !st)
+        if (auto st = mac_spoof_guard().teardown_all({r.container_id, r.ifname, {}, {}}); !st)
             ctx.warn(st.error().msg);  // as the reference: printed only
     if (c.ip_masq) CNI_TRY(iface::masquerade_del(ctx, c.net));
     return {};
@@ -370,7 +370,7 @@ Status bridge_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
     if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
     if (c.ip_masq) CNI_TRY(iface::masquerade_check(ctx, c.net, c.ip_masq_backend, nets));
-    if (c.mac_spoof_check) CNI_TRY(bridge::mac_spoof_guard().check(fw::Driver::nftables, {r.container_id, r.ifname, {}, {}}));
+    if (c.mac_spoof_check) CNI_TRY(mac_spoof_guard().check(fw::Driver::nftables, {r.container_id, r.ifname, {}, {}}));
     return {};
 }
 
@@ -403,4 +403,4 @@ extern const Applet bridge_applet{
     .gc = bridge_gc,
 };
 
-}  // namespace cni
+}  // namespace cni::bridge

@@ -5,7 +5,7 @@
 #include <bitset>
 #include <optional>
 
-namespace cni::iface {
+namespace cni::bridge {
 Status decode(const json::Value& v, VlanTrunk& out, const json::Where& w) {
     if (v.IsNull()) return {};
     if (!v.IsObject()) return cni::Unexpected(json::type_error(v, w, "bridge.VlanTrunk"));
@@ -79,4 +79,4 @@ Status apply_port_vlans(const nl::Socket& s, const std::string& bridge, int port
     return {};
 }
 
-}  // namespace cni::iface
+}  // namespace cni::bridge

@@ -11,7 +11,7 @@
 #include "core/cni/netconf.hpp"
 #include "core/nl/bridge_port.hpp"
 
-namespace cni::iface {
+namespace cni::bridge {
 
 struct PortVlans {
     int vlan = 0;
@@ -34,13 +34,13 @@ Result<PortVlans> port_vlans_of(std::int64_t vlan, const std::optional<std::vect
 // The VLANs of `port`, which has just joined `bridge`.
 Status apply_port_vlans(const nl::Socket& s, const std::string& bridge, int port_index, const PortVlans& v);
 
-}  // namespace cni::iface
+}  // namespace cni::bridge
 
 template <>
-struct cni::json::GoName<cni::iface::VlanTrunk> {
+struct cni::json::GoName<cni::bridge::VlanTrunk> {
     static constexpr std::string_view value = "bridge.VlanTrunk";
 };
 template <>
-struct cni::json::GoName<std::vector<cni::iface::VlanTrunk>> {
+struct cni::json::GoName<std::vector<cni::bridge::VlanTrunk>> {
     static constexpr std::string_view value = "[]*bridge.VlanTrunk";
 };

@@ -13,7 +13,7 @@
 #include "core/applet.hpp"
 #include "core/os/fs.hpp"
 
-namespace cni {
+namespace cni::dhcp {
 namespace {
 
 dhcp::DaemonReply ask(const Context& ctx, dhcp::Op op, int unreachable_code = code::internal) {
@@ -65,4 +65,4 @@ extern const Applet dhcp_applet{
     .subcommands = kDhcpCommands,
 };
 
-}  // namespace cni
+}  // namespace cni::dhcp

@@ -18,7 +18,7 @@
 #include "core/fw/driver.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::firewall {
 namespace {
 
 constexpr std::string_view kFirewallVersions[] = {"0.4.0", "1.0.0", "1.1.0"};
@@ -28,7 +28,7 @@ struct FirewallConf {
     std::optional<fw::Driver> driver;  // none: firewalld when it runs, else iptables
     std::string admin_chain = "CNI-ADMIN";
     std::string zone = "trusted";
-    fw::IngressPolicy policy = fw::IngressPolicy::open;
+    IngressPolicy policy = IngressPolicy::open;
     std::string backend_name, policy_name;  // as written
 };
 
@@ -51,9 +51,9 @@ Result<FirewallConf> parse_firewall_conf(const Context& ctx) {
                  "\" (iptables or firewalld); using firewalld if it is running, else iptables");
     if (c.zone.empty()) c.zone = "trusted";
     if (c.admin_chain.empty()) c.admin_chain = "CNI-ADMIN";
-    if (policy.empty() || policy == "open") c.policy = fw::IngressPolicy::open;
-    else if (policy == "same-bridge") c.policy = fw::IngressPolicy::same_bridge;
-    else if (policy == "isolated") c.policy = fw::IngressPolicy::isolated;
+    if (policy.empty() || policy == "open") c.policy = IngressPolicy::open;
+    else if (policy == "same-bridge") c.policy = IngressPolicy::same_bridge;
+    else if (policy == "isolated") c.policy = IngressPolicy::isolated;
     else return fail("unknown ingress policy: \"" + policy + "\"");
     return c;
 }
@@ -82,28 +82,28 @@ Result<CniResult> prev_or_fail(const FirewallConf& c) {
 
 // The applet's two drivers for this call (firewalld's talks to $DBUS_SYSTEM_BUS_ADDRESS).
 struct ForwardDrivers {
-    fw::FirewalldSources firewalld;
-    fw::Drivers<fw::ForwardSpec> drivers;
+    FirewalldSources firewalld;
+    fw::Drivers<ForwardSpec> drivers;
     explicit ForwardDrivers(const Context& ctx)
         : firewalld(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"), ctx.warn),
-          drivers{{fw::Driver::iptables, &fw::iptables_forward()}, {fw::Driver::firewalld, &firewalld}} {}
+          drivers{{fw::Driver::iptables, &iptables_forward()}, {fw::Driver::firewalld, &firewalld}} {}
     ForwardDrivers(const ForwardDrivers&) = delete;
     ForwardDrivers& operator=(const ForwardDrivers&) = delete;
 };
 
 // The driver in effect: the configured one, or firewalld when it is on the bus.
 fw::Driver driver_of(const FirewallConf& c, const Context& ctx, const ForwardDrivers& d) {
-    return d.drivers.choose(c.driver, [&] { return fw::firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
+    return d.drivers.choose(c.driver, [&] { return firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
 }
 
-fw::ForwardSpec forward_spec(const FirewallConf& c, const Request& r, std::vector<IpAddr> ips) {
+ForwardSpec forward_spec(const FirewallConf& c, const Request& r, std::vector<IpAddr> ips) {
     return {std::move(ips), c.admin_chain, c.zone, c.net.name, {r.container_id, r.ifname}};
 }
 
 // The bridge an ingress policy isolates: prevResult's first interface.
-Result<std::string> bridge_of(fw::IngressPolicy policy, const CniResult& prev) {
+Result<std::string> bridge_of(IngressPolicy policy, const CniResult& prev) {
     if (prev.interfaces.empty())
-        return fail(std::string("interface needs to be set for ingress policy \"") + fw::policy_name(policy) +
+        return fail(std::string("interface needs to be set for ingress policy \"") + policy_name(policy) +
                     "\", make sure to chain \"firewall\" plugin with \"bridge\"");
     if (prev.interfaces[0].name.empty()) return fail("got empty bridge name");
     return prev.interfaces[0].name;
@@ -117,9 +117,9 @@ Result<CniResult> firewall_add(const Context& ctx) {
     ForwardDrivers d(ctx);
     Rollback undo;
     CNI_TRY(d.drivers.setup(driver_of(c, ctx, d), forward_spec(c, ctx.req, ips), undo));
-    if (c.policy != fw::IngressPolicy::open) {
+    if (c.policy != IngressPolicy::open) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
-        CNI_TRY(fw::isolation().setup(fw::Driver::iptables, {bridge, c.policy, ips}, undo));
+        CNI_TRY(isolation().setup(fw::Driver::iptables, {bridge, c.policy, ips}, undo));
     }
     undo.dismiss();
     return prev;
@@ -138,9 +138,9 @@ Status firewall_check(const Context& ctx) {
     CNI_TRY(check_admin_chain(c));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
-    if (c.policy != fw::IngressPolicy::open) {
+    if (c.policy != IngressPolicy::open) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
-        CNI_TRY(fw::isolation().check(fw::Driver::iptables, {bridge, c.policy, ips}));
+        CNI_TRY(isolation().check(fw::Driver::iptables, {bridge, c.policy, ips}));
     }
     ForwardDrivers d(ctx);
     return d.drivers.check(driver_of(c, ctx, d), forward_spec(c, ctx.req, ips));
@@ -162,4 +162,4 @@ extern const Applet firewall_applet{
     .check = firewall_check,
 };
 
-}  // namespace cni
+}  // namespace cni::firewall

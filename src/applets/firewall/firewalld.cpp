@@ -2,7 +2,7 @@
 // firewalld's zone sources over D-Bus; see firewalld.hpp.
 #include "applets/firewall/firewalld.hpp"
 
-namespace cni::fw {
+namespace cni::firewall {
 namespace {
 
 constexpr const char* kName = "org.fedoraproject.FirewallD1";
@@ -81,4 +81,4 @@ Status FirewalldSources::teardown(const ForwardSpec& f) const {
     return {};
 }
 
-}  // namespace cni::fw
+}  // namespace cni::firewall

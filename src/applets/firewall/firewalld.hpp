@@ -17,7 +17,7 @@
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
-namespace cni::fw {
+namespace cni::firewall {
 
 // Whether firewalld is on the bus at `bus_address` (empty: the system bus's default address).
 bool firewalld_running(std::string_view bus_address);
@@ -41,7 +41,7 @@ private:
 // The firewall applet's firewalld driver: each address a source of the spec's zone. Setup takes
 // back only the sources it added; teardown succeeds when firewalld is gone (its runtime sources
 // went with it) and only warns about a source it no longer has, as the reference.
-class FirewalldSources final : public Rules<ForwardSpec> {
+class FirewalldSources final : public fw::Rules<ForwardSpec> {
 public:
     FirewalldSources(std::string bus_address, std::function<void(std::string_view)> warn)
         : bus_address_(std::move(bus_address)), warn_(std::move(warn)) {}
@@ -54,4 +54,4 @@ private:
     std::function<void(std::string_view)> warn_;
 };
 
-}  // namespace cni::fw
+}  // namespace cni::firewall

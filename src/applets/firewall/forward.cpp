@@ -15,7 +15,7 @@
 #include "core/fw/xtables_nft.hpp"
 #include "core/os/file_lock.hpp"
 
-namespace cni::fw {
+namespace cni::firewall {
 namespace {
 
 constexpr const char* kForward = "FORWARD";
@@ -23,28 +23,28 @@ constexpr const char* kPrivate = "CNI-FORWARD";
 constexpr const char* kStage1 = "CNI-ISOLATION-STAGE-1";
 constexpr const char* kStage2 = "CNI-ISOLATION-STAGE-2";
 
-IptRule to(std::string target, std::string comment = "") {
-    IptRule r;
+fw::IptRule to(std::string target, std::string comment = "") {
+    fw::IptRule r;
     r.target = std::move(target);
     r.comment = std::move(comment);
     return r;
 }
 
 // The two rules of one container address.
-std::pair<IptRule, IptRule> address_rules(const IpAddr& ip) {
+std::pair<fw::IptRule, fw::IptRule> address_rules(const IpAddr& ip) {
     IpNet host{ip, ip.bits(), ip.bits()};
-    IptRule replies = to("ACCEPT");
+    fw::IptRule replies = to("ACCEPT");
     replies.dst = host;
-    replies.matches = {CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), false}};
-    IptRule from = to("ACCEPT");
+    replies.matches = {fw::CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), false}};
+    fw::IptRule from = to("ACCEPT");
     from.src = host;
     return {replies, from};
 }
 
-std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, Family f) {
+std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, fw::Family f) {
     std::vector<IpAddr> mine;
     for (auto& ip : ips)
-        if (ip.is_v4() == (f == Family::v4)) mine.push_back(ip);
+        if (ip.is_v4() == (f == fw::Family::v4)) mine.push_back(ip);
     return mine;
 }
 
@@ -52,11 +52,11 @@ std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, Family f) {
 // addresses, and commits it (IptTable::update).
 template <class Fn>
 Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    for (Family f : {Family::v4, Family::v6}) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
+    for (fw::Family f : {fw::Family::v4, fw::Family::v6}) {
         auto mine = of_family(ips, f);
         if (mine.empty()) continue;
-        CNI_TRY(IptTable::update(f, "filter", [&](IptTable& filter) { return fn(filter, mine); }));
+        CNI_TRY(fw::IptTable::update(f, "filter", [&](fw::IptTable& filter) { return fn(filter, mine); }));
     }
     return {};
 }
@@ -65,19 +65,19 @@ Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
 // variant; passes when one variant passes for every family (check_either_variant).
 template <class Fn>
 Status check_per_family(const std::vector<IpAddr>& ips, Fn&& check) {
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    return check_either_variant([&](Variant v) -> Status {
-        for (Family f : {Family::v4, Family::v6}) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
+    return fw::check_either_variant([&](fw::Variant v) -> Status {
+        for (fw::Family f : {fw::Family::v4, fw::Family::v6}) {
             auto mine = of_family(ips, f);
             if (mine.empty()) continue;
-            CNI_TRY_ASSIGN(auto t, IptTable::open(f, "filter", v));
+            CNI_TRY_ASSIGN(auto t, fw::IptTable::open(f, "filter", v));
             CNI_TRY(check(t, mine));
         }
         return {};
     });
 }
 
-Status ensure_chain(IptTable& t, const std::string& chain) {
+Status ensure_chain(fw::IptTable& t, const std::string& chain) {
     return t.has_chain(chain) ? Status{} : t.create_chain(chain);
 }
 
@@ -86,8 +86,8 @@ Status ensure_chain(IptTable& t, const std::string& chain) {
 namespace {
 
 // The rules `ips` need in CNI-FORWARD, in the order ADD appends them.
-std::vector<IptRule> address_rules_of(const std::vector<IpAddr>& ips) {
-    std::vector<IptRule> out;
+std::vector<fw::IptRule> address_rules_of(const std::vector<IpAddr>& ips) {
+    std::vector<fw::IptRule> out;
     for (auto& ip : ips) {
         auto [replies, from] = address_rules(ip);
         out.push_back(replies), out.push_back(from);
@@ -97,14 +97,14 @@ std::vector<IptRule> address_rules_of(const std::vector<IpAddr>& ips) {
 
 // Whether the rules still at the recorded handles are exactly `want`: as many, each one of them,
 // and every one of them there (two handles holding the same rule do not stand for two rules).
-Result<bool> recorded_rules_hold(const IptTable& t, const std::vector<std::uint64_t>& handles, const std::vector<IptRule>& want) {
+Result<bool> recorded_rules_hold(const fw::IptTable& t, const std::vector<std::uint64_t>& handles, const std::vector<fw::IptRule>& want) {
     if (handles.size() != want.size() || !t.has_chain(kPrivate)) return false;
     CNI_TRY_ASSIGN(auto at, t.rules_at(kPrivate, handles));
     if (!at || at->size() != want.size()) return false;
-    auto held = [&](const IptRule& w) {
-        return std::ranges::any_of(*at, [&](const IptTable::AtHandle& r) { return !r.listed.foreign && r.listed.rule == w; });
+    auto held = [&](const fw::IptRule& w) {
+        return std::ranges::any_of(*at, [&](const fw::IptTable::AtHandle& r) { return !r.listed.foreign && r.listed.rule == w; });
     };
-    auto wanted = [&](const IptTable::AtHandle& r) { return !r.listed.foreign && std::ranges::find(want, r.listed.rule) != want.end(); };
+    auto wanted = [&](const fw::IptTable::AtHandle& r) { return !r.listed.foreign && std::ranges::find(want, r.listed.rule) != want.end(); };
     return std::ranges::all_of(*at, wanted) && std::ranges::all_of(want, held);
 }
 
@@ -114,15 +114,15 @@ Status setup_forward(const ForwardSpec& f) {
     ForwardRecord record(f.network, f.attachment, f.record_dir);
     auto known = record.load().value_or(ForwardHandles{});
     ForwardHandles made;
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    for (Family fam : {Family::v4, Family::v6}) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
+    for (fw::Family fam : {fw::Family::v4, fw::Family::v6}) {
         auto mine = of_family(f.ips, fam);
         if (mine.empty()) continue;
         auto wanted = address_rules_of(mine);
-        CNI_TRY_ASSIGN(auto t, IptTable::open(fam, "filter"));
+        CNI_TRY_ASSIGN(auto t, fw::IptTable::open(fam, "filter"));
         t.keep_added_handles();
         bool recorded = false;
-        CNI_TRY(t.transact([&](IptTable& x) -> Status {
+        CNI_TRY(t.transact([&](fw::IptTable& x) -> Status {
             CNI_TRY(ensure_chain(x, kPrivate));
             CNI_TRY(ensure_chain(x, f.admin_chain));
             CNI_TRY(x.insert_unique(kForward, to(kPrivate, "CNI firewall plugin rules")));
@@ -146,16 +146,16 @@ Status setup_forward(const ForwardSpec& f) {
 Status teardown_forward(const ForwardSpec& f) {
     ForwardRecord record(f.network, f.attachment, f.record_dir);
     auto known = record.load().value_or(ForwardHandles{});
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    for (Variant v : kVariants) {
-        for (Family fam : {Family::v4, Family::v6}) {
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
+    for (fw::Variant v : fw::kVariants) {
+        for (fw::Family fam : {fw::Family::v4, fw::Family::v6}) {
             auto mine = of_family(f.ips, fam);
             if (mine.empty()) continue;
-            auto t = IptTable::open(fam, "filter", v);
+            auto t = fw::IptTable::open(fam, "filter", v);
             if (!t || !t->has_chain(kPrivate)) continue;  // nothing of ours can be there
             auto doomed = address_rules_of(mine);
-            auto is_doomed = [&](const IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
-            CNI_TRY(t->transact([&](IptTable& x) -> Status {
+            auto is_doomed = [&](const fw::IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
+            CNI_TRY(t->transact([&](fw::IptTable& x) -> Status {
                 if (!x.has_chain(kPrivate)) return {};
                 CNI_TRY_ASSIGN(bool recorded, recorded_rules_hold(x, known.of(fam), doomed));
                 if (recorded) return x.delete_at(kPrivate, known.of(fam));
@@ -169,7 +169,7 @@ Status teardown_forward(const ForwardSpec& f) {
 }
 
 Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
-    return check_per_family(ips, [&](IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+    return check_per_family(ips, [&](fw::IptTable& t, const std::vector<IpAddr>& mine) -> Status {
         CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
         CNI_TRY_ASSIGN(bool admin, t.has_rule(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
         if (!jump || !admin)
@@ -189,7 +189,7 @@ namespace {
 // One isolation rule: its chain, and whether it goes first (inserted) or last (appended).
 struct IsolationRule {
     const char* chain;
-    IptRule rule;
+    fw::IptRule rule;
     bool first;
 };
 
@@ -198,17 +198,17 @@ struct IsolationRule {
 std::vector<IsolationRule> isolation_rules(const std::string& bridge, IngressPolicy policy) {
     const std::string comment = std::string("CNI firewall plugin rules (ingressPolicy: ") + policy_name(policy) + ")";
     std::vector<IsolationRule> out{{kForward, to(kStage1, comment), true}};
-    IptRule leave = to(kStage2, comment);  // -i BR ! -o BR: leaving the bridge for another
+    fw::IptRule leave = to(kStage2, comment);  // -i BR ! -o BR: leaving the bridge for another
     leave.in_iface = leave.out_iface = bridge;
     leave.out_inverted = true;
     out.push_back({kStage1, leave, true});
     if (policy == IngressPolicy::isolated) {
-        IptRule within = to("DROP", comment);  // -i BR -o BR: between containers of the bridge
+        fw::IptRule within = to("DROP", comment);  // -i BR -o BR: between containers of the bridge
         within.in_iface = within.out_iface = bridge;
         out.push_back({kStage1, within, true});
     }
     out.push_back({kStage1, to("RETURN", comment), false});
-    IptRule enter = to("DROP", comment);  // -o BR: arriving from another bridge
+    fw::IptRule enter = to("DROP", comment);  // -o BR: arriving from another bridge
     enter.out_iface = bridge;
     out.push_back({kStage2, enter, true});
     out.push_back({kStage2, to("RETURN", comment), false});
@@ -216,7 +216,7 @@ std::vector<IsolationRule> isolation_rules(const std::string& bridge, IngressPol
 }
 
 // An isolation rule as iptables -S shows its interfaces and target.
-std::string shown(const IptRule& r) {
+std::string shown(const fw::IptRule& r) {
     std::string s;
     if (!r.in_iface.empty()) s += "-i " + r.in_iface + " ";
     if (!r.out_iface.empty()) s += std::string(r.out_inverted ? "! " : "") + "-o " + r.out_iface + " ";
@@ -239,7 +239,7 @@ namespace {
 Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
     if (policy == IngressPolicy::open) return {};
     auto rules = isolation_rules(bridge, policy);
-    return per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
+    return per_family(ips, [&](fw::IptTable& t, const std::vector<IpAddr>&) -> Status {
         CNI_TRY(ensure_chain(t, kStage1));
         CNI_TRY(ensure_chain(t, kStage2));
         for (auto& r : rules) CNI_TRY(r.first ? t.insert_unique(r.chain, r.rule) : t.append_unique(r.chain, r.rule));
@@ -250,7 +250,7 @@ Status setup_isolation(const std::string& bridge, IngressPolicy policy, const st
 Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
     if (policy == IngressPolicy::open) return {};
     auto rules = isolation_rules(bridge, policy);
-    return check_per_family(ips, [&](IptTable& t, const std::vector<IpAddr>&) -> Status {
+    return check_per_family(ips, [&](fw::IptTable& t, const std::vector<IpAddr>&) -> Status {
         for (auto& r : rules) {
             CNI_TRY_ASSIGN(bool found, t.has_rule(r.chain, r.rule));
             if (!found)
@@ -261,14 +261,14 @@ Status check_isolation(const std::string& bridge, IngressPolicy policy, const st
     });
 }
 
-class IptablesIsolation final : public Rules<IsolationSpec> {
+class IptablesIsolation final : public fw::Rules<IsolationSpec> {
 public:
     Status setup(const IsolationSpec& i, Rollback&) const override { return setup_isolation(i.bridge, i.policy, i.ips); }
     Status check(const IsolationSpec& i) const override { return check_isolation(i.bridge, i.policy, i.ips); }
     Status teardown(const IsolationSpec&) const override { return {}; }  // the bridge's, not the attachment's
 };
 
-class IptablesForward final : public Rules<ForwardSpec> {
+class IptablesForward final : public fw::Rules<ForwardSpec> {
 public:
     Status setup(const ForwardSpec& f, Rollback& undo) const override {
         undo.push([this, f] { (void)teardown(f); });
@@ -280,15 +280,15 @@ public:
 
 }  // namespace
 
-const Rules<ForwardSpec>& iptables_forward() {
+const fw::Rules<ForwardSpec>& iptables_forward() {
     static const IptablesForward rules;
     return rules;
 }
 
-const Drivers<IsolationSpec>& isolation() {
+const fw::Drivers<IsolationSpec>& isolation() {
     static const IptablesIsolation iptables;
-    static const Drivers<IsolationSpec> drivers{{Driver::iptables, &iptables}};
+    static const fw::Drivers<IsolationSpec> drivers{{fw::Driver::iptables, &iptables}};
     return drivers;
 }
 
-}  // namespace cni::fw
+}  // namespace cni::firewall

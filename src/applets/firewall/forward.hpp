@@ -16,7 +16,7 @@
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
-namespace cni::fw {
+namespace cni::firewall {
 
 // What the firewall applet lets through for an attachment, in either of its drivers: the
 // iptables one here, firewalld's zone sources in firewalld.hpp (chosen in firewall.cpp).
@@ -30,7 +30,7 @@ struct ForwardSpec {
 };
 
 // The iptables driver's FORWARD accepts (setup_forward, check_forward, teardown_forward).
-const Rules<ForwardSpec>& iptables_forward();
+const fw::Rules<ForwardSpec>& iptables_forward();
 
 // Adds the jumps and the per-address rules. On an iptables-nft node the per-address rules are
 // appended without reading CNI-FORWARD (which holds every attachment's) and their handles are
@@ -58,6 +58,6 @@ struct IsolationSpec {
 // holds all of them, its error naming the first one missing (beyond the reference, whose CHECK
 // does not look at them). They belong to the bridge, shared by all of its attachments: an
 // attachment's teardown leaves them, as the reference's DEL does.
-const Drivers<IsolationSpec>& isolation();
+const fw::Drivers<IsolationSpec>& isolation();
 
-}  // namespace cni::fw
+}  // namespace cni::firewall

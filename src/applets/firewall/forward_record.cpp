@@ -10,7 +10,7 @@
 #include "core/os/fs.hpp"
 #include "core/strings.hpp"
 
-namespace cni::fw {
+namespace cni::firewall {
 
 std::string encode_handles(const ForwardHandles& h) {
     std::string out;
@@ -47,7 +47,7 @@ std::optional<ForwardHandles> decode_handles(std::string_view text) {
 }
 
 ForwardRecord::ForwardRecord(const std::string& network, const Attachment& a, std::string dir)
-    : dir_(std::move(dir)), name_(sha512_hex(network + "\n" + a.container_id + "\n" + a.ifname).substr(0, 40)) {}
+    : dir_(std::move(dir)), name_(fw::sha512_hex(network + "\n" + a.container_id + "\n" + a.ifname).substr(0, 40)) {}
 
 std::optional<ForwardHandles> ForwardRecord::load() const {
     auto dir = os::Dir::open(dir_);
@@ -70,4 +70,4 @@ void ForwardRecord::forget() const {
     (void)::rmdir(dir_.c_str());
 }
 
-}  // namespace cni::fw
+}  // namespace cni::firewall

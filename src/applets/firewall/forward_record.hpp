@@ -18,11 +18,11 @@
 #include "core/fw/iptables.hpp"
 #include "core/net/attachment.hpp"
 
-namespace cni::fw {
+namespace cni::firewall {
 
 struct ForwardHandles {
     std::vector<std::uint64_t> v4, v6;
-    std::vector<std::uint64_t>& of(Family f) { return f == Family::v4 ? v4 : v6; }
+    std::vector<std::uint64_t>& of(fw::Family f) { return f == fw::Family::v4 ? v4 : v6; }
     bool empty() const { return v4.empty() && v6.empty(); }
 };
 
@@ -42,4 +42,4 @@ private:
     std::string dir_, name_;
 };
 
-}  // namespace cni::fw
+}  // namespace cni::firewall

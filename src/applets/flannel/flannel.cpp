@@ -18,7 +18,7 @@
 #include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
 
-namespace cni {
+namespace cni::flannel {
 namespace {
 
 struct FlannelConf {
@@ -127,4 +127,4 @@ extern const Applet flannel_applet{
     .status = flannel_status,
 };
 
-}  // namespace cni
+}  // namespace cni::flannel

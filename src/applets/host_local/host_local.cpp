@@ -13,8 +13,7 @@
 #include "applets/host_local/resolv_conf.hpp"
 #include "core/cni/cni_args.hpp"
 
-namespace cni {
-namespace ipam {
+namespace cni::ipam {
 namespace {
 
 // runtimeConfig.ips, args.cni.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix"
@@ -176,8 +175,9 @@ Status gc(const Context& ctx, const HostLocalConf& c) {
     return failures.status("host-local GC: ");
 }
 
-}  // namespace ipam
+}  // namespace cni::ipam
 
+namespace cni::host_local {
 namespace {
 
 using ipam::HostLocalConf;
@@ -231,4 +231,4 @@ extern const Applet host_local_applet{
     .gc = ipam::verb_of<parse_host_local_conf, ipam::gc>,
 };
 
-}  // namespace cni
+}  // namespace cni::host_local

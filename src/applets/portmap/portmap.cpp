@@ -28,18 +28,18 @@
 #include "core/os/sysctl.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::portmap {
 namespace {
 
 struct PortmapConf {
     NetConf net;
-    std::vector<portmap::PortMapping> mappings;
+    std::vector<PortMapping> mappings;
     bool snat = true;
     bool masq_all = false;
     int mark_bit = 13;
     std::optional<std::string> external_setmark_chain;
     fw::Driver driver = fw::Driver::iptables;  // host_ports().choose, for ADD and CHECK
-    portmap::Conditions cond4, cond6;    // iptables
+    Conditions cond4, cond6;    // iptables
     fw::nft::Exprs nft_cond4, nft_cond6;
     // The keys as written that the above are made of.
     std::optional<bool> snat_key;
@@ -78,7 +78,7 @@ Status choose_backend(PortmapConf& c) {
     if (c.external_setmark_chain) iptables_only.push_back("externalSetMarkChain");
     for (auto& [key, cond] : {std::pair{"conditionsV4", &c.cond4_key}, std::pair{"conditionsV6", &c.cond6_key}})
         if (*cond && !(*cond)->empty()) (iptables_syntax(**cond) ? iptables_only : nftables_only).push_back(key);
-    c.driver = portmap::host_ports().choose(configured);
+    c.driver = host_ports().choose(configured);
     const bool nftables = c.driver == fw::Driver::nftables;
     auto& wrong = nftables ? iptables_only : nftables_only;
     if (!wrong.empty()) {
@@ -91,9 +91,9 @@ Status choose_backend(PortmapConf& c) {
 }
 
 // One runtimeConfig mapping; a port, protocol or hostIP that cannot be set up is noted in `unusable`.
-Result<portmap::PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
+Result<PortMapping> parse_mapping(const json::Value& v, const json::Where& w, std::optional<Error>& unusable) {
     CNI_TRY(json::expect_object(v, w, "main.PortMapEntry"));
-    portmap::PortMapping m;
+    PortMapping m;
     std::int64_t host_port = 0, container_port = 0;  // Go ints
     std::string proto, host_ip;
     json::Where e = w.in("PortMapEntry");
@@ -141,11 +141,11 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
         else if (!c.unusable) c.unusable = std::move(parsed).error();
     };
     if (c.driver == fw::Driver::nftables) {
-        if (c.cond4_key) note(portmap::nft_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.nft_cond4);
-        if (c.cond6_key) note(portmap::nft_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.nft_cond6);
+        if (c.cond4_key) note(nft_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.nft_cond4);
+        if (c.cond6_key) note(nft_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.nft_cond6);
     } else {
-        if (c.cond4_key) note(portmap::iptables_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.cond4);
-        if (c.cond6_key) note(portmap::iptables_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.cond6);
+        if (c.cond4_key) note(iptables_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.cond4);
+        if (c.cond6_key) note(iptables_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.cond6);
     }
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
                                                    R"(struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" })"));
@@ -194,8 +194,8 @@ std::vector<IpNet> container_addresses(const CniResult& prev, const std::string&
     return out;
 }
 
-portmap::HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr) {
-    portmap::HostPortSpec s;
+HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr) {
+    HostPortSpec s;
     s.network = c.net.name;
     s.container_id = r.container_id;
     s.container = addr;
@@ -223,8 +223,8 @@ Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
 // 127.0.0.1:hostPort reaches the container only with route_localnet on the way there (IPv4): the
 // link that is turned on for, when some mapping is reachable through localhost; then the rules
 // come with the guard (HostPortSpec::localnet_guard).
-Result<std::optional<std::string>> localhost_access_link(const portmap::HostPortSpec& s) {
-    bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const portmap::PortMapping& m) {
+Result<std::optional<std::string>> localhost_access_link(const HostPortSpec& s) {
+    bool via_localhost = std::any_of(s.mappings.begin(), s.mappings.end(), [](const PortMapping& m) {
         return !m.host_ip || m.host_ip->is_loopback();
     });
     if (!s.container.ip.is_v4() || !s.snat || !via_localhost) return std::optional<std::string>{};
@@ -232,8 +232,8 @@ Result<std::optional<std::string>> localhost_access_link(const portmap::HostPort
 }
 
 // The spec DEL and GC go by: the attachment's identity alone.
-portmap::HostPortSpec attachment_of(const PortmapConf& c, const std::string& container_id) {
-    portmap::HostPortSpec s;
+HostPortSpec attachment_of(const PortmapConf& c, const std::string& container_id) {
+    HostPortSpec s;
     s.network = c.net.name;
     s.container_id = container_id;
     return s;
@@ -262,7 +262,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
         if (spec.mappings.empty()) continue;
         CNI_TRY_ASSIGN(auto localnet_link, localhost_access_link(spec));
         spec.localnet_guard = localnet_link.has_value();
-        if (auto st = portmap::host_ports().setup(c.driver, spec, undo); !st) return fail("portmap: " + st.error().msg);
+        if (auto st = host_ports().setup(c.driver, spec, undo); !st) return fail("portmap: " + st.error().msg);
         std::vector<std::uint16_t> udp_ports;
         for (auto& m : spec.mappings)
             if (m.proto == IPPROTO_UDP) udp_ports.push_back(std::uint16_t(m.host_port));
@@ -279,7 +279,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
 Status portmap_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
     if (c.mappings.empty()) return {};
-    if (auto st = portmap::host_ports().teardown_all(attachment_of(c, ctx.req.container_id)); !st)
+    if (auto st = host_ports().teardown_all(attachment_of(c, ctx.req.container_id)); !st)
         return fail("portmap: " + st.error().msg);
     return {};
 }
@@ -294,7 +294,7 @@ Status portmap_check(const Context& ctx) {
     CNI_TRY(require_ip_addresses(**prev));
     for (auto& addr : container_addresses(**prev, r.ifname)) {
         auto spec = spec_for(c, r, addr);
-        if (!spec.mappings.empty()) CNI_TRY(portmap::host_ports().check(c.driver, spec));
+        if (!spec.mappings.empty()) CNI_TRY(host_ports().check(c.driver, spec));
     }
     return {};
 }
@@ -302,14 +302,14 @@ Status portmap_check(const Context& ctx) {
 Status portmap_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
     if (!c.net.valid_attachments) return {};
-    return portmap::host_ports().gc_all(c.net.name, *c.net.valid_attachments);
+    return host_ports().gc_all(c.net.name, *c.net.valid_attachments);
 }
 
 constexpr auto kPortmapKeyDocs = docs_of(kPortmapKeys);
 
 }  // namespace
 
-const fw::Drivers<portmap::HostPortSpec>& portmap::host_ports() {
+const fw::Drivers<HostPortSpec>& host_ports() {
     static const fw::Drivers<HostPortSpec> drivers{{fw::Driver::iptables, &iptables_rules::rules()},
                                                    {fw::Driver::nftables, &nft_rules::rules()}};
     return drivers;
@@ -328,4 +328,4 @@ extern const Applet portmap_applet{
     .gc = portmap_gc,
 };
 
-}  // namespace cni
+}  // namespace cni::portmap

@@ -15,7 +15,7 @@
 #include "core/os/errno_error.hpp"
 #include "core/os/unique_fd.hpp"
 
-namespace cni::iface {
+namespace cni::tuning {
 namespace {
 
 struct [[gnu::packed]] ArpPacket {
@@ -54,4 +54,4 @@ Status send_gratuitous_arp(int ifindex, const std::string& mac, const IpAddr& ip
     return {};
 }
 
-}  // namespace cni::iface
+}  // namespace cni::tuning

@@ -9,8 +9,8 @@
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
-namespace cni::iface {
+namespace cni::tuning {
 
 Status send_gratuitous_arp(int ifindex, const std::string& mac, const IpAddr& ip);
 
-}  // namespace cni::iface
+}  // namespace cni::tuning

@@ -11,7 +11,7 @@
 
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::tuning {
 
 namespace {
 
@@ -833,4 +833,4 @@ bool Regexp::search(std::string_view text) const {
     }
 }
 
-}  // namespace cni
+}  // namespace cni::tuning

@@ -29,7 +29,7 @@
 
 #include "core/result.hpp"
 
-namespace cni {
+namespace cni::tuning {
 
 class Regexp {
 public:
@@ -56,4 +56,4 @@ private:
     std::vector<RuneSet> sets_;
 };
 
-}  // namespace cni
+}  // namespace cni::tuning

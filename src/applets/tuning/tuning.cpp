@@ -33,12 +33,8 @@
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::tuning {
 namespace {
-
-using tuning::Backup;
-using tuning::decode_backup;
-using tuning::encode_backup;
 
 constexpr const char* kAllowlist = "/etc/cni/tuning/allowlist.conf";
 
@@ -252,7 +248,7 @@ Result<CniResult> tuning_add(const Context& ctx) {
         if (!c.mac.empty()) {
             CNI_TRY(nl::set_mac(sock, *link, c.mac));
             for (auto& ip : result.ips)
-                if (ip.address.ip.is_v4()) (void)iface::send_gratuitous_arp(link->index, c.mac, ip.address.ip);
+                if (ip.address.ip.is_v4()) (void)send_gratuitous_arp(link->index, c.mac, ip.address.ip);
             for (auto& i : result.interfaces)
                 if (i.name == r.ifname) i.mac = c.mac;
         }
@@ -364,4 +360,4 @@ extern const Applet tuning_applet{
     .gc = tuning_gc,
 };
 
-}  // namespace cni
+}  // namespace cni::tuning

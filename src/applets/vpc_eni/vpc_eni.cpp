@@ -39,7 +39,7 @@
 #include "core/os/sysctl.hpp"
 #include "core/rollback.hpp"
 
-namespace cni {
+namespace cni::vpc_eni {
 namespace {
 
 struct VpcEniConf {
@@ -377,4 +377,4 @@ extern const Applet vpc_eni_applet{
     .subcommands = kNodeCommands,
 };
 
-}  // namespace cni
+}  // namespace cni::vpc_eni

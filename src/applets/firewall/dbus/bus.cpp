@@ -13,7 +13,7 @@
 #include "core/os/errno_error.hpp"
 #include "core/os/unix_socket.hpp"
 
-namespace cni::dbus {
+namespace cni::firewall::dbus {
 namespace {
 
 std::string unescape(std::string_view s) {
@@ -140,4 +140,4 @@ Result<std::vector<Value>> Bus::call(const MethodCall& c) {
     return std::move(m.body);
 }
 
-}  // namespace cni::dbus
+}  // namespace cni::firewall::dbus

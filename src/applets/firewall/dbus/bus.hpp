@@ -14,7 +14,7 @@
 #include "core/os/unique_fd.hpp"
 #include "core/result.hpp"
 
-namespace cni::dbus {
+namespace cni::firewall::dbus {
 
 inline constexpr const char* kDefaultSystemBus = "unix:path=/run/dbus/system_bus_socket";
 
@@ -48,4 +48,4 @@ private:
     std::uint32_t next_serial_ = 1;
 };
 
-}  // namespace cni::dbus
+}  // namespace cni::firewall::dbus

@@ -5,7 +5,7 @@
 // value aligned to its own size.
 #include "applets/firewall/dbus/message.hpp"
 
-namespace cni::dbus {
+namespace cni::firewall::dbus {
 namespace {
 
 constexpr std::size_t kMaxMessage = 1u << 20;  // far more than any reply a plugin asks for
@@ -180,4 +180,4 @@ Result<Message> decode(std::string_view b) {
     return m;
 }
 
-}  // namespace cni::dbus
+}  // namespace cni::firewall::dbus

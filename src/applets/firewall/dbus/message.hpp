@@ -15,7 +15,7 @@
 
 #include "core/result.hpp"
 
-namespace cni::dbus {
+namespace cni::firewall::dbus {
 
 enum class Type : std::uint8_t { method_call = 1, method_return = 2, error = 3, signal = 4 };
 
@@ -44,4 +44,4 @@ Result<std::size_t> message_size(std::string_view fixed_header);
 // One whole message (message_size bytes).
 Result<Message> decode(std::string_view bytes);
 
-}  // namespace cni::dbus
+}  // namespace cni::firewall::dbus
