@@ -7,7 +7,7 @@ or of a layer the table lets it include, and every namespace a file opens is its
 nested in it); a violation is printed as FILE:LINE: what, and the exit code is 1. It also
 checks the table itself: every file in one layer, no unknown layer, and a layer listing all
 that the layers it lists may include (so the libraries meson links are the table's).
-`deps` (meson.build): one line per layer of core/, bottom up, `layer:below,below,...`.
+`deps` (meson.build): one line per layer, bottom up, `layer:below,below,...`.
 usage: scripts/layers.py check|deps [SRC_DIR [DESIGN_MD]]"""
 import os
 import re
@@ -281,9 +281,12 @@ def main():
     design_md = args[2] if len(args) > 2 else os.path.join(ROOT, "docs", "design.md")
     try:
         if args[0] == "deps":
-            for l in bottom_up(read_table(design_md)):
-                if all(p.startswith("core/") for p in l.patterns):
-                    print(l.name + ":" + ",".join(l.below))
+            layers = read_table(design_md)
+            problems = check_table(layers, design_md)
+            if problems:
+                sys.exit("\n".join(problems))
+            for l in bottom_up(layers):
+                print(l.name + ":" + ",".join(l.below))
             return
         problems = check(src, design_md)
     except TableError as e:
