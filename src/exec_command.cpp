@@ -107,11 +107,11 @@ Result<Invocation> parse(std::span<const std::string> args, std::span<const std:
 }
 
 // gc: the cached attachments whose namespace still exists are the valid ones.
-std::vector<Attachment> live_attachments(const Invocation& inv) {
-    std::vector<Attachment> valid;
+std::vector<net::Attachment> live_attachments(const Invocation& inv) {
+    std::vector<net::Attachment> valid;
     for (auto& c : runtime::cached_attachments(inv.rt.cache_dir, inv.network)) {
         auto ns = c.netns.empty() ? Result<std::optional<os::Netns>>(std::optional<os::Netns>{}) : os::Netns::open_if_exists(c.netns);
-        if (ns && *ns) valid.push_back(Attachment{c.container_id, c.ifname});
+        if (ns && *ns) valid.push_back(net::Attachment{c.container_id, c.ifname});
     }
     return valid;
 }

@@ -48,7 +48,7 @@ constexpr std::array kBandwidthKeys{
 struct BandwidthConf {
     NetConf net;
     BandwidthEntry limits;
-    std::vector<IpNet> subnets;  // from unshapedSubnets or shapedSubnets
+    std::vector<net::IpNet> subnets;  // from unshapedSubnets or shapedSubnets
     bool subnets_shaped = false;
 };
 
@@ -59,7 +59,7 @@ Status take_subnets(const BandwidthEntry& e, BandwidthConf& c) {
     c.subnets_shaped = !e.shaped_subnets.empty();
     c.subnets.clear();
     for (auto& text : c.subnets_shaped ? e.shaped_subnets : e.unshaped_subnets) {
-        auto net = IpNet::parse(text);
+        auto net = net::IpNet::parse(text);
         if (!net) return fail(std::string("bad subnet \"") + text + "\" provided in " + (c.subnets_shaped ? "shapedSubnets" : "unshapedSubnets"));
         c.subnets.push_back(*net);
     }

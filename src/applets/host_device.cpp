@@ -113,7 +113,7 @@ Result<nl::LinkInfo> find_device(const nl::Socket& host, const HostDeviceConf& c
         return *link;
     }
     if (!c.hwaddr.empty()) {
-        auto mac = parse_mac(c.hwaddr);
+        auto mac = net::parse_mac(c.hwaddr);
         if (!mac) return fail("failed to parse MAC address \"" + c.hwaddr + "\"");
         CNI_TRY_ASSIGN(auto link, nl::find_link_by_mac(host, *mac));
         if (!link) return fail("failed to find host device: failed to find physical interface");

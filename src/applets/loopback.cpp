@@ -36,7 +36,7 @@ Result<CniResult> loopback_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto lo, find_lo(sock));
     CNI_TRY(nl::set_link_up(sock, lo, true));
-    std::optional<IpNet> first[2];  // v4, v6
+    std::optional<net::IpNet> first[2];  // v4, v6
     int families[2] = {AF_INET, AF_INET6};
     for (int f = 0; f < 2; ++f) {
         CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(sock, lo.index, families[f]));

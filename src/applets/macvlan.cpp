@@ -61,7 +61,7 @@ Result<CniResult> macvlan_add(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
-    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::args));  // ADD's alone, as the reference's
+    CNI_TRY_ASSIGN(c.mac, net::configured_mac(c.mac, net::MacWording::args));  // ADD's alone, as the reference's
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));

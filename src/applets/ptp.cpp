@@ -38,7 +38,7 @@ constexpr std::array kPtpKeys{
 
 Result<PtpConf> parse_ptp_conf(const Request& req) { return load_config(req.config, kPtpKeys); }
 
-IpNet host_prefix(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+net::IpNet host_prefix(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
 
 // Container side: replace the kernel's subnet route by "gw/32 scope link" and "subnet via gw".
 Status route_via_gateway(const nl::Socket& s, const nl::LinkInfo& link, const IpConfig& ip) {

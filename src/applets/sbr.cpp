@@ -37,7 +37,7 @@ constexpr std::uint32_t kFirstTable = 100;
 struct SbrConf {
     NetConf net;
     std::optional<std::int64_t> table;  // a Go int; ADD refuses one that is no kernel table id
-    std::optional<IpAddr> gw4, gw6;  // `gateways`
+    std::optional<net::IpAddr> gw4, gw6;  // `gateways`
     bool add_source_hints = false;
     std::vector<std::string> gateways;  // as written; parsed into gw4, gw6
 };
@@ -53,7 +53,7 @@ Result<SbrConf> parse_sbr_conf(const Request& req) {
     const auto& gateways = c.gateways;
     if (gateways.size() > 2) return fail("gateways list cannot contain more than 2 entries (one IPv4, one IPv6)");
     for (auto& g : gateways) {
-        auto ip = IpAddr::parse(g);
+        auto ip = net::IpAddr::parse(g);
         if (!ip) return fail("invalid static gateway IP address: " + g);
         auto& slot = ip->is_v4() ? c.gw4 : c.gw6;
         if (slot) return fail(std::string("gateways list contains multiple ") + (ip->is_v4() ? "IPv4" : "IPv6") +
@@ -73,7 +73,7 @@ Result<std::vector<IpConfig>> addresses_for(const CniResult& prev, const std::st
     return out;
 }
 
-IpNet host_net(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+net::IpNet host_net(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
 
 // Every table any rule or route of either family refers to.
 Result<std::set<std::uint32_t>> tables_in_use(const nl::Socket& s) {
@@ -129,7 +129,7 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
         auto gw = fixed_gw ? fixed_gw : ip.gateway;
         if (gw) {
             nl::RouteSpec def;
-            def.dst = IpNet{ip.address.ip.is_v4() ? *IpAddr::parse("0.0.0.0") : *IpAddr::parse("::"), 0, ip.address.ip.bits()};
+            def.dst = net::IpNet{ip.address.ip.is_v4() ? *net::IpAddr::parse("0.0.0.0") : *net::IpAddr::parse("::"), 0, ip.address.ip.bits()};
             def.gw = gw;
             def.oif = link.index;
             def.table = table;
@@ -137,7 +137,7 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
                 return fail("Failed to add default route to " + gw->str() + ": " + st.error().msg);
             undo.push([&s, def] { (void)nl::del_route(s, def); });
         }
-        IpNet subnet = ip.address.masked();
+        net::IpNet subnet = ip.address.masked();
         for (auto r : routes) {
             bool related = (r.src && subnet.contains(*r.src)) || (r.gw && subnet.contains(*r.gw)) || (!r.src && !r.gw);
             // A configured gateway wins over the main table's default route (the reference

@@ -14,8 +14,8 @@ namespace {
 
 struct StaticAddress {
     std::string text;  // CIDR as written
-    std::optional<IpAddr> gateway;
-    std::optional<IpNet> address;  // parsed from text; configured ones only at the end
+    std::optional<net::IpAddr> gateway;
+    std::optional<net::IpNet> address;  // parsed from text; configured ones only at the end
 };
 
 struct StaticConf {
@@ -51,8 +51,8 @@ constexpr std::array kStaticKeys{
 };
 
 // The reference's message for each place a CIDR can come from.
-Result<IpNet> parse_cidr(std::string_view text, std::string_view field) {
-    auto n = IpNet::parse(text);
+Result<net::IpNet> parse_cidr(std::string_view text, std::string_view field) {
+    auto n = net::IpNet::parse(text);
     if (!n) return fail("the '" + std::string(field) + "' field is expected to be in CIDR notation, got: '" + std::string(text) + "'");
     return *n;
 }
@@ -65,7 +65,7 @@ Status replace_addresses(const json::Value* holder, StaticConf& c, const json::W
     if (ips.empty()) return {};
     c.addresses.clear();
     for (auto& ip : ips) {
-        auto net = IpNet::parse(ip);
+        auto net = net::IpNet::parse(ip);
         if (!net) return fail("an entry in the 'ips' field is NOT in CIDR notation, got: '" + ip + "'");
         c.addresses.push_back(StaticAddress{ip, std::nullopt, net});
     }
@@ -96,7 +96,7 @@ Result<StaticConf> parse_static_conf(const Request& req) {
         }
     if (!env_gw.empty())
         for (auto item : split(env_gw, ',')) {
-            auto gw = IpAddr::parse(trim_space(item));
+            auto gw = net::IpAddr::parse(trim_space(item));
             if (!gw) return fail("invalid gateway address: " + std::string(item));
             for (auto& a : c.addresses)  // configured addresses are not parsed yet: CNI_ARGS ones only
                 if (a.address && a.address->contains(*gw)) a.gateway = *gw;

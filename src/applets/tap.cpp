@@ -53,7 +53,7 @@ Result<TapConf> parse_tap_conf(const Request& req) {
 
 Result<CniResult> tap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
-    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));  // ADD's alone, as the reference's
+    CNI_TRY_ASSIGN(c.mac, net::configured_mac(c.mac, net::MacWording::plain));  // ADD's alone, as the reference's
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
     CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));

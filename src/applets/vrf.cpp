@@ -63,7 +63,7 @@ Result<std::uint32_t> free_vrf_table(const nl::Socket& s) {
 }
 
 // Waits (about 2.5 s at most, as the reference) until table `table` routes `addr`'s prefix.
-Status await_prefix_route(const nl::Socket& s, const IpNet& addr, std::uint32_t table) {
+Status await_prefix_route(const nl::Socket& s, const net::IpNet& addr, std::uint32_t table) {
     for (int attempt = 0; attempt < 8; ++attempt) {
         CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, AF_INET6, table));
         for (auto& r : routes)

@@ -64,19 +64,19 @@ const std::string kChain = "CNI-e2e8cd5c6ebacde4cecc8b58";  // chain_name("CNI-"
 const fw::Masquerade kOwner{"mynet", "1234567890abcdef", "eth0", {}};
 
 // ipMasq's verbs through its drivers (fw::masquerade()), as bridge and ptp call them.
-Status setup_ipmasq(fw::Driver d, std::vector<IpNet> ips, fw::Masquerade m) {
+Status setup_ipmasq(fw::Driver d, std::vector<net::IpNet> ips, fw::Masquerade m) {
     m.ips = std::move(ips);
     Rollback undo;
     auto st = fw::masquerade().setup(d, m, undo);
     if (st) undo.dismiss();
     return st;
 }
-Status check_ipmasq(fw::Driver d, std::vector<IpNet> ips, fw::Masquerade m) {
+Status check_ipmasq(fw::Driver d, std::vector<net::IpNet> ips, fw::Masquerade m) {
     m.ips = std::move(ips);
     return fw::masquerade().check(d, m);
 }
 Status teardown_ipmasq(const fw::Masquerade& m) { return fw::masquerade().teardown_all(m); }
-Status gc_ipmasq(std::string_view network, const std::vector<Attachment>& keep) { return fw::masquerade().gc_all(network, keep); }
+Status gc_ipmasq(std::string_view network, const std::vector<net::Attachment>& keep) { return fw::masquerade().gc_all(network, keep); }
 const std::string kComment = "--comment \"name: \\\"mynet\\\" id: \\\"1234567890abcdef\\\"\"";
 
 }  // namespace
@@ -156,7 +156,7 @@ TEST_CASE("ipMasq rules are the reference's, byte for byte, for IPv4 and IPv6, i
         VariantPath path(variant);
         CHECK(fw::node_variant() == variant);
         TestNs ns("cnit-fw");
-        std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
+        std::vector<net::IpNet> ips = {*net::IpNet::parse("10.1.0.5/24"), *net::IpNet::parse("fd01::5/64")};
         REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));
         REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::iptables, ips, kOwner); }));  // no duplicates
         CHECK(nat_rules(ns, false, variant) == ":" + kChain + " -\n"
@@ -206,7 +206,7 @@ TEST_CASE("teardown removes rules written by either iptables binary, legacy form
         write_masq_rules(ns, ipt);
         REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.1.0.5/24 -j " + kChain + c) == 0);  // pre-0.8 form
         REQUIRE(ns.sh(ipt + " -t nat -A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE") == 0);   // not ours
-        std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
+        std::vector<net::IpNet> ips = {*net::IpNet::parse("10.1.0.5/24")};
         CHECK(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
         REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));
         CHECK(nat_rules(ns, false, variant) == "-A POSTROUTING -s 10.9.0.0/16 -j MASQUERADE\n");
@@ -224,7 +224,7 @@ std::string masq_table(const TestNs& ns) {
 
 TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as nft lists them", "[fw]") {
     TestNs ns("cnit-fw");
-    std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24"), *IpNet::parse("fd01::5/64")};
+    std::vector<net::IpNet> ips = {*net::IpNet::parse("10.1.0.5/24"), *net::IpNet::parse("fd01::5/64")};
     std::string c = fw::nft_masq_comment(kOwner);
     REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
     REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));  // replaces, no duplicates
@@ -257,7 +257,7 @@ TEST_CASE("ipMasq nftables backend: the reference's table, chains and rules, as 
     REQUIRE(inside(ns, [&] { return teardown_ipmasq(kOwner); }));  // idempotent
     // GC keeps what is valid and removes the rest, the reference's rule included.
     REQUIRE(inside(ns, [&] { return setup_ipmasq(fw::Driver::nftables, ips, kOwner); }));
-    REQUIRE(inside(ns, [&] { return gc_ipmasq("mynet", {Attachment{"1234567890abcdef", "eth0"}}); }));
+    REQUIRE(inside(ns, [&] { return gc_ipmasq("mynet", {net::Attachment{"1234567890abcdef", "eth0"}}); }));
     left = masq_table(ns);
     CHECK(left.find("10.1.0.5") != std::string::npos);
     CHECK(left.find("10.1.0.6") == std::string::npos);
@@ -326,7 +326,7 @@ fw::IptRule base(std::string target) {
 
 std::vector<Shape> shapes(bool v6) {
     std::vector<Shape> out;
-    auto ip = [&](const char* v4, const char* v6s) { return *IpNet::parse(v6 ? v6s : v4); };
+    auto ip = [&](const char* v4, const char* v6s) { return *net::IpNet::parse(v6 ? v6s : v4); };
     {
         auto r = base("CNI-DN-0123456789abcdef01234");
         r.comment = "dnat name: \"net\" id: \"c1\"";
@@ -496,12 +496,12 @@ std::vector<std::pair<std::string, fw::IptRule>> changed(const fw::IptRule& r, b
     with("target", [](fw::IptRule& c) { c.target = c.target == "RETURN" ? "ACCEPT" : "RETURN"; });
     with("comment", [](fw::IptRule& c) { c.comment += "x"; });
     with("protocol", [](fw::IptRule& c) { c.proto = c.proto == IPPROTO_TCP ? IPPROTO_UDP : IPPROTO_TCP; });
-    with("destination", [&](fw::IptRule& c) { c.dst = *IpNet::parse(v6 ? "2001:db8:9::/48" : "198.51.100.0/24"); });
+    with("destination", [&](fw::IptRule& c) { c.dst = *net::IpNet::parse(v6 ? "2001:db8:9::/48" : "198.51.100.0/24"); });
     with("source prefix", [&](fw::IptRule& c) {
-        c.src = c.src ? IpNet{c.src->network(), c.src->prefix - 1, c.src->mask_bits}.masked() : *IpNet::parse(v6 ? "fd09::1/128" : "10.9.9.9/32");
+        c.src = c.src ? net::IpNet{c.src->network(), c.src->prefix - 1, c.src->mask_bits}.masked() : *net::IpNet::parse(v6 ? "fd09::1/128" : "10.9.9.9/32");
     });
     with("source negation", [](fw::IptRule& c) {
-        if (!c.src) c.src = *IpNet::parse("10.9.9.9/32");
+        if (!c.src) c.src = *net::IpNet::parse("10.9.9.9/32");
         c.src_inverted = !c.src_inverted;
     });
     with("in interface", [](fw::IptRule& c) { c.in_iface += "x"; });
@@ -532,7 +532,7 @@ std::vector<std::pair<std::string, fw::IptRule>> changed(const fw::IptRule& r, b
 
 // ipMasq's shapes, with a prefix that is not whole bytes.
 std::vector<Shape> masq_shapes(bool v6) {
-    auto net = [&](const char* a, const char* b) { return *IpNet::parse(v6 ? b : a); };
+    auto net = [&](const char* a, const char* b) { return *net::IpNet::parse(v6 ? b : a); };
     auto accept = base("ACCEPT");
     accept.dst = net("10.1.0.0/20", "fd01::/60");
     accept.comment = "name: \"n\" id: \"c\"";
@@ -591,9 +591,9 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
     TestNs ns("cnit-fw");
     std::string c = " -m comment " + kComment;
     write_masq_rules(ns, "iptables-nft");
-    std::vector<IpNet> ips = {*IpNet::parse("10.1.0.5/24")};
+    std::vector<net::IpNet> ips = {*net::IpNet::parse("10.1.0.5/24")};
     CHECK(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); }));
-    CHECK_FALSE(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, {*IpNet::parse("10.1.0.6/24")}, kOwner); }));
+    CHECK_FALSE(inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, {*net::IpNet::parse("10.1.0.6/24")}, kOwner); }));
     REQUIRE(ns.sh("iptables-nft -t nat -D " + kChain + " ! -d 224.0.0.0/4 -j MASQUERADE" + c) == 0);
     auto missing = inside(ns, [&] { return check_ipmasq(fw::Driver::iptables, ips, kOwner); });
     REQUIRE_FALSE(missing);
@@ -605,7 +605,7 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
         REQUIRE(ns.sh(std::string("iptables-nft -A CNI-FORWARD -d ") + ip + "/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT") == 0);
         REQUIRE(ns.sh(std::string("iptables-nft -A CNI-FORWARD -s ") + ip + "/32 -j ACCEPT") == 0);
     }
-    REQUIRE(inside(ns, [&] { return firewall::teardown_forward({{*IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"id", "eth0"}}); }));
+    REQUIRE(inside(ns, [&] { return firewall::teardown_forward({{*net::IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"id", "eth0"}}); }));
     CHECK(run("ip netns exec " + ns.name + " iptables-nft-save -t filter | grep '^-A CNI-FORWARD'") ==
           "-A CNI-FORWARD -d 10.1.0.6/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n"
           "-A CNI-FORWARD -s 10.1.0.6/32 -j ACCEPT\n");

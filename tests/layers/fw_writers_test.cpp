@@ -43,7 +43,7 @@ int occurrences(const std::string& cmd, const std::string& needle) {
 
 fw::IptRule accept_from(const char* ip) {
     fw::IptRule r;
-    r.src = IpNet::parse(std::string(ip) + "/32");
+    r.src = net::IpNet::parse(std::string(ip) + "/32");
     r.target = "ACCEPT";
     return r;
 }
@@ -277,7 +277,7 @@ TEST_CASE("jumps to an attachment's chain are deleted without reading the chain 
     REQUIRE(ns.sh(setup) == 0);
     auto jump = [](const char* chain, const char* src = nullptr) {
         fw::IptRule r;
-        if (src) r.src = IpNet::parse(src);
+        if (src) r.src = net::IpNet::parse(src);
         r.target = chain;
         return r;
     };
@@ -371,7 +371,7 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
     std::ofstream(dir + "/rules") << rules << "COMMIT\n";
     REQUIRE(ns.sh("iptables-nft-restore < " + dir + "/rules") == 0);
     std::filesystem::remove(dir + "/rules");
-    firewall::ForwardSpec spec{{*IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"ctr", "eth0"}, dir};
+    firewall::ForwardSpec spec{{*net::IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"ctr", "eth0"}, dir};
     const std::string replies = "-A CNI-FORWARD -d 10.1.0.5/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT";
     const std::string from = "-A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT";
     auto record = [&] {

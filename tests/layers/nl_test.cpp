@@ -49,7 +49,7 @@ struct Pair {
     }();
 };
 
-IpNet net(const char* s) { return *IpNet::parse(s); }
+net::IpNet cidr(const char* s) { return *net::IpNet::parse(s); }
 
 }  // namespace
 
@@ -90,7 +90,7 @@ TEST_CASE("inside the dispatcher's scope a child deletes the link, and it is gon
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
-    REQUIRE(nl::add_addr(p.hs, veth->host.index, veth->host.name, net("10.254.77.1/32")));
+    REQUIRE(nl::add_addr(p.hs, veth->host.index, veth->host.name, cidr("10.254.77.1/32")));
     int before = nl::detached_deletions();
     {
         nl::DetachedLinkDeletes scope;
@@ -172,11 +172,11 @@ TEST_CASE("bridge port flags go through the namespace's socket, not /sys", "[nl]
 TEST_CASE("rules: add, list, delete by selector, idempotent delete", "[nl]") {
     Pair p;
     nl::RuleSpec r;
-    r.src = net("10.63.0.5/32");
+    r.src = cidr("10.63.0.5/32");
     r.table = 100;
     REQUIRE(nl::add_rule(p.cs, r));
     nl::RuleSpec prio6;
-    prio6.src = net("fd00:63::5/128");
+    prio6.src = cidr("fd00:63::5/128");
     prio6.table = 1000;
     prio6.priority = 500;
     prio6.iif = "lo";
@@ -217,7 +217,7 @@ TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries", "[nl]") {
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     REQUIRE(nl::set_link_up(p.cs, veth->container, true));
-    nl::NeighSpec arp{0, veth->container.index, IpAddr::parse("10.64.0.9"), "0a:58:0a:40:00:09", NUD_PERMANENT, 0};
+    nl::NeighSpec arp{0, veth->container.index, net::IpAddr::parse("10.64.0.9"), "0a:58:0a:40:00:09", NUD_PERMANENT, 0};
     REQUIRE(nl::set_neigh(p.cs, arp));
     REQUIRE(nl::set_neigh(p.cs, arp));  // replace: setting it again is fine
     CHECK(p.ctr_ns.sh("ip neigh show dev eth0 | grep -q \"10.64.0.9 lladdr 0a:58:0a:40:00:09 PERMANENT\"") == 0);
@@ -234,7 +234,7 @@ TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries", "[nl]") {
     REQUIRE(p.ctr_ns.sh("ip link add cnitvx0 type vxlan id 4242 dstport 4789 nolearning dev eth0") == 0);
     auto vx = nl::require_link(p.cs, "cnitvx0");
     REQUIRE(vx);
-    nl::NeighSpec fdb{AF_BRIDGE, vx->index, IpAddr::parse("192.0.2.44"), "0e:00:00:00:00:44", NUD_PERMANENT, NTF_SELF};
+    nl::NeighSpec fdb{AF_BRIDGE, vx->index, net::IpAddr::parse("192.0.2.44"), "0e:00:00:00:00:44", NUD_PERMANENT, NTF_SELF};
     REQUIRE(nl::set_neigh(p.cs, fdb));
     CHECK(p.ctr_ns.sh("bridge fdb show dev cnitvx0 | grep -q \"0e:00:00:00:00:44 dst 192.0.2.44 self permanent\"") == 0);
     auto entries = nl::list_neighs(p.cs, AF_BRIDGE, vx->index);
@@ -251,14 +251,14 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors", "[nl]
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
     REQUIRE(nl::set_link_up(p.cs, veth->container, true));
-    REQUIRE(nl::add_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
-    auto dup = nl::add_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24"));
+    REQUIRE(nl::add_addr(p.cs, veth->container.index, "eth0", cidr("10.61.0.5/24")));
+    auto dup = nl::add_addr(p.cs, veth->container.index, "eth0", cidr("10.61.0.5/24"));
     REQUIRE_FALSE(dup);
     CHECK(dup.error().msg == "adding address 10.61.0.5/24 to eth0: file exists (kernel: ipv4: Address already assigned)");
     CHECK(std::system(("ip -n " + p.ctr_ns.name + " addr show eth0 | grep -q 'inet 10.61.0.5/24 brd 10.61.0.255'").c_str()) == 0);
     nl::RouteSpec r;
-    r.dst = net("10.99.0.0/16");
-    r.gw = IpAddr::parse("10.61.0.1");
+    r.dst = cidr("10.99.0.0/16");
+    r.gw = net::IpAddr::parse("10.61.0.1");
     r.oif = veth->container.index;
     r.metric = 7;
     REQUIRE(nl::add_route(p.cs, r));
@@ -270,13 +270,13 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors", "[nl]
     CHECK(found);
     // a route lookup as `ip route get` does it, and on the same socket a request after it
     // still gets its own answer (the lookup leaves no ack behind)
-    CHECK(nl::route_get_link(p.cs, *IpAddr::parse("10.99.3.4")) == veth->container.index);
-    CHECK(nl::route_get_link(p.cs, *IpAddr::parse("10.61.0.9")) == veth->container.index);
-    CHECK_FALSE(nl::route_get_link(p.cs, *IpAddr::parse("192.0.2.7")));  // no default route: unreachable
+    CHECK(nl::route_get_link(p.cs, *net::IpAddr::parse("10.99.3.4")) == veth->container.index);
+    CHECK(nl::route_get_link(p.cs, *net::IpAddr::parse("10.61.0.9")) == veth->container.index);
+    CHECK_FALSE(nl::route_get_link(p.cs, *net::IpAddr::parse("192.0.2.7")));  // no default route: unreachable
     CHECK(nl::find_link(p.cs, "eth0").value()->index == veth->container.index);
     nl::RouteSpec bad;
-    bad.dst = net("10.98.0.0/16");
-    bad.gw = IpAddr::parse("192.0.2.1");  // not on any connected network
+    bad.dst = cidr("10.98.0.0/16");
+    bad.gw = net::IpAddr::parse("192.0.2.1");  // not on any connected network
     bad.oif = veth->container.index;
     auto err = nl::add_route(p.cs, bad);
     REQUIRE_FALSE(err);
@@ -284,9 +284,9 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors", "[nl]
     CHECK(err.error().msg.starts_with("adding route 10.98.0.0/16 via 192.0.2.1"));
     CHECK(err.error().msg.find("(kernel: ") != std::string::npos);
     nl::RouteSpec ecmp;  // two next hops, one weighted, in a table of their own
-    ecmp.dst = net("10.97.0.0/16");
+    ecmp.dst = cidr("10.97.0.0/16");
     ecmp.table = 200;
-    ecmp.multipath = {{IpAddr::parse("10.61.0.1"), veth->container.index, 1}, {IpAddr::parse("10.61.0.2"), veth->container.index, 3}};
+    ecmp.multipath = {{net::IpAddr::parse("10.61.0.1"), veth->container.index, 1}, {net::IpAddr::parse("10.61.0.2"), veth->container.index, 3}};
     REQUIRE(nl::add_route(p.cs, ecmp));
     CHECK(p.ctr_ns.sh("ip route show table 200 | grep -q \"nexthop via 10.61.0.1 dev eth0 weight 1\"") == 0);
     CHECK(p.ctr_ns.sh("ip route show table 200 | grep -q \"nexthop via 10.61.0.2 dev eth0 weight 3\"") == 0);
@@ -298,8 +298,8 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors", "[nl]
     CHECK(*nl::del_route(p.cs, ecmp));
     CHECK(*nl::del_route(p.cs, r));
     CHECK_FALSE(*nl::del_route(p.cs, r));
-    CHECK(*nl::del_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
-    CHECK_FALSE(*nl::del_addr(p.cs, veth->container.index, "eth0", net("10.61.0.5/24")));
+    CHECK(*nl::del_addr(p.cs, veth->container.index, "eth0", cidr("10.61.0.5/24")));
+    CHECK_FALSE(*nl::del_addr(p.cs, veth->container.index, "eth0", cidr("10.61.0.5/24")));
 }
 
 TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD, routes", "[iface]") {
@@ -310,11 +310,11 @@ TEST_CASE("configure_iface applies a dual-stack result: addresses, link up, DAD,
     Interface eth0;
     eth0.name = "eth0";
     res.interfaces.push_back(eth0);
-    res.ips.push_back(IpConfig{0, net("10.62.0.5/24"), IpAddr::parse("10.62.0.1")});
-    res.ips.push_back(IpConfig{0, net("fd62::5/64"), IpAddr::parse("fd62::1")});
-    res.routes.push_back(Route{net("0.0.0.0/0"), std::nullopt, 0, 0, 0, std::nullopt, std::nullopt});
-    res.routes.push_back(Route{net("10.200.0.0/16"), IpAddr::parse("10.62.0.254"), 0, 0, 50, std::nullopt, std::nullopt});
-    res.routes.push_back(Route{net("::/0"), std::nullopt, 0, 0, 0, std::nullopt, std::nullopt});
+    res.ips.push_back(IpConfig{0, cidr("10.62.0.5/24"), net::IpAddr::parse("10.62.0.1")});
+    res.ips.push_back(IpConfig{0, cidr("fd62::5/64"), net::IpAddr::parse("fd62::1")});
+    res.routes.push_back(Route{cidr("0.0.0.0/0"), std::nullopt, 0, 0, 0, std::nullopt, std::nullopt});
+    res.routes.push_back(Route{cidr("10.200.0.0/16"), net::IpAddr::parse("10.62.0.254"), 0, 0, 50, std::nullopt, std::nullopt});
+    res.routes.push_back(Route{cidr("::/0"), std::nullopt, 0, 0, 0, std::nullopt, std::nullopt});
     REQUIRE(iface::configure_iface(p.cs, p.ctr, "eth0", res));
     auto link = nl::require_link(p.cs, "eth0");
     CHECK(link->up());
@@ -352,12 +352,12 @@ TEST_CASE("enable_forwarding writes only the families present, in the current na
     REQUIRE(s);
     REQUIRE(*os::sysctl_get("net/ipv4/ip_forward") == "0");
     CHECK_FALSE(*nl::forwarding_enabled(*s, AF_INET));
-    REQUIRE(iface::enable_forwarding(*s, {IpConfig{std::nullopt, net("10.0.0.2/24"), std::nullopt}}));
+    REQUIRE(iface::enable_forwarding(*s, {IpConfig{std::nullopt, cidr("10.0.0.2/24"), std::nullopt}}));
     CHECK(*os::sysctl_get("net/ipv4/ip_forward") == "1");
     CHECK(*nl::forwarding_enabled(*s, AF_INET));
     CHECK(*os::sysctl_get("net/ipv6/conf/all/forwarding") == "0");
     CHECK_FALSE(*nl::forwarding_enabled(*s, AF_INET6));
-    REQUIRE(iface::enable_forwarding(*s, {IpConfig{std::nullopt, net("fd00::2/64"), std::nullopt}}));
+    REQUIRE(iface::enable_forwarding(*s, {IpConfig{std::nullopt, cidr("fd00::2/64"), std::nullopt}}));
     CHECK(*os::sysctl_get("net/ipv6/conf/all/forwarding") == "1");
     CHECK(*nl::forwarding_enabled(*s, AF_INET6));
 }

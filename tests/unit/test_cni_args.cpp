@@ -85,9 +85,9 @@ TEST_CASE("the container MAC from CNI_ARGS and runtimeConfig: an empty value say
 }
 
 TEST_CASE("a configured MAC: normalised, none stays none, the reference's two error wordings", "[cni]") {
-    CHECK(*cni::configured_mac("0A-58-0A-56-00-09", cni::MacWording::plain) == "0a:58:0a:56:00:09");
-    CHECK(*cni::configured_mac("0a58.0a56.0009", cni::MacWording::args) == "0a:58:0a:56:00:09");
-    CHECK(cni::configured_mac("", cni::MacWording::plain)->empty());
-    CHECK(cni::configured_mac("zz", cni::MacWording::plain).error().msg == "invalid MAC address \"zz\"");
-    CHECK(cni::configured_mac("zz", cni::MacWording::args).error().msg == "invalid args zz for MAC addr: address zz: invalid MAC address");
+    CHECK(*cni::net::configured_mac("0A-58-0A-56-00-09", cni::net::MacWording::plain) == "0a:58:0a:56:00:09");
+    CHECK(*cni::net::configured_mac("0a58.0a56.0009", cni::net::MacWording::args) == "0a:58:0a:56:00:09");
+    CHECK(cni::net::configured_mac("", cni::net::MacWording::plain)->empty());
+    CHECK(cni::net::configured_mac("zz", cni::net::MacWording::plain).error().msg == "invalid MAC address \"zz\"");
+    CHECK(cni::net::configured_mac("zz", cni::net::MacWording::args).error().msg == "invalid args zz for MAC addr: address zz: invalid MAC address");
 }

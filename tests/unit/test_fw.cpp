@@ -54,12 +54,12 @@ TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matc
                                "--dst-type", "UNICAST", "-m", "iprange", "--dst-range", "10.0.0.5", "-m", "mark", "--mark", "7"},
                               "conditionsV4");
     REQUIRE(c);
-    CHECK(c->src == cni::IpNet::parse("10.1.0.0/16"));
+    CHECK(c->src == cni::net::IpNet::parse("10.1.0.0/16"));
     CHECK(c->src_inverted);
     CHECK(c->out_iface == "eth1");
     REQUIRE(c->matches.size() == 3);
     CHECK(std::get<AddrType>(c->matches[0]) == AddrType{XT_ADDRTYPE_LOCAL | XT_ADDRTYPE_BROADCAST, XT_ADDRTYPE_UNICAST, false, true});
-    auto ip = *cni::IpAddr::parse("10.0.0.5");
+    auto ip = *cni::net::IpAddr::parse("10.0.0.5");
     CHECK(std::get<IpRange>(c->matches[1]).dst == std::pair{ip, ip});  // one address: a range of one
     CHECK(std::get<MarkMatch>(c->matches[2]) == MarkMatch{7, 0xffffffff, false});  // no mask: all bits
     auto v6 = parse_conditions({"-m", "iprange", "!", "--src-range", "fd00::1-fd00::9"}, "conditionsV6");
@@ -93,7 +93,7 @@ struct FakeRules final : cni::fw::Rules<std::string> {
         if (fail_teardown) return cni::fail(name + " failed");
         return {};
     }
-    cni::Status gc(std::string_view network, const std::vector<cni::Attachment>& keep) const override {
+    cni::Status gc(std::string_view network, const std::vector<cni::net::Attachment>& keep) const override {
         log->push_back(name + " gc " + std::string(network) + " " + std::to_string(keep.size()));
         return {};
     }

@@ -4,8 +4,8 @@
 
 #include "core/net/ip.hpp"
 
-using cni::IpAddr;
-using cni::IpNet;
+using cni::net::IpAddr;
+using cni::net::IpNet;
 
 static std::string round(std::string_view s) {
     auto ip = IpAddr::parse(s);

@@ -20,10 +20,10 @@ namespace {
 
 Range range(std::string subnet, std::string start = "", std::string end = "", std::string gw = "") {
     Range r;
-    r.subnet = IpNet::parse(subnet);
-    if (!start.empty()) r.range_start = IpAddr::parse(start);
-    if (!end.empty()) r.range_end = IpAddr::parse(end);
-    if (!gw.empty()) r.gateway = IpAddr::parse(gw);
+    r.subnet = net::IpNet::parse(subnet);
+    if (!start.empty()) r.range_start = net::IpAddr::parse(start);
+    if (!end.empty()) r.range_end = net::IpAddr::parse(end);
+    if (!gw.empty()) r.gateway = net::IpAddr::parse(gw);
     return r;
 }
 
@@ -43,8 +43,8 @@ Store open_store(const TempDir& d, const std::string& net = "net1") {
 }
 
 std::string alloc(Store& s, const RangeSet& set, std::string id, std::optional<std::string> want = std::nullopt, int idx = 0) {
-    std::optional<IpAddr> req;
-    if (want) req = IpAddr::parse(*want);
+    std::optional<net::IpAddr> req;
+    if (want) req = net::IpAddr::parse(*want);
     auto r = allocate(s, set, idx, id, "eth0", req);
     return r ? r->address.str() + (r->gateway ? " gw " + r->gateway->str() : "") : "ERR " + r.error().msg;
 }
@@ -100,7 +100,7 @@ TEST_CASE("overlaps are found in n log n, the first pair in the reference's orde
     // when every pair was tested (seconds, and tens of them under the sanitizers).
     RangeSet many;
     for (int i = 0; i < 20000; ++i) {
-        auto ip = IpAddr::from_v4(0x0a100000u + std::uint32_t(i * 7 % 65521 + 2)).str();
+        auto ip = net::IpAddr::from_v4(0x0a100000u + std::uint32_t(i * 7 % 65521 + 2)).str();
         many.push_back(range("10.16.0.0/16", ip, ip));
     }
     auto t0 = std::chrono::steady_clock::now();
@@ -159,7 +159,7 @@ TEST_CASE("a reservation whose last_reserved_ip cannot be written is undone", "[
     }
     CHECK_FALSE(d.exists("net1/10.8.0.2"));  // no file left for an ADD that failed
     CHECK_FALSE(d.exists("net1/10.8.0.9"));
-    CHECK_FALSE(s.taken(*IpAddr::parse("10.8.0.2")));
+    CHECK_FALSE(s.taken(*net::IpAddr::parse("10.8.0.2")));
     CHECK(s.find_by_id("c0", "eth0").empty());
     std::filesystem::remove(d / "net1/last_reserved_ip.0");
     CHECK(alloc(s, set, "c0") == "10.8.0.2/24 gw 10.8.0.1");
@@ -198,7 +198,7 @@ TEST_CASE("files written by the reference plugin are read, matched and released 
     auto set = set_of({range("10.5.0.0/24")});
     auto s = open_store(d);
     CHECK(warnings.empty());
-    CHECK(s.taken(*IpAddr::parse("10.5.0.3")));
+    CHECK(s.taken(*net::IpAddr::parse("10.5.0.3")));
     CHECK(alloc(s, set, "new") == "10.5.0.5/24 gw 10.5.0.1");  // after the reference's last_reserved_ip
     CHECK(s.has_id("ref-a", "eth0"));
     CHECK(s.has_id("legacy-b", "eth0"));  // legacy files match any ifname
@@ -218,8 +218,8 @@ TEST_CASE("foreign files are skipped with a warning and keep their address unava
     d.write("net1/010.5.0.3", "x\r\neth0");  // not how Go names a file
     auto s = open_store(d);
     CHECK(warnings.size() == 3);
-    CHECK(s.taken(*IpAddr::parse("10.5.0.2")));
-    CHECK_FALSE(s.taken(*IpAddr::parse("10.5.0.3")));
+    CHECK(s.taken(*net::IpAddr::parse("10.5.0.2")));
+    CHECK_FALSE(s.taken(*net::IpAddr::parse("10.5.0.3")));
     auto set = set_of({range("10.5.0.0/24")});
     CHECK(alloc(s, set, "a") == "10.5.0.3/24 gw 10.5.0.1");
 }

@@ -20,7 +20,7 @@ namespace {
 
 const detail::RevisionProbe kNewest = [](bool, const char*, std::uint8_t) { return true; };
 
-IpNet net(const char* text) { return *IpNet::parse(text); }
+net::IpNet cidr(const char* text) { return *net::IpNet::parse(text); }
 
 std::vector<IptRule> our_rules(bool v6) {
     IptRule dnat;
@@ -30,13 +30,13 @@ std::vector<IptRule> our_rules(bool v6) {
     dnat.target = "CNI-DN-0123456789abcdef01234";
     IptRule to;
     to.proto = IPPROTO_UDP;
-    to.dst = net(v6 ? "fd00::/64" : "10.0.0.0/8");
+    to.dst = cidr(v6 ? "fd00::/64" : "10.0.0.0/8");
     to.dst_inverted = true;
     to.matches = {DstPort{53}, AddrType{0, XT_ADDRTYPE_LOCAL, false, false}};
     to.target = "DNAT";
-    to.target_args = DnatTo{*IpAddr::parse(v6 ? "fd00::2" : "10.22.0.2"), 5353};
+    to.target_args = DnatTo{*net::IpAddr::parse(v6 ? "fd00::2" : "10.22.0.2"), 5353};
     IptRule masq;
-    masq.src = net(v6 ? "fd00:1::/64" : "10.22.0.0/16");
+    masq.src = cidr(v6 ? "fd00:1::/64" : "10.22.0.0/16");
     masq.out_iface = "eth+";
     masq.in_iface = "cni0";
     masq.in_inverted = true;
@@ -67,7 +67,7 @@ TEST_CASE("iptables entries: the rules we write read back as themselves, in both
 
 TEST_CASE("iptables entries: a header that only resembles ours reads as foreign", "[fw]") {
     IptRule rule;
-    rule.src = net("10.22.0.0/16");
+    rule.src = cidr("10.22.0.0/16");
     rule.in_iface = "cni0";
     rule.target = "ACCEPT";
     const auto good = codec(false).build(rule, kNewest);

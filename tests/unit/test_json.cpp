@@ -312,15 +312,15 @@ TEST_CASE("IP and CIDR fields use net.ParseIP and ParseCIDR errors", "[cni]") {
     auto d = json::parse(R"({"gw":"10.0.0.300","subnet":"10.0.0.0","empty":""})");
     REQUIRE(d);
     json::Where w{"Range", ""};
-    cni::IpAddr ip;
+    cni::net::IpAddr ip;
     auto st = json::field(*d, "gw", ip, w);
     REQUIRE_FALSE(st);
     CHECK(st.error().msg == "invalid IP address: 10.0.0.300");
-    cni::IpNet net;
+    cni::net::IpNet net;
     st = json::field(*d, "subnet", net, w);
     REQUIRE_FALSE(st);
     CHECK(st.error().msg == "invalid CIDR address: 10.0.0.0");
-    std::optional<cni::IpAddr> opt;
+    std::optional<cni::net::IpAddr> opt;
     REQUIRE(json::field(*d, "empty", opt, w));
     CHECK_FALSE(opt);
 }
@@ -329,13 +329,13 @@ TEST_CASE("null leaves a field alone, but is a bad CIDR for a types.IPNet", "[cn
     auto d = json::parse(R"({"gw":null,"dst":null,"subnet":null,"name":null})");
     REQUIRE(d);
     json::Where w{"Route", ""};
-    std::optional<cni::IpAddr> gw;
+    std::optional<cni::net::IpAddr> gw;
     std::string name = "kept";
     REQUIRE(json::field(*d, "gw", gw, w));
     REQUIRE(json::field(*d, "name", name, w));
     CHECK((!gw && name == "kept"));
-    cni::IpNet dst;
-    std::optional<cni::IpNet> subnet;
+    cni::net::IpNet dst;
+    std::optional<cni::net::IpNet> subnet;
     CHECK(json::field(*d, "dst", dst, w).error().msg == "invalid CIDR address: ");
     CHECK(json::field(*d, "subnet", subnet, w).error().msg == "invalid CIDR address: ");
 }

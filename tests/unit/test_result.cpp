@@ -20,10 +20,10 @@ CniResult sample() {
     eth0.mtu = 1450;
     eth0.sandbox = "/run/netns/c1";
     r.interfaces.push_back(eth0);
-    r.ips.push_back(IpConfig{0, *IpNet::parse("10.1.0.5/16"), IpAddr::parse("10.1.0.1")});
-    r.ips.push_back(IpConfig{0, *IpNet::parse("fd00::5/64"), std::nullopt});
-    Route def{*IpNet::parse("0.0.0.0/0"), IpAddr::parse("10.1.0.1"), 0, 0, 0, std::nullopt, std::nullopt};
-    Route v6{*IpNet::parse("::/0"), std::nullopt, 0, 0, 100, 10, 0};
+    r.ips.push_back(IpConfig{0, *net::IpNet::parse("10.1.0.5/16"), net::IpAddr::parse("10.1.0.1")});
+    r.ips.push_back(IpConfig{0, *net::IpNet::parse("fd00::5/64"), std::nullopt});
+    Route def{*net::IpNet::parse("0.0.0.0/0"), net::IpAddr::parse("10.1.0.1"), 0, 0, 0, std::nullopt, std::nullopt};
+    Route v6{*net::IpNet::parse("::/0"), std::nullopt, 0, 0, 100, 10, 0};
     r.routes = {def, v6};
     r.dns.nameservers = {"10.96.0.10"};
     r.dns.search = {"svc.cluster.local"};
@@ -85,7 +85,7 @@ TEST_CASE("1.1.0 and 1.0.0 results have every key sorted and no empty dns", "[cn
     v100.replace(v100.find("1.1.0"), 5, "1.0.0");
     CHECK(enc(sample(), "1.0.0") == v100);
     CniResult bare;
-    bare.ips.push_back(IpConfig{std::nullopt, *IpNet::parse("10.0.0.2/24"), std::nullopt});
+    bare.ips.push_back(IpConfig{std::nullopt, *net::IpNet::parse("10.0.0.2/24"), std::nullopt});
     CHECK(enc(bare, "1.1.0") == "{\n    \"cniVersion\": \"1.1.0\",\n    \"ips\": [\n        {\n            \"address\": \"10.0.0.2/24\"\n        }\n    ]\n}");
 }
 
@@ -140,7 +140,7 @@ TEST_CASE("0.3.x and 0.4.0 results keep struct order, add version, drop 1.x inte
         CHECK(enc(sample(), v) == w);
     }
     CniResult empty_dns;
-    empty_dns.ips.push_back(IpConfig{std::nullopt, *IpNet::parse("10.0.0.2/24"), IpAddr::parse("10.0.0.1")});
+    empty_dns.ips.push_back(IpConfig{std::nullopt, *net::IpNet::parse("10.0.0.2/24"), net::IpAddr::parse("10.0.0.1")});
     CHECK(enc(empty_dns, "0.3.1") == R"({
     "cniVersion": "0.3.1",
     "ips": [
@@ -156,7 +156,7 @@ TEST_CASE("0.3.x and 0.4.0 results keep struct order, add version, drop 1.x inte
 
 TEST_CASE("0.1.0 and 0.2.0 results keep the first address per family with its routes", "[cni]") {
     CniResult r = sample();
-    r.ips.push_back(IpConfig{0, *IpNet::parse("10.2.0.5/16"), std::nullopt});  // a second v4 is dropped
+    r.ips.push_back(IpConfig{0, *net::IpNet::parse("10.2.0.5/16"), std::nullopt});  // a second v4 is dropped
     const char* want = R"({
     "cniVersion": "0.2.0",
     "ip4": {
@@ -202,7 +202,7 @@ TEST_CASE("a result labelled with the target version keeps the 1.x shape (loopba
     lo.name = "lo";
     lo.mac = "00:00:00:00:00:00";
     r.interfaces.push_back(lo);
-    r.ips.push_back(IpConfig{0, *IpNet::parse("127.0.0.1/8"), std::nullopt});
+    r.ips.push_back(IpConfig{0, *net::IpNet::parse("127.0.0.1/8"), std::nullopt});
     CHECK(enc(r, "0.3.1") == R"({
     "cniVersion": "0.3.1",
     "interfaces": [
@@ -384,7 +384,7 @@ TEST_CASE("netconf: valid attachments and common keys", "[cni]") {
     CHECK(c->type == "bridge");
     CHECK(c->ipam_type == "host-local");
     REQUIRE(c->valid_attachments);
-    CHECK(*c->valid_attachments == std::vector<Attachment>{{"c1", "eth0"}});
+    CHECK(*c->valid_attachments == std::vector<net::Attachment>{{"c1", "eth0"}});
     CHECK_FALSE(parse_netconf(R"({"name":"n"})")->valid_attachments);
     auto bad = parse_netconf(R"({"name":"n","type":5})");
     REQUIRE_FALSE(bad);

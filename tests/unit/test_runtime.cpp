@@ -37,7 +37,7 @@ TEST_CASE("plugin config: injected name and version, runtimeConfig only for decl
                 R"("runtimeConfig":{"portMappings":[{"containerPort":2,"hostPort":1}]},"type":"portmap"})");  // Go re-marshals maps: sorted
     CniResult prev;
     prev.cni_version = "1.0.0";
-    prev.ips.push_back(IpConfig{std::nullopt, *IpNet::parse("10.0.0.2/24"), std::nullopt});
+    prev.ips.push_back(IpConfig{std::nullopt, *net::IpNet::parse("10.0.0.2/24"), std::nullopt});
     c = plugin_config(*l, 1, rt, prev);
     REQUIRE(c);
     CHECK(*c == R"({"cniVersion":"1.0.0","name":"net","prevResult":{"cniVersion":"1.0.0","ips":[{"address":"10.0.0.2/24"}]},"type":"tuning"})");

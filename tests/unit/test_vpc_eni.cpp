@@ -61,11 +61,11 @@ TEST_CASE("the node file: defaults, ENIs, and the ENI of an address", "[vpc-eni]
     CHECK(n->veth_prefix == "eni");
     CHECK(n->state_dir == "/run/cni-all/vpc-eni");
     CHECK(n->primary().interface == "eth0");
-    const auto* e = n->eni_of(*IpAddr::parse("10.0.2.21"));
+    const auto* e = n->eni_of(*net::IpAddr::parse("10.0.2.21"));
     REQUIRE(e);
     CHECK(e->table() == 3);
     CHECK(e->gateway().str() == "10.0.2.1");
-    CHECK_FALSE(n->eni_of(*IpAddr::parse("10.0.2.10")));  // the ENI's own address is no pod's
+    CHECK_FALSE(n->eni_of(*net::IpAddr::parse("10.0.2.10")));  // the ENI's own address is no pod's
 }
 
 TEST_CASE("the example node file and conflist in docs/ are valid", "[vpc-eni]") {
@@ -73,7 +73,7 @@ TEST_CASE("the example node file and conflist in docs/ are valid", "[vpc-eni]") 
     INFO((n ? "" : n.error().msg));
     REQUIRE(n);
     CHECK(n->enis.size() == 2);
-    CHECK(n->eni_of(*IpAddr::parse("10.80.2.22"))->table() == 2);
+    CHECK(n->eni_of(*net::IpAddr::parse("10.80.2.22"))->table() == 2);
     std::ifstream conflist(CNI_SOURCE_DIR "/docs/examples/vpc-eni/10-aws-vpc.conflist");
     std::string text((std::istreambuf_iterator<char>(conflist)), std::istreambuf_iterator<char>());
     auto doc = json::parse(text);

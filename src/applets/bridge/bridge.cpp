@@ -108,7 +108,7 @@ Status check_for_add(BridgeConf& c) {
     if (c.hairpin && c.promisc) return fail("cannot set hairpin mode and promiscuous mode at the same time.");
     if (c.disable_container_interface && !c.net.ipam_type.empty())
         return fail("cannot use IPAM when DisableContainerInterface flag is set");
-    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::plain));
+    CNI_TRY_ASSIGN(c.mac, net::configured_mac(c.mac, net::MacWording::plain));
     return {};
 }
 
@@ -143,7 +143,7 @@ Result<nl::LinkInfo> ensure_bridge(const nl::Socket& host, const os::SysctlDir& 
 // The reference's ensureAddr: the gateway on the bridge; a different IPv4 address (or an
 // overlapping IPv6 one) is an error unless forceAddress, which replaces it. True when the
 // address was added (then, and only then, the reference pins the MAC).
-Result<bool> ensure_gateway_addr(const nl::Socket& host, const nl::LinkInfo& br, const IpNet& gw, bool force) {
+Result<bool> ensure_gateway_addr(const nl::Socket& host, const nl::LinkInfo& br, const net::IpNet& gw, bool force) {
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(host, br.index, gw.ip.is_v4() ? AF_INET : AF_INET6));
     for (auto& a : addrs) {
         if (a.local == gw) return false;
@@ -189,15 +189,15 @@ Result<nl::LinkInfo> gateway_link(const nl::Socket& host, const os::Netns& host_
 }
 
 // Fill in gateways (isGateway) and the default routes (isDefaultGateway) like calcGateways.
-std::vector<IpNet> plan_gateways(const BridgeConf& c, CniResult& result) {
-    std::vector<IpNet> gws;
+std::vector<net::IpNet> plan_gateways(const BridgeConf& c, CniResult& result) {
+    std::vector<net::IpNet> gws;
     bool default_found[2] = {false, false};
     for (auto& ip : result.ips) {
         ip.interface = 2;
         bool v4 = ip.address.ip.is_v4();
         if (!ip.gateway && c.is_gateway) ip.gateway = ip.address.network().next();
         if (c.is_default_gateway && !default_found[v4]) {
-            IpNet def = *IpNet::parse(v4 ? "0.0.0.0/0" : "::/0");
+            net::IpNet def = *net::IpNet::parse(v4 ? "0.0.0.0/0" : "::/0");
             for (auto& r : result.routes)
                 if (r.gw && r.dst == def) default_found[v4] = true;
             if (!default_found[v4]) {
@@ -205,7 +205,7 @@ std::vector<IpNet> plan_gateways(const BridgeConf& c, CniResult& result) {
                 default_found[v4] = true;
             }
         }
-        if (c.is_gateway) gws.push_back(IpNet{*ip.gateway, ip.address.prefix, ip.address.mask_bits});
+        if (c.is_gateway) gws.push_back(net::IpNet{*ip.gateway, ip.address.prefix, ip.address.mask_bits});
     }
     return gws;
 }

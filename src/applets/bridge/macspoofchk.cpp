@@ -46,7 +46,7 @@ Status teardown(std::string_view container_id, std::string_view ifname) {
 }
 
 Status setup(std::string_view container_id, std::string_view ifname, std::string_view host_veth, std::string_view mac) {
-    auto bytes = mac_bytes(mac);
+    auto bytes = net::mac_bytes(mac);
     if (!bytes) return fail("macspoofchk: invalid container MAC " + std::string(mac));
     CNI_TRY(teardown(container_id, ifname));  // a retried ADD starts afresh
     Names n = names_for(container_id, ifname);

@@ -97,7 +97,7 @@ Status Attachment::bind_link(int& ifindex, Mac& mac) {
     if (!link.up()) CNI_TRY(nl::set_link_up(sock, link, true));
     // A DISCOVER sent before the raised link runs is dropped, and repeated only seconds later.
     CNI_TRY_ASSIGN(link, nl::wait_until_running(sock, record_.ifname, kRunningWait));
-    auto bytes = mac_bytes(link.mac);
+    auto bytes = net::mac_bytes(link.mac);
     if (!bytes) return fail("interface " + record_.ifname + " has no Ethernet address");
     ifindex = link.index;
     mac = *bytes;

@@ -213,7 +213,7 @@ private:
                 const auto& id = att->identity();
                 if (id.net_name != nc.name) continue;
                 bool valid = std::any_of(nc.valid_attachments->begin(), nc.valid_attachments->end(),
-                                         [&](const cni::Attachment& a) { return a.container_id == id.container_id && a.ifname == id.ifname; });
+                                         [&](const cni::net::Attachment& a) { return a.container_id == id.container_id && a.ifname == id.ifname; });
                 if (!valid) stale.push_back(key);
             }
         }

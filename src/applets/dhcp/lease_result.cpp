@@ -24,7 +24,7 @@ Result<CniResult> lease_result(const Message& ack, std::int64_t priority) {
     if (std::uint32_t inv = ~*mask; (inv & (inv + 1)) != 0)
         return fail("DHCP server sent a non-contiguous subnet mask " + v4(*mask).str());
     CniResult r;
-    IpConfig ip{std::nullopt, IpNet{v4(ack.yiaddr), std::popcount(*mask), 32}, std::nullopt};
+    IpConfig ip{std::nullopt, net::IpNet{v4(ack.yiaddr), std::popcount(*mask), 32}, std::nullopt};
     auto router = ack.address_option(opt::routers);
     if (router) ip.gateway = v4(*router);
     r.ips.push_back(ip);
@@ -38,7 +38,7 @@ Result<CniResult> lease_result(const Message& ack, std::int64_t priority) {
         CNI_TRY_ASSIGN(auto routes, parse_static_routes(*fixed));
         for (auto& sr : routes) r.routes.push_back(route_for(sr, priority));
     }
-    if (router) r.routes.push_back(route_for(StaticRoute{*IpNet::parse("0.0.0.0/0"), *router}, priority));
+    if (router) r.routes.push_back(route_for(StaticRoute{*net::IpNet::parse("0.0.0.0/0"), *router}, priority));
     return r;
 }
 

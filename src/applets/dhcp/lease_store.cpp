@@ -83,7 +83,7 @@ std::string encode_record(const LeaseRecord& r) {
     put("config", r.config);
     put("args", r.args);
     put("ack", to_hex(encode(r.lease.ack)));
-    put("serverMac", mac_text(r.lease.server_mac));
+    put("serverMac", net::mac_text(r.lease.server_mac));
     json::set(d, "boundAt", json::Value(std::int64_t(r.lease.bound_at)), a);
     return json::write(d, json::Style::indented, false);
 }
@@ -105,7 +105,7 @@ Result<LeaseRecord> decode_record(std::string_view text) {
     CNI_TRY(json::field(d, "serverMac", server_mac, w));
     CNI_TRY(json::field(d, "boundAt", r.lease.bound_at, w));
     auto wire = from_hex(ack);
-    auto mac = mac_bytes(server_mac);
+    auto mac = net::mac_bytes(server_mac);
     if (!wire || !mac || r.key.empty()) return fail(code::decoding_failure, "lease record without a valid ack, serverMac or key");
     CNI_TRY_ASSIGN(r.lease.ack, decode(*wire));
     r.lease.server_mac = *mac;

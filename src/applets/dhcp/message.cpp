@@ -126,7 +126,7 @@ Bytes u32_bytes(std::uint32_t v) {
     return b;
 }
 
-IpAddr v4(std::uint32_t host_order) { return IpAddr::from_v4(host_order); }
+net::IpAddr v4(std::uint32_t host_order) { return net::IpAddr::from_v4(host_order); }
 
 Result<std::vector<StaticRoute>> parse_classless_routes(const Bytes& d) {
     std::vector<StaticRoute> out;
@@ -140,7 +140,7 @@ Result<std::vector<StaticRoute>> parse_classless_routes(const Bytes& d) {
         i += significant;
         std::uint32_t gw = get32(&d[i]);
         i += 4;
-        out.push_back(StaticRoute{IpNet{v4(dst), width, 32}.masked(), gw});
+        out.push_back(StaticRoute{net::IpNet{v4(dst), width, 32}.masked(), gw});
     }
     return out;
 }
@@ -150,7 +150,7 @@ Result<std::vector<StaticRoute>> parse_static_routes(const Bytes& d) {
     std::vector<StaticRoute> out;
     for (std::size_t i = 0; i < d.size(); i += 8) {
         std::uint32_t dst = get32(&d[i]);
-        out.push_back(StaticRoute{IpNet{v4(dst), classful_prefix(dst), 32}.masked(), get32(&d[i + 4])});
+        out.push_back(StaticRoute{net::IpNet{v4(dst), classful_prefix(dst), 32}.masked(), get32(&d[i + 4])});
     }
     return out;
 }

@@ -82,10 +82,10 @@ inline std::uint32_t get32(const std::uint8_t* p) {
     return std::uint32_t(p[0]) << 24 | std::uint32_t(p[1]) << 16 | std::uint32_t(p[2]) << 8 | p[3];
 }
 Bytes u32_bytes(std::uint32_t v);
-IpAddr v4(std::uint32_t host_order);
+net::IpAddr v4(std::uint32_t host_order);
 
 struct StaticRoute {
-    IpNet dst;
+    net::IpNet dst;
     std::uint32_t gateway = 0;  // 0.0.0.0: on-link
 };
 // RFC 3442: {width, significant destination octets, router}...

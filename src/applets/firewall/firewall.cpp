@@ -65,8 +65,8 @@ Status check_admin_chain(const FirewallConf& c) {
     return {};
 }
 
-std::vector<IpAddr> addresses(const CniResult& r) {
-    std::vector<IpAddr> out;
+std::vector<net::IpAddr> addresses(const CniResult& r) {
+    std::vector<net::IpAddr> out;
     for (auto& ip : r.ips)
         if (!ip.address.is_nil()) out.push_back(ip.address.ip);
     return out;
@@ -96,7 +96,7 @@ fw::Driver driver_of(const FirewallConf& c, const Context& ctx, const ForwardDri
     return d.drivers.choose(c.driver, [&] { return firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
 }
 
-ForwardSpec forward_spec(const FirewallConf& c, const Request& r, std::vector<IpAddr> ips) {
+ForwardSpec forward_spec(const FirewallConf& c, const Request& r, std::vector<net::IpAddr> ips) {
     return {std::move(ips), c.admin_chain, c.zone, c.net.name, {r.container_id, r.ifname}};
 }
 

@@ -9,7 +9,7 @@ constexpr const char* kName = "org.fedoraproject.FirewallD1";
 constexpr const char* kPath = "/org/fedoraproject/FirewallD1";
 constexpr const char* kZoneInterface = "org.fedoraproject.FirewallD1.zone";
 
-std::string source_of(const IpAddr& ip) { return ip.str() + (ip.is_v4() ? "/32" : "/128"); }
+std::string source_of(const net::IpAddr& ip) { return ip.str() + (ip.is_v4() ? "/32" : "/128"); }
 
 }  // namespace
 
@@ -26,24 +26,24 @@ Result<Firewalld> Firewalld::connect(std::string_view bus_address) {
     return Firewalld(std::move(*bus));
 }
 
-Result<std::vector<dbus::Value>> Firewalld::zone_call(const char* method, const std::string& zone, const IpAddr& ip) {
+Result<std::vector<dbus::Value>> Firewalld::zone_call(const char* method, const std::string& zone, const net::IpAddr& ip) {
     return bus_.call({kName, kPath, kZoneInterface, method, {zone, source_of(ip)}});
 }
 
-Result<bool> Firewalld::add_source(const std::string& zone, const IpAddr& ip) {
+Result<bool> Firewalld::add_source(const std::string& zone, const net::IpAddr& ip) {
     auto r = zone_call("addSource", zone, ip);
     if (r) return true;
     if (r.error().msg.find("ZONE_ALREADY_SET") != std::string::npos) return false;
     return fail("failed to add the address " + source_of(ip) + " to " + zone + " zone: " + r.error().msg);
 }
 
-Status Firewalld::remove_source(const std::string& zone, const IpAddr& ip) {
+Status Firewalld::remove_source(const std::string& zone, const net::IpAddr& ip) {
     auto r = zone_call("removeSource", zone, ip);
     if (!r) return fail("failed to remove the address " + source_of(ip) + " from " + zone + " zone: " + r.error().msg);
     return {};
 }
 
-Result<bool> Firewalld::has_source(const std::string& zone, const IpAddr& ip) {
+Result<bool> Firewalld::has_source(const std::string& zone, const net::IpAddr& ip) {
     auto r = zone_call("querySource", zone, ip);
     if (!r) return fail("failed to find the address " + source_of(ip) + " in " + zone + " zone: " + r.error().msg);
     const bool* yes = r->empty() ? nullptr : std::get_if<bool>(&(*r)[0]);

@@ -28,13 +28,13 @@ public:
 
     // Whether the source was added; one already in this zone is not an error (firewalld's
     // ZONE_ALREADY_SET), just not ours to take back.
-    Result<bool> add_source(const std::string& zone, const IpAddr& ip);
-    Status remove_source(const std::string& zone, const IpAddr& ip);
-    Result<bool> has_source(const std::string& zone, const IpAddr& ip);
+    Result<bool> add_source(const std::string& zone, const net::IpAddr& ip);
+    Status remove_source(const std::string& zone, const net::IpAddr& ip);
+    Result<bool> has_source(const std::string& zone, const net::IpAddr& ip);
 
 private:
     explicit Firewalld(dbus::Bus bus) : bus_(std::move(bus)) {}
-    Result<std::vector<dbus::Value>> zone_call(const char* method, const std::string& zone, const IpAddr& ip);
+    Result<std::vector<dbus::Value>> zone_call(const char* method, const std::string& zone, const net::IpAddr& ip);
     dbus::Bus bus_;
 };
 

@@ -31,8 +31,8 @@ fw::IptRule to(std::string target, std::string comment = "") {
 }
 
 // The two rules of one container address.
-std::pair<fw::IptRule, fw::IptRule> address_rules(const IpAddr& ip) {
-    IpNet host{ip, ip.bits(), ip.bits()};
+std::pair<fw::IptRule, fw::IptRule> address_rules(const net::IpAddr& ip) {
+    net::IpNet host{ip, ip.bits(), ip.bits()};
     fw::IptRule replies = to("ACCEPT");
     replies.dst = host;
     replies.matches = {fw::CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED), false}};
@@ -41,8 +41,8 @@ std::pair<fw::IptRule, fw::IptRule> address_rules(const IpAddr& ip) {
     return {replies, from};
 }
 
-std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, fw::Family f) {
-    std::vector<IpAddr> mine;
+std::vector<net::IpAddr> of_family(const std::vector<net::IpAddr>& ips, fw::Family f) {
+    std::vector<net::IpAddr> mine;
     for (auto& ip : ips)
         if (ip.is_v4() == (f == fw::Family::v4)) mine.push_back(ip);
     return mine;
@@ -51,7 +51,7 @@ std::vector<IpAddr> of_family(const std::vector<IpAddr>& ips, fw::Family f) {
 // Runs `fn(table, addresses)` on the filter table of the node's variant of each family that has
 // addresses, and commits it (IptTable::update).
 template <class Fn>
-Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
+Status per_family(const std::vector<net::IpAddr>& ips, Fn&& fn) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
     for (fw::Family f : {fw::Family::v4, fw::Family::v6}) {
         auto mine = of_family(ips, f);
@@ -64,7 +64,7 @@ Status per_family(const std::vector<IpAddr>& ips, Fn&& fn) {
 // Runs `check(table, addresses)` on the filter table of each family that has addresses, in each
 // variant; passes when one variant passes for every family (check_either_variant).
 template <class Fn>
-Status check_per_family(const std::vector<IpAddr>& ips, Fn&& check) {
+Status check_per_family(const std::vector<net::IpAddr>& ips, Fn&& check) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
     return fw::check_either_variant([&](fw::Variant v) -> Status {
         for (fw::Family f : {fw::Family::v4, fw::Family::v6}) {
@@ -86,7 +86,7 @@ Status ensure_chain(fw::IptTable& t, const std::string& chain) {
 namespace {
 
 // The rules `ips` need in CNI-FORWARD, in the order ADD appends them.
-std::vector<fw::IptRule> address_rules_of(const std::vector<IpAddr>& ips) {
+std::vector<fw::IptRule> address_rules_of(const std::vector<net::IpAddr>& ips) {
     std::vector<fw::IptRule> out;
     for (auto& ip : ips) {
         auto [replies, from] = address_rules(ip);
@@ -168,8 +168,8 @@ Status teardown_forward(const ForwardSpec& f) {
     return {};
 }
 
-Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain) {
-    return check_per_family(ips, [&](fw::IptTable& t, const std::vector<IpAddr>& mine) -> Status {
+Status check_forward(const std::vector<net::IpAddr>& ips, const std::string& admin_chain) {
+    return check_per_family(ips, [&](fw::IptTable& t, const std::vector<net::IpAddr>& mine) -> Status {
         CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
         CNI_TRY_ASSIGN(bool admin, t.has_rule(kPrivate, to(admin_chain, "CNI firewall plugin admin overrides")));
         if (!jump || !admin)
@@ -236,10 +236,10 @@ const char* policy_name(IngressPolicy policy) {
 
 namespace {
 
-Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
+Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<net::IpAddr>& ips) {
     if (policy == IngressPolicy::open) return {};
     auto rules = isolation_rules(bridge, policy);
-    return per_family(ips, [&](fw::IptTable& t, const std::vector<IpAddr>&) -> Status {
+    return per_family(ips, [&](fw::IptTable& t, const std::vector<net::IpAddr>&) -> Status {
         CNI_TRY(ensure_chain(t, kStage1));
         CNI_TRY(ensure_chain(t, kStage2));
         for (auto& r : rules) CNI_TRY(r.first ? t.insert_unique(r.chain, r.rule) : t.append_unique(r.chain, r.rule));
@@ -247,10 +247,10 @@ Status setup_isolation(const std::string& bridge, IngressPolicy policy, const st
     });
 }
 
-Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<IpAddr>& ips) {
+Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<net::IpAddr>& ips) {
     if (policy == IngressPolicy::open) return {};
     auto rules = isolation_rules(bridge, policy);
-    return check_per_family(ips, [&](fw::IptTable& t, const std::vector<IpAddr>&) -> Status {
+    return check_per_family(ips, [&](fw::IptTable& t, const std::vector<net::IpAddr>&) -> Status {
         for (auto& r : rules) {
             CNI_TRY_ASSIGN(bool found, t.has_rule(r.chain, r.rule));
             if (!found)

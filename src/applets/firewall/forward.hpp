@@ -21,11 +21,11 @@ namespace cni::firewall {
 // What the firewall applet lets through for an attachment, in either of its drivers: the
 // iptables one here, firewalld's zone sources in firewalld.hpp (chosen in firewall.cpp).
 struct ForwardSpec {
-    std::vector<IpAddr> ips;
+    std::vector<net::IpAddr> ips;
     std::string admin_chain;  // iptables
     std::string zone;         // firewalld
     std::string network;      // iptables: whose rules the record names (forward_record.hpp)
-    Attachment attachment;
+    net::Attachment attachment;
     std::string record_dir = "/run/cni/cni-all-firewall";  // iptables: where the records are
 };
 
@@ -41,7 +41,7 @@ Status setup_forward(const ForwardSpec& f);
 // reading the chain for every rule of these addresses.
 Status teardown_forward(const ForwardSpec& f);
 // Passes when either iptables variant holds the rules (check_either_variant).
-Status check_forward(const std::vector<IpAddr>& ips, const std::string& admin_chain);
+Status check_forward(const std::vector<net::IpAddr>& ips, const std::string& admin_chain);
 
 enum class IngressPolicy { open, same_bridge, isolated };
 // The policy as the config spells it ("open", "same-bridge", "isolated").
@@ -50,7 +50,7 @@ const char* policy_name(IngressPolicy policy);
 struct IsolationSpec {
     std::string bridge;
     IngressPolicy policy = IngressPolicy::open;
-    std::vector<IpAddr> ips;
+    std::vector<net::IpAddr> ips;
 };
 
 // The isolation chains, in iptables whichever driver lets the traffic through (as the

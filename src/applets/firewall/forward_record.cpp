@@ -46,7 +46,7 @@ std::optional<ForwardHandles> decode_handles(std::string_view text) {
     return h;
 }
 
-ForwardRecord::ForwardRecord(const std::string& network, const Attachment& a, std::string dir)
+ForwardRecord::ForwardRecord(const std::string& network, const net::Attachment& a, std::string dir)
     : dir_(std::move(dir)), name_(fw::sha512_hex(network + "\n" + a.container_id + "\n" + a.ifname).substr(0, 40)) {}
 
 std::optional<ForwardHandles> ForwardRecord::load() const {

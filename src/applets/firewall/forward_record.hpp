@@ -33,7 +33,7 @@ inline constexpr std::size_t kMaxHandles = 64;
 
 class ForwardRecord {
 public:
-    ForwardRecord(const std::string& network, const Attachment& a, std::string dir);
+    ForwardRecord(const std::string& network, const net::Attachment& a, std::string dir);
     std::optional<ForwardHandles> load() const;
     void save(const ForwardHandles& h) const;  // best effort: without it DEL reads the chain
     void forget() const;

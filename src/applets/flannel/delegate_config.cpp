@@ -9,14 +9,14 @@
 namespace cni::flannel {
 namespace {
 
-Result<IpNet> network_of(std::string_view key, std::string_view text) {
-    auto net = IpNet::parse(trim_space(text));
+Result<net::IpNet> network_of(std::string_view key, std::string_view text) {
+    auto net = net::IpNet::parse(trim_space(text));
     if (!net) return fail(std::string(key) + ": invalid CIDR address: " + std::string(text));
     return net->masked();
 }
 
-Result<std::vector<IpNet>> network_list(std::string_view key, std::string_view text) {
-    std::vector<IpNet> out;
+Result<std::vector<net::IpNet>> network_list(std::string_view key, std::string_view text) {
+    std::vector<net::IpNet> out;
     for (auto part : split(text, ',')) {
         if (trim_space(part).empty()) continue;
         CNI_TRY_ASSIGN(auto net, network_of(key, part));

@@ -18,8 +18,8 @@
 namespace cni::flannel {
 
 struct SubnetEnv {
-    std::vector<IpNet> networks, ipv6_networks;  // FLANNEL_NETWORK, FLANNEL_IPV6_NETWORK (network addresses)
-    std::optional<IpNet> subnet, ipv6_subnet;     // FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET (network addresses)
+    std::vector<net::IpNet> networks, ipv6_networks;  // FLANNEL_NETWORK, FLANNEL_IPV6_NETWORK (network addresses)
+    std::optional<net::IpNet> subnet, ipv6_subnet;     // FLANNEL_SUBNET, FLANNEL_IPV6_SUBNET (network addresses)
     std::optional<unsigned> mtu;
     std::optional<bool> ipmasq;
 };

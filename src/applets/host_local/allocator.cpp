@@ -11,7 +11,7 @@ namespace {
 // start), wraps around the set, and ends when it comes back to where it started.
 class RangeIter {
 public:
-    RangeIter(const RangeSet& set, std::optional<IpAddr> last) : set_(set) {
+    RangeIter(const RangeSet& set, std::optional<net::IpAddr> last) : set_(set) {
         if (last && contains(set, *last)) {
             for (std::size_t i = 0; i < set.size(); ++i)
                 if (set[i].contains(*last)) {
@@ -24,7 +24,7 @@ public:
         }
     }
 
-    std::optional<std::pair<IpAddr, const Range*>> next() {
+    std::optional<std::pair<net::IpAddr, const Range*>> next() {
         while (true) {
             const Range* r = &set_[idx_];
             if (!cur_) {
@@ -50,7 +50,7 @@ public:
 private:
     const RangeSet& set_;
     std::size_t idx_ = 0;
-    std::optional<IpAddr> cur_, start_;
+    std::optional<net::IpAddr> cur_, start_;
 };
 
 // How many candidates are probed by name before the index is read.
@@ -62,14 +62,14 @@ constexpr int kProbes = 64;
 class Taken {
 public:
     explicit Taken(Store& store) : store_(store) {}
-    bool operator()(const IpAddr& ip) {
+    bool operator()(const net::IpAddr& ip) {
         if (probes_ < kProbes) {
             ++probes_;
             return store_.taken(ip);
         }
         return std::ranges::binary_search(all(), ip);
     }
-    const std::vector<IpAddr>& all() {
+    const std::vector<net::IpAddr>& all() {
         if (!all_) all_ = store_.addresses();
         return *all_;
     }
@@ -77,7 +77,7 @@ public:
 private:
     Store& store_;
     int probes_ = 0;
-    std::optional<std::vector<IpAddr>> all_;
+    std::optional<std::vector<net::IpAddr>> all_;
 };
 
 }  // namespace
@@ -93,7 +93,7 @@ bool has_free_address(Store& store, const RangeSet& set, int set_index) {
     // Counted, not walked (a huge IPv6 range): ranges in a set do not overlap, so counting per
     // range counts each reservation once.
     const auto& all = taken.all();
-    U128 unusable = 0;
+    net::U128 unusable = 0;
     for (auto& r : set) {
         unusable += std::ranges::upper_bound(all, *r.range_end) - std::ranges::lower_bound(all, *r.range_start);
         if (r.contains(*r.gateway) && !std::ranges::binary_search(all, *r.gateway)) ++unusable;
@@ -102,7 +102,7 @@ bool has_free_address(Store& store, const RangeSet& set, int set_index) {
 }
 
 Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std::string_view id,
-                          std::string_view ifname, std::optional<IpAddr> requested) {
+                          std::string_view ifname, std::optional<net::IpAddr> requested) {
     if (requested) {
         const Range* r = range_for(set, *requested);
         if (!r) return fail(requested->str() + " not in range set " + str(set));

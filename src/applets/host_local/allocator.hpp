@@ -18,7 +18,7 @@
 namespace cni::ipam {
 
 Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std::string_view id,
-                          std::string_view ifname, std::optional<IpAddr> requested);
+                          std::string_view ifname, std::optional<net::IpAddr> requested);
 
 // Is there at least one address this set could still hand out?
 bool has_free_address(Store& store, const RangeSet& set, int set_index);

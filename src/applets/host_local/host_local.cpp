@@ -18,7 +18,7 @@ namespace {
 
 // runtimeConfig.ips, args.cni.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix"
 // (Go: []*ip.IP).
-Status decode_ips(const json::Value& obj, std::vector<IpAddr>& out, const json::Where& w) {
+Status decode_ips(const json::Value& obj, std::vector<net::IpAddr>& out, const json::Where& w) {
     const json::Value* ips = json::find(obj, "ips");
     if (!ips || ips->IsNull()) return {};
     if (!ips->IsArray()) return cni::Unexpected(json::type_error(*ips, w.at("ips"), "[]*ip.IP"));
@@ -44,7 +44,7 @@ Result<HostLocalConf> request_conf(const Request& req, NetConf& nc) {
     if (rc.object) CNI_TRY(json::field(*rc.object, "ipRanges", c.ranges, rc.inner));
 
     // Requested addresses, in the reference's order of precedence.
-    std::optional<IpAddr> env_ip;
+    std::optional<net::IpAddr> env_ip;
     CniArgField fields[] = {{"IP", [&](std::string_view v) -> Status {
                                  CNI_TRY_ASSIGN(env_ip, parse_arg_ip(v));
                                  return {};
@@ -91,7 +91,7 @@ Result<CniResult> add(const Context& ctx, const HostLocalConf& c) {
     CNI_TRY_ASSIGN(auto store, open_store(ctx, c));
 
     // Requested addresses keyed by their text, like the reference's map; kept in request order.
-    std::vector<IpAddr> requested;
+    std::vector<net::IpAddr> requested;
     for (auto& ip : c.requested)
         if (std::find(requested.begin(), requested.end(), ip) == requested.end()) requested.push_back(ip);
 
@@ -102,7 +102,7 @@ Result<CniResult> add(const Context& ctx, const HostLocalConf& c) {
         store.flush();
     };
     for (std::size_t idx = 0; idx < c.ranges.size(); ++idx) {
-        std::optional<IpAddr> want;
+        std::optional<net::IpAddr> want;
         for (auto it = requested.begin(); it != requested.end(); ++it)
             if (contains(c.ranges[idx], *it)) {
                 want = *it;

@@ -25,8 +25,8 @@ struct HostLocalConf {
     std::vector<Route> routes;
     std::string data_dir;
     std::string resolv_conf;
-    std::vector<IpAddr> requested;  // CNI_ARGS IP, then args.cni.ips, then runtimeConfig ips
-    std::optional<std::vector<Attachment>> valid_attachments;
+    std::vector<net::IpAddr> requested;  // CNI_ARGS IP, then args.cni.ips, then runtimeConfig ips
+    std::optional<std::vector<net::Attachment>> valid_attachments;
 };
 
 // What the request adds beside the ipam section, in the reference's order: the network's name,

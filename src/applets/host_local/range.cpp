@@ -11,7 +11,7 @@ namespace {
 // either holds an end of the other, exactly when they are of one family and their [start, end]
 // intervals meet.
 struct Span {
-    U128 start, end;
+    net::U128 start, end;
     std::uint32_t owner;
     bool v4;
     Span(const Range& r, std::size_t o)
@@ -55,7 +55,7 @@ Status Range::canonicalize() {
     int ones = subnet->prefix, bits = subnet->mask_bits;
     if (ones > bits - 2) return fail("Network " + subnet->str() + " too small to allocate from");
     if (!subnet->family_matches()) return fail("IPNet IP and Mask version mismatch");
-    IpAddr network = subnet->network();
+    net::IpAddr network = subnet->network();
     if (network != subnet->ip)
         return fail("Network has host bits set. For a subnet mask of length " + std::to_string(ones) +
                     " the network address is " + network.str());
@@ -75,7 +75,7 @@ Status Range::canonicalize() {
     return {};
 }
 
-bool Range::contains(const IpAddr& a) const {
+bool Range::contains(const net::IpAddr& a) const {
     if (!subnet || a.is_v4() != subnet->ip.is_v4()) return false;
     if (!subnet->contains(a)) return false;
     if (range_start && a < *range_start) return false;
@@ -99,9 +99,9 @@ Status canonicalize(RangeSet& set) {
     return {};
 }
 
-bool contains(const RangeSet& set, const IpAddr& a) { return range_for(set, a) != nullptr; }
+bool contains(const RangeSet& set, const net::IpAddr& a) { return range_for(set, a) != nullptr; }
 
-const Range* range_for(const RangeSet& set, const IpAddr& a) {
+const Range* range_for(const RangeSet& set, const net::IpAddr& a) {
     for (auto& r : set)
         if (r.contains(a)) return &r;
     return nullptr;
@@ -121,8 +121,8 @@ std::string str(const RangeSet& set) {
     return s;
 }
 
-U128 size(const RangeSet& set) {
-    U128 n = 0;
+net::U128 size(const RangeSet& set) {
+    net::U128 n = 0;
     for (auto& r : set) n += r.range_end->value() - r.range_start->value() + 1;
     return n;
 }

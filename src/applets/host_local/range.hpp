@@ -17,25 +17,25 @@
 namespace cni::ipam {
 
 struct Range {
-    std::optional<IpNet> subnet;
-    std::optional<IpAddr> range_start, range_end, gateway;
+    std::optional<net::IpNet> subnet;
+    std::optional<net::IpAddr> range_start, range_end, gateway;
 
     Status canonicalize();
-    bool contains(const IpAddr& a) const;
+    bool contains(const net::IpAddr& a) const;
     std::string str() const;  // "start-end"
-    IpNet with_prefix(const IpAddr& a) const { return IpNet{a, subnet->prefix, subnet->mask_bits}; }
+    net::IpNet with_prefix(const net::IpAddr& a) const { return net::IpNet{a, subnet->prefix, subnet->mask_bits}; }
 };
 
 using RangeSet = std::vector<Range>;
 
 Status canonicalize(RangeSet& set);
-bool contains(const RangeSet& set, const IpAddr& a);
-const Range* range_for(const RangeSet& set, const IpAddr& a);
+bool contains(const RangeSet& set, const net::IpAddr& a);
+const Range* range_for(const RangeSet& set, const net::IpAddr& a);
 // Of canonical sets, the first pair (i, j), i < j, with overlapping ranges, as a loop over i and
 // then j would find it.
 std::optional<std::pair<std::size_t, std::size_t>> first_overlapping_sets(const std::vector<RangeSet>& sets);
 std::string str(const RangeSet& set);  // "r1,r2"
-U128 size(const RangeSet& set);  // number of addresses in the ranges
+net::U128 size(const RangeSet& set);  // number of addresses in the ranges
 
 // A range's keys: each entry of "ranges", and the single legacy range at the ipam level.
 inline constexpr std::array kRangeKeys{

@@ -64,7 +64,7 @@ std::string bucket_name(std::size_t i) {
 // One bucket line: "<ip> c <id> <ifname> ;", "<ip> l <id> ;" or "<ip> f ;", views into the line.
 // A line without its terminator (a torn write) is refused, and so is a name that is not how the
 // index writes an address.
-std::optional<std::pair<IpAddr, OwnerView>> parse_line(std::string_view line) {
+std::optional<std::pair<net::IpAddr, OwnerView>> parse_line(std::string_view line) {
     std::array<std::string_view, 6> f;  // no allocation: this runs once per reservation
     std::size_t n = 0;
     for (std::size_t pos = 0; pos < line.size();) {
@@ -77,7 +77,7 @@ std::optional<std::pair<IpAddr, OwnerView>> parse_line(std::string_view line) {
         pos = end + 1;
     }
     if (n < 3 || f[n - 1] != ";") return std::nullopt;
-    auto ip = IpAddr::parse(f[0]);
+    auto ip = net::IpAddr::parse(f[0]);
     if (!ip || ip->str() != f[0]) return std::nullopt;
     OwnerView owner;
     if (f[1] == "c" && n == 5) owner = OwnerView{OwnerKind::current, f[2], f[3]};
@@ -169,7 +169,7 @@ Status Store::scan() {
         if (name == "." || name == ".." || name == "lock" || name.starts_with(kLastReservedPrefix) ||
             name.starts_with(kIndexName))
             continue;
-        auto ip = IpAddr::parse(name);
+        auto ip = net::IpAddr::parse(name);
         if (!ip || ip->str() != name) {
             warn_("host-local: skipping " + dir_.path_of(name) + ": not an address reservation");
             continue;
@@ -232,7 +232,7 @@ void Store::load_all() {
     for (std::size_t i = 0; i < kBuckets; ++i) bucket(i);
 }
 
-Store::Entry* Store::locate(const IpAddr& ip, std::size_t* in) {
+Store::Entry* Store::locate(const net::IpAddr& ip, std::size_t* in) {
     for (std::size_t i = 0; i < kBuckets; ++i)
         for (auto& e : buckets_[i].entries)
             if (buckets_[i].loaded && e.ip == ip) {
@@ -248,7 +248,7 @@ void Store::put(const Entry& e) {
     b.dirty = changed_ = true;
 }
 
-void Store::drop(const IpAddr& ip) {
+void Store::drop(const net::IpAddr& ip) {
     std::size_t i = 0;
     if (Entry* e = locate(ip, &i)) {
         auto& v = buckets_[i].entries;
@@ -261,21 +261,21 @@ OwnerView Store::keep_owner(std::string content) {
     return OwnerView::parse(texts_.emplace_back(std::move(content)));
 }
 
-bool Store::taken(const IpAddr& ip) const {
+bool Store::taken(const net::IpAddr& ip) const {
     struct stat st{};
     return ::fstatat(dir_.fd(), ip.str().c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 || errno != ENOENT;
 }
 
-std::vector<IpAddr> Store::addresses() {
+std::vector<net::IpAddr> Store::addresses() {
     load_all();
-    std::vector<IpAddr> out;
+    std::vector<net::IpAddr> out;
     for (auto& b : buckets_)
         for (auto& e : b.entries) out.push_back(e.ip);
     std::ranges::sort(out);
     return out;
 }
 
-Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index) {
+Result<bool> Store::reserve(const net::IpAddr& ip, std::string_view id, std::string_view ifname, int set_index) {
     const std::string name = ip.str(), path = dir_.path_of(name);
     os::UniqueFd fd = dir_.open_regular(name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (!fd) {
@@ -298,22 +298,22 @@ Result<bool> Store::reserve(const IpAddr& ip, std::string_view id, std::string_v
     return true;
 }
 
-std::optional<IpAddr> Store::last_reserved(int set_index) const {
+std::optional<net::IpAddr> Store::last_reserved(int set_index) const {
     auto text = read_small(kLastReservedPrefix + std::to_string(set_index));
     if (!text) return std::nullopt;
-    return IpAddr::parse(*text);
+    return net::IpAddr::parse(*text);
 }
 
-std::vector<IpAddr> Store::find_by_id(std::string_view id, std::string_view ifname) {
-    std::vector<IpAddr> out;
+std::vector<net::IpAddr> Store::find_by_id(std::string_view id, std::string_view ifname) {
+    std::vector<net::IpAddr> out;
     for (auto& e : bucket(bucket_of(id)).entries)
         if (e.owner.matches(id, ifname) || e.owner.matches_legacy(id)) out.push_back(e.ip);
     std::sort(out.begin(), out.end());
     return out;
 }
 
-std::vector<IpAddr> Store::held_by(std::string_view id, std::string_view ifname) {
-    std::vector<IpAddr> out;
+std::vector<net::IpAddr> Store::held_by(std::string_view id, std::string_view ifname) {
+    std::vector<net::IpAddr> out;
     for (auto& e : bucket(bucket_of(id)).entries) {
         if (!e.owner.matches(id, ifname)) continue;
         auto content = read_small(e.ip.str());
@@ -329,7 +329,7 @@ bool Store::has_id(std::string_view id, std::string_view ifname) {
            std::ranges::any_of(entries, [&](const Entry& e) { return e.owner.matches_legacy(id); });
 }
 
-Result<bool> Store::release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned) {
+Result<bool> Store::release_if(const net::IpAddr& ip, const std::function<bool(const Owner&)>& still_owned) {
     const std::string name = ip.str();
     auto content = read_small(name);
     if (!content) {
@@ -350,7 +350,7 @@ Result<bool> Store::release_if(const IpAddr& ip, const std::function<bool(const 
 }
 
 Status Store::release_by_id(std::string_view id, std::string_view ifname) {
-    std::vector<IpAddr> current, legacy;
+    std::vector<net::IpAddr> current, legacy;
     for (auto& e : bucket(bucket_of(id)).entries) {
         if (e.owner.matches(id, ifname)) current.push_back(e.ip);
         else if (e.owner.matches_legacy(id)) legacy.push_back(e.ip);
@@ -365,9 +365,9 @@ Status Store::release_by_id(std::string_view id, std::string_view ifname) {
     return {};
 }
 
-std::vector<std::pair<IpAddr, Owner>> Store::reservations() {
+std::vector<std::pair<net::IpAddr, Owner>> Store::reservations() {
     load_all();
-    std::vector<std::pair<IpAddr, Owner>> out;
+    std::vector<std::pair<net::IpAddr, Owner>> out;
     for (auto& b : buckets_)
         for (auto& e : b.entries) out.emplace_back(e.ip, Owner::of(e.owner));
     std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -65,27 +65,27 @@ public:
     static Result<Store> open(const std::string& data_dir, const std::string& network, Warn warn);
 
     const std::string& dir() const { return dir_.path(); }
-    bool taken(const IpAddr& ip) const;  // a file (or anything) has the address's name
-    std::vector<IpAddr> addresses();  // every address taken, sorted; reads every bucket
+    bool taken(const net::IpAddr& ip) const;  // a file (or anything) has the address's name
+    std::vector<net::IpAddr> addresses();  // every address taken, sorted; reads every bucket
 
     // Reference Store.Reserve: false if the file exists already.
-    Result<bool> reserve(const IpAddr& ip, std::string_view id, std::string_view ifname, int set_index);
-    std::optional<IpAddr> last_reserved(int set_index) const;
+    Result<bool> reserve(const net::IpAddr& ip, std::string_view id, std::string_view ifname, int set_index);
+    std::optional<net::IpAddr> last_reserved(int set_index) const;
 
     // Reference GetByID: addresses held by (id, ifname), or by a legacy file of `id`.
-    std::vector<IpAddr> find_by_id(std::string_view id, std::string_view ifname);
+    std::vector<net::IpAddr> find_by_id(std::string_view id, std::string_view ifname);
     // Addresses whose file names exactly (id, ifname), in the current format, each owner read
     // again from its file: what a main applet that set the attachment up may act on (vpc-eni's DEL).
-    std::vector<IpAddr> held_by(std::string_view id, std::string_view ifname);
+    std::vector<net::IpAddr> held_by(std::string_view id, std::string_view ifname);
     // Reference FindByID: any current-format match, else any legacy match.
     bool has_id(std::string_view id, std::string_view ifname);
     // Reference ReleaseByID: remove the current-format matches, or, if none, the legacy ones.
     Status release_by_id(std::string_view id, std::string_view ifname);
     // Remove one reservation after checking (on disk) that `still_owned` accepts its owner.
-    Result<bool> release_if(const IpAddr& ip, const std::function<bool(const Owner&)>& still_owned);
+    Result<bool> release_if(const net::IpAddr& ip, const std::function<bool(const Owner&)>& still_owned);
 
     // Every reservation and its owner, by address (GC); reads every bucket.
-    std::vector<std::pair<IpAddr, Owner>> reservations();
+    std::vector<std::pair<net::IpAddr, Owner>> reservations();
 
     // Persist the index; done by the applets at the end of each call (a cache, so failures warn).
     void flush();
@@ -95,7 +95,7 @@ public:
 
 private:
     struct Entry {
-        IpAddr ip;
+        net::IpAddr ip;
         OwnerView owner;  // its text stays in texts_
     };
     struct Bucket {
@@ -108,9 +108,9 @@ private:
     Bucket& bucket(std::size_t i);
     bool load_bucket(std::size_t i);  // false when its file is not as flush() writes it
     void load_all();
-    Entry* locate(const IpAddr& ip, std::size_t* in = nullptr);  // among the loaded buckets
+    Entry* locate(const net::IpAddr& ip, std::size_t* in = nullptr);  // among the loaded buckets
     void put(const Entry& e);
-    void drop(const IpAddr& ip);
+    void drop(const net::IpAddr& ip);
     OwnerView keep_owner(std::string content);
 
     Result<std::string> read_small(const std::string& name) const;

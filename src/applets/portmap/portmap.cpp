@@ -118,7 +118,7 @@ Result<PortMapping> parse_mapping(const json::Value& v, const json::Where& w, st
         unusable = Error{code::internal, "invalid protocol \"" + proto + "\" in portMappings: only tcp, udp and sctp are forwarded", {}};
     m.proto_name = proto;
     if (!host_ip.empty()) {
-        auto ip = IpAddr::parse(host_ip);
+        auto ip = net::IpAddr::parse(host_ip);
         if (!ip && !unusable) unusable = Error{code::internal, "invalid hostIP \"" + host_ip + "\" in portMappings", {}};
         if (ip) {
             m.host_family = ip->is_v4() ? 4 : 6;  // a hostIP of the other family skips the address
@@ -176,8 +176,8 @@ Result<PortmapConf> parse_usable_portmap_conf(const Request& req) {
 
 // The first IPv4 and first IPv6 address of CNI_IFNAME (an address naming no interface counts;
 // one naming an interface counts if that is CNI_IFNAME inside a sandbox).
-std::vector<IpNet> container_addresses(const CniResult& prev, const std::string& ifname) {
-    std::optional<IpNet> v4, v6;
+std::vector<net::IpNet> container_addresses(const CniResult& prev, const std::string& ifname) {
+    std::optional<net::IpNet> v4, v6;
     for (auto& ip : prev.ips) {
         if (ip.interface) {
             std::int64_t i = *ip.interface;
@@ -188,13 +188,13 @@ std::vector<IpNet> container_addresses(const CniResult& prev, const std::string&
         auto& slot = ip.address.ip.is_v4() ? v4 : v6;
         if (!slot) slot = ip.address;
     }
-    std::vector<IpNet> out;
+    std::vector<net::IpNet> out;
     if (v4) out.push_back(*v4);
     if (v6) out.push_back(*v6);
     return out;
 }
 
-HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr) {
+HostPortSpec spec_for(const PortmapConf& c, const Request& r, const net::IpNet& addr) {
     HostPortSpec s;
     s.network = c.net.name;
     s.container_id = r.container_id;
@@ -212,7 +212,7 @@ HostPortSpec spec_for(const PortmapConf& c, const Request& r, const IpNet& addr)
 
 // The host link the kernel routes `ip` through (the bridge, or a ptp veth), if any: a route
 // lookup, as the reference's RouteGet, so a node's many routes are not listed.
-Result<std::optional<std::string>> link_towards(const IpAddr& ip) {
+Result<std::optional<std::string>> link_towards(const net::IpAddr& ip) {
     CNI_TRY_ASSIGN(auto s, nl::Socket::open());
     auto oif = nl::route_get_link(s, ip);
     if (!oif) return std::optional<std::string>{};

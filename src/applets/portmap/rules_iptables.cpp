@@ -29,8 +29,8 @@ constexpr const char* kMasqChain = "CNI-HOSTPORT-MASQ";
 constexpr const char* kOldSnatChain = "CNI-HOSTPORT-SNAT";
 constexpr std::size_t kMultiportMax = 15;
 
-Family family_of(const IpAddr& ip) { return ip.is_v4() ? Family::v4 : Family::v6; }
-IpNet host(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+Family family_of(const net::IpAddr& ip) { return ip.is_v4() ? Family::v4 : Family::v6; }
+net::IpNet host(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
 
 IptRule rule_to(std::string target) {
     IptRule r;
@@ -111,7 +111,7 @@ std::vector<IptRule> dn_rules(const HostPortSpec& s) {
             out.push_back(hairpin);
             if (v4 && !s.masq_all) {
                 IptRule local = base;
-                local.src = host(*IpAddr::parse("127.0.0.1"));
+                local.src = host(*net::IpAddr::parse("127.0.0.1"));
                 local.target = setmark;
                 out.push_back(local);
             }
@@ -180,8 +180,8 @@ Result<bool> parse_match_option(IptMatch& m, const std::string& opt, const std::
     if (auto* ir = std::get_if<IpRange>(&m)) {
         if (opt != "--src-range" && opt != "--dst-range") return false;
         auto dash = value.find('-');
-        auto lo = IpAddr::parse(value.substr(0, dash));
-        auto hi = dash == std::string::npos ? lo : IpAddr::parse(value.substr(dash + 1));
+        auto lo = net::IpAddr::parse(value.substr(0, dash));
+        auto hi = dash == std::string::npos ? lo : net::IpAddr::parse(value.substr(dash + 1));
         if (!lo || !hi || lo->is_v4() != v4 || hi->is_v4() != v4) return bad(v4 ? "invalid IPv4 range" : "invalid IPv6 range");
         (opt == "--src-range" ? ir->src : ir->dst) = std::pair{*lo, *hi};
         (opt == "--src-range" ? ir->src_inverted : ir->dst_inverted) = negated;
@@ -233,7 +233,7 @@ Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std:
                                                              "(addrtype, iprange and mark are)");
             module = value;
         } else if (opt == "-s" || opt == "--source" || opt == "-d" || opt == "--destination") {
-            auto net = IpNet::parse(value.find('/') == std::string::npos ? value + (value.find(':') == std::string::npos ? "/32" : "/128") : value);
+            auto net = net::IpNet::parse(value.find('/') == std::string::npos ? value + (value.find(':') == std::string::npos ? "/32" : "/128") : value);
             if (!net || net->ip.is_v4() != v4) return fail(where + ": invalid " + (v4 ? "IPv4" : "IPv6") + " address " + value);
             bool src = opt == "-s" || opt == "--source";
             (src ? c.src : c.dst) = net->masked();
@@ -281,7 +281,7 @@ Status setup(const HostPortSpec& s) {
 
 Status ensure_localnet_guard() {
     IptRule guard = rule_to("DROP");
-    guard.src = guard.dst = IpNet::parse("127.0.0.0/8");
+    guard.src = guard.dst = net::IpNet::parse("127.0.0.0/8");
     guard.src_inverted = true;
     guard.comment = "CNI portfwd: block incoming localnet connections";
     guard.matches = {CtState{XT_CONNTRACK_STATE_BIT(IP_CT_RELATED) | XT_CONNTRACK_STATE_BIT(IP_CT_ESTABLISHED) |
@@ -389,7 +389,7 @@ public:
     }
     Status check(const HostPortSpec& s) const override { return iptables_rules::check(s); }
     Status teardown(const HostPortSpec& s) const override { return iptables_rules::teardown(s.network, s.container_id); }
-    Status gc(std::string_view network, const std::vector<Attachment>& keep) const override {
+    Status gc(std::string_view network, const std::vector<net::Attachment>& keep) const override {
         std::vector<std::string> ids;
         for (auto& a : keep) ids.push_back(a.container_id);
         return iptables_rules::gc(network, ids);

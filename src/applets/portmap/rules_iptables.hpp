@@ -29,7 +29,7 @@ struct PortMapping {
     int container_port = 0;
     int proto = 0;             // IPPROTO_TCP, IPPROTO_UDP, IPPROTO_SCTP
     std::string proto_name;    // "tcp", "udp", "sctp"
-    std::optional<IpAddr> host_ip;  // nullopt: any local address
+    std::optional<net::IpAddr> host_ip;  // nullopt: any local address
     int host_family = 0;            // 4 or 6 when hostIP was given (0.0.0.0 and :: too), else 0
 };
 
@@ -38,7 +38,7 @@ struct PortMapping {
 // -m mark ([!] --mark V[/M]), appended after the entry rule's multiport match as the reference
 // appends the tokens.
 struct Conditions {
-    std::optional<IpNet> src, dst;
+    std::optional<net::IpNet> src, dst;
     bool src_inverted = false, dst_inverted = false;
     std::string in_iface, out_iface;
     bool in_inverted = false, out_inverted = false;
@@ -48,7 +48,7 @@ struct Conditions {
 // What portmap sets up for one address of the container, in either driver.
 struct HostPortSpec {
     std::string network, container_id;
-    IpNet container;                 // the container's address with its prefix
+    net::IpNet container;                 // the container's address with its prefix
     std::vector<PortMapping> mappings;  // of this address's family
     bool snat = true;
     bool masq_all = false;

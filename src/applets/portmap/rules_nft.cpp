@@ -23,8 +23,8 @@ constexpr std::string_view kGuard = "localnet_guard";
 constexpr std::string_view kGuardComment = "CNI portfwd: block incoming localnet connections";
 constexpr std::int32_t kDstNat = -100, kSrcNat = 100, kFilter = 0;
 
-nft::Family family_of(const IpAddr& ip) { return ip.is_v4() ? nft::Family::ip : nft::Family::ip6; }
-IpNet host(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+nft::Family family_of(const net::IpAddr& ip) { return ip.is_v4() ? nft::Family::ip : nft::Family::ip6; }
+net::IpNet host(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
 
 bool holds_attachment(std::string_view chain) {
     return chain == kHostPorts || chain == kHostIpHostPorts || chain == kMasquerading;
@@ -40,16 +40,16 @@ Result<std::vector<nft::ListedRule>> rules_of(nft::Family f, std::string_view co
 }
 
 // The masquerade rules' sources: the container itself (hairpin) or everything, and localhost.
-std::vector<IpNet> masquerade_sources(const HostPortSpec& s) {
+std::vector<net::IpNet> masquerade_sources(const HostPortSpec& s) {
     bool v4 = s.container.ip.is_v4();
-    if (s.masq_all) return {*IpNet::parse(v4 ? "0.0.0.0/0" : "::/0")};
-    std::vector<IpNet> out{host(s.container.ip)};
-    if (v4) out.push_back(*IpNet::parse("127.0.0.1/32"));
+    if (s.masq_all) return {*net::IpNet::parse(v4 ? "0.0.0.0/0" : "::/0")};
+    std::vector<net::IpNet> out{host(s.container.ip)};
+    if (v4) out.push_back(*net::IpNet::parse("127.0.0.1/32"));
     return out;
 }
 
-Result<IpNet> condition_address(const std::string& text, bool v4, const std::string& where) {
-    auto net = IpNet::parse(text.find('/') == std::string::npos ? text + (v4 ? "/32" : "/128") : text);
+Result<net::IpNet> condition_address(const std::string& text, bool v4, const std::string& where) {
+    auto net = net::IpNet::parse(text.find('/') == std::string::npos ? text + (v4 ? "/32" : "/128") : text);
     if (!net || net->ip.is_v4() != v4) return fail(where + ": invalid " + (v4 ? "IPv4" : "IPv6") + " address " + text);
     return net->masked();
 }
@@ -162,8 +162,8 @@ Status ensure_localnet_guard() {
         if (std::any_of(all.begin(), all.end(), [](auto& r) { return r.chain == kGuard && r.comment == kGuardComment; })) return {};
         tx.add_table(f, kTable, "CNI portmap plugin");
         tx.add_chain(f, kTable, kGuard, nft::Hook{NF_INET_LOCAL_IN, kFilter, "filter"});
-        nft::Exprs rule = nft::match_address(f, true, *IpNet::parse("127.0.0.0/8"), true);
-        nft::append(rule, nft::match_address(f, false, *IpNet::parse("127.0.0.0/8")));
+        nft::Exprs rule = nft::match_address(f, true, *net::IpNet::parse("127.0.0.0/8"), true);
+        nft::append(rule, nft::match_address(f, false, *net::IpNet::parse("127.0.0.0/8")));
         nft::append(rule, nft::match_ct_none_of(NFT_CT_STATE, NF_CT_STATE_BIT(IP_CT_ESTABLISHED) | NF_CT_STATE_BIT(IP_CT_RELATED)));
         nft::append(rule, nft::match_ct_none_of(NFT_CT_STATUS, IPS_DST_NAT));
         nft::append(rule, nft::verdict_drop());

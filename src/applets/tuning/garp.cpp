@@ -28,7 +28,7 @@ struct [[gnu::packed]] ArpPacket {
 
 }  // namespace
 
-Status send_gratuitous_arp(int ifindex, const std::string& mac, const IpAddr& ip) {
+Status send_gratuitous_arp(int ifindex, const std::string& mac, const net::IpAddr& ip) {
     if (!ip.is_v4()) return {};
     ArpPacket p{};
     p.hdr.ar_hrd = htons(ARPHRD_ETHER);
@@ -36,7 +36,7 @@ Status send_gratuitous_arp(int ifindex, const std::string& mac, const IpAddr& ip
     p.hdr.ar_hln = 6;
     p.hdr.ar_pln = 4;
     p.hdr.ar_op = htons(ARPOP_REQUEST);
-    auto sender = mac_bytes(mac);
+    auto sender = net::mac_bytes(mac);
     if (!sender) return fail("gratuitous ARP: invalid MAC address " + mac);
     p.sender_mac = *sender;
     std::memcpy(p.sender_ip.data(), &ip.bytes()[12], 4);

@@ -11,6 +11,6 @@
 
 namespace cni::tuning {
 
-Status send_gratuitous_arp(int ifindex, const std::string& mac, const IpAddr& ip);
+Status send_gratuitous_arp(int ifindex, const std::string& mac, const net::IpAddr& ip);
 
 }  // namespace cni::tuning

@@ -104,7 +104,7 @@ Result<TuningConf> parse_tuning_conf(const Request& req) {
 // does not also fail the DEL that cleans up after it (as in the reference, which checks them when
 // applying). Normalises the MAC.
 Status check_values(TuningConf& c) {
-    CNI_TRY_ASSIGN(c.mac, configured_mac(c.mac, MacWording::args));
+    CNI_TRY_ASSIGN(c.mac, net::configured_mac(c.mac, net::MacWording::args));
     // Go ints, which the kernel holds in 32 bits (checked here, before anything changes).
     if (c.mtu < 0) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not be negative");
     if (c.mtu > kMaxKernelU32) return fail("invalid mtu " + std::to_string(c.mtu) + ": it must not exceed 4294967295");

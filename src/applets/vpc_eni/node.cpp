@@ -32,7 +32,7 @@ struct LinkBackup {
     std::string name;
     std::int64_t mtu = 0;
     bool up = false;
-    std::vector<IpNet> addresses;
+    std::vector<net::IpNet> addresses;
 };
 struct Backup {
     std::string rp_filter;
@@ -95,12 +95,12 @@ std::string rp_filter_name(const NodeFile& f) { return "net/ipv4/conf/" + f.prim
 
 int family_of(const Eni& eni) { return eni.subnet->ip.is_v4() ? AF_INET : AF_INET6; }
 
-IpNet eni_address(const Eni& eni) { return IpNet{*eni.primary_ip, eni.subnet->prefix, eni.subnet->ip.bits()}; }
+net::IpNet eni_address(const Eni& eni) { return net::IpNet{*eni.primary_ip, eni.subnet->prefix, eni.subnet->ip.bits()}; }
 
 // An ENI's addresses of its subnet's family, but not the link-local ones the kernel manages.
-Result<std::vector<IpNet>> eni_addresses(const Node& n, const Eni& eni, int index) {
+Result<std::vector<net::IpNet>> eni_addresses(const Node& n, const Eni& eni, int index) {
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(n.sock, index, family_of(eni)));
-    std::vector<IpNet> out;
+    std::vector<net::IpNet> out;
     for (auto& a : addrs)
         if (a.scope != RT_SCOPE_LINK) out.push_back(a.local);
     return out;
@@ -156,7 +156,7 @@ bool has_rule(const std::vector<nl::RuleSpec>& rules, const nl::RuleSpec& want) 
 nl::RouteSpec gateway_route(const Eni& eni, int index) {
     const int bits = eni.subnet->ip.bits();
     nl::RouteSpec r;
-    r.dst = IpNet{eni.gateway(), bits, bits};
+    r.dst = net::IpNet{eni.gateway(), bits, bits};
     r.oif = index;
     r.scope = RT_SCOPE_LINK;
     r.table = eni.table();
@@ -164,7 +164,7 @@ nl::RouteSpec gateway_route(const Eni& eni, int index) {
 }
 nl::RouteSpec default_route(const Eni& eni, int index) {
     nl::RouteSpec r;
-    r.dst = IpNet{*IpAddr::parse(eni.subnet->ip.is_v4() ? "0.0.0.0" : "::"), 0, eni.subnet->ip.bits()};
+    r.dst = net::IpNet{*net::IpAddr::parse(eni.subnet->ip.is_v4() ? "0.0.0.0" : "::"), 0, eni.subnet->ip.bits()};
     r.gw = eni.gateway();
     r.oif = index;
     r.table = eni.table();

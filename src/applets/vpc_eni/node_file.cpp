@@ -11,13 +11,13 @@
 
 namespace cni::vpc {
 
-IpAddr Eni::gateway() const { return subnet->network().next(); }
+net::IpAddr Eni::gateway() const { return subnet->network().next(); }
 
 const Eni& NodeFile::primary() const {
     return *std::ranges::find_if(enis, [](const Eni& e) { return e.device_number == 0; });
 }
 
-const Eni* NodeFile::eni_of(const IpAddr& ip) const {
+const Eni* NodeFile::eni_of(const net::IpAddr& ip) const {
     for (auto& e : enis)
         if (std::ranges::find(e.secondary_ips, ip) != e.secondary_ips.end()) return &e;
     return nullptr;
@@ -50,7 +50,7 @@ std::string absent(const std::string& path) { return "vpc-eni: node file " + pat
 class AddressSet {
 public:
     explicit AddressSet(std::size_t count) : slots_(std::bit_ceil(2 * count + 2)) {}
-    bool insert(const IpAddr& ip, U128 value) {  // false when it is there already
+    bool insert(const net::IpAddr& ip, net::U128 value) {  // false when it is there already
         const std::size_t mask = slots_.size() - 1;
         std::size_t i = std::size_t(((std::uint64_t(value) ^ std::uint64_t(value >> 64)) * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
         for (; slots_[i]; i = (i + 1) & mask)
@@ -60,13 +60,13 @@ public:
     }
 
 private:
-    std::vector<const IpAddr*> slots_;
+    std::vector<const net::IpAddr*> slots_;
 };
 
 // The addresses of `net` as numbers: those under `mask` equal to `network`.
-U128 mask_of(const IpNet& net) {
+net::U128 mask_of(const net::IpNet& net) {
     const int ones = 128 - net.mask_bits + net.prefix;
-    return ones == 0 ? U128(0) : ~U128(0) << (128 - ones);
+    return ones == 0 ? net::U128(0) : ~net::U128(0) << (128 - ones);
 }
 
 Status validate(const NodeFile& n) {
@@ -96,10 +96,10 @@ Status validate(const NodeFile& n) {
             if (n.enis[j].interface == e.interface) return fail(at + "interface " + e.interface + " is also enis[" + std::to_string(j) + "]'s");
         }
         const bool v4 = e.subnet->ip.is_v4();
-        const U128 mask = mask_of(*e.subnet), network = e.subnet->ip.value() & mask;
-        const U128 own = e.primary_ip->value(), gateway = e.gateway().value();
+        const net::U128 mask = mask_of(*e.subnet), network = e.subnet->ip.value() & mask;
+        const net::U128 own = e.primary_ip->value(), gateway = e.gateway().value();
         for (auto& ip : e.secondary_ips) {
-            const U128 v = ip.value();
+            const net::U128 v = ip.value();
             if (ip.is_v4() != v4 || (v & mask) != network)
                 return fail(at + "secondaryIps: " + ip.str() + " is not in subnet " + e.subnet->str());
             if (v == own || v == gateway || !seen.insert(ip, v))

@@ -22,18 +22,18 @@ namespace cni::vpc {
 struct Eni {
     std::string interface;
     std::int64_t device_number = -1;
-    std::optional<IpNet> subnet;
-    std::optional<IpAddr> primary_ip;
-    std::vector<IpAddr> secondary_ips;
+    std::optional<net::IpNet> subnet;
+    std::optional<net::IpAddr> primary_ip;
+    std::vector<net::IpAddr> secondary_ips;
 
-    IpAddr gateway() const;  // the VPC router: the subnet's second address
+    net::IpAddr gateway() const;  // the VPC router: the subnet's second address
     std::uint32_t table() const { return std::uint32_t(device_number) + 1; }
 };
 
 struct NodeFile {
     std::string path;
     std::string primary_interface;
-    std::vector<IpNet> vpc_cidrs;
+    std::vector<net::IpNet> vpc_cidrs;
     bool node_port_support = true;
     bool pod_eni_support = false;
     std::int64_t mtu = 9001;
@@ -43,7 +43,7 @@ struct NodeFile {
     std::string state_dir = "/run/cni-all/vpc-eni";
 
     const Eni& primary() const;               // device number 0
-    const Eni* eni_of(const IpAddr& ip) const;  // the ENI holding it as a secondary address
+    const Eni* eni_of(const net::IpAddr& ip) const;  // the ENI holding it as a secondary address
     std::size_t address_count() const;          // secondary addresses, over every ENI
 };
 

@@ -10,8 +10,8 @@ ipam::RangeSet node_range_set(const NodeFile& node) {
     ipam::RangeSet set;
     set.reserve(node.address_count());
     for (auto& eni : node.enis) {
-        const IpNet subnet = eni.subnet->masked();
-        const IpAddr gateway = eni.gateway();
+        const net::IpNet subnet = eni.subnet->masked();
+        const net::IpAddr gateway = eni.gateway();
         for (auto& ip : eni.secondary_ips) set.push_back(ipam::Range{subnet, ip, ip, gateway});
     }
     return set;
@@ -56,14 +56,14 @@ Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node) 
     return c;
 }
 
-Result<std::vector<IpAddr>> reserved_for(const Context& ctx) {
+Result<std::vector<net::IpAddr>> reserved_for(const Context& ctx) {
     CNI_TRY_ASSIGN(auto store, open_store(ctx));
     auto held = store.held_by(ctx.req.container_id, ctx.req.ifname);
     store.flush();  // an index rebuilt on opening is kept
     return held;
 }
 
-Result<std::vector<IpAddr>> reserved_addresses(const Context& ctx) {
+Result<std::vector<net::IpAddr>> reserved_addresses(const Context& ctx) {
     CNI_TRY_ASSIGN(auto store, open_store(ctx));
     auto held = store.addresses();
     store.flush();

@@ -37,8 +37,8 @@ Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node);
 
 // The addresses vpc-eni-ipam holds for the request's container and interface (an empty list when
 // it holds none), each owner read again from its file.
-Result<std::vector<IpAddr>> reserved_for(const Context& ctx);
+Result<std::vector<net::IpAddr>> reserved_for(const Context& ctx);
 // Every address it holds, for any container, sorted.
-Result<std::vector<IpAddr>> reserved_addresses(const Context& ctx);
+Result<std::vector<net::IpAddr>> reserved_addresses(const Context& ctx);
 
 }  // namespace cni::vpc

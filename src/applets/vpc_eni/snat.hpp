@@ -20,8 +20,8 @@ namespace cni::vpc {
 inline constexpr std::uint32_t kOutboundMark = 0x80;
 
 struct SnatSpec {
-    std::vector<IpNet> vpc_cidrs;
-    IpAddr primary_ip;
+    std::vector<net::IpNet> vpc_cidrs;
+    net::IpAddr primary_ip;
     std::string veth_prefix;  // the pod veths are "<prefix>+"
 };
 

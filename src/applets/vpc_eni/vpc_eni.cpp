@@ -88,26 +88,26 @@ Result<std::string> host_veth_name(const Request& req, const VpcEniConf& c) {
     return c.veth_prefix + vpc::sha1_hex(key).substr(0, 11);
 }
 
-IpNet host_prefix(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
-int family_of(const IpAddr& ip) { return ip.is_v4() ? AF_INET : AF_INET6; }
+net::IpNet host_prefix(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
+int family_of(const net::IpAddr& ip) { return ip.is_v4() ? AF_INET : AF_INET6; }
 // The pod's gateway, reached through the host end without ARP or ND.
-IpAddr pod_gateway(const IpAddr& pod) { return *IpAddr::parse(pod.is_v4() ? "169.254.1.1" : "fe80::1"); }
+net::IpAddr pod_gateway(const net::IpAddr& pod) { return *net::IpAddr::parse(pod.is_v4() ? "169.254.1.1" : "fe80::1"); }
 
-nl::RuleSpec to_pod_rule(const IpAddr& ip) {
+nl::RuleSpec to_pod_rule(const net::IpAddr& ip) {
     nl::RuleSpec r;
     r.dst = host_prefix(ip);
     r.priority = kToPodPriority;
     r.table = RT_TABLE_MAIN;
     return r;
 }
-nl::RuleSpec from_pod_rule(const IpAddr& ip, const vpc::Eni& eni) {
+nl::RuleSpec from_pod_rule(const net::IpAddr& ip, const vpc::Eni& eni) {
     nl::RuleSpec r;
     r.src = host_prefix(ip);
     r.priority = kFromPodPriority;
     r.table = eni.table();
     return r;
 }
-nl::RouteSpec host_route(const IpAddr& ip, int veth_index) {
+nl::RouteSpec host_route(const net::IpAddr& ip, int veth_index) {
     nl::RouteSpec r;
     r.dst = host_prefix(ip);
     r.oif = veth_index;
@@ -117,8 +117,8 @@ nl::RouteSpec host_route(const IpAddr& ip, int veth_index) {
 
 // In the pod: the address as a host prefix, the gateway as a link route, the default route
 // through it, and the gateway's permanent neighbour entry (the host end's MAC).
-Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const IpAddr& ip, const std::string& host_mac) {
-    const IpAddr gw = pod_gateway(ip);
+Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const net::IpAddr& ip, const std::string& host_mac) {
+    const net::IpAddr gw = pod_gateway(ip);
     CNI_TRY(nl::add_addr(s, link.index, link.name, host_prefix(ip), ip.is_v4() ? 0 : IFA_F_NODAD));
     if (ip.is_v4()) {  // fe80::1 is on-link already
         nl::RouteSpec to_gw;
@@ -128,7 +128,7 @@ Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const IpAddr
         CNI_TRY(nl::add_route(s, to_gw));
     }
     nl::RouteSpec def;
-    def.dst = IpNet{*IpAddr::parse(ip.is_v4() ? "0.0.0.0" : "::"), 0, ip.bits()};
+    def.dst = net::IpNet{*net::IpAddr::parse(ip.is_v4() ? "0.0.0.0" : "::"), 0, ip.bits()};
     def.gw = gw;
     def.oif = link.index;
     CNI_TRY(nl::add_route(s, def));
@@ -136,7 +136,7 @@ Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const IpAddr
 }
 
 // On the host: the route to the pod over the veth, and its rules.
-Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const IpAddr& ip, const vpc::Eni& eni) {
+Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const net::IpAddr& ip, const vpc::Eni& eni) {
     CNI_TRY(nl::replace_route(s, host_route(ip, veth.index)));
     CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
     CNI_TRY(nl::add_rule(s, to_pod_rule(ip)));
@@ -151,7 +151,7 @@ Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const IpAdd
 // into its ENI's table (none for the primary ENI), or into any ENI's table when the ENI is not
 // known (the node file no longer lists it, or cannot be read). A rule of another priority or
 // table stays.
-Status remove_rules(const nl::Socket& s, const IpAddr& ip, const vpc::Eni* eni) {
+Status remove_rules(const nl::Socket& s, const net::IpAddr& ip, const vpc::Eni* eni) {
     CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
     if (eni) return eni->device_number > 0 ? nl::del_rules(s, from_pod_rule(ip, *eni)) : Status{};
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
@@ -164,7 +164,7 @@ Status remove_rules(const nl::Socket& s, const IpAddr& ip, const vpc::Eni* eni) 
 
 // The ENI of one of the node's addresses: the one listing it, else the one whose subnet holds it
 // (an address removed from an ENI stays its pod's until DEL).
-const vpc::Eni* eni_holding(const vpc::NodeFile& node, const IpAddr& ip) {
+const vpc::Eni* eni_holding(const vpc::NodeFile& node, const net::IpAddr& ip) {
     if (const vpc::Eni* e = node.eni_of(ip)) return e;
     auto e = std::ranges::find_if(node.enis, [&](const vpc::Eni& x) { return x.subnet->contains(ip); });
     return e != node.enis.end() ? &*e : nullptr;
@@ -198,7 +198,7 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     CNI_TRY(nl::set_link_up(pod, link, true));
     for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
     for (std::size_t i = 0; i < result.ips.size(); ++i) {
-        const IpAddr ip = result.ips[i].address.ip;
+        const net::IpAddr ip = result.ips[i].address.ip;
         const vpc::Eni* eni = enis[i];
         undo.push([&host, ip, eni] { (void)remove_rules(host, ip, eni); });
         CNI_TRY(configure_host(host, veth, ip, *eni));
@@ -225,7 +225,7 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
 // Whether the host veth of this name is this container's: it routes none of the addresses that
 // are not. (A new sandbox of the same pod gets a veth of the same name, routing its own address;
 // the old sandbox's DEL leaves it.)
-Result<bool> veth_is_ours(const nl::Socket& host, const nl::LinkInfo& veth, const std::vector<IpAddr>& ips) {
+Result<bool> veth_is_ours(const nl::Socket& host, const nl::LinkInfo& veth, const std::vector<net::IpAddr>& ips) {
     for (int family : {AF_INET, AF_INET6}) {
         CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, family));
         for (auto& rt : routes)
@@ -287,9 +287,9 @@ Status vpc_eni_check(const Context& ctx) {
     CNI_TRY(require(link.has_value() && link->peer_index == veth->index,
                     r.ifname + " in the pod is missing or not the peer of " + host_name));
     for (auto& ipc : prev.ips) {
-        const IpAddr ip = ipc.address.ip;
+        const net::IpAddr ip = ipc.address.ip;
         const int family = family_of(ip);
-        const IpAddr gw = pod_gateway(ip);
+        const net::IpAddr gw = pod_gateway(ip);
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, family));
         CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(pod, family, link->index));
         CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(pod, family));

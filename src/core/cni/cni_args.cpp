@@ -22,12 +22,12 @@ Result<bool> parse_go_bool(std::string_view v) {  // types.UnmarshallableBool
 
 }  // namespace
 
-Result<IpAddr> parse_arg_ip(std::string_view value) {
-    std::optional<IpAddr> ip;
+Result<net::IpAddr> parse_arg_ip(std::string_view value) {
+    std::optional<net::IpAddr> ip;
     if (value.find('/') != std::string_view::npos) {
-        if (auto n = IpNet::parse(value)) ip = n->ip;
+        if (auto n = net::IpNet::parse(value)) ip = n->ip;
     } else {
-        ip = IpAddr::parse(value);
+        ip = net::IpAddr::parse(value);
     }
     if (!ip) return fail("invalid IP address " + std::string(value));
     return *ip;

@@ -24,6 +24,6 @@ struct CniArgField {
 Status load_cni_args(std::string_view args, std::span<const CniArgField> fields);
 
 // Value parsers with the reference's messages.
-Result<IpAddr> parse_arg_ip(std::string_view value);   // pkg/ip.IP: "ip" or "ip/prefix"
+Result<net::IpAddr> parse_arg_ip(std::string_view value);   // pkg/ip.IP: "ip" or "ip/prefix"
 
 }  // namespace cni

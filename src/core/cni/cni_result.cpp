@@ -163,7 +163,7 @@ Result<std::string> encode_020(const CniResult& r, std::string_view label) {
 Status decode_route(const Value& v, Route& out, const json::Where& w) {
     CNI_TRY(json::expect_object(v, w, "types.route"));
     const json::Where& rw = w;
-    if (!json::find(v, "dst")) out.dst = IpNet::nil();
+    if (!json::find(v, "dst")) out.dst = net::IpNet::nil();
     CNI_TRY(json::field(v, "dst", out.dst, rw));
     CNI_TRY(json::field(v, "gw", out.gw, rw));
     CNI_TRY(json::field(v, "mtu", out.mtu, rw));
@@ -184,7 +184,7 @@ Status decode_ip_config(const Value& v, IpConfig& out, const json::Where& w, std
         out.given_version = version;
     }
     CNI_TRY(json::field(v, "interface", out.interface, w));
-    if (!json::find(v, "address")) out.address = IpNet::nil();
+    if (!json::find(v, "address")) out.address = net::IpNet::nil();
     CNI_TRY(json::field(v, "address", out.address, w));
     CNI_TRY(json::field(v, "gateway", out.gateway, w));
     return {};
@@ -217,8 +217,8 @@ Status decode_list(const Value& obj, std::string_view key, std::string_view go_t
         if (!e.IsNull()) CNI_TRY(one(e, item, kw));
         else {  // a nil pointer, or in a slice of values (0.2.0 routes) a zero value
             item.null = go_type.starts_with("[]*");
-            if constexpr (requires { item.address; }) item.address = IpNet::nil();
-            if constexpr (requires { item.dst; }) item.dst = IpNet::nil();
+            if constexpr (requires { item.address; }) item.address = net::IpNet::nil();
+            if constexpr (requires { item.dst; }) item.dst = net::IpNet::nil();
         }
         out.push_back(std::move(item));
     }
@@ -241,7 +241,7 @@ Status decode_020_ip(const Value& obj, std::string_view key, CniResult& r, const
     auto kw = w.at(key);
     CNI_TRY(json::expect_object(*m, kw, "types020.ipConfig"));  // IPConfig decodes itself, as in 0.4.0+
     IpConfig ip;
-    if (!json::find(*m, "ip")) ip.address = IpNet::nil();
+    if (!json::find(*m, "ip")) ip.address = net::IpNet::nil();
     CNI_TRY(json::field(*m, "ip", ip.address, kw));
     CNI_TRY(json::field(*m, "gateway", ip.gateway, kw));
     r.ips.push_back(ip);

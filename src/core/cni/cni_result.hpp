@@ -32,8 +32,8 @@ struct Interface {
 
 struct IpConfig {
     std::optional<std::int64_t> interface;  // index into interfaces
-    IpNet address;                 // keeps host bits
-    std::optional<IpAddr> gateway;
+    net::IpNet address;                 // keeps host bits
+    std::optional<net::IpAddr> gateway;
     bool null = false;
     // A 0.3.x/0.4.0 input's "version" as it was written ("" when absent); printed back only by
     // a result with echo_given_versions, otherwise computed from the address.
@@ -42,8 +42,8 @@ struct IpConfig {
 };
 
 struct Route {
-    IpNet dst;
-    std::optional<IpAddr> gw;
+    net::IpNet dst;
+    std::optional<net::IpAddr> gw;
     std::int64_t mtu = 0;
     std::int64_t advmss = 0;
     std::int64_t priority = 0;

@@ -53,8 +53,8 @@ constexpr std::string_view type_name() {
     else if constexpr (std::is_same_v<T, std::int64_t>) return "int";
     else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
     else if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
-    else if constexpr (std::is_same_v<T, IpAddr> || std::is_same_v<T, std::optional<IpAddr>>) return "net.IP";
-    else if constexpr (std::is_same_v<T, IpNet>) return "string";  // a CIDR: types.IPNet decodes from a string
+    else if constexpr (std::is_same_v<T, net::IpAddr> || std::is_same_v<T, std::optional<net::IpAddr>>) return "net.IP";
+    else if constexpr (std::is_same_v<T, net::IpNet>) return "string";  // a CIDR: types.IPNet decodes from a string
     else if constexpr (std::is_same_v<T, std::vector<std::string>>) return "[]string";
     else if constexpr (std::is_same_v<T, std::map<std::string, std::string>>) return "map[string]string";
     else return "object";

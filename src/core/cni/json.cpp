@@ -433,30 +433,30 @@ Status decode(const Value& v, std::int64_t& out, const Where& w) { return decode
 Status decode(const Value& v, std::uint32_t& out, const Where& w) { return decode_int(v, out, w, "uint32"); }
 Status decode(const Value& v, std::uint64_t& out, const Where& w) { return decode_int(v, out, w, "uint64"); }
 
-Status decode(const Value& v, IpAddr& out, const Where& w) {
+Status decode(const Value& v, net::IpAddr& out, const Where& w) {
     if (v.IsNull()) return {};
     if (!v.IsString()) return cni::Unexpected(type_error(v, w, "net.IP"));
     std::string_view s(v.GetString(), v.GetStringLength());
     if (s.empty()) return {};  // Go: an empty string leaves a nil net.IP
-    auto ip = IpAddr::parse(s);
+    auto ip = net::IpAddr::parse(s);
     if (!ip) return fail("invalid IP address: " + std::string(s));
     out = *ip;
     return {};
 }
 
-Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w) {
+Status decode(const Value& v, std::optional<net::IpAddr>& out, const Where& w) {
     if (v.IsString() && v.GetStringLength() == 0) return {};
-    IpAddr ip;
+    net::IpAddr ip;
     CNI_TRY(decode(v, ip, w));
     if (!v.IsNull()) out = ip;
     return {};
 }
 
-Status decode(const Value& v, IpNet& out, const Where& w) {
+Status decode(const Value& v, net::IpNet& out, const Where& w) {
     if (v.IsNull()) return {};
     if (!v.IsString()) return cni::Unexpected(type_error(v, w, "string"));
     std::string_view s(v.GetString(), v.GetStringLength());
-    auto n = IpNet::parse(s);
+    auto n = net::IpNet::parse(s);
     if (!n) return fail("invalid CIDR address: " + std::string(s));
     out = *n;
     return {};

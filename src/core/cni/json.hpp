@@ -76,9 +76,9 @@ Status decode(const Value& v, std::int64_t& out, const Where& w);
 Status decode(const Value& v, int& out, const Where& w) = delete;
 Status decode(const Value& v, std::uint32_t& out, const Where& w);
 Status decode(const Value& v, std::uint64_t& out, const Where& w);
-Status decode(const Value& v, IpAddr& out, const Where& w);  // Go net.IP
-Status decode(const Value& v, IpNet& out, const Where& w);   // CNI types.IPNet
-Status decode(const Value& v, std::optional<IpAddr>& out, const Where& w);  // "" stays nil
+Status decode(const Value& v, net::IpAddr& out, const Where& w);  // Go net.IP
+Status decode(const Value& v, net::IpNet& out, const Where& w);   // CNI types.IPNet
+Status decode(const Value& v, std::optional<net::IpAddr>& out, const Where& w);  // "" stays nil
 // Go map[string]string: merged into `out` (as Go decodes into an existing map); a repeated key's last value wins.
 Status decode(const Value& v, std::map<std::string, std::string>& out, const Where& w);
 
@@ -105,7 +105,7 @@ std::string go_type_name() {
     else if constexpr (std::is_same_v<T, std::int64_t>) return "int";
     else if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
     else if constexpr (std::is_same_v<T, std::uint64_t>) return "uint64";
-    else if constexpr (std::is_same_v<T, IpAddr>) return "net.IP";
+    else if constexpr (std::is_same_v<T, net::IpAddr>) return "net.IP";
     else return "";
 }
 
@@ -129,7 +129,7 @@ Status decode(const Value& v, std::vector<T>& out, const Where& w) {
 // Go leaves a field alone for null, except a CNI types.IPNet: its UnmarshalJSON still runs and
 // refuses the empty string it reads from null.
 template <class T>
-inline constexpr bool kNullIsBadCidr = std::is_same_v<T, IpNet> || std::is_same_v<T, std::optional<IpNet>>;
+inline constexpr bool kNullIsBadCidr = std::is_same_v<T, net::IpNet> || std::is_same_v<T, std::optional<net::IpNet>>;
 
 // Decode obj[key] into out if present and not null; out keeps its default otherwise.
 template <class T>

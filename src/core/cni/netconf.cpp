@@ -15,10 +15,10 @@ Status decode_valid_attachments(NetConf& c) {
     if (!va || va->IsNull()) return {};
     auto vw = c.where.at("cni.dev/valid-attachments");
     if (!va->IsArray()) return cni::Unexpected(json::type_error(*va, vw, "[]types.GCAttachment"));
-    std::vector<Attachment> list;
+    std::vector<net::Attachment> list;
     for (const auto& e : va->GetArray()) {
         CNI_TRY(json::expect_object(e, vw, "types.GCAttachment"));
-        Attachment a;
+        net::Attachment a;
         CNI_TRY(json::field(e, "containerID", a.container_id, vw.in("GCAttachment")));
         CNI_TRY(json::field(e, "ifname", a.ifname, vw.in("GCAttachment")));
         list.push_back(std::move(a));

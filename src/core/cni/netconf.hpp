@@ -22,7 +22,7 @@ struct NetConf {
     std::string name;
     std::string type;
     std::string ipam_type;
-    std::optional<std::vector<Attachment>> valid_attachments;  // GC only; nullopt when absent
+    std::optional<std::vector<net::Attachment>> valid_attachments;  // GC only; nullopt when absent
     Dns dns;  // the top-level "dns" (load_netconf only)
     // Where the applet's own keys sit, for their type errors: its Go struct, and the wording its
     // reference wraps the one json.Unmarshal in (load_netconf's prefix).

@@ -54,7 +54,7 @@ public:
     virtual Status teardown(const Spec& spec) const = 0;
     // Removes the rules of `network`'s attachments that are not in `keep`. A driver whose rules
     // do not say their network cannot tell whose they are, and keeps them (the default).
-    virtual Status gc(std::string_view network, const std::vector<Attachment>& keep) const {
+    virtual Status gc(std::string_view network, const std::vector<net::Attachment>& keep) const {
         (void)network;
         (void)keep;
         return {};
@@ -98,7 +98,7 @@ public:
         return first;
     }
     // Every driver's gc, the same way.
-    Status gc_all(std::string_view network, const std::vector<Attachment>& keep) const {
+    Status gc_all(std::string_view network, const std::vector<net::Attachment>& keep) const {
         Status first;
         for (auto& e : entries_)
             if (auto st = e.rules->gc(network, keep); !st && first) first = std::move(st);

@@ -26,7 +26,7 @@ namespace cni::fw {
 // What ipMasq sets up for an attachment; teardown reads only the first three.
 struct Masquerade {
     std::string network, container_id, ifname;
-    std::vector<IpNet> ips;
+    std::vector<net::IpNet> ips;
 };
 
 // "", "iptables" or "nftables"; anything else is the reference's "unknown ipmasq backend".

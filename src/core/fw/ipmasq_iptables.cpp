@@ -16,15 +16,15 @@ namespace {
 
 const char* kPostrouting = "POSTROUTING";
 
-IpNet multicast(Family f) { return *IpNet::parse(f == Family::v4 ? "224.0.0.0/4" : "ff00::/8"); }
-Family family_of(const IpNet& n) { return n.ip.is_v4() ? Family::v4 : Family::v6; }
-IpNet host(const IpAddr& ip) { return IpNet{ip, ip.bits(), ip.bits()}; }
+net::IpNet multicast(Family f) { return *net::IpNet::parse(f == Family::v4 ? "224.0.0.0/4" : "ff00::/8"); }
+Family family_of(const net::IpNet& n) { return n.ip.is_v4() ? Family::v4 : Family::v6; }
+net::IpNet host(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
 
 // The three rules the reference writes for one address.
 struct MasqRules {
     IptRule accept, masquerade, jump;
 };
-MasqRules rules_for(const IpNet& ip, const std::string& chain, const std::string& comment) {
+MasqRules rules_for(const net::IpNet& ip, const std::string& chain, const std::string& comment) {
     Family f = family_of(ip);
     MasqRules r;
     r.accept.dst = ip.masked();
@@ -39,9 +39,9 @@ MasqRules rules_for(const IpNet& ip, const std::string& chain, const std::string
 }
 
 template <class Fn>
-Status per_family(const std::vector<IpNet>& ips, Fn&& fn) {
+Status per_family(const std::vector<net::IpNet>& ips, Fn&& fn) {
     for (Family f : {Family::v4, Family::v6}) {
-        std::vector<IpNet> mine;
+        std::vector<net::IpNet> mine;
         for (auto& ip : ips)
             if (family_of(ip) == f) mine.push_back(ip);
         if (!mine.empty()) CNI_TRY(fn(f, mine));
@@ -51,11 +51,11 @@ Status per_family(const std::vector<IpNet>& ips, Fn&& fn) {
 
 
 
-Status iptables_setup(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
+Status iptables_setup(const std::vector<net::IpNet>& ips, std::string_view network, std::string_view container_id) {
     std::string chain = chain_name("CNI-", network, container_id);
     std::string comment = masq_comment(network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
-    return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
+    return per_family(ips, [&](Family f, const std::vector<net::IpNet>& mine) -> Status {
         return IptTable::update(f, "nat", [&](IptTable& nat) -> Status {
             if (!nat.has_chain(chain)) CNI_TRY(nat.create_chain(chain));
             for (auto& ip : mine) {
@@ -129,12 +129,12 @@ Status iptables_gc(std::string_view network, const std::vector<std::string>& kee
 }
 
 // Checks the attachment's chain and rules in either variant (check_either_variant).
-Status iptables_check(const std::vector<IpNet>& ips, std::string_view network, std::string_view container_id) {
+Status iptables_check(const std::vector<net::IpNet>& ips, std::string_view network, std::string_view container_id) {
     std::string chain = chain_name("CNI-", network, container_id);
     std::string comment = masq_comment(network, container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     return check_either_variant([&](Variant v) {
-        return per_family(ips, [&](Family f, const std::vector<IpNet>& mine) -> Status {
+        return per_family(ips, [&](Family f, const std::vector<net::IpNet>& mine) -> Status {
             CNI_TRY_ASSIGN(auto nat, IptTable::open(f, "nat", v));
             if (!nat.has_chain(chain)) return fail("ipMasq chain " + chain + " is missing");
             for (auto& ip : mine) {
@@ -158,7 +158,7 @@ public:
     }
     Status check(const Masquerade& m) const override { return iptables_check(m.ips, m.network, m.container_id); }
     Status teardown(const Masquerade& m) const override { return iptables_teardown(m.network, m.container_id); }
-    Status gc(std::string_view network, const std::vector<Attachment>& keep) const override {
+    Status gc(std::string_view network, const std::vector<net::Attachment>& keep) const override {
         std::vector<std::string> ids;
         for (auto& a : keep) ids.push_back(a.container_id);
         return iptables_gc(network, ids);

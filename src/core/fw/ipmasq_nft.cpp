@@ -42,8 +42,8 @@ Result<std::vector<nft::ListedRule>> rules_with(std::string_view prefix) {
     return mine;
 }
 
-nft::Exprs masquerade_rule(const IpNet& ip) {
-    nft::Exprs e = nft::match_address(kFamily, true, IpNet{ip.ip, ip.ip.bits(), ip.ip.bits()});
+nft::Exprs masquerade_rule(const net::IpNet& ip) {
+    nft::Exprs e = nft::match_address(kFamily, true, net::IpNet{ip.ip, ip.ip.bits(), ip.ip.bits()});
     nft::append(e, nft::match_address(kFamily, false, ip.masked(), true));
     nft::append(e, nft::masquerade());
     return e;
@@ -59,7 +59,7 @@ std::string nft_masq_comment(const Masquerade& o) {
 
 namespace {
 
-Status nft_setup(const std::vector<IpNet>& ips, const Masquerade& owner) {
+Status nft_setup(const std::vector<net::IpNet>& ips, const Masquerade& owner) {
     return nft::transact("ipMasq (nftables)", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto stale, rules_with(instance_hash(owner)));
         tx.add_table(kFamily, kTable, "Masquerading for plugins from github.com/containernetworking/plugins");
@@ -67,7 +67,7 @@ Status nft_setup(const std::vector<IpNet>& ips, const Masquerade& owner) {
         tx.add_chain(kFamily, kTable, kPostrouting, nft::Hook{NF_INET_POST_ROUTING, kSrcNatPriority});
         tx.flush_chain(kFamily, kTable, kPostrouting);
         for (const char* multicast : {"224.0.0.0/4", "ff00::/8"}) {
-            nft::Exprs e = nft::match_address(kFamily, false, *IpNet::parse(multicast));
+            nft::Exprs e = nft::match_address(kFamily, false, *net::IpNet::parse(multicast));
             nft::append(e, nft::verdict_return());
             tx.add_rule(kFamily, kTable, kPostrouting, e, {});
         }
@@ -88,7 +88,7 @@ Status nft_teardown(const Masquerade& owner) {
     });
 }
 
-Status nft_check(const std::vector<IpNet>& ips, const Masquerade& owner) {
+Status nft_check(const std::vector<net::IpNet>& ips, const Masquerade& owner) {
     CNI_TRY_ASSIGN(auto rules, rules_with(nft_masq_comment(owner)));
     std::size_t exact = std::count_if(rules.begin(), rules.end(), [&](auto& r) { return r.comment == nft_masq_comment(owner); });
     if (exact < ips.size())
@@ -97,7 +97,7 @@ Status nft_check(const std::vector<IpNet>& ips, const Masquerade& owner) {
     return {};
 }
 
-Status nft_gc(std::string_view network, const std::vector<Attachment>& keep) {
+Status nft_gc(std::string_view network, const std::vector<net::Attachment>& keep) {
     if (!nft::available()) return {};
     std::vector<std::string> valid;
     for (auto& a : keep) valid.push_back(nft_masq_comment(Masquerade{std::string(network), a.container_id, a.ifname, {}}));
@@ -117,7 +117,7 @@ public:
     }
     Status check(const Masquerade& m) const override { return nft_check(m.ips, m); }
     Status teardown(const Masquerade& m) const override { return nft_teardown(m); }
-    Status gc(std::string_view network, const std::vector<Attachment>& keep) const override { return nft_gc(network, keep); }
+    Status gc(std::string_view network, const std::vector<net::Attachment>& keep) const override { return nft_gc(network, keep); }
 };
 
 }  // namespace

@@ -72,7 +72,7 @@ struct MarkMatch {             // -m mark [!] --mark V/M
     bool operator==(const MarkMatch&) const = default;
 };
 struct IpRange {               // -m iprange [!] --src-range A-B [!] --dst-range A-B
-    std::optional<std::pair<IpAddr, IpAddr>> src, dst;
+    std::optional<std::pair<net::IpAddr, net::IpAddr>> src, dst;
     bool src_inverted = false, dst_inverted = false;
     bool operator==(const IpRange&) const = default;
 };
@@ -89,13 +89,13 @@ struct SetXMark {
     bool operator==(const SetXMark&) const = default;
 };
 struct DnatTo {
-    IpAddr ip;
+    net::IpAddr ip;
     std::uint16_t port = 0;  // 0: keep the port
     bool operator==(const DnatTo&) const = default;
 };
 // -j SNAT --to-source IP [--random-fully].
 struct SnatTo {
-    IpAddr ip;
+    net::IpAddr ip;
     bool random_fully = false;
     bool operator==(const SnatTo&) const = default;
 };
@@ -108,8 +108,8 @@ struct ConnMark {
 using IptTargetArgs = std::variant<std::monostate, SetXMark, DnatTo, SnatTo, ConnMark>;
 
 struct IptRule {
-    std::optional<IpNet> src;  // -s (host bits cleared)
-    std::optional<IpNet> dst;  // -d
+    std::optional<net::IpNet> src;  // -s (host bits cleared)
+    std::optional<net::IpNet> dst;  // -d
     bool dst_inverted = false; // ! -d
     std::string comment;       // -m comment --comment (the first match when present)
     std::string target;        // -j: ACCEPT, DROP, RETURN, MASQUERADE, MARK, DNAT, SNAT, CONNMARK or a chain

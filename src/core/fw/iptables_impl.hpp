@@ -73,7 +73,7 @@ struct Table {
         return Error{code::internal, std::string(what) + ": " + T::strerror(errno), {}};
     }
 
-    static IpNet to_net(const unsigned char* addr, const unsigned char* mask) {
+    static net::IpNet to_net(const unsigned char* addr, const unsigned char* mask) {
         std::array<std::uint8_t, 16> b{};
         if (T::kBytes == 4) {
             b[10] = b[11] = 0xff;
@@ -82,11 +82,11 @@ struct Table {
             std::memcpy(b.data(), addr, 16);
         }
         int bits = T::kBytes * 8;
-        return IpNet{IpAddr::from_bytes(b), prefix_of(mask, T::kBytes), bits};
+        return net::IpNet{net::IpAddr::from_bytes(b), prefix_of(mask, T::kBytes), bits};
     }
 
-    static void from_net(const IpNet& n, unsigned char* addr, unsigned char* mask) {
-        IpNet net = n.masked();
+    static void from_net(const net::IpNet& n, unsigned char* addr, unsigned char* mask) {
+        net::IpNet net = n.masked();
         const auto& b = net.ip.bytes();
         std::memcpy(addr, T::kBytes == 4 ? &b[12] : b.data(), T::kBytes);
         int ones = net.prefix;
@@ -315,7 +315,7 @@ struct Table {
         }
         if (auto* ir = std::get_if<IpRange>(&m)) {
             xt_iprange_mtinfo info{};
-            auto put = [](const IpAddr& ip, nf_inet_addr& to) {
+            auto put = [](const net::IpAddr& ip, nf_inet_addr& to) {
                 std::memcpy(&to, T::kBytes == 4 ? &ip.bytes()[12] : ip.bytes().data(), T::kBytes);
             };
             if (ir->src) {
@@ -403,7 +403,7 @@ struct Table {
                 } else {
                     std::memcpy(b.data(), &a, 16);
                 }
-                return IpAddr::from_bytes(b);
+                return net::IpAddr::from_bytes(b);
             };
             IpRange out;
             if (info.flags & IPRANGE_SRC) out.src = std::pair{get(info.src_min), get(info.src_max)};
@@ -445,7 +445,7 @@ struct Table {
     // DNAT or SNAT to one address (and port), in the highest revision both iptables 1.8.9 and the
     // kernel have: nf_nat_range2 (DNAT's revision 2), nf_nat_range (revision 1), or IPv4's
     // original layout (revision 0). iptables writes IPv4's SNAT in revision 0 only.
-    Payload nat_payload(const char* name, const IpAddr& ip, unsigned flags, std::uint16_t port) {
+    Payload nat_payload(const char* name, const net::IpAddr& ip, unsigned flags, std::uint16_t port) {
         nf_nat_range2 range{};
         range.flags = flags;
         std::memcpy(&range.min_addr, T::kBytes == 4 ? &ip.bytes()[12] : ip.bytes().data(), T::kBytes);
@@ -511,9 +511,9 @@ struct Table {
         }
         if (name == "SNAT") {
             if (flags & ~(NF_NAT_RANGE_MAP_IPS | NF_NAT_RANGE_PROTO_RANDOM_FULLY)) return std::nullopt;
-            return SnatTo{IpAddr::from_bytes(b), (flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY) != 0};
+            return SnatTo{net::IpAddr::from_bytes(b), (flags & NF_NAT_RANGE_PROTO_RANDOM_FULLY) != 0};
         }
-        return DnatTo{IpAddr::from_bytes(b), (flags & NF_NAT_RANGE_PROTO_SPECIFIED) ? port : std::uint16_t(0)};
+        return DnatTo{net::IpAddr::from_bytes(b), (flags & NF_NAT_RANGE_PROTO_SPECIFIED) ? port : std::uint16_t(0)};
     }
 
     Result<std::vector<IptTable::Listed>> rules(const std::string& chain) const {

@@ -203,7 +203,7 @@ Expr counter() {
             }};
 }
 
-Exprs match_address(Family table, bool source, const IpNet& net, bool negated) {
+Exprs match_address(Family table, bool source, const net::IpNet& net, bool negated) {
     bool v4 = net.ip.is_v4();
     Exprs e;
     if (table == Family::inet) e.push_back(load_meta(NFT_META_NFPROTO)), e.push_back(compare(false, {std::uint8_t(v4 ? NFPROTO_IPV4 : NFPROTO_IPV6)}));
@@ -301,7 +301,7 @@ Exprs verdict_jump(std::string_view chain) { return {verdict(NFT_JUMP, std::stri
 Exprs verdict_goto(std::string_view chain) { return {verdict(NFT_GOTO, std::string(chain))}; }
 Exprs masquerade() { return {Expr{"masq", [](nl_msg*) { return true; }}}; }
 
-Exprs dnat_to(const IpAddr& ip, std::uint16_t port) {
+Exprs dnat_to(const net::IpAddr& ip, std::uint16_t port) {
     std::uint32_t family = ip.is_v4() ? NFPROTO_IPV4 : NFPROTO_IPV6;
     Expr nat{"nat", [family](nl_msg* m) {
                  return put_be32(m, NFTA_NAT_TYPE, NFT_NAT_DNAT) && put_be32(m, NFTA_NAT_FAMILY, family) &&
@@ -310,7 +310,7 @@ Exprs dnat_to(const IpAddr& ip, std::uint16_t port) {
     return {immediate(NFT_REG_1, ip.wire_bytes()), immediate(NFT_REG_2, port_bytes(port)), nat};
 }
 
-Exprs snat_to(const IpAddr& ip, bool random_fully) {
+Exprs snat_to(const net::IpAddr& ip, bool random_fully) {
     std::uint32_t family = ip.is_v4() ? NFPROTO_IPV4 : NFPROTO_IPV6;
     Expr nat{"nat", [family, random_fully](nl_msg* m) {
                  return put_be32(m, NFTA_NAT_TYPE, NFT_NAT_SNAT) && put_be32(m, NFTA_NAT_FAMILY, family) &&

@@ -50,7 +50,7 @@ inline void append(Exprs& to, Exprs more) {
 
 // Matches, each a short expression list. `table` is the table's family: an inet table needs
 // the `meta nfproto` check nft adds before an address match.
-Exprs match_address(Family table, bool source, const IpNet& net, bool negated = false);  // ip/ip6 saddr|daddr
+Exprs match_address(Family table, bool source, const net::IpNet& net, bool negated = false);  // ip/ip6 saddr|daddr
 Exprs match_dport(std::uint8_t l4proto, std::uint16_t port);                             // tcp|udp dport
 Exprs match_local_destination(bool negated = false);                                      // fib daddr type [!=] local
 Exprs match_ether_source(const std::array<std::uint8_t, 6>& mac);                         // ether saddr
@@ -66,8 +66,8 @@ Exprs verdict_drop();
 Exprs verdict_jump(std::string_view chain);
 Exprs verdict_goto(std::string_view chain);
 Exprs masquerade();
-Exprs dnat_to(const IpAddr& ip, std::uint16_t port);
-Exprs snat_to(const IpAddr& ip, bool random_fully);  // snat to IP [fully-random]
+Exprs dnat_to(const net::IpAddr& ip, std::uint16_t port);
+Exprs snat_to(const net::IpAddr& ip, bool random_fully);  // snat to IP [fully-random]
 Exprs set_ct_mark_bits(std::uint32_t bits);         // ct mark set ct mark | bits
 Exprs set_meta_mark_bits(std::uint32_t bits);       // meta mark set meta mark | bits
 
@@ -170,7 +170,7 @@ Status transact(std::string_view what, Build&& build) {
 // An address comparison of a rule in an ip or ip6 table: [!] ip saddr|daddr NET.
 struct AddressMatch {
     bool source = false;
-    IpNet net;
+    net::IpNet net;
     bool negated = false;
     bool operator==(const AddressMatch&) const = default;
 };

@@ -73,7 +73,7 @@ Loaded meta_load(nlattr* data) {
 }
 
 // An address compared with `value` (the first `len` bytes of the network, masked), as a prefix.
-std::optional<IpNet> prefix_of(Family f, const Loaded& l, const Bytes& value) {
+std::optional<net::IpNet> prefix_of(Family f, const Loaded& l, const Bytes& value) {
     std::size_t width = f == Family::ip ? 4 : 16;
     if (value.size() < l.len || l.len > width) return std::nullopt;
     std::array<std::uint8_t, 16> b{};
@@ -85,9 +85,9 @@ std::optional<IpNet> prefix_of(Family f, const Loaded& l, const Bytes& value) {
     }
     if (f == Family::ip) {
         std::uint32_t host = (std::uint32_t(b[0]) << 24) | (std::uint32_t(b[1]) << 16) | (std::uint32_t(b[2]) << 8) | b[3];
-        return IpNet{IpAddr::from_v4(host), prefix, 32};
+        return net::IpNet{net::IpAddr::from_v4(host), prefix, 32};
     }
-    return IpNet{IpAddr::from_bytes(b), prefix, 128};
+    return net::IpNet{net::IpAddr::from_bytes(b), prefix, 128};
 }
 
 // An interface name compared as iptables-nft compares it: the name and its NUL, or a prefix

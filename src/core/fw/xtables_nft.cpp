@@ -58,7 +58,7 @@ const char* chain_type(const std::string& table, const std::string& chain) {
 
 // [!] -s/-d NET: the payload as long as the mask's leading whole bytes when the rest of the mask
 // is zero, else the whole address and a mask.
-void add_address(nft::Exprs& e, bool source, const std::optional<IpNet>& net, bool negated) {
+void add_address(nft::Exprs& e, bool source, const std::optional<net::IpNet>& net, bool negated) {
     if (!net || net->prefix == 0) return;
     const bool v4 = net->ip.is_v4();
     const std::size_t width = v4 ? 4 : 16;

@@ -21,11 +21,11 @@ Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const Cni
     return link;
 }
 
-Result<std::vector<IpNet>> check_addresses_and_routes(const nl::Socket& container, const nl::LinkInfo& link,
+Result<std::vector<net::IpNet>> check_addresses_and_routes(const nl::Socket& container, const nl::LinkInfo& link,
                                                       const CniResult& prev, const std::string& ifname) {
     CNI_TRY(require_addresses_and_routes(prev));
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index));
-    std::vector<IpNet> nets;
+    std::vector<net::IpNet> nets;
     for (auto& ip : prev.ips) {
         if (!ip_is_for(prev, ip, ifname)) continue;
         nets.push_back(ip.address);

@@ -89,7 +89,7 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
                        const CniResult& result) {
     CNI_TRY(require_addresses_and_routes(result));
     const std::string& ifname = link.name;
-    std::optional<IpAddr> gw4, gw6;
+    std::optional<net::IpAddr> gw4, gw6;
     bool ipv6_enabled = false;
     for (auto& ip : result.ips) {
         if (ip.interface && std::size_t(*ip.interface) >= result.interfaces.size())

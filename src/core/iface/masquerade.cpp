@@ -8,7 +8,7 @@
 namespace cni::iface {
 namespace {
 
-fw::Masquerade masquerade_of(const Context& ctx, const NetConf& net, std::vector<IpNet> nets = {}) {
+fw::Masquerade masquerade_of(const Context& ctx, const NetConf& net, std::vector<net::IpNet> nets = {}) {
     return fw::Masquerade{net.name, ctx.req.container_id, ctx.req.ifname, std::move(nets)};
 }
 
@@ -16,13 +16,13 @@ fw::Masquerade masquerade_of(const Context& ctx, const NetConf& net, std::vector
 
 Status masquerade_add(const Context& ctx, const NetConf& net, std::string_view backend, const std::vector<IpConfig>& ips,
                       Rollback& undo) {
-    std::vector<IpNet> nets;
+    std::vector<net::IpNet> nets;
     for (auto& ip : ips) nets.push_back(ip.address);
     const auto& drivers = fw::masquerade();
     return drivers.setup(drivers.choose(fw::driver_named(backend)), masquerade_of(ctx, net, std::move(nets)), undo);
 }
 
-Status masquerade_check(const Context& ctx, const NetConf& net, std::string_view backend, const std::vector<IpNet>& nets) {
+Status masquerade_check(const Context& ctx, const NetConf& net, std::string_view backend, const std::vector<net::IpNet>& nets) {
     const auto& drivers = fw::masquerade();
     return drivers.check(drivers.choose(fw::driver_named(backend)), masquerade_of(ctx, net, nets));
 }

@@ -18,7 +18,7 @@ namespace cni::iface {
 // Masquerades what the addresses of `ips` send off their subnets; `undo` takes it back.
 Status masquerade_add(const Context& ctx, const NetConf& net, std::string_view backend, const std::vector<IpConfig>& ips,
                       Rollback& undo);
-Status masquerade_check(const Context& ctx, const NetConf& net, std::string_view backend, const std::vector<IpNet>& nets);
+Status masquerade_check(const Context& ctx, const NetConf& net, std::string_view backend, const std::vector<net::IpNet>& nets);
 Status masquerade_del(const Context& ctx, const NetConf& net);
 Status gc_masquerade_and_ipam(const Context& ctx, const NetConf& net, bool ip_masq);
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-namespace cni {
+namespace cni::net {
 
 struct Attachment {
     std::string container_id;
@@ -14,4 +14,4 @@ struct Attachment {
     bool operator==(const Attachment&) const = default;
 };
 
-}  // namespace cni
+}  // namespace cni::net

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <cstdio>
 
-namespace cni {
+namespace cni::net {
 namespace {
 
 constexpr std::array<std::uint8_t, 12> kV4Prefix{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
@@ -268,4 +268,4 @@ bool IpNet::contains(const IpAddr& a) const {
 
 std::string IpNet::str() const { return is_nil() ? "<nil>" : ip.str() + "/" + std::to_string(prefix); }
 
-}  // namespace cni
+}  // namespace cni::net

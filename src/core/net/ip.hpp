@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cni {
+namespace cni::net {
 
 // 128-bit counts of addresses (an IPv6 range can hold 2^128 of them).
 __extension__ typedef unsigned __int128 U128;
@@ -86,4 +86,4 @@ struct IpNet {
     bool operator==(const IpNet&) const = default;
 };
 
-}  // namespace cni
+}  // namespace cni::net

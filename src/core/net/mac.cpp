@@ -4,7 +4,7 @@
 
 #include "core/strings.hpp"
 
-namespace cni {
+namespace cni::net {
 namespace {
 int hex(char c) {
     if (c >= '0' && c <= '9') return c - '0';
@@ -70,4 +70,4 @@ Result<std::string> configured_mac(std::string_view text, MacWording wording) {
     return fail("invalid args " + t + " for MAC addr: address " + t + ": invalid MAC address");
 }
 
-}  // namespace cni
+}  // namespace cni::net

@@ -12,7 +12,7 @@
 
 #include "core/result.hpp"
 
-namespace cni {
+namespace cni::net {
 
 std::optional<std::string> parse_mac(std::string_view text);
 
@@ -26,4 +26,4 @@ Result<std::string> configured_mac(std::string_view text, MacWording wording);
 std::optional<std::array<std::uint8_t, 6>> mac_bytes(std::string_view text);
 std::string mac_text(const std::array<std::uint8_t, 6>& mac);
 
-}  // namespace cni
+}  // namespace cni::net

@@ -58,28 +58,28 @@ Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int famil
 }
 
 namespace {
-Result<libnl::AddrPtr> build(int ifindex, const IpNet& addr) {
+Result<libnl::AddrPtr> build(int ifindex, const net::IpNet& addr) {
     libnl::AddrPtr a(rtnl_addr_alloc());
     if (!a) return fail("netlink: out of memory");
     rtnl_addr_set_ifindex(a.get(), ifindex);
     CNI_TRY_ASSIGN(auto local, to_nl_addr(addr));
     rtnl_addr_set_local(a.get(), local.get());
     if (addr.ip.is_v4() && addr.prefix < 31) {
-        CNI_TRY_ASSIGN(auto brd, to_nl_addr(IpNet{addr.last(), 32, 32}));
+        CNI_TRY_ASSIGN(auto brd, to_nl_addr(net::IpNet{addr.last(), 32, 32}));
         rtnl_addr_set_broadcast(a.get(), brd.get());
     }
     return a;
 }
 }  // namespace
 
-Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags, bool replace) {
+Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const net::IpNet& addr, unsigned flags, bool replace) {
     CNI_TRY_ASSIGN(auto a, build(ifindex, addr));
     if (flags) rtnl_addr_set_flags(a.get(), flags);
     return s.check(rtnl_addr_add(s.get(), a.get(), NLM_F_CREATE | (replace ? NLM_F_REPLACE : NLM_F_EXCL)),
                    "adding address " + addr.str() + " to " + ifname);
 }
 
-Result<bool> del_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr) {
+Result<bool> del_addr(const Socket& s, int ifindex, const std::string& ifname, const net::IpNet& addr) {
     CNI_TRY_ASSIGN(auto a, build(ifindex, addr));
     int err = rtnl_addr_delete(s.get(), a.get(), 0);
     if (err == -NLE_NOADDR || err == -NLE_OBJ_NOTFOUND || err == -NLE_NODEV) return false;

@@ -14,7 +14,7 @@
 namespace cni::nl {
 
 struct AddrInfo {
-    IpNet local;         // address with its prefix length
+    net::IpNet local;         // address with its prefix length
     int scope = 0;
     unsigned flags = 0;  // IFA_F_*
 };
@@ -22,8 +22,8 @@ struct AddrInfo {
 // Addresses on link `ifindex` of `family` (AF_INET, AF_INET6, or AF_UNSPEC for both).
 Result<std::vector<AddrInfo>> list_addrs(const Socket& s, int ifindex, int family = AF_UNSPEC);
 // `replace`: an address already there is updated instead of failing with EEXIST.
-Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr, unsigned flags = 0,
+Status add_addr(const Socket& s, int ifindex, const std::string& ifname, const net::IpNet& addr, unsigned flags = 0,
                 bool replace = false);
-Result<bool> del_addr(const Socket& s, int ifindex, const std::string& ifname, const IpNet& addr);
+Result<bool> del_addr(const Socket& s, int ifindex, const std::string& ifname, const net::IpNet& addr);
 
 }  // namespace cni::nl

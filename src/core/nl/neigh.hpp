@@ -18,7 +18,7 @@ namespace cni::nl {
 struct NeighSpec {
     int family = 0;                // AF_INET / AF_INET6 (taken from ip when 0) or AF_BRIDGE
     int ifindex = 0;
-    std::optional<IpAddr> ip;      // the neighbour (ARP/ND) or the VXLAN remote (FDB)
+    std::optional<net::IpAddr> ip;      // the neighbour (ARP/ND) or the VXLAN remote (FDB)
     std::string mac;               // lowercase, colon separated
     int state = NUD_PERMANENT;
     unsigned flags = 0;            // NTF_SELF, NTF_MASTER, ...

@@ -9,7 +9,7 @@
 
 namespace cni::nl {
 
-Result<libnl::NlAddrPtr> to_nl_addr(const IpNet& net) {
+Result<libnl::NlAddrPtr> to_nl_addr(const net::IpNet& net) {
     bool v4 = net.ip.is_v4();
     const auto& b = net.ip.bytes();
     libnl::NlAddrPtr a(nl_addr_build(v4 ? AF_INET : AF_INET6, v4 ? &b[12] : b.data(), v4 ? 4 : 16));
@@ -18,9 +18,9 @@ Result<libnl::NlAddrPtr> to_nl_addr(const IpNet& net) {
     return a;
 }
 
-Result<libnl::NlAddrPtr> to_nl_addr(const IpAddr& ip) { return to_nl_addr(IpNet{ip, ip.bits(), ip.bits()}); }
+Result<libnl::NlAddrPtr> to_nl_addr(const net::IpAddr& ip) { return to_nl_addr(net::IpNet{ip, ip.bits(), ip.bits()}); }
 
-std::optional<IpNet> from_nl_addr(nl_addr* a) {
+std::optional<net::IpNet> from_nl_addr(nl_addr* a) {
     if (!a) return std::nullopt;
     std::array<std::uint8_t, 16> b{};
     int fam = nl_addr_get_family(a);
@@ -39,7 +39,7 @@ std::optional<IpNet> from_nl_addr(nl_addr* a) {
     } else {
         return std::nullopt;
     }
-    return IpNet{IpAddr::from_bytes(b), int(nl_addr_get_prefixlen(a)), bits};
+    return net::IpNet{net::IpAddr::from_bytes(b), int(nl_addr_get_prefixlen(a)), bits};
 }
 
 std::string mac_text(nl_addr* a) {

@@ -11,9 +11,9 @@
 
 namespace cni::nl {
 
-Result<libnl::NlAddrPtr> to_nl_addr(const IpNet& net);
-Result<libnl::NlAddrPtr> to_nl_addr(const IpAddr& ip);  // a host address (/32 or /128)
-std::optional<IpNet> from_nl_addr(nl_addr* a);    // nullopt for non-IP or empty addresses
+Result<libnl::NlAddrPtr> to_nl_addr(const net::IpNet& net);
+Result<libnl::NlAddrPtr> to_nl_addr(const net::IpAddr& ip);  // a host address (/32 or /128)
+std::optional<net::IpNet> from_nl_addr(nl_addr* a);    // nullopt for non-IP or empty addresses
 std::string mac_text(nl_addr* a);                 // "aa:bb:cc:dd:ee:ff"; "" for none
 Result<libnl::NlAddrPtr> mac_to_nl_addr(const std::string& mac);
 

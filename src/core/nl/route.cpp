@@ -109,7 +109,7 @@ Result<std::optional<int>> default_route_link(const Socket& s) {
     return std::optional<int>{};
 }
 
-std::optional<int> route_get_link(const Socket& s, const IpAddr& dst) {
+std::optional<int> route_get_link(const Socket& s, const net::IpAddr& dst) {
     auto lookup = [&dst](nl_sock* sk, nl_cache** out) {
         nl_cache* cache = nullptr;
         if (int rc = nl_cache_alloc_name("route/route", &cache); rc < 0) return rc;

@@ -16,17 +16,17 @@
 namespace cni::nl {
 
 struct NextHop {
-    std::optional<IpAddr> gw;
+    std::optional<net::IpAddr> gw;
     int oif = 0;
     int weight = 1;                 // as `ip route` counts it (the kernel stores weight - 1)
     bool operator==(const NextHop&) const = default;
 };
 
 struct RouteSpec {
-    IpNet dst;                      // the network (host bits cleared)
-    std::optional<IpAddr> gw;
+    net::IpNet dst;                      // the network (host bits cleared)
+    std::optional<net::IpAddr> gw;
     int oif = 0;                    // output link index, 0 if none
-    std::optional<IpAddr> src;      // preferred source
+    std::optional<net::IpAddr> src;      // preferred source
     int scope = RT_SCOPE_UNIVERSE;
     std::uint32_t table = RT_TABLE_MAIN;  // the kernel's u32s
     std::uint32_t metric = 0;
@@ -48,7 +48,7 @@ Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::opt
 
 // The link the kernel routes `dst` through (`ip route get`: rules and tables included);
 // nullopt when it is unreachable, leaves through no link, or the lookup fails.
-std::optional<int> route_get_link(const Socket& s, const IpAddr& dst);
+std::optional<int> route_get_link(const Socket& s, const net::IpAddr& dst);
 
 std::string describe(const RouteSpec& r);
 

@@ -17,7 +17,7 @@ namespace cni::nl {
 
 struct RuleSpec {
     int family = 0;                        // AF_INET / AF_INET6; taken from src/dst when 0
-    std::optional<IpNet> src, dst;
+    std::optional<net::IpNet> src, dst;
     std::string iif, oif;                  // interface names, "" for any
     std::optional<std::uint32_t> priority;
     std::optional<std::uint32_t> mark;     // fwmark

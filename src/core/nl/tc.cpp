@@ -79,7 +79,7 @@ Status add_htb_class(const Socket& s, int ifindex, std::uint32_t id, std::uint64
 
 // A u32 filter under the HTB root sending packets whose source or destination is in `net` to
 // `to_class`: IPv4 at prio 16, IPv6 at prio 17 (one protocol per prio, as the kernel wants).
-Status add_subnet_filter(const Socket& s, int ifindex, const IpNet& net, bool match_source, std::uint32_t to_class) {
+Status add_subnet_filter(const Socket& s, int ifindex, const net::IpNet& net, bool match_source, std::uint32_t to_class) {
     ClsPtr cls(rtnl_cls_alloc());
     if (!cls) return fail("netlink: out of memory");
     const bool v4 = net.ip.is_v4();
@@ -89,7 +89,7 @@ Status add_subnet_filter(const Socket& s, int ifindex, const IpNet& net, bool ma
     rtnl_cls_set_prio(cls.get(), v4 ? 16 : 17);
     rtnl_cls_set_protocol(cls.get(), v4 ? ETH_P_IP : ETH_P_IPV6);
     CNI_TRY(s.check(rtnl_u32_set_classid(cls.get(), to_class), "creating u32 filter"));
-    const IpAddr network = net.network();
+    const net::IpAddr network = net.network();
     const auto& b = network.bytes();
     if (v4) {
         in_addr a{};

@@ -49,7 +49,7 @@ inline constexpr std::uint32_t kUnshapedClass = 0x10001;  // 1:1
 struct SubnetSplit {
     std::uint64_t rate = 0;          // bytes per second of the shaped class
     std::uint32_t burst = 0;         // bytes
-    std::vector<IpNet> subnets;
+    std::vector<net::IpNet> subnets;
     bool subnets_shaped = false;     // shapedSubnets (the rest runs free) or unshapedSubnets
     bool match_source = false;       // match the packet's source address (else its destination)
 };

@@ -170,11 +170,11 @@ Status del_network_list(const NetworkList& list, const RuntimeConf& rt, const Wa
     return {};
 }
 
-Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std::vector<Attachment>& valid, const Warn& warn) {
+Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std::vector<net::Attachment>& valid, const Warn& warn) {
     if (list.disable_gc) return {};
     Failures failures;
     for (auto& c : cached_attachments(rt.cache_dir, list.name)) {
-        if (std::find(valid.begin(), valid.end(), Attachment{c.container_id, c.ifname}) != valid.end()) continue;
+        if (std::find(valid.begin(), valid.end(), net::Attachment{c.container_id, c.ifname}) != valid.end()) continue;
         RuntimeConf stale = rt;
         stale.container_id = c.container_id;
         stale.ifname = c.ifname;

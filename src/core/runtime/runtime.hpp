@@ -43,7 +43,7 @@ Status check_network_list(const NetworkList& list, const RuntimeConf& rt, const 
 Status del_network_list(const NetworkList& list, const RuntimeConf& rt, const Warn& warn);
 // DELs this network's cached attachments not in `valid`, then (1.1.0 and later, unless
 // disableGC) runs every plugin's GC with cni.dev/valid-attachments = `valid`.
-Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std::vector<Attachment>& valid, const Warn& warn);
+Status gc_network_list(const NetworkList& list, const RuntimeConf& rt, const std::vector<net::Attachment>& valid, const Warn& warn);
 Status status_network_list(const NetworkList& list, const RuntimeConf& rt, const Warn& warn);
 
 // A result as printed, cached and passed on for this list: at the list's cniVersion, as the
