@@ -23,18 +23,18 @@
 using namespace cni;
 
 TEST_CASE("SHA-1 of the FIPS 180 vectors and of a pod's name", "[vpc-eni]") {
-    CHECK(vpc::sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
-    CHECK(vpc::sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
-    CHECK(vpc::sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+    CHECK(vpc_eni::sha1_hex("") == "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+    CHECK(vpc_eni::sha1_hex("abc") == "a9993e364706816aba3e25717850c26c9cd0d89d");
+    CHECK(vpc_eni::sha1_hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
           "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
-    CHECK(vpc::sha1_hex(std::string(1000000, 'a')) == "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+    CHECK(vpc_eni::sha1_hex(std::string(1000000, 'a')) == "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
 }
 
 namespace {
 
-Result<vpc::NodeFile> load(const TempDir& d, const std::string& text) {
+Result<vpc_eni::NodeFile> load(const TempDir& d, const std::string& text) {
     d.write("node.json", text);
-    return vpc::load_node_file(d / "node.json");
+    return vpc_eni::load_node_file(d / "node.json");
 }
 
 // The error of loading `text` as the node file.
@@ -69,7 +69,7 @@ TEST_CASE("the node file: defaults, ENIs, and the ENI of an address", "[vpc-eni]
 }
 
 TEST_CASE("the example node file and conflist in docs/ are valid", "[vpc-eni]") {
-    auto n = vpc::load_node_file(CNI_SOURCE_DIR "/docs/examples/vpc-eni/node.json");
+    auto n = vpc_eni::load_node_file(CNI_SOURCE_DIR "/docs/examples/vpc-eni/node.json");
     INFO((n ? "" : n.error().msg));
     REQUIRE(n);
     CHECK(n->enis.size() == 2);
@@ -100,7 +100,7 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
     CHECK(err(head + R"("stateDir": "relative", )" + kEnis + "}").find("stateDir \"relative\" is not an absolute path") !=
           std::string::npos);
     CHECK(err("{") == "vpc-eni: node file " + d / "node.json" + ": not valid JSON at line 1, column 2 (byte 1)");
-    CHECK(vpc::load_node_file(d / "missing.json").error().msg.find("does not exist") != std::string::npos);
+    CHECK(vpc_eni::load_node_file(d / "missing.json").error().msg.find("does not exist") != std::string::npos);
 }
 
 TEST_CASE("the node file: an error names the file and where, never what the file holds", "[vpc-eni]") {
@@ -131,13 +131,13 @@ TEST_CASE("the node file: an error names the file and where, never what the file
 TEST_CASE("the node file a network config names: only a plain path under /etc/cni/", "[vpc-eni]") {
     for (const char* ok : {"/etc/cni/vpc-eni/node.json", "/etc/cni/node.json"}) {
         INFO(ok);
-        CHECK(vpc::check_configured_path(ok));
+        CHECK(vpc_eni::check_configured_path(ok));
     }
     for (const char* bad : {"/root/.aws/credentials", "/etc/shadow", "etc/cni/node.json", "/etc/cni/", "/etc/cni",
                             "/etc/cni/../shadow", "/etc/cni/./node.json", "/etc/cni//node.json", "/etc/cni/vpc-eni/..",
                             "/etc/cnix/node.json", "/tmp/etc/cni/node.json"}) {
         INFO(bad);
-        auto st = vpc::check_configured_path(bad);
+        auto st = vpc_eni::check_configured_path(bad);
         REQUIRE_FALSE(st);
         CHECK(st.error().msg == std::string("vpc-eni: nodeFile \"") + bad +
                                     "\" is not a file under /etc/cni/: a network config may name only one of the node's "
@@ -146,10 +146,10 @@ TEST_CASE("the node file a network config names: only a plain path under /etc/cn
     // A refused path is not opened: nothing about the file is told.
     TempDir d;
     d.write("node.json", "tQ");
-    auto n = vpc::load_configured_node_file(d / "node.json");
+    auto n = vpc_eni::load_configured_node_file(d / "node.json");
     REQUIRE_FALSE(n);
     CHECK(n.error().msg.find("is not a file under /etc/cni/") != std::string::npos);
-    CHECK(vpc::load_configured_node_file("").error().msg.find("nodeFile is missing") != std::string::npos);
+    CHECK(vpc_eni::load_configured_node_file("").error().msg.find("nodeFile is missing") != std::string::npos);
 }
 
 TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a second, not quadratic", "[vpc-eni]") {
@@ -188,14 +188,14 @@ TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a seco
     for (int call = 0; call < 3; ++call) {  // the first call indexes the store it did not write
         std::filesystem::remove(d / "net/last_reserved_ip.0");
         auto t0 = std::chrono::steady_clock::now();
-        auto node = vpc::load_node_file(d / "node.json");
+        auto node = vpc_eni::load_node_file(d / "node.json");
         REQUIRE(node);
         auto nc = parse_ipam_netconf(req.config, "vpc.Net", "vpc.IPAMConfig");
         REQUIRE(nc);
         auto c = ipam::request_conf(req, *nc);
         REQUIRE(c);
         c->data_dir = d.path;
-        c->ranges.push_back(vpc::node_range_set(*node));
+        c->ranges.push_back(vpc_eni::node_range_set(*node));
         REQUIRE(ipam::check_ranges(*c, 0));
         auto r = ipam::add(ctx, *c);
         auto elapsed = std::chrono::steady_clock::now() - t0;

@@ -21,7 +21,7 @@
 #include "core/os/fs.hpp"
 #include "core/os/sysctl.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 namespace {
 
 constexpr std::uint32_t kFwmarkPriority = 1024;
@@ -284,4 +284,4 @@ Result<int> node_teardown(std::span<const std::string> args) {
     return 0;
 }
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

@@ -10,9 +10,9 @@
 
 #include "core/result.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 Result<int> node_setup(std::span<const std::string> args);
 Result<int> node_teardown(std::span<const std::string> args);
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

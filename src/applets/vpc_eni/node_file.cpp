@@ -9,7 +9,7 @@
 #include "core/cni/request.hpp"
 #include "core/os/fs.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 net::IpAddr Eni::gateway() const { return subnet->network().next(); }
 
@@ -204,4 +204,4 @@ Result<NodeFile> load_configured_node_file(const std::string& path) {
     return parse_node_file(path, *text);
 }
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

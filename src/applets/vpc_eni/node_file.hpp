@@ -17,7 +17,7 @@
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 struct Eni {
     std::string interface;
@@ -81,9 +81,9 @@ Result<NodeFile> load_node_file(const std::string& path);
 Result<NodeFile> load_configured_node_file(const std::string& path);
 Status check_configured_path(const std::string& path);  // the path's part of that check
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni
 
 template <>
-struct cni::json::GoName<cni::vpc::Eni> {
+struct cni::json::GoName<cni::vpc_eni::Eni> {
     static constexpr std::string_view value = "vpc.ENI";
 };

@@ -4,7 +4,7 @@
 
 #include "applets/host_local/store.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 ipam::RangeSet node_range_set(const NodeFile& node) {
     ipam::RangeSet set;
@@ -70,4 +70,4 @@ Result<std::vector<net::IpAddr>> reserved_addresses(const Context& ctx) {
     return held;
 }
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

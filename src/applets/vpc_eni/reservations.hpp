@@ -14,7 +14,7 @@
 #include "applets/vpc_eni/node_file.hpp"
 #include "core/cni/config_keys.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 struct EniIpamConf {
     std::string node_file;
@@ -41,4 +41,4 @@ Result<std::vector<net::IpAddr>> reserved_for(const Context& ctx);
 // Every address it holds, for any container, sorted.
 Result<std::vector<net::IpAddr>> reserved_addresses(const Context& ctx);
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

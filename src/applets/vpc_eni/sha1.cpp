@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 std::string sha1_hex(std::string_view data) {
     std::array<std::uint32_t, 5> h{0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
@@ -39,4 +39,4 @@ std::string sha1_hex(std::string_view data) {
     return out;
 }
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 std::string sha1_hex(std::string_view data);  // lowercase hex, 40 characters
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

@@ -15,7 +15,7 @@
 #include "core/fw/driver.hpp"
 #include "core/net/ip.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 
 inline constexpr std::uint32_t kOutboundMark = 0x80;
 
@@ -32,4 +32,4 @@ inline fw::Drivers<SnatSpec> snat() {
     return {{fw::Driver::iptables, &iptables_snat()}, {fw::Driver::nftables, &nftables_snat()}};
 }
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

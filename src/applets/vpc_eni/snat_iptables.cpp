@@ -14,7 +14,7 @@
 #include "core/fw/xtables_nft.hpp"
 #include "core/os/file_lock.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 namespace {
 
 using fw::IptRule;
@@ -152,4 +152,4 @@ const fw::Rules<SnatSpec>& iptables_snat() {
     return rules;
 }
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

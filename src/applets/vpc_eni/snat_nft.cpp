@@ -16,7 +16,7 @@
 #include "applets/vpc_eni/snat.hpp"
 #include "core/fw/nftables.hpp"
 
-namespace cni::vpc {
+namespace cni::vpc_eni {
 namespace {
 
 namespace nft = fw::nft;
@@ -100,4 +100,4 @@ const fw::Rules<SnatSpec>& nftables_snat() {
     return rules;
 }
 
-}  // namespace cni::vpc
+}  // namespace cni::vpc_eni

@@ -85,7 +85,7 @@ Result<std::string> host_veth_name(const Request& req, const VpcEniConf& c) {
                             {"K8S_POD_INFRA_CONTAINER_ID", ignore}, {"K8S_POD_UID", ignore}};
     CNI_TRY(load_cni_args(req.args, fields));
     std::string key = !ns.empty() && !pod.empty() ? ns + "." + pod : req.container_id;
-    return c.veth_prefix + vpc::sha1_hex(key).substr(0, 11);
+    return c.veth_prefix + sha1_hex(key).substr(0, 11);
 }
 
 net::IpNet host_prefix(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
@@ -100,7 +100,7 @@ nl::RuleSpec to_pod_rule(const net::IpAddr& ip) {
     r.table = RT_TABLE_MAIN;
     return r;
 }
-nl::RuleSpec from_pod_rule(const net::IpAddr& ip, const vpc::Eni& eni) {
+nl::RuleSpec from_pod_rule(const net::IpAddr& ip, const Eni& eni) {
     nl::RuleSpec r;
     r.src = host_prefix(ip);
     r.priority = kFromPodPriority;
@@ -136,7 +136,7 @@ Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const net::I
 }
 
 // On the host: the route to the pod over the veth, and its rules.
-Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const net::IpAddr& ip, const vpc::Eni& eni) {
+Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const net::IpAddr& ip, const Eni& eni) {
     CNI_TRY(nl::replace_route(s, host_route(ip, veth.index)));
     CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
     CNI_TRY(nl::add_rule(s, to_pod_rule(ip)));
@@ -151,7 +151,7 @@ Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const net::
 // into its ENI's table (none for the primary ENI), or into any ENI's table when the ENI is not
 // known (the node file no longer lists it, or cannot be read). A rule of another priority or
 // table stays.
-Status remove_rules(const nl::Socket& s, const net::IpAddr& ip, const vpc::Eni* eni) {
+Status remove_rules(const nl::Socket& s, const net::IpAddr& ip, const Eni* eni) {
     CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
     if (eni) return eni->device_number > 0 ? nl::del_rules(s, from_pod_rule(ip, *eni)) : Status{};
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
@@ -164,15 +164,15 @@ Status remove_rules(const nl::Socket& s, const net::IpAddr& ip, const vpc::Eni* 
 
 // The ENI of one of the node's addresses: the one listing it, else the one whose subnet holds it
 // (an address removed from an ENI stays its pod's until DEL).
-const vpc::Eni* eni_holding(const vpc::NodeFile& node, const net::IpAddr& ip) {
-    if (const vpc::Eni* e = node.eni_of(ip)) return e;
-    auto e = std::ranges::find_if(node.enis, [&](const vpc::Eni& x) { return x.subnet->contains(ip); });
+const Eni* eni_holding(const NodeFile& node, const net::IpAddr& ip) {
+    if (const Eni* e = node.eni_of(ip)) return e;
+    auto e = std::ranges::find_if(node.enis, [&](const Eni& x) { return x.subnet->contains(ip); });
     return e != node.enis.end() ? &*e : nullptr;
 }
 
 Result<CniResult> vpc_eni_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, vpc::load_configured_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
@@ -182,9 +182,9 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
 
     Rollback undo;
     CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo));
-    std::vector<const vpc::Eni*> enis;
+    std::vector<const Eni*> enis;
     for (auto& ip : result.ips) {
-        const vpc::Eni* eni = node.eni_of(ip.address.ip);
+        const Eni* eni = node.eni_of(ip.address.ip);
         if (!eni)
             return fail("vpc-eni: IPAM gave " + ip.address.ip.str() + ", which is no ENI's secondary address in " + node.path);
         enis.push_back(eni);
@@ -199,7 +199,7 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
     for (std::size_t i = 0; i < result.ips.size(); ++i) {
         const net::IpAddr ip = result.ips[i].address.ip;
-        const vpc::Eni* eni = enis[i];
+        const Eni* eni = enis[i];
         undo.push([&host, ip, eni] { (void)remove_rules(host, ip, eni); });
         CNI_TRY(configure_host(host, veth, ip, *eni));
     }
@@ -243,8 +243,8 @@ Status vpc_eni_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto ips, vpc::reserved_for(ctx));
-    auto node = vpc::load_configured_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
+    CNI_TRY_ASSIGN(auto ips, reserved_for(ctx));
+    auto node = load_configured_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
     CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
     for (auto& ip : ips) {
         CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
@@ -272,7 +272,7 @@ Status require(bool ok, const std::string& what) {
 
 Status vpc_eni_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, vpc::load_configured_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
@@ -294,7 +294,7 @@ Status vpc_eni_check(const Context& ctx) {
         CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(pod, family, link->index));
         CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(pod, family));
         CNI_TRY_ASSIGN(auto host_routes, nl::list_routes(host, family));
-        const vpc::Eni* eni = node.eni_of(ip);
+        const Eni* eni = node.eni_of(ip);
         CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary address in " + node.path));
         CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(pod, link->index, family));
         CNI_TRY(require(std::ranges::any_of(addrs, [&](const nl::AddrInfo& a) { return a.local == host_prefix(ip); }),
@@ -326,7 +326,7 @@ Status vpc_eni_check(const Context& ctx) {
 
 Status vpc_eni_status(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    if (auto node = vpc::load_configured_node_file(c.node_file); !node) return fail(code::plugin_not_available, node.error().msg);
+    if (auto node = load_configured_node_file(c.node_file); !node) return fail(code::plugin_not_available, node.error().msg);
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
@@ -334,9 +334,9 @@ Status vpc_eni_status(const Context& ctx) {
 // pods' routes went with their veths).
 Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, vpc::load_configured_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
     CNI_TRY(ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config));
-    CNI_TRY_ASSIGN(auto held, vpc::reserved_addresses(ctx));
+    CNI_TRY_ASSIGN(auto held, reserved_addresses(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     Failures failures;
     for (int family : {AF_INET, AF_INET6}) {
@@ -345,7 +345,7 @@ Status vpc_eni_gc(const Context& ctx) {
             if (rule.priority != kToPodPriority || rule.table != RT_TABLE_MAIN || rule.src || !rule.dst ||
                 rule.dst->prefix != rule.dst->ip.bits() || std::ranges::binary_search(held, rule.dst->ip))
                 continue;
-            if (const vpc::Eni* eni = node.eni_of(rule.dst->ip)) failures.add(remove_rules(host, rule.dst->ip, eni));
+            if (const Eni* eni = node.eni_of(rule.dst->ip)) failures.add(remove_rules(host, rule.dst->ip, eni));
         }
     }
     return failures.status("vpc-eni GC: ");
@@ -353,8 +353,8 @@ Status vpc_eni_gc(const Context& ctx) {
 
 constexpr auto kVpcEniKeyDocs = docs_of(kVpcEniKeys);
 constexpr std::array kNodeCommands{
-    Subcommand{"node-setup", vpc::node_setup},
-    Subcommand{"node-teardown", vpc::node_teardown},
+    Subcommand{"node-setup", node_setup},
+    Subcommand{"node-teardown", node_teardown},
 };
 
 }  // namespace

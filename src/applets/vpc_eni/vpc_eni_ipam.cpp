@@ -8,11 +8,11 @@
 #include "applets/vpc_eni/reservations.hpp"
 #include "core/applet.hpp"
 
-namespace cni::vpc_eni_ipam {
+namespace cni::vpc_eni {
 namespace {
 
-Result<ipam::HostLocalConf> with_node(const Request& req) { return vpc::host_local_conf(req, true); }
-Result<ipam::HostLocalConf> store_only(const Request& req) { return vpc::host_local_conf(req, false); }
+Result<ipam::HostLocalConf> with_node(const Request& req) { return host_local_conf(req, true); }
+Result<ipam::HostLocalConf> store_only(const Request& req) { return host_local_conf(req, false); }
 
 Status eni_ipam_status(const Context& ctx) {
     auto c = with_node(ctx.req);
@@ -20,7 +20,7 @@ Status eni_ipam_status(const Context& ctx) {
     return ipam::status(ctx, *c);
 }
 
-constexpr auto kEniIpamKeyDocs = docs_of(vpc::kEniIpamKeys);
+constexpr auto kEniIpamKeyDocs = docs_of(kEniIpamKeys);
 
 }  // namespace
 
@@ -39,4 +39,4 @@ extern const Applet vpc_eni_ipam_applet{
     .gc = ipam::verb_of<store_only, ipam::gc>,
 };
 
-}  // namespace cni::vpc_eni_ipam
+}  // namespace cni::vpc_eni
