@@ -14,7 +14,7 @@
 #include "temp_dir.hpp"
 
 using namespace cni;
-using namespace cni::ipam;
+using namespace cni::host_local;
 
 namespace {
 

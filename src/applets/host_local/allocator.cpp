@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace cni::ipam {
+namespace cni::host_local {
 namespace {
 
 // The reference RangeIter: starts after the last reserved address (or at the first range's
@@ -126,4 +126,4 @@ Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std:
     return fail("no IP addresses available in range set: " + str(set));
 }
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

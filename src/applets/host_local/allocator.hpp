@@ -15,7 +15,7 @@
 #include "applets/host_local/store.hpp"
 #include "core/cni/cni_result.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 
 Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std::string_view id,
                           std::string_view ifname, std::optional<net::IpAddr> requested);
@@ -23,4 +23,4 @@ Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std:
 // Is there at least one address this set could still hand out?
 bool has_free_address(Store& store, const RangeSet& set, int set_index);
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

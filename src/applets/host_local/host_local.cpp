@@ -13,7 +13,7 @@
 #include "applets/host_local/resolv_conf.hpp"
 #include "core/cni/cni_args.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 namespace {
 
 // runtimeConfig.ips, args.cni.ips and CNI_ARGS IP are pkg/ip.IP values: "ip" or "ip/prefix"
@@ -175,12 +175,7 @@ Status gc(const Context& ctx, const HostLocalConf& c) {
     return failures.status("host-local GC: ");
 }
 
-}  // namespace cni::ipam
-
-namespace cni::host_local {
 namespace {
-
-using ipam::HostLocalConf;
 
 constexpr std::array kHostLocalKeys{
     key<&HostLocalConf::ranges>("ranges", "[]allocator.RangeSet", "range sets: [[{subnet, rangeStart, rangeEnd, gateway}]], one per address"),
@@ -195,22 +190,22 @@ Result<HostLocalConf> parse_host_local_conf(const Request& req) {
     const json::Value* ipam = json::find(nc.root(), "ipam");
     if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
     CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
-    ipam::Range legacy;
-    CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
+    Range legacy;
+    CNI_TRY(decode(*ipam, legacy, top.at("ipam")));
     HostLocalConf own;
     CNI_TRY(read_keys(*ipam, kHostLocalKeys, own, top.at("ipam").in("IPAMConfig")));
-    CNI_TRY_ASSIGN(auto c, ipam::request_conf(req, nc));
+    CNI_TRY_ASSIGN(auto c, request_conf(req, nc));
     // Range sets: runtimeConfig ipRanges, then the legacy ipam-level range, then ipam.ranges.
-    if (legacy.subnet) c.ranges.push_back(ipam::RangeSet{legacy});
+    if (legacy.subnet) c.ranges.push_back(RangeSet{legacy});
     c.ranges.insert(c.ranges.end(), own.ranges.begin(), own.ranges.end());
     c.routes = std::move(own.routes);
     c.data_dir = std::move(own.data_dir);
     c.resolv_conf = std::move(own.resolv_conf);
-    CNI_TRY(ipam::check_ranges(c));
+    CNI_TRY(check_ranges(c));
     return c;
 }
 
-constexpr auto kHostLocalKeyDocs = join(docs_of(kHostLocalKeys), docs_of(ipam::kRangeKeys));
+constexpr auto kHostLocalKeyDocs = join(docs_of(kHostLocalKeys), docs_of(kRangeKeys));
 
 }  // namespace
 
@@ -224,11 +219,11 @@ extern const Applet host_local_applet{
             "(containerID, ifname) is not in cni.dev/valid-attachments. STATUS fails with code 50 when a range set has "
             "no free address.",
     .versions = kAllVersions,
-    .add = ipam::verb_of<parse_host_local_conf, ipam::add>,
-    .del = ipam::verb_of<parse_host_local_conf, ipam::del>,
-    .check = ipam::verb_of<parse_host_local_conf, ipam::check>,
-    .status = ipam::verb_of<parse_host_local_conf, ipam::status>,
-    .gc = ipam::verb_of<parse_host_local_conf, ipam::gc>,
+    .add = verb_of<parse_host_local_conf, add>,
+    .del = verb_of<parse_host_local_conf, del>,
+    .check = verb_of<parse_host_local_conf, check>,
+    .status = verb_of<parse_host_local_conf, status>,
+    .gc = verb_of<parse_host_local_conf, gc>,
 };
 
 }  // namespace cni::host_local

@@ -16,7 +16,7 @@
 #include "core/cni/cni_result.hpp"
 #include "core/cni/netconf.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 
 struct HostLocalConf {
     std::string name;
@@ -54,4 +54,4 @@ auto verb_of(const Context& ctx) -> decltype(Verb(ctx, std::declval<const HostLo
     return Verb(ctx, c);
 }
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

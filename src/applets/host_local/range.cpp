@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-namespace cni::ipam {
+namespace cni::host_local {
 namespace {
 // A canonical range (start <= end, both in its subnet) as numbers, and the index of the set, or
 // of the range, it stands for. Two ranges overlap, as the reference decides by testing whether
@@ -133,4 +133,4 @@ Status decode(const json::Value& v, Range& out, const json::Where& w) {
     return read_keys(v, kRangeKeys, out, rw);
 }
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

@@ -14,7 +14,7 @@
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 
 struct Range {
     std::optional<net::IpNet> subnet;
@@ -46,13 +46,13 @@ inline constexpr std::array kRangeKeys{
 };
 Status decode(const json::Value& v, Range& out, const json::Where& w);
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local
 
 template <>
-struct cni::json::GoName<cni::ipam::Range> {
+struct cni::json::GoName<cni::host_local::Range> {
     static constexpr std::string_view value = "allocator.Range";
 };
 template <>
-struct cni::json::GoName<cni::ipam::RangeSet> {
+struct cni::json::GoName<cni::host_local::RangeSet> {
     static constexpr std::string_view value = "allocator.RangeSet";
 };

@@ -5,7 +5,7 @@
 #include "core/os/fs.hpp"
 #include "core/strings.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 
 Dns parse_resolv_conf_text(std::string_view text) {
     Dns dns;
@@ -26,4 +26,4 @@ Result<Dns> parse_resolv_conf(const std::string& path) {
     return parse_resolv_conf_text(text);
 }
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

@@ -7,9 +7,9 @@
 
 #include "core/cni/cni_result.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 
 Result<Dns> parse_resolv_conf(const std::string& path);
 Dns parse_resolv_conf_text(std::string_view text);
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

@@ -18,7 +18,7 @@
 #include "core/os/unique_fd.hpp"
 #include "core/strings.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 namespace {
 
 constexpr std::string_view kHeader = "cni-all host-local index 3";
@@ -407,4 +407,4 @@ void Store::flush() {
     changed_ = false;
 }
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

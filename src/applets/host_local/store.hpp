@@ -28,7 +28,7 @@
 #include "core/os/file_lock.hpp"
 #include "core/result.hpp"
 
-namespace cni::ipam {
+namespace cni::host_local {
 
 enum class OwnerKind { current, legacy, foreign };  // "<id>\r\n<if>", "<id>", anything else
 
@@ -126,4 +126,4 @@ private:
     std::size_t files_read_ = 0;
 };
 
-}  // namespace cni::ipam
+}  // namespace cni::host_local

@@ -29,11 +29,11 @@ inline constexpr std::array kEniIpamKeys{
 // The node file's secondary addresses as one range set, each address a range of its own in its
 // ENI's subnet, the VPC router its gateway, in the file's order: canonical as built, and with no
 // two ranges overlapping (the node file's loader refuses an address listed twice).
-ipam::RangeSet node_range_set(const NodeFile& node);
+host_local::RangeSet node_range_set(const NodeFile& node);
 
 // host-local's configuration for the request: with the node file's addresses when `with_node`
 // (ADD, CHECK, STATUS), else only what its store needs (DEL and GC work without the node file).
-Result<ipam::HostLocalConf> host_local_conf(const Request& req, bool with_node);
+Result<host_local::HostLocalConf> host_local_conf(const Request& req, bool with_node);
 
 // The addresses vpc-eni-ipam holds for the request's container and interface (an empty list when
 // it holds none), each owner read again from its file.

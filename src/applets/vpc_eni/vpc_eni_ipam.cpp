@@ -11,13 +11,13 @@
 namespace cni::vpc_eni {
 namespace {
 
-Result<ipam::HostLocalConf> with_node(const Request& req) { return host_local_conf(req, true); }
-Result<ipam::HostLocalConf> store_only(const Request& req) { return host_local_conf(req, false); }
+Result<host_local::HostLocalConf> with_node(const Request& req) { return host_local_conf(req, true); }
+Result<host_local::HostLocalConf> store_only(const Request& req) { return host_local_conf(req, false); }
 
 Status eni_ipam_status(const Context& ctx) {
     auto c = with_node(ctx.req);
     if (!c) return fail(code::plugin_not_available, c.error().msg);
-    return ipam::status(ctx, *c);
+    return host_local::status(ctx, *c);
 }
 
 constexpr auto kEniIpamKeyDocs = docs_of(kEniIpamKeys);
@@ -32,11 +32,11 @@ extern const Applet vpc_eni_ipam_applet{
     .help = "Hands out the node file's secondaryIps with host-local's store, order and GC, in-process: one "
             "single-address range per address, in its ENI's subnet, the VPC router as gateway.",
     .versions = kAllVersions,
-    .add = ipam::verb_of<with_node, ipam::add>,
-    .del = ipam::verb_of<store_only, ipam::del>,
-    .check = ipam::verb_of<with_node, ipam::check>,
+    .add = host_local::verb_of<with_node, host_local::add>,
+    .del = host_local::verb_of<store_only, host_local::del>,
+    .check = host_local::verb_of<with_node, host_local::check>,
     .status = eni_ipam_status,
-    .gc = ipam::verb_of<store_only, ipam::gc>,
+    .gc = host_local::verb_of<store_only, host_local::gc>,
 };
 
 }  // namespace cni::vpc_eni
