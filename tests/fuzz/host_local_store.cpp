@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "applets/host_local/store.hpp"
+#include "core/ipam/store.hpp"
 #include "fuzz_check.hpp"
 
 using namespace cni;
@@ -39,7 +39,7 @@ bool allowed(const std::string& name) {
     if (name.empty() || name.size() > 64 || name.find("..") != std::string::npos) return false;
     for (char c : name)
         if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == ':' || c == '_' || c == '-' || c == '/')) return false;
-    return name.find('/') == std::string::npos || name.starts_with(std::string(host_local::Store::kBucketDirName) + "/");
+    return name.find('/') == std::string::npos || name.starts_with(std::string(ipam::Store::kBucketDirName) + "/");
 }
 
 }  // namespace
@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     namespace fs = std::filesystem;
     const std::string net = scratch() + "/net";
     fs::remove_all(net);
-    fs::create_directories(net + "/" + host_local::Store::kBucketDirName);
+    fs::create_directories(net + "/" + ipam::Store::kBucketDirName);
     auto input = text_of(data, size);
     std::size_t at = input.starts_with("@@ ") ? 0 : input.find("\n@@ ");
     while (at != std::string_view::npos) {
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (allowed(name)) std::ofstream(net + "/" + name, std::ios::binary) << content;
         at = next;
     }
-    auto store = host_local::Store::open(scratch(), "net", [](std::string_view) {});
+    auto store = ipam::Store::open(scratch(), "net", [](std::string_view) {});
     if (!store) return 0;
     auto listed = store->reservations();
     for (auto& [ip, owner] : listed) property(store->taken(ip), "a listed reservation's address is not taken");

@@ -8,13 +8,15 @@
 #include <filesystem>
 #include <thread>
 
-#include "applets/host_local/allocator.hpp"
 #include "applets/host_local/resolv_conf.hpp"
+#include "core/ipam/allocator.hpp"
 #include "core/strings.hpp"
 #include "temp_dir.hpp"
 
 using namespace cni;
-using namespace cni::host_local;
+using namespace cni::ipam;
+using cni::host_local::parse_resolv_conf;
+using cni::host_local::parse_resolv_conf_text;
 
 namespace {
 

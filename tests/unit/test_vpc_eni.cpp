@@ -13,11 +13,11 @@
 #include <numeric>
 #include <random>
 
-#include "applets/host_local/allocator.hpp"
-#include "applets/host_local/host_local.hpp"
 #include "applets/vpc_eni/node_file.hpp"
 #include "applets/vpc_eni/reservations.hpp"
 #include "applets/vpc_eni/sha1.hpp"
+#include "core/ipam/allocator.hpp"
+#include "core/ipam/pool.hpp"
 #include "temp_dir.hpp"
 
 using namespace cni;
@@ -192,16 +192,16 @@ TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a seco
         REQUIRE(node);
         auto nc = parse_ipam_netconf(req.config, "vpc.Net", "vpc.IPAMConfig");
         REQUIRE(nc);
-        auto c = host_local::request_conf(req, *nc);
+        auto c = ipam::request_pool(req, *nc);
         REQUIRE(c);
         c->data_dir = d.path;
         c->ranges.push_back(vpc_eni::node_range_set(*node));
-        REQUIRE(host_local::check_ranges(*c, 0));
-        auto r = host_local::add(ctx, *c);
+        REQUIRE(ipam::check_ranges(*c, 0));
+        auto r = ipam::pool_add(ctx, *c);
         auto elapsed = std::chrono::steady_clock::now() - t0;
         REQUIRE(r);
         CHECK(r->ips.at(0).address.str() == listed[500] + "/16");  // the file's order
         if (call > 0) CHECK(elapsed < std::chrono::milliseconds(250));  // 7.4 s when it was quadratic
-        REQUIRE(host_local::del(ctx, *c));
+        REQUIRE(ipam::pool_del(ctx, *c));
     }
 }

@@ -2,17 +2,17 @@
 // vpc-eni-ipam's configuration and reservations (see reservations.hpp).
 #include "applets/vpc_eni/reservations.hpp"
 
-#include "applets/host_local/store.hpp"
+#include "core/ipam/store.hpp"
 
 namespace cni::vpc_eni {
 
-host_local::RangeSet node_range_set(const NodeFile& node) {
-    host_local::RangeSet set;
+ipam::RangeSet node_range_set(const NodeFile& node) {
+    ipam::RangeSet set;
     set.reserve(node.address_count());
     for (auto& eni : node.enis) {
         const net::IpNet subnet = eni.subnet->masked();
         const net::IpAddr gateway = eni.gateway();
-        for (auto& ip : eni.secondary_ips) set.push_back(host_local::Range{subnet, ip, ip, gateway});
+        for (auto& ip : eni.secondary_ips) set.push_back(ipam::Range{subnet, ip, ip, gateway});
     }
     return set;
 }
@@ -36,23 +36,23 @@ Result<EniIpamRequest> read_eni_ipam(const Request& req) {
     return EniIpamRequest{std::move(nc), std::move(c)};
 }
 
-Result<host_local::Store> open_store(const Context& ctx) {
+Result<ipam::Store> open_store(const Context& ctx) {
     CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
-    return host_local::Store::open(r.ipam.data_dir, r.net.name, ctx.warn);
+    return ipam::Store::open(r.ipam.data_dir, r.net.name, ctx.warn);
 }
 
 }  // namespace
 
-Result<host_local::HostLocalConf> host_local_conf(const Request& req, bool with_node) {
+Result<ipam::Pool> pool_for(const Request& req, bool with_node) {
     CNI_TRY_ASSIGN(auto r, read_eni_ipam(req));
     std::optional<NodeFile> node;
     if (with_node) CNI_TRY_ASSIGN(node, load_configured_node_file(r.ipam.node_file));
-    CNI_TRY_ASSIGN(auto c, host_local::request_conf(req, r.net));
+    CNI_TRY_ASSIGN(auto c, ipam::request_pool(req, r.net));
     c.data_dir = r.ipam.data_dir;
     if (!node) return c;
     if (node->address_count() == 0) return fail("vpc-eni-ipam: node file " + node->path + " lists no secondaryIps");
     c.ranges.push_back(node_range_set(*node));
-    CNI_TRY(host_local::check_ranges(c, c.ranges.size() - 1));
+    CNI_TRY(ipam::check_ranges(c, c.ranges.size() - 1));
     return c;
 }
 

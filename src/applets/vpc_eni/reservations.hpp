@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // vpc-eni-ipam's configuration and reservations (docs/vpc-eni.md). Its ipam keys (nodeFile,
-// dataDir); the host-local configuration it runs in-process: the node file's secondary addresses
-// as one range set, each in its ENI's subnet with the VPC router as gateway, after the request's
-// own (runtimeConfig ipRanges, requested addresses); and the addresses it holds for a container's
+// dataDir); the pool whose verbs it runs in-process: the node file's secondary addresses as one
+// range set, each in its ENI's subnet with the VPC router as gateway, after the request's own
+// (runtimeConfig ipRanges, requested addresses); and the addresses it holds for a container's
 // interface, read from host-local's store under dataDir, which is all vpc-eni's DEL acts on.
 #pragma once
 
@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "applets/host_local/host_local.hpp"
 #include "applets/vpc_eni/node_file.hpp"
 #include "core/cni/config_keys.hpp"
+#include "core/ipam/pool.hpp"
 
 namespace cni::vpc_eni {
 
@@ -29,11 +29,11 @@ inline constexpr std::array kEniIpamKeys{
 // The node file's secondary addresses as one range set, each address a range of its own in its
 // ENI's subnet, the VPC router its gateway, in the file's order: canonical as built, and with no
 // two ranges overlapping (the node file's loader refuses an address listed twice).
-host_local::RangeSet node_range_set(const NodeFile& node);
+ipam::RangeSet node_range_set(const NodeFile& node);
 
-// host-local's configuration for the request: with the node file's addresses when `with_node`
-// (ADD, CHECK, STATUS), else only what its store needs (DEL and GC work without the node file).
-Result<host_local::HostLocalConf> host_local_conf(const Request& req, bool with_node);
+// The request's pool (core/ipam/pool.hpp): with the node file's addresses when `with_node` (ADD,
+// CHECK, STATUS), else only what its store needs (DEL and GC work without the node file).
+Result<ipam::Pool> pool_for(const Request& req, bool with_node);
 
 // The addresses vpc-eni-ipam holds for the request's container and interface (an empty list when
 // it holds none), each owner read again from its file.

@@ -11,11 +11,11 @@
 
 #include <optional>
 
-#include "applets/host_local/range.hpp"
-#include "applets/host_local/store.hpp"
 #include "core/cni/cni_result.hpp"
+#include "core/ipam/range.hpp"
+#include "core/ipam/store.hpp"
 
-namespace cni::host_local {
+namespace cni::ipam {
 
 Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std::string_view id,
                           std::string_view ifname, std::optional<net::IpAddr> requested);
@@ -23,4 +23,4 @@ Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std:
 // Is there at least one address this set could still hand out?
 bool has_free_address(Store& store, const RangeSet& set, int set_index);
 
-}  // namespace cni::host_local
+}  // namespace cni::ipam

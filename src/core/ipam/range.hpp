@@ -14,7 +14,7 @@
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
-namespace cni::host_local {
+namespace cni::ipam {
 
 struct Range {
     std::optional<net::IpNet> subnet;
@@ -46,13 +46,13 @@ inline constexpr std::array kRangeKeys{
 };
 Status decode(const json::Value& v, Range& out, const json::Where& w);
 
-}  // namespace cni::host_local
+}  // namespace cni::ipam
 
 template <>
-struct cni::json::GoName<cni::host_local::Range> {
+struct cni::json::GoName<cni::ipam::Range> {
     static constexpr std::string_view value = "allocator.Range";
 };
 template <>
-struct cni::json::GoName<cni::host_local::RangeSet> {
+struct cni::json::GoName<cni::ipam::RangeSet> {
     static constexpr std::string_view value = "allocator.RangeSet";
 };

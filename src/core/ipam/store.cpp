@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // host-local on-disk store with a bucketed index (see store.hpp).
-#include "applets/host_local/store.hpp"
+#include "core/ipam/store.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -18,7 +18,7 @@
 #include "core/os/unique_fd.hpp"
 #include "core/strings.hpp"
 
-namespace cni::host_local {
+namespace cni::ipam {
 namespace {
 
 constexpr std::string_view kHeader = "cni-all host-local index 3";
@@ -407,4 +407,4 @@ void Store::flush() {
     changed_ = false;
 }
 
-}  // namespace cni::host_local
+}  // namespace cni::ipam

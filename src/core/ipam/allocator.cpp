@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Range-set allocation in the reference's order (see allocator.hpp).
-#include "applets/host_local/allocator.hpp"
+#include "core/ipam/allocator.hpp"
 
 #include <algorithm>
 
-namespace cni::host_local {
+namespace cni::ipam {
 namespace {
 
 // The reference RangeIter: starts after the last reserved address (or at the first range's
@@ -126,4 +126,4 @@ Result<IpConfig> allocate(Store& store, const RangeSet& set, int set_index, std:
     return fail("no IP addresses available in range set: " + str(set));
 }
 
-}  // namespace cni::host_local
+}  // namespace cni::ipam

@@ -28,7 +28,7 @@
 #include "core/os/file_lock.hpp"
 #include "core/result.hpp"
 
-namespace cni::host_local {
+namespace cni::ipam {
 
 enum class OwnerKind { current, legacy, foreign };  // "<id>\r\n<if>", "<id>", anything else
 
@@ -87,7 +87,7 @@ public:
     // Every reservation and its owner, by address (GC); reads every bucket.
     std::vector<std::pair<net::IpAddr, Owner>> reservations();
 
-    // Persist the index; done by the applets at the end of each call (a cache, so failures warn).
+    // Persist the index; done at the end of each call (a cache, so failures warn).
     void flush();
 
     // How many reservation files this Store had to read (the index spares them).
@@ -126,4 +126,4 @@ private:
     std::size_t files_read_ = 0;
 };
 
-}  // namespace cni::host_local
+}  // namespace cni::ipam

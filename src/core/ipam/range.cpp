@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Range canonicalisation and set operations (see range.hpp).
-#include "applets/host_local/range.hpp"
+#include "core/ipam/range.hpp"
 
 #include <algorithm>
 
-namespace cni::host_local {
+namespace cni::ipam {
 namespace {
 // A canonical range (start <= end, both in its subnet) as numbers, and the index of the set, or
 // of the range, it stands for. Two ranges overlap, as the reference decides by testing whether
@@ -133,4 +133,4 @@ Status decode(const json::Value& v, Range& out, const json::Where& w) {
     return read_keys(v, kRangeKeys, out, rw);
 }
 
-}  // namespace cni::host_local
+}  // namespace cni::ipam
