@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "core/cni/version.hpp"
-#include "core/nl/detached_delete.hpp"
 #include "core/libnl/netfilter_close.hpp"
+#include "core/nl/detached_delete.hpp"
 #include "dispatch.hpp"
 #include "exec_command.hpp"
 #include "install.hpp"

@@ -27,8 +27,8 @@
 #include <variant>
 #include <vector>
 
-#include "core/net/ip.hpp"
 #include "core/libnl/ptr.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::fw::nft {

@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "core/go_num.hpp"
+#include "core/libnl/ptr.hpp"
 #include "core/nl/detached_delete.hpp"
 #include "core/nl/nl_addr.hpp"
-#include "core/libnl/ptr.hpp"
 #include "core/os/fs.hpp"
 
 namespace cni::nl {

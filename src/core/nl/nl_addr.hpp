@@ -5,8 +5,8 @@
 #include <optional>
 #include <string>
 
-#include "core/net/ip.hpp"
 #include "core/libnl/ptr.hpp"
+#include "core/net/ip.hpp"
 #include "core/result.hpp"
 
 namespace cni::nl {
