@@ -223,26 +223,18 @@ def describe(layer, instance):
 def check(src, design_md):
     layers = read_table(design_md)
     problems = check_table(layers, design_md)
-    bottom_up(layers)
-    by_name = {l.name: l for l in layers}
+    bottom_up(layers)  # a cycle is an error
     files = list(source_files(src))
-
-    def where(path):
-        hits = [(l, inst) for l in layers for inst in [l.match(path)] if inst]
-        return hits
-
-    home = {}
+    home = {}  # file -> (its layer, the instance: the layer's name or the applet's)
     for f in files:
-        hits = where(f)
+        hits = [(l, inst) for l in layers for inst in [l.match(f)] if inst]
         if len(hits) != 1:
             what = "no layer" if not hits else "more than one layer (" + ", ".join(l.name for l, _ in hits) + ")"
             problems.append(f"src/{f}:1: the file is in {what} of the table in docs/design.md")
             continue
         home[f] = hits[0]
-    # Every namespace a layer owns, the applets' each their own.
-    owned = {}
-    for f, (l, inst) in home.items():
-        owned.setdefault(l.namespace_of(inst), set()).add((l.name, inst))
+    # Every namespace a layer owns, each applet's its own.
+    owned = {l.namespace_of(inst) for l, inst in home.values()}
     for f in files:
         if f not in home:
             continue
