@@ -255,7 +255,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY(apply_port_vlans(host, br.name, veth.host.index, c.vlans));
     if (c.mac_spoof_check) {
         CNI_TRY(mac_spoof_guard().setup(fw::Driver::nftables,
-                                                {r.container_id, r.ifname, veth.host.name, veth.container.mac}, undo));
+                                        {r.container_id, r.ifname, veth.host.name, veth.container.mac}, undo));
     }
 
     CniResult result;

@@ -22,7 +22,7 @@ Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const Cni
 }
 
 Result<std::vector<net::IpNet>> check_addresses_and_routes(const nl::Socket& container, const nl::LinkInfo& link,
-                                                      const CniResult& prev, const std::string& ifname) {
+                                                           const CniResult& prev, const std::string& ifname) {
     CNI_TRY(require_addresses_and_routes(prev));
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(container, link.index));
     std::vector<net::IpNet> nets;

@@ -19,7 +19,7 @@ Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const Cni
 // Every address prevResult gives `ifname` is on the link, and every route exists (dst, and gw
 // when given). Returns the addresses found (for ipMasq checks).
 Result<std::vector<net::IpNet>> check_addresses_and_routes(const nl::Socket& container, const nl::LinkInfo& link,
-                                                      const CniResult& prev, const std::string& ifname);
+                                                           const CniResult& prev, const std::string& ifname);
 
 // skipIPv6LinkLocal (configure.hpp): when prevResult gives the link no IPv6 address, it has no
 // IPv6 link-local address either.
