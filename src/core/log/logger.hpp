@@ -3,9 +3,8 @@
 // the settings of core/log/settings.hpp (the node's alone but a network's logLevel). A line goes
 // to the node's log file (core/log/log_file.hpp) or to syslog/journald through /dev/log, with
 // control characters made spaces, cut past kLineLimit bytes with a marker saying how much was left
-// out. Levels: error, info (one
-// line per call), debug (the steps). Nothing here fails a call: a line that cannot be written is
-// lost.
+// out. Levels: error, info (one line per call), debug (the steps). Nothing here fails a call: a
+// line that cannot be written is lost.
 #pragma once
 
 #include <cstddef>
