@@ -364,6 +364,34 @@ def settings_others_can_write_are_ignored():
 
 
 @test
+def settings_in_a_folder_others_can_change_are_ignored():
+    """logging: a node settings file whose folder others may change (writable, a link, another owner's, under such a folder) turns nothing on; a missing folder is not made"""
+    with Work() as work:
+        folder(f"{work}/logs")
+        keys = {"logLevel": "debug", "logFile": f"{work}/logs/cni.log"}
+        folder(f"{work}/real")
+        os.symlink(f"{work}/real", f"{work}/link")
+        places = {"open": folder(f"{work}/open", 0o777), "group": folder(f"{work}/group", 0o770),
+                  "ww/inner": folder(f"{folder(work + '/ww', 0o777)}/inner"), "link": f"{work}/link"}
+        if AS_ROOT:
+            places["nobodys"] = folder(f"{work}/nobodys", owner=NOBODY)
+        for i, (what, where) in enumerate(places.items()):
+            node = settings(where, **keys)  # a file only root may write, in a folder others may change
+            ok(host_local(work, f"t{i}", node=node), what)
+            eq(os.listdir(f"{work}/logs"), [], f"{what}: nothing logged")
+        ok(host_local(work, "t-dotdot", node=f"{work}/real/../real/log.json"))
+        eq(os.listdir(f"{work}/logs"), [], "a path with .. in it: nothing logged")
+        stderr = dhcp_daemon(work, f"{work}/open/log.json")
+        check(f"dhcp daemon: not logging: {work}/open/log.json: open {work}/open: others may write it" in stderr, stderr)
+        stderr = dhcp_daemon(work, "log.json")
+        check("dhcp daemon: not logging: open log.json: not an absolute path" in stderr, stderr)
+        ok(host_local(work, "t-missing", node=f"{work}/missing/log.json"))
+        check(not os.path.exists(f"{work}/missing"), "a missing settings folder is not made")
+        ok(host_local(work, "t-ok", node=settings(f"{work}/real", **keys)))
+        check(lines(f"{work}/logs/cni.log"), "the same settings in root's own folder log")
+
+
+@test
 def rotated_by_size():
     """logging: past logMaxSize the file is rotated, logKeep files are kept"""
     with Work() as work:

@@ -35,7 +35,8 @@ struct Settings {
 };
 
 // The node's settings: the file named by CNI_ALL_LOG_CONFIG in `environ` (else kNodeSettings);
-// off when there is none, or it cannot be read, or others than root may write it.
+// off when there is none, or it cannot be read, or others than root may write it or change its
+// folder (os::read_trusted_file: the log folder's policy).
 Settings node_settings(std::span<const std::string> environ);
 
 struct CallSettings {

@@ -137,7 +137,7 @@ bool only_we_write(const struct stat& st) {
     return (st.st_uid == 0 || st.st_uid == ::geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
-Result<Dir> Dir::open_trusted(const std::string& path, mode_t mode) {
+Result<Dir> Dir::open_trusted(const std::string& path, std::optional<mode_t> mode) {
     if (!path.starts_with('/')) return fail("open " + path + ": not an absolute path");
     std::vector<std::string> names;
     for (std::size_t at = 0, end = 0; at < path.size(); at = end + 1) {
@@ -155,7 +155,7 @@ Result<Dir> Dir::open_trusted(const std::string& path, mode_t mode) {
         const char* name = names[i].c_str();
         walked += (i ? "/" : "") + names[i];
         UniqueFd next(::openat(fd.get(), name, kFlags));
-        if (!next && errno == ENOENT && i + 1 == names.size() && ::mkdirat(fd.get(), name, mode) == 0)
+        if (!next && errno == ENOENT && mode && i + 1 == names.size() && ::mkdirat(fd.get(), name, *mode) == 0)
             next.reset(::openat(fd.get(), name, kFlags));
         struct stat st{};  // O_DIRECTORY wins over O_NOFOLLOW: a link fails as "not a directory"
         if (!next && ::fstatat(fd.get(), name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
@@ -262,11 +262,15 @@ Status write_file_atomic(const std::string& path, std::string_view data, mode_t 
 
 namespace {
 
-Result<std::optional<std::string>> read_in_folder(const std::string& path, std::size_t limit, bool node_file) {
+// `path` read from its folder (opened with Dir::open_trusted when `trusted`); nothing when the
+// folder or the file is missing.
+Result<std::optional<std::string>> read_in_folder(const std::string& path, std::size_t limit, bool node_file,
+                                                  bool trusted = false) {
     auto [dir, name] = split_last(path);
     if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
-    CNI_TRY_ASSIGN(auto d, Dir::open(dir));
-    return d.read_if_exists(name, limit, node_file);
+    auto d = trusted ? Dir::open_trusted(dir) : Dir::open(dir);
+    if (!d) return cni::Unexpected(trusted ? d.error().context(path) : d.error());
+    return d->read_if_exists(name, limit, node_file);
 }
 
 }  // namespace
@@ -277,6 +281,11 @@ Result<std::optional<std::string>> read_state_file(const std::string& path, std:
 
 Result<std::optional<std::string>> read_node_file(const std::string& path, std::size_t limit) {
     return read_in_folder(path, limit, true);
+}
+
+Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit) {
+    if (!path.starts_with('/')) return fail("open " + path + ": not an absolute path");
+    return read_in_folder(path, limit, true, true);
 }
 
 }  // namespace cni::os

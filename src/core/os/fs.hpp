@@ -54,6 +54,9 @@ bool only_we_write(const struct stat& st);
 // A node's settings file: read_state_file, and an error for one that someone other than root or
 // we could have written (only_we_write).
 Result<std::optional<std::string>> read_node_file(const std::string& path, std::size_t limit);
+// The same, in a folder of the node's (Dir::open_trusted, never made): `path` is absolute, and a
+// folder on its way that others could change is an error; nothing when the folder is missing.
+Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit);
 
 class Dir {
 public:
@@ -62,8 +65,9 @@ public:
     // A folder of the node's that no one but root and we can change: `path` is absolute, without
     // "." or ".." in it, and reached from "/" through no symbolic link and no folder others can
     // write unless it is sticky (as /tmp is, where others cannot rename what is ours); the folder
-    // itself passes only_we_write. Made (`mode`) when it is the last component that is missing.
-    static Result<Dir> open_trusted(const std::string& path, mode_t mode);
+    // itself passes only_we_write. Made (`mode`, when given) when it is the last component that is
+    // missing.
+    static Result<Dir> open_trusted(const std::string& path, std::optional<mode_t> mode = std::nullopt);
     // The directory `name` in this one, made when missing; never through a link.
     Result<Dir> subdir(std::string_view name, mode_t mode) const;
 
