@@ -97,6 +97,7 @@ int run_cni(const Applet& a, std::span<const std::string> environ, int stdin_fd,
                     logger.write(log::Level::info, who + " warning: " + std::string(line));
                 },
                 nullptr, {}, in_process_applet};
+    if (!log_settings.held.empty()) logger.write(log::Level::info, who + " " + log_settings.held);
     if (logger.enabled(log::Level::debug)) {
         ctx.debug = [&](std::string_view step) { logger.write(log::Level::debug, who + " " + std::string(step)); };
         ctx.step("config: " + req->config);

@@ -136,7 +136,7 @@ def node_wide_line_per_call():
 def network_sets_its_level_only():
     """logging: a network's logLevel raises or lowers its own calls' level in the node's log; its logFile is ignored"""
     with Work() as work:
-        node = settings(work, logLevel="info", logFile=f"{work}/node.log")
+        node = settings(work, logLevel="info", logFile=f"{work}/node.log", networkLogLevels={"max": "debug"})
         ok(host_local(work, "c2", node=node, extra={"logLevel": "debug", "logFile": f"{work}/net.log"}))
         check(not os.path.exists(f"{work}/net.log"), "the network's logFile is not opened")
         got = lines(f"{work}/node.log")
@@ -150,6 +150,48 @@ def network_sets_its_level_only():
 
 
 @test
+def network_levels_are_bounded_by_the_node():
+    """logging: a network's logLevel is held to the node's networkLogLevels (error..info unless root's file says otherwise), with a line saying so; a network cannot widen them"""
+    with Work() as work:
+        log = f"{work}/cni.log"
+
+        def calls(node, level, cid, **more):
+            """A successful ADD and a failing one (the same id again) at the network's `level`;
+            the new lines."""
+            before = len(lines(log)) if os.path.exists(log) else 0
+            extra = {"logLevel": level, **more}
+            ok(host_local(work, cid, node=node, extra=extra))
+            eq(host_local(work, cid, node=node, extra=extra).returncode, 1)
+            return lines(log)[before:]
+
+        def levels(got):
+            return [line.split(" ")[1] for line in got]
+
+        node = settings(work, logLevel="info", logFile=log)
+        for asked in ("off", "none"):  # its errors are logged all the same
+            got = calls(node, asked, f"o-{asked}")
+            eq(levels(got), ["error"], got)
+        got = calls(node, "debug", "d1", networkLogLevels={"min": "off", "max": "debug"})
+        eq(levels(got), ["info", "info", "info", "error"], got)  # no steps: held to info, said once per call
+        check(got[0].endswith(' host-local ADD the network\'s logLevel "debug" is held to "info", the highest the node\'s '
+                              'networkLogLevels allow (docs/logging.md)'), got[0])
+        eq(levels(calls(node, "verbose", "v1")), ["info", "error"])
+        eq(levels(calls(node, "error", "e1")), ["error"])
+        # root's file widens them
+        node = settings(work, logLevel="info", logFile=log, networkLogLevels={"min": "off", "max": "debug"})
+        eq(calls(node, "off", "o2"), [])
+        check("debug" in levels(calls(node, "debug", "d2")), "steps at debug")
+        # a min above the max is the max; names it does not know leave the defaults
+        node = settings(work, logLevel="info", logFile=log, networkLogLevels={"min": "debug", "max": "error"})
+        got = calls(node, "debug", "d3")
+        eq(levels(got), ["error"], got)
+        for i, bounds in enumerate(({"min": "silly", "max": 7}, "debug", ["off", "debug"])):
+            node = settings(work, logLevel="info", logFile=log, networkLogLevels=bounds)
+            eq(levels(calls(node, "off", f"o-bad{i}")), ["error"], bounds)
+            eq(levels(calls(node, "debug", f"d-bad{i}")), ["info", "info", "info", "error"], bounds)
+
+
+@test
 def network_file_is_neither_appended_to_nor_created():
     """logging: a network's logFile naming a shell start-up file (or a new file) leaves it untouched, logging on or off"""
     with Work() as work:
@@ -157,7 +199,7 @@ def network_file_is_neither_appended_to_nor_created():
         before = state(target)
         hostile = {"logLevel": "debug", "logFile": target, "x": "$(touch /tmp/pwned)"}
         ok(host_local(work, "a1", extra=hostile), "node logging off")
-        node = settings(work, logLevel="info", logFile=f"{work}/node.log")
+        node = settings(work, logLevel="info", logFile=f"{work}/node.log", networkLogLevels={"max": "debug"})
         ok(host_local(work, "a2", node=node, extra=hostile), "node logging on")
         eq(state(target), before, "the network's logFile is not written")
         check(any('"$(touch /tmp/pwned)"' in line for line in lines(f"{work}/node.log")), "the config went to the node's log")

@@ -22,11 +22,20 @@ std::optional<Level> level_named(std::string_view s) {
 
 std::string_view text_of(const json::Value& v) { return {v.GetString(), v.GetStringLength()}; }
 
-// The logLevel of `obj` over `s`; a value of the wrong type or an unknown level is ignored
-// (logging never fails a call).
-void apply_level(const json::Value& obj, Settings& s) {
-    if (const json::Value* v = json::find_exact(obj, "logLevel"); v && v->IsString())
-        if (auto l = level_named(text_of(*v))) s.level = *l;
+// The level `key` of `obj` names; a value of the wrong type or an unknown level is none (logging
+// never fails a call).
+std::optional<Level> level_at(const json::Value& obj, const char* key) {
+    if (const json::Value* v = json::find_exact(obj, key); v && v->IsString()) return level_named(text_of(*v));
+    return std::nullopt;
+}
+
+// networkLogLevels: {"min": level, "max": level}; a min above the max is the max.
+void apply_network_bounds(const json::Value& obj, Settings& s) {
+    const json::Value* v = json::find_exact(obj, "networkLogLevels");
+    if (!v || !v->IsObject()) return;
+    s.network_min = level_at(*v, "min").value_or(s.network_min);
+    s.network_max = level_at(*v, "max").value_or(s.network_max);
+    s.network_min = std::min(s.network_min, s.network_max);
 }
 
 // logFile: "syslog", or an absolute path, which names the folder (opened as the node's own, see
@@ -50,7 +59,8 @@ void apply_target(std::string_view file, Settings& s) {
 }
 
 void apply_node(const json::Value& obj, Settings& s) {
-    apply_level(obj, s);
+    s.level = level_at(obj, "logLevel").value_or(s.level);
+    apply_network_bounds(obj, s);
     if (const json::Value* v = json::find_exact(obj, "logFile"); v && v->IsString()) apply_target(text_of(*v), s);
     if (const json::Value* v = json::find_exact(obj, "logMaxSize"); v && v->IsInt64())
         s.max_bytes = std::clamp(v->GetInt64(), kMinFileBytes, kMaxFileBytes);
@@ -83,13 +93,20 @@ Settings node_settings(std::span<const std::string> environ) {
 }
 
 CallSettings call_settings(std::span<const std::string> environ, std::string_view config) {
-    CallSettings out{node_settings(environ), {}};
+    CallSettings out{node_settings(environ), {}, {}};
     // Most configs say nothing about logging: they are not parsed a second time for it.
     if (config.find("\"log") == std::string_view::npos) return out;
     auto doc = json::parse(config);
     if (!doc || !doc->IsObject()) return out;
-    apply_level(*doc, out.settings);
-    for (const char* key : {"logFile", "logMaxSize", "logKeep"})
+    if (auto asked = level_at(*doc, "logLevel")) {
+        Settings& s = out.settings;
+        s.level = std::clamp(*asked, s.network_min, s.network_max);
+        if (s.level != *asked)
+            out.held = "the network's logLevel \"" + std::string(text_of(*json::find_exact(*doc, "logLevel"))) + "\" is held to \"" +
+                       std::string(name_of(s.level)) + "\", the " + (s.level < *asked ? "highest" : "lowest") +
+                       " the node's networkLogLevels allow (docs/logging.md)";
+    }
+    for (const char* key : {"logFile", "logMaxSize", "logKeep", "networkLogLevels"})
         if (json::find_exact(*doc, key)) out.ignored.emplace_back(key);
     return out;
 }
