@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::int64_t kMinRetrySeconds = 2, kMaxRetrySeconds = 60;
 constexpr std::chrono::milliseconds kRunningWait{3000};  // how long a raised link may take to run
+constexpr std::chrono::milliseconds kCheckWait{5000};    // a CHECK's wait for an acquisition in flight
 
 // RFC 2131 4.4.5: after an unanswered renewal wait half the time left, but not too little.
 std::int64_t retry_at(std::int64_t now, std::int64_t until) {
@@ -60,7 +61,8 @@ Status Attachment::check() {
     std::unique_lock lock(mu_);
     wake_ = true;
     cv_.notify_all();
-    cv_.wait(lock, [this] { return settled_; });
+    if (!cv_.wait_for(lock, kCheckWait, [this] { return settled_; }))
+        return fail(code::try_again_later, "the DHCP daemon is still acquiring a lease for " + record_.key);
     if (failure_) return cni::Unexpected(*failure_);
     if (!lease_) return fail("no DHCP lease held for " + record_.key);
     return {};

@@ -33,7 +33,9 @@ public:
 
     // Waits for the first lease (ADD) and returns it as a CNI result, or why there is none.
     Result<CniResult> wait_bound();
-    // CHECK: wakes the loop and reports whether a lease is held right now.
+    // CHECK: wakes the loop and reports whether a lease is held right now; an acquisition in flight
+    // (its ADD's, or a resumed lease's first seconds) is waited for at most 5 s, so a CHECK holds
+    // none of the daemon's connections for long.
     Status check();
     void stop(bool release);
 
