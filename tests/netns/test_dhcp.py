@@ -672,6 +672,81 @@ def dhcp_socket_is_roots_and_connections_are_bounded():
         lb.delete(ctr).ok()
 
 
+def send_request(lb, op, cid, netns_path, ifname, conf):
+    """One request written to the daemon's socket, unanswered yet: the socket to read it from."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(lb.sock)
+    s.sendall(json.dumps({"op": op, "containerID": cid, "netns": netns_path, "ifName": ifname, "args": "", "path": "",
+                          "config": json.dumps(conf)}).encode())
+    s.shutdown(socket.SHUT_WR)
+    return s
+
+
+def answer(s, timeout=10):
+    s.settimeout(timeout)
+    data = b""
+    while chunk := s.recv(65536):
+        data += chunk
+    s.close()
+    return json.loads(data)
+
+
+@test
+def dhcp_silent_networks_cannot_take_every_connection():
+    """dhcp: ADDs waiting on a silent server hold at most 8 places per network and 48 in all; the next is refused at once (code 11) while another network's ADD, its CHECK and DEL, STATUS and a waiting ADD's DEL get through
+    48 macvlans in one namespace ask for leases no server answers (6 networks of 8); the rogue
+    server answers only the container "b" of network "other"."""
+    with lab(start=False, dnsmasq=False) as lb, netns("dhw") as waiting, netns("dhc") as ctr, netns("dhc2") as ctr2, \
+            rogue_server(lb, {"b": {"mode": "ack", "ip": "10.213.0.70"}}):
+        lb.start_daemon("-resendtimeout", "60s")
+        sh("ip", "-n", lb.host, "-batch", "-", input="".join(
+            f"link add w{i} link dhp0 netns {waiting} type macvlan mode bridge\n" for i in range(48)))
+        pending = {}
+
+        def wait_on(first, last):
+            """ADDs of w<first>..w<last-1> (network silent<i // 8>), waited for until the daemon
+            raised each one's link: it took them in."""
+            for i in range(first, last):
+                pending[i] = send_request(lb, "add", f"w{i}", ns_path(waiting), f"w{i}", lb.conf() | {"name": f"silent{i // 8}"})
+            up = lambda: {x["ifname"] for x in ip_json(waiting, "link") if "UP" in x["flags"]}
+            wait_for(lambda: {f"w{i}" for i in range(first, last)} <= up(), 10, lambda: f"links up: {sorted(up())}; " + lb.log())
+
+        wait_on(0, 8)
+        start = time.time()
+        err = lb.add(ctr, cid="late", conf=lb.conf() | {"name": "silent0"}).error()
+        took = time.time() - start
+        eq((err["code"], err["msg"]), (11, 'dhcp daemon: 8 ADDs of network "silent0" are waiting for a lease, the most one '
+                                           'network may have at once (docs/dhcp.md); try again later'))
+        check(took < 2, f"refused at once, not after {took:.1f} s")
+        check(link(ctr, "eth0") is None, "the refused ADD removed its macvlan")
+        other = lb.conf() | {"name": "other"}
+        eq(lb.add(ctr2, cid="b", conf=other).ok().json()["ips"][0]["address"], "10.213.0.70/24")
+        eq(addrs(ctr2, "eth0")[:1], ["10.213.0.70/24"])
+
+        wait_on(8, 48)  # every place an ADD may take
+        start = time.time()
+        full = answer(send_request(lb, "add", "x", ns_path(ctr), "eth9", lb.conf() | {"name": "fresh"}))
+        eq(full["error"], {"code": 11, "msg": "dhcp daemon: 48 ADDs are waiting for a lease, the most the daemon serves at once "
+                                              "(docs/dhcp.md); try again later"})
+        dhcp().run("STATUS", dict(lb.conf(), cniVersion="1.1.0")).ok()
+        dhcp().run("CHECK", other, host_ns=lb.host, netns=ns_path(ctr2), container_id="b").ok()
+        dhcp().run("DEL", lb.conf() | {"name": "silent0"}, host_ns=lb.host, netns=ns_path(waiting), container_id="w0",
+                   ifname="w0").ok()
+        lb.delete(ctr2, cid="b", conf=other).ok()
+        took = time.time() - start
+        check(took < 3, f"STATUS, CHECK and two DELs took {took:.1f} s with every ADD place held")
+        eq(answer(pending.pop(0))["error"]["code"], 11, "the deleted attachment's ADD ended")
+        check('dhcp daemon: refused the ADD of late/silent0/eth0: 8 ADDs of network "silent0" are waiting' in lb.log(), lb.log())
+
+        def delete(i):
+            r = dhcp().run("DEL", lb.conf() | {"name": f"silent{i // 8}"}, host_ns=lb.host, netns=ns_path(waiting),
+                           container_id=f"w{i}", ifname=f"w{i}")
+            return r.rc, answer(pending[i])["error"]["code"]
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:  # within the 16 places kept from ADDs
+            eq(set(pool.map(delete, list(pending))), {(0, 11)})
+        eq(lease_files(lb), [])
+
+
 @test
 def dhcp_long_ids_sharing_254_bytes_keep_their_own_leases():
     """dhcp: two attachments whose keys share their first 254 bytes hold two leases; DEL of one keeps the other's"""

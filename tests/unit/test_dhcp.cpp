@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // dhcp without sockets: the wire format against literal bytes, option readers (RFC 3442 routes,
 // lease times), the result of an ACK, the ipam keys, the daemon protocol, lease records, the
-// daemon's flags and the client's retry schedule.
+// daemon's flags, its bounds on ADDs waiting at once and the client's retry schedule.
 #include <catch2/catch.hpp>
 
+#include "applets/dhcp/admission.hpp"
 #include "applets/dhcp/config.hpp"
 #include "applets/dhcp/daemon.hpp"
 #include "applets/dhcp/lease_result.hpp"
@@ -229,4 +230,28 @@ TEST_CASE("dhcp retry tally: what the servers did, in the log line and in the er
     RetryTally naks;
     for (int i = 0; i < kMaxRefusals; ++i) naks.record(Miss::nak, 0x0ad5003c);
     CHECK(naks.summary() == "the DHCP server NAKed the offered address 10.213.0.60 4 times");
+}
+
+TEST_CASE("dhcp daemon admission: 8 waiting ADDs per network, 48 in all, places given back", "[dhcp]") {
+    Acquisitions acq;
+    std::vector<Acquisitions::Ticket> a;
+    for (int i = 0; i < kMaxAcquisitionsPerNetwork; ++i) a.push_back(*acq.admit("a"));
+    auto refused = acq.admit("a");
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().code == code::try_again_later);
+    CHECK(refused.error().msg == "8 ADDs of network \"a\" are waiting for a lease, the most one network may have "
+                                 "at once (docs/dhcp.md); try again later");
+    a.pop_back();
+    a.push_back(*acq.admit("a"));  // a place given back is a place again
+    std::vector<Acquisitions::Ticket> others;
+    for (int n = 0; int(a.size() + others.size()) < kMaxAcquisitions; ++n)
+        for (int i = 0; i < kMaxAcquisitionsPerNetwork && int(a.size() + others.size()) < kMaxAcquisitions; ++i)
+            others.push_back(*acq.admit("net" + std::to_string(n)));
+    auto full = acq.admit("fresh");
+    REQUIRE_FALSE(full);
+    CHECK(full.error().code == code::try_again_later);
+    CHECK(full.error().msg == "48 ADDs are waiting for a lease, the most the daemon serves at once (docs/dhcp.md); try again later");
+    CHECK(kMaxConnections - kMaxAcquisitions == kReservedConnections);
+    a.clear();
+    CHECK(acq.admit("fresh"));
 }

@@ -21,6 +21,7 @@
 #include <system_error>
 #include <thread>
 
+#include "applets/dhcp/admission.hpp"
 #include "applets/dhcp/attachment.hpp"
 #include "applets/dhcp/protocol.hpp"
 #include "core/cni/netconf.hpp"
@@ -36,9 +37,9 @@ namespace {
 using namespace std::chrono_literals;
 
 // A client gets this long for its whole request (a slow sender cannot hold a thread), and at
-// most kMaxConnections are served at once; more are refused (closed) until one ends.
+// most kMaxConnections are served at once (admission.hpp); more are refused (closed) until one
+// ends.
 constexpr auto kRequestDeadline = 30s;
-constexpr int kMaxConnections = 64;
 constexpr uid_t kAllowedUid = 0;  // only root's plugins may ask: a request enters any netns path
 
 // The daemon's log: every line but debug ones on stderr, as the reference's daemon writes, and,
@@ -142,6 +143,11 @@ private:
             return fail(code::invalid_netns, "the network namespace must be an absolute path, got \"" + r.netns + "\"");
         CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
         std::string key = lease_key(r.container_id, conf.name, r.ifname);
+        auto ticket = acquisitions_.admit(conf.name);  // held until the lease comes or the ADD fails
+        if (!ticket) {
+            log_(log::Level::error, "refused the ADD of " + key + ": " + ticket.error().msg);
+            return cni::Unexpected(ticket.error().context("dhcp daemon"));
+        }
         std::string netns = opts_.hostprefix + r.netns;
         std::shared_ptr<Attachment> att, replaced;
         {
@@ -229,6 +235,7 @@ private:
     const DaemonLog& log_;
     std::mutex mu_;
     std::map<std::string, std::shared_ptr<Attachment>> leases_;
+    Acquisitions acquisitions_;
 };
 
 // Go flag: -name value, -name=value, --name; booleans take no separate value.
