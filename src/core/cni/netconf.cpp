@@ -98,8 +98,16 @@ Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf, PrevResu
     return std::optional<CniResult>(std::move(r));
 }
 
-Result<CniResult> require_prev_result(const NetConf& conf, std::string_view missing) {
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(conf));
+Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf, std::string_view error_prefix,
+                                                   PrevResultVersion missing) {
+    auto prev = parse_prev_result(conf, missing);
+    if (!prev && !error_prefix.empty()) return fail(std::string(error_prefix) + prev.error().msg);
+    return prev;
+}
+
+Result<CniResult> require_prev_result(const NetConf& conf, std::string_view missing, std::string_view error_prefix,
+                                      PrevResultVersion version) {
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(conf, error_prefix, version));
     if (!prev) return fail(std::string(missing));
     return std::move(*prev);
 }

@@ -72,8 +72,14 @@ enum class PrevResultVersion { config_if_missing, as_given };
 Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf,
                                                    PrevResultVersion missing = PrevResultVersion::config_if_missing);
 
-// The prevResult a CHECK needs; without one, an error worded `missing` (each reference plugin
-// words it its own way).
-Result<CniResult> require_prev_result(const NetConf& conf, std::string_view missing);
+// The same with a decoding error worded `error_prefix` + the error, as an applet's reference
+// words it ("": the error as it is).
+Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf, std::string_view error_prefix,
+                                                   PrevResultVersion missing = PrevResultVersion::config_if_missing);
+
+// The prevResult a verb needs; without one, an error worded `missing`, and a decoding error
+// prefixed by `error_prefix` (each reference plugin words them its own way).
+Result<CniResult> require_prev_result(const NetConf& conf, std::string_view missing, std::string_view error_prefix = "",
+                                      PrevResultVersion version = PrevResultVersion::config_if_missing);
 
 }  // namespace cni

@@ -15,7 +15,7 @@ Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const Cni
         if (i.name == ifname && i.sandbox == netns) mine = &i;
     if (!mine) return fail("Sandbox in prevResult doesn't match configured netns: " + netns);
     CNI_TRY_ASSIGN(auto link, nl::require_link(container, ifname));
-    if (link.kind != kind) return fail("Error: Container interface " + ifname + " not of type " + std::string(kind));
+    if (!kind.empty() && link.kind != kind) return fail("Error: Container interface " + ifname + " not of type " + std::string(kind));
     if (!mine->mac.empty() && mine->mac != link.mac)
         return fail("Interface " + ifname + " Mac " + mine->mac + " doesn't match container Mac: " + link.mac);
     return link;
@@ -50,6 +50,15 @@ Status check_no_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo&
         if (a.scope == RT_SCOPE_LINK)
             return fail("skipIPv6LinkLocal: " + link.name + " has the IPv6 link-local address " + a.local.str());
     return {};
+}
+
+Result<std::vector<net::IpNet>> check_interface(const nl::Socket& container, const Request& r, const CniResult& prev,
+                                                const InterfaceCheck& want) {
+    CNI_TRY_ASSIGN(auto link, check_container_link(container, prev, r.ifname, r.netns, want.kind));
+    if (want.attributes) CNI_TRY(want.attributes(link));
+    CNI_TRY_ASSIGN(auto nets, check_addresses_and_routes(container, link, prev, r.ifname));
+    if (want.skip_ipv6_link_local) CNI_TRY(check_no_ipv6_link_local(container, link, prev));
+    return nets;
 }
 
 }  // namespace cni::iface

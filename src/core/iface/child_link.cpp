@@ -28,6 +28,18 @@ Status check_child_mtu(std::int64_t mtu, const nl::LinkInfo& master) {
     return fail("invalid MTU " + std::to_string(mtu) + ", must be [0, master MTU(" + std::to_string(master.mtu) + ")]");
 }
 
+Result<nl::LinkInfo> rename_new_link(const nl::Socket& container, const std::string& tmp, const std::string& ifname,
+                                     std::string_view kind, Rollback& undo, const PrepareLink& prepare) {
+    auto name = std::make_shared<std::string>(tmp);
+    undo.push([&container, name] { (void)nl::delete_link(container, *name); });
+    CNI_TRY_ASSIGN(auto link, nl::require_link(container, tmp));
+    if (prepare) CNI_TRY(prepare(link));
+    if (auto st = nl::rename_link(container, link, ifname); !st)
+        return fail("failed to rename " + std::string(kind) + " to \"" + ifname + "\": " + st.error().msg);
+    *name = ifname;
+    return nl::require_link(container, ifname);
+}
+
 Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& container, const os::Netns& ns,
                                   bool in_container, const std::string& ifname, std::int64_t mtu, const std::string& mac,
                                   std::string_view kind, const CreateChild& create, Rollback& undo) {
@@ -35,13 +47,7 @@ Result<nl::LinkInfo> create_child(const nl::Socket& host, const nl::Socket& cont
     nl::NewLink attrs{tmp, mtu, mac, 0, in_container ? -1 : ns.fd()};
     if (auto st = create(in_container ? container : host, attrs); !st)
         return fail("failed to create " + std::string(kind) + ": " + st.error().msg);
-    auto name = std::make_shared<std::string>(tmp);
-    undo.push([&container, name] { (void)nl::delete_link(container, *name); });
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, tmp));
-    if (auto st = nl::rename_link(container, link, ifname); !st)
-        return fail("failed to rename " + std::string(kind) + " to \"" + ifname + "\": " + st.error().msg);
-    *name = ifname;
-    return nl::require_link(container, ifname);
+    return rename_new_link(container, tmp, ifname, kind, undo);
 }
 
 Status configure_child(const nl::Socket& container, const os::Netns& ns, const nl::LinkInfo& link, CniResult& result,

@@ -22,6 +22,13 @@ Result<nl::LinkInfo> find_master(const nl::Socket& where, const std::string& nam
 // A child's MTU must lie in [0, master MTU] (macvlan and vlan; 0 keeps the kernel's choice).
 Status check_child_mtu(std::int64_t mtu, const nl::LinkInfo& master);
 
+// A link just made in the container under the temporary name `tmp` (nl::random_veth_name):
+// its removal registered with `undo`, `prepare(link)` applied when given (an MTU, a MAC), then
+// renamed to `ifname` ("failed to rename <kind> to ..."). Returns the renamed link.
+using PrepareLink = std::function<Status(const nl::LinkInfo&)>;
+Result<nl::LinkInfo> rename_new_link(const nl::Socket& container, const std::string& tmp, const std::string& ifname,
+                                     std::string_view kind, Rollback& undo, const PrepareLink& prepare = {});
+
 // Creates the child with `create(socket, attrs)` (attrs: the temporary name, mtu, mac and the
 // container netns when the master is on the host), renames it, and registers its removal with
 // `undo`. `kind` names it in errors: "failed to create vlan: ...", "failed to rename vlan to ...".

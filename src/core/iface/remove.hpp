@@ -5,15 +5,15 @@
 // holds the link (spec: DEL must succeed on partial state).
 #pragma once
 
-#include <string>
 #include <string_view>
 
 #include "core/applet.hpp"
 
 namespace cni::iface {
 
-Status remove_container_link(const std::string& netns_path, const std::string& ifname);
-// IPAM DEL through `ipam_type` ("" for none), then remove_container_link for the request.
+// CNI_IFNAME removed from CNI_NETNS.
+Status remove_container_link(const Context& ctx);
+// IPAM DEL through `ipam_type` ("" for none), then remove_container_link.
 Status release_and_remove(const Context& ctx, std::string_view ipam_type);
 
 }  // namespace cni::iface

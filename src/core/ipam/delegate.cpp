@@ -108,11 +108,17 @@ CNI_DELEGATE_VOID(delegate_status, Command::status)
 CNI_DELEGATE_VOID(delegate_gc, Command::gc)
 #undef CNI_DELEGATE_VOID
 
-Result<CniResult> allocate(const Context& ctx, std::string_view type, Rollback& undo) {
-    CNI_TRY_ASSIGN(auto result, delegate_add(ctx, type, ctx.req.config));
+Result<CniResult> allocate(const Context& ctx, std::string_view type, Rollback& undo, std::string_view error_prefix) {
+    auto added = delegate_add(ctx, type, ctx.req.config);
+    if (!added && !error_prefix.empty()) return fail(std::string(error_prefix) + added.error().msg);
+    CNI_TRY_ASSIGN(auto result, std::move(added));
     undo.push([&ctx, type = std::string(type)] { (void)delegate_del(ctx, type, ctx.req.config); });
     if (result.ips.empty()) return fail("IPAM plugin returned missing IP config");
     return result;
+}
+
+Status check_of_optional_ipam(const Context& ctx, std::string_view type) {
+    return type.empty() ? Status{} : delegate_check(ctx, type, ctx.req.config);
 }
 
 Status status_of_optional_ipam(const Context& ctx, std::string_view type) {

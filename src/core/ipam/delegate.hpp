@@ -30,10 +30,12 @@ Status delegate_check(const Context& ctx, std::string_view type, std::string_vie
 Status delegate_status(const Context& ctx, std::string_view type, std::string_view config);
 Status delegate_gc(const Context& ctx, std::string_view type, std::string_view config);
 // ADD's IPAM step in a main applet: the delegate's result, with its release pushed onto `undo`;
-// a result without addresses is refused, as the reference's plugins refuse it.
-Result<CniResult> allocate(const Context& ctx, std::string_view type, Rollback& undo);
-// STATUS for a main applet whose IPAM is optional: the delegate's, or nothing to ask when the
-// config names none.
+// a result without addresses is refused, as the reference's plugins refuse it. The delegate's
+// error is prefixed by `error_prefix` when one is given (vlan's wording).
+Result<CniResult> allocate(const Context& ctx, std::string_view type, Rollback& undo, std::string_view error_prefix = "");
+// CHECK and STATUS for a main applet whose IPAM is optional: the delegate's, or nothing to ask
+// when the config names none.
+Status check_of_optional_ipam(const Context& ctx, std::string_view type);
 Status status_of_optional_ipam(const Context& ctx, std::string_view type);
 
 }  // namespace cni::ipam
