@@ -6,7 +6,9 @@
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
@@ -23,21 +25,14 @@ Result<NetConf> parse_dummy_conf(const Request& req) {
 Result<CniResult> dummy_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
     Rollback undo;
-    if (auto st = nl::add_dummy(container, nl::NewLink{r.ifname, 0, "", 0, -1}); !st)
+    if (auto st = nl::add_dummy(io.container, nl::NewLink{r.ifname, 0, "", 0, -1}); !st)
         return fail("failed to create dummy: " + st.error().msg);
-    undo.push([&] { (void)nl::delete_link(container, r.ifname); });
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
-    CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.ipam_type, undo));
-    Interface dummy_if;
-    dummy_if.name = r.ifname;
-    dummy_if.mac = link.mac;
-    dummy_if.sandbox = r.netns;
-    result.interfaces = {dummy_if};
-    for (auto& ip : result.ips) ip.interface = 0;
-    CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
+    undo.push([&] { (void)nl::delete_link(io.container, r.ifname); });
+    CNI_TRY_ASSIGN(auto link, nl::require_link(io.container, r.ifname));
+    CNI_TRY_ASSIGN(auto result, iface::link_result(ctx, link, c.ipam_type, undo));
+    CNI_TRY(iface::configure_iface(io.container, io.ns, link, result));
     undo.dismiss();
     return result;
 }
@@ -49,14 +44,14 @@ Status dummy_del(const Context& ctx) {
 
 Status dummy_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
-    const Request& r = ctx.req;
-    CNI_TRY(ipam::delegate_check(ctx, c.ipam_type, r.config));
+    CNI_TRY(ipam::delegate_check(ctx, c.ipam_type, ctx.req.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "dummy"));
-    if (!link.up()) return fail("dummy: interface " + r.ifname + " is down");
-    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    auto up = [&](const nl::LinkInfo& link) -> Status {
+        if (!link.up()) return fail("dummy: interface " + ctx.req.ifname + " is down");
+        return {};
+    };
+    CNI_TRY(iface::check_interface(io.container, ctx.req, prev, {"dummy", false, up}));
     return {};
 }
 

@@ -17,6 +17,8 @@
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/link_result.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
@@ -169,38 +171,25 @@ Status move_renamed(const nl::Socket& from, const nl::LinkInfo& link, const std:
 Result<CniResult> host_device_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_host_device_conf(ctx.req));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CniResult result;
-    Interface entry;
-    entry.name = r.ifname;
-    entry.sandbox = r.netns;
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
     if (c.dpdk) {  // the device stays where it is
-        result.interfaces = {entry};
+        CniResult result;
+        result.interfaces = {iface::container_interface(r, "")};
         return result;
     }
-    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto device, find_device(host, c));
-    CNI_TRY(move_renamed(host, device, r.ifname, device.name, ns));
+    CNI_TRY_ASSIGN(auto device, find_device(io.host, c));
+    CNI_TRY(move_renamed(io.host, device, r.ifname, device.name, io.ns));
     Rollback undo;
     undo.push([&] {
-        if (auto moved = nl::find_link(container, r.ifname); moved && *moved)
-            (void)move_renamed(container, **moved, device.name, "", host_ns);
+        if (auto moved = nl::find_link(io.container, r.ifname); moved && *moved)
+            (void)move_renamed(io.container, **moved, device.name, "", io.host_ns);
         if (device.up())
-            if (auto again = nl::find_link(host, device.name); again && *again) (void)nl::set_link_up(host, **again, true);
+            if (auto again = nl::find_link(io.host, device.name); again && *again) (void)nl::set_link_up(io.host, **again, true);
     });
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
-    if (auto st = nl::set_link_up(container, link, true); !st) return fail("failed to set \"" + r.ifname + "\" up: " + st.error().msg);
-    entry.mac = link.mac;
-    result.interfaces = {entry};
-    if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
-        result.ips = ipam_result.ips;
-        result.routes = ipam_result.routes;
-        for (auto& ip : result.ips) ip.interface = 0;
-        CNI_TRY(iface::configure_iface(container, ns, r.ifname, result));
-    }
+    CNI_TRY_ASSIGN(auto link, nl::require_link(io.container, r.ifname));
+    if (auto st = nl::set_link_up(io.container, link, true); !st) return fail("failed to set \"" + r.ifname + "\" up: " + st.error().msg);
+    CNI_TRY_ASSIGN(auto result, iface::link_result(ctx, link, c.net.ipam_type, undo));
+    if (!c.net.ipam_type.empty()) CNI_TRY(iface::configure_iface(io.container, io.ns, r.ifname, result));
     result.dns = c.net.dns;
     undo.dismiss();
     return result;
@@ -210,28 +199,23 @@ Status host_device_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_host_device_conf(ctx.req));
     const Request& r = ctx.req;
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    if (r.netns.empty() || c.dpdk) return {};
-    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
-    if (!ns) return {};
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
-    CNI_TRY_ASSIGN(auto link, nl::find_link(container, r.ifname));
+    if (c.dpdk) return {};
+    CNI_TRY_ASSIGN(auto io, iface::open_container_if_exists(ctx));
+    if (!io) return {};
+    CNI_TRY_ASSIGN(auto link, nl::find_link(io->container, r.ifname));
     if (!link) return {};
     if (link->alias.empty()) return fail("failed to find the host device name of \"" + r.ifname + "\": its alias is empty");
     CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
-    return move_renamed(container, *link, link->alias, "", host_ns);
+    return move_renamed(io->container, *link, link->alias, "", host_ns);
 }
 
 Status host_device_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_host_device_conf(ctx.req));
-    const Request& r = ctx.req;
-    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY(ipam::check_of_optional_ipam(ctx, c.net.ipam_type));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "Required prevResult missing"));
     if (c.dpdk) return {};
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, r.ifname));
-    CNI_TRY(iface::check_container_link(container, prev, r.ifname, r.netns, link.kind));
-    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    CNI_TRY(iface::check_interface(io.container, ctx.req, prev, {""}));  // a moved device's kind is its own
     return {};
 }
 

@@ -11,7 +11,9 @@
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
@@ -42,9 +44,7 @@ constexpr std::array kIpvlanKeys{
 Result<IpvlanConf> parse_ipvlan_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto c, load_config(req.config, kIpvlanKeys));
     c.mode = nl::ipvlan_mode_from_name(c.mode_name);
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
-    c.prev = std::move(*prev);
+    CNI_TRY_ASSIGN(c.prev, parse_prev_result(c.net, "could not parse prevResult: "));
     return c;
 }
 
@@ -63,38 +63,24 @@ Result<int> known_mode(const IpvlanConf& c) {
 
 Result<CniResult> ipvlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
-    const Request& r = ctx.req;
     bool have_prev_ips = c.prev && !c.prev->ips.empty();
     if (c.net.ipam_type.empty() && !have_prev_ips)
         return fail("ipvlan: neither an \"ipam\" type nor IPs in prevResult to configure");
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));  // a bad CNI_NETNS before a bad mode
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
     CNI_TRY_ASSIGN(auto name, master_name(c));
-    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, name));
+    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? io.container : io.host, name));
     Rollback undo;
-    CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, "", "ipvlan",
-                                                  [&](const nl::Socket& s, const nl::NewLink& attrs) {
-                                                      return nl::add_ipvlan(s, attrs, master.index, mode);
-                                                  },
-                                                  undo));
-    CniResult result;
-    if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
-        result.ips = ipam_result.ips;
-        result.routes = ipam_result.routes;
-    } else {
+    auto create = [&](const nl::Socket& s, const nl::NewLink& attrs) { return nl::add_ipvlan(s, attrs, master.index, mode); };
+    CNI_TRY_ASSIGN(auto link, iface::create_child(io.host, io.container, io.ns, c.link_in_container, ctx.req.ifname, c.mtu,
+                                                  "", "ipvlan", create, undo));
+    CNI_TRY_ASSIGN(auto result, iface::link_result(ctx, link, c.net.ipam_type, undo));
+    if (c.net.ipam_type.empty()) {
         result.ips = c.prev->ips;
         result.routes = c.prev->routes;
     }
-    Interface entry;
-    entry.name = r.ifname;
-    entry.mac = link.mac;
-    entry.sandbox = r.netns;
-    result.interfaces = {entry};
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
-    CNI_TRY(iface::configure_child(container, ns, link, result, true));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(io.container, link, result.ips));
+    CNI_TRY(iface::configure_child(io.container, io.ns, link, result, true));
     result.dns = c.net.dns;
     undo.dismiss();
     return result;
@@ -108,17 +94,15 @@ Status ipvlan_del(const Context& ctx) {
 Status ipvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
-    const Request& r = ctx.req;
-    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY(ipam::check_of_optional_ipam(ctx, c.net.ipam_type));
     if (!c.prev) return fail("required prevResult missing");
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, *c.prev, r.ifname, r.netns, "ipvlan"));
-    if (link.ipvlan_mode != mode)
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    auto same_mode = [&](const nl::LinkInfo& link) -> Status {
+        if (link.ipvlan_mode == mode) return {};
         return fail("container ipvlan mode " + nl::ipvlan_mode_name(link.ipvlan_mode) + " does not match expected value: " +
                     nl::ipvlan_mode_name(mode));
-    CNI_TRY(iface::check_addresses_and_routes(container, link, *c.prev, r.ifname));
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, *c.prev));
+    };
+    CNI_TRY(iface::check_interface(io.container, ctx.req, *c.prev, {"ipvlan", c.skip_ipv6_link_local, same_mode}));
     return {};
 }
 

@@ -11,7 +11,9 @@
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
@@ -58,38 +60,22 @@ Result<std::uint32_t> known_mode(const MacvlanConf& c) {
 
 Result<CniResult> macvlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
-    const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));  // a bad CNI_NETNS before a bad mode
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
     CNI_TRY_ASSIGN(c.mac, net::configured_mac(c.mac, net::MacWording::args));  // ADD's alone, as the reference's
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));
+    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? io.container : io.host, c.master));
     CNI_TRY(iface::check_child_mtu(c.mtu, master));
 
     Rollback undo;
-    CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, c.mac, "macvlan",
-                                                  [&](const nl::Socket& s, const nl::NewLink& attrs) {
-                                                      return nl::add_macvlan(s, attrs, master.index, mode, c.bc_queue_len);
-                                                  },
-                                                  undo));
-    CniResult result;
-    Interface iface_entry;
-    iface_entry.name = r.ifname;
-    iface_entry.mac = link.mac;
-    iface_entry.sandbox = r.netns;
-    result.interfaces = {iface_entry};
-    if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
-        result.ips = ipam_result.ips;
-        result.routes = ipam_result.routes;
-    }
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
-    if (!c.net.ipam_type.empty()) {
-        CNI_TRY(iface::configure_child(container, ns, link, result, true));
-    } else {
-        CNI_TRY(nl::set_link_up(container, link, true));
-    }
+    auto create = [&](const nl::Socket& s, const nl::NewLink& attrs) {
+        return nl::add_macvlan(s, attrs, master.index, mode, c.bc_queue_len);
+    };
+    CNI_TRY_ASSIGN(auto link, iface::create_child(io.host, io.container, io.ns, c.link_in_container, ctx.req.ifname, c.mtu,
+                                                  c.mac, "macvlan", create, undo));
+    CNI_TRY_ASSIGN(auto result, iface::link_result(ctx, link, c.net.ipam_type, undo));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(io.container, link, result.ips));
+    if (!c.net.ipam_type.empty()) CNI_TRY(iface::configure_child(io.container, io.ns, link, result, true));
+    else CNI_TRY(nl::set_link_up(io.container, link, true));
     result.dns = c.net.dns;  // the reference always replaces it, even with an empty one
     undo.dismiss();
     return result;
@@ -103,19 +89,16 @@ Status macvlan_del(const Context& ctx) {
 Status macvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
-    const Request& r = ctx.req;
-    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY(ipam::check_of_optional_ipam(ctx, c.net.ipam_type));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "macvlan"));
-    if (link.macvlan_mode != mode)
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
+    CNI_TRY(iface::find_master(c.link_in_container ? io.container : io.host, c.master));
+    auto same_mode = [&](const nl::LinkInfo& link) -> Status {
+        if (link.macvlan_mode == mode) return {};
         return fail("container macvlan mode " + nl::macvlan_mode_name(link.macvlan_mode) + " does not match expected value: " +
                     nl::macvlan_mode_name(mode));
-    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
+    };
+    CNI_TRY(iface::check_interface(io.container, ctx.req, prev, {"macvlan", c.skip_ipv6_link_local, same_mode}));
     return {};
 }
 

@@ -12,9 +12,12 @@
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/check.hpp"
+#include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
@@ -51,51 +54,44 @@ Result<TapConf> parse_tap_conf(const Request& req) {
     return c;
 }
 
+// The device: made under a temporary name in the container (with selinuxContext, by `ip`, which
+// fails leaving none), its MTU and MAC set, renamed to CNI_IFNAME, enslaved to `bridge` and set
+// up; its removal registered with `undo`.
+Result<nl::LinkInfo> make_tap(const TapConf& c, const Request& r, const iface::ContainerSockets& io, Rollback& undo) {
+    std::string tmp = nl::random_veth_name();
+    {
+        CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(io.ns));
+        nl::TapSpec spec{tmp, c.multi_queue, c.owner, c.group};
+        if (c.selinux_context.empty()) CNI_TRY(nl::add_persistent_tap(spec));
+        else CNI_TRY(nl::add_labelled_tap(spec, c.selinux_context, r.environ));
+    }
+    auto prepare = [&](const nl::LinkInfo& link) -> Status {
+        if (c.mtu > 0) CNI_TRY(nl::set_mtu(io.container, link, c.mtu));
+        if (!c.mac.empty()) CNI_TRY(nl::set_mac(io.container, link, c.mac));
+        return {};
+    };
+    CNI_TRY_ASSIGN(auto link, iface::rename_new_link(io.container, tmp, r.ifname, "tap", undo, prepare));
+    if (!c.bridge.empty()) {
+        CNI_TRY_ASSIGN(auto br, nl::find_link(io.container, c.bridge));
+        if (!br || br->kind != "bridge") return fail("tap: bridge \"" + c.bridge + "\" not found in the container namespace");
+        CNI_TRY(nl::set_master(io.container, link, br->index));
+    }
+    CNI_TRY(nl::set_link_up(io.container, link, true));
+    return nl::require_link(io.container, r.ifname);
+}
+
 Result<CniResult> tap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
     CNI_TRY_ASSIGN(c.mac, net::configured_mac(c.mac, net::MacWording::plain));  // ADD's alone, as the reference's
-    const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
     Rollback undo;
-    std::string tmp = nl::random_veth_name();
-    {
-        CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-        nl::TapSpec spec{tmp, c.multi_queue, c.owner, c.group};
-        if (c.selinux_context.empty()) CNI_TRY(nl::add_persistent_tap(spec));
-        else CNI_TRY(nl::add_labelled_tap(spec, c.selinux_context, r.environ));  // `ip` fails leaving none
-    }
-    auto name = std::make_shared<std::string>(tmp);
-    undo.push([&container, name] { (void)nl::delete_link(container, *name); });
-    CNI_TRY_ASSIGN(auto link, nl::require_link(container, tmp));
-    if (c.mtu > 0) CNI_TRY(nl::set_mtu(container, link, c.mtu));
-    if (!c.mac.empty()) CNI_TRY(nl::set_mac(container, link, c.mac));
-    if (auto st = nl::rename_link(container, link, r.ifname); !st)
-        return fail("failed to rename tap to \"" + r.ifname + "\": " + st.error().msg);
-    *name = r.ifname;
-    CNI_TRY_ASSIGN(link, nl::require_link(container, r.ifname));
-    if (!c.bridge.empty()) {
-        CNI_TRY_ASSIGN(auto br, nl::find_link(container, c.bridge));
-        if (!br || br->kind != "bridge") return fail("tap: bridge \"" + c.bridge + "\" not found in the container namespace");
-        CNI_TRY(nl::set_master(container, link, br->index));
-    }
-    CNI_TRY(nl::set_link_up(container, link, true));
-    CNI_TRY_ASSIGN(link, nl::require_link(container, r.ifname));
-    CniResult result;
-    Interface entry;
-    entry.name = r.ifname;
-    entry.mac = link.mac;
-    entry.sandbox = r.netns;
-    result.interfaces = {entry};
+    CNI_TRY_ASSIGN(auto link, make_tap(c, ctx.req, io, undo));
+    CNI_TRY_ASSIGN(auto result, iface::link_result(ctx, link, c.net.ipam_type, undo));
     if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
-        result.ips = ipam_result.ips;
-        result.routes = ipam_result.routes;
-        for (auto& ip : result.ips) ip.interface = 0;
-        (void)nl::set_ipv4_conf(container, link, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
-        CNI_TRY(iface::configure_iface(container, ns, link, result));
+        (void)nl::set_ipv4_conf(io.container, link, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
+        CNI_TRY(iface::configure_iface(io.container, io.ns, link, result));
     }
-    if (!c.net.dns.empty()) result.dns = c.net.dns;
+    result.dns = c.net.dns;  // none from the IPAM
     undo.dismiss();
     return result;
 }
@@ -107,13 +103,10 @@ Status tap_del(const Context& ctx) {
 
 Status tap_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
-    const Request& r = ctx.req;
-    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY(ipam::check_of_optional_ipam(ctx, c.net.ipam_type));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "tun"));
-    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    CNI_TRY(iface::check_interface(io.container, ctx.req, prev, {"tun"}));
     return {};
 }
 

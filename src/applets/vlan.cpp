@@ -10,7 +10,9 @@
 #include "core/iface/child_link.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/link.hpp"
 #include "core/rollback.hpp"
@@ -46,32 +48,19 @@ Result<VlanConf> parse_vlan_conf(const Request& req) {
 
 Result<CniResult> vlan_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
-    const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? container : host, c.master));
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
+    CNI_TRY_ASSIGN(auto master, iface::find_master(c.link_in_container ? io.container : io.host, c.master));
     CNI_TRY(iface::check_child_mtu(c.mtu, master));
     Rollback undo;
-    CNI_TRY_ASSIGN(auto link, iface::create_child(host, container, ns, c.link_in_container, r.ifname, c.mtu, "", "vlan",
-                                                  [&](const nl::Socket& s, const nl::NewLink& attrs) {
-                                                      return nl::add_vlan(s, attrs, master.index, int(c.vlan_id));
-                                                  },
-                                                  undo));
-    auto ipam_result = ipam::delegate_add(ctx, c.net.ipam_type, r.config);
-    if (!ipam_result) return fail("failed to execute IPAM delegate: " + ipam_result.error().msg);
-    undo.push([&] { (void)ipam::delegate_del(ctx, c.net.ipam_type, r.config); });
-    if (ipam_result->ips.empty()) return fail("IPAM plugin returned missing IP config");
-    CniResult result;
-    Interface entry;
-    entry.name = r.ifname;
-    entry.mac = link.mac;
-    entry.sandbox = r.netns;
-    result.interfaces = {entry};
-    result.ips = ipam_result->ips;
-    result.routes = ipam_result->routes;
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, link, result.ips));
-    CNI_TRY(iface::configure_child(container, ns, link, result, false));
+    auto create = [&](const nl::Socket& s, const nl::NewLink& attrs) {
+        return nl::add_vlan(s, attrs, master.index, int(c.vlan_id));
+    };
+    CNI_TRY_ASSIGN(auto link, iface::create_child(io.host, io.container, io.ns, c.link_in_container, ctx.req.ifname, c.mtu,
+                                                  "", "vlan", create, undo));
+    CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo, "failed to execute IPAM delegate: "));
+    result.interfaces = {iface::container_interface(ctx.req, link.mac)};
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(io.container, link, result.ips));
+    CNI_TRY(iface::configure_child(io.container, io.ns, link, result, false));
     result.dns = c.net.dns;
     undo.dismiss();
     return result;
@@ -84,19 +73,16 @@ Status vlan_del(const Context& ctx) {
 
 Status vlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
-    const Request& r = ctx.req;
-    CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, ctx.req.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY(iface::find_master(c.link_in_container ? container : host, c.master));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "vlan"));
-    if (link.vlan_id != c.vlan_id)
-        return fail("vlan: " + r.ifname + " has VLAN id " + std::to_string(link.vlan_id) + ", the config says " +
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
+    CNI_TRY(iface::find_master(c.link_in_container ? io.container : io.host, c.master));
+    auto same_id = [&](const nl::LinkInfo& link) -> Status {
+        if (link.vlan_id == c.vlan_id) return {};
+        return fail("vlan: " + ctx.req.ifname + " has VLAN id " + std::to_string(link.vlan_id) + ", the config says " +
                     std::to_string(c.vlan_id));
-    CNI_TRY(iface::check_addresses_and_routes(container, link, prev, r.ifname));
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
+    };
+    CNI_TRY(iface::check_interface(io.container, ctx.req, prev, {"vlan", c.skip_ipv6_link_local, same_id}));
     return {};
 }
 
