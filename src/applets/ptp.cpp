@@ -11,7 +11,10 @@
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/masquerade.hpp"
+#include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
@@ -77,33 +80,24 @@ Result<CniResult> ptp_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
     CNI_TRY(fw::validate_ipmasq_backend(c.ip_masq_backend));  // ADD's alone: DEL tries every backend
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
 
     Rollback undo;
     CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo));
     for (auto& ip : result.ips)
         if (!ip.gateway) return fail("ptp: IPAM returned " + ip.address.str() + " without a gateway");
-    CNI_TRY(iface::enable_forwarding(host, result.ips));
+    CNI_TRY(iface::enable_forwarding(io.host, result.ips));
 
-    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, os::SysctlDir::open("net/ipv6/conf"), r.ifname,
-                                                c.mtu, ""));
-    undo.push([&] { (void)nl::delete_link(container, r.ifname); });
-    Interface host_if, cont_if;
-    host_if.name = veth.host.name;
-    host_if.mac = veth.host.mac;
-    cont_if.name = r.ifname;
-    cont_if.mac = veth.container.mac;
-    cont_if.sandbox = r.netns;
-    result.interfaces = {host_if, cont_if};
+    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(io.container, io.host, io.host_ns, os::SysctlDir::open("net/ipv6/conf"),
+                                                r.ifname, c.mtu, ""));
+    undo.push([&] { (void)nl::delete_link(io.container, r.ifname); });
+    result.interfaces = {iface::host_interface(veth.host), iface::container_interface(r, veth.container.mac)};
     for (auto& ip : result.ips) ip.interface = 1;
 
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, veth.container, result.ips));
-    CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
-    for (auto& ip : result.ips) CNI_TRY(route_via_gateway(container, veth.container, ip));
-    for (auto& ip : result.ips) CNI_TRY(host_side(host, veth.host, ip));
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(io.container, veth.container, result.ips));
+    CNI_TRY(iface::configure_iface(io.container, io.ns, veth.container, result));
+    for (auto& ip : result.ips) CNI_TRY(route_via_gateway(io.container, veth.container, ip));
+    for (auto& ip : result.ips) CNI_TRY(host_side(io.host, veth.host, ip));
     if (c.ip_masq) CNI_TRY(iface::masquerade_add(ctx, c.net, c.ip_masq_backend, result.ips, undo));
     if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
@@ -114,13 +108,7 @@ Status ptp_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
-    if (!r.netns.empty()) {
-        CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
-        if (ns) {
-            CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
-            CNI_TRY(nl::delete_link(container, r.ifname));
-        }
-    }
+    CNI_TRY(iface::remove_container_link(ctx));
     if (c.ip_masq) CNI_TRY(iface::masquerade_del(ctx, c.net));
     return {};
 }
@@ -130,11 +118,8 @@ Status ptp_check(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "ptp: Required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
-    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    CNI_TRY_ASSIGN(auto nets, iface::check_interface(io.container, r, prev, {"veth", c.skip_ipv6_link_local}));
     if (c.ip_masq) CNI_TRY(iface::masquerade_check(ctx, c.net, c.ip_masq_backend, nets));
     return {};
 }
