@@ -26,7 +26,10 @@
 #include "core/iface/check.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/key_docs.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/masquerade.hpp"
+#include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/net/mac.hpp"
@@ -231,98 +234,109 @@ Status wait_port_up(const nl::Socket& host, const nl::LinkWatch* watch, const nl
     return fail(std::string("bridge port in error state: ") + (state >= 0 && state <= 6 ? names[state] : "unknown"));
 }
 
+// The container's veth, its host end made a port of the bridge (created if missing), with
+// hairpin, isolation, the port's VLANs and the MAC spoof check; the veth's removal registered
+// with `undo` (the bridge is shared and stays).
+struct Port {
+    nl::LinkInfo bridge;
+    iface::VethPair veth;
+};
+
+Result<Port> attach_port(const Request& r, const BridgeConf& c, const iface::HostSockets& io, const os::SysctlDir& ipv6_conf,
+                         Rollback& undo) {
+    auto bridge = ensure_bridge(io.host, ipv6_conf, c);
+    if (!bridge) return fail("failed to create bridge \"" + c.bridge + "\": " + bridge.error().msg);
+    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(io.container, io.host, io.host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
+    undo.push([&container = io.container, &r] { (void)nl::delete_link(container, r.ifname); });
+    const nl::LinkInfo& port = veth.host;
+    CNI_TRY(nl::set_master(io.host, port, bridge->index));
+    if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(io.host, port.index, port.name, nl::PortFlag::hairpin, true));
+    if (c.port_isolation) CNI_TRY(nl::set_bridge_port_flag(io.host, port.index, port.name, nl::PortFlag::isolated, true));
+    CNI_TRY(apply_port_vlans(io.host, bridge->name, port.index, c.vlans));
+    if (c.mac_spoof_check)
+        CNI_TRY(mac_spoof_guard().setup(fw::Driver::nftables, {r.container_id, r.ifname, port.name, veth.container.mac}, undo));
+    return Port{*bridge, veth};
+}
+
+// enabledad: the container interface's IPv6 duplicate address detection (enhanced), or none.
+Status set_dad(const os::Netns& ns, const std::string& ifname, bool enable) {
+    CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+    auto v6 = os::SysctlDir::open("net/ipv6/conf/" + ifname);
+    if (enable) {
+        (void)v6.set("enhanced_dad", "1");
+        (void)v6.set("accept_dad", "1");
+    } else {
+        (void)v6.set("accept_dad", "0");
+    }
+    return {};
+}
+
+// The gateway addresses on their link (gateway_link: listed in the result when it is not the
+// bridge), its MAC and the bridge's pinned when an address was added (pin_mac).
+Status add_gateways(const iface::HostSockets& io, const os::SysctlDir& ipv6_conf, const BridgeConf& c, const nl::LinkInfo& br,
+                    const std::vector<net::IpNet>& gateways, CniResult& result) {
+    CNI_TRY_ASSIGN(auto gw_link, gateway_link(io.host, io.host_ns, ipv6_conf, br, c));
+    if (gw_link.index != br.index) result.interfaces.push_back(iface::host_interface(gw_link));
+    bool added = false;
+    for (auto& gw : gateways) {
+        CNI_TRY_ASSIGN(bool added_this, ensure_gateway_addr(io.host, gw_link, gw, c.force_address));
+        added = added || added_this;
+    }
+    if (!added) return {};
+    CNI_TRY(pin_mac(io.host, gw_link));
+    // Unlike the reference, also pin the bridge when the gateway is on "<bridge>.<vlan>".
+    if (gw_link.index != br.index) CNI_TRY(pin_mac(io.host, br));
+    return {};
+}
+
+// With IPAM: its result (the gateways and default routes planned), DAD and arp_notify on the
+// container end, the gateways, forwarding and ipMasq.
+Status add_addresses(const Context& ctx, const BridgeConf& c, const iface::HostSockets& io, const os::SysctlDir& ipv6_conf,
+                     const Port& port, CniResult& result, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
+    result.ips = ipam_result.ips;
+    result.routes = ipam_result.routes;
+    result.dns = ipam_result.dns;
+    auto gateways = plan_gateways(c, result);
+    CNI_TRY(set_dad(io.ns, ctx.req.ifname, c.enable_dad));
+    (void)nl::set_ipv4_conf(io.container, port.veth.container, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
+    // The host side before the container end goes up: from then on every RTNL request waits
+    // behind the kernel's IPv6 start-up of that port (link_watch.hpp). Should the container's
+    // configuration then fail, the shared bridge keeps its gateway address, as it does in the
+    // reference when a later step fails.
+    if (!gateways.empty()) CNI_TRY(add_gateways(io, ipv6_conf, c, port.bridge, gateways, result));
+    if (c.is_gateway) CNI_TRY(iface::enable_forwarding(io.host, result.ips));
+    if (c.ip_masq) CNI_TRY(iface::masquerade_add(ctx, c.net, c.ip_masq_backend, result.ips, undo));
+    return {};
+}
+
+// The container end: skipIPv6LinkLocal, then, unless disableContainerInterface, the result on it
+// (or only up, without IPAM) and the port awaited up.
+Status bring_up_container_end(const BridgeConf& c, const iface::HostSockets& io, const Port& port, const CniResult& result) {
+    const nl::LinkInfo& end = port.veth.container;
+    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(io.container, end, result.ips));
+    if (c.disable_container_interface) return {};
+    auto watch = nl::LinkWatch::open();  // before the container end goes up; polled without it
+    if (!c.net.ipam_type.empty()) CNI_TRY(iface::configure_iface(io.container, io.ns, end, result));
+    else CNI_TRY(nl::set_link_up(io.container, end, true));
+    return wait_port_up(io.host, watch ? &*watch : nullptr, port.veth.host);
+}
+
 Result<CniResult> bridge_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     CNI_TRY(check_for_add(c));
-    const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
     auto ipv6_conf = os::SysctlDir::open("net/ipv6/conf");
-
     Rollback undo;
-    auto bridge = ensure_bridge(host, ipv6_conf, c);
-    if (!bridge) return fail("failed to create bridge \"" + c.bridge + "\": " + bridge.error().msg);
-    const nl::LinkInfo& br = *bridge;
-    CNI_TRY_ASSIGN(auto veth, iface::setup_veth(container, host, host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
-    undo.push([&] { (void)nl::delete_link(container, r.ifname); });
-    CNI_TRY(nl::set_master(host, veth.host, br.index));
-    if (c.hairpin) CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::hairpin, true));
-    if (c.port_isolation)
-        CNI_TRY(nl::set_bridge_port_flag(host, veth.host.index, veth.host.name, nl::PortFlag::isolated, true));
-    CNI_TRY(apply_port_vlans(host, br.name, veth.host.index, c.vlans));
-    if (c.mac_spoof_check) {
-        CNI_TRY(mac_spoof_guard().setup(fw::Driver::nftables,
-                                        {r.container_id, r.ifname, veth.host.name, veth.container.mac}, undo));
-    }
-
+    CNI_TRY_ASSIGN(auto port, attach_port(ctx.req, c, io, ipv6_conf, undo));
     CniResult result;
-    Interface br_if, host_if, cont_if;
-    br_if.name = br.name;
-    host_if.name = veth.host.name;
-    cont_if.name = r.ifname;
-    cont_if.mac = veth.container.mac;
-    cont_if.sandbox = r.netns;
-
-    if (!c.net.ipam_type.empty()) {
-        CNI_TRY_ASSIGN(auto ipam_result, ipam::allocate(ctx, c.net.ipam_type, undo));
-        result.ips = ipam_result.ips;
-        result.routes = ipam_result.routes;
-        result.dns = ipam_result.dns;
-        auto gateways = plan_gateways(c, result);
-        result.interfaces = {br_if, host_if, cont_if};
-        {
-            CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
-            auto v6 = os::SysctlDir::open("net/ipv6/conf/" + r.ifname);
-            if (c.enable_dad) {
-                (void)v6.set("enhanced_dad", "1");
-                (void)v6.set("accept_dad", "1");
-            } else {
-                (void)v6.set("accept_dad", "0");
-            }
-        }
-        (void)nl::set_ipv4_conf(container, veth.container, IPV4_DEVCONF_ARP_NOTIFY, 1);  // net.ipv4.conf.<if>.arp_notify
-        // The host side before the container end goes up: from then on every RTNL request
-        // waits behind the kernel's IPv6 start-up of that port (link_watch.hpp). Should the
-        // container's configuration then fail, the shared bridge keeps its gateway address,
-        // as it does in the reference when a later step fails.
-        if (!gateways.empty()) {
-            CNI_TRY_ASSIGN(auto gw_link, gateway_link(host, host_ns, ipv6_conf, br, c));
-            if (gw_link.index != br.index) {
-                Interface gw_if;
-                gw_if.name = gw_link.name;
-                gw_if.mac = gw_link.mac;
-                result.interfaces.push_back(gw_if);
-            }
-            bool added = false;
-            for (auto& gw : gateways) {
-                CNI_TRY_ASSIGN(bool added_this, ensure_gateway_addr(host, gw_link, gw, c.force_address));
-                added = added || added_this;
-            }
-            if (added) {
-                CNI_TRY(pin_mac(host, gw_link));
-                // Unlike the reference, also pin the bridge when the gateway is on "<bridge>.<vlan>".
-                if (gw_link.index != br.index) CNI_TRY(pin_mac(host, br));
-            }
-        }
-        if (c.is_gateway) CNI_TRY(iface::enable_forwarding(host, result.ips));
-        if (c.ip_masq) CNI_TRY(iface::masquerade_add(ctx, c.net, c.ip_masq_backend, result.ips, undo));
-    } else {
-        result.interfaces = {br_if, host_if, cont_if};
-    }
+    result.interfaces = {Interface{}, iface::host_interface(port.veth.host),
+                         iface::container_interface(ctx.req, port.veth.container.mac)};
+    if (!c.net.ipam_type.empty()) CNI_TRY(add_addresses(ctx, c, io, ipv6_conf, port, result, undo));
     // The bridge's MAC as it ended up (it follows the lowest port MAC until pinned).
-    CNI_TRY_ASSIGN(auto br_now, nl::require_link(host, br.name));
-    result.interfaces[0].mac = br_now.mac;
-    result.interfaces[1].mac = veth.host.mac;
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::skip_ipv6_link_local(container, veth.container, result.ips));
-    if (!c.disable_container_interface) {
-        auto watch = nl::LinkWatch::open();  // before the container end goes up; polled without it
-        if (!c.net.ipam_type.empty()) CNI_TRY(iface::configure_iface(container, ns, veth.container, result));
-        else CNI_TRY(nl::set_link_up(container, veth.container, true));
-        CNI_TRY(wait_port_up(host, watch ? &*watch : nullptr, veth.host));
-    }
+    CNI_TRY_ASSIGN(auto br_now, nl::require_link(io.host, port.bridge.name));
+    result.interfaces[0] = iface::host_interface(br_now);
+    CNI_TRY(bring_up_container_end(c, io, port, result));
     if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
     return result;
@@ -331,13 +345,7 @@ Result<CniResult> bridge_add(const Context& ctx) {
 Status bridge_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     const Request& r = ctx.req;
-    if (!r.netns.empty()) {
-        CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
-        if (ns) {
-            CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(*ns));
-            CNI_TRY(nl::delete_link(container, r.ifname));
-        }
-    }
+    CNI_TRY(iface::remove_container_link(ctx));
     if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_del(ctx, c.net.ipam_type, r.config));
     if (c.mac_spoof_check)
         if (auto st = mac_spoof_guard().teardown_all({r.container_id, r.ifname, {}, {}}); !st)
@@ -349,7 +357,7 @@ Status bridge_del(const Context& ctx) {
 Status bridge_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     const Request& r = ctx.req;
-    if (!c.net.ipam_type.empty()) CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
+    CNI_TRY(ipam::check_of_optional_ipam(ctx, c.net.ipam_type));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "Required prevResult missing"));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto br, nl::find_link(host, c.bridge));
@@ -361,14 +369,13 @@ Status bridge_check(const Context& ctx) {
     if (br_prev && !br_prev->mac.empty() && br_prev->mac != br->mac)
         return fail("Bridge " + c.bridge + " Mac " + br_prev->mac + " doesn't match " + br->mac);
     if (c.promisc != ((br->flags & IFF_PROMISC) != 0)) return fail("Bridge " + c.bridge + " promisc mode is not as configured");
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto container, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto link, iface::check_container_link(container, prev, r.ifname, r.netns, "veth"));
-    CNI_TRY_ASSIGN(auto peer, nl::find_link(host, link.peer_index));
-    if (!peer || peer->master != br->index)
-        return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
-    CNI_TRY_ASSIGN(auto nets, iface::check_addresses_and_routes(container, link, prev, r.ifname));
-    if (c.skip_ipv6_link_local) CNI_TRY(iface::check_no_ipv6_link_local(container, link, prev));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    auto a_port = [&](const nl::LinkInfo& link) -> Status {
+        CNI_TRY_ASSIGN(auto peer, nl::find_link(host, link.peer_index));
+        if (!peer || peer->master != br->index) return fail("bridge: the peer of " + r.ifname + " is not a port of " + c.bridge);
+        return {};
+    };
+    CNI_TRY_ASSIGN(auto nets, iface::check_interface(io.container, r, prev, {"veth", c.skip_ipv6_link_local, a_port}));
     if (c.ip_masq) CNI_TRY(iface::masquerade_check(ctx, c.net, c.ip_masq_backend, nets));
     if (c.mac_spoof_check) CNI_TRY(mac_spoof_guard().check(fw::Driver::nftables, {r.container_id, r.ifname, {}, {}}));
     return {};

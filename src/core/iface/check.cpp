@@ -7,6 +7,7 @@
 #include "core/nl/route.hpp"
 
 namespace cni::iface {
+namespace {
 
 Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const CniResult& prev, const std::string& ifname,
                                           const std::string& netns, std::string_view kind) {
@@ -51,6 +52,8 @@ Status check_no_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo&
             return fail("skipIPv6LinkLocal: " + link.name + " has the IPv6 link-local address " + a.local.str());
     return {};
 }
+
+}  // namespace
 
 Result<std::vector<net::IpNet>> check_interface(const nl::Socket& container, const Request& r, const CniResult& prev,
                                                 const InterfaceCheck& want) {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// CHECK helpers shared by the veth-based applets (reference ValidateExpectedInterfaceIPs and
-// ValidateExpectedRoute, plus the container-interface test every CHECK starts with).
+// The CHECK shared by the applets that make one container interface (reference
+// ValidateExpectedInterfaceIPs and ValidateExpectedRoute, after the container-interface test
+// every such CHECK starts with).
 #pragma once
 
 #include <functional>
@@ -13,24 +14,12 @@
 
 namespace cni::iface {
 
-// The container's interface from prevResult (name == ifname, sandbox == netns) must exist in the
-// container with the expected kind ("": any) and MAC. Returns the link.
-Result<nl::LinkInfo> check_container_link(const nl::Socket& container, const CniResult& prev, const std::string& ifname,
-                                          const std::string& netns, std::string_view kind);
-
-// Every address prevResult gives `ifname` is on the link, and every route exists (dst, and gw
-// when given). Returns the addresses found (for ipMasq checks).
-Result<std::vector<net::IpNet>> check_addresses_and_routes(const nl::Socket& container, const nl::LinkInfo& link,
-                                                           const CniResult& prev, const std::string& ifname);
-
-// skipIPv6LinkLocal (configure.hpp): when prevResult gives the link no IPv6 address, it has no
-// IPv6 link-local address either.
-Status check_no_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo& link, const CniResult& prev);
-
-// The CHECK of an applet that made one container interface, in that order: the interface
-// prevResult gives CNI_IFNAME (check_container_link), the applet's own `attributes` of it (a mode,
-// a VLAN id, a master; none when empty), its addresses and routes, and with
-// `skip_ipv6_link_local` its lack of an IPv6 link-local address. Returns its addresses.
+// In this order: the interface prevResult gives CNI_IFNAME, in CNI_NETNS, exists in the
+// container with kind `kind` ("": any) and prevResult's MAC; the applet's own `attributes` of it
+// (a mode, a VLAN id, a master; none when empty); every address prevResult gives it is on it and
+// every route exists (dst, and gw when given); with `skip_ipv6_link_local` (configure.hpp), when
+// prevResult gives it no IPv6 address, it has no IPv6 link-local address either. Returns its
+// addresses (for ipMasq).
 struct InterfaceCheck {
     using Attributes = std::function<Status(const nl::LinkInfo&)>;
     InterfaceCheck(std::string_view kind, bool skip_ipv6_link_local = false, Attributes attributes = {})
