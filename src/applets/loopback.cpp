@@ -5,6 +5,7 @@
 // succeeds when the netns is empty or gone; CHECK verifies lo is up.
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 
@@ -22,9 +23,7 @@ Result<LoopbackConf> parse_loopback_conf(const Request& req) {
     auto nc = parse_netconf(req.config);
     if (!nc) return fail("failed to parse network config: " + nc.error().msg);
     LoopbackConf c{nc->cni_version, {}};
-    auto prev = parse_prev_result(*nc);
-    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
-    c.prev_result = std::move(*prev);
+    CNI_TRY_ASSIGN(c.prev_result, parse_prev_result(*nc, "failed to parse prevResult: "));
     return c;
 }
 
@@ -32,8 +31,8 @@ Result<nl::LinkInfo> find_lo(const nl::Socket& s) { return nl::require_link(s, k
 
 Result<CniResult> loopback_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto conf, parse_loopback_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    const nl::Socket& sock = io.container;
     CNI_TRY_ASSIGN(auto lo, find_lo(sock));
     CNI_TRY(nl::set_link_up(sock, lo, true));
     std::optional<net::IpNet> first[2];  // v4, v6
@@ -59,18 +58,15 @@ Result<CniResult> loopback_add(const Context& ctx) {
 }
 
 Status loopback_del(const Context& ctx) {
-    if (ctx.req.netns.empty()) return {};
-    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
-    if (!ns) return {};
-    CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(*ns));
-    CNI_TRY_ASSIGN(auto lo, find_lo(sock));
-    return nl::set_link_up(sock, lo, false);
+    CNI_TRY_ASSIGN(auto io, iface::open_container_if_exists(ctx));
+    if (!io) return {};
+    CNI_TRY_ASSIGN(auto lo, find_lo(io->container));
+    return nl::set_link_up(io->container, lo, false);
 }
 
 Status loopback_check(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto lo, find_lo(sock));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    CNI_TRY_ASSIGN(auto lo, find_lo(io.container));
     if (!lo.up()) return fail("loopback interface is down");
     return {};
 }

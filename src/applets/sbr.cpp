@@ -21,6 +21,7 @@
 #include "core/cni/netconf.hpp"
 #include "core/go_num.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
@@ -63,6 +64,12 @@ Result<SbrConf> parse_sbr_conf(const Request& req) {
     return c;
 }
 
+// The prevResult, read without the config's cniVersion when it has none (PrevResultVersion).
+Result<CniResult> chained_prev_result(const SbrConf& c) {
+    return require_prev_result(c.net, "This plugin must be called as chained plugin", "could not parse prevResult: ",
+                               PrevResultVersion::as_given);
+}
+
 // The prevResult's addresses on CNI_IFNAME (an address without an interface counts).
 Result<std::vector<IpConfig>> addresses_for(const CniResult& prev, const std::string& ifname) {
     if (prev.ips.empty()) return fail("No IP addresses supplied on interface: " + ifname);
@@ -102,14 +109,18 @@ Result<std::vector<nl::RouteSpec>> main_routes_of(const nl::Socket& s, int link_
     return out;
 }
 
+// "from <ip> lookup <table>", its removal registered with `undo`; an error worded `failed` + why.
+Status add_from_rule(const nl::Socket& s, const net::IpAddr& ip, std::uint32_t table, std::string_view failed, Rollback& undo) {
+    nl::RuleSpec rule;
+    rule.src = host_net(ip);
+    rule.table = table;
+    if (auto st = nl::add_rule(s, rule); !st) return fail(std::string(failed) + st.error().msg);
+    undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
+    return {};
+}
+
 Status add_rules_only(const nl::Socket& s, const std::vector<IpConfig>& ips, std::uint32_t table, Rollback& undo) {
-    for (auto& ip : ips) {
-        nl::RuleSpec rule;
-        rule.src = host_net(ip.address.ip);
-        rule.table = table;
-        if (auto st = nl::add_rule(s, rule); !st) return fail("failed to add rule: " + st.error().msg);
-        undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
-    }
+    for (auto& ip : ips) CNI_TRY(add_from_rule(s, ip.address.ip, table, "failed to add rule: ", undo));
     return {};
 }
 
@@ -119,11 +130,7 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
     CNI_TRY_ASSIGN(auto routes, main_routes_of(s, link.index));
     std::uint32_t table = next_free(used, kFirstTable);
     for (auto& ip : ips) {
-        nl::RuleSpec rule;
-        rule.src = host_net(ip.address.ip);
-        rule.table = table;
-        if (auto st = nl::add_rule(s, rule); !st) return fail("Failed to add rule: " + st.error().msg);
-        undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
+        CNI_TRY(add_from_rule(s, ip.address.ip, table, "Failed to add rule: ", undo));
 
         auto fixed_gw = ip.address.ip.is_v4() ? c.gw4 : c.gw6;
         auto gw = fixed_gw ? fixed_gw : ip.gateway;
@@ -176,17 +183,15 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
 Result<CniResult> sbr_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net, PrevResultVersion::as_given);
-    if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
-    if (!*prev) return fail("This plugin must be called as chained plugin");
-    CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
+    CNI_TRY_ASSIGN(auto prev, chained_prev_result(c));
+    CNI_TRY_ASSIGN(auto ips, addresses_for(prev, r.ifname));
     // Go's netlink would send a negative table as none and keep the low 32 bits of a larger one.
     if (c.table && !kernel_u32(*c.table))
         return fail("invalid table " + std::to_string(*c.table) + ": a routing table id lies in [0, 4294967295]");
 
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_existing(r.netns));
-    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
+    const nl::Socket& s = io.container;
     Rollback undo;
     if (c.table) {
         CNI_TRY(add_rules_only(s, ips, std::uint32_t(*c.table), undo));
@@ -197,18 +202,17 @@ Result<CniResult> sbr_add(const Context& ctx) {
         CNI_TRY(add_source_routing(s, c, ips, **link, undo));
     }
     undo.dismiss();
-    return std::move(**prev);
+    return prev;
 }
 
 Status sbr_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
-    if (r.netns.empty()) return {};  // nothing can be left in a namespace that is gone
-    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
-    if (!ns) return {};
+    CNI_TRY_ASSIGN(auto io, iface::open_container_if_exists(ctx));
+    if (!io) return {};  // nothing can be left in a namespace that is gone
     auto lock = os::FileLock::acquire_existing(r.netns);
     if (!lock) return ::access(r.netns.c_str(), F_OK) != 0 ? Status{} : Status(cni::Unexpected(lock.error()));  // gone meanwhile
-    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(*ns));
+    const nl::Socket& s = io->container;
     CNI_TRY_ASSIGN(auto link, nl::find_link(s, r.ifname));
     if (!link) return {};
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(s, link->index));
@@ -240,14 +244,11 @@ Status sbr_del(const Context& ctx) {
 Status sbr_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net, PrevResultVersion::as_given);
-    if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
-    if (!*prev) return fail("This plugin must be called as chained plugin");
-    CNI_TRY_ASSIGN(auto ips, addresses_for(**prev, r.ifname));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
+    CNI_TRY_ASSIGN(auto prev, chained_prev_result(c));
+    CNI_TRY_ASSIGN(auto ips, addresses_for(prev, r.ifname));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
     for (auto& ip : ips) {
-        CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, ip.address.ip.is_v4() ? AF_INET : AF_INET6));
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(io.container, ip.address.ip.is_v4() ? AF_INET : AF_INET6));
         bool found = false;
         for (auto& rule : rules)
             found = found || (rule.src && *rule.src == host_net(ip.address.ip) && (!c.table || std::int64_t(rule.table) == *c.table));

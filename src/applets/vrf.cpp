@@ -17,6 +17,7 @@
 
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
@@ -27,6 +28,7 @@ namespace cni::vrf {
 namespace {
 
 constexpr std::string_view kVrfVersions[] = {"0.3.1", "0.4.0", "1.0.0", "1.1.0"};
+constexpr std::string_view kMissingPrevResult = "missing prevResult from earlier plugin";
 
 struct VrfConf {
     NetConf net;
@@ -112,61 +114,59 @@ Status enslave(const nl::Socket& s, const nl::LinkInfo& vrf, const nl::LinkInfo&
     return {};
 }
 
+// The VRF, created if missing (bound to `table`, else to the lowest free one) and set up, its
+// removal registered with `undo`; one of that name bound to another table is an error.
+Result<nl::LinkInfo> ensure_vrf(const nl::Socket& s, const VrfConf& c, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto vrf, find_vrf(s, c.vrf_name));
+    if (vrf && c.table && vrf->vrf_table != c.table)
+        return fail("VRF " + c.vrf_name + " already exists with a different table " + std::to_string(vrf->vrf_table) +
+                    ", not " + std::to_string(c.table));
+    if (vrf) return *vrf;
+    std::uint32_t table = c.table;
+    if (!table) CNI_TRY_ASSIGN(table, free_vrf_table(s));
+    if (auto st = nl::add_vrf(s, nl::NewLink{c.vrf_name, 0, "", 0, -1}, table); !st)
+        return fail("could not add VRF " + c.vrf_name + ": " + st.error().msg);
+    undo.push([&s, &c] { (void)nl::delete_link(s, c.vrf_name); });
+    CNI_TRY_ASSIGN(vrf, nl::find_link(s, c.vrf_name));
+    if (!vrf) return fail("VRF " + c.vrf_name + " vanished");
+    if (auto st = nl::set_link_up(s, *vrf, true); !st)
+        return fail("could not set link up for VRF " + c.vrf_name + ": " + st.error().msg);
+    return *vrf;
+}
+
+// CNI_IFNAME, which must have no master yet, enslaved to the VRF (enslave); its release
+// registered with `undo`. Errors unprefixed: ADD words them "cmdAdd failed: ...".
+Status join_vrf(const nl::Socket& s, const VrfConf& c, const std::string& ifname, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto vrf, ensure_vrf(s, c, undo));
+    CNI_TRY_ASSIGN(auto link, nl::find_link(s, ifname));
+    if (!link) return fail("could not get link by name " + ifname);
+    if (link->master) {
+        auto master = nl::find_link(s, link->master);
+        std::string name = master && *master ? (*master)->name : "#" + std::to_string(link->master);
+        return fail("interface " + ifname + " has already a master set: " + name);
+    }
+    undo.push([&s, ifname] {
+        if (auto l = nl::find_link(s, ifname); l && *l) (void)nl::set_master(s, **l, 0);
+    });
+    return enslave(s, vrf, *link);
+}
+
 Result<CniResult> vrf_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vrf_conf(ctx.req));
-    const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail(prev.error().msg);
-    if (!*prev) return fail("missing prevResult from earlier plugin");
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
-    auto wrap = [](const Error& e) { return fail("cmdAdd failed: " + e.msg); };
-
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, kMissingPrevResult));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
     Rollback undo;
-    auto vrf = find_vrf(s, c.vrf_name);
-    if (!vrf) return wrap(vrf.error());
-    if (*vrf && c.table && (*vrf)->vrf_table != c.table)
-        return fail("cmdAdd failed: VRF " + c.vrf_name + " already exists with a different table " +
-                    std::to_string((*vrf)->vrf_table) + ", not " + std::to_string(c.table));
-    if (!*vrf) {
-        std::uint32_t table = c.table;
-        if (!table) {
-            auto free = free_vrf_table(s);
-            if (!free) return wrap(free.error());
-            table = *free;
-        }
-        if (auto st = nl::add_vrf(s, nl::NewLink{c.vrf_name, 0, "", 0, -1}, table); !st)
-            return fail("cmdAdd failed: could not add VRF " + c.vrf_name + ": " + st.error().msg);
-        undo.push([&s, &c] { (void)nl::delete_link(s, c.vrf_name); });
-        CNI_TRY_ASSIGN(*vrf, nl::find_link(s, c.vrf_name));
-        if (!*vrf) return fail("cmdAdd failed: VRF " + c.vrf_name + " vanished");
-        if (auto st = nl::set_link_up(s, **vrf, true); !st)
-            return fail("cmdAdd failed: could not set link up for VRF " + c.vrf_name + ": " + st.error().msg);
-    }
-
-    auto link = nl::find_link(s, r.ifname);
-    if (!link) return wrap(link.error());
-    if (!*link) return fail("cmdAdd failed: could not get link by name " + r.ifname);
-    if ((*link)->master) {
-        auto master = nl::find_link(s, (*link)->master);
-        std::string name = master && *master ? (*master)->name : "#" + std::to_string((*link)->master);
-        return fail("cmdAdd failed: interface " + r.ifname + " has already a master set: " + name);
-    }
-    undo.push([&s, &r] {
-        if (auto l = nl::find_link(s, r.ifname); l && *l) (void)nl::set_master(s, **l, 0);
-    });
-    if (auto st = enslave(s, **vrf, **link); !st) return wrap(st.error());
+    if (auto st = join_vrf(io.container, c, ctx.req.ifname, undo); !st) return fail("cmdAdd failed: " + st.error().msg);
     undo.dismiss();
-    return std::move(**prev);
+    return prev;
 }
 
 Status vrf_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vrf_conf(ctx.req));
     const Request& r = ctx.req;
-    if (r.netns.empty()) return {};
-    CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
-    if (!ns) return {};
-    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(*ns));
+    CNI_TRY_ASSIGN(auto io, iface::open_container_if_exists(ctx));
+    if (!io) return {};
+    const nl::Socket& s = io->container;
     CNI_TRY_ASSIGN(auto vrf, find_vrf(s, c.vrf_name));
     if (!vrf) return {};
     CNI_TRY_ASSIGN(auto link, nl::find_link(s, r.ifname));
@@ -180,11 +180,9 @@ Status vrf_del(const Context& ctx) {
 Status vrf_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vrf_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail(prev.error().msg);
-    if (!*prev) return fail("missing prevResult from earlier plugin");
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto s, nl::Socket::open_in(ns));
+    CNI_TRY(require_prev_result(c.net, kMissingPrevResult));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    const nl::Socket& s = io.container;
     CNI_TRY_ASSIGN(auto vrf, find_vrf(s, c.vrf_name));
     if (!vrf) return fail("failed to find VRF " + c.vrf_name);
     if (c.table && vrf->vrf_table != c.table)
