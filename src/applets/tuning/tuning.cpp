@@ -24,6 +24,7 @@
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/go_num.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/errno_error.hpp"
@@ -197,66 +198,78 @@ std::vector<std::string> restore(const nl::Socket& s, const std::string& ifname,
     return errors;
 }
 
+// The sysctl files the config names (allowlist and path checks), each with its value.
+Result<std::map<std::string, std::string>> sysctl_files(const TuningConf& c, const std::string& ifname) {
+    CNI_TRY(check_allowlist(c.sysctl));
+    std::map<std::string, std::string> files;  // path -> value
+    for (auto& [key, value] : c.sysctl) {
+        CNI_TRY_ASSIGN(auto path, sysctl_file(key, ifname));
+        if (files.contains(path)) return fail("sysctl " + go_quote(key) + " names " + path + " again");
+        files[path] = value;
+    }
+    return files;
+}
+
+// What ADD is about to change, as it is now (in the container's namespace).
+Backup originals(const TuningConf& c, const std::map<std::string, std::string>& files, const std::optional<nl::LinkInfo>& link) {
+    Backup orig;
+    orig.network = c.net.name;
+    for (auto& [path, value] : files) orig.sysctl[path] = os::sysctl_get(sysctl_name(path)).value_or("");
+    if (!link) return orig;
+    if (!c.mac.empty()) orig.mac = link->mac;
+    if (c.promisc) orig.promisc = (link->flags & IFF_PROMISC) != 0;
+    if (c.mtu) orig.mtu = link->mtu;
+    if (c.allmulti) orig.allmulti = (link->flags & IFF_ALLMULTI) != 0;
+    if (c.txqlen) orig.txqlen = link->txqlen;
+    return orig;
+}
+
+// The configured link attributes; a new MAC is announced (gratuitous ARP for each IPv4 address)
+// and replaces the interface's in `result`.
+Status apply_to_link(const nl::Socket& sock, const TuningConf& c, const nl::LinkInfo& link, const std::string& ifname,
+                     CniResult& result) {
+    if (!c.mac.empty()) {
+        CNI_TRY(nl::set_mac(sock, link, c.mac));
+        for (auto& ip : result.ips)
+            if (ip.address.ip.is_v4()) (void)send_gratuitous_arp(link.index, c.mac, ip.address.ip);
+        for (auto& i : result.interfaces)
+            if (i.name == ifname) i.mac = c.mac;
+    }
+    if (c.promisc) CNI_TRY(nl::set_promisc(sock, link, true));
+    if (c.mtu) CNI_TRY(nl::set_mtu(sock, link, c.mtu));
+    if (c.allmulti) CNI_TRY(nl::set_allmulti(sock, link, *c.allmulti));
+    if (c.txqlen) CNI_TRY(nl::set_txqlen(sock, link, *c.txqlen));
+    return {};
+}
+
 Result<CniResult> tuning_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tuning_conf(ctx.req));
     CNI_TRY(check_values(c));
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net));
-    if (!prev) return fail("Required prevResult missing");
-    CniResult result = std::move(*prev);
+    CNI_TRY_ASSIGN(auto result, require_prev_result(c.net, "Required prevResult missing"));
     // Go prints the prevResult as it decoded it, unless it set a MAC, which replaces it with its
     // conversion to 1.x (0.4.0 "version" then recomputed).
     result.echo_given_versions = c.mac.empty();
-    CNI_TRY(check_allowlist(c.sysctl));
-    std::map<std::string, std::string> files;  // path -> value
-    for (auto& [key, value] : c.sysctl) {
-        CNI_TRY_ASSIGN(auto path, sysctl_file(key, r.ifname));
-        if (files.contains(path)) return fail("sysctl " + go_quote(key) + " names " + path + " again");
-        files[path] = value;
-    }
+    CNI_TRY_ASSIGN(auto files, sysctl_files(c, r.ifname));
 
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));  // /proc/sys/net is the namespace's
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(io.ns));  // /proc/sys/net is the namespace's
     std::optional<nl::LinkInfo> link;
     if (c.changes_link()) {
-        CNI_TRY_ASSIGN(auto l, nl::find_link(sock, r.ifname));
-        if (!l) return fail("failed to get " + go_quote(r.ifname) + ": Link not found");
-        link = *l;
+        CNI_TRY_ASSIGN(link, nl::find_link(io.container, r.ifname));
+        if (!link) return fail("failed to get " + go_quote(r.ifname) + ": Link not found");
     }
-
-    Backup orig;
-    orig.network = c.net.name;
-    for (auto& [path, value] : files) orig.sysctl[path] = os::sysctl_get(sysctl_name(path)).value_or("");
-    if (link) {
-        if (!c.mac.empty()) orig.mac = link->mac;
-        if (c.promisc) orig.promisc = (link->flags & IFF_PROMISC) != 0;
-        if (c.mtu) orig.mtu = link->mtu;
-        if (c.allmulti) orig.allmulti = (link->flags & IFF_ALLMULTI) != 0;
-        if (c.txqlen) orig.txqlen = link->txqlen;
-    }
+    Backup orig = originals(c, files, link);
     Rollback undo;
     if (c.changes_link() || !files.empty()) {
         CNI_TRY(save_backup(c, r, orig));
         undo.push([&] {
-            (void)restore(sock, r.ifname, orig);
+            (void)restore(io.container, r.ifname, orig);
             if (auto dir = os::Dir::open(c.data_dir)) dir->remove(backup_name(r));  // never through a link
         });
     }
     for (auto& [path, value] : files) CNI_TRY(os::net_sysctl_set(path, value));
-    if (link) {
-        if (!c.mac.empty()) {
-            CNI_TRY(nl::set_mac(sock, *link, c.mac));
-            for (auto& ip : result.ips)
-                if (ip.address.ip.is_v4()) (void)send_gratuitous_arp(link->index, c.mac, ip.address.ip);
-            for (auto& i : result.interfaces)
-                if (i.name == r.ifname) i.mac = c.mac;
-        }
-        if (c.promisc) CNI_TRY(nl::set_promisc(sock, *link, true));
-        if (c.mtu) CNI_TRY(nl::set_mtu(sock, *link, c.mtu));
-        if (c.allmulti) CNI_TRY(nl::set_allmulti(sock, *link, *c.allmulti));
-        if (c.txqlen) CNI_TRY(nl::set_txqlen(sock, *link, *c.txqlen));
-    }
+    if (link) CNI_TRY(apply_to_link(io.container, c, *link, r.ifname, result));
     undo.dismiss();
     return result;
 }
@@ -275,12 +288,11 @@ Status tuning_del(const Context& ctx) {
     if (!*text) return {};
     auto backup = decode_backup(**text);
     if (!backup) ctx.warn("tuning: " + backup_path(c, r) + ": " + backup.error().msg);
-    auto ns = r.netns.empty() ? Result<std::optional<os::Netns>>(std::nullopt) : container_netns_if_exists(ctx);
-    if (backup && ns && *ns) {
-        auto sock = nl::Socket::open_in(**ns);
-        auto guard = os::NetnsGuard::enter(**ns);
-        if (sock && guard)
-            for (auto& e : restore(*sock, r.ifname, *backup)) ctx.warn("tuning: " + e);
+    auto io = iface::open_container_if_exists(ctx);
+    if (backup && io && *io) {
+        auto guard = os::NetnsGuard::enter((*io)->ns);
+        if (guard)
+            for (auto& e : restore((*io)->container, r.ifname, *backup)) ctx.warn("tuning: " + e);
     }
     dir->remove(backup_name(r));
     return {};
@@ -291,16 +303,15 @@ Status tuning_check(const Context& ctx) {
     CNI_TRY(check_values(c));
     const Request& r = ctx.req;
     CNI_TRY(require_prev_result(c.net, "Required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto sock, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(ns));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    CNI_TRY_ASSIGN(auto guard, os::NetnsGuard::enter(io.ns));
     for (auto& [key, value] : c.sysctl) {
         CNI_TRY_ASSIGN(auto path, sysctl_file(key, r.ifname));
         CNI_TRY_ASSIGN(auto cur, os::sysctl_get(sysctl_name(path)));
         if (cur != value)
             return fail("Error: Tuning configured value of " + path + " is " + value + ", current value is " + cur);
     }
-    CNI_TRY_ASSIGN(auto found, nl::find_link(sock, r.ifname));
+    CNI_TRY_ASSIGN(auto found, nl::find_link(io.container, r.ifname));
     if (!found) return fail("Cannot find container link " + r.ifname);
     const nl::LinkInfo& link = *found;
     if (!c.mac.empty() && c.mac != link.mac)
