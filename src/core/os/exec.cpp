@@ -50,96 +50,120 @@ struct ChildFailure {
 constexpr int kExec = 1, kLabel = 2;
 constexpr const char* kExecAttr = "/proc/thread-self/attr/exec";
 
-// One attempt; returns what kept the child from running the program through `failure`.
-Result<ExecOutput> attempt(const Program& p, ChildFailure& failure) {
-    CNI_TRY_ASSIGN(auto in, Pipe::make());
-    CNI_TRY_ASSIGN(auto out, Pipe::make());
-    CNI_TRY_ASSIGN(auto err, Pipe::make());
-    CNI_TRY_ASSIGN(auto report, Pipe::make());
-    // Everything the child uses is made before fork: after it, only async-signal-safe calls.
-    std::vector<char*> argv{const_cast<char*>(p.path.c_str())};
-    for (auto& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    std::vector<char*> envp;
-    for (auto& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
-    envp.push_back(nullptr);
-    const std::string& label = p.selinux_exec_label;
-
-    pid_t pid = ::fork();
-    if (pid < 0) return sys_fail("fork", p.path);
-    if (pid == 0) {
-        ::signal(SIGPIPE, SIG_DFL);  // an ignored disposition would survive execve
-        ::dup2(in.r.get(), 0);
-        ::dup2(out.w.get(), 1);
-        ::dup2(err.w.get(), 2);
-        ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
-        ChildFailure f{kExec, 0};
-        if (!label.empty()) {
-            int fd = ::open(kExecAttr, O_WRONLY | O_CLOEXEC);
-            if (fd < 0 || ::write(fd, label.data(), label.size()) != ssize_t(label.size())) f = {kLabel, errno};
-            if (fd >= 0) ::close(fd);
-        }
-        if (f.step == kExec) {
-            ::execve(p.path.c_str(), argv.data(), envp.data());
-            f.error = errno;
-        }
-        [[maybe_unused]] auto n = ::write(report.w.get(), &f, sizeof f);
-        ::_exit(127);
+// The child's argv and envp, made before fork: after it, only async-signal-safe calls.
+struct ChildArgs {
+    std::vector<char*> argv, envp;
+    explicit ChildArgs(const Program& p) : argv{const_cast<char*>(p.path.c_str())} {
+        for (auto& a : p.args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        for (auto& e : p.env) envp.push_back(const_cast<char*>(e.c_str()));
+        envp.push_back(nullptr);
     }
-    in.r.reset();
-    out.w.reset();
-    err.w.reset();
-    report.w.reset();
+};
 
-    ExecOutput res;
+// The child's stdin, stdout and stderr, and the close-on-exec pipe it reports a failure on.
+struct ChildPipes {
+    Pipe in, out, err, report;
+    static Result<ChildPipes> make() {
+        CNI_TRY_ASSIGN(auto in, Pipe::make());
+        CNI_TRY_ASSIGN(auto out, Pipe::make());
+        CNI_TRY_ASSIGN(auto err, Pipe::make());
+        CNI_TRY_ASSIGN(auto report, Pipe::make());
+        return ChildPipes{std::move(in), std::move(out), std::move(err), std::move(report)};
+    }
+};
+
+// In the child: the pipes as stdio, every other descriptor closed on exec, the SELinux label
+// written, the program run; what kept it from running goes to the report pipe.
+[[noreturn]] void run_child(const Program& p, const ChildArgs& a, const ChildPipes& pipes) {
+    ::signal(SIGPIPE, SIG_DFL);  // an ignored disposition would survive execve
+    ::dup2(pipes.in.r.get(), 0);
+    ::dup2(pipes.out.w.get(), 1);
+    ::dup2(pipes.err.w.get(), 2);
+    ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
+    ChildFailure f{kExec, 0};
+    const std::string& label = p.selinux_exec_label;
+    if (!label.empty()) {
+        int fd = ::open(kExecAttr, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || ::write(fd, label.data(), label.size()) != ssize_t(label.size())) f = {kLabel, errno};
+        if (fd >= 0) ::close(fd);
+    }
+    if (f.step == kExec) {
+        ::execve(p.path.c_str(), a.argv.data(), a.envp.data());
+        f.error = errno;
+    }
+    [[maybe_unused]] auto n = ::write(pipes.report.w.get(), &f, sizeof f);
+    ::_exit(127);
+}
+
+// The parent's side of the pipes: `input` fed to the child's stdin while its stdout and stderr
+// are drained into `res`, until both close. More than kMaxOutputBytes on either kills the child
+// (returns true). A child that exits without reading all of stdin cannot kill us with SIGPIPE.
+bool exchange(pid_t pid, std::string_view input, ChildPipes& pipes, ExecOutput& res) {
+    UniqueFd &in = pipes.in.w, &out = pipes.out.r, &err = pipes.err.r;
     bool too_much = false;
     std::size_t written = 0;
-    std::string_view input = p.input;
-    if (input.empty()) in.w.reset();
-    // A delegate that exits without reading all of stdin must not kill us with SIGPIPE.
+    if (input.empty()) in.reset();
     struct sigaction ignore{}, previous{};
     ignore.sa_handler = SIG_IGN;
     ::sigaction(SIGPIPE, &ignore, &previous);
-    while (out.r || err.r) {
+    auto drain = [&](UniqueFd& fd, std::string& sink) {
+        char buf[65536];
+        ssize_t r = ::read(fd.get(), buf, sizeof buf);
+        if (r > 0 && sink.size() + std::size_t(r) > kMaxOutputBytes) {
+            too_much = true;
+            ::kill(pid, SIGKILL);
+            out.reset();
+            err.reset();
+            in.reset();
+        } else if (r > 0) {
+            sink.append(buf, std::size_t(r));
+        } else if (r == 0 || errno != EINTR) {
+            fd.reset();
+        }
+    };
+    while (out || err) {
         pollfd fds[3];
         int n = 0;
         int idx_in = -1, idx_out = -1, idx_err = -1;
-        if (in.w) { fds[n] = {in.w.get(), POLLOUT, 0}; idx_in = n++; }
-        if (out.r) { fds[n] = {out.r.get(), POLLIN, 0}; idx_out = n++; }
-        if (err.r) { fds[n] = {err.r.get(), POLLIN, 0}; idx_err = n++; }
+        if (in) { fds[n] = {in.get(), POLLOUT, 0}; idx_in = n++; }
+        if (out) { fds[n] = {out.get(), POLLIN, 0}; idx_out = n++; }
+        if (err) { fds[n] = {err.get(), POLLIN, 0}; idx_err = n++; }
         if (::poll(fds, nfds_t(n), -1) < 0) {
             if (errno == EINTR) continue;
             break;
         }
         if (idx_in >= 0 && fds[idx_in].revents) {
-            ssize_t w = ::write(in.w.get(), input.data() + written, input.size() - written);
+            ssize_t w = ::write(in.get(), input.data() + written, input.size() - written);
             if (w > 0) written += std::size_t(w);
-            if (w < 0 || written == input.size()) in.w.reset();
+            if (w < 0 || written == input.size()) in.reset();
         }
-        auto drain = [&](UniqueFd& fd, std::string& sink) {
-            char buf[65536];
-            ssize_t r = ::read(fd.get(), buf, sizeof buf);
-            if (r > 0 && sink.size() + std::size_t(r) > kMaxOutputBytes) {
-                too_much = true;
-                ::kill(pid, SIGKILL);
-                out.r.reset();
-                err.r.reset();
-                in.w.reset();
-            } else if (r > 0) {
-                sink.append(buf, std::size_t(r));
-            } else if (r == 0 || errno != EINTR) {
-                fd.reset();
-            }
-        };
-        if (idx_out >= 0 && fds[idx_out].revents) drain(out.r, res.out);
-        if (idx_err >= 0 && fds[idx_err].revents) drain(err.r, res.err);
+        if (idx_out >= 0 && fds[idx_out].revents) drain(out, res.out);
+        if (idx_err >= 0 && fds[idx_err].revents) drain(err, res.err);
     }
-    in.w.reset();
+    in.reset();
     ::sigaction(SIGPIPE, &previous, nullptr);
+    return too_much;
+}
+
+// One attempt; returns what kept the child from running the program through `failure`.
+Result<ExecOutput> attempt(const Program& p, ChildFailure& failure) {
+    CNI_TRY_ASSIGN(auto pipes, ChildPipes::make());
+    const ChildArgs args(p);
+    pid_t pid = ::fork();
+    if (pid < 0) return sys_fail("fork", p.path);
+    if (pid == 0) run_child(p, args, pipes);
+    pipes.in.r.reset();
+    pipes.out.w.reset();
+    pipes.err.w.reset();
+    pipes.report.w.reset();
+
+    ExecOutput res;
+    bool too_much = exchange(pid, p.input, pipes, res);
     while (::waitpid(pid, &res.status, 0) < 0)
         if (errno != EINTR) return sys_fail("wait", p.path);
     ChildFailure f;
-    failure = ::read(report.r.get(), &f, sizeof f) == sizeof f ? f : ChildFailure{};
+    failure = ::read(pipes.report.r.get(), &f, sizeof f) == sizeof f ? f : ChildFailure{};
     if (too_much) return fail(p.path + " wrote more than " + std::to_string(kMaxOutputBytes >> 20) + " MiB; it was stopped");
     return res;
 }
