@@ -74,49 +74,49 @@ Value routes_json(const std::vector<Route>& routes, Alloc& a, bool dst_gw_only) 
 // and 1.x goes through a Go map (every key sorted, an empty dns dropped).
 enum class Shape { v040, v100 };
 
+// A Go pointer slice: a null element is printed as null (see the header).
+template <class T, class Encode>
+Value list_json(const std::vector<T>& items, Alloc& a, Encode encode) {
+    Value arr(rapidjson::kArrayType);
+    for (auto& item : items) arr.PushBack(item.null ? Value() : encode(item), a);
+    return arr;
+}
+
+Value interface_json(const Interface& i, Alloc& a, bool v100) {
+    Value o(rapidjson::kObjectType);
+    json::set(o, "name", json::str(i.name, a), a);
+    if (!i.mac.empty()) json::set(o, "mac", json::str(i.mac, a), a);
+    if (v100 && i.mtu) json::set(o, "mtu", Value(i.mtu), a);
+    if (!i.sandbox.empty()) json::set(o, "sandbox", json::str(i.sandbox, a), a);
+    if (v100 && !i.socket_path.empty()) json::set(o, "socketPath", json::str(i.socket_path, a), a);
+    if (v100 && !i.pci_id.empty()) json::set(o, "pciID", json::str(i.pci_id, a), a);
+    return o;
+}
+
+// `echo_version`: a 0.x "version" as the input gave it (CniResult::echo_given_versions).
+Value ip_json(const IpConfig& ip, Alloc& a, bool v100, bool echo_version) {
+    Value o(rapidjson::kObjectType);
+    if (!v100) {
+        std::string version = ip.address.ip.is_v4() ? "4" : "6";
+        if (echo_version && ip.given_version) version = *ip.given_version;
+        json::set(o, "version", json::str(version, a), a);
+    }
+    if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
+    json::set(o, "address", json::str(ip.address.str(), a), a);
+    if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
+    return o;
+}
+
 std::string encode_list_shape(const CniResult& r, std::string_view label, Shape shape) {
     const bool v100 = shape == Shape::v100;
     json::Document d(rapidjson::kObjectType);
     auto& a = d.GetAllocator();
     json::set(d, "cniVersion", json::str(label, a), a);
-    if (!r.interfaces.empty()) {
-        Value arr(rapidjson::kArrayType);
-        for (auto& i : r.interfaces) {
-            if (i.null) {
-                arr.PushBack(Value(), a);
-                continue;
-            }
-            Value o(rapidjson::kObjectType);
-            json::set(o, "name", json::str(i.name, a), a);
-            if (!i.mac.empty()) json::set(o, "mac", json::str(i.mac, a), a);
-            if (v100 && i.mtu) json::set(o, "mtu", Value(i.mtu), a);
-            if (!i.sandbox.empty()) json::set(o, "sandbox", json::str(i.sandbox, a), a);
-            if (v100 && !i.socket_path.empty()) json::set(o, "socketPath", json::str(i.socket_path, a), a);
-            if (v100 && !i.pci_id.empty()) json::set(o, "pciID", json::str(i.pci_id, a), a);
-            arr.PushBack(o, a);
-        }
-        json::set(d, "interfaces", std::move(arr), a);
-    }
-    if (!r.ips.empty()) {
-        Value arr(rapidjson::kArrayType);
-        for (auto& ip : r.ips) {
-            if (ip.null) {
-                arr.PushBack(Value(), a);
-                continue;
-            }
-            Value o(rapidjson::kObjectType);
-            if (!v100) {
-                std::string version = ip.address.ip.is_v4() ? "4" : "6";
-                if (r.echo_given_versions && ip.given_version) version = *ip.given_version;
-                json::set(o, "version", json::str(version, a), a);
-            }
-            if (ip.interface) json::set(o, "interface", Value(*ip.interface), a);
-            json::set(o, "address", json::str(ip.address.str(), a), a);
-            if (ip.gateway) json::set(o, "gateway", json::str(ip.gateway->str(), a), a);
-            arr.PushBack(o, a);
-        }
-        json::set(d, "ips", std::move(arr), a);
-    }
+    if (!r.interfaces.empty())
+        json::set(d, "interfaces", list_json(r.interfaces, a, [&](const Interface& i) { return interface_json(i, a, v100); }), a);
+    if (!r.ips.empty())
+        json::set(d, "ips", list_json(r.ips, a, [&](const IpConfig& ip) { return ip_json(ip, a, v100, r.echo_given_versions); }),
+                  a);
     if (!r.routes.empty()) json::set(d, "routes", routes_json(r.routes, a, false), a);
     if (!v100 || !r.dns.empty()) json::set(d, "dns", dns_json(r.dns, a), a);
     return json::write(d, json::Style::indented, v100);
