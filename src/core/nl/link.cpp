@@ -300,12 +300,31 @@ Result<bool> set_ipv6_addr_gen_mode(const Socket& s, const LinkInfo& link, std::
     return rc == 0;
 }
 
-Status set_mtu(const Socket& s, const LinkInfo& link, std::int64_t mtu) {
-    return change(s, link, "setting the MTU " + std::to_string(mtu) + " of", [&](rtnl_link* d) -> Status {
-        CNI_TRY_ASSIGN(auto value, link_u32(mtu, "MTU"));
-        rtnl_link_set_mtu(d, value);
+namespace {
+
+// Sets or clears one IFF_ flag, called `name` in errors ("setting promisc on ...").
+Status set_flag(const Socket& s, const LinkInfo& link, unsigned flag, std::string_view name, bool on) {
+    return change(s, link, (on ? "setting " : "clearing ") + std::string(name) + " on", [&](rtnl_link* d) -> Status {
+        if (on) rtnl_link_set_flags(d, flag);
+        else rtnl_link_unset_flags(d, flag);
         return {};
     });
+}
+
+// Sets a 32-bit attribute, called `name`, to a Go int that must fit it (link_u32).
+Status set_u32(const Socket& s, const LinkInfo& link, std::string what, std::int64_t value, const char* name,
+               void (*set)(rtnl_link*, unsigned int)) {
+    return change(s, link, what, [&](rtnl_link* d) -> Status {
+        CNI_TRY_ASSIGN(auto u32, link_u32(value, name));
+        set(d, u32);
+        return {};
+    });
+}
+
+}  // namespace
+
+Status set_mtu(const Socket& s, const LinkInfo& link, std::int64_t mtu) {
+    return set_u32(s, link, "setting the MTU " + std::to_string(mtu) + " of", mtu, "MTU", rtnl_link_set_mtu);
 }
 
 Status set_mac(const Socket& s, const LinkInfo& link, const std::string& mac) {
@@ -321,28 +340,12 @@ Status set_master(const Socket& s, const LinkInfo& link, int master_index) {
     });
 }
 
-Status set_promisc(const Socket& s, const LinkInfo& link, bool on) {
-    return change(s, link, on ? "setting promisc on" : "clearing promisc on", [&](rtnl_link* d) -> Status {
-        if (on) rtnl_link_set_flags(d, IFF_PROMISC);
-        else rtnl_link_unset_flags(d, IFF_PROMISC);
-        return {};
-    });
-}
-
-Status set_allmulti(const Socket& s, const LinkInfo& link, bool on) {
-    return change(s, link, on ? "setting allmulticast on" : "clearing allmulticast on", [&](rtnl_link* d) -> Status {
-        if (on) rtnl_link_set_flags(d, IFF_ALLMULTI);
-        else rtnl_link_unset_flags(d, IFF_ALLMULTI);
-        return {};
-    });
-}
+Status set_promisc(const Socket& s, const LinkInfo& link, bool on) { return set_flag(s, link, IFF_PROMISC, "promisc", on); }
+Status set_allmulti(const Socket& s, const LinkInfo& link, bool on) { return set_flag(s, link, IFF_ALLMULTI, "allmulticast", on); }
 
 Status set_txqlen(const Socket& s, const LinkInfo& link, std::int64_t txqlen) {
-    return change(s, link, "setting txqueuelen " + std::to_string(txqlen) + " on", [&](rtnl_link* d) -> Status {
-        CNI_TRY_ASSIGN(auto value, link_u32(txqlen, "transmit queue length"));
-        rtnl_link_set_txqlen(d, value);
-        return {};
-    });
+    return set_u32(s, link, "setting txqueuelen " + std::to_string(txqlen) + " on", txqlen, "transmit queue length",
+                   rtnl_link_set_txqlen);
 }
 
 Status rename_link(const Socket& s, const LinkInfo& link, const std::string& name) {
