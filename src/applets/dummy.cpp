@@ -16,10 +16,14 @@
 namespace cni::dummy {
 namespace {
 
-Result<NetConf> parse_dummy_conf(const Request& req) {
+struct DummyConf {
+    NetConf net;  // no keys of its own
+};
+
+Result<DummyConf> parse_dummy_conf(const Request& req) {
     CNI_TRY_ASSIGN(auto nc, load_netconf(req.config));
     if (nc.ipam_type.empty()) return fail("dummy interface requires an IPAM configuration");
-    return nc;
+    return DummyConf{std::move(nc)};
 }
 
 Result<CniResult> dummy_add(const Context& ctx) {
@@ -31,21 +35,16 @@ Result<CniResult> dummy_add(const Context& ctx) {
         return fail("failed to create dummy: " + st.error().msg);
     undo.push([&] { (void)nl::delete_link(io.container, r.ifname); });
     CNI_TRY_ASSIGN(auto link, nl::require_link(io.container, r.ifname));
-    CNI_TRY_ASSIGN(auto result, iface::link_result(ctx, link, c.ipam_type, undo));
+    CNI_TRY_ASSIGN(auto result, iface::link_result(ctx, link, c.net.ipam_type, undo));
     CNI_TRY(iface::configure_iface(io.container, io.ns, link, result));
     undo.dismiss();
     return result;
 }
 
-Status dummy_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
-    return iface::release_and_remove(ctx, c.ipam_type);
-}
-
 Status dummy_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
-    CNI_TRY(ipam::delegate_check(ctx, c.ipam_type, ctx.req.config));
-    CNI_TRY_ASSIGN(auto prev, require_prev_result(c, "required prevResult missing"));
+    CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, ctx.req.config));
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "required prevResult missing"));
     CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
     auto up = [&](const nl::LinkInfo& link) -> Status {
         if (!link.up()) return fail("dummy: interface " + ctx.req.ifname + " is down");
@@ -53,11 +52,6 @@ Status dummy_check(const Context& ctx) {
     };
     CNI_TRY(iface::check_interface(io.container, ctx.req, prev, {"dummy", false, up}));
     return {};
-}
-
-Status dummy_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_dummy_conf(ctx.req));
-    return ipam::delegate_status(ctx, c.ipam_type, ctx.req.config);
 }
 
 }  // namespace
@@ -70,9 +64,9 @@ extern const Applet dummy_applet{
     .help = "Needs ipam. Creates a dummy link named CNI_IFNAME in the container.",
     .versions = kAllVersions,
     .add = dummy_add,
-    .del = dummy_del,
+    .del = iface::del_link<parse_dummy_conf>,
     .check = dummy_check,
-    .status = dummy_status,
+    .status = ipam::status_of<parse_dummy_conf>,
 };
 
 }  // namespace cni::dummy

@@ -219,11 +219,6 @@ Status host_device_check(const Context& ctx) {
     return {};
 }
 
-Status host_device_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_host_device_conf(ctx.req));
-    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
-}
-
 constexpr auto kHostDeviceKeysDocs = docs_of(kHostDeviceKeys);
 
 }  // namespace
@@ -239,7 +234,7 @@ extern const Applet host_device_applet{
     .add = host_device_add,
     .del = host_device_del,
     .check = host_device_check,
-    .status = host_device_status,
+    .status = ipam::status_of_optional<parse_host_device_conf>,
 };
 
 }  // namespace cni::host_device

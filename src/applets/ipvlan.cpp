@@ -86,11 +86,6 @@ Result<CniResult> ipvlan_add(const Context& ctx) {
     return result;
 }
 
-Status ipvlan_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
-    return iface::release_and_remove(ctx, c.net.ipam_type);
-}
-
 Status ipvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
@@ -106,11 +101,6 @@ Status ipvlan_check(const Context& ctx) {
     return {};
 }
 
-Status ipvlan_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_ipvlan_conf(ctx.req));
-    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
-}
-
 constexpr auto kIpvlanKeyDocs = docs_of(kIpvlanKeys);
 
 }  // namespace
@@ -123,9 +113,9 @@ extern const Applet ipvlan_applet{
     .help = "Addresses come from ipam, or from a chained prevResult's IPs. dns replaces the result's.",
     .versions = kAllVersions,
     .add = ipvlan_add,
-    .del = ipvlan_del,
+    .del = iface::del_link<parse_ipvlan_conf>,
     .check = ipvlan_check,
-    .status = ipvlan_status,
+    .status = ipam::status_of_optional<parse_ipvlan_conf>,
 };
 
 }  // namespace cni::ipvlan

@@ -81,11 +81,6 @@ Result<CniResult> macvlan_add(const Context& ctx) {
     return result;
 }
 
-Status macvlan_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
-    return iface::release_and_remove(ctx, c.net.ipam_type);
-}
-
 Status macvlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
     CNI_TRY_ASSIGN(auto mode, known_mode(c));
@@ -102,11 +97,6 @@ Status macvlan_check(const Context& ctx) {
     return {};
 }
 
-Status macvlan_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_macvlan_conf(ctx.req));
-    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
-}
-
 constexpr auto kMacvlanKeyDocs = docs_of(kMacvlanKeys);
 
 }  // namespace
@@ -119,9 +109,9 @@ extern const Applet macvlan_applet{
     .help = "Needs ipam, or creates the link without addresses (L2). dns always replaces the IPAM result's.",
     .versions = kAllVersions,
     .add = macvlan_add,
-    .del = macvlan_del,
+    .del = iface::del_link<parse_macvlan_conf>,
     .check = macvlan_check,
-    .status = macvlan_status,
+    .status = ipam::status_of_optional<parse_macvlan_conf>,
 };
 
 }  // namespace cni::macvlan

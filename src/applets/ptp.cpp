@@ -124,11 +124,6 @@ Status ptp_check(const Context& ctx) {
     return {};
 }
 
-Status ptp_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
-    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
-}
-
 // Beyond the reference (which has no GC): as bridge's, stale ipMasq rules and the IPAM delegate.
 Status ptp_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
@@ -150,7 +145,7 @@ extern const Applet ptp_applet{
     .add = ptp_add,
     .del = ptp_del,
     .check = ptp_check,
-    .status = ptp_status,
+    .status = ipam::status_of<parse_ptp_conf>,
     .gc = ptp_gc,
 };
 

@@ -96,11 +96,6 @@ Result<CniResult> tap_add(const Context& ctx) {
     return result;
 }
 
-Status tap_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
-    return iface::release_and_remove(ctx, c.net.ipam_type);
-}
-
 Status tap_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
     CNI_TRY(ipam::check_of_optional_ipam(ctx, c.net.ipam_type));
@@ -108,11 +103,6 @@ Status tap_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
     CNI_TRY(iface::check_interface(io.container, ctx.req, prev, {"tun"}));
     return {};
-}
-
-Status tap_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_tap_conf(ctx.req));
-    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
 }
 
 constexpr auto kTapKeyDocs = docs_of(kTapKeys);
@@ -127,9 +117,9 @@ extern const Applet tap_applet{
     .help = "A persistent tap device, for VM runtimes. ipam is optional; dns replaces the result's.",
     .versions = kAllVersions,
     .add = tap_add,
-    .del = tap_del,
+    .del = iface::del_link<parse_tap_conf>,
     .check = tap_check,
-    .status = tap_status,
+    .status = ipam::status_of_optional<parse_tap_conf>,
 };
 
 }  // namespace cni::tap

@@ -66,11 +66,6 @@ Result<CniResult> vlan_add(const Context& ctx) {
     return result;
 }
 
-Status vlan_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
-    return iface::release_and_remove(ctx, c.net.ipam_type);
-}
-
 Status vlan_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, ctx.req.config));
@@ -86,11 +81,6 @@ Status vlan_check(const Context& ctx) {
     return {};
 }
 
-Status vlan_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_vlan_conf(ctx.req));
-    return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
-}
-
 constexpr auto kVlanKeyDocs = docs_of(kVlanKeys);
 
 }  // namespace
@@ -103,9 +93,9 @@ extern const Applet vlan_applet{
     .help = "Needs ipam. dns replaces the IPAM result's.",
     .versions = kAllVersions,
     .add = vlan_add,
-    .del = vlan_del,
+    .del = iface::del_link<parse_vlan_conf>,
     .check = vlan_check,
-    .status = vlan_status,
+    .status = ipam::status_of<parse_vlan_conf>,
 };
 
 }  // namespace cni::vlan

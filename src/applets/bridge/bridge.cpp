@@ -381,11 +381,6 @@ Status bridge_check(const Context& ctx) {
     return {};
 }
 
-Status bridge_status(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
-    return ipam::status_of_optional_ipam(ctx, c.net.ipam_type);
-}
-
 Status bridge_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     return iface::gc_masquerade_and_ipam(ctx, c.net, c.ip_masq);
@@ -406,7 +401,7 @@ extern const Applet bridge_applet{
     .add = bridge_add,
     .del = bridge_del,
     .check = bridge_check,
-    .status = bridge_status,
+    .status = ipam::status_of_optional<parse_bridge_conf>,
     .gc = bridge_gc,
 };
 

@@ -16,4 +16,12 @@ Status remove_container_link(const Context& ctx);
 // IPAM DEL through `ipam_type` ("" for none), then remove_container_link.
 Status release_and_remove(const Context& ctx, std::string_view ipam_type);
 
+// That DEL as an applet's verb: its config read by `Read` (a Result<Conf>(const Request&), Conf
+// holding its NetConf as `net`), then release_and_remove.
+template <auto Read>
+Status del_link(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, Read(ctx.req));
+    return release_and_remove(ctx, c.net.ipam_type);
+}
+
 }  // namespace cni::iface

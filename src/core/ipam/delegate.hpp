@@ -38,4 +38,18 @@ Result<CniResult> allocate(const Context& ctx, std::string_view type, Rollback& 
 Status check_of_optional_ipam(const Context& ctx, std::string_view type);
 Status status_of_optional_ipam(const Context& ctx, std::string_view type);
 
+// The STATUS verb of a main applet whose STATUS is its IPAM's: its config read by `Read` (a
+// Result<Conf>(const Request&), Conf holding its NetConf as `net`), then the delegate's STATUS;
+// with an optional IPAM, nothing to ask when the config names none.
+template <auto Read>
+Status status_of(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, Read(ctx.req));
+    return delegate_status(ctx, c.net.ipam_type, ctx.req.config);
+}
+template <auto Read>
+Status status_of_optional(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, Read(ctx.req));
+    return status_of_optional_ipam(ctx, c.net.ipam_type);
+}
+
 }  // namespace cni::ipam
