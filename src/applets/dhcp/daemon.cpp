@@ -358,6 +358,72 @@ void serve_connection(Daemon& d, os::UniqueFd fd) {
     (void)os::write_all(fd.get(), reply);
 }
 
+// SIGINT and SIGTERM, blocked (before any thread: threads inherit the mask) and read from the
+// returned signalfd instead; SIGPIPE ignored.
+os::UniqueFd stop_signal_fd() {
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+    ::signal(SIGPIPE, SIG_IGN);
+    return os::UniqueFd(::signalfd(-1, &stop_signals, SFD_CLOEXEC));
+}
+
+// The socket requests come on: the one systemd passed, else one of our own at `path`.
+struct Listener {
+    os::UniqueFd fd;
+    bool own = false;  // ours, at `path`: removed at shutdown
+    std::string path;
+};
+
+Result<Listener> open_listener(const std::string& path) {
+    CNI_TRY_ASSIGN(auto activated, activated_socket());
+    if (activated) {
+        os::UniqueFd fd(*activated);
+        ::fcntl(fd.get(), F_SETFD, FD_CLOEXEC);
+        return Listener{std::move(fd), false, path};
+    }
+    CNI_TRY_ASSIGN(auto fd, listen_on(path));
+    return Listener{std::move(fd), true, path};
+}
+
+// Serves each connection `listener` accepts in a thread of its own, at most kMaxConnections at
+// once (`active` counts them; one more is closed at once), until `stop_fd` (stop_signal_fd)
+// is readable or poll fails.
+void serve(Daemon& daemon, int listener, int stop_fd, std::atomic<int>& active) {
+    bool refusing = false;
+    for (;;) {
+        pollfd p[2] = {{listener, POLLIN, 0}, {stop_fd, POLLIN, 0}};
+        if (::poll(p, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            daemon.log()(log::Level::error, "poll: " + os::errno_text(errno));
+            return;
+        }
+        if (p[1].revents) return;
+        if (!p[0].revents) continue;
+        os::UniqueFd conn(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+        if (!conn) continue;
+        if (active >= kMaxConnections) {
+            if (!refusing)
+                daemon.log()(log::Level::error, "refusing connections: " + std::to_string(kMaxConnections) + " are being served");
+            refusing = true;
+            continue;  // closed: the client sees the connection end and may retry
+        }
+        refusing = false;
+        ++active;
+        try {
+            std::thread([&daemon, &active, c = std::move(conn)]() mutable {
+                serve_connection(daemon, std::move(c));
+                --active;
+            }).detach();
+        } catch (const std::system_error& e) {  // no thread to be had: refuse this one, keep renewing
+            --active;
+            daemon.log()(log::Level::error, std::string("refused a connection: cannot start a thread: ") + e.what());
+        }
+    }
+}
+
 }  // namespace
 
 // Go's time.ParseDuration as Go computes it: whole units in integer nanoseconds, a fraction
@@ -429,33 +495,11 @@ int run_daemon(std::span<const std::string> args) {
         daemon_log(log::Level::error, opts.error().msg);
         return 2;
     }
-    sigset_t stop_signals;
-    sigemptyset(&stop_signals);
-    sigaddset(&stop_signals, SIGINT);
-    sigaddset(&stop_signals, SIGTERM);
-    ::pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);  // before any thread: they inherit the mask
-    ::signal(SIGPIPE, SIG_IGN);
-    os::UniqueFd sigfd(::signalfd(-1, &stop_signals, SFD_CLOEXEC));
-
-    std::string socket_path = opts->hostprefix + opts->socket_path;
-    os::UniqueFd listener;
-    bool own_socket = false;
-    auto activated = activated_socket();
-    if (!activated) {
-        daemon_log(log::Level::error, activated.error().msg);
+    os::UniqueFd sigfd = stop_signal_fd();
+    auto listener = open_listener(opts->hostprefix + opts->socket_path);
+    if (!listener) {
+        daemon_log(log::Level::error, listener.error().msg);
         return 1;
-    }
-    if (*activated) {
-        listener = os::UniqueFd(**activated);
-        ::fcntl(listener.get(), F_SETFD, FD_CLOEXEC);
-    } else {
-        auto l = listen_on(socket_path);
-        if (!l) {
-            daemon_log(log::Level::error, l.error().msg);
-            return 1;
-        }
-        listener = std::move(*l);
-        own_socket = true;
     }
     if (!opts->pidfile.empty())
         if (auto st = os::write_file(opts->pidfile, std::to_string(::getpid()) + "\n", 0644); !st) {
@@ -465,40 +509,12 @@ int run_daemon(std::span<const std::string> args) {
 
     Daemon daemon(*opts, daemon_log);
     daemon.resume();
-    daemon_log(log::Level::info, "listening on " + (own_socket ? socket_path : std::string("the socket systemd passed")));
+    daemon_log(log::Level::info, "listening on " + (listener->own ? listener->path : std::string("the socket systemd passed")));
     std::atomic<int> active{0};
-    bool refusing = false;
-    for (;;) {
-        pollfd p[2] = {{listener.get(), POLLIN, 0}, {sigfd.get(), POLLIN, 0}};
-        if (::poll(p, 2, -1) < 0) {
-            if (errno == EINTR) continue;
-            daemon_log(log::Level::error, "poll: " + os::errno_text(errno));
-            break;
-        }
-        if (p[1].revents) break;
-        if (!p[0].revents) continue;
-        os::UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-        if (!conn) continue;
-        if (active >= kMaxConnections) {
-            if (!refusing) daemon_log(log::Level::error, "refusing connections: " + std::to_string(kMaxConnections) + " are being served");
-            refusing = true;
-            continue;  // closed: the client sees the connection end and may retry
-        }
-        refusing = false;
-        ++active;
-        try {
-            std::thread([&daemon, &active, c = std::move(conn)]() mutable {
-                serve_connection(daemon, std::move(c));
-                --active;
-            }).detach();
-        } catch (const std::system_error& e) {  // no thread to be had: refuse this one, keep renewing
-            --active;
-            daemon_log(log::Level::error, std::string("refused a connection: cannot start a thread: ") + e.what());
-        }
-    }
+    serve(daemon, listener->fd.get(), sigfd.get(), active);
     daemon_log(log::Level::info, "shutting down; leases stay on record for the next start");
-    listener.reset();
-    if (own_socket) ::unlink(socket_path.c_str());
+    listener->fd.reset();
+    if (listener->own) ::unlink(listener->path.c_str());
     daemon.shutdown();  // ends pending ADDs too: their lease threads stop
     for (int i = 0; i < 100 && active > 0; ++i) std::this_thread::sleep_for(50ms);
     if (!opts->pidfile.empty()) ::unlink(opts->pidfile.c_str());
