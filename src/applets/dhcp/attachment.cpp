@@ -125,77 +125,90 @@ void Attachment::run() {
     if (!socket) return give_up(socket.error());
     Client client(*socket, Identity{mac, client_id_for(record_.key), conf_.request_list, conf_.provide}, timing_,
                   [this] { return stopping_.load(); }, [this](const std::string& m) { log_("no lease yet for " + record_.key + ", " + m); });
-    if (resume_) {
-        std::lock_guard lock(mu_);
-        lease_ = record_.lease;
-    } else {
-        auto lease = client.acquire();
-        if (!lease) return settle(lease.error().context("error acquiring a DHCP lease on " + record_.ifname));
-        persist(*lease);
-    }
-    settle(std::nullopt);
-    log_("lease of " + record_.key + ": " + v4(lease_->address()).str());
-
-    auto same_namespace = [&] {
-        auto now_ns = os::Netns::open(record_.netns);
-        return now_ns && now_ns->same_as(*ns);
-    };
-    std::int64_t next_attempt = next_renewal(*lease_);
-    for (;;) {
-        if (!sleep_until(next_attempt)) break;
-        std::int64_t now = wall_seconds();
-        if (now < next_attempt) continue;  // woken by a CHECK
-        Lease cur;
-        {
-            std::lock_guard lock(mu_);
-            cur = *lease_;
-        }
-        int idx = 0;
-        Mac m{};
-        if (!same_namespace() || !bind_link(idx, m) || idx != ifindex) {
-            log_("interface " + record_.ifname + " of " + record_.key + " is gone; forgetting its lease");
-            store_.remove(record_.key);
-            std::lock_guard lock(mu_);
-            lease_.reset();
-            return;
-        }
-        if (now < cur.expiry()) {
-            bool rebinding = now >= cur.t2();
-            auto outcome = client.renew(cur, rebinding);
-            if (!outcome && stopping_) break;
-            if (outcome && *outcome == RenewOutcome::acked) {
-                if (rebinding) log_("rebound the lease of " + record_.key + " (" + v4(cur.address()).str() + ")");
-                persist(cur);
-                next_attempt = next_renewal(cur);
-                continue;
-            }
-            if (outcome && *outcome == RenewOutcome::refused) {
-                log_("the DHCP server refused to renew the lease of " + record_.key + "; acquiring a new one");
-            } else {
-                if (!outcome) log_("renewing the lease of " + record_.key + ": " + outcome.error().msg);
-                else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + record_.key);
-                next_attempt = std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
-                continue;
-            }
-        }
-        auto fresh = client.acquire(cur.address());
-        if (!fresh) {
-            if (stopping_) break;
-            log_("re-acquiring the lease of " + record_.key + ": " + fresh.error().msg);
-            next_attempt = wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end
-            continue;
-        }
-        if (fresh->address() != cur.address())
-            log_("the lease of " + record_.key + " moved from " + v4(cur.address()).str() + " to " + v4(fresh->address()).str() +
-                 "; the container keeps the old address until it is re-created");
-        persist(*fresh);
-        next_attempt = next_renewal(*fresh);
-    }
+    if (!first_lease(client)) return;
+    maintain(client, *ns, ifindex);
     std::lock_guard lock(mu_);
     if (release_ && lease_) {
         if (auto st = client.release(*lease_); !st) log_("releasing the lease of " + record_.key + ": " + st.error().msg);
         else log_("released the lease of " + record_.key);
     }
+}
+
+bool Attachment::first_lease(Client& client) {
+    if (resume_) {
+        std::lock_guard lock(mu_);
+        lease_ = record_.lease;
+    } else {
+        auto lease = client.acquire();
+        if (!lease) {
+            settle(lease.error().context("error acquiring a DHCP lease on " + record_.ifname));
+            return false;
+        }
+        persist(*lease);
+    }
+    settle(std::nullopt);
+    log_("lease of " + record_.key + ": " + v4(lease_->address()).str());
+    return true;
+}
+
+void Attachment::maintain(Client& client, const os::Netns& ns, int ifindex) {
+    std::int64_t next_attempt = next_renewal(*lease_);
+    while (sleep_until(next_attempt)) {
+        std::int64_t now = wall_seconds();
+        if (now < next_attempt) continue;  // woken by a CHECK
+        if (!link_still_there(ns, ifindex)) return;
+        Lease cur;
+        {
+            std::lock_guard lock(mu_);
+            cur = *lease_;
+        }
+        std::optional<std::int64_t> renewed;
+        if (now < cur.expiry()) renewed = renew(client, cur, now);
+        next_attempt = renewed ? *renewed : reacquire(client, cur);
+    }
+}
+
+bool Attachment::link_still_there(const os::Netns& ns, int ifindex) {
+    auto now_ns = os::Netns::open(record_.netns);
+    int idx = 0;
+    Mac m{};
+    if (now_ns && now_ns->same_as(ns) && bind_link(idx, m) && idx == ifindex) return true;
+    log_("interface " + record_.ifname + " of " + record_.key + " is gone; forgetting its lease");
+    store_.remove(record_.key);
+    std::lock_guard lock(mu_);
+    lease_.reset();
+    return false;
+}
+
+std::optional<std::int64_t> Attachment::renew(Client& client, Lease cur, std::int64_t now) {
+    bool rebinding = now >= cur.t2();
+    auto outcome = client.renew(cur, rebinding);
+    if (!outcome && stopping_) return now;  // the loop's sleep ends it
+    if (outcome && *outcome == RenewOutcome::acked) {
+        if (rebinding) log_("rebound the lease of " + record_.key + " (" + v4(cur.address()).str() + ")");
+        persist(cur);
+        return next_renewal(cur);
+    }
+    if (outcome && *outcome == RenewOutcome::refused) {
+        log_("the DHCP server refused to renew the lease of " + record_.key + "; acquiring a new one");
+        return std::nullopt;
+    }
+    if (!outcome) log_("renewing the lease of " + record_.key + ": " + outcome.error().msg);
+    else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + record_.key);
+    return std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
+}
+
+std::int64_t Attachment::reacquire(Client& client, const Lease& cur) {
+    auto fresh = client.acquire(cur.address());
+    if (!fresh) {
+        if (!stopping_) log_("re-acquiring the lease of " + record_.key + ": " + fresh.error().msg);
+        return wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end (the loop's sleep ends a stop)
+    }
+    if (fresh->address() != cur.address())
+        log_("the lease of " + record_.key + " moved from " + v4(cur.address()).str() + " to " + v4(fresh->address()).str() +
+             "; the container keeps the old address until it is re-created");
+    persist(*fresh);
+    return next_renewal(*fresh);
 }
 
 }  // namespace cni::dhcp

@@ -15,9 +15,11 @@
 #include <mutex>
 #include <thread>
 
+#include "applets/dhcp/client.hpp"
 #include "applets/dhcp/config.hpp"
 #include "applets/dhcp/lease_store.hpp"
 #include "core/cni/cni_result.hpp"
+#include "core/os/netns.hpp"
 
 namespace cni::dhcp {
 
@@ -44,7 +46,19 @@ public:
 private:
     void run();
     Status bind_link(int& ifindex, Mac& mac);
-    void maintain(class Client& client);
+    // The lease ADD waits for: the resumed one, or one acquired now. False, settled with the
+    // error, when there is none.
+    bool first_lease(Client& client);
+    // Renewals, rebinds and new acquisitions until stopped, or until the link is gone.
+    void maintain(Client& client, const os::Netns& ns, int ifindex);
+    // The link is still the one the lease is for (its namespace and index); if not, the lease
+    // is forgotten.
+    bool link_still_there(const os::Netns& ns, int ifindex);
+    // Renewing `cur` at `now` (from T2: rebinding): when to try next, or nullopt when the server
+    // refused and a new lease is wanted.
+    std::optional<std::int64_t> renew(Client& client, Lease cur, std::int64_t now);
+    // A new lease, asking for `cur`'s address again: when to renew it, or to try again.
+    std::int64_t reacquire(Client& client, const Lease& cur);
     void settle(std::optional<Error> failure);
     void persist(const Lease& lease);
     bool sleep_until(std::int64_t wall_seconds);  // false when stopping
