@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "applets/firewall/forward.hpp"
-#include "applets/portmap/rules_iptables.hpp"
+#include "applets/portmap/host_ports.hpp"
 #include "core/fw/driver.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/iptables.hpp"
@@ -627,10 +627,10 @@ TEST_CASE("ipMasq and portmap GC remove stale chains the Go plugins wrote with i
         REQUIRE(ns.sh("iptables-nft -t nat -N " + dnat) == 0);
         REQUIRE(ns.sh("iptables-nft -t nat -A " + dnat + " -p tcp --dport 8080 -j DNAT --to-destination 10.1.0.5:80") == 0);
         REQUIRE(ns.sh("iptables-nft -t nat -N CNI-HOSTPORT-DNAT 2>/dev/null; iptables-nft -t nat -A CNI-HOSTPORT-DNAT" +
-                      comment(portmap::iptables_rules::dnat_comment("mynet", id)) + " -p tcp -m multiport --destination-ports 8080 -j " + dnat) == 0);
+                      comment(portmap::dnat_comment("mynet", id)) + " -p tcp -m multiport --destination-ports 8080 -j " + dnat) == 0);
     }
     REQUIRE(inside(ns, [&] { return gc_ipmasq("mynet", {{"kept-1", "eth0"}}); }));
-    REQUIRE(inside(ns, [&] { return portmap::iptables_rules::gc("mynet", {"kept-1"}); }));
+    REQUIRE(inside(ns, [&] { return portmap::iptables_host_ports().gc("mynet", {{"kept-1", "eth0"}}); }));
     std::string left = run("ip netns exec " + ns.name + " iptables-nft-save -t nat | grep -c -- '-A '");
     CHECK(left == "4\n");  // kept-1's four rules
     for (const char* prefix : {"CNI-", "CNI-DN-"}) {

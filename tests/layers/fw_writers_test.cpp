@@ -22,7 +22,7 @@
 
 #include "applets/firewall/forward.hpp"
 #include "applets/firewall/forward_record.hpp"
-#include "applets/portmap/rules_nft.hpp"
+#include "applets/portmap/host_ports.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/nftables.hpp"
 #include "test_ns.hpp"
@@ -255,7 +255,7 @@ TEST_CASE("rules added before a chain is read keep their place, jumps to absent 
 TEST_CASE("8 processes at once adding the localnet guard or one iptables-nft rule, without a lock, leave one copy", "[fw][portmap]") {
     for (int round = 0; round < 5; ++round) {
         TestNs ns("cnit-gen");
-        CHECK(at_once(ns, [](int) { return succeeded(portmap::nft_rules::ensure_localnet_guard()); }) == 0);
+        CHECK(at_once(ns, [](int) { return succeeded(portmap::nftables_localnet_guard()); }) == 0);
         CHECK(occurrences("ip netns exec " + ns.name + " nft list chain ip cni_hostport localnet_guard",
                           "CNI portfwd: block incoming localnet connections") == 1);
         CHECK(at_once(ns, [](int) {

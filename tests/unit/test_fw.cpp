@@ -6,7 +6,7 @@
 #include <linux/netfilter/xt_addrtype.h>
 
 #include "applets/firewall/forward_record.hpp"
-#include "applets/portmap/rules_iptables.hpp"
+#include "applets/portmap/host_ports.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/names.hpp"
 #include "core/fw/sha512.hpp"
@@ -49,7 +49,7 @@ TEST_CASE("ipMasq nft comments: the reference's two hashes, quotes dropped, cut 
 
 TEST_CASE("portmap conditions: selectors and the addrtype, iprange and mark matches, in order", "[portmap]") {
     using namespace cni::fw;
-    using cni::portmap::iptables_rules::parse_conditions;
+    constexpr auto parse_conditions = cni::portmap::iptables_conditions;
     auto c = parse_conditions({"!", "-s", "10.1.0.0/16", "-o", "eth1", "-m", "addrtype", "--src-type", "LOCAL,BROADCAST", "!",
                                "--dst-type", "UNICAST", "-m", "iprange", "--dst-range", "10.0.0.5", "-m", "mark", "--mark", "7"},
                               "conditionsV4");

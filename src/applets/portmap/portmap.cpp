@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // portmap (docs/compatibility.md: portmap): forwards host ports to the container, chained after a
 // main plugin. runtimeConfig.portMappings [{hostPort, containerPort, protocol, hostIP}] apply to
-// the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, chosen
-// as the reference chooses: iptables (rules_iptables.hpp: one commit per table in the node's
-// variant, no iptables processes) and nftables (rules_nft.hpp: one nf_tables transaction); the
+// the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, the
+// drivers of host_ports.hpp, chosen as the reference chooses: iptables (one commit per table in
+// the node's variant, no iptables processes) and nftables (one nf_tables transaction); the
 // keys are kPortmapKeys. After a mapping, UDP flows already
 // tracked to its host port are forgotten so they reach the new container. route_localnet,
 // which 127.0.0.1:hostPort needs, is turned on only when some IPv4 mapping is reachable
@@ -17,8 +17,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "applets/portmap/rules_iptables.hpp"
-#include "applets/portmap/rules_nft.hpp"
+#include "applets/portmap/host_ports.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/driver.hpp"
@@ -141,11 +140,11 @@ Result<PortmapConf> read_portmap_conf(const Request& req) {
         else if (!c.unusable) c.unusable = std::move(parsed).error();
     };
     if (c.driver == fw::Driver::nftables) {
-        if (c.cond4_key) note(nft_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.nft_cond4);
-        if (c.cond6_key) note(nft_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.nft_cond6);
+        if (c.cond4_key) note(nftables_conditions(*c.cond4_key, "conditionsV4"), c.nft_cond4);
+        if (c.cond6_key) note(nftables_conditions(*c.cond6_key, "conditionsV6"), c.nft_cond6);
     } else {
-        if (c.cond4_key) note(iptables_rules::parse_conditions(*c.cond4_key, "conditionsV4"), c.cond4);
-        if (c.cond6_key) note(iptables_rules::parse_conditions(*c.cond6_key, "conditionsV6"), c.cond6);
+        if (c.cond4_key) note(iptables_conditions(*c.cond4_key, "conditionsV4"), c.cond4);
+        if (c.cond6_key) note(iptables_conditions(*c.cond6_key, "conditionsV6"), c.cond6);
     }
     CNI_TRY_ASSIGN(auto rc, json::anonymous_struct(c.net.root(), "runtimeConfig", w,
                                                    R"(struct { PortMaps []main.PortMapEntry "json:\"portMappings,omitempty\"" })"));
@@ -308,12 +307,6 @@ Status portmap_gc(const Context& ctx) {
 constexpr auto kPortmapKeyDocs = docs_of(kPortmapKeys);
 
 }  // namespace
-
-const fw::Drivers<HostPortSpec>& host_ports() {
-    static const fw::Drivers<HostPortSpec> drivers{{fw::Driver::iptables, &iptables_rules::rules()},
-                                                   {fw::Driver::nftables, &nft_rules::rules()}};
-    return drivers;
-}
 
 extern const Applet portmap_applet{
     .name = "portmap",

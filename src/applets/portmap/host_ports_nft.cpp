@@ -1,6 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// portmap's nf_tables table, chains and rules (see rules_nft.hpp).
-#include "applets/portmap/rules_nft.hpp"
+// portmap's host ports in native nftables (see host_ports.hpp), object for object as the
+// reference's v1.9: table `ip|ip6 cni_hostport` ("CNI portmap plugin") with the regular chains
+// `hostports`, `hostip_hostports` (kept empty, for upgrades) and `hostports_all` (jumps to both),
+// the base chains `prerouting` and `output` (nat, dstnat) each holding `[conditions] fib daddr
+// type local jump hostports_all`, and with snat `masquerading` (nat, srcnat). Per mapping in
+// `hostports`: `[ip daddr HOSTIP] tcp dport H dnat to IP:P`; with snat, `ip saddr IP|0.0.0.0/0
+// ip daddr IP masquerade` (and from 127.0.0.1 for IPv4 unless masqAll). Every rule of an
+// attachment is commented with its container ID, which is how CHECK counts them and DEL (both
+// families) removes them, the reference's as well as ours; one nf_tables transaction per call.
+// Beyond the reference: an ADD first removes the attachment's earlier rules (a retried ADD does
+// not duplicate them), and where route_localnet is turned on, the guard drops what reaches 127/8
+// from elsewhere undnat'ed (kube-proxy's rule, in this table's `localnet_guard` input chain).
+// Conditions are the nft syntax subset `ip|ip6 saddr|daddr [!=] ADDR[/LEN]` and
+// `iifname|oifname [!=] NAME[*]`.
+#include "applets/portmap/host_ports.hpp"
 
 #include <netinet/in.h>  // before the kernel headers, which then defer to it
 #include <linux/netfilter.h>
@@ -9,7 +22,7 @@
 
 #include <algorithm>
 
-namespace cni::portmap::nft_rules {
+namespace cni::portmap {
 namespace {
 
 namespace nft = fw::nft;
@@ -56,7 +69,7 @@ Result<net::IpNet> condition_address(const std::string& text, bool v4, const std
 
 }  // namespace
 
-Result<nft::Exprs> parse_conditions(const std::vector<std::string>& tokens, std::string_view key) {
+Result<nft::Exprs> nftables_conditions(const std::vector<std::string>& tokens, std::string_view key) {
     const std::string where(key);
     const bool v4 = !key.ends_with("V6");
     nft::Exprs out;
@@ -92,7 +105,9 @@ Result<nft::Exprs> parse_conditions(const std::vector<std::string>& tokens, std:
     return out;
 }
 
-Status setup(const HostPortSpec& s, const nft::Exprs& conditions) {
+namespace {
+
+Status add_rules(const HostPortSpec& s) {
     const nft::Family f = family_of(s.container.ip);
     return nft::transact("unable to set up nftables rules for port mappings", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto stale, rules_of(f, s.container_id));
@@ -106,7 +121,7 @@ Status setup(const HostPortSpec& s, const nft::Exprs& conditions) {
         for (auto [chain, hook] : {std::pair{"prerouting", NF_INET_PRE_ROUTING}, std::pair{"output", NF_INET_LOCAL_OUT}}) {
             tx.add_chain(f, kTable, chain, nft::Hook{std::uint32_t(hook), kDstNat});
             tx.flush_chain(f, kTable, chain);
-            nft::Exprs entry = conditions;
+            nft::Exprs entry = s.nft_conditions;
             nft::append(entry, nft::match_local_destination());
             nft::append(entry, nft::verdict_jump(kAll));
             tx.add_rule(f, kTable, chain, entry, {});
@@ -132,7 +147,7 @@ Status setup(const HostPortSpec& s, const nft::Exprs& conditions) {
     });
 }
 
-Status check(const HostPortSpec& s) {
+Status check_rules(const HostPortSpec& s) {
     CNI_TRY_ASSIGN(auto mine, rules_of(family_of(s.container.ip), s.container_id));
     auto count = [&](std::string_view chain) {
         return std::size_t(std::count_if(mine.begin(), mine.end(), [&](auto& r) { return r.chain == chain; }));
@@ -143,7 +158,7 @@ Status check(const HostPortSpec& s) {
     return {};
 }
 
-Status teardown(std::string_view container_id) {
+Status remove_rules(std::string_view container_id) {
     if (!nft::available()) return {};
     for (nft::Family f : {nft::Family::ip, nft::Family::ip6}) {
         CNI_TRY(nft::transact("error deleting nftables rules", [&](nft::Batch& tx) -> Status {
@@ -155,7 +170,9 @@ Status teardown(std::string_view container_id) {
     return {};
 }
 
-Status ensure_localnet_guard() {
+}  // namespace
+
+Status nftables_localnet_guard() {
     const nft::Family f = nft::Family::ip;
     return nft::transact("adding the localnet guard rule", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto all, nft::list_rules(f, kTable));
@@ -178,18 +195,18 @@ class NftablesHostPorts final : public fw::Rules<HostPortSpec> {
 public:
     Status setup(const HostPortSpec& s, Rollback& undo) const override {
         undo.push([this, s] { (void)teardown(s); });
-        CNI_TRY(nft_rules::setup(s, s.nft_conditions));
-        return s.localnet_guard ? ensure_localnet_guard() : Status{};
+        CNI_TRY(add_rules(s));
+        return s.localnet_guard ? nftables_localnet_guard() : Status{};
     }
-    Status check(const HostPortSpec& s) const override { return nft_rules::check(s); }
-    Status teardown(const HostPortSpec& s) const override { return nft_rules::teardown(s.container_id); }
+    Status check(const HostPortSpec& s) const override { return check_rules(s); }
+    Status teardown(const HostPortSpec& s) const override { return remove_rules(s.container_id); }
 };
 
 }  // namespace
 
-const fw::Rules<HostPortSpec>& rules() {
+const fw::Rules<HostPortSpec>& nftables_host_ports() {
     static const NftablesHostPorts rules;
     return rules;
 }
 
-}  // namespace cni::portmap::nft_rules
+}  // namespace cni::portmap

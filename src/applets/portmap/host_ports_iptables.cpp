@@ -1,6 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// portmap's iptables chains and rules through libiptc (see rules_iptables.hpp).
-#include "applets/portmap/rules_iptables.hpp"
+// portmap's host ports with iptables (see host_ports.hpp), through libiptc, with the reference's
+// chains and rules bit for bit: the shared nat chains CNI-HOSTPORT-SETMARK (marks what must be
+// masqueraded), CNI-HOSTPORT-MASQ (masquerades it; jumped to first in POSTROUTING) and
+// CNI-HOSTPORT-DNAT (jumped to from PREROUTING and OUTPUT only for traffic addressed to a local
+// address), and one CNI-DN-<hash(network+containerID)> chain per attachment with the
+// hairpin/localhost mark rules and the DNATs, entered from CNI-HOSTPORT-DNAT by multiport rules
+// commented `dnat name: "<net>" id: "<cid>"`. Everything of one call goes into one commit per
+// table under the xtables lock. Beyond the reference: when route_localnet is turned on for
+// localhost access, a guard rule (as kube-proxy's) drops traffic to 127/8 that arrives from
+// elsewhere and was not DNAT'ed; GC removes the chains of attachments that are gone.
+#include "applets/portmap/host_ports.hpp"
 
 #include <netinet/in.h>
 
@@ -17,7 +26,7 @@
 #include "core/fw/xtables_nft.hpp"
 #include "core/os/file_lock.hpp"
 
-namespace cni::portmap::iptables_rules {
+namespace cni::portmap {
 
 using namespace fw;  // this file is portmap's iptables driver: IptTable, IptRule, chain names
 
@@ -212,7 +221,7 @@ bool match_is_empty(const IptMatch& m) {
 
 }  // namespace
 
-Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std::string_view key) {
+Result<Conditions> iptables_conditions(const std::vector<std::string>& tokens, std::string_view key) {
     const std::string where(key);
     const bool v4 = !key.ends_with("V6");
     Conditions c;
@@ -256,7 +265,9 @@ Result<Conditions> parse_conditions(const std::vector<std::string>& tokens, std:
     return c;
 }
 
-Status setup(const HostPortSpec& s) {
+namespace {
+
+Status add_rules(const HostPortSpec& s) {
     const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     return IptTable::update(family_of(s.container.ip), "nat", [&](IptTable& nat) -> Status {
@@ -279,7 +290,7 @@ Status setup(const HostPortSpec& s) {
     });
 }
 
-Status ensure_localnet_guard() {
+Status add_localnet_guard() {
     IptRule guard = rule_to("DROP");
     guard.src = guard.dst = net::IpNet::parse("127.0.0.0/8");
     guard.src_inverted = true;
@@ -289,8 +300,6 @@ Status ensure_localnet_guard() {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     return IptTable::update(Family::v4, "filter", [&](IptTable& filter) { return filter.insert_unique("INPUT", guard); });
 }
-
-namespace {
 
 // Removes an attachment's DNAT chain and, when its name is known, the SNAT chain of older
 // reference versions, with the rules jumping to them, in both families and both variants.
@@ -303,13 +312,11 @@ Status teardown_chains(const std::string& chain, const std::string& old_snat) {
     });
 }
 
-}  // namespace
-
-Status teardown(std::string_view network, std::string_view container_id) {
+Status remove_rules(std::string_view network, std::string_view container_id) {
     return teardown_chains(chain_name("CNI-DN-", network, container_id), chain_name("CNI-SN-", network, container_id));
 }
 
-Status check(const HostPortSpec& s) {
+Status check_rules(const HostPortSpec& s) {
     const std::string chain = chain_name("CNI-DN-", s.network, s.container_id);
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
     return check_either_variant([&](Variant v) -> Status {
@@ -332,8 +339,6 @@ Status check(const HostPortSpec& s) {
         return {};
     });
 }
-
-namespace {
 
 // Adds to `stale` the attachments of `network` in `nat` whose DNAT chain is not `kept`. They are
 // found by the comments of their entry rules in CNI-HOSTPORT-DNAT; one cut at 255 bytes
@@ -361,13 +366,11 @@ Status find_stale_dnat_chains(const IptTable& nat, std::string_view network, con
     return {};
 }
 
-}  // namespace
-
 // The attachments of `network` whose DNAT chain is not a valid attachment's go, from both
 // variants (find_stale_dnat_chains).
-Status gc(std::string_view network, const std::vector<std::string>& keep) {
+Status collect(std::string_view network, const std::vector<net::Attachment>& keep) {
     std::vector<std::string> kept;
-    for (auto& id : keep) kept.push_back(chain_name("CNI-DN-", network, id));
+    for (auto& a : keep) kept.push_back(chain_name("CNI-DN-", network, a.container_id));
     std::vector<std::pair<std::string, std::string>> stale;  // DNAT chain, old SNAT chain
     {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(kXtablesLock));
@@ -378,29 +381,23 @@ Status gc(std::string_view network, const std::vector<std::string>& keep) {
     return failures.status("portmap GC: ");
 }
 
-namespace {
-
 class IptablesHostPorts final : public fw::Rules<HostPortSpec> {
 public:
     Status setup(const HostPortSpec& s, Rollback& undo) const override {
         undo.push([this, s] { (void)teardown(s); });
-        CNI_TRY(iptables_rules::setup(s));
-        return s.localnet_guard ? ensure_localnet_guard() : Status{};
+        CNI_TRY(add_rules(s));
+        return s.localnet_guard ? add_localnet_guard() : Status{};
     }
-    Status check(const HostPortSpec& s) const override { return iptables_rules::check(s); }
-    Status teardown(const HostPortSpec& s) const override { return iptables_rules::teardown(s.network, s.container_id); }
-    Status gc(std::string_view network, const std::vector<net::Attachment>& keep) const override {
-        std::vector<std::string> ids;
-        for (auto& a : keep) ids.push_back(a.container_id);
-        return iptables_rules::gc(network, ids);
-    }
+    Status check(const HostPortSpec& s) const override { return check_rules(s); }
+    Status teardown(const HostPortSpec& s) const override { return remove_rules(s.network, s.container_id); }
+    Status gc(std::string_view network, const std::vector<net::Attachment>& keep) const override { return collect(network, keep); }
 };
 
 }  // namespace
 
-const fw::Rules<HostPortSpec>& rules() {
+const fw::Rules<HostPortSpec>& iptables_host_ports() {
     static const IptablesHostPorts rules;
     return rules;
 }
 
-}  // namespace cni::portmap::iptables_rules
+}  // namespace cni::portmap
