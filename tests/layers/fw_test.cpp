@@ -605,7 +605,8 @@ TEST_CASE("ipMasq CHECK and firewall DEL on rules the Go plugins wrote with ipta
         REQUIRE(ns.sh(std::string("iptables-nft -A CNI-FORWARD -d ") + ip + "/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT") == 0);
         REQUIRE(ns.sh(std::string("iptables-nft -A CNI-FORWARD -s ") + ip + "/32 -j ACCEPT") == 0);
     }
-    REQUIRE(inside(ns, [&] { return firewall::teardown_forward({{*net::IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"id", "eth0"}}); }));
+    firewall::ForwardSpec spec{{*net::IpAddr::parse("10.1.0.5")}, "CNI-ADMIN", "", "net", {"id", "eth0"}};
+    REQUIRE(inside(ns, [&] { return firewall::iptables_forward().teardown(spec); }));
     CHECK(run("ip netns exec " + ns.name + " iptables-nft-save -t filter | grep '^-A CNI-FORWARD'") ==
           "-A CNI-FORWARD -d 10.1.0.6/32 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n"
           "-A CNI-FORWARD -s 10.1.0.6/32 -j ACCEPT\n");

@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "applets/firewall/forward.hpp"
-#include "applets/firewall/forward_record.hpp"
+#include "applets/firewall/forward_iptables_record.hpp"
 #include "applets/portmap/host_ports.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/nftables.hpp"
@@ -79,6 +79,14 @@ struct BusyWriter {
 };
 
 const char* tool(fw::Variant v) { return v == fw::Variant::nft ? "iptables-nft" : "iptables-legacy"; }
+
+// The firewall's per-address rules set up through its iptables driver, kept.
+Status setup_forward(const firewall::ForwardSpec& spec) {
+    Rollback undo;
+    auto st = firewall::iptables_forward().setup(spec, undo);
+    if (st) undo.dismiss();
+    return st;
+}
 
 }  // namespace
 
@@ -380,31 +388,31 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
     };
     inside(ns, [&] {
         auto dumps = nft::chain_dumps_taken();
-        REQUIRE(firewall::setup_forward(spec));
+        REQUIRE(setup_forward(spec));
         CHECK(nft::chain_dumps_taken() == dumps + 2);  // FORWARD's and CNI-ADMIN's, not CNI-FORWARD's 402 rules
         CHECK(record() == 2);
-        REQUIRE(firewall::setup_forward(spec));  // again: found by the record, not added twice
+        REQUIRE(setup_forward(spec));  // again: found by the record, not added twice
         CHECK(occurrences(save, replies) == 1);
         CHECK(occurrences(save, from) == 1);
         dumps = nft::chain_dumps_taken();
-        REQUIRE(firewall::teardown_forward(spec));
+        REQUIRE(firewall::iptables_forward().teardown(spec));
         CHECK(nft::chain_dumps_taken() == dumps);  // by handle alone
         CHECK(occurrences(save, "10.1.0.5") == 0);
         CHECK(occurrences(save, "-A CNI-FORWARD") == 401);
         CHECK(record() == 0);
     });
     // A stale record (its rules deleted by hand, their handles gone) or a broken one: DEL reads the chain.
-    inside(ns, [&] { REQUIRE(firewall::setup_forward(spec)); });
+    inside(ns, [&] { REQUIRE(setup_forward(spec)); });
     REQUIRE(ns.sh("iptables-nft -D CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT && iptables-nft -A CNI-FORWARD -s 10.1.0.5/32 -j ACCEPT") == 0);
     inside(ns, [&] {
         auto dumps = nft::chain_dumps_taken();
-        REQUIRE(firewall::teardown_forward(spec));
+        REQUIRE(firewall::iptables_forward().teardown(spec));
         CHECK(nft::chain_dumps_taken() == dumps + 1);
         CHECK(occurrences(save, "10.1.0.5") == 0);
-        REQUIRE(firewall::setup_forward(spec));
+        REQUIRE(setup_forward(spec));
         std::ofstream(dir + "/" + std::filesystem::directory_iterator(dir)->path().filename().string()) << "v4 1 x\n";
         CHECK(record() == 0);
-        REQUIRE(firewall::teardown_forward(spec));
+        REQUIRE(firewall::iptables_forward().teardown(spec));
         CHECK(occurrences(save, "10.1.0.5") == 0);
         CHECK(occurrences(save, "-A CNI-FORWARD") == 401);
     });
@@ -412,10 +420,10 @@ TEST_CASE("the firewall's per-address rules are found and deleted by their recor
     {
         VariantPath legacy(fw::Variant::legacy);
         inside(ns, [&] {
-            REQUIRE(firewall::setup_forward(spec));
+            REQUIRE(setup_forward(spec));
             CHECK(record() == 0);
             CHECK(occurrences("ip netns exec " + ns.name + " iptables-legacy-save -t filter", from) == 1);
-            REQUIRE(firewall::teardown_forward(spec));
+            REQUIRE(firewall::iptables_forward().teardown(spec));
             CHECK(occurrences("ip netns exec " + ns.name + " iptables-legacy-save -t filter", "10.1.0.5") == 0);
         });
     }

@@ -3,16 +3,17 @@
 // FORWARD chain, chained after a main plugin, with the reference's iptables rules (forward.hpp):
 // CNI-FORWARD with the admin chain first (iptablesAdminChainName, default CNI-ADMIN), then per
 // address of prevResult "replies to it" and "everything from it". ingressPolicy same-bridge or
-// isolated (the bridge is prevResult's first interface) drops traffic between bridges (isolated:
-// also inside the bridge); open does nothing. backend firewalld (firewalld.hpp) instead makes each
-// address a source of firewalldZone (trusted) over D-Bus; with no backend given, firewalld is used
-// when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables otherwise, as the reference
-// chooses. The ingress policy is iptables either way. DEL removes the per-address rules or sources
+// isolated (isolation.hpp; the bridge is prevResult's first interface) drops traffic between
+// bridges (isolated: also inside the bridge); open does nothing. backend firewalld instead makes
+// each address a source of firewalldZone (trusted) over D-Bus; with no backend given, firewalld
+// is used when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables otherwise, as the
+// reference chooses. The ingress policy is iptables either way. DEL removes the per-address rules or sources
 // (from prevResult, as the reference); the shared chains stay. Beyond the reference: CHECK fails
 // when an isolation rule is missing or firewalld does not have the source, a failed ADD takes back
 // the sources it added, and DEL succeeds when firewalld is gone (its runtime sources went with it).
 #include "applets/firewall/firewalld.hpp"
 #include "applets/firewall/forward.hpp"
+#include "applets/firewall/isolation.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/driver.hpp"
@@ -80,24 +81,20 @@ Result<CniResult> prev_or_fail(const FirewallConf& c) {
     return std::move(**prev);
 }
 
-// The applet's two drivers for this call (firewalld's talks to $DBUS_SYSTEM_BUS_ADDRESS).
-struct ForwardDrivers {
-    FirewalldSources firewalld;
-    fw::Drivers<ForwardSpec> drivers;
-    explicit ForwardDrivers(const Context& ctx)
-        : firewalld(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"), ctx.warn),
-          drivers{{fw::Driver::iptables, &iptables_forward()}, {fw::Driver::firewalld, &firewalld}} {}
-    ForwardDrivers(const ForwardDrivers&) = delete;
-    ForwardDrivers& operator=(const ForwardDrivers&) = delete;
-};
-
 // The driver in effect: the configured one, or firewalld when it is on the bus.
-fw::Driver driver_of(const FirewallConf& c, const Context& ctx, const ForwardDrivers& d) {
-    return d.drivers.choose(c.driver, [&] { return firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
+fw::Driver driver_of(const FirewallConf& c, const Context& ctx) {
+    return forward().choose(c.driver, [&] { return firewalld_running(ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS")); });
 }
 
-ForwardSpec forward_spec(const FirewallConf& c, const Request& r, std::vector<net::IpAddr> ips) {
-    return {std::move(ips), c.admin_chain, c.zone, c.net.name, {r.container_id, r.ifname}};
+// The attachment's spec (firewalld's driver talks to $DBUS_SYSTEM_BUS_ADDRESS and warns on stderr).
+ForwardSpec forward_spec(const FirewallConf& c, const Context& ctx, std::vector<net::IpAddr> ips) {
+    return {.ips = std::move(ips),
+            .admin_chain = c.admin_chain,
+            .zone = c.zone,
+            .network = c.net.name,
+            .attachment = {ctx.req.container_id, ctx.req.ifname},
+            .bus_address = ctx.req.getenv("DBUS_SYSTEM_BUS_ADDRESS"),
+            .warn = ctx.warn};
 }
 
 // The bridge an ingress policy isolates: prevResult's first interface.
@@ -114,9 +111,8 @@ Result<CniResult> firewall_add(const Context& ctx) {
     CNI_TRY(check_admin_chain(c));
     CNI_TRY_ASSIGN(auto prev, prev_or_fail(c));
     auto ips = addresses(prev);
-    ForwardDrivers d(ctx);
     Rollback undo;
-    CNI_TRY(d.drivers.setup(driver_of(c, ctx, d), forward_spec(c, ctx.req, ips), undo));
+    CNI_TRY(forward().setup(driver_of(c, ctx), forward_spec(c, ctx, ips), undo));
     if (c.policy != IngressPolicy::open) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
         CNI_TRY(isolation().setup(fw::Driver::iptables, {bridge, c.policy, ips}, undo));
@@ -129,8 +125,8 @@ Status firewall_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
     auto prev = parse_prev_result(c.net);
     if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
-    ForwardDrivers d(ctx);  // the chosen driver's alone, as the reference's DEL
-    return d.drivers.teardown(driver_of(c, ctx, d), forward_spec(c, ctx.req, addresses(**prev)));
+    // the chosen driver's alone, as the reference's DEL
+    return forward().teardown(driver_of(c, ctx), forward_spec(c, ctx, addresses(**prev)));
 }
 
 Status firewall_check(const Context& ctx) {
@@ -142,8 +138,7 @@ Status firewall_check(const Context& ctx) {
         CNI_TRY_ASSIGN(auto bridge, bridge_of(c.policy, prev));
         CNI_TRY(isolation().check(fw::Driver::iptables, {bridge, c.policy, ips}));
     }
-    ForwardDrivers d(ctx);
-    return d.drivers.check(driver_of(c, ctx, d), forward_spec(c, ctx.req, ips));
+    return forward().check(driver_of(c, ctx), forward_spec(c, ctx, ips));
 }
 
 constexpr auto kFirewallKeyDocs = docs_of(kFirewallKeys);

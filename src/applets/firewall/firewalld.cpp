@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// firewalld's zone sources over D-Bus; see firewalld.hpp.
+// firewalld's zone sources over D-Bus (see firewalld.hpp).
 #include "applets/firewall/firewalld.hpp"
 
 namespace cni::firewall {
@@ -49,36 +49,6 @@ Result<bool> Firewalld::has_source(const std::string& zone, const net::IpAddr& i
     const bool* yes = r->empty() ? nullptr : std::get_if<bool>(&(*r)[0]);
     if (!yes) return fail("firewalld answered querySource for " + source_of(ip) + " without a boolean");
     return *yes;
-}
-
-Status FirewalldSources::setup(const ForwardSpec& f, Rollback& undo) const {
-    CNI_TRY_ASSIGN(auto fwd, Firewalld::connect(bus_address_));
-    auto shared = std::make_shared<Firewalld>(std::move(fwd));
-    for (auto& ip : f.ips) {
-        CNI_TRY_ASSIGN(bool added, shared->add_source(f.zone, ip));
-        if (added) undo.push([shared, zone = f.zone, ip] { (void)shared->remove_source(zone, ip); });
-    }
-    return {};
-}
-
-Status FirewalldSources::check(const ForwardSpec& f) const {
-    CNI_TRY_ASSIGN(auto fwd, Firewalld::connect(bus_address_));
-    for (auto& ip : f.ips) {
-        CNI_TRY_ASSIGN(bool has, fwd.has_source(f.zone, ip));
-        if (!has) return fail("firewalld zone " + f.zone + " does not have the source " + ip.str());
-    }
-    return {};
-}
-
-Status FirewalldSources::teardown(const ForwardSpec& f) const {
-    auto fwd = Firewalld::connect(bus_address_);
-    if (!fwd) {
-        warn_("firewall: " + fwd.error().msg + "; nothing to remove");
-        return {};
-    }
-    for (auto& ip : f.ips)
-        if (auto st = fwd->remove_source(f.zone, ip); !st) warn_("firewall: " + st.error().msg);
-    return {};
 }
 
 }  // namespace cni::firewall

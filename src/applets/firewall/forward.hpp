@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// The firewall plugin's iptables rules (docs/compatibility.md: firewall), in the filter table:
-// FORWARD jumps first to CNI-FORWARD, which jumps first to the admin chain (CNI-ADMIN unless named)
-// and then accepts, per container address, replies to it (conntrack RELATED,ESTABLISHED) and
-// everything from it. ingressPolicy same-bridge/isolated adds the CNI-ISOLATION-STAGE-1/2 chains
-// that drop traffic between different bridges (isolated: also within the bridge). Rules, comments
-// and positions are the reference's, so either implementation sees the other's rules as its own;
-// one commit per table per call, under the xtables lock.
+// What the firewall plugin lets through for an attachment (docs/compatibility.md: firewall), one
+// kind of firewall rules in its two drivers through the one firewall interface
+// (core/fw/driver.hpp): iptables (forward_iptables.cpp: the reference's CNI-FORWARD accepts of
+// each container address, jumped to from FORWARD) and firewalld (forward_firewalld.cpp: each
+// address a source of a firewalld zone over D-Bus; firewalld owns the rules). Offered together as
+// forward(); the applet chooses among them (forward().choose) for ADD, CHECK and, as the
+// reference, DEL too.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/fw/driver.hpp"
@@ -18,46 +20,28 @@
 
 namespace cni::firewall {
 
-// What the firewall applet lets through for an attachment, in either of its drivers: the
-// iptables one here, firewalld's zone sources in firewalld.hpp (chosen in firewall.cpp).
+// What the firewall applet lets through for an attachment, in either of its drivers.
 struct ForwardSpec {
     std::vector<net::IpAddr> ips;
     std::string admin_chain;  // iptables
     std::string zone;         // firewalld
-    std::string network;      // iptables: whose rules the record names (forward_record.hpp)
+    std::string network;      // iptables: whose rules the record names (forward_iptables_record.hpp)
     net::Attachment attachment;
     std::string record_dir = "/run/cni/cni-all-firewall";  // iptables: where the records are
+    std::string bus_address = {};  // firewalld: $DBUS_SYSTEM_BUS_ADDRESS; empty: the system bus's default
+    std::function<void(std::string_view)> warn = [](std::string_view) {};  // firewalld: teardown's warnings
 };
 
-// The iptables driver's FORWARD accepts (setup_forward, check_forward, teardown_forward).
-const fw::Rules<ForwardSpec>& iptables_forward();
+const fw::Rules<ForwardSpec>& iptables_forward();  // forward_iptables.cpp
+// Setup takes back only the sources it added; teardown succeeds when firewalld is gone (its
+// runtime sources went with it) and only warns about a source it no longer has, as the reference.
+const fw::Rules<ForwardSpec>& firewalld_forward();  // forward_firewalld.cpp
 
-// Adds the jumps and the per-address rules. On an iptables-nft node the per-address rules are
-// appended without reading CNI-FORWARD (which holds every attachment's) and their handles are
-// recorded (forward_record.hpp); an ADD run again finds them by the record.
-Status setup_forward(const ForwardSpec& f);
-// Removes the per-address rules (the chains stay, shared by every attachment) in both iptables
-// variants: by the record's handles where they still hold the attachment's rules, else by
-// reading the chain for every rule of these addresses.
-Status teardown_forward(const ForwardSpec& f);
-// Passes when either iptables variant holds the rules (check_either_variant).
-Status check_forward(const std::vector<net::IpAddr>& ips, const std::string& admin_chain);
-
-enum class IngressPolicy { open, same_bridge, isolated };
-// The policy as the config spells it ("open", "same-bridge", "isolated").
-const char* policy_name(IngressPolicy policy);
-// What an ingress policy isolates: `bridge`, in the families of `ips`.
-struct IsolationSpec {
-    std::string bridge;
-    IngressPolicy policy = IngressPolicy::open;
-    std::vector<net::IpAddr> ips;
-};
-
-// The isolation chains, in iptables whichever driver lets the traffic through (as the
-// reference). Setup adds them (nothing for `open`); check passes when either iptables variant
-// holds all of them, its error naming the first one missing (beyond the reference, whose CHECK
-// does not look at them). They belong to the bridge, shared by all of its attachments: an
-// attachment's teardown leaves them, as the reference's DEL does.
-const fw::Drivers<IsolationSpec>& isolation();
+// The FORWARD accepts in both drivers, offered once.
+inline const fw::Drivers<ForwardSpec>& forward() {
+    static const fw::Drivers<ForwardSpec> drivers{{fw::Driver::iptables, &iptables_forward()},
+                                                  {fw::Driver::firewalld, &firewalld_forward()}};
+    return drivers;
+}
 
 }  // namespace cni::firewall

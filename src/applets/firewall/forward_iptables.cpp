@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The firewall plugin's filter rules through IptTable (see forward.hpp).
+// The firewall plugin's FORWARD accepts with iptables (see forward.hpp), in the filter table:
+// FORWARD jumps first to CNI-FORWARD, which jumps first to the admin chain (CNI-ADMIN unless
+// named) and then accepts, per container address, replies to it (conntrack RELATED,ESTABLISHED)
+// and everything from it. Rules, comments and positions are the reference's, so either
+// implementation sees the other's rules as its own; one commit per table per call, under the
+// xtables lock. On an iptables-nft node the per-address rules are appended without reading
+// CNI-FORWARD (which holds every attachment's) and their handles are recorded
+// (forward_iptables_record.hpp): an ADD run again, and the DEL, find them by the record.
 #include "applets/firewall/forward.hpp"
-
-#include "applets/firewall/forward_record.hpp"
 
 #include <netinet/in.h>
 
@@ -11,24 +16,13 @@
 
 #include <algorithm>
 
-#include "core/fw/iptables.hpp"
-#include "core/fw/xtables_nft.hpp"
-#include "core/os/file_lock.hpp"
+#include "applets/firewall/forward_iptables_record.hpp"
+#include "applets/firewall/iptables_filter.hpp"
 
 namespace cni::firewall {
 namespace {
 
-constexpr const char* kForward = "FORWARD";
 constexpr const char* kPrivate = "CNI-FORWARD";
-constexpr const char* kStage1 = "CNI-ISOLATION-STAGE-1";
-constexpr const char* kStage2 = "CNI-ISOLATION-STAGE-2";
-
-fw::IptRule to(std::string target, std::string comment = "") {
-    fw::IptRule r;
-    r.target = std::move(target);
-    r.comment = std::move(comment);
-    return r;
-}
 
 // The two rules of one container address.
 std::pair<fw::IptRule, fw::IptRule> address_rules(const net::IpAddr& ip) {
@@ -40,50 +34,6 @@ std::pair<fw::IptRule, fw::IptRule> address_rules(const net::IpAddr& ip) {
     from.src = host;
     return {replies, from};
 }
-
-std::vector<net::IpAddr> of_family(const std::vector<net::IpAddr>& ips, fw::Family f) {
-    std::vector<net::IpAddr> mine;
-    for (auto& ip : ips)
-        if (ip.is_v4() == (f == fw::Family::v4)) mine.push_back(ip);
-    return mine;
-}
-
-// Runs `fn(table, addresses)` on the filter table of the node's variant of each family that has
-// addresses, and commits it (IptTable::update).
-template <class Fn>
-Status per_family(const std::vector<net::IpAddr>& ips, Fn&& fn) {
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
-    for (fw::Family f : {fw::Family::v4, fw::Family::v6}) {
-        auto mine = of_family(ips, f);
-        if (mine.empty()) continue;
-        CNI_TRY(fw::IptTable::update(f, "filter", [&](fw::IptTable& filter) { return fn(filter, mine); }));
-    }
-    return {};
-}
-
-// Runs `check(table, addresses)` on the filter table of each family that has addresses, in each
-// variant; passes when one variant passes for every family (check_either_variant).
-template <class Fn>
-Status check_per_family(const std::vector<net::IpAddr>& ips, Fn&& check) {
-    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
-    return fw::check_either_variant([&](fw::Variant v) -> Status {
-        for (fw::Family f : {fw::Family::v4, fw::Family::v6}) {
-            auto mine = of_family(ips, f);
-            if (mine.empty()) continue;
-            CNI_TRY_ASSIGN(auto t, fw::IptTable::open(f, "filter", v));
-            CNI_TRY(check(t, mine));
-        }
-        return {};
-    });
-}
-
-Status ensure_chain(fw::IptTable& t, const std::string& chain) {
-    return t.has_chain(chain) ? Status{} : t.create_chain(chain);
-}
-
-}  // namespace
-
-namespace {
 
 // The rules `ips` need in CNI-FORWARD, in the order ADD appends them.
 std::vector<fw::IptRule> address_rules_of(const std::vector<net::IpAddr>& ips) {
@@ -108,8 +58,7 @@ Result<bool> recorded_rules_hold(const fw::IptTable& t, const std::vector<std::u
     return std::ranges::all_of(*at, wanted) && std::ranges::all_of(want, held);
 }
 
-}  // namespace
-
+// Adds the jumps and the per-address rules, or finds the rules by the record.
 Status setup_forward(const ForwardSpec& f) {
     ForwardRecord record(f.network, f.attachment, f.record_dir);
     auto known = record.load().value_or(ForwardHandles{});
@@ -142,7 +91,9 @@ Status setup_forward(const ForwardSpec& f) {
     return {};
 }
 
-// The per-address rules go from both variants.
+// Removes the per-address rules (the chains stay, shared by every attachment) in both iptables
+// variants: by the record's handles where they still hold the attachment's rules, else by
+// reading the chain for every rule of these addresses.
 Status teardown_forward(const ForwardSpec& f) {
     ForwardRecord record(f.network, f.attachment, f.record_dir);
     auto known = record.load().value_or(ForwardHandles{});
@@ -168,6 +119,7 @@ Status teardown_forward(const ForwardSpec& f) {
     return {};
 }
 
+// Passes when either iptables variant holds the rules (check_either_variant).
 Status check_forward(const std::vector<net::IpAddr>& ips, const std::string& admin_chain) {
     return check_per_family(ips, [&](fw::IptTable& t, const std::vector<net::IpAddr>& mine) -> Status {
         CNI_TRY_ASSIGN(bool jump, t.has_rule(kForward, to(kPrivate, "CNI firewall plugin rules")));
@@ -184,90 +136,6 @@ Status check_forward(const std::vector<net::IpAddr>& ips, const std::string& adm
     });
 }
 
-namespace {
-
-// One isolation rule: its chain, and whether it goes first (inserted) or last (appended).
-struct IsolationRule {
-    const char* chain;
-    fw::IptRule rule;
-    bool first;
-};
-
-// The isolation rules for `bridge` in the order setup_isolation places them (so the last
-// inserted is first in its chain, as the reference leaves them).
-std::vector<IsolationRule> isolation_rules(const std::string& bridge, IngressPolicy policy) {
-    const std::string comment = std::string("CNI firewall plugin rules (ingressPolicy: ") + policy_name(policy) + ")";
-    std::vector<IsolationRule> out{{kForward, to(kStage1, comment), true}};
-    fw::IptRule leave = to(kStage2, comment);  // -i BR ! -o BR: leaving the bridge for another
-    leave.in_iface = leave.out_iface = bridge;
-    leave.out_inverted = true;
-    out.push_back({kStage1, leave, true});
-    if (policy == IngressPolicy::isolated) {
-        fw::IptRule within = to("DROP", comment);  // -i BR -o BR: between containers of the bridge
-        within.in_iface = within.out_iface = bridge;
-        out.push_back({kStage1, within, true});
-    }
-    out.push_back({kStage1, to("RETURN", comment), false});
-    fw::IptRule enter = to("DROP", comment);  // -o BR: arriving from another bridge
-    enter.out_iface = bridge;
-    out.push_back({kStage2, enter, true});
-    out.push_back({kStage2, to("RETURN", comment), false});
-    return out;
-}
-
-// An isolation rule as iptables -S shows its interfaces and target.
-std::string shown(const fw::IptRule& r) {
-    std::string s;
-    if (!r.in_iface.empty()) s += "-i " + r.in_iface + " ";
-    if (!r.out_iface.empty()) s += std::string(r.out_inverted ? "! " : "") + "-o " + r.out_iface + " ";
-    return s + "-j " + r.target;
-}
-
-}  // namespace
-
-const char* policy_name(IngressPolicy policy) {
-    switch (policy) {
-        case IngressPolicy::open: return "open";
-        case IngressPolicy::same_bridge: return "same-bridge";
-        case IngressPolicy::isolated: return "isolated";
-    }
-    return "open";
-}
-
-namespace {
-
-Status setup_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<net::IpAddr>& ips) {
-    if (policy == IngressPolicy::open) return {};
-    auto rules = isolation_rules(bridge, policy);
-    return per_family(ips, [&](fw::IptTable& t, const std::vector<net::IpAddr>&) -> Status {
-        CNI_TRY(ensure_chain(t, kStage1));
-        CNI_TRY(ensure_chain(t, kStage2));
-        for (auto& r : rules) CNI_TRY(r.first ? t.insert_unique(r.chain, r.rule) : t.append_unique(r.chain, r.rule));
-        return {};
-    });
-}
-
-Status check_isolation(const std::string& bridge, IngressPolicy policy, const std::vector<net::IpAddr>& ips) {
-    if (policy == IngressPolicy::open) return {};
-    auto rules = isolation_rules(bridge, policy);
-    return check_per_family(ips, [&](fw::IptTable& t, const std::vector<net::IpAddr>&) -> Status {
-        for (auto& r : rules) {
-            CNI_TRY_ASSIGN(bool found, t.has_rule(r.chain, r.rule));
-            if (!found)
-                return fail(std::string("firewall: ingressPolicy \"") + policy_name(policy) + "\" needs the rule " +
-                            r.chain + " " + shown(r.rule) + ", which is missing");
-        }
-        return {};
-    });
-}
-
-class IptablesIsolation final : public fw::Rules<IsolationSpec> {
-public:
-    Status setup(const IsolationSpec& i, Rollback&) const override { return setup_isolation(i.bridge, i.policy, i.ips); }
-    Status check(const IsolationSpec& i) const override { return check_isolation(i.bridge, i.policy, i.ips); }
-    Status teardown(const IsolationSpec&) const override { return {}; }  // the bridge's, not the attachment's
-};
-
 class IptablesForward final : public fw::Rules<ForwardSpec> {
 public:
     Status setup(const ForwardSpec& f, Rollback& undo) const override {
@@ -283,12 +151,6 @@ public:
 const fw::Rules<ForwardSpec>& iptables_forward() {
     static const IptablesForward rules;
     return rules;
-}
-
-const fw::Drivers<IsolationSpec>& isolation() {
-    static const IptablesIsolation iptables;
-    static const fw::Drivers<IsolationSpec> drivers{{fw::Driver::iptables, &iptables}};
-    return drivers;
 }
 
 }  // namespace cni::firewall
