@@ -9,16 +9,15 @@
 // succeeds without a netns; and unshapedSubnets or shapedSubnets (the lists of the reverted
 // upstream PR #921, in the config or in runtimeConfig.bandwidth) exempt the listed subnets from
 // shaping, or shape only them. With a list, each shaped device gets an HTB root instead of the TBF
-// (core/nl/tc): a shaped class at the rate with the burst as its buffer, an unshaped one at 100
+// (shaping.hpp): a shaped class at the rate with the burst as its buffer, an unshaped one at 100
 // Gbit/s, and u32 filters on the remote address (the source of traffic to the container on the
 // veth, the destination of its traffic on the IFB). Without a list the qdiscs are the reference's
 // TBFs, unchanged.
 #include <limits>
 
+#include "applets/bandwidth/shaping.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
-#include "core/fw/sha512.hpp"
-#include "core/go_num.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/tc.hpp"
 #include "core/os/netns.hpp"
@@ -28,7 +27,6 @@ namespace cni::bandwidth {
 namespace {
 
 constexpr std::string_view kBandwidthVersions[] = {"0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"};
-constexpr double kLatencyUsec = 25000;  // the TBF latency, 25 ms
 
 // The keys, read at the top level and from runtimeConfig.bandwidth (Go's BandwidthEntry).
 struct BandwidthEntry {
@@ -108,29 +106,9 @@ Result<BandwidthConf> parse_bandwidth_conf(const Request& req) {
     return c;
 }
 
-nl::Tbf tbf_for(std::uint64_t rate_bits, std::uint64_t burst_bits) {
-    nl::Tbf t;
-    t.rate = rate_bits / 8;
-    t.burst = std::uint32_t(burst_bits / 8);
-    // The reference's formula and conversion (wrapping where Go's does), so the state is its.
-    t.limit = go_uint32(double(t.rate) * kLatencyUsec / 1e6) + t.burst;
-    return t;
-}
-
-// The subnet split of one direction: match_source on the veth (traffic to the container comes
-// from the remote address), the destination on the IFB (the container's traffic goes to it).
-nl::SubnetSplit split_for(const BandwidthConf& c, std::uint64_t rate_bits, std::uint64_t burst_bits, bool match_source) {
-    return nl::SubnetSplit{rate_bits / 8, std::uint32_t(burst_bits / 8), c.subnets, c.subnets_shaped, match_source};
-}
-
-// The root qdisc of one direction: the reference's TBF, or the HTB split when subnets are listed.
-Status shape(const nl::Socket& host, int ifindex, const BandwidthConf& c, std::uint64_t rate, std::uint64_t burst, bool match_source) {
-    if (c.subnets.empty()) return nl::add_root_tbf(host, ifindex, tbf_for(rate, burst));
-    return nl::add_root_htb_split(host, ifindex, split_for(c, rate, burst, match_source));
-}
-
-std::string ifb_name(const NetConf& net, const std::string& container_id) {
-    return ("bwp" + fw::sha512_hex(net.name + container_id)).substr(0, 15);
+// One direction's shaping: match_source on the veth, the destination on the IFB (shaping.hpp).
+Shaping shaping_of(const BandwidthConf& c, std::uint64_t rate, std::uint64_t burst, bool match_source) {
+    return Shaping{rate, burst, c.subnets, c.subnets_shaped, match_source};
 }
 
 // The host side of CNI_IFNAME's veth, which prevResult must list outside any sandbox.
@@ -147,12 +125,6 @@ Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, co
     return fail("bandwidth: prevResult lists no host interface that is the peer of " + r.ifname);
 }
 
-// CHECK's comparison, in the kernel's terms as the reference's: rate, limit and the bucket in
-// scheduler ticks, exactly.
-bool same_tbf(const nl::TbfState& have, const nl::Tbf& want) {
-    return have.rate == want.rate && have.limit == want.limit && have.buffer_ticks == nl::tbf_buffer_ticks(want);
-}
-
 Result<CniResult> bandwidth_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
     const Request& r = ctx.req;
@@ -167,16 +139,16 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
 
     Rollback undo;
     undo.push([&] { (void)nl::clear_qdiscs(host, veth.index); });
-    if (l.ingress_rate) CNI_TRY(shape(host, veth.index, c, l.ingress_rate, l.ingress_burst, true));
+    if (l.ingress_rate) CNI_TRY(shape(host, veth.index, shaping_of(c, l.ingress_rate, l.ingress_burst, true)));
     if (l.egress_rate) {
-        std::string name = ifb_name(c.net, r.container_id);
+        std::string name = ifb_name(c.net.name, r.container_id);
         CNI_TRY(nl::add_ifb(host, nl::NewLink{name, veth.mtu, "", 0, -1}));
         undo.push([&host, name] { (void)nl::delete_link(host, name); });
         CNI_TRY_ASSIGN(auto ifb, nl::require_link(host, name));
         CNI_TRY(nl::set_txqlen(host, ifb, 0));
         CNI_TRY(nl::set_link_up(host, ifb, true));
         CNI_TRY(nl::add_ingress_redirect(host, veth.index, ifb.index));
-        CNI_TRY(shape(host, ifb.index, c, l.egress_rate, l.egress_burst, false));
+        CNI_TRY(shape(host, ifb.index, shaping_of(c, l.egress_rate, l.egress_burst, false)));
         Interface i;
         i.name = name;
         i.mac = ifb.mac;
@@ -189,7 +161,7 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
 Status bandwidth_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY(nl::delete_link(host, ifb_name(c.net, ctx.req.container_id)));  // the veth's qdiscs go with the veth
+    CNI_TRY(nl::delete_link(host, ifb_name(c.net.name, ctx.req.container_id)));  // the veth's qdiscs go with the veth
     return {};
 }
 
@@ -201,34 +173,12 @@ Status bandwidth_check(const Context& ctx) {
     if (!l.ingress_rate && !l.egress_rate) return {};
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto veth, host_veth(host, prev, ctx));
-    auto expect = [&](int ifindex, const std::string& name, std::uint64_t rate, std::uint64_t burst) -> Status {
-        if (!c.subnets.empty()) {
-            CNI_TRY_ASSIGN(auto htb, nl::root_htb_split(host, ifindex));
-            auto want = split_for(c, rate, burst, false);
-            const std::uint32_t default_class = c.subnets_shaped ? nl::kUnshapedClass : nl::kShapedClass;
-            if (!htb) return fail("bandwidth: " + name + " has no htb qdisc");
-            if (htb->default_class != default_class || htb->shaped_rate != want.rate || htb->filters != want.subnets.size())
-                return fail("bandwidth: the htb of " + name + " has shaped rate " + std::to_string(htb->shaped_rate) + " B/s and " +
-                            std::to_string(htb->filters) + " subnet filters; expected " + std::to_string(want.rate) + " and " +
-                            std::to_string(want.subnets.size()));
-            return {};
-        }
-        CNI_TRY_ASSIGN(auto have, nl::root_tbf(host, ifindex));
-        auto want = tbf_for(rate, burst);
-        if (!have) return fail("bandwidth: " + name + " has no tbf qdisc");
-        if (!same_tbf(*have, want))
-            return fail("bandwidth: the tbf of " + name + " has rate " + std::to_string(have->rate) + " B/s, bucket " +
-                        std::to_string(have->buffer_ticks) + " ticks, limit " + std::to_string(have->limit) + " B; expected " +
-                        std::to_string(want.rate) + ", " + std::to_string(nl::tbf_buffer_ticks(want)) + ", " +
-                        std::to_string(want.limit));
-        return {};
-    };
-    if (l.ingress_rate) CNI_TRY(expect(veth.index, veth.name, l.ingress_rate, l.ingress_burst));
+    if (l.ingress_rate) CNI_TRY(check_shaped(host, veth.index, veth.name, shaping_of(c, l.ingress_rate, l.ingress_burst, true)));
     if (l.egress_rate) {
-        std::string name = ifb_name(c.net, r.container_id);
+        std::string name = ifb_name(c.net.name, r.container_id);
         CNI_TRY_ASSIGN(auto ifb, nl::find_link(host, name));
         if (!ifb) return fail("bandwidth: the egress device " + name + " is missing");
-        CNI_TRY(expect(ifb->index, name, l.egress_rate, l.egress_burst));
+        CNI_TRY(check_shaped(host, ifb->index, name, shaping_of(c, l.egress_rate, l.egress_burst, false)));
     }
     return {};
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// TBF (raw messages), HTB with subnet filters, ingress qdisc and mirred redirect over libnl-route
-// (see tc.hpp).
+// TBF (raw messages), HTB with its classes, pfifo, u32 prefix filters, ingress qdisc and mirred
+// redirect over libnl-route (see tc.hpp).
 #include "core/nl/tc.hpp"
 
 #include <netinet/in.h>
@@ -49,61 +49,9 @@ QdiscPtr qdisc(int ifindex, std::uint32_t parent, std::uint32_t handle) {
 
 std::string on(int ifindex) { return " on link #" + std::to_string(ifindex); }
 
-constexpr std::uint64_t kUnshapedRate = 100'000'000'000 / 8;  // 100 Gbit/s in bytes per second
-constexpr std::uint32_t kUnshapedBurst = 1 << 20;
-constexpr int kClassQueue = 1000;  // packets, a veth's default txqlen
-
-Status add_htb_class(const Socket& s, int ifindex, std::uint32_t id, std::uint64_t rate, std::uint32_t burst) {
-    ClassPtr c(rtnl_class_alloc());
-    if (!c) return fail("netlink: out of memory");
-    rtnl_tc_set_ifindex(TC_CAST(c.get()), ifindex);
-    rtnl_tc_set_parent(TC_CAST(c.get()), kRootHandle);
-    rtnl_tc_set_handle(TC_CAST(c.get()), id);
-    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(c.get()), "htb"), "creating htb class"));
-    CNI_TRY(s.check(rtnl_htb_set_rate64(c.get(), rate), "creating htb class"));
-    CNI_TRY(s.check(rtnl_htb_set_ceil64(c.get(), rate), "creating htb class"));
-    CNI_TRY(s.check(rtnl_htb_set_rbuffer(c.get(), burst), "creating htb class"));
-    CNI_TRY(s.check(rtnl_htb_set_cbuffer(c.get(), burst), "creating htb class"));
-    // what HTB would derive (rate / r2q 10), kept where the kernel does not warn about it
-    CNI_TRY(s.check(rtnl_htb_set_quantum(c.get(), std::uint32_t(std::clamp<std::uint64_t>(rate / 10, 1514, 200000))),
-                    "creating htb class"));
-    CNI_TRY(s.check(rtnl_class_add(s.get(), c.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb class" + on(ifindex)));
-    // The class's own queue, so its length does not follow the device's txqlen (an IFB's is 0,
-    // which would give the default fifo no room at all).
-    auto q = qdisc(ifindex, id, TC_HANDLE(0x10 + TC_H_MIN(id), 0));
-    if (!q) return fail("netlink: out of memory");
-    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(q.get()), "pfifo"), "creating pfifo"));
-    CNI_TRY(s.check(rtnl_qdisc_fifo_set_limit(q.get(), kClassQueue), "creating pfifo"));
-    return s.check(rtnl_qdisc_add(s.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL), "adding the class's pfifo" + on(ifindex));
-}
-
-// A u32 filter under the HTB root sending packets whose source or destination is in `net` to
-// `to_class`: IPv4 at prio 16, IPv6 at prio 17 (one protocol per prio, as the kernel wants).
-Status add_subnet_filter(const Socket& s, int ifindex, const net::IpNet& net, bool match_source, std::uint32_t to_class) {
-    ClsPtr cls(rtnl_cls_alloc());
-    if (!cls) return fail("netlink: out of memory");
-    const bool v4 = net.ip.is_v4();
-    rtnl_tc_set_ifindex(TC_CAST(cls.get()), ifindex);
-    rtnl_tc_set_parent(TC_CAST(cls.get()), kRootHandle);
-    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(cls.get()), "u32"), "creating u32 filter"));
-    rtnl_cls_set_prio(cls.get(), v4 ? 16 : 17);
-    rtnl_cls_set_protocol(cls.get(), v4 ? ETH_P_IP : ETH_P_IPV6);
-    CNI_TRY(s.check(rtnl_u32_set_classid(cls.get(), to_class), "creating u32 filter"));
-    const net::IpAddr network = net.network();
-    const auto& b = network.bytes();
-    if (v4) {
-        in_addr a{};
-        std::memcpy(&a, &b[12], 4);
-        CNI_TRY(s.check(rtnl_u32_add_key_in_addr(cls.get(), &a, std::uint8_t(net.prefix), match_source ? 12 : 16, 0),
-                        "matching " + net.str()));
-    } else {
-        in6_addr a{};
-        std::memcpy(a.s6_addr, b.data(), 16);
-        CNI_TRY(s.check(rtnl_u32_add_key_in6_addr(cls.get(), &a, std::uint8_t(net.prefix), match_source ? 8 : 24, 0),
-                        "matching " + net.str()));
-    }
-    CNI_TRY(s.check(rtnl_u32_set_cls_terminal(cls.get()), "creating u32 filter"));
-    return s.check(rtnl_cls_add(s.get(), cls.get(), NLM_F_CREATE | NLM_F_EXCL), "adding the filter of " + net.str() + on(ifindex));
+bool is_kind(rtnl_tc* tc, std::string_view kind) {
+    const char* k = rtnl_tc_get_kind(tc);
+    return k && kind == k;
 }
 
 // A qdisc message about the root of `ifindex`, ready for its attributes.
@@ -174,37 +122,87 @@ Result<std::optional<TbfState>> root_tbf(const Socket& s, int ifindex) {
     return tbf;
 }
 
-Status add_root_htb_split(const Socket& s, int ifindex, const SubnetSplit& split) {
-    const std::uint32_t listed = split.subnets_shaped ? kShapedClass : kUnshapedClass;
-    const std::uint32_t rest = split.subnets_shaped ? kUnshapedClass : kShapedClass;
+Status add_root_htb(const Socket& s, int ifindex, std::uint32_t default_class) {
     auto q = qdisc(ifindex, TC_H_ROOT, kRootHandle);
     if (!q) return fail("netlink: out of memory");
     CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(q.get()), "htb"), "creating htb"));
-    CNI_TRY(s.check(rtnl_htb_set_defcls(q.get(), TC_H_MIN(rest)), "creating htb"));
-    CNI_TRY(s.check(rtnl_qdisc_add(s.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb qdisc" + on(ifindex)));
-    CNI_TRY(add_htb_class(s, ifindex, kShapedClass, split.rate, split.burst));
-    CNI_TRY(add_htb_class(s, ifindex, kUnshapedClass, kUnshapedRate, kUnshapedBurst));
-    for (auto& net : split.subnets) CNI_TRY(add_subnet_filter(s, ifindex, net, split.match_source, listed));
-    return {};
+    CNI_TRY(s.check(rtnl_htb_set_defcls(q.get(), TC_H_MIN(default_class)), "creating htb"));
+    return s.check(rtnl_qdisc_add(s.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb qdisc" + on(ifindex));
 }
 
-Result<std::optional<HtbSplit>> root_htb_split(const Socket& s, int ifindex) {
+Status add_htb_class(const Socket& s, int ifindex, const HtbClass& h) {
+    ClassPtr c(rtnl_class_alloc());
+    if (!c) return fail("netlink: out of memory");
+    rtnl_tc_set_ifindex(TC_CAST(c.get()), ifindex);
+    rtnl_tc_set_parent(TC_CAST(c.get()), kRootHandle);
+    rtnl_tc_set_handle(TC_CAST(c.get()), h.id);
+    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(c.get()), "htb"), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_rate64(c.get(), h.rate), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_ceil64(c.get(), h.rate), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_rbuffer(c.get(), h.burst), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_cbuffer(c.get(), h.burst), "creating htb class"));
+    CNI_TRY(s.check(rtnl_htb_set_quantum(c.get(), std::uint32_t(std::clamp<std::uint64_t>(h.rate / 10, 1514, 200000))),
+                    "creating htb class"));
+    return s.check(rtnl_class_add(s.get(), c.get(), NLM_F_CREATE | NLM_F_EXCL), "adding htb class" + on(ifindex));
+}
+
+Status add_pfifo(const Socket& s, int ifindex, std::uint32_t parent, std::uint32_t handle, int limit) {
+    auto q = qdisc(ifindex, parent, handle);
+    if (!q) return fail("netlink: out of memory");
+    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(q.get()), "pfifo"), "creating pfifo"));
+    CNI_TRY(s.check(rtnl_qdisc_fifo_set_limit(q.get(), limit), "creating pfifo"));
+    return s.check(rtnl_qdisc_add(s.get(), q.get(), NLM_F_CREATE | NLM_F_EXCL), "adding the class's pfifo" + on(ifindex));
+}
+
+Status add_prefix_filter(const Socket& s, int ifindex, const net::IpNet& net, bool match_source, std::uint32_t to_class) {
+    ClsPtr cls(rtnl_cls_alloc());
+    if (!cls) return fail("netlink: out of memory");
+    const bool v4 = net.ip.is_v4();
+    rtnl_tc_set_ifindex(TC_CAST(cls.get()), ifindex);
+    rtnl_tc_set_parent(TC_CAST(cls.get()), kRootHandle);
+    CNI_TRY(s.check(rtnl_tc_set_kind(TC_CAST(cls.get()), "u32"), "creating u32 filter"));
+    rtnl_cls_set_prio(cls.get(), v4 ? 16 : 17);
+    rtnl_cls_set_protocol(cls.get(), v4 ? ETH_P_IP : ETH_P_IPV6);
+    CNI_TRY(s.check(rtnl_u32_set_classid(cls.get(), to_class), "creating u32 filter"));
+    const net::IpAddr network = net.network();
+    const auto& b = network.bytes();
+    if (v4) {
+        in_addr a{};
+        std::memcpy(&a, &b[12], 4);
+        CNI_TRY(s.check(rtnl_u32_add_key_in_addr(cls.get(), &a, std::uint8_t(net.prefix), match_source ? 12 : 16, 0),
+                        "matching " + net.str()));
+    } else {
+        in6_addr a{};
+        std::memcpy(a.s6_addr, b.data(), 16);
+        CNI_TRY(s.check(rtnl_u32_add_key_in6_addr(cls.get(), &a, std::uint8_t(net.prefix), match_source ? 8 : 24, 0),
+                        "matching " + net.str()));
+    }
+    CNI_TRY(s.check(rtnl_u32_set_cls_terminal(cls.get()), "creating u32 filter"));
+    return s.check(rtnl_cls_add(s.get(), cls.get(), NLM_F_CREATE | NLM_F_EXCL), "adding the filter of " + net.str() + on(ifindex));
+}
+
+Result<std::optional<HtbState>> root_htb(const Socket& s, int ifindex) {
     CNI_TRY_ASSIGN(auto qdiscs, s.dump([](nl_sock* sk, nl_cache** c) { return rtnl_qdisc_alloc_cache(sk, c); }, "listing qdiscs"));
     QdiscPtr q(rtnl_qdisc_get_by_parent(qdiscs.get(), ifindex, TC_H_ROOT));
-    if (!q || std::string_view(rtnl_tc_get_kind(TC_CAST(q.get()))) != "htb") return std::optional<HtbSplit>{};
-    HtbSplit out;
+    if (!q || !is_kind(TC_CAST(q.get()), "htb")) return std::optional<HtbState>{};
+    HtbState out;
     out.default_class = TC_HANDLE(1, rtnl_htb_get_defcls(q.get()));
     CNI_TRY_ASSIGN(auto classes, s.dump([ifindex](nl_sock* sk, nl_cache** c) { return rtnl_class_alloc_cache(sk, ifindex, c); },
                                         "listing classes"));
-    if (ClassPtr c{rtnl_class_get(classes.get(), ifindex, kShapedClass)}) (void)rtnl_htb_get_rate64(c.get(), &out.shaped_rate);
+    for (nl_object* o = nl_cache_get_first(classes.get()); o; o = nl_cache_get_next(o)) {
+        auto* c = reinterpret_cast<rtnl_class*>(o);
+        std::uint64_t rate = 0;
+        if (is_kind(TC_CAST(c), "htb") && rtnl_htb_get_rate64(c, &rate) == 0)
+            out.rates[rtnl_tc_get_handle(TC_CAST(c))] = rate;
+    }
     CNI_TRY_ASSIGN(auto filters, s.dump([ifindex](nl_sock* sk, nl_cache** c) { return rtnl_cls_alloc_cache(sk, ifindex, kRootHandle, c); },
                                         "listing filters"));
     for (nl_object* o = nl_cache_get_first(filters.get()); o; o = nl_cache_get_next(o)) {
         std::uint32_t classid = 0;
         auto* cls = reinterpret_cast<rtnl_cls*>(o);
-        if (std::string_view(rtnl_tc_get_kind(TC_CAST(cls))) == "u32" && rtnl_u32_get_classid(cls, &classid) == 0 && classid) ++out.filters;
+        if (is_kind(TC_CAST(cls), "u32") && rtnl_u32_get_classid(cls, &classid) == 0 && classid) ++out.filters;
     }
-    return std::optional<HtbSplit>(out);
+    return std::optional<HtbState>(out);
 }
 
 Status add_ingress_redirect(const Socket& s, int ifindex, int to_ifindex) {

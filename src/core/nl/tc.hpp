@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Traffic control through libnl-route, what bandwidth needs (docs/compatibility.md: bandwidth): a
-// token bucket filter as a link's root qdisc (handle 1:), read back for CHECK (both as raw messages
-// built with libnl, whose TBF object has no 64-bit rate), and the egress trick - an ingress qdisc
-// (ffff:) whose match-all u32 filter redirects every packet to another link (mirred egress
-// redirect), so a TBF there shapes what the container sends. For bandwidth's subnet lists, an HTB
-// root instead: class 1:30 shaped, class 1:1 unshaped (100 Gbit/s), each with a pfifo of its own,
-// one of them the default and u32 filters on an address sending the listed subnets to the other.
+// Traffic control through libnl-route: the netlink encoding of qdiscs, classes and filters. A
+// token bucket filter as a link's root qdisc (handle 1:), read back (both as raw messages built
+// with libnl, whose TBF object has no 64-bit rate); an HTB as the root (1:) with its classes, a
+// pfifo as a class's own queue and u32 filters sending an address prefix to a class, read back
+// as the root's default class, its classes' rates and its filters; and an ingress qdisc (ffff:)
+// whose match-all u32 filter redirects every packet to another link (mirred egress redirect), so
+// that a qdisc there shapes what arrives here. What to build of them is the caller's.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
-#include <vector>
 
 #include "core/net/ip.hpp"
 #include "core/nl/socket.hpp"
@@ -41,27 +41,36 @@ struct TbfState {
 Status add_root_tbf(const Socket& s, int ifindex, const Tbf& tbf);
 // The link's root TBF, if its root qdisc is one.
 Result<std::optional<TbfState>> root_tbf(const Socket& s, int ifindex);
+// An ingress qdisc on `ifindex` whose match-all filter redirects every packet to `to_ifindex`.
 Status add_ingress_redirect(const Socket& s, int ifindex, int to_ifindex);
 
-inline constexpr std::uint32_t kShapedClass = 0x10030;    // 1:30
-inline constexpr std::uint32_t kUnshapedClass = 0x10001;  // 1:1
+// An HTB as the link's root qdisc (1:), sending what no filter classifies to `default_class` (1:N).
+Status add_root_htb(const Socket& s, int ifindex, std::uint32_t default_class);
 
-struct SubnetSplit {
-    std::uint64_t rate = 0;          // bytes per second of the shaped class
-    std::uint32_t burst = 0;         // bytes
-    std::vector<net::IpNet> subnets;
-    bool subnets_shaped = false;     // shapedSubnets (the rest runs free) or unshapedSubnets
-    bool match_source = false;       // match the packet's source address (else its destination)
+struct HtbClass {
+    std::uint32_t id = 0;     // 1:N, a child of the root
+    std::uint64_t rate = 0;   // bytes per second, its ceiling too
+    std::uint32_t burst = 0;  // bytes, both buffers
 };
-Status add_root_htb_split(const Socket& s, int ifindex, const SubnetSplit& split);
+// The quantum is what HTB would derive (rate / r2q 10), kept where the kernel does not warn.
+Status add_htb_class(const Socket& s, int ifindex, const HtbClass& c);
 
-struct HtbSplit {
+// A pfifo of `limit` packets as the qdisc `handle` under `parent` (a class's own queue).
+Status add_pfifo(const Socket& s, int ifindex, std::uint32_t parent, std::uint32_t handle, int limit);
+
+// A u32 filter under the root sending packets whose source (`match_source`) or destination is
+// in `net` to `to_class`: IPv4 at prio 16, IPv6 at prio 17 (one protocol per prio, as the
+// kernel wants).
+Status add_prefix_filter(const Socket& s, int ifindex, const net::IpNet& net, bool match_source, std::uint32_t to_class);
+
+struct HtbState {
     std::uint32_t default_class = 0;
-    std::uint64_t shaped_rate = 0;   // bytes per second
-    std::size_t filters = 0;         // u32 filters under the root
+    std::map<std::uint32_t, std::uint64_t> rates;  // each HTB class's rate, bytes per second
+    std::size_t filters = 0;                       // u32 filters under the root that classify
 };
-// The link's root HTB as add_root_htb_split leaves it, if its root qdisc is an HTB.
-Result<std::optional<HtbSplit>> root_htb_split(const Socket& s, int ifindex);
+// The link's root HTB, if its root qdisc is one.
+Result<std::optional<HtbState>> root_htb(const Socket& s, int ifindex);
+
 // Removes the root and ingress qdiscs (and so their filters); missing ones are fine.
 Status clear_qdiscs(const Socket& s, int ifindex);
 
