@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "applets/bridge/macspoofchk.hpp"
+#include "applets/bridge/mac_spoof_guard.hpp"
 #include "applets/bridge/port_vlans.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"

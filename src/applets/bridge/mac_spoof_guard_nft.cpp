@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The anti-spoofing chains of bridge's macspoofchk (see macspoofchk.hpp).
-#include "applets/bridge/macspoofchk.hpp"
+// The anti-spoofing chains of bridge's macspoofchk in nf_tables (see mac_spoof_guard.hpp).
+#include "applets/bridge/mac_spoof_guard.hpp"
 
 #include <algorithm>
 #include <string>
@@ -88,10 +88,9 @@ public:
 
 }  // namespace
 
-const fw::Drivers<SpoofGuard>& mac_spoof_guard() {
-    static const NftablesSpoofGuard nftables;
-    static const fw::Drivers<SpoofGuard> drivers{{fw::Driver::nftables, &nftables}};
-    return drivers;
+const fw::Rules<SpoofGuard>& nftables_mac_spoof_guard() {
+    static const NftablesSpoofGuard rules;
+    return rules;
 }
 
 }  // namespace cni::bridge

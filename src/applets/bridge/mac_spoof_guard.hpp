@@ -4,9 +4,10 @@
 // priority -300) jumps for frames from the host veth (`iifname`) to `cni-br-iface-<id>`, which
 // jumps to `cni-br-iface-<id>-mac`: `ether saddr <container MAC> return`, then `drop`; id is
 // "<containerID>-<ifname>" and every rule is commented "macspoofchk-<id>". So a container can
-// only send frames with its own MAC. One nfnetlink transaction each way, through the firewall
-// interface (fw::Rules, core/fw/driver.hpp); teardown is keyed by the id alone, finds the
-// reference's rules as well as ours, and is fine when nothing is there.
+// only send frames with its own MAC. One kind of firewall rules through the one firewall
+// interface (core/fw/driver.hpp), in its one driver (mac_spoof_guard_nft.cpp), one nfnetlink
+// transaction each way; teardown is keyed by the id alone, finds the reference's rules as well
+// as ours, and is fine when nothing is there.
 #pragma once
 
 #include <string>
@@ -20,7 +21,12 @@ struct SpoofGuard {
     std::string container_id, ifname, host_veth, mac;
 };
 
-// The guard's drivers: nftables alone, as the reference's.
-const fw::Drivers<SpoofGuard>& mac_spoof_guard();
+const fw::Rules<SpoofGuard>& nftables_mac_spoof_guard();  // mac_spoof_guard_nft.cpp
+
+// The guard's drivers, offered once: nftables alone, as the reference's.
+inline const fw::Drivers<SpoofGuard>& mac_spoof_guard() {
+    static const fw::Drivers<SpoofGuard> drivers{{fw::Driver::nftables, &nftables_mac_spoof_guard()}};
+    return drivers;
+}
 
 }  // namespace cni::bridge
