@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ipMasq's drivers, offered together (see ipmasq.hpp).
+// ipMasq's backend key (see ipmasq.hpp).
 #include "core/fw/ipmasq.hpp"
 
 #include "core/strings.hpp"
@@ -9,12 +9,6 @@ namespace cni::fw {
 Status validate_ipmasq_backend(std::string_view backend) {
     if (backend.empty() || backend == "iptables" || backend == "nftables") return {};
     return fail("unknown ipmasq backend " + go_quote(backend));
-}
-
-const Drivers<Masquerade>& masquerade() {
-    static const Drivers<Masquerade> drivers{{Driver::iptables, &iptables_masquerade()},
-                                             {Driver::nftables, &nftables_masquerade()}};
-    return drivers;
 }
 
 }  // namespace cni::fw

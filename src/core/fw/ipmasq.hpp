@@ -32,15 +32,19 @@ struct Masquerade {
 // "", "iptables" or "nftables"; anything else is the reference's "unknown ipmasq backend".
 Status validate_ipmasq_backend(std::string_view backend);
 
-// ipMasq in both drivers: ADD and CHECK use masquerade().choose(driver_named(ipMasqBackend));
-// DEL and GC go through every driver (teardown_all, gc_all). iptables' CHECK passes when either
-// iptables variant holds the rules (check_either_variant); GC finds an attachment's rules
-// through the iptables chains' comments in both variants and the nft rules' hashes, so rules
-// written by the reference count too.
-const Drivers<Masquerade>& masquerade();
+const Rules<Masquerade>& iptables_masquerade();  // ipmasq_iptables.cpp
+const Rules<Masquerade>& nftables_masquerade();  // ipmasq_nft.cpp
 
-const Rules<Masquerade>& iptables_masquerade();
-const Rules<Masquerade>& nftables_masquerade();
+// ipMasq in both drivers, offered once: ADD and CHECK use
+// masquerade().choose(driver_named(ipMasqBackend)); DEL and GC go through every driver
+// (teardown_all, gc_all). iptables' CHECK passes when either iptables variant holds the rules
+// (check_either_variant); GC finds an attachment's rules through the iptables chains' comments
+// in both variants and the nft rules' hashes, so rules written by the reference count too.
+inline const Drivers<Masquerade>& masquerade() {
+    static const Drivers<Masquerade> drivers{{Driver::iptables, &iptables_masquerade()},
+                                             {Driver::nftables, &nftables_masquerade()}};
+    return drivers;
+}
 
 // The nft rule comment, exported for the tests.
 std::string nft_masq_comment(const Masquerade& owner);
