@@ -25,11 +25,15 @@ struct SnatSpec {
     std::string veth_prefix;  // the pod veths are "<prefix>+"
 };
 
-// The SNAT rules in each driver: iptables (snat_iptables.cpp) and nftables (snat_nft.cpp).
-const fw::Rules<SnatSpec>& iptables_snat();
-const fw::Rules<SnatSpec>& nftables_snat();
-inline fw::Drivers<SnatSpec> snat() {
-    return {{fw::Driver::iptables, &iptables_snat()}, {fw::Driver::nftables, &nftables_snat()}};
+const fw::Rules<SnatSpec>& iptables_snat();  // snat_iptables.cpp
+const fw::Rules<SnatSpec>& nftables_snat();  // snat_nft.cpp
+
+// The SNAT rules in both drivers, offered once: node-setup uses snat().choose(firewallBackend),
+// node-teardown every driver (teardown_all).
+inline const fw::Drivers<SnatSpec>& snat() {
+    static const fw::Drivers<SnatSpec> drivers{{fw::Driver::iptables, &iptables_snat()},
+                                               {fw::Driver::nftables, &nftables_snat()}};
+    return drivers;
 }
 
 }  // namespace cni::vpc_eni
