@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of the macvlan applet, with a veth in a throwaway host namespace as the master:
-siblings talk in bridge mode and not in private mode, mode/MTU/MAC as configured,
-errors for a bad master, MTU or mode, rollback, idempotent DEL, and Debian's Go macvlan giving
+siblings talk in bridge mode and not in private mode, mode/MTU/MAC as configured, the master
+taken from a chained prevResult (its parent link's index), errors for a bad master, MTU or mode, rollback, idempotent DEL, and Debian's Go macvlan giving
 the same state."""
+import json
 import os
 import re
 import shutil
@@ -124,6 +125,58 @@ def skip_ipv6_link_local():
         for ctr, cc, cid in [(c1, c, "mv-q"), (c3, dual, "mv-d")]:
             run("DEL", host, ctr, cc, cid).ok()
         eq(sorted(f for f in os.listdir(os.path.join(e.data, "mv-test")) if f[0].isdigit()), [])
+
+
+def parent_index(ns, dev):
+    """The index of the link `dev` is a macvlan of (in the namespace that link is in)."""
+    d = json.loads(sh("ip", "-n", ns, "-j", "-d", "link", "show", dev).stdout)[0]
+    return d["link_index"] if "link_index" in d else link(ns, d["link"])["ifindex"]
+
+
+@test
+def master_from_a_chained_prev_result():
+    """macvlan without master, chained: the prevResult's first host-side interface (container-side
+    with linkInContainer) is the parent, CHECK finds it again; otherwise the default route's link"""
+    with Env(1) as e:
+        host, c1 = e.names
+        sh("ip", "-n", host, "link", "add", "upper0", "type", "veth", "peer", "name", "upper1")
+        sh("ip", "-n", host, "link", "set", "upper1", "up")
+        sh("ip", "-n", host, "addr", "add", "10.78.0.1/24", "dev", "parent0")
+        sh("ip", "-n", host, "route", "add", "default", "via", "10.78.0.254")  # parent0: the default
+
+        def chained(*interfaces, **extra):
+            c = conf(e.data, ipam=False, **extra)
+            if "master" not in extra:
+                del c["master"]
+            c["prevResult"] = {"cniVersion": "1.0.0", "interfaces": list(interfaces)}
+            return c
+
+        sandboxed = {"name": "eth7", "sandbox": ns_path(c1)}
+        c = chained(sandboxed, {"name": "upper1", "mac": "0a:00:00:00:00:71"}, {"name": "upper0"})
+        r = run("ADD", host, c1, c, "mv-c").ok().json()
+        eq(parent_index(c1, "eth0"), link(host, "upper1")["ifindex"], "the prevResult's first host-side interface")
+        eq([i["name"] for i in r["interfaces"]], ["eth0", "upper1"], "the master is listed after the macvlan")
+        run("CHECK", host, c1, dict(c, prevResult=r), "mv-c").ok()
+        sh("ip", "-n", host, "link", "del", "upper0")
+        check("upper1" in run("CHECK", host, c1, dict(c, prevResult=r), "mv-c").error()["msg"], "CHECK looks for it")
+        run("DEL", host, c1, c, "mv-c").ok()
+
+        run("ADD", host, c1, chained(sandboxed), "mv-c").ok()  # nothing host-side: the default route's link
+        eq(parent_index(c1, "eth0"), link(host, "parent0")["ifindex"])
+        run("DEL", host, c1, c, "mv-c").ok()
+
+        sh("ip", "-n", c1, "link", "add", "inner0", "type", "veth", "peer", "name", "inner1")
+        c = chained({"name": "parent1"}, {"name": "inner0", "sandbox": ns_path(c1)}, linkInContainer=True)
+        r = run("ADD", host, c1, c, "mv-c").ok().json()
+        eq(parent_index(c1, "eth0"), link(c1, "inner0")["ifindex"], "linkInContainer: the container-side interface")
+        run("CHECK", host, c1, dict(c, prevResult=r), "mv-c").ok()
+        run("DEL", host, c1, c, "mv-c").ok()
+
+        c = chained({"name": "upper1"}, master="parent1")  # a configured master wins
+        r = run("ADD", host, c1, c, "mv-c").ok().json()
+        eq(parent_index(c1, "eth0"), link(host, "parent1")["ifindex"])
+        eq(len(r["interfaces"]), 1)
+        run("DEL", host, c1, c, "mv-c").ok()
 
 
 @test

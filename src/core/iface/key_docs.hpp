@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The help lines of the keys several main applets share (config_keys.hpp), so each is worded
-// once: a child link's master and MTU, linkInContainer, and cni-all's skipIPv6LinkLocal
+// once: a child link's MTU, linkInContainer, and cni-all's skipIPv6LinkLocal
 // (docs/compatibility.md: skipIPv6LinkLocal).
 #pragma once
 
@@ -8,7 +8,6 @@
 
 namespace cni::iface {
 
-inline constexpr std::string_view kMasterDoc = "the host link to attach to; default: the default route's link";
 inline constexpr std::string_view kChildMtuDoc = "0 (the master's) up to the master's MTU";
 inline constexpr std::string_view kLinkInContainerDoc = "the master is in the container's namespace, not the host's";
 inline constexpr std::string_view kSkipIpv6LinkLocalDoc =
