@@ -6,7 +6,7 @@
 // portmap and firewall use (ports, multiport, addrtype, mark, conntrack, interfaces, MARK, DNAT)
 // reads back from the binary's rule and is found by `iptables -C` when we write it; in nf_tables
 // our rule's expressions are the binary's, one by one. The node's variant follows the first
-// `iptables` in PATH (by its resolved name, else its --version). A table's first use in a fresh
+// `iptables` in PATH (by its resolved name, else its --version), or with none the kernel's tables. A table's first use in a fresh
 // namespace by several processes at once succeeds for all. A rule differing in a compared field
 // is not found; GC and the firewall's DEL remove rules the Go plugins wrote with iptables-nft.
 #include <catch2/catch.hpp>
@@ -97,7 +97,7 @@ TEST_CASE("a table's first use in a fresh namespace succeeds for each of 8 proce
     CHECK(failed == 0);
 }
 
-TEST_CASE("the node's variant is the first iptables in PATH: by its resolved name, else by its --version", "[fw]") {
+TEST_CASE("the node's variant is the first iptables in PATH: by its resolved name, else by its --version; with none, the kernel's tables", "[fw]") {
     const std::string dir = "/tmp/cnit-variant-" + std::to_string(::getpid());
     const std::string saved = std::getenv("PATH");
     auto with_path = [&](const std::string& path) {
@@ -121,8 +121,25 @@ TEST_CASE("the node's variant is the first iptables in PATH: by its resolved nam
     wrapper("b", "iptables v1.8.9 (legacy)");
     CHECK(with_path(dir + "/a:" + saved) == fw::Variant::nft);
     CHECK(with_path(dir + "/b:" + dir + "/a") == fw::Variant::legacy);  // the first one in PATH
-    CHECK(with_path(dir) == fw::Variant::legacy);                       // no iptables at all
-    CHECK(with_path("") == fw::Variant::legacy);
+    {
+        // No iptables at all: the kernel decides, as kube-proxy's iptables-wrapper does. A rule
+        // or chain in a legacy table of either family means legacy; else nf_tables answers here.
+        TestNs ns("cnit-var");
+        auto bare = [&](const std::string& path) { return inside(ns, [&] { return with_path(path); }); };
+        auto legacy_tables = [&] { return run("ip netns exec " + ns.name + " cat /proc/net/ip_tables_names /proc/net/ip6_tables_names"); };
+        CHECK(bare(dir) == fw::Variant::nft);
+        CHECK(bare("") == fw::Variant::nft);
+        CHECK(legacy_tables().empty());  // asking made none
+        REQUIRE(ns.sh("iptables-legacy -t nat -S >/dev/null && ip6tables-legacy -t filter -S >/dev/null") == 0);
+        CHECK(bare(dir) == fw::Variant::nft);  // empty legacy tables hold nothing
+        REQUIRE(ns.sh("ip6tables-legacy -t filter -A INPUT -j ACCEPT") == 0);
+        CHECK(bare(dir) == fw::Variant::legacy);
+        REQUIRE(ns.sh("ip6tables-legacy -t filter -F INPUT && iptables-legacy -t nat -N KUBE-SERVICES") == 0);
+        CHECK(bare(dir) == fw::Variant::legacy);  // a chain of its own, without rules
+        REQUIRE(ns.sh("iptables-legacy -t nat -X KUBE-SERVICES") == 0);
+        CHECK(bare(dir) == fw::Variant::nft);
+        CHECK(legacy_tables() == "nat\nfilter\n");  // asking made no other table
+    }
     {
         VariantPath nft(fw::Variant::nft);  // a symlink to iptables-nft: xtables-nft-multi
         CHECK(fw::node_variant() == fw::Variant::nft);

@@ -218,7 +218,8 @@ class Plugin:
         self.cni_path = cni_path or os.path.dirname(path)
 
     def run(self, command, conf, *, host_ns=None, container_id="c1", netns="", ifname="eth0",
-            args=None, extra_env=None, raw_env=None):
+            args=None, extra_env=None, raw_env=None, wrap=()):
+        """`wrap`: a command line the plugin runs under, inside host_ns (`unshare ...`)."""
         if raw_env is not None:
             env = dict(raw_env)
         else:
@@ -229,7 +230,7 @@ class Plugin:
         env["PATH"] = os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
         env.update(extra_env or {})
         stdin = conf if isinstance(conf, str) else json.dumps(conf)
-        cmd = [self.path]
+        cmd = [*wrap, self.path]
         if host_ns:  # the test's own `ip`: the plugin's PATH may be one without it
             cmd = [shutil.which("ip") or "ip", "netns", "exec", host_ns] + cmd
         r = _run(cmd, input=stdin, env=env, timeout=CALL_TIMEOUT, label=command)

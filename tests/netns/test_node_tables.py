@@ -7,7 +7,9 @@ node warns of legacy tables); on a node whose `iptables` is iptables-legacy, no 
 of iptables' families may appear. Every applet that touches a firewall - bridge and ptp ipMasq,
 portmap, firewall, bridge macspoofchk - goes through a failed ADD, ADD, CHECK, DEL and GC, and
 both kinds of table are read after each call, with tools that never create a legacy table
-themselves (the /proc files and `nft list tables`)."""
+themselves (the /proc files and `nft list tables`). Where the plugins find no `iptables` and no
+`nft` program, bridge ipMasq, portmap and firewall write where kube-proxy's rules are, legacy or
+iptables-nft, and iptables-nft on a node with none."""
 import os
 import shutil
 import sys
@@ -39,14 +41,15 @@ def iptables_families_in_nft(ns):
 
 
 class Node:
-    """A throwaway host and container namespace, a node of one kind."""
+    """A throwaway host and container namespace, a node of one kind; `wrap`: what the plugins run
+    under (by default, the system as it is, with the kind's PATH)."""
 
-    def __init__(self, kind, host, ctr, data):
-        self.kind, self.host, self.ctr, self.data = kind, host, ctr, data
+    def __init__(self, kind, host, ctr, data, wrap=()):
+        self.kind, self.host, self.ctr, self.data, self.wrap = kind, host, ctr, data, wrap
 
     def run(self, plugin, command, conf, expect_ok=True, cid="nt-1"):
         out = Plugin(os.path.join(BIN, plugin)).run(command, conf, host_ns=self.host, netns=ns_path(self.ctr),
-                                                   container_id=cid, extra_env={"PATH": NODES[self.kind]})
+                                                   container_id=cid, extra_env={"PATH": NODES[self.kind]}, wrap=self.wrap)
         if expect_ok:
             out.ok()
         else:
@@ -193,6 +196,53 @@ def macspoofchk_leaves_only_the_nodes_tables():
         eq(legacy_tables(node.host), {"ip": [], "ip6": []}, "no legacy table on either node")
         eq(iptables_families_in_nft(node.host), [], "no iptables-nft table on either node")
     on_each_node(scenario)
+
+
+# A node image with no firewall program (only cni-all, or a runtime whose PATH lacks /usr/sbin):
+# the plugin runs where /usr/sbin, and /sbin with it, is an empty tmpfs of a mount namespace of its own.
+NO_PROGRAMS = ("unshare", "-m", "sh", "-c", 'mount -t tmpfs none /usr/sbin && exec "$0" "$@"')
+# What the node's namespace holds before the plugins run -> where their rules must go: kube-proxy's
+# rules written by each iptables variant, and nothing (nf_tables answers on this machine).
+KUBE_PROXY = {"legacy": "iptables-legacy", "nft": "iptables-nft"}
+BARE_NODES = [("legacy", "legacy"), ("nft", "nft"), (None, "nft")]
+
+
+@test
+def without_firewall_programs_the_kernel_decides():
+    """no iptables or nft program: bridge ipMasq, portmap and firewall write where kube-proxy's rules
+    are (legacy or iptables-nft), iptables-nft on an empty node, and no table of the other variant"""
+    for kube_proxy, kind in BARE_NODES:
+        data = tempfile.mkdtemp()
+        try:
+            with netns("nth") as host, netns("ntc") as ctr:
+                if kube_proxy:
+                    tool = KUBE_PROXY[kube_proxy]
+                    sh("ip", "netns", "exec", host, tool, "-t", "nat", "-N", "KUBE-SERVICES")
+                    sh("ip", "netns", "exec", host, tool, "-t", "nat", "-A", "PREROUTING", "-j", "KUBE-SERVICES")
+                else:
+                    which = sh("ip", "netns", "exec", host, *NO_PROGRAMS, "sh", "-c", "command -v iptables nft", check_rc=False)
+                    eq((which.returncode != 0, which.stdout), (True, ""), "the plugins find no iptables or nft program")
+                node = Node(kind, host, ctr, data, wrap=NO_PROGRAMS)
+                node.assert_clean("before anything")
+                conf = bridge_conf(data, ipMasq=True)
+                res = node.run("bridge", "ADD", conf).json()
+                ours = ["nt-1"] + ips_of(res)
+                maps = {"portMappings": [{"hostPort": 18093, "containerPort": 80, "protocol": "tcp"}]}
+                metas = [meta_conf("portmap", res, runtimeConfig=maps), meta_conf("firewall", res)]
+                for c in metas:
+                    node.run(c["type"], "ADD", c)
+                saved = "".join(sh("ip", "netns", "exec", host, f"ip{six}tables-{kind}-save", check_rc=False).stdout
+                                for six in ("", "6"))
+                for needle in ('id: \\"nt-1\\"', "CNI-HOSTPORT-DNAT", "CNI-FORWARD", "KUBE-SERVICES" if kube_proxy else ""):
+                    check(needle in saved, f"{kube_proxy} node: {needle!r} in the {kind} tables:\n{saved}")
+                for c in [dict(conf, prevResult=res)] + metas:
+                    node.run(c["type"], "CHECK", c)
+                for c in reversed(metas):
+                    node.run(c["type"], "DEL", c)
+                node.run("bridge", "DEL", conf)
+                check(not node.rules_present(*ours), f"{kube_proxy} node: DEL left rules")
+        finally:
+            shutil.rmtree(data)
 
 
 if __name__ == "__main__":

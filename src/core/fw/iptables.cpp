@@ -5,13 +5,9 @@
 #include "core/fw/iptables_impl.hpp"  // first: net/if.h before the kernel headers
 #include "core/fw/xtables_nft.hpp"
 
-#include <libiptc/libiptc.h>
-
 #include <algorithm>
-#include <cstring>
 
 #include "core/os/fs.hpp"
-#include "core/os/unique_fd.hpp"
 #include "core/strings.hpp"
 
 namespace cni::fw {
@@ -23,11 +19,31 @@ IptTable::~IptTable() = default;
 
 Result<IptTable> IptTable::open(Family family, const std::string& table) { return open(family, table, node_variant()); }
 
-bool legacy_table_present(Family family, const std::string& table) {
+namespace {
+
+// The legacy tables of the family this namespace has (none where x_tables is not loaded).
+std::vector<std::string> legacy_tables(Family family) {
     auto names = os::read_file(family == Family::v4 ? "/proc/thread-self/net/ip_tables_names" : "/proc/thread-self/net/ip6_tables_names");
-    if (!names) return false;
-    for (auto line : split(*names, '\n'))
-        if (line == table) return true;
+    std::vector<std::string> out;
+    if (names)
+        for (auto line : split(*names, '\n'))
+            if (!line.empty()) out.emplace_back(line);
+    return out;
+}
+
+}  // namespace
+
+bool legacy_table_present(Family family, const std::string& table) {
+    auto tables = legacy_tables(family);
+    return std::ranges::find(tables, table) != tables.end();
+}
+
+bool legacy_rules_present() {
+    for (Family family : {Family::v4, Family::v6})
+        for (auto& table : legacy_tables(family))
+            if (auto info = family == Family::v4 ? detail::table_info_v4(table) : detail::table_info_v6(table);
+                info && info->holds_rules())
+                return true;
     return false;
 }
 
@@ -56,14 +72,7 @@ Status IptTable::reload() {
 bool iptables_usable() { return node_variant() == Variant::nft || IptTable::legacy_nat_usable(); }
 
 bool IptTable::legacy_nat_usable() {
-    os::UniqueFd fd(::socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
-    if (!fd) return false;
-    return detail::retry_first_use([&] {
-        ipt_getinfo info{};
-        std::strcpy(info.name, "nat");
-        socklen_t len = sizeof info;
-        return ::getsockopt(fd.get(), IPPROTO_IP, IPT_SO_GET_INFO, &info, &len) == 0;
-    });
+    return detail::retry_first_use([] { return detail::table_info_v4("nat"); }).has_value();
 }
 
 bool IptTable::has_chain(const std::string& chain) const { return impl_->has_chain(chain); }

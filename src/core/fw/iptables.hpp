@@ -37,8 +37,16 @@ inline Variant other(Variant v) { return v == Variant::legacy ? Variant::nft : V
 
 // The node's variant: the `iptables` first in PATH, by the name it resolves to
 // (xtables-nft-multi, iptables-legacy, ...) or else by what its --version says; nft only where
-// nf_tables answers. Legacy when there is no `iptables`.
+// nf_tables answers. Where there is no `iptables` (a minimal node image, a runtime whose PATH
+// lacks /usr/sbin), the kernel's tables decide, as kube-proxy's iptables-wrapper does: legacy
+// where a legacy table holds rules (legacy_rules_present), else nft where nf_tables answers, else
+// legacy.
 Variant node_variant();
+
+// Whether a legacy x_tables table of this namespace, IPv4 or IPv6, holds a rule or a chain of its
+// own; read without making a table or loading a module: the tables the namespace lists
+// (/proc/thread-self/net/ip{,6}_tables_names) and each one's count of entries.
+bool legacy_rules_present();
 
 // Whether iptables works here, the reference's test before it falls back to its nftables
 // backends: nf_tables for the nft variant, the legacy nat table for the legacy one.

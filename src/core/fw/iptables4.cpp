@@ -20,6 +20,8 @@ struct V4 {
     static constexpr int kSol = SOL_IP;
     static constexpr int kRevMatch = IPT_SO_GET_REVISION_MATCH;
     static constexpr int kRevTarget = IPT_SO_GET_REVISION_TARGET;
+    using Info = ipt_getinfo;
+    static constexpr int kGetInfo = IPT_SO_GET_INFO;
 
     static Handle* init(const char* t) { return iptc_init(t); }
     static void free(Handle* h) { iptc_free(h); }
@@ -72,6 +74,7 @@ struct V4 {
 }  // namespace
 
 Result<std::unique_ptr<IptTable::Impl>> open_v4(const std::string& table) { return open_table<V4>(table); }
+std::optional<LegacyTableInfo> table_info_v4(const std::string& table) { return table_info<V4>(table); }
 const XtCodec& xt_codec_v4() { return xt_codec_for<V4>(); }
 const EntryCodec& entry_codec_v4() { return entry_codec_for<V4>(); }
 

@@ -23,6 +23,8 @@ struct V6 {
     static constexpr int kSol = SOL_IPV6;
     static constexpr int kRevMatch = IP6T_SO_GET_REVISION_MATCH;
     static constexpr int kRevTarget = IP6T_SO_GET_REVISION_TARGET;
+    using Info = ip6t_getinfo;
+    static constexpr int kGetInfo = IP6T_SO_GET_INFO;
 
     static Handle* init(const char* t) { return ip6tc_init(t); }
     static void free(Handle* h) { ip6tc_free(h); }
@@ -75,6 +77,7 @@ struct V6 {
 }  // namespace
 
 Result<std::unique_ptr<IptTable::Impl>> open_v6(const std::string& table) { return open_table<V6>(table); }
+std::optional<LegacyTableInfo> table_info_v6(const std::string& table) { return table_info<V6>(table); }
 const XtCodec& xt_codec_v6() { return xt_codec_for<V6>(); }
 const EntryCodec& entry_codec_v6() { return entry_codec_for<V6>(); }
 

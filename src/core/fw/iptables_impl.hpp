@@ -22,6 +22,7 @@
 #include <linux/netfilter/xt_tcpudp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -36,6 +37,7 @@
 #include "core/fw/iptables.hpp"
 #include "core/fw/nftables.hpp"
 #include "core/fw/xt_sctp.hpp"
+#include "core/os/unique_fd.hpp"
 
 namespace cni::fw::detail {
 
@@ -651,6 +653,28 @@ Result<std::unique_ptr<IptTable::Impl>> open_table(const std::string& table) {
 
 Result<std::unique_ptr<IptTable::Impl>> open_v4(const std::string& table);
 Result<std::unique_ptr<IptTable::Impl>> open_v6(const std::string& table);
+
+// What the kernel says of a legacy table (IPT_SO_GET_INFO: one getsockopt, the table is not
+// copied). The kernel makes a table the namespace does not have yet on this first lookup.
+struct LegacyTableInfo {
+    unsigned builtin_chains = 0, entries = 0;
+    // A rule or a chain of its own: more entries than an empty table's, one policy per built-in
+    // chain and the closing entry.
+    bool holds_rules() const { return entries > builtin_chains + 1; }
+};
+// nullopt, with errno set, when the kernel does not answer.
+template <class T>
+std::optional<LegacyTableInfo> table_info(const std::string& table) {
+    os::UniqueFd fd(::socket(T::kAf, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW));
+    if (!fd) return std::nullopt;
+    typename T::Info info{};
+    std::strncpy(info.name, table.c_str(), sizeof info.name - 1);
+    socklen_t len = sizeof info;
+    if (::getsockopt(fd.get(), T::kSol, T::kGetInfo, &info, &len) != 0) return std::nullopt;
+    return LegacyTableInfo{unsigned(std::popcount(info.valid_hooks)), info.num_entries};
+}
+std::optional<LegacyTableInfo> table_info_v4(const std::string& table);
+std::optional<LegacyTableInfo> table_info_v6(const std::string& table);
 
 // One family's xtables payloads of a rule, built as iptables builds them, and read back: what
 // the iptables-nft form (xtables_nft.cpp) shares with the libiptc one. Payloads are padded to

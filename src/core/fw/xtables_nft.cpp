@@ -526,7 +526,7 @@ Result<std::unique_ptr<IptTable::Impl>> open_xtables_nft(Family family, const st
 Variant node_variant() {
     const char* path = std::getenv("PATH");
     auto iptables = os::look_path("iptables", path ? path : "");
-    if (!iptables || !is_nft_binary(*iptables)) return Variant::legacy;
+    if (iptables ? !is_nft_binary(*iptables) : legacy_rules_present()) return Variant::legacy;
     return nft::available() ? Variant::nft : Variant::legacy;
 }
 
