@@ -128,12 +128,11 @@ Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, co
 Result<CniResult> bandwidth_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net, "failed to parse prevResult: "));
     const BandwidthEntry& l = c.limits;
-    if (!l.ingress_rate && !l.egress_rate) return *prev ? std::move(**prev) : CniResult{};
-    if (!*prev) return fail("must be called as chained plugin");
-    CniResult result = std::move(**prev);
+    if (!l.ingress_rate && !l.egress_rate) return prev ? std::move(*prev) : CniResult{};
+    if (!prev) return fail("must be called as chained plugin");
+    CniResult result = std::move(*prev);
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto veth, host_veth(host, result, ctx));
 

@@ -74,11 +74,9 @@ std::vector<net::IpAddr> addresses(const CniResult& r) {
 }
 
 Result<CniResult> prev_or_fail(const FirewallConf& c) {
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
-    if (!*prev) return fail("must be called as a chained plugin");
-    CNI_TRY(require_ip_addresses(**prev));
-    return std::move(**prev);
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "must be called as a chained plugin", "failed to parse prevResult: "));
+    CNI_TRY(require_ip_addresses(prev));
+    return prev;
 }
 
 // The driver in effect: the configured one, or firewalld when it is on the bus.

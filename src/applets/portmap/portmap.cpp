@@ -241,18 +241,16 @@ HostPortSpec attachment_of(const PortmapConf& c, const std::string& container_id
 Result<CniResult> portmap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_usable_portmap_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
-    if (!*prev) return fail("must be called as chained plugin");
-    (*prev)->echo_given_versions = true;  // Go prints the prevResult as it decoded it
-    if (c.mappings.empty()) return std::move(**prev);
-    CNI_TRY(require_ip_addresses(**prev));
-    auto addrs = container_addresses(**prev, r.ifname);
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "must be called as chained plugin", "failed to parse prevResult: "));
+    prev.echo_given_versions = true;  // Go prints the prevResult as it decoded it
+    if (c.mappings.empty()) return prev;
+    CNI_TRY(require_ip_addresses(prev));
+    auto addrs = container_addresses(prev, r.ifname);
     if (addrs.empty()) {
         // Go's portmap then forwards nothing and succeeds, so a pod whose main plugin returns no
         // address (no IPAM, DHCP from inside the pod) still starts; said on stderr here.
         ctx.warn("portmap: prevResult has no address of " + r.ifname + ", no ports forwarded");
-        return std::move(**prev);
+        return prev;
     }
 
     Rollback undo;
@@ -272,7 +270,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
                 return fail("unable to enable route_localnet: " + st.error().msg);
     }
     undo.dismiss();
-    return std::move(**prev);
+    return prev;
 }
 
 Status portmap_del(const Context& ctx) {
@@ -286,12 +284,10 @@ Status portmap_del(const Context& ctx) {
 Status portmap_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_usable_portmap_conf(ctx.req));
     const Request& r = ctx.req;
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail("failed to parse prevResult: " + prev.error().msg);
-    if (!*prev) return fail("must be called as chained plugin");
+    CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "must be called as chained plugin", "failed to parse prevResult: "));
     if (c.mappings.empty()) return {};
-    CNI_TRY(require_ip_addresses(**prev));
-    for (auto& addr : container_addresses(**prev, r.ifname)) {
+    CNI_TRY(require_ip_addresses(prev));
+    for (auto& addr : container_addresses(prev, r.ifname)) {
         auto spec = spec_for(c, r, addr);
         if (!spec.mappings.empty()) CNI_TRY(host_ports().check(c.driver, spec));
     }
