@@ -18,9 +18,9 @@
 #include "applets/bandwidth/shaping.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/tc.hpp"
-#include "core/os/netns.hpp"
 #include "core/rollback.hpp"
 
 namespace cni::bandwidth {
@@ -114,9 +114,8 @@ Shaping shaping_of(const BandwidthConf& c, std::uint64_t rate, std::uint64_t bur
 // The host side of CNI_IFNAME's veth, which prevResult must list outside any sandbox.
 Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, const Context& ctx) {
     const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto ctr, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto inside, nl::require_link(ctr, r.ifname));
+    CNI_TRY_ASSIGN(auto io, iface::open_container(ctx));
+    CNI_TRY_ASSIGN(auto inside, nl::require_link(io.container, r.ifname));
     if (inside.kind != "veth" || !inside.peer_index) return fail("bandwidth: " + r.ifname + " is not a veth: nothing to shape on the host");
     CNI_TRY_ASSIGN(auto peer, nl::find_link(host, inside.peer_index));
     if (peer)
