@@ -9,14 +9,12 @@
 // not subnet routes, which get a source hint instead). The netns file is flock'ed as the
 // reference does, so Go and cni-all sbr exclude each other. Beyond the reference: DEL succeeds
 // with an empty or vanished netns; it also removes the interface's routes from the tables whose
-// rules it deletes and gives the main table back the routes ADD moved (give_back_main_routes), so
-// ADD, DEL, ADD on an interface that stays works; a configured gateway is not overwritten by a copy of the main table's default
+// rules it deletes; a configured gateway is not overwritten by a copy of the main table's default
 // route; a failed ADD removes the rules and routes it added; CHECK verifies the rules. As the
 // reference, it reads prevResult without giving it the config's cniVersion when it has none.
 #include <linux/rtnetlink.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <set>
 
 #include "core/applet.hpp"
@@ -126,16 +124,6 @@ Status add_rules_only(const nl::Socket& s, const std::vector<IpConfig>& ips, std
     return {};
 }
 
-// addSourceHints' route for an address: its subnet on the link, with the address as the source.
-nl::RouteSpec source_hint(const net::IpNet& address, int link_index) {
-    nl::RouteSpec hint;
-    hint.dst = address.masked();
-    hint.src = address.ip;
-    hint.oif = link_index;
-    hint.scope = RT_SCOPE_LINK;
-    return hint;
-}
-
 Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vector<IpConfig>& ips, const nl::LinkInfo& link,
                           Rollback& undo) {
     CNI_TRY_ASSIGN(auto used, tables_in_use(s));
@@ -172,7 +160,14 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
     }
 
     if (c.add_source_hints) {
-        for (auto& ip : ips) (void)nl::replace_route(s, source_hint(ip.address, link.index));  // as the reference: a warning at most
+        for (auto& ip : ips) {
+            nl::RouteSpec hint;
+            hint.dst = ip.address.masked();
+            hint.src = ip.address.ip;
+            hint.oif = link.index;
+            hint.scope = RT_SCOPE_LINK;
+            (void)nl::replace_route(s, hint);  // as the reference: a warning at most
+        }
         for (auto& r : routes)
             if (r.scope != RT_SCOPE_LINK) (void)nl::del_route(s, r);
         return {};
@@ -210,34 +205,6 @@ Result<CniResult> sbr_add(const Context& ctx) {
     return prev;
 }
 
-// DEL gives the main table back what ADD took (beyond the reference, docs/compatibility.md: sbr),
-// so that a later ADD on the same interface finds its gateways reachable: addSourceHints' routes
-// go (one stands where a subnet route was), then the link's routes found in the tables DEL emptied
-// (copies of the main table's), on-link ones first, and the main-table routes the prevResult lists
-// (what the main plugin made). A default route found in a table does not go back: ADD adds one of
-// its own to each table, whether the main table had one or not. Nothing already in the main table
-// is replaced.
-void give_back_main_routes(const nl::Socket& s, const SbrConf& c, const Request& r, const nl::LinkInfo& link,
-                           const std::vector<net::IpNet>& addrs, std::vector<nl::RouteSpec> moved,
-                           std::vector<std::string>& errors) {
-    auto give_back = [&](nl::RouteSpec route) {
-        route.table = RT_TABLE_MAIN;
-        if (auto added = nl::add_route_if_absent(s, route); !added) errors.push_back(added.error().msg);
-    };
-    if (c.add_source_hints)
-        for (auto& a : addrs)
-            if (auto gone = nl::del_route(s, source_hint(a, link.index)); !gone) errors.push_back(gone.error().msg);
-    std::stable_partition(moved.begin(), moved.end(), [](const nl::RouteSpec& m) { return !m.gw; });
-    for (auto& route : moved)
-        if (route.dst.prefix != 0) give_back(route);
-    auto prev = parse_prev_result(c.net, PrevResultVersion::as_given);
-    if (!prev || !*prev) return;  // DEL needs none; without one, no default route goes back
-    auto listed = iface::result_routes(**prev, r.ifname, link.index);
-    if (!listed) return errors.push_back(listed.error().msg);
-    for (auto& route : *listed)
-        if (route.table == RT_TABLE_MAIN) give_back(route);
-}
-
 Status sbr_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
@@ -250,31 +217,26 @@ Status sbr_del(const Context& ctx) {
     if (!link) return {};
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(s, link->index));
     std::vector<std::string> errors;
-    std::vector<net::IpNet> routed;     // the addresses whose rules went
-    std::vector<nl::RouteSpec> moved;   // the link's routes in their tables
     for (int family : {AF_INET, AF_INET6}) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family));
         for (auto& rule : rules) {
             if (!rule.src || (c.table && std::int64_t(rule.table) != *c.table)) continue;
-            auto ours = std::find_if(addrs.begin(), addrs.end(), [&](auto& a) { return a.local.ip == rule.src->ip; });
-            if (ours == addrs.end()) continue;
+            bool ours = false;
+            for (auto& a : addrs) ours = ours || a.local.ip == rule.src->ip;
+            if (!ours) continue;
             if (auto gone = nl::del_rule(s, rule); !gone) {
                 errors.push_back(gone.error().msg);
                 continue;
             }
             if (c.table) continue;  // a configured table is the operator's, its routes stay
-            routed.push_back(ours->local);
             for (int route_family : {AF_INET, AF_INET6}) {
                 CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, route_family, rule.table));
-                for (auto& route : routes) {
-                    if (route.oif != link->index) continue;
-                    if (auto gone = nl::del_route(s, route); !gone) errors.push_back(gone.error().msg);
-                    moved.push_back(route);
-                }
+                for (auto& route : routes)
+                    if (route.oif == link->index)
+                        if (auto gone = nl::del_route(s, route); !gone) errors.push_back(gone.error().msg);
             }
         }
     }
-    if (!routed.empty()) give_back_main_routes(s, c, r, *link, routed, std::move(moved), errors);
     if (!errors.empty()) return fail(errors.back());
     return {};
 }

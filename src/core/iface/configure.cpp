@@ -89,7 +89,8 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
                        const CniResult& result) {
     CNI_TRY(require_addresses_and_routes(result));
     const std::string& ifname = link.name;
-    bool ipv6_enabled = false, has_gw6 = false;
+    std::optional<net::IpAddr> gw4, gw6;
+    bool ipv6_enabled = false;
     for (auto& ip : result.ips) {
         if (ip.interface && std::size_t(*ip.interface) >= result.interfaces.size())
             return fail("failed to add IP addr " + ip.address.str() + " to \"" + ifname + "\": invalid interface index");
@@ -101,42 +102,29 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
         }
         if (auto st = nl::add_addr(container, link.index, ifname, ip.address); !st)
             return fail("failed to add IP addr " + ip.address.str() + " to \"" + ifname + "\": " + st.error().msg);
-        has_gw6 = has_gw6 || (!v4 && ip.gateway);
+        if (ip.gateway) {
+            if (v4 && !gw4) gw4 = ip.gateway;
+            if (!v4 && !gw6) gw6 = ip.gateway;
+        }
     }
     if (auto st = nl::set_link_up(container, link, true); !st)
         return fail("failed to set \"" + ifname + "\" UP: " + st.error().msg);
-    if (has_gw6) CNI_TRY(wait_for_dad(container, link));
-    CNI_TRY_ASSIGN(auto specs, result_routes(result, ifname, link.index));
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-        const nl::RouteSpec& spec = specs[i];
-        if (auto st = nl::add_route(container, spec); !st)
-            return fail("failed to add route '" + result.routes[i].dst.str() + " via " +
-                        (spec.gw ? spec.gw->str() : std::string("<nil>")) + " dev " + ifname + "': " + st.error().msg);
-    }
-    return {};
-}
-
-Result<std::vector<nl::RouteSpec>> result_routes(const CniResult& result, const std::string& ifname, int link_index) {
-    std::optional<net::IpAddr> gw4, gw6;
-    for (auto& ip : result.ips) {
-        if (!ip.gateway || !ip_is_for(result, ip, ifname)) continue;
-        auto& first = ip.address.ip.is_v4() ? gw4 : gw6;
-        if (!first) first = ip.gateway;
-    }
-    std::vector<nl::RouteSpec> specs;
+    if (gw6) CNI_TRY(wait_for_dad(container, link));
     for (auto& r : result.routes) {
         nl::RouteSpec spec;
         spec.dst = r.dst.masked();
-        spec.oif = link_index;
+        spec.oif = link.index;
         spec.gw = r.gw ? r.gw : (r.dst.ip.is_v4() ? gw4 : gw6);
         // An on-link route (scope link, no gateway: e.g. DHCP classless routes via 0.0.0.0)
         // stays on-link. The reference fills in the default gateway here too, which the kernel
         // always refuses for a scope-link route ("Nexthop has invalid gateway").
         if (!r.gw && r.scope == RT_SCOPE_LINK) spec.gw.reset();
         CNI_TRY(set_route_numbers(r, spec));
-        specs.push_back(std::move(spec));
+        if (auto st = nl::add_route(container, spec); !st)
+            return fail("failed to add route '" + r.dst.str() + " via " + (spec.gw ? spec.gw->str() : std::string("<nil>")) +
+                        " dev " + ifname + "': " + st.error().msg);
     }
-    return specs;
+    return {};
 }
 
 Status skip_ipv6_link_local(const nl::Socket& container, const nl::LinkInfo& link, const std::vector<IpConfig>& ips) {

@@ -10,7 +10,6 @@
 
 #include "core/cni/cni_result.hpp"
 #include "core/nl/link.hpp"
-#include "core/nl/route.hpp"
 #include "core/nl/socket.hpp"
 #include "core/os/netns.hpp"
 
@@ -22,11 +21,6 @@ Status configure_iface(const nl::Socket& container, const os::Netns& container_n
 // The same for a link the caller has just looked up (one request fewer).
 Status configure_iface(const nl::Socket& container, const os::Netns& container_ns, const nl::LinkInfo& link,
                        const CniResult& result);
-
-// The kernel routes configure_iface makes of `result`'s routes on the link `link_index` named
-// `ifname`: each via its own gw, else the first gateway of its family among the IPs for `ifname`
-// (none for an on-link route), its numbers checked.
-Result<std::vector<nl::RouteSpec>> result_routes(const CniResult& result, const std::string& ifname, int link_index);
 
 // skipIPv6LinkLocal, a key of cni-all's own (the reference has none and ignores it): when `ips`
 // hold no IPv6 address, the still-down `link` gets no IPv6 link-local address either
