@@ -3,11 +3,15 @@
 """Root tests of the sbr applet: per-address routing tables and source rules in the container
 (dual stack: one table per address), traffic from each source through its own table, `table`
 mode (rules only), static `gateways`, addSourceHints, which prevResult addresses count,
-rollback of a failed ADD, idempotent DEL (twice, empty netns, netns or link gone), CHECK, and
+rollback of a failed ADD, ADD, DEL, ADD on an interface that stays, the record of moved routes
+(DEL, GC, a bad record, a linked folder), idempotent DEL (twice, empty netns, netns or link gone), CHECK, and
 the Go sbr leaving the same rules and tables. The container interface is a veth the test wires
 to a throwaway host namespace."""
+import json
 import os
 import sys
+import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import BIN, REF, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
@@ -93,6 +97,41 @@ def sbr_tables_rules_and_traffic():
         run("DEL", conf(ctr), host, ctr).ok()
 
 
+def kernel_state(ctr):
+    """Every rule and every table's routes, both families, as `ip rule` and `ip route show table all` print them."""
+    return {f: lines(ctr, f, "rule") + lines(ctr, f, "route", "show", "table", "all") for f in ("-4", "-6")}
+
+
+@test
+def sbr_add_del_add_on_an_interface_that_stays():
+    """sbr: ADD, DEL, ADD leaves the rules and routes of one ADD, and ADD, DEL those before it: DEL
+    gives the main table back the routes ADD moved (and not those ADD made itself), also with
+    gateways and addSourceHints"""
+    with netns("sh") as host, netns("sc") as ctr:
+        wire(host, ctr)
+        sh("ip", "-n", host, "addr", "add", "10.87.0.254/24", "dev", "h0")
+        sh("ip", "-n", ctr, "route", "add", "10.88.0.0/16", "via", "10.87.0.1")
+        for _ in range(100):  # the kernel's own IPv6 routes of eth0 come after it is up
+            if "fe80::/64 dev eth0 proto kernel metric 256 pref medium" in lines(ctr, "-6", "route"):
+                break
+            time.sleep(0.01)
+        routes = [{"dst": "0.0.0.0/0", "gw": "10.87.0.1"}, {"dst": "10.88.0.0/16", "gw": "10.87.0.1"}]
+        plain = conf(ctr, prevResult=dict(prev(ctr), routes=routes))  # wire's default and 10.88/16: the main plugin's
+        fixed = dict(conf(ctr, v6=False, prevResult=dict(prev(ctr, v6=False), routes=routes)),
+                     gateways=["10.87.0.254"], addSourceHints=True)
+        for c in (plain, fixed):
+            before = kernel_state(ctr)
+            run("ADD", c, host, ctr).ok()
+            one_add = kernel_state(ctr)
+            run("DEL", c, host, ctr).ok()
+            eq(kernel_state(ctr), before, "ADD, DEL")
+            run("ADD", c, host, ctr).ok()
+            eq(kernel_state(ctr), one_add, "ADD, DEL, ADD")
+            sh("ip", "netns", "exec", ctr, "ping", "-c1", "-W2", "-I", "10.87.0.2", "10.87.0.1")
+            run("DEL", c, host, ctr).ok()
+            eq(kernel_state(ctr), before, "ADD, DEL, ADD, DEL")
+
+
 @test
 def sbr_table_mode_gateways_and_hints():
     """sbr: `table` adds rules only (any u32 id, nothing past it); `gateways` overrides the gateway;
@@ -174,6 +213,78 @@ def sbr_addresses_by_interface_index():
                 got = routing(ctr)
                 eq((got["rules4"], got["rules6"]), want, f"{impl}, interface indexes {idx4}, {idx6}")
                 run("DEL", c, host, ctr, plugin_dir=impl).ok()
+
+
+RECORDS = "/run/cni/sbr"
+
+
+def record(name="s-1_eth0.json"):
+    with open(os.path.join(RECORDS, name)) as f:
+        return json.load(f)
+
+
+def plant(name, network):
+    with open(os.path.join(RECORDS, name), "w") as f:
+        json.dump({"network": network, "routes": ["dst=10.99.0.0/16 gw=10.87.0.9 scope=0 metric=0 mtu=0 advmss=0 type=1 protocol=3"]}, f)
+
+
+@test
+def sbr_records_the_routes_it_moves():
+    """sbr: ADD writes down the main-table routes it moves (/run/cni/sbr/<id>_<ifname>.json, 0600 in
+    a 0700 folder), DEL puts back those and drops the record, also when the namespace is gone; a
+    record that does not decode is dropped with a warning; GC drops this network's records of
+    attachments that are not valid and keeps the rest; a linked records folder is refused"""
+    with netns("sh") as host, netns("sc") as ctr:
+        wire(host, ctr)
+        before = lines(ctr, "route")
+        run("ADD", conf(ctr), host, ctr).ok()
+        eq(oct(os.stat(RECORDS).st_mode & 0o777), "0o700")
+        eq(oct(os.stat(os.path.join(RECORDS, "s-1_eth0.json")).st_mode & 0o777), "0o600")
+        rec = record()
+        eq(rec["network"], "sbr-test")
+        check(any(r.startswith("dst=0.0.0.0/0 gw=10.87.0.1 ") for r in rec["routes"]), rec)
+        check(any(r.startswith("dst=10.87.0.0/24 ") and "protocol=2" in r for r in rec["routes"]), rec)
+        eq(lines(ctr, "route"), [])
+        run("DEL", conf(ctr), host, ctr).ok()
+        eq(sorted(lines(ctr, "route")), sorted(before))
+        check(not os.path.exists(os.path.join(RECORDS, "s-1_eth0.json")), "the record is gone after DEL")
+
+        run("ADD", conf(ctr), host, ctr).ok()
+        run("DEL", conf(ctr), host, ctr, netns="/run/netns/sbr-no-such-ns").ok()
+        check(not os.path.exists(os.path.join(RECORDS, "s-1_eth0.json")), "DEL with the namespace gone drops the record")
+    with netns("sh") as host, netns("sc") as ctr:
+        wire(host, ctr)
+        run("ADD", conf(ctr), host, ctr).ok()
+        with open(os.path.join(RECORDS, "s-1_eth0.json"), "w") as f:
+            f.write('{"network": "sbr-test", "routes": ["dst=10.0.0.0/8 via=1.2.3.4"]}')
+        out = run("DEL", conf(ctr), host, ctr).ok()
+        check("no route goes back" in out.err, out.err)
+        check(not os.path.exists(os.path.join(RECORDS, "s-1_eth0.json")), "a bad record is dropped")
+
+    plant("gone_eth0.json", "sbr-test")
+    plant("kept_eth0.json", "sbr-test")
+    plant("other_eth0.json", "other-net")
+    gc = {"cniVersion": "1.1.0", "name": "sbr-test", "type": "sbr",
+          "cni.dev/valid-attachments": [{"containerID": "kept", "ifname": "eth0"}]}
+    with netns("sh") as host:
+        Plugin(os.path.join(BIN, "sbr")).run("GC", gc, host_ns=host).ok()
+    eq(sorted(os.listdir(RECORDS)), ["kept_eth0.json", "other_eth0.json"])
+    for name in os.listdir(RECORDS):
+        os.unlink(os.path.join(RECORDS, name))
+
+    elsewhere = tempfile.mkdtemp()
+    os.rmdir(RECORDS)
+    os.symlink(elsewhere, RECORDS)
+    try:
+        with netns("sh") as host, netns("sc") as ctr:
+            wire(host, ctr)
+            out = run("ADD", conf(ctr), host, ctr)
+            check(out.rc != 0 and RECORDS in out.out, out.out)
+            eq(os.listdir(elsewhere), [])
+            eq(lines(ctr, "rule", "show", "table", "100"), [])
+    finally:
+        os.unlink(RECORDS)
+        os.rmdir(elsewhere)
 
 
 @test

@@ -84,6 +84,17 @@ Status add_route(const Socket& s, const RouteSpec& r) {
     return s.check(rtnl_route_add(s.get(), route.get(), NLM_F_CREATE | NLM_F_EXCL), "adding route " + describe(r));
 }
 
+Result<bool> add_route_if_absent(const Socket& s, const RouteSpec& r) {
+    CNI_TRY_ASSIGN(auto route, build(r));
+    int err = rtnl_route_add(s.get(), route.get(), NLM_F_CREATE | NLM_F_EXCL);
+    if (err == -NLE_EXIST) {
+        (void)s.check(0, "");
+        return false;
+    }
+    CNI_TRY(s.check(err, "adding route " + describe(r)));
+    return true;
+}
+
 Status replace_route(const Socket& s, const RouteSpec& r) {
     CNI_TRY_ASSIGN(auto route, build(r));
     return s.check(rtnl_route_add(s.get(), route.get(), NLM_F_CREATE | NLM_F_REPLACE), "replacing route " + describe(r));

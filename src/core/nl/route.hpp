@@ -39,6 +39,9 @@ struct RouteSpec {
 };
 
 Status add_route(const Socket& s, const RouteSpec& r);
+// add_route, where a route with the same destination, table and metric already there is left as
+// it is: false.
+Result<bool> add_route_if_absent(const Socket& s, const RouteSpec& r);
 // Adds or replaces the route with the same destination, table and metric (`ip route replace`).
 Status replace_route(const Socket& s, const RouteSpec& r);
 // Matches on dst, table, oif, gw, metric, src (scope and protocol are wildcards); false when absent.

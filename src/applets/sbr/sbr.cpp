@@ -9,14 +9,19 @@
 // not subnet routes, which get a source hint instead). The netns file is flock'ed as the
 // reference does, so Go and cni-all sbr exclude each other. Beyond the reference: DEL succeeds
 // with an empty or vanished netns; it also removes the interface's routes from the tables whose
-// rules it deletes; a configured gateway is not overwritten by a copy of the main table's default
-// route; a failed ADD removes the rules and routes it added; CHECK verifies the rules. As the
-// reference, it reads prevResult without giving it the config's cniVersion when it has none.
+// rules it deletes and gives the main table back the routes ADD moved, which ADD wrote down
+// (moved_routes.hpp), so ADD, DEL, ADD on an interface that stays works; GC drops the records of
+// attachments that are gone; a configured gateway is not overwritten by a copy of the main table's
+// default route; a failed ADD removes the rules and routes it added; CHECK verifies the rules. As
+// the reference, it reads prevResult without giving it the config's cniVersion when it has none.
 #include <linux/rtnetlink.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <memory>
 #include <set>
 
+#include "applets/sbr/moved_routes.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/go_num.hpp"
@@ -124,10 +129,39 @@ Status add_rules_only(const nl::Socket& s, const std::vector<IpConfig>& ips, std
     return {};
 }
 
-Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vector<IpConfig>& ips, const nl::LinkInfo& link,
-                          Rollback& undo) {
+// addSourceHints' route for an address: its subnet on the link, with the address as the source.
+nl::RouteSpec source_hint(const net::IpNet& address, int link_index) {
+    nl::RouteSpec hint;
+    hint.dst = address.masked();
+    hint.src = address.ip;
+    hint.oif = link_index;
+    hint.scope = RT_SCOPE_LINK;
+    return hint;
+}
+
+// Writes down the main-table routes ADD is about to move (moved_routes.hpp), with those an earlier
+// ADD of the attachment recorded; the record as it was comes back if ADD fails.
+Status record_moved(const SbrConf& c, const Request& r, const std::vector<nl::RouteSpec>& routes, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto records, open_records(true));
+    std::string name = record_name(r.container_id, r.ifname);
+    CNI_TRY_ASSIGN(auto earlier, load_moved_routes(*records, name));
+    MovedRoutes moved{c.net.name, earlier ? earlier->routes : std::vector<nl::RouteSpec>{}};
+    for (auto& route : routes)
+        if (std::find(moved.routes.begin(), moved.routes.end(), route) == moved.routes.end()) moved.routes.push_back(route);
+    if (moved.routes.size() > kMaxMovedRoutes) return fail("sbr: more than " + std::to_string(kMaxMovedRoutes) + " routes to move");
+    CNI_TRY(save_moved_routes(*records, name, moved));
+    undo.push([dir = std::make_shared<os::Dir>(std::move(*records)), name, earlier] {
+        if (earlier) (void)save_moved_routes(*dir, name, *earlier);
+        else dir->remove(name);
+    });
+    return {};
+}
+
+Status add_source_routing(const nl::Socket& s, const SbrConf& c, const Request& req, const std::vector<IpConfig>& ips,
+                          const nl::LinkInfo& link, Rollback& undo) {
     CNI_TRY_ASSIGN(auto used, tables_in_use(s));
     CNI_TRY_ASSIGN(auto routes, main_routes_of(s, link.index));
+    CNI_TRY(record_moved(c, req, routes, undo));
     std::uint32_t table = next_free(used, kFirstTable);
     for (auto& ip : ips) {
         CNI_TRY(add_from_rule(s, ip.address.ip, table, "Failed to add rule: ", undo));
@@ -160,14 +194,7 @@ Status add_source_routing(const nl::Socket& s, const SbrConf& c, const std::vect
     }
 
     if (c.add_source_hints) {
-        for (auto& ip : ips) {
-            nl::RouteSpec hint;
-            hint.dst = ip.address.masked();
-            hint.src = ip.address.ip;
-            hint.oif = link.index;
-            hint.scope = RT_SCOPE_LINK;
-            (void)nl::replace_route(s, hint);  // as the reference: a warning at most
-        }
+        for (auto& ip : ips) (void)nl::replace_route(s, source_hint(ip.address, link.index));  // as the reference: a warning at most
         for (auto& r : routes)
             if (r.scope != RT_SCOPE_LINK) (void)nl::del_route(s, r);
         return {};
@@ -199,36 +226,72 @@ Result<CniResult> sbr_add(const Context& ctx) {
         auto link = nl::find_link(s, r.ifname);
         if (!link || !*link)
             return fail("Cannot find network interface " + r.ifname + ": " + (link ? "Link not found" : link.error().msg));
-        CNI_TRY(add_source_routing(s, c, ips, **link, undo));
+        CNI_TRY(add_source_routing(s, c, r, ips, **link, undo));
     }
     undo.dismiss();
     return prev;
+}
+
+// DEL gives the main table back what ADD took (beyond the reference, docs/compatibility.md: sbr),
+// so that a later ADD on the same interface finds its gateways reachable: addSourceHints' routes
+// go (one stands where a subnet route was), then the routes ADD recorded come back, on-link ones
+// first, and the record goes. Nothing already in the main table is replaced. Without a record (an
+// attachment of the Go sbr's), nothing comes back, as with the reference; a record that does not
+// decode is dropped with a warning, so that it cannot hold the DEL up.
+void give_back_main_routes(const Context& ctx, const nl::Socket& s, const SbrConf& c, const nl::LinkInfo& link,
+                           const std::vector<net::IpNet>& hinted, std::vector<std::string>& errors) {
+    const Request& r = ctx.req;
+    if (c.add_source_hints)
+        for (auto& a : hinted)
+            if (auto gone = nl::del_route(s, source_hint(a, link.index)); !gone) errors.push_back(gone.error().msg);
+    auto records = open_records(false);
+    if (!records || !*records) return records ? void() : errors.push_back(records.error().msg);
+    std::string name = record_name(r.container_id, r.ifname);
+    auto moved = load_moved_routes(**records, name);
+    if (!moved) {
+        ctx.warn(moved.error().msg + "; no route goes back to the main table");
+        return (void)(*records)->remove(name);
+    }
+    if (!*moved) return;
+    auto& routes = (*moved)->routes;
+    std::stable_partition(routes.begin(), routes.end(), [](const nl::RouteSpec& m) { return !m.gw; });
+    for (auto route : routes) {
+        route.oif = link.index;
+        if (auto added = nl::add_route_if_absent(s, route); !added) errors.push_back(added.error().msg);
+    }
+    if (errors.empty()) (*records)->remove(name);
+}
+
+// The record of an attachment whose namespace or interface is gone: nothing to give back to.
+void forget_moved_routes(const Request& r) {
+    if (auto records = open_records(false); records && *records) (*records)->remove(record_name(r.container_id, r.ifname));
 }
 
 Status sbr_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto io, iface::open_container_if_exists(ctx));
-    if (!io) return {};  // nothing can be left in a namespace that is gone
+    if (!io) return forget_moved_routes(r), Status{};  // nothing can be left in a namespace that is gone
     auto lock = os::FileLock::acquire_existing(r.netns);
     if (!lock) return ::access(r.netns.c_str(), F_OK) != 0 ? Status{} : Status(cni::Unexpected(lock.error()));  // gone meanwhile
     const nl::Socket& s = io->container;
     CNI_TRY_ASSIGN(auto link, nl::find_link(s, r.ifname));
-    if (!link) return {};
+    if (!link) return forget_moved_routes(r), Status{};
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(s, link->index));
     std::vector<std::string> errors;
+    std::vector<net::IpNet> routed;  // the addresses whose rules went
     for (int family : {AF_INET, AF_INET6}) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family));
         for (auto& rule : rules) {
             if (!rule.src || (c.table && std::int64_t(rule.table) != *c.table)) continue;
-            bool ours = false;
-            for (auto& a : addrs) ours = ours || a.local.ip == rule.src->ip;
-            if (!ours) continue;
+            auto ours = std::find_if(addrs.begin(), addrs.end(), [&](auto& a) { return a.local.ip == rule.src->ip; });
+            if (ours == addrs.end()) continue;
             if (auto gone = nl::del_rule(s, rule); !gone) {
                 errors.push_back(gone.error().msg);
                 continue;
             }
             if (c.table) continue;  // a configured table is the operator's, its routes stay
+            routed.push_back(ours->local);
             for (int route_family : {AF_INET, AF_INET6}) {
                 CNI_TRY_ASSIGN(auto routes, nl::list_routes(s, route_family, rule.table));
                 for (auto& route : routes)
@@ -237,7 +300,25 @@ Status sbr_del(const Context& ctx) {
             }
         }
     }
+    if (!c.table) give_back_main_routes(ctx, s, c, *link, routed, errors);
     if (!errors.empty()) return fail(errors.back());
+    return {};
+}
+
+// This network's records of attachments not in cni.dev/valid-attachments go; their routes lived
+// in namespaces GC cannot reach, which the runtime has removed.
+Status sbr_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
+    if (!c.net.valid_attachments) return {};
+    CNI_TRY_ASSIGN(auto records, open_records(false));
+    if (!records) return {};
+    std::set<std::string> keep;
+    for (auto& a : *c.net.valid_attachments) keep.insert(record_name(a.container_id, a.ifname));
+    for (auto& name : records->names()) {
+        if (!name.ends_with(".json") || keep.contains(name)) continue;
+        if (auto moved = load_moved_routes(*records, name); !moved || (*moved && (*moved)->network == c.net.name))
+            records->remove(name);
+    }
     return {};
 }
 
@@ -266,11 +347,13 @@ extern const Applet sbr_applet{
     .kind = AppletKind::meta,
     .summary = "source-based routing tables for the container interface (chained)",
     .keys = kSbrKeysDocs,
-    .help = "Needs prevResult. Tables are chosen from 100 up.",
+    .help = "Needs prevResult. Tables are chosen from 100 up. DEL gives the main table back the routes ADD moved, "
+            "which ADD writes down in /run/cni/sbr.",
     .versions = kAllVersions,
     .add = sbr_add,
     .del = sbr_del,
     .check = sbr_check,
+    .gc = sbr_gc,
 };
 
 }  // namespace cni::sbr
