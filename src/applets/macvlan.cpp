@@ -61,10 +61,9 @@ Result<MacvlanConf> parse_macvlan_conf(const Request& req) {
 // default route's link.
 Result<std::optional<Interface>> chained_master(const MacvlanConf& c, const std::string& ifname) {
     if (!c.master.empty()) return std::nullopt;
-    auto prev = parse_prev_result(c.net);
-    if (!prev) return fail("could not parse prevResult: " + prev.error().msg);
-    if (!*prev) return std::nullopt;
-    for (auto& i : (*prev)->interfaces) {
+    CNI_TRY_ASSIGN(auto prev, parse_prev_result(c.net, "could not parse prevResult: "));
+    if (!prev) return std::nullopt;
+    for (auto& i : prev->interfaces) {
         bool on_master_side = c.link_in_container ? !i.sandbox.empty() && i.name != ifname : i.sandbox.empty();
         if (on_master_side && !i.name.empty()) return i;
     }

@@ -18,6 +18,7 @@
 #include "applets/bandwidth/shaping.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
+#include "core/iface/link_result.hpp"
 #include "core/iface/sockets.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/tc.hpp"
@@ -147,10 +148,7 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
         CNI_TRY(nl::set_link_up(host, ifb, true));
         CNI_TRY(nl::add_ingress_redirect(host, veth.index, ifb.index));
         CNI_TRY(shape(host, ifb.index, shaping_of(c, l.egress_rate, l.egress_burst, false)));
-        Interface i;
-        i.name = name;
-        i.mac = ifb.mac;
-        result.interfaces.push_back(i);
+        result.interfaces.push_back(iface::host_interface(ifb));
     }
     undo.dismiss();
     return result;
