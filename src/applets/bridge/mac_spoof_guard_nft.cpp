@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "core/net/mac.hpp"
 #include "core/fw/nftables.hpp"
+#include "core/net/mac.hpp"
 
 namespace cni::bridge {
 namespace {

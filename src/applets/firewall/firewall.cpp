@@ -5,12 +5,13 @@
 // address of prevResult "replies to it" and "everything from it". ingressPolicy same-bridge or
 // isolated (isolation.hpp; the bridge is prevResult's first interface) drops traffic between
 // bridges (isolated: also inside the bridge); open does nothing. backend firewalld instead makes
-// each address a source of firewalldZone (trusted) over D-Bus; with no backend given, firewalld
-// is used when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables otherwise, as the
-// reference chooses. The ingress policy is iptables either way. DEL removes the per-address rules or sources
-// (from prevResult, as the reference); the shared chains stay. Beyond the reference: CHECK fails
-// when an isolation rule is missing or firewalld does not have the source, a failed ADD takes back
-// the sources it added, and DEL succeeds when firewalld is gone (its runtime sources went with it).
+// each address a source of firewalldZone (trusted) over D-Bus; with no backend given, firewalld is
+// used when it is on the system bus ($DBUS_SYSTEM_BUS_ADDRESS), iptables otherwise, as the
+// reference chooses. The ingress policy is iptables either way. DEL removes the per-address rules
+// or sources (from prevResult, as the reference); the shared chains stay. Beyond the reference:
+// CHECK fails when an isolation rule is missing or firewalld does not have the source, a failed ADD
+// takes back the sources it added, and DEL succeeds when firewalld is gone (its runtime sources
+// went with it).
 #include "applets/firewall/firewalld.hpp"
 #include "applets/firewall/forward.hpp"
 #include "applets/firewall/isolation.hpp"

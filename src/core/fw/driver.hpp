@@ -4,9 +4,10 @@
 // iptables (libiptc on legacy nodes, iptables-nft's own form in nf_tables on nft nodes,
 // iptables.hpp), native nftables (nftables.hpp, the reference's own tables) and firewalld (the
 // firewall applet's zones over D-Bus). A kind of rules (ipMasq, portmap's host ports, the firewall
-// applet's FORWARD accepts, bridge's MAC spoof guard) implements Rules<Spec> once per driver it
-// has, one file per driver, and offers them as a Drivers<Spec>; the applet then chooses, sets up,
-// checks, tears down and collects through that, never through a driver's own functions.
+// applet's FORWARD accepts and bridge isolation, bridge's MAC spoof guard, vpc-eni's SNAT)
+// implements Rules<Spec> once per driver it has, one file per driver, and offers them as a
+// Drivers<Spec>; the applet then chooses, sets up, checks, tears down and collects through that,
+// never through a driver's own functions.
 #pragma once
 
 #include <functional>

@@ -6,8 +6,8 @@
 
 #include "core/fw/iptables.hpp"
 #include "core/fw/names.hpp"
-#include "core/fw/xtables_nft.hpp"
 #include "core/fw/nftables.hpp"
+#include "core/fw/xtables_nft.hpp"
 #include "core/os/file_lock.hpp"
 #include "core/strings.hpp"
 

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "core/fw/sha512.hpp"
 #include "core/fw/nftables.hpp"
+#include "core/fw/sha512.hpp"
 
 namespace cni::fw {
 namespace {
