@@ -3,19 +3,28 @@
 """The layers of src/ (docs/design.md, "Layers"), read from the table on that page.
 
 `check` (the `layers` test): every `#include` of a file in src/ names a file of its own layer
-or of a layer the table lets it include, and every namespace a file opens is its layer's (or
-nested in it); a violation is printed as FILE:LINE: what, and the exit code is 1. It also
-checks the table itself: every file in one layer, no unknown layer, and a layer listing all
-that the layers it lists may include (so the libraries meson links are the table's).
-`deps` (meson.build): one line per layer, bottom up, `layer:below,below,...`.
-usage: scripts/layers.py check|deps [SRC_DIR [DESIGN_MD]]"""
+or of a layer the table lets it include, or a system header its row's `system headers` allow;
+every namespace a file opens is its layer's (or nested in it), and only the files of a row's
+`global code` column have code outside every named namespace. An include the check cannot read
+for sure (a macro, a digraph, a continued line), a namespace it cannot read (an attribute, an
+inline namespace) and a file of a kind it does not know fail too. A violation is printed as
+FILE:LINE: what, and the exit code is 1. It also checks the table itself: every file in one
+layer, no unknown layer, and a layer listing all that the layers it lists may include (so the
+libraries meson links are the table's).
+`deps` (meson.build): one line per layer, bottom up, `layer:below,...:system header,...`, the
+system headers being the layer's own and those of every layer below it (what it compiles and
+links with).
+`namespace NAME...` (meson.build): `NAME:identifier` for each applet folder or file, the name its
+namespace cni::<identifier> has.
+usage: scripts/layers.py check|deps [SRC_DIR [DESIGN_MD]] | namespace NAME..."""
 import os
 import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DIRECTIVE = re.compile(r"[ \t]*#")
-SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".cpp.in", ".hpp.in")
+# The files src/ may hold: C++ (checked), and what builds them (meson.build, launcher/*.py).
+SOURCE_SUFFIXES = (".cpp", ".hpp", ".cpp.in", ".hpp.in")
+BUILD_FILES = ("meson.build", ".py")
 # C++ keywords an applet's name could be: its namespace takes a trailing underscore.
 KEYWORDS = {"and", "auto", "bool", "break", "case", "catch", "char", "class", "const", "continue",
             "default", "delete", "do", "double", "else", "enum", "explicit", "export", "extern",
@@ -26,13 +35,19 @@ KEYWORDS = {"and", "auto", "bool", "break", "case", "catch", "char", "class", "c
             "unsigned", "using", "virtual", "void", "volatile", "while", "xor"}
 
 
+def identifier(name):
+    """An applet folder's or file's name as a C++ identifier: a keyword takes a trailing _."""
+    return name + ("_" if name in KEYWORDS else "")
+
+
 class TableError(Exception):
     pass
 
 
 class Layer:
-    def __init__(self, name, patterns, namespace, below, line):
+    def __init__(self, name, patterns, namespace, below, line, system=(), global_code=()):
         self.name, self.patterns, self.namespace, self.below, self.line = name, patterns, namespace, below, line
+        self.system, self.global_code = list(system), list(global_code)
 
     def match(self, path):
         """The instance of this layer `path` (relative to src/) is in, or None: the layer's name,
@@ -48,7 +63,7 @@ class Layer:
     def namespace_of(self, instance):
         if "<applet>" not in self.namespace:
             return self.namespace
-        return self.namespace.replace("<applet>", instance + ("_" if instance in KEYWORDS else ""))
+        return self.namespace.replace("<applet>", identifier(instance))
 
 
 def read_table(design_md):
@@ -72,14 +87,15 @@ def read_table(design_md):
             header = [c.lower() for c in cells]
         elif not set(l) <= set("|-: "):
             rows.append((i + 1, dict(zip(header, cells))))
-    need = {"layer", "files", "namespace", "may include"}
+    need = {"layer", "files", "namespace", "may include", "system headers", "global code"}
     if header is None or not need <= set(header):
         raise TableError(f"{design_md}:{start + 1}: the Layers table needs the columns " + ", ".join(sorted(need)))
     layers = []
     for line, r in rows:
         words = lambda cell: [w for w in re.split(r"[\s,]+", cell.replace("`", "")) if w and w not in ("-", "—")]
         layers.append(Layer(r["layer"].replace("`", ""), words(r["files"]), r["namespace"].replace("`", ""),
-                            words(r["may include"]), line))
+                            words(r["may include"]), line, [w.strip("<>").rstrip("….") for w in words(r["system headers"])],
+                            words(r["global code"])))
     return layers
 
 
@@ -115,81 +131,163 @@ def bottom_up(layers):
     return order
 
 
-def strip_code(text):
-    """The text with comments, string and character literals blanked (newlines kept), and
-    preprocessor lines (with their continuations) blanked too, for finding namespaces."""
-    out, i, n = [], 0, len(text)
-    line_start = True
+def blank(s):
+    return re.sub(r"[^\n]", " ", s)
+
+
+def literal_end(text, i):
+    """Where the string or character literal starting at text[i] ends (raw strings included)."""
+    c, n = text[i], len(text)
+    m = re.search(r"(?:u8|[uUL])?R$", text[max(0, i - 3):i]) if c == '"' else None
+    if m and not re.match(r"\w", text[i - len(m.group(0)) - 1:i - len(m.group(0))] or " "):
+        delim = text[i + 1:text.find("(", i)]
+        j = text.find(")" + delim + '"', i)
+        return n if j < 0 else j + len(delim) + 2
+    j = i + 1
+    while j < n and text[j] != c and text[j] != "\n":
+        j += 2 if text[j] == "\\" else 1
+    return j + 1
+
+
+def lex(text):
+    """Two copies of `text`, newlines kept: one with its comments blanked, and one with its
+    comments and its string and character literals blanked."""
+    kept, code, i, n = [], [], 0, len(text)
     while i < n:
         c = text[i]
-        if line_start and DIRECTIVE.match(text, i):
+        if text.startswith("//", i):  # to the end of the line, and on over a backslash-newline
             j = i
             while j < n and text[j] != "\n":
-                j = j + 2 if text[j] == "\\" and j + 1 < n else j + 1
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-            continue
-        line_start = c == "\n" or (line_start and c in " \t")
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
+                j = j + 2 if text[j] == "\\" else j + 1
+            piece = blank(text[i:j])
+            kept.append(piece)
         elif text.startswith("/*", i):
             j = text.find("*/", i + 2)
             j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
+            piece = blank(text[i:j])
+            kept.append(piece)
         elif c == '"' or c == "'":
-            m = re.search(r"(?:u8|[uUL])?R$", text[max(0, i - 3):i]) if c == '"' else None
-            if m and not re.match(r"\w", text[i - len(m.group(0)) - 1:i - len(m.group(0))] or " "):
-                delim = text[i + 1:text.find("(", i)]
-                j = text.find(")" + delim + '"', i)
-                j = n if j < 0 else j + len(delim) + 2
-            else:
-                j = i + 1
-                while j < n and text[j] != c and text[j] != "\n":
-                    j += 2 if text[j] == "\\" else 1
-                j += 1
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
+            j = literal_end(text, i)
+            kept.append(text[i:j])
+            piece = blank(text[i:j])
         elif c.isdigit() and not re.match(r"\w", text[i - 1] if i else " "):
-            m = re.match(r"[0-9A-Za-z_.']+", text[i:])  # a pp-number: 1'000 holds no character literal
-            out.append(m.group(0))
-            i += len(m.group(0))
+            piece = re.match(r"[0-9A-Za-z_.']+", text[i:]).group(0)  # a pp-number: 1'000 is no literal
+            j = i + len(piece)
+            kept.append(piece)
         else:
-            out.append(c)
+            j, piece = i + 1, c
+            kept.append(c)
+        code.append(piece)
+        i = j
+    return "".join(kept), "".join(code)
+
+
+def directives(text):
+    """(line, introducer, directive text without comments, physical lines) of every preprocessor
+    directive, its continuation lines joined; and the code with comments, literals and
+    directives blanked."""
+    kept, code = lex(text)
+    kept_lines, code_lines = kept.split("\n"), code.split("\n")
+    found, i = [], 0
+    while i < len(code_lines):
+        m = re.match(r"[ \t]*(#|%:)", code_lines[i])
+        if not m:
             i += 1
-    return "".join(out)
+            continue
+        first, joined = i, kept_lines[i]
+        while code_lines[i].endswith("\\") and i + 1 < len(code_lines):
+            i += 1
+            joined = joined[:-1] + kept_lines[i]
+        found.append((first + 1, m.group(1), joined, i - first + 1))
+        for k in range(first, i + 1):
+            code_lines[k] = blank(code_lines[k])
+        i += 1
+    return found, "\n".join(code_lines)
+
+
+INCLUDE = re.compile(r"[ \t]*(?:#|%:)[ \t]*(include|include_next|import)\b[ \t]*(.*)")
+
+
+def includes(text):
+    """(line, quoted, name, problem) of every include directive; a problem (and no name) where
+    the check could not read the file it names for sure."""
+    for no, intro, joined, lines in directives(text)[0]:
+        m = INCLUDE.match(joined)
+        if not m:
+            continue
+        target = re.fullmatch(r'(<[^>]+>|"[^"]+")\s*', m.group(2))
+        if intro != "#":
+            yield no, False, None, f"#{m.group(1)} written with the digraph %:"
+        elif lines > 1:
+            yield no, False, None, f"#{m.group(1)} continued over {lines} lines"
+        elif not target:
+            yield no, False, None, f"#{m.group(1)} {m.group(2).strip()}: names no header literally"
+        else:
+            yield no, target.group(1)[0] == '"', target.group(1)[1:-1], None
+
+
+# An explicit specialization of another namespace's template, named by its qualified name: it
+# belongs to that namespace, wherever it is written.
+SPECIALIZATION = re.compile(r"template\s*<\s*>\s*(?:struct|class|union)\s+(?:::)?\w+::")
+NAMESPACE_HEAD = re.compile(r"\s*((?:\w+\s*::\s*(?:inline\s+)?)*\w+)?\s*([{=])")
+
+
+def namespace_head(code, m):
+    """(kind, name, end) of the namespace keyword matched by `m`: kind is "open", "skip" (a
+    using-directive or an alias) or a problem."""
+    before = re.search(r"(\w+)\s*$", code[max(0, m.start() - 40):m.start()])
+    if before and before.group(1) == "using":
+        return "skip", "", m.end()
+    if before and before.group(1) == "inline":
+        return "an inline namespace", "", m.end()
+    head = NAMESPACE_HEAD.match(code, m.end())
+    if not head:
+        return "a namespace in a form the check does not read (an attribute?)", "", m.end()
+    name = re.sub(r"\s+", "", head.group(1) or "")
+    if re.search(r"::\s*inline\b", head.group(1) or ""):
+        return "an inline namespace", "", head.end()
+    return ("skip" if head.group(2) == "=" else "open"), name, head.end()
 
 
 def namespaces(text):
-    """(line, full name) of every named namespace a file opens, nested ones by their full name."""
-    code = strip_code(text)
-    found, stack = [], []  # stack: the namespace a brace opened, or None for any other brace
-    for m in re.finditer(r"\bnamespace\b\s*([\w:]*)\s*([{=;]?)|[{}]", code):
+    """(line, full name) of every named namespace a file opens, nested ones by their full name;
+    the lines where code starts outside every named namespace; and (line, problem) for the
+    namespaces the check cannot read."""
+    code = directives(text)[1]
+    # extern "C" around includes alone holds no code once the directives are blanked.
+    code = re.sub(r"\bextern\s*\{\s*\}", lambda m: blank(m.group(0)), code)
+    found, outside, problems = [], [], []
+    stack = []  # the namespace a brace opened ("" for an anonymous one at file scope), None for another brace
+    line = lambda pos: code.count("\n", 0, pos) + 1
+    at = 0
+    for m in re.finditer(r"\bnamespace\b|[{}]", code):
+        if m.start() < at:
+            continue
+        if all(s == "" for s in stack):
+            stray = re.search(r"[^\s;]", code[at:m.start()])
+            if stray and not SPECIALIZATION.match(code, at + stray.start()):
+                outside.append(line(at + stray.start()))
+        at = m.end()
         tok = m.group(0)
         if tok == "{":
             stack.append(None)
         elif tok == "}":
             if stack:
                 stack.pop()
-        elif m.group(2) == "{":
-            name = m.group(1)
+        else:
+            kind, name, at = namespace_head(code, m)
+            if kind not in ("open", "skip"):
+                problems.append((line(m.start()), kind))
+            if kind != "open":
+                continue
             enclosing = next((s for s in reversed(stack) if s), "")
             # An anonymous namespace keeps its enclosing name.
-            full = (enclosing + "::" + name if enclosing else name) if name else enclosing
-            stack.append(full)
+            stack.append((enclosing + "::" + name if enclosing else name) if name else enclosing)
             if name:
-                found.append((code.count("\n", 0, m.start()) + 1, full))
-    return found
-
-
-def includes(text):
-    for no, line in enumerate(text.split("\n"), 1):
-        m = re.match(r'\s*#\s*include\s*([<"])([^">]+)[">]', line)
-        if m:
-            yield no, m.group(1) == '"', m.group(2)
+                found.append((line(m.start()), stack[-1]))
+    if all(s == "" for s in stack) and re.search(r"[^\s;]", code[at:]):
+        outside.append(line(at + re.search(r"[^\s;]", code[at:]).start()))
+    return found, outside, problems
 
 
 def resolve(src, path, quoted, name):
@@ -209,23 +307,27 @@ def resolve(src, path, quoted, name):
 
 
 def source_files(src):
-    for root, dirs, files in os.walk(src):
-        dirs.sort()
-        for f in sorted(files):
+    """(the C++ files of src/, relative to it; a problem for every file of an unknown kind)."""
+    files, problems = [], []
+    for root, dirs, names in os.walk(src):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for f in sorted(names):
+            rel = os.path.relpath(os.path.join(root, f), src)
             if f.endswith(SOURCE_SUFFIXES):
-                yield os.path.relpath(os.path.join(root, f), src)
+                files.append(rel)
+            elif not f.endswith(BUILD_FILES):
+                problems.append(f"src/{rel}:1: a file of a kind the layers check does not read: C++ is "
+                                + ", ".join(SOURCE_SUFFIXES) + " (docs/design.md, Layers)")
+    return files, problems
 
 
 def describe(layer, instance):
     return f"layer {layer.name}" if instance == layer.name else f"{layer.name}/{instance}"
 
 
-def check(src, design_md):
-    layers = read_table(design_md)
-    problems = check_table(layers, design_md)
-    bottom_up(layers)  # a cycle is an error
-    files = list(source_files(src))
-    home = {}  # file -> (its layer, the instance: the layer's name or the applet's)
+def homes(layers, files):
+    """file -> (its layer, the instance: the layer's name or the applet's); problems."""
+    home, problems = {}, []
     for f in files:
         hits = [(l, inst) for l in layers for inst in [l.match(f)] if inst]
         if len(hits) != 1:
@@ -233,52 +335,92 @@ def check(src, design_md):
             problems.append(f"src/{f}:1: the file is in {what} of the table in docs/design.md")
             continue
         home[f] = hits[0]
-    # Every namespace a layer owns, each applet's its own.
-    owned = {l.namespace_of(inst) for l, inst in home.values()}
-    for f in files:
-        if f not in home:
+    return home, problems
+
+
+def check_includes(src, f, text, home, system_headers):
+    layer, inst = home[f]
+    for no, quoted, name, problem in includes(text):
+        if problem:
+            yield f"src/{f}:{no}: {problem}; the layers check cannot tell what it includes"
             continue
-        layer, inst = home[f]
+        target = resolve(src, f, quoted, name)
+        if target is None:
+            family = next((h for h in system_headers if name.startswith(h)), None)
+            if quoted:
+                yield f"src/{f}:{no}: includes \"{name}\", which is no file of src/"
+            elif family and family not in layer.system:
+                yield (f"src/{f}:{no}: includes <{name}>: {describe(layer, inst)} may not include <{family}...> "
+                       f"(docs/design.md, Layers: system headers)")
+            continue
+        if target not in home:
+            continue  # reported by homes()
+        tl, tinst = home[target]
+        if (tl.name, tinst) != (layer.name, inst) and tl.name not in layer.below:
+            yield (f"src/{f}:{no}: includes {target}: {describe(layer, inst)} may not include "
+                   f"{describe(tl, tinst)} (docs/design.md, Layers)")
+
+
+def check_namespaces(f, text, home, owned):
+    layer, inst = home[f]
+    expected = layer.namespace_of(inst)
+    found, outside, problems = namespaces(text)
+    for no, what in problems:
+        yield f"src/{f}:{no}: {what}: the layers check cannot tell its namespace"
+    for no, ns in found:
+        # The most specific namespace a layer owns that holds `ns`.
+        parts = ns.split("::")
+        owner = next((("::".join(parts[:k])) for k in range(len(parts), 0, -1) if "::".join(parts[:k]) in owned), None)
+        if owner != expected:
+            yield f"src/{f}:{no}: namespace {ns}: {describe(layer, inst)} is in {expected} (docs/design.md, Layers)"
+    if f not in layer.global_code:
+        for no in outside:
+            yield (f"src/{f}:{no}: code outside every named namespace: {describe(layer, inst)} is in {expected}, "
+                   f"and only the files of the table's `global code` column may have such code (docs/design.md, Layers)")
+
+
+def check(src, design_md):
+    layers = read_table(design_md)
+    problems = check_table(layers, design_md)
+    bottom_up(layers)  # a cycle is an error
+    files, unknown = source_files(src)
+    home, homeless = homes(layers, files)
+    problems += unknown + homeless
+    # Every namespace a layer owns, each applet's its own; every system header family a row names.
+    owned = {l.namespace_of(inst) for l, inst in home.values()}
+    system_headers = {h for l in layers for h in l.system}
+    for f in sorted(home):
         text = open(os.path.join(src, f), encoding="utf-8", errors="replace").read()
-        for no, quoted, name in includes(text):
-            target = resolve(src, f, quoted, name)
-            if target is None:
-                if quoted:
-                    problems.append(f"src/{f}:{no}: includes \"{name}\", which is no file of src/")
-                continue
-            if target not in home:
-                continue  # reported above
-            tl, tinst = home[target]
-            if tl.name == layer.name and tinst == inst:
-                continue
-            if tl.name not in layer.below:
-                problems.append(f"src/{f}:{no}: includes {target}: {describe(layer, inst)} may not include "
-                                f"{describe(tl, tinst)} (docs/design.md, Layers)")
-        expected = layer.namespace_of(inst)
-        for no, ns in namespaces(text):
-            # The most specific namespace a layer owns that holds `ns`.
-            parts = ns.split("::")
-            owner = next((("::".join(parts[:k])) for k in range(len(parts), 0, -1) if "::".join(parts[:k]) in owned), None)
-            if owner != expected:
-                problems.append(f"src/{f}:{no}: namespace {ns}: {describe(layer, inst)} is in {expected} "
-                                f"(docs/design.md, Layers)")
+        problems += check_includes(src, f, text, home, system_headers)
+        problems += check_namespaces(f, text, home, owned)
     return problems
+
+
+def deps(design_md):
+    """The `deps` lines: each layer, bottom up, with the layers it may include and the system
+    headers it compiles with (its own and those of every layer it may include)."""
+    layers = read_table(design_md)
+    problems = check_table(layers, design_md)
+    if problems:
+        raise TableError("\n".join(problems))
+    by_name = {l.name: l for l in layers}
+    for l in bottom_up(layers):
+        system = sorted({h for x in [l] + [by_name[b] for b in l.below] for h in x.system})
+        yield l.name + ":" + ",".join(l.below) + ":" + ",".join(system)
 
 
 def main():
     args = sys.argv[1:]
-    if not args or args[0] not in ("check", "deps"):
+    if not args or args[0] not in ("check", "deps", "namespace"):
         sys.exit(__doc__)
+    if args[0] == "namespace":
+        print("\n".join(f"{a}:{identifier(a)}" for a in args[1:]))
+        return
     src = args[1] if len(args) > 1 else os.path.join(ROOT, "src")
     design_md = args[2] if len(args) > 2 else os.path.join(ROOT, "docs", "design.md")
     try:
         if args[0] == "deps":
-            layers = read_table(design_md)
-            problems = check_table(layers, design_md)
-            if problems:
-                sys.exit("\n".join(problems))
-            for l in bottom_up(layers):
-                print(l.name + ":" + ",".join(l.below))
+            print("\n".join(deps(design_md)))
             return
         problems = check(src, design_md)
     except TableError as e:

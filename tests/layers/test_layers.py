@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""scripts/layers.py against small trees of its own: a tree that keeps a table of layers passes,
+and each way of breaking the table's rules, or of hiding a break from the check, fails naming
+the file and line (docs/design.md, Layers). No build and no root needed."""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import check, eq, run_all, test  # noqa: E402
+
+LAYERS_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "layers.py")
+
+DESIGN = """# design
+
+## Layers
+
+| layer | files | namespace | may include | system headers | global code |
+|---|---|---|---|---|---|
+| base | `core/base.hpp` | `cni` | | | |
+| nl | `core/nl/` | `cni::nl` | base | `<netlink/…>` | |
+| applets | `applets/<applet>/` `applets/<applet>.cpp` | `cni::<applet>` | base nl | | |
+| top | `*` | `cni` | base nl applets | | `main.cpp` |
+"""
+
+# A tree that keeps every rule: each file as the table wants it.
+CLEAN = {
+    "core/base.hpp": "#pragma once\n#include <string>\nnamespace cni {\nusing Text = std::string;\n}\n",
+    "core/nl/link.hpp": ('#pragma once\n#include <netlink/netlink.h>\n#include "core/base.hpp"\n'
+                         "namespace cni::nl {\nint index();\nnamespace {\nint x;\n}\n}  // namespace cni::nl\n"),
+    "applets/static.cpp": ('#include "core/nl/link.hpp"\n// #include "main.hpp" in a comment is no include\n'
+                           'namespace cni::static_ {\nconst char* t = R"(\n#include "main.hpp"\n)";\n'
+                           "namespace nl = cni::nl;\n}\n"
+                           "template <>\nstruct cni::Traits<int> {\n};\n"),
+    "applets/bridge/bridge.cpp": ('#include "applets/bridge/vlan.hpp"\nextern "C" {\n#include <linux/if.h>\n}\n'
+                                  "namespace cni::bridge {\n}\n"),
+    "applets/bridge/vlan.hpp": "#pragma once\nnamespace cni::bridge {\nstruct Vlan {};\n}\n",
+    "applets/bridge/meson.build": "applet_sources += files('bridge.cpp')\n",
+    "main.hpp": "#pragma once\nnamespace cni {\n}\n",
+    "main.cpp": '#include "main.hpp"\n#include "applets/bridge/vlan.hpp"\nint main() { return 0; }\n',
+    "launcher.py": "print()\n",
+}
+
+
+def run(files, cmd="check"):
+    """layers.py `cmd` over a tree of CLEAN with `files` laid over it (None removes a file)."""
+    with tempfile.TemporaryDirectory() as d:
+        tree = dict(CLEAN, **files)
+        for path, text in tree.items():
+            if text is None:
+                continue
+            os.makedirs(os.path.dirname(os.path.join(d, "src", path)), exist_ok=True)
+            with open(os.path.join(d, "src", path), "w") as f:
+                f.write(text)
+        with open(os.path.join(d, "design.md"), "w") as f:
+            f.write(DESIGN)
+        p = subprocess.run([sys.executable, LAYERS_PY, cmd, os.path.join(d, "src"), os.path.join(d, "design.md")],
+                           capture_output=True, text=True)
+        return p.returncode, p.stdout + p.stderr
+
+
+def refused(files, where, what):
+    """layers.py fails on CLEAN with `files`, and says `what` at `where` (src/FILE:LINE)."""
+    rc, out = run(files)
+    eq(rc, 1, out)
+    lines = [line for line in out.splitlines() if line.startswith(f"src/{where}: ")]
+    check(any(what in line for line in lines), f"no line at src/{where} saying {what!r} in:\n{out}")
+
+
+@test
+def a_tree_that_keeps_the_table_passes():
+    rc, out = run({})
+    eq(rc, 0, out)
+    check("hold" in out, out)
+
+
+@test
+def deps_lists_each_layers_system_headers_with_those_below_it():
+    rc, out = run({}, "deps")
+    eq(rc, 0, out)
+    eq(out.split(), ["base::", "nl:base:netlink/", "applets:base,nl:netlink/", "top:base,nl,applets:netlink/"])
+
+
+@test
+def a_forbidden_include_fails():
+    refused({"core/nl/link.hpp": '#include "applets/bridge/vlan.hpp"\nnamespace cni::nl {\n}\n'},
+            "core/nl/link.hpp:1", "layer nl may not include applets/bridge")
+
+
+@test
+def one_applet_including_another_fails():
+    refused({"applets/static.cpp": '\n#include "applets/bridge/vlan.hpp"\nnamespace cni::static_ {\n}\n'},
+            "applets/static.cpp:2", "applets/static may not include applets/bridge")
+
+
+@test
+def an_include_hidden_by_a_comment_between_hash_and_include_is_still_read():
+    refused({"core/base.hpp": '#/* x */include "core/nl/link.hpp"\nnamespace cni {\n}\n'},
+            "core/base.hpp:1", "layer base may not include layer nl")
+
+
+@test
+def a_system_header_outside_its_rows_fails():
+    refused({"core/base.hpp": "#include <netlink/route/link.h>\nnamespace cni {\n}\n"},
+            "core/base.hpp:1", "may not include <netlink/...>")
+
+
+@test
+def a_file_of_an_unknown_kind_fails():
+    for name in ("core/nl/route.cc", "core/nl/route.h", "core/nl/route.inc", "core/nl/route.ipp", "core/nl/route.cxx"):
+        refused({name: "namespace cni::nl {\n}\n"}, name + ":1", "a file of a kind the layers check does not read")
+
+
+@test
+def an_include_continued_over_lines_fails():
+    refused({"core/base.hpp": '#include \\\n"core/nl/link.hpp"\nnamespace cni {\n}\n'},
+            "core/base.hpp:1", "continued over 2 lines")
+
+
+@test
+def an_include_written_with_the_digraph_fails():
+    refused({"core/base.hpp": '%:include "core/nl/link.hpp"\nnamespace cni {\n}\n'},
+            "core/base.hpp:1", "digraph")
+
+
+@test
+def an_include_of_a_macro_fails():
+    refused({"core/base.hpp": '#define HEADER "core/nl/link.hpp"\n#include HEADER\nnamespace cni {\n}\n'},
+            "core/base.hpp:2", "names no header literally")
+
+
+@test
+def a_namespace_of_another_folder_fails():
+    refused({"applets/bridge/vlan.hpp": "namespace cni::nl {\n}\n"},
+            "applets/bridge/vlan.hpp:1", "applets/bridge is in cni::bridge")
+
+
+@test
+def a_namespace_with_an_attribute_fails():
+    refused({"core/nl/link.hpp": "namespace [[deprecated]] cni::nl {\n}\n"},
+            "core/nl/link.hpp:1", "a form the check does not read")
+    refused({"core/nl/link.hpp": "namespace cni::nl __attribute__((visibility(\"hidden\"))) {\n}\n"},
+            "core/nl/link.hpp:1", "a form the check does not read")
+
+
+@test
+def an_inline_namespace_fails():
+    refused({"core/nl/link.hpp": "namespace cni::nl {\ninline namespace v1 {\n}\n}\n"},
+            "core/nl/link.hpp:2", "an inline namespace")
+    refused({"core/nl/link.hpp": "namespace cni::nl::inline v1 {\n}\n"},
+            "core/nl/link.hpp:1", "an inline namespace")
+
+
+@test
+def code_outside_every_named_namespace_fails():
+    refused({"core/nl/link.hpp": "namespace cni::nl {\n}\nint stray;\n"},
+            "core/nl/link.hpp:3", "code outside every named namespace")
+    refused({"core/nl/link.hpp": "namespace {\nint hidden;\n}\n"},
+            "core/nl/link.hpp:2", "code outside every named namespace")
+    refused({"main.hpp": "#pragma once\nusing namespace cni;\n"},
+            "main.hpp:2", "code outside every named namespace")
+
+
+@test
+def a_table_that_is_not_closed_fails():
+    rc, out = run({})
+    eq(rc, 0, out)
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "design.md"), "w") as f:
+            f.write(DESIGN.replace("| base nl applets |", "| applets |"))
+        os.mkdir(os.path.join(d, "src"))
+        p = subprocess.run([sys.executable, LAYERS_PY, "check", os.path.join(d, "src"), os.path.join(d, "design.md")],
+                           capture_output=True, text=True)
+        eq(p.returncode, 1, p.stdout)
+        check("list base too" in p.stdout, p.stdout)
+
+
+if __name__ == "__main__":
+    run_all()
