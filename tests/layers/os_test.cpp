@@ -154,7 +154,7 @@ Result<CniResult> recycle_then_look(const Context& ctx) {
 }
 }  // namespace
 
-TEST_CASE("run_verb opens CNI_NETNS once: a path recycled during the call still means the first namespace", "[core]") {
+TEST_CASE("run_verb opens CNI_NETNS once: a path recycled during the call still means the first namespace", "[applet]") {
     TestNs first("cnit-first"), second("cnit-second");
     recycled_path = "/run/netns/cnit-recycled-" + std::to_string(::getpid());
     other_ns_path = second.path;

@@ -58,7 +58,7 @@ std::string host_local_conf(const TempDir& d, std::string version = "1.1.0", std
 
 }  // namespace
 
-TEST_CASE("host-local ADD prints the result at the config's version; DEL releases", "[dispatch][host-local]") {
+TEST_CASE("host-local ADD prints the result at the config's version; DEL releases", "[top][host-local]") {
     TempDir d;
     auto r = run("host-local", env_for("ADD"), host_local_conf(d, "0.3.1"));
     CHECK(r.rc == 0);
@@ -79,7 +79,7 @@ TEST_CASE("host-local ADD prints the result at the config's version; DEL release
     CHECK(r.out == "{\n    \"code\": 999,\n    \"msg\": \"host-local: Failed to find address added by container c1\"\n}");
 }
 
-TEST_CASE("version gates answer with code 1", "[dispatch]") {
+TEST_CASE("version gates answer with code 1", "[top]") {
     TempDir d;
     auto r = run("host-local", env_for("ADD"), host_local_conf(d, "0.5.0"));
     CHECK(r.rc == 1);
@@ -99,7 +99,7 @@ TEST_CASE("version gates answer with code 1", "[dispatch]") {
     CHECK(unknown.out == "{\n    \"code\": 4,\n    \"msg\": \"unknown CNI_COMMAND: FOO\"\n}");
 }
 
-TEST_CASE("VERSION, the about text, and the stdin bound", "[dispatch]") {
+TEST_CASE("VERSION, the about text, and the stdin bound", "[top]") {
     auto v = run("static", {"CNI_COMMAND=VERSION"}, "ignored");
     CHECK(v.rc == 0);
     CHECK(v.out == "{\"cniVersion\":\"1.1.0\",\"supportedVersions\":[\"0.1.0\",\"0.2.0\",\"0.3.0\",\"0.3.1\",\"0.4.0\",\"1.0.0\",\"1.1.0\"]}\n");
@@ -133,7 +133,7 @@ TEST_CASE("VERSION, the about text, and the stdin bound", "[dispatch]") {
     CHECK(text.find("larger than 16 MiB") != std::string::npos);
 }
 
-TEST_CASE("host-local GC releases what is not in valid-attachments; STATUS reports exhaustion", "[dispatch][host-local]") {
+TEST_CASE("host-local GC releases what is not in valid-attachments; STATUS reports exhaustion", "[top][host-local]") {
     TempDir d;
     for (auto id : {"keep", "drop1", "drop2"}) REQUIRE(run("host-local", env_for("ADD", id), host_local_conf(d)).rc == 0);
     d.write("net1/10.77.0.200", "legacy-keep");
@@ -160,7 +160,7 @@ TEST_CASE("host-local GC releases what is not in valid-attachments; STATUS repor
     CHECK(add.out.find("failed to allocate for range 0: no IP addresses available in range set: 10.78.0.1-10.78.0.2") != std::string::npos);
 }
 
-TEST_CASE("host-local request sources, range sets and config errors", "[dispatch][host-local]") {
+TEST_CASE("host-local request sources, range sets and config errors", "[top][host-local]") {
     TempDir d;
     auto conf = [&](std::string ipam_extra, std::string top_extra = "", std::string v = "1.1.0") {
         return R"({"cniVersion":")" + v + R"(","name":"n2","ipam":{"type":"host-local","dataDir":")" + d.path + "\"" + ipam_extra + "}" +
@@ -193,7 +193,7 @@ TEST_CASE("host-local request sources, range sets and config errors", "[dispatch
     CHECK(msg(conf(R"(,"subnet":"10.1.0.0/24","resolvConf":"/nonexistent")")).find("open /nonexistent: no such file or directory") != std::string::npos);
 }
 
-TEST_CASE("static returns its addresses, applies CNI_ARGS, and args/runtimeConfig replace", "[dispatch][static]") {
+TEST_CASE("static returns its addresses, applies CNI_ARGS, and args/runtimeConfig replace", "[top][static]") {
     std::string base = R"({"cniVersion":"1.0.0","name":"s","ipam":{"type":"static","addresses":[{"address":"10.10.0.1/24","gateway":"10.10.0.254"},{"address":"3ffe:ffff:0:1ff::1/64"}],"routes":[{"dst":"0.0.0.0/0"}],"dns":{"nameservers":["8.8.8.8"],"domain":"example.com"}}})";
     auto r = run("static", env_for("ADD"), base);
     CHECK(r.rc == 0);
@@ -245,7 +245,7 @@ TEST_CASE("static returns its addresses, applies CNI_ARGS, and args/runtimeConfi
     CHECK(run("static", env_for("CHECK"), base).out.find("Required prevResult missing") != std::string::npos);
 }
 
-TEST_CASE("host-device refuses a deviceID, pciBusID or kernelpath that climbs out of sysfs", "[dispatch][host-device]") {
+TEST_CASE("host-device refuses a deviceID, pciBusID or kernelpath that climbs out of sysfs", "[top][host-device]") {
     for (std::string extra : {R"("device":"x","runtimeConfig":{"deviceID":"../../../../tmp"})", R"("pciBusID":"..")",
                               R"("kernelpath":"/sys/devices/../../etc")"}) {
         INFO(extra);
@@ -270,7 +270,7 @@ TEST_CASE("find_in_path follows the reference, refusing names with a slash", "[i
     std::filesystem::current_path("/");
 }
 
-TEST_CASE("a launcher `install` wrote beside this binary counts as this binary; one elsewhere does not", "[dispatch][os]") {
+TEST_CASE("a launcher `install` wrote beside this binary counts as this binary; one elsewhere does not", "[top][os]") {
     TempDir d;
     std::filesystem::create_directories(d / "bin");
     std::filesystem::create_symlink(std::filesystem::read_symlink("/proc/self/exe"), d / "bin/cni-all");
@@ -286,7 +286,7 @@ TEST_CASE("a launcher `install` wrote beside this binary counts as this binary; 
     CHECK(cni::is_self_exe(d / "other/hl"));               // a link to our launcher
 }
 
-TEST_CASE("IPAM delegation runs our applet in-process and another binary by exec", "[ipam][dispatch]") {
+TEST_CASE("IPAM delegation runs our applet in-process and another binary by exec", "[ipam][top]") {
     TempDir d;
     std::filesystem::create_directories(d / "self");
     std::filesystem::create_symlink(std::filesystem::read_symlink("/proc/self/exe"), d / "self/host-local");

@@ -7,7 +7,7 @@
 
 #include "registry.hpp"
 
-TEST_CASE("the applet list is sorted, unique and every descriptor is complete", "[dispatch]") {
+TEST_CASE("the applet list is sorted, unique and every descriptor is complete", "[top]") {
     auto all = cni::all_applets();
     REQUIRE(all.size() >= 3);
     std::set<std::string_view> names;

@@ -397,7 +397,7 @@ TEST_CASE("errors print as {code, msg, details} without cniVersion", "[cni]") {
     CHECK(encode_error(Error{999, "x <y>", ""}) == "{\n    \"code\": 999,\n    \"msg\": \"x \\u003cy\\u003e\"\n}");
 }
 
-TEST_CASE("Failures: every failed step's message, joined, as one untyped error; success when none failed", "[core]") {
+TEST_CASE("Failures: every failed step's message, joined, as one untyped error; success when none failed", "[base]") {
     Failures none;
     none.add(Status{});
     none.add(Result<int>{3});

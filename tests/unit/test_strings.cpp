@@ -10,7 +10,7 @@
 using cni::decode_rune;
 using cni::kReplacementRune;
 
-TEST_CASE("decode_rune reads UTF-8 as Go's utf8.DecodeRuneInString", "[core]") {
+TEST_CASE("decode_rune reads UTF-8 as Go's utf8.DecodeRuneInString", "[base]") {
     using Rune = std::pair<char32_t, std::size_t>;
     CHECK(decode_rune("a", 0) == Rune{U'a', 1});
     CHECK(decode_rune("x\xC3\xA9", 1) == Rune{0xE9, 2});
