@@ -93,9 +93,9 @@ def read_table(design_md):
     layers = []
     for line, r in rows:
         words = lambda cell: [w for w in re.split(r"[\s,]+", cell.replace("`", "")) if w and w not in ("-", "—")]
+        system = [w.strip("<>").rstrip("….") for w in words(r["system headers"])]  # <netlink/…> is netlink/
         layers.append(Layer(r["layer"].replace("`", ""), words(r["files"]), r["namespace"].replace("`", ""),
-                            words(r["may include"]), line, [w.strip("<>").rstrip("….") for w in words(r["system headers"])],
-                            words(r["global code"])))
+                            words(r["may include"]), line, system, words(r["global code"])))
     return layers
 
 
@@ -149,36 +149,36 @@ def literal_end(text, i):
     return j + 1
 
 
+def piece_at(text, i):
+    """(where it ends, as kept, as code) of what starts at text[i]: a comment (blanked in both),
+    a string or character literal (blanked as code), a pp-number or one character."""
+    n = len(text)
+    if text.startswith("//", i):  # to the end of the line, and on over a backslash-newline
+        j = i
+        while j < n and text[j] != "\n":
+            j = j + 2 if text[j] == "\\" else j + 1
+        return j, blank(text[i:j]), blank(text[i:j])
+    if text.startswith("/*", i):
+        j = text.find("*/", i + 2)
+        j = n if j < 0 else j + 2
+        return j, blank(text[i:j]), blank(text[i:j])
+    if text[i] in "\"'":
+        j = literal_end(text, i)
+        return j, text[i:j], blank(text[i:j])
+    if text[i].isdigit() and not re.match(r"\w", text[i - 1] if i else " "):
+        number = re.match(r"[0-9A-Za-z_.']+", text[i:]).group(0)  # a pp-number: 1'000 is no literal
+        return i + len(number), number, number
+    return i + 1, text[i], text[i]
+
+
 def lex(text):
     """Two copies of `text`, newlines kept: one with its comments blanked, and one with its
     comments and its string and character literals blanked."""
-    kept, code, i, n = [], [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):  # to the end of the line, and on over a backslash-newline
-            j = i
-            while j < n and text[j] != "\n":
-                j = j + 2 if text[j] == "\\" else j + 1
-            piece = blank(text[i:j])
-            kept.append(piece)
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            piece = blank(text[i:j])
-            kept.append(piece)
-        elif c == '"' or c == "'":
-            j = literal_end(text, i)
-            kept.append(text[i:j])
-            piece = blank(text[i:j])
-        elif c.isdigit() and not re.match(r"\w", text[i - 1] if i else " "):
-            piece = re.match(r"[0-9A-Za-z_.']+", text[i:]).group(0)  # a pp-number: 1'000 is no literal
-            j = i + len(piece)
-            kept.append(piece)
-        else:
-            j, piece = i + 1, c
-            kept.append(c)
-        code.append(piece)
-        i = j
+    kept, code, i = [], [], 0
+    while i < len(text):
+        i, as_kept, as_code = piece_at(text, i)
+        kept.append(as_kept)
+        code.append(as_code)
     return "".join(kept), "".join(code)
 
 
@@ -375,8 +375,8 @@ def check_namespaces(f, text, home, owned):
             yield f"src/{f}:{no}: namespace {ns}: {describe(layer, inst)} is in {expected} (docs/design.md, Layers)"
     if f not in layer.global_code:
         for no in outside:
-            yield (f"src/{f}:{no}: code outside every named namespace: {describe(layer, inst)} is in {expected}, "
-                   f"and only the files of the table's `global code` column may have such code (docs/design.md, Layers)")
+            yield (f"src/{f}:{no}: code outside every named namespace: {describe(layer, inst)} is in "
+                   f"{expected}, and only the table's `global code` files may have such code (docs/design.md, Layers)")
 
 
 def check(src, design_md):
@@ -427,7 +427,8 @@ def main():
         sys.exit(f"layers.py: {e}")
     for p in problems:
         print(p)
-    print(f"{len(problems)} problem(s) with the layers of docs/design.md" if problems else "the layers of docs/design.md hold")
+    print(f"{len(problems)} problem(s) with the layers of docs/design.md" if problems
+          else "the layers of docs/design.md hold")
     sys.exit(1 if problems else 0)
 
 
