@@ -46,8 +46,10 @@ std::optional<ForwardHandles> decode_handles(std::string_view text) {
     return h;
 }
 
-ForwardRecord::ForwardRecord(const std::string& network, const net::Attachment& a, std::string dir)
-    : dir_(std::move(dir)), name_(fw::sha512_hex(network + "\n" + a.container_id + "\n" + a.ifname).substr(0, 40)) {}
+ForwardRecord::ForwardRecord(const std::string& network, const net::Attachment& a, std::string dir, std::string_view driver)
+    : dir_(std::move(dir)), name_(fw::sha512_hex(network + "\n" + a.container_id + "\n" + a.ifname).substr(0, 40)) {
+    if (!driver.empty()) name_ = std::string(driver) + "-" + name_;
+}
 
 std::optional<ForwardHandles> ForwardRecord::load() const {
     auto dir = os::Dir::open(dir_);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the firewall applet remembers of an attachment on an iptables-nft node: the handles
-// nf_tables gave the rules its ADD appended to CNI-FORWARD, per family, in a file of its own
+// nf_tables gave the rules its ADD appended to CNI-FORWARD, per family (and the same of its
+// nftables driver's cni-forward, in a record of its own), in a file of its own
 // under /run/cni/cni-all-firewall named by a hash of the network, container ID and interface. DEL
 // deletes exactly those rules, once they are checked to still be the attachment's, without
 // reading the chain every attachment shares; an ADD run again finds them the same way
@@ -33,7 +34,9 @@ inline constexpr std::size_t kMaxHandles = 64;
 
 class ForwardRecord {
 public:
-    ForwardRecord(const std::string& network, const net::Attachment& a, std::string dir);
+    // `driver` tells one driver's record from another's: "" for iptables, "nft" for nftables
+    // (forward_nft.cpp), whose record holds its inet table's handles, IPv4 addresses' first.
+    ForwardRecord(const std::string& network, const net::Attachment& a, std::string dir, std::string_view driver = {});
     std::optional<ForwardHandles> load() const;
     void save(const ForwardHandles& h) const;  // best effort: without it DEL reads the chain
     void forget() const;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The firewall applet's bridge isolation (docs/compatibility.md: firewall), one kind of firewall
-// rules through the one firewall interface (core/fw/driver.hpp), in its one driver, iptables
-// (isolation_iptables.cpp), whichever driver lets the attachment's traffic through (as the
-// reference): ingressPolicy same-bridge/isolated adds the filter chains CNI-ISOLATION-STAGE-1/2
+// rules through the one firewall interface (core/fw/driver.hpp), in two drivers: iptables
+// (isolation_iptables.cpp) unless the attachment's traffic goes through nftables (then
+// isolation_nft.cpp, the same chains in the applet's own table): ingressPolicy same-bridge/isolated adds the filter chains CNI-ISOLATION-STAGE-1/2
 // that drop traffic between different bridges (isolated: also within the bridge), jumped to first
 // from FORWARD. Setup adds them (nothing for `open`); check passes when either iptables variant
 // holds all of them, its error naming the first one missing (beyond the reference, whose CHECK
@@ -37,10 +37,12 @@ struct IsolationSpec {
 };
 
 const fw::Rules<IsolationSpec>& iptables_isolation();  // isolation_iptables.cpp
+const fw::Rules<IsolationSpec>& nftables_isolation();  // isolation_nft.cpp
 
-// The isolation rules in their driver, offered once.
+// The isolation rules in their drivers, offered once.
 inline const fw::Drivers<IsolationSpec>& isolation() {
-    static const fw::Drivers<IsolationSpec> drivers{{fw::Driver::iptables, &iptables_isolation()}};
+    static const fw::Drivers<IsolationSpec> drivers{{fw::Driver::iptables, &iptables_isolation()},
+                                                    {fw::Driver::nftables, &nftables_isolation()}};
     return drivers;
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "core/fw/names.hpp"
 #include "core/fw/nftables.hpp"
 #include "core/fw/sha512.hpp"
 
@@ -21,16 +22,9 @@ constexpr std::string_view kChain = "masq_checks";
 constexpr std::string_view kPostrouting = "postrouting";
 constexpr std::int32_t kSrcNatPriority = 100;
 
-std::string hash16(std::string_view s) { return sha512_hex(s).substr(0, 16); }
-std::string network_hash(std::string_view network) { return hash16(network); }
+// The comment's leading hash pair: the attachment's rules, whatever its names' cut.
 std::string instance_hash(const Masquerade& o) {
-    return network_hash(o.network) + "-" + hash16(std::string(o.ifname) + ":" + std::string(o.container_id));
-}
-
-std::string without_quotes(std::string_view s) {
-    std::string out(s);
-    std::erase(out, '"');
-    return out;
+    return nft_attachment_comment(o.network, o.container_id, o.ifname).substr(0, kNftAttachmentTagLength);
 }
 
 // The rules of masq_checks whose comment starts with `prefix`.
@@ -51,11 +45,7 @@ nft::Exprs masquerade_rule(const net::IpNet& ip) {
 
 }  // namespace
 
-std::string nft_masq_comment(const Masquerade& o) {
-    std::string c = instance_hash(o) + ", net: " + without_quotes(o.network) + ", if: " + without_quotes(o.ifname) +
-                    ", id: " + without_quotes(o.container_id);
-    return c.substr(0, 128);
-}
+std::string nft_masq_comment(const Masquerade& o) { return nft_attachment_comment(o.network, o.container_id, o.ifname); }
 
 namespace {
 
@@ -102,7 +92,7 @@ Status nft_gc(std::string_view network, const std::vector<net::Attachment>& keep
     std::vector<std::string> valid;
     for (auto& a : keep) valid.push_back(nft_masq_comment(Masquerade{std::string(network), a.container_id, a.ifname, {}}));
     return nft::transact("ipMasq (nftables) GC", [&](nft::Batch& tx) -> Status {
-        CNI_TRY_ASSIGN(auto rules, rules_with(network_hash(network) + "-"));
+        CNI_TRY_ASSIGN(auto rules, rules_with(nft_network_tag(network)));
         for (auto& r : rules)
             if (std::find(valid.begin(), valid.end(), r.comment) == valid.end()) tx.delete_rule(kFamily, kTable, kChain, r.handle);
         return {};

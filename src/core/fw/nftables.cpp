@@ -295,6 +295,7 @@ Exprs set_meta_mark_bits(std::uint32_t bits) {
     return {load_meta(NFT_META_MARK), set_bits(bits), store};
 }
 
+Exprs verdict_accept() { return {verdict(NF_ACCEPT)}; }
 Exprs verdict_return() { return {verdict(NFT_RETURN)}; }
 Exprs verdict_drop() { return {verdict(NF_DROP)}; }
 Exprs verdict_jump(std::string_view chain) { return {verdict(NFT_JUMP, std::string(chain))}; }

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -61,6 +62,7 @@ Exprs match_ct_none_of(std::uint32_t key, std::uint32_t mask);
 Exprs match_ct_any_of(std::uint32_t key, std::uint32_t mask);   // ... has some of them (ct state new)
 Exprs match_ct_mark_has(std::uint32_t bits);                    // ct mark & bits == bits
 // Statements.
+Exprs verdict_accept();
 Exprs verdict_return();
 Exprs verdict_drop();
 Exprs verdict_jump(std::string_view chain);
@@ -155,16 +157,22 @@ inline constexpr int kTransactAttempts = 16;
 // Reads the generation, runs `build(tx)` - which reads what it needs and fills tx - and commits
 // tx; when another writer committed in between, all of it again (kTransactAttempts in all, then
 // the try-again-later error stands). So a decision made from a dump (a rule is missing, a rule
-// has this handle) never applies to a ruleset that changed after the dump.
-template <class Build>
-Status transact(std::string_view what, Build&& build) {
+// has this handle) never applies to a ruleset that changed after the dump. `committed(tx)` then
+// reads what the commit gave back (Batch::added).
+template <class Build, class Committed>
+Status transact(std::string_view what, Build&& build, Committed&& committed) {
     for (int attempt = 1;; ++attempt) {
         CNI_TRY_ASSIGN(auto gen, generation());
         Batch tx(gen);
         CNI_TRY(build(tx));
         auto status = tx.commit(what);
+        if (status) committed(std::as_const(tx));
         if (status || status.error().code != code::try_again_later || attempt == kTransactAttempts) return status;
     }
+}
+template <class Build>
+Status transact(std::string_view what, Build&& build) {
+    return transact(what, std::forward<Build>(build), [](const Batch&) {});
 }
 
 // An address comparison of a rule in an ip or ip6 table: [!] ip saddr|daddr NET.
