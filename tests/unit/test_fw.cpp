@@ -123,7 +123,7 @@ TEST_CASE("firewall drivers: the verbs reach the chosen driver; DEL and GC reach
 }
 
 TEST_CASE("the firewall's handle records: what encode writes decodes back; anything else is no record", "[firewall]") {
-    ForwardHandles h{{12, 13}, {40, 41, 42, 43}};
+    ForwardHandles h{.v4 = {12, 13}, .v6 = {40, 41, 42, 43}};
     CHECK(encode_handles(h) == "v4 12 13\nv6 40 41 42 43\n");
     auto back = decode_handles(encode_handles(h));
     REQUIRE(back);
@@ -137,6 +137,33 @@ TEST_CASE("the firewall's handle records: what encode writes decodes back; anyth
     std::string many = "v4";
     for (int i = 1; i <= 65; ++i) many += " " + std::to_string(i);
     CHECK_FALSE(decode_handles(many));  // more than kMaxHandles
+    ForwardHandles owned{.v4 = {3}, .network_tag = "0123456789abcdef-", .ips = {*cni::net::IpAddr::parse("10.1.0.2"),
+                                                                              *cni::net::IpAddr::parse("fd01::2")}};
+    CHECK(encode_handles(owned) == "net 0123456789abcdef-\nip 10.1.0.2 fd01::2\nv4 3\n");
+    auto again = decode_handles(encode_handles(owned));
+    REQUIRE(again);
+    CHECK((again->network_tag == owned.network_tag && again->ips == owned.ips && again->v4 == owned.v4));
+    CHECK(decode_handles("ip 10.1.0.2\n")->ips.size() == 1);  // addresses alone: a legacy node's record
+    for (const char* bad : {"net a b\n", "ip 10.1.0.300\n", "ip 10.1.0.2\nip 10.1.0.3\n", "net x\n", "net x\nnet y\nv4 1\n"})
+        CHECK_FALSE(decode_handles(bad));
+}
+
+TEST_CASE("GC finds the records of a network's attachments not kept, and the addresses the others hold", "[firewall]") {
+    TempDir t;
+    const std::string dir = t / "records";
+    auto ip = [](const char* s) { return *cni::net::IpAddr::parse(s); };
+    auto owned = [](const char* net, cni::net::IpAddr a) { return ForwardHandles{.network_tag = cni::fw::nft_network_tag(net), .ips = {a}}; };
+    ForwardRecord("n1", {"gone", "eth0"}, dir).save(owned("n1", ip("10.1.0.2")));
+    ForwardRecord("n1", {"kept", "eth0"}, dir).save(owned("n1", ip("10.1.0.3")));
+    ForwardRecord("n2", {"gone", "eth0"}, dir).save(owned("n2", ip("10.1.0.4")));
+    ForwardRecord("n1", {"gone2", "eth0"}, dir, "nft").save(owned("n1", ip("10.1.0.5")));
+    auto found = ForwardRecord::collectable(dir, {}, "n1", {{"kept", "eth0"}});
+    REQUIRE(found.gone.size() == 1);
+    CHECK(found.gone[0].second.ips == std::vector{ip("10.1.0.2")});
+    CHECK(found.live_ips.size() == 2);  // n1's kept and n2's; the nft driver's record is not this driver's
+    auto nft = ForwardRecord::collectable(dir, "nft", "n1", {});
+    REQUIRE(nft.gone.size() == 1);
+    CHECK(nft.gone[0].second.ips == std::vector{ip("10.1.0.5")});
 }
 
 TEST_CASE("a firewall handle record lives in its folder by a hash of network, container and interface; the folder goes with the last", "[firewall]") {
@@ -144,8 +171,8 @@ TEST_CASE("a firewall handle record lives in its folder by a hash of network, co
     const std::string dir = t / "records";
     ForwardRecord a("net", {"ctr", "eth0"}, dir), b("net", {"ctr", "eth1"}, dir);
     CHECK_FALSE(a.load());
-    a.save({{5, 6}, {}});
-    b.save({{}, {9, 10}});
+    a.save({.v4 = {5, 6}});
+    b.save({.v6 = {9, 10}});
     REQUIRE(a.load());
     CHECK(a.load()->v4 == std::vector<std::uint64_t>{5, 6});
     CHECK(b.load()->v6 == std::vector<std::uint64_t>{9, 10});
@@ -159,11 +186,11 @@ TEST_CASE("a firewall handle record lives in its folder by a hash of network, co
     std::filesystem::create_directories(dir);
     t.write("victim", "v4 1 2\n");
     ForwardRecord c("net", {"ctr", "eth2"}, dir);
-    c.save({{3, 4}, {}});
+    c.save({.v4 = {3, 4}});
     auto name = std::filesystem::directory_iterator(dir)->path().filename().string();
     std::filesystem::remove(dir + "/" + name);
     std::filesystem::create_symlink(t / "victim", dir + "/" + name);
     CHECK_FALSE(c.load());
-    c.save({{7, 8}, {}});
+    c.save({.v4 = {7, 8}});
     CHECK(t.read("victim") == "v4 1 2\n");
 }

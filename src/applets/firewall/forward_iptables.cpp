@@ -6,7 +6,9 @@
 // implementation sees the other's rules as its own; one commit per table per call, under the
 // xtables lock. On an iptables-nft node the per-address rules are appended without reading
 // CNI-FORWARD (which holds every attachment's) and their handles are recorded
-// (forward_iptables_record.hpp): an ADD run again, and the DEL, find them by the record.
+// (forward_iptables_record.hpp): an ADD run again, and the DEL, find them by the record. The
+// record names the network and the addresses on either kind of node, which is how GC finds the
+// rules of attachments that are gone.
 #include "applets/firewall/forward.hpp"
 
 #include <netinet/in.h>
@@ -18,6 +20,7 @@
 
 #include "applets/firewall/forward_iptables_record.hpp"
 #include "applets/firewall/iptables_filter.hpp"
+#include "core/fw/names.hpp"
 
 namespace cni::firewall {
 namespace {
@@ -87,20 +90,20 @@ Status setup_forward(const ForwardSpec& f) {
         if (recorded) made.of(fam) = known.of(fam);
         else if (added.size() >= wanted.size()) made.of(fam).assign(added.end() - std::ptrdiff_t(wanted.size()), added.end());
     }
+    made.network_tag = fw::nft_network_tag(f.network);
+    made.ips = f.ips;
     record.save(made);
     return {};
 }
 
-// Removes the per-address rules (the chains stay, shared by every attachment) in both iptables
-// variants: by the record's handles where they still hold the attachment's rules, else by
-// reading the chain for every rule of these addresses.
-Status teardown_forward(const ForwardSpec& f) {
-    ForwardRecord record(f.network, f.attachment, f.record_dir);
-    auto known = record.load().value_or(ForwardHandles{});
+// Removes the rules of `ips` (the chains stay, shared by every attachment) in both iptables
+// variants: by the record's handles where they still hold exactly those rules, else by reading
+// the chain for every rule of these addresses.
+Status remove_forward(const ForwardHandles& known, const std::vector<net::IpAddr>& ips) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
     for (fw::Variant v : fw::kVariants) {
         for (fw::Family fam : {fw::Family::v4, fw::Family::v6}) {
-            auto mine = of_family(f.ips, fam);
+            auto mine = of_family(ips, fam);
             if (mine.empty()) continue;
             auto t = fw::IptTable::open(fam, "filter", v);
             if (!t || !t->has_chain(kPrivate)) continue;  // nothing of ours can be there
@@ -115,8 +118,31 @@ Status teardown_forward(const ForwardSpec& f) {
             }));
         }
     }
+    return {};
+}
+
+Status teardown_forward(const ForwardSpec& f) {
+    ForwardRecord record(f.network, f.attachment, f.record_dir);
+    CNI_TRY(remove_forward(record.load().value_or(ForwardHandles{}), f.ips));
     record.forget();
     return {};
+}
+
+// The rules of the network's attachments not kept, as their records name them; an address that
+// another record holds stays (a gone attachment's address may be a live one's now). Rules no
+// record names (the reference's, an older cni-all's) say nothing of their attachment, and stay.
+Status gc_forward(std::string_view network, const std::vector<net::Attachment>& keep) {
+    auto found = ForwardRecord::collectable(kForwardRecordDir, {}, std::string(network), keep);
+    Status first;
+    for (auto& [record, known] : found.gone) {
+        std::vector<net::IpAddr> ips;
+        for (auto& ip : known.ips)
+            if (std::ranges::find(found.live_ips, ip) == found.live_ips.end()) ips.push_back(ip);
+        auto st = remove_forward(known, ips);
+        if (st) record.forget();
+        else if (first) first = std::move(st);
+    }
+    return first;
 }
 
 // Passes when either iptables variant holds the rules (check_either_variant).
@@ -144,6 +170,7 @@ public:
     }
     Status check(const ForwardSpec& f) const override { return check_forward(f.ips, f.admin_chain); }
     Status teardown(const ForwardSpec& f) const override { return teardown_forward(f); }
+    Status gc(std::string_view network, const std::vector<net::Attachment>& keep) const override { return gc_forward(network, keep); }
 };
 
 }  // namespace

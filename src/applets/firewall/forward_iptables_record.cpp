@@ -4,8 +4,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 
+#include "core/fw/names.hpp"
 #include "core/fw/sha512.hpp"
 #include "core/os/fs.hpp"
 #include "core/strings.hpp"
@@ -14,6 +16,12 @@ namespace cni::firewall {
 
 std::string encode_handles(const ForwardHandles& h) {
     std::string out;
+    if (!h.network_tag.empty()) out += "net " + h.network_tag + "\n";
+    if (!h.ips.empty()) {
+        out += "ip";
+        for (auto& ip : h.ips) out += " " + ip.str();
+        out += "\n";
+    }
     for (auto [tag, list] : {std::pair{"v4", &h.v4}, std::pair{"v6", &h.v6}}) {
         if (list->empty()) continue;
         out += tag;
@@ -23,26 +31,52 @@ std::string encode_handles(const ForwardHandles& h) {
     return out;
 }
 
+namespace {
+
+std::optional<std::uint64_t> handle_of(std::string_view w) {
+    std::uint64_t n = 0;
+    auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), n);
+    if (ec != std::errc() || end != w.data() + w.size() || n == 0 || w[0] == '0') return std::nullopt;
+    return n;
+}
+
+// One line's words after its tag into `h`; false when they are not what the tag takes.
+bool decode_line(std::string_view tag, const std::vector<std::string_view>& words, ForwardHandles& h) {
+    if (tag == "net") {
+        if (words.size() != 1 || words[0].size() > 64) return false;
+        h.network_tag = std::string(words[0]);
+        return true;
+    }
+    for (auto w : words) {
+        if (tag == "ip") {
+            auto ip = net::IpAddr::parse(w);
+            if (!ip) return false;
+            h.ips.push_back(*ip);
+        } else {
+            auto n = handle_of(w);
+            if (!n) return false;
+            (tag == "v4" ? h.v4 : h.v6).push_back(*n);
+        }
+    }
+    return true;
+}
+
+}  // namespace
+
 std::optional<ForwardHandles> decode_handles(std::string_view text) {
     ForwardHandles h;
-    bool seen_v4 = false, seen_v6 = false;
+    std::vector<std::string_view> seen;
     for (auto line : split(text, '\n')) {
         if (line.empty()) continue;
         auto words = fields(line);
         if (words.size() < 2 || words.size() > kMaxHandles + 1) return std::nullopt;
-        bool v4 = words[0] == "v4";
-        if ((!v4 && words[0] != "v6") || (v4 ? seen_v4 : seen_v6)) return std::nullopt;
-        (v4 ? seen_v4 : seen_v6) = true;
-        auto& list = v4 ? h.v4 : h.v6;
-        for (std::size_t i = 1; i < words.size(); ++i) {
-            std::uint64_t n = 0;
-            auto w = words[i];
-            auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), n);
-            if (ec != std::errc() || end != w.data() + w.size() || n == 0 || w[0] == '0') return std::nullopt;
-            list.push_back(n);
-        }
+        std::string_view tag = words[0];
+        bool known = tag == "net" || tag == "ip" || tag == "v4" || tag == "v6";
+        if (!known || std::ranges::find(seen, tag) != seen.end()) return std::nullopt;
+        seen.push_back(tag);
+        if (!decode_line(tag, {words.begin() + 1, words.end()}, h)) return std::nullopt;
     }
-    if (h.empty()) return std::nullopt;
+    if (h.empty() && h.ips.empty()) return std::nullopt;
     return h;
 }
 
@@ -60,7 +94,7 @@ std::optional<ForwardHandles> ForwardRecord::load() const {
 }
 
 void ForwardRecord::save(const ForwardHandles& h) const {
-    if (h.empty()) return forget();
+    if (h.empty() && h.ips.empty()) return forget();
     if (auto dir = os::Dir::create(dir_, 0700)) (void)dir->write_atomic(name_, encode_handles(h), 0600);
 }
 
@@ -70,6 +104,26 @@ void ForwardRecord::save(const ForwardHandles& h) const {
 void ForwardRecord::forget() const {
     if (auto dir = os::Dir::open(dir_)) (void)dir->remove(name_);
     (void)::rmdir(dir_.c_str());
+}
+
+ForwardRecord::Collectable ForwardRecord::collectable(const std::string& dir, std::string_view driver, const std::string& network,
+                                                     const std::vector<net::Attachment>& keep) {
+    Collectable out;
+    auto opened = os::Dir::open(dir);
+    if (!opened) return out;
+    std::vector<std::string> kept;
+    for (auto& a : keep) kept.push_back(ForwardRecord(network, a, dir, driver).name_);
+    const std::string prefix = driver.empty() ? "" : std::string(driver) + "-";
+    const std::string tag = fw::nft_network_tag(network);
+    for (auto& name : opened->names()) {
+        if (name.size() != prefix.size() + 40 || !name.starts_with(prefix)) continue;
+        ForwardRecord record(dir, name);
+        auto h = record.load();
+        if (!h) continue;
+        if (h->network_tag == tag && std::ranges::find(kept, name) == kept.end()) out.gone.emplace_back(std::move(record), std::move(*h));
+        else out.live_ips.insert(out.live_ips.end(), h->ips.begin(), h->ips.end());
+    }
+    return out;
 }
 
 }  // namespace cni::firewall

@@ -14,20 +14,28 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/fw/iptables.hpp"
 #include "core/net/attachment.hpp"
+#include "core/net/ip.hpp"
 
 namespace cni::firewall {
 
 struct ForwardHandles {
-    std::vector<std::uint64_t> v4, v6;
+    std::vector<std::uint64_t> v4 = {}, v6 = {};
+    // Whose rules they are, for GC: the network's tag (core/fw/names.hpp: nft_network_tag) and
+    // the addresses the rules accept.
+    std::string network_tag = {};
+    std::vector<net::IpAddr> ips = {};
     std::vector<std::uint64_t>& of(fw::Family f) { return f == fw::Family::v4 ? v4 : v6; }
+    const std::vector<std::uint64_t>& of(fw::Family f) const { return f == fw::Family::v4 ? v4 : v6; }
     bool empty() const { return v4.empty() && v6.empty(); }
 };
 
-// "v4 H H ...\nv6 H H ...\n"; decode() takes only that, with at most kMaxHandles per family.
+// "net TAG\nip A A ...\nv4 H H ...\nv6 H H ...\n", each line optional; decode() takes only
+// that, with at most kMaxHandles words per line, and nothing when there is no handle or address.
 std::string encode_handles(const ForwardHandles& h);
 std::optional<ForwardHandles> decode_handles(std::string_view text);
 inline constexpr std::size_t kMaxHandles = 64;
@@ -41,8 +49,21 @@ public:
     void save(const ForwardHandles& h) const;  // best effort: without it DEL reads the chain
     void forget() const;
 
+    // The records of one driver in `dir` of `network`'s attachments that are not in `keep`, and
+    // the addresses that the driver's other records hold (a gone attachment's address may be a
+    // live one's now): what GC removes, and what it leaves.
+    struct Collectable {
+        std::vector<std::pair<ForwardRecord, ForwardHandles>> gone;
+        std::vector<net::IpAddr> live_ips;
+    };
+    static Collectable collectable(const std::string& dir, std::string_view driver, const std::string& network,
+                                   const std::vector<net::Attachment>& keep);
+
 private:
+    ForwardRecord(std::string dir, std::string name) : dir_(std::move(dir)), name_(std::move(name)) {}
     std::string dir_, name_;
 };
+
+inline constexpr const char* kForwardRecordDir = "/run/cni/cni-all-firewall";
 
 }  // namespace cni::firewall

@@ -8,7 +8,7 @@
 // rules are appended without reading cni-forward and their handles recorded
 // (forward_iptables_record.hpp, the "nft" record): an ADD run again, CHECK and DEL find them by
 // the record, checked against the comment; without one they read the chain. GC removes the
-// rules whose comment names the network but none of the attachments kept.
+// rules whose comment names the network but none of the attachments kept, and their records.
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_tables.h>
 
@@ -139,6 +139,8 @@ Status setup_forward(const ForwardSpec& f) {
         return {};
     };
     CNI_TRY(nft::transact("firewall (nftables)", build, [&](const nft::Batch& tx) { made = recorded ? known : handles_added(tx, ips); }));
+    made.network_tag = fw::nft_network_tag(f.network);
+    made.ips = ips;
     record.save(made);
     return {};
 }
@@ -178,13 +180,15 @@ Status gc_forward(std::string_view network, const std::vector<net::Attachment>& 
     std::vector<std::string> kept;
     for (auto& a : keep) kept.push_back(comment_of(network, a));
     const std::string tag = fw::nft_network_tag(network);
-    return nft::transact("firewall (nftables): collecting rules", [&](nft::Batch& tx) -> Status {
+    CNI_TRY(nft::transact("firewall (nftables): collecting rules", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto gone, rules_where([&](const nft::ListedRule& r) {
             return r.comment.starts_with(tag) && std::ranges::find(kept, r.comment) == kept.end();
         }));
         for (auto handle : gone) tx.delete_rule(kNftFamily, kNftTable, kPrivate, handle);
         return {};
-    });
+    }));
+    for (auto& [record, known] : ForwardRecord::collectable(kForwardRecordDir, kRecord, std::string(network), keep).gone) record.forget();
+    return {};
 }
 
 class NftablesForward final : public fw::Rules<ForwardSpec> {
