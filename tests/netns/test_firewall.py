@@ -8,6 +8,7 @@ input. The firewalld backend runs against a stand-in firewalld (tests/lib/fake_f
 on a private dbus-daemon: zone sources, the automatic choice, CHECK, rollback, DEL without
 firewalld. Each test builds its own host and container namespaces."""
 import ast
+import json
 import os
 import shlex
 import shutil
@@ -17,14 +18,16 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import BIN, Plugin, check, eq, iptables_save, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, FIREWALL_RECORDS, Plugin, check, eq, iptables_save, netns, ns_path, run_all, sh, test  # noqa: E402
 from conflist import run_add, run_check, run_del  # noqa: E402
 
 
-def conflist(data, bridge, subnet, policy=None, name=None):
+def conflist(data, bridge, subnet, policy=None, name=None, backend=None):
     fwc = {"type": "firewall"}
     if policy:
         fwc["ingressPolicy"] = policy
+    if backend:
+        fwc["backend"] = backend
     return {"cniVersion": "1.0.0", "name": name or "fw-" + bridge, "plugins": [
         {"type": "bridge", "bridge": bridge, "isGateway": True,
          "ipam": {"type": "host-local", "subnet": subnet, "routes": [{"dst": "0.0.0.0/0"}], "dataDir": data}}, fwc]}
@@ -54,15 +57,16 @@ def bridged_traffic_hits_iptables(host):
 class Nodes:
     """One host, bridge A with containers a1 and a2, bridge B with container b1."""
 
-    def __init__(self, policy_a, policy_b):
+    def __init__(self, policy_a, policy_b, backend=None):
         self.policies = (policy_a, policy_b)
+        self.backend = backend
 
     def __enter__(self):
         self.data = tempfile.mkdtemp()
         self._ns = [netns(p) for p in ("fh", "fa1", "fa2", "fb1")]
         self.host, self.a1, self.a2, self.b1 = [n.__enter__() for n in self._ns]
-        self.ca = conflist(self.data, "cnifwa", "10.92.0.0/24", self.policies[0])
-        self.cb = conflist(self.data, "cnifwb", "10.93.0.0/24", self.policies[1])
+        self.ca = conflist(self.data, "cnifwa", "10.92.0.0/24", self.policies[0], backend=self.backend)
+        self.cb = conflist(self.data, "cnifwb", "10.93.0.0/24", self.policies[1], backend=self.backend)
         self.results = {}
         for cid, conf, ctr in [("a1", self.ca, self.a1), ("a2", self.ca, self.a2), ("b1", self.cb, self.b1)]:
             self.results[cid] = run_add(BIN, conf, self.host, ns_path(ctr), cid)
@@ -70,6 +74,13 @@ class Nodes:
 
     def ip(self, cid):
         return self.results[cid]["ips"][0]["address"].split("/")[0]
+
+    def firewall(self, command, cid, **keys):
+        """The firewall plugin alone on attachment `cid` (its bridge attachment stays)."""
+        conf = self.ca if cid.startswith("a") else self.cb
+        fwc = dict(conf["plugins"][1], name=conf["name"], cniVersion=conf["cniVersion"], prevResult=self.results[cid], **keys)
+        ctr = {"a1": self.a1, "a2": self.a2, "b1": self.b1}[cid]
+        return Plugin(os.path.join(BIN, "firewall")).run(command, fwc, host_ns=self.host, netns=ns_path(ctr), container_id=cid)
 
     def __exit__(self, *exc):
         for n in reversed(self._ns):
@@ -182,8 +193,8 @@ def firewall_refuses_bad_input():
         check(not [r for r in filter_rules(host) if "10.92.0.9" in r or "X" * 29 in r], "the refused ADD wrote no rule")
         unknown = dict(base, backend="pf")
         out = fw.run("ADD", unknown, host_ns=host, netns=ns_path(ctr)).ok()
-        check('firewall: unknown backend "pf" (iptables or firewalld); using firewalld if it is running, else iptables'
-              in out.err, out.err)
+        check('firewall: unknown backend "pf" (iptables, nftables or firewalld); using firewalld if it is running, else '
+              'iptables, else nftables' in out.err, out.err)
         check([r for r in filter_rules(host) if "10.92.0.9" in r], "iptables chosen, as with no backend")
         fw.run("DEL", unknown, host_ns=host, netns=ns_path(ctr)).ok()
         check(not [r for r in filter_rules(host) if "10.92.0.9" in r], "DEL removed the rules")
@@ -340,6 +351,220 @@ def firewalld_is_chosen_when_on_the_bus():
         check("-A CNI-FORWARD -s 10.94.0.8/32 -j ACCEPT" in filter_rules(host), filter_rules(host))
         run("DEL", "10.94.0.7", "b", bus.env()).ok()
         check(not [r for r in filter_rules(host) if "10.94.0.7" in r], "DEL by iptables once firewalld is gone")
+
+
+NFT_TABLE = ("inet", "cni_plugins_firewall")
+
+
+def nft_chains(host):
+    """table inet cni_plugins_firewall as `nft -j` lists it: {chain: [rule]} ({} when it is missing)."""
+    r = sh("ip", "netns", "exec", host, "nft", "-j", "list", "table", *NFT_TABLE, check_rc=False)
+    if r.returncode != 0:
+        return {}
+    chains = {}
+    for item in json.loads(r.stdout)["nftables"]:
+        if "chain" in item:
+            chains.setdefault(item["chain"]["name"], [])
+        if "rule" in item:
+            chains.setdefault(item["rule"]["chain"], []).append(item["rule"])
+    return chains
+
+
+def nft_lines(host, chain):
+    """The rules of one chain of the table as `nft list` shows them, one line each."""
+    out = sh("ip", "netns", "exec", host, "nft", "list", "chain", *NFT_TABLE, chain).stdout
+    return [line.strip() for line in out.splitlines()[2:-2] if line.strip() and not line.strip().startswith("type ")]
+
+
+def nft_tables(host):
+    text = sh("ip", "netns", "exec", host, "nft", "list", "tables").stdout
+    return sorted(tuple(line.split()[1:3]) for line in text.splitlines() if line.startswith("table "))
+
+
+def only_the_nft_table(host, when):
+    """The nftables backend's table and nothing of iptables', in either variant."""
+    eq(nft_tables(host), [NFT_TABLE], f"{when}: only the plugin's table")
+    for name in ("ip_tables_names", "ip6_tables_names"):
+        eq(sh("ip", "netns", "exec", host, "cat", f"/proc/net/{name}").stdout, "", f"{when}: no legacy table")
+
+
+def accepts_of(host, ip):
+    return [line for line in nft_lines(host, "cni-forward") if f"addr {ip} " in line]
+
+
+@test
+def firewall_nft_accepts_with_traffic_and_admin_chain():
+    """firewall nftables: its own table, forward -> cni-forward -> CNI-ADMIN, then each address's accepts; with the
+    table's forward policy drop only accepted containers pass; the admin chain comes first and is never flushed"""
+    with Nodes(None, None, backend="nftables") as n:
+        check(pings(n.a1, n.ip("b1")), "a1 -> b1")
+        chains = nft_chains(n.host)
+        eq(sorted(chains), ["CNI-ADMIN", "cni-forward", "forward"])
+        eq([(r["comment"], r["expr"][-1]) for r in chains["forward"]],
+           [("CNI firewall plugin rules", {"jump": {"target": "cni-forward"}})])
+        lines = nft_lines(n.host, "cni-forward")
+        eq(lines[0], 'jump CNI-ADMIN comment "CNI firewall plugin admin overrides"')
+        for cid in ("a1", "a2", "b1"):
+            ip = n.ip(cid)
+            eq([line.split(" comment ")[0] for line in accepts_of(n.host, ip)],
+               [f"ip daddr {ip} ct state established,related accept", f"ip saddr {ip} accept"], cid)
+            check(all(f", id: {cid}" in line for line in accepts_of(n.host, ip)), "each rule names its attachment")
+        only_the_nft_table(n.host, "after ADD")
+        sh("ip", "netns", "exec", n.host, "nft", "add chain inet cni_plugins_firewall forward "
+           "{ type filter hook forward priority 0 ; policy drop ; }")
+        check(pings(n.a1, n.ip("b1")), "a1 -> b1 accepted under a drop policy")
+        n.firewall("DEL", "a1").ok()
+        eq(accepts_of(n.host, n.ip("a1")), [], "DEL removed a1's rules")
+        check(dropped(n.a1, n.ip("b1")), "a1 -> b1 is no longer accepted")
+        check(pings(n.a2, n.ip("b1")), "a2 -> b1 still is")
+        n.firewall("DEL", "a1").ok()  # idempotent
+        n.firewall("ADD", "a1").ok()
+        check(pings(n.a1, n.ip("b1")), "a1 accepted again")
+        sh("ip", "netns", "exec", n.host, "nft", f"add rule inet cni_plugins_firewall CNI-ADMIN ip daddr {n.ip('b1')} drop")
+        check(dropped(n.a1, n.ip("b1")), "the admin chain's drop comes before the accepts")
+        n.firewall("ADD", "a2").ok()
+        n.firewall("CHECK", "a2").ok()
+        eq(len(nft_lines(n.host, "CNI-ADMIN")), 1, "ADD never flushes the admin chain")
+        eq(len(accepts_of(n.host, n.ip("a2"))), 2, "an ADD run again adds nothing")
+        check("policy drop" in sh("ip", "netns", "exec", n.host, "nft", "list", "chain", *NFT_TABLE, "forward").stdout,
+              "ADD keeps the operator's policy")
+        only_the_nft_table(n.host, "at the end")
+
+
+@test
+def firewall_nft_same_bridge_and_isolated():
+    """firewall nftables: same-bridge drops traffic between bridges, not inside one; isolated also inside the bridge"""
+    with Nodes("same-bridge", "same-bridge", backend="nftables") as n:
+        check(dropped(n.a1, n.ip("b1")), "a1 -> b1 must be dropped")
+        check(dropped(n.b1, n.ip("a1")), "b1 -> a1 must be dropped")
+        check(pings(n.a1, n.ip("a2")), "a1 -> a2 stays open")
+        c = 'comment "CNI firewall plugin rules (ingressPolicy: same-bridge)"'
+        eq(nft_lines(n.host, "forward")[0], f"jump cni-isolation-stage-1 {c}", "the isolation jump comes first")
+        eq(sorted(nft_lines(n.host, "cni-isolation-stage-1")),
+           sorted([f'iifname "{b}" oifname != "{b}" jump cni-isolation-stage-2 {c}' for b in ("cnifwa", "cnifwb")]))
+        eq(sorted(nft_lines(n.host, "cni-isolation-stage-2")), sorted([f'oifname "{b}" drop {c}' for b in ("cnifwa", "cnifwb")]))
+        only_the_nft_table(n.host, "same-bridge")
+    with Nodes("isolated", "same-bridge", backend="nftables") as n:
+        check('iifname "cnifwa" oifname "cnifwa" drop comment "CNI firewall plugin rules (ingressPolicy: isolated)"'
+              in nft_lines(n.host, "cni-isolation-stage-1"), nft_lines(n.host, "cni-isolation-stage-1"))
+        check(dropped(n.a1, n.ip("b1")), "a1 -> b1 must be dropped")
+        if bridged_traffic_hits_iptables(n.host):
+            check(dropped(n.a1, n.ip("a2")), "a1 -> a2 must be dropped")
+
+
+def delete_nft_rule(host, chain, needle):
+    out = sh("ip", "netns", "exec", host, "nft", "-a", "list", "chain", *NFT_TABLE, chain).stdout
+    handle = next(line.split("# handle ")[1] for line in out.splitlines() if needle in line)
+    sh("ip", "netns", "exec", host, "nft", "delete", "rule", *NFT_TABLE, chain, "handle", handle.strip())
+
+
+@test
+def firewall_nft_check_names_what_is_missing():
+    """firewall nftables: CHECK fails naming a missing isolation rule or accept, and passes once ADD put them back"""
+    with Nodes("isolated", "same-bridge", backend="nftables") as n:
+        n.firewall("CHECK", "a1").ok()
+        delete_nft_rule(n.host, "cni-isolation-stage-1", 'iifname "cnifwa" oifname "cnifwa" drop')
+        eq(n.firewall("CHECK", "a1").error()["msg"],
+           'firewall: ingressPolicy "isolated" needs the rule cni-isolation-stage-1 iifname "cnifwa" oifname "cnifwa" drop '
+           "in table inet cni_plugins_firewall, which is missing")
+        n.firewall("ADD", "a1").ok()
+        n.firewall("CHECK", "a1").ok()
+        delete_nft_rule(n.host, "cni-forward", f"ip saddr {n.ip('a1')} accept")
+        eq(n.firewall("CHECK", "a1").error()["msg"], "firewall (nftables): the rules accepting the attachment's traffic are "
+                                                     "missing from cni-forward in table inet cni_plugins_firewall")
+        n.firewall("CHECK", "a2").ok()
+        n.firewall("ADD", "a1").ok()
+        n.firewall("CHECK", "a1").ok()
+        eq(len(accepts_of(n.host, n.ip("a1"))), 2, "the retried ADD made both rules anew, no third")
+        delete_nft_rule(n.host, "cni-forward", "jump CNI-ADMIN")
+        eq(n.firewall("CHECK", "a2").error()["msg"], "firewall (nftables): the jumps forward -> cni-forward -> CNI-ADMIN are "
+                                                     "missing in table inet cni_plugins_firewall")
+        err = n.firewall("ADD", "a2", iptablesAdminChainName="cni-forward").error()
+        eq(err["msg"], 'firewall (nftables): iptablesAdminChainName "cni-forward" names one of the plugin\'s own chains')
+
+
+def fw_conf(network, ip, backend=None, **keys):
+    c = {"cniVersion": "1.1.0", "name": network, "type": "firewall",
+         "prevResult": {"cniVersion": "1.1.0", "ips": [{"address": ip + "/24"}]}}
+    if backend:
+        c["backend"] = backend
+    c.update(keys)
+    return c
+
+
+def gc_conf(network, keep, backend=None):
+    c = {k: v for k, v in fw_conf(network, "10.0.0.1", backend).items() if k != "prevResult"}
+    c["cni.dev/valid-attachments"] = [{"containerID": cid, "ifname": "eth0"} for cid in keep]
+    return c
+
+
+def rules_of(host, ip):
+    """The attachment rules of `ip` in both backends: iptables' CNI-FORWARD and the nftables table."""
+    ipt = [r for r in filter_rules(host) if f" {ip}/32 " in r]
+    nft = accepts_of(host, ip) if "cni-forward" in nft_chains(host) else []
+    return ipt + nft
+
+
+def records():
+    return set(os.listdir(FIREWALL_RECORDS)) if os.path.isdir(FIREWALL_RECORDS) else set()
+
+
+@test
+def firewall_gc_removes_only_gone_attachments_rules():
+    """firewall GC, each backend: the rules of the network's attachments not listed go; the listed ones', another network's
+    and an address another attachment holds stay"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    for backend in ("iptables", "nftables"):
+        with netns("fgh") as host, netns("fgc") as ctr:
+            def run(cmd, conf, cid):
+                return fw.run(cmd, conf, host_ns=host, netns=ns_path(ctr), container_id=cid)
+            before = records()
+            run("ADD", fw_conf("fwgc", "10.95.0.2", backend), "g1").ok()
+            run("ADD", fw_conf("fwgc", "10.95.0.3", backend), "g2").ok()
+            run("ADD", fw_conf("fwgc", "10.95.0.5", backend), "g4").ok()
+            run("ADD", fw_conf("other", "10.95.0.4", backend), "g3").ok()
+            run("ADD", fw_conf("other", "10.95.0.5", backend), "g5").ok()  # g4's address, in another network
+            run("GC", gc_conf("fwgc", ["g1"], backend), "").ok()
+            eq(rules_of(host, "10.95.0.3"), [], f"{backend}: g2's rules went")
+            for ip in ("10.95.0.2", "10.95.0.4", "10.95.0.5"):
+                check(rules_of(host, ip), f"{backend}: {ip}'s rules stay")
+            run("GC", gc_conf("fwgc", [], backend), "").ok()
+            eq(rules_of(host, "10.95.0.2"), [], f"{backend}: g1's rules went")
+            check(rules_of(host, "10.95.0.4"), f"{backend}: another network's rules stay")
+            run("DEL", fw_conf("other", "10.95.0.4", backend), "g3").ok()
+            run("DEL", fw_conf("other", "10.95.0.5", backend), "g5").ok()
+            eq(rules_of(host, "10.95.0.4") + rules_of(host, "10.95.0.5"), [], f"{backend}: DEL removed the rest")
+            eq(records() - before, set(), f"{backend}: no record left")
+
+
+@test
+def firewall_del_and_gc_work_across_backends():
+    """firewall: an attachment made with iptables is removed by a DEL or GC configured for nftables, and the reverse"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    with netns("fxh") as host, netns("fxc") as ctr:
+        def run(cmd, conf, cid="x1"):
+            return fw.run(cmd, conf, host_ns=host, netns=ns_path(ctr), container_id=cid)
+        for made, removed in (("iptables", "nftables"), ("nftables", None), ("nftables", "iptables")):
+            run("ADD", fw_conf("fwx", "10.96.0.2", made)).ok()
+            check(rules_of(host, "10.96.0.2"), f"{made} ADD")
+            run("DEL", fw_conf("fwx", "10.96.0.2", removed)).ok()
+            eq(rules_of(host, "10.96.0.2"), [], f"made with {made}, DEL with {removed or 'no backend'}")
+            run("ADD", fw_conf("fwx", "10.96.0.3", made), "x2").ok()
+            run("GC", gc_conf("fwx", [], removed)).ok()
+            eq(rules_of(host, "10.96.0.3"), [], f"made with {made}, GC with {removed or 'no backend'}")
+
+
+@test
+def firewall_status_answers_50_without_its_backend():
+    """firewall STATUS: passes where the chosen backend works, code 50 naming it where it does not"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    with netns("fsh") as host:
+        conf = {"cniVersion": "1.1.0", "name": "fws", "type": "firewall"}
+        for backend in (None, "iptables", "nftables"):
+            fw.run("STATUS", dict(conf, **({"backend": backend} if backend else {})), host_ns=host).ok()
+        err = fw.run("STATUS", dict(conf, backend="firewalld"), host_ns=host,
+                     extra_env={"DBUS_SYSTEM_BUS_ADDRESS": "unix:path=/nonexistent/cni-bus"}).error()
+        eq((err["code"], err["msg"]), (50, "firewall: backend firewalld is not usable here"))
 
 
 if __name__ == "__main__":

@@ -98,8 +98,8 @@ Status setup_forward(const ForwardSpec& f) {
 
 // Removes the rules of `ips` (the chains stay, shared by every attachment) in both iptables
 // variants: by the record's handles where they still hold exactly those rules, else by reading
-// the chain for every rule of these addresses.
-Status remove_forward(const ForwardHandles& known, const std::vector<net::IpAddr>& ips) {
+// the chain for every rule of these addresses but the `spared` ones (other attachments' too).
+Status remove_forward(const ForwardHandles& known, const std::vector<net::IpAddr>& ips, const std::vector<net::IpAddr>& spared = {}) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
     for (fw::Variant v : fw::kVariants) {
         for (fw::Family fam : {fw::Family::v4, fw::Family::v6}) {
@@ -107,11 +107,13 @@ Status remove_forward(const ForwardHandles& known, const std::vector<net::IpAddr
             if (mine.empty()) continue;
             auto t = fw::IptTable::open(fam, "filter", v);
             if (!t || !t->has_chain(kPrivate)) continue;  // nothing of ours can be there
+            auto recorded_rules = address_rules_of(mine);
+            std::erase_if(mine, [&](const net::IpAddr& ip) { return std::ranges::find(spared, ip) != spared.end(); });
             auto doomed = address_rules_of(mine);
             auto is_doomed = [&](const fw::IptRule& r) { return std::ranges::find(doomed, r) != doomed.end(); };
             CNI_TRY(t->transact([&](fw::IptTable& x) -> Status {
                 if (!x.has_chain(kPrivate)) return {};
-                CNI_TRY_ASSIGN(bool recorded, recorded_rules_hold(x, known.of(fam), doomed));
+                CNI_TRY_ASSIGN(bool recorded, recorded_rules_hold(x, known.of(fam), recorded_rules));
                 if (recorded) return x.delete_at(kPrivate, known.of(fam));
                 CNI_TRY(x.delete_if(kPrivate, "ACCEPT", is_doomed));
                 return {};
@@ -128,17 +130,15 @@ Status teardown_forward(const ForwardSpec& f) {
     return {};
 }
 
-// The rules of the network's attachments not kept, as their records name them; an address that
-// another record holds stays (a gone attachment's address may be a live one's now). Rules no
-// record names (the reference's, an older cni-all's) say nothing of their attachment, and stay.
+// The rules of the network's attachments not kept, as their records name them: by handle, or
+// else by content, sparing an address another record holds (a gone attachment's address may be
+// a live one's now). Rules no record names (the reference's, an older cni-all's) say nothing of
+// their attachment, and stay.
 Status gc_forward(std::string_view network, const std::vector<net::Attachment>& keep) {
     auto found = ForwardRecord::collectable(kForwardRecordDir, {}, std::string(network), keep);
     Status first;
     for (auto& [record, known] : found.gone) {
-        std::vector<net::IpAddr> ips;
-        for (auto& ip : known.ips)
-            if (std::ranges::find(found.live_ips, ip) == found.live_ips.end()) ips.push_back(ip);
-        auto st = remove_forward(known, ips);
+        auto st = remove_forward(known, known.ips, found.live_ips);
         if (st) record.forget();
         else if (first) first = std::move(st);
     }

@@ -85,12 +85,20 @@ std::vector<std::uint64_t> all_of(const ForwardHandles& h) {
     return out;
 }
 
+// The recorded handles that still hold a rule with the attachment's comment.
+Result<std::vector<std::uint64_t>> still_recorded(const ForwardHandles& known, const std::string& comment) {
+    std::vector<std::uint64_t> out;
+    auto handles = all_of(known);
+    CNI_TRY_ASSIGN(auto at, nft::rules_by_handle(kNftFamily, kNftTable, kPrivate, handles));
+    for (auto& r : at)
+        if (r.comment == comment) out.push_back(r.handle);
+    return out;
+}
+
 // Whether every recorded handle still holds a rule with the attachment's comment.
 Result<bool> held_by_record(const ForwardHandles& known, const std::string& comment) {
-    auto handles = all_of(known);
-    if (handles.empty()) return false;
-    CNI_TRY_ASSIGN(auto at, nft::rules_by_handle(kNftFamily, kNftTable, kPrivate, handles));
-    return at.size() == handles.size() && std::ranges::all_of(at, [&](const nft::ListedRule& r) { return r.comment == comment; });
+    CNI_TRY_ASSIGN(auto held, still_recorded(known, comment));
+    return !held.empty() && held.size() == all_of(known).size();
 }
 
 // The handles of the rules of cni-forward that `pick` takes, the chain read.
@@ -130,9 +138,9 @@ Status setup_forward(const ForwardSpec& f) {
     bool recorded = false;
     auto build = [&](nft::Batch& tx) -> Status {
         CNI_TRY(ensure_frame(tx, f.admin_chain));
-        recorded = false;
-        if (all_of(known).size() == 2 * ips.size()) CNI_TRY_ASSIGN(recorded, held_by_record(known, comment));
-        if (recorded) return {};
+        CNI_TRY_ASSIGN(auto held, still_recorded(known, comment));
+        if ((recorded = !held.empty() && held.size() == all_of(known).size() && held.size() == 2 * ips.size())) return {};
+        for (auto handle : held) tx.delete_rule(kNftFamily, kNftTable, kPrivate, handle);  // what is left of them
         tx.echo_added_rules();
         for (auto& ip : ips)
             for (auto& rule : address_rules(ip)) tx.add_rule(kNftFamily, kNftTable, kPrivate, rule, comment);
