@@ -9,7 +9,9 @@ portmap, firewall, bridge macspoofchk - goes through a failed ADD, ADD, CHECK, D
 both kinds of table are read after each call, with tools that never create a legacy table
 themselves (the /proc files and `nft list tables`). Where the plugins find no `iptables` and no
 `nft` program, bridge ipMasq, portmap and firewall write where kube-proxy's rules are, legacy or
-iptables-nft, and iptables-nft on a node with none."""
+iptables-nft, and iptables-nft on a node with none; the firewall's nftables backend writes its own
+table there (and on both kinds of node), never an iptables one, and the DEL without a backend
+removes its rules too."""
 import os
 import shutil
 import sys
@@ -179,7 +181,39 @@ def portmap_leaves_only_the_nodes_tables():
 @test
 def firewall_leaves_only_the_nodes_tables():
     """firewall: failed ADD, ADD, CHECK, DEL, GC on an iptables-nft and a legacy node create no table of the other variant"""
-    on_each_node(lambda node: meta_lifecycle(node, "firewall", {}, {"ingressPolicy": "nonsense"}, False))
+    on_each_node(lambda node: meta_lifecycle(node, "firewall", {}, {"ingressPolicy": "nonsense"}, True))
+
+
+FIREWALL_TABLE = ("inet", "cni_plugins_firewall")
+
+
+def firewall_nft_rules(host):
+    r = sh("ip", "netns", "exec", host, "nft", "list", "table", *FIREWALL_TABLE, check_rc=False)
+    return r.stdout if r.returncode == 0 else ""
+
+
+def firewall_nft_lifecycle(node):
+    """The firewall's nftables backend through a failed ADD, ADD, CHECK, DEL and GC: its own table
+    and no iptables table of either variant; the rules go with DEL and with GC."""
+    conf = bridge_conf(node.data)
+    res = node.run("bridge", "ADD", conf).json()
+    mine = meta_conf("firewall", res, backend="nftables", ingressPolicy="same-bridge")
+    node.run("firewall", "ADD", dict(mine, ingressPolicy="nonsense"), expect_ok=False)
+    for verb in ("ADD", "CHECK", "DEL", "ADD", "GC"):
+        node.run("firewall", verb, gc_conf(mine) if verb == "GC" else mine)
+        held = [ip for ip in ips_of(res) if f"addr {ip} " in firewall_nft_rules(node.host)]
+        eq(bool(held), verb in ("ADD", "CHECK"), f"{node.kind}: the attachment's rules after {verb}")
+        eq(legacy_tables(node.host), {"ip": [], "ip6": []}, f"{node.kind}: no legacy table after {verb}")
+        eq(iptables_families_in_nft(node.host), [], f"{node.kind}: no iptables-nft table after {verb}")
+    node.run("firewall", "DEL", mine)
+    node.run("bridge", "DEL", conf)
+    eq([t for t in nft_tables(node.host) if t[0] != "bridge"], [FIREWALL_TABLE], "only the firewall's table")
+
+
+@test
+def firewall_nftables_backend_leaves_only_its_table():
+    """firewall backend nftables: failed ADD, ADD, CHECK, DEL, GC on an iptables-nft and a legacy node: its own table only"""
+    on_each_node(firewall_nft_lifecycle)
 
 
 @test
@@ -237,10 +271,17 @@ def without_firewall_programs_the_kernel_decides():
                     check(needle in saved, f"{kube_proxy} node: {needle!r} in the {kind} tables:\n{saved}")
                 for c in [dict(conf, prevResult=res)] + metas:
                     node.run(c["type"], "CHECK", c)
+                eq(firewall_nft_rules(host), "", f"{kube_proxy} node: with iptables usable, no backend means iptables")
+                nft_fw = meta_conf("firewall", res, backend="nftables")
+                for verb in ("ADD", "CHECK"):
+                    node.run("firewall", verb, nft_fw)
+                check(all(f"addr {ip} " in firewall_nft_rules(host) for ip in ips_of(res)), "backend nftables without nft")
                 for c in reversed(metas):
                     node.run(c["type"], "DEL", c)
                 node.run("bridge", "DEL", conf)
                 check(not node.rules_present(*ours), f"{kube_proxy} node: DEL left rules")
+                check(not any(f"addr {ip} " in firewall_nft_rules(host) for ip in ips_of(res)),
+                      f"{kube_proxy} node: the DEL without a backend removed the nftables backend's rules too")
         finally:
             shutil.rmtree(data)
 

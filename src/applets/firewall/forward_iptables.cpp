@@ -105,8 +105,10 @@ Status remove_forward(const ForwardHandles& known, const std::vector<net::IpAddr
         for (fw::Family fam : {fw::Family::v4, fw::Family::v6}) {
             auto mine = of_family(ips, fam);
             if (mine.empty()) continue;
+            // nothing of ours can be where there is no table, and opening a legacy one would make it
+            if (v == fw::Variant::legacy && !fw::legacy_table_present(fam, "filter")) continue;
             auto t = fw::IptTable::open(fam, "filter", v);
-            if (!t || !t->has_chain(kPrivate)) continue;  // nothing of ours can be there
+            if (!t || !t->has_chain(kPrivate)) continue;
             auto recorded_rules = address_rules_of(mine);
             std::erase_if(mine, [&](const net::IpAddr& ip) { return std::ranges::find(spared, ip) != spared.end(); });
             auto doomed = address_rules_of(mine);
