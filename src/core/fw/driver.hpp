@@ -34,7 +34,7 @@ std::string_view name_of(Driver driver);
 // nftables when the applet has it and nf_tables answers; else iptables, whose own error then
 // says what is wrong. That is the reference's choice in each plugin. The DEL and GC of ipMasq
 // and portmap do not choose: they clean every driver (Drivers::teardown_all, gc_all); the
-// firewall applet's DEL uses the chosen driver, as its reference does.
+// firewall applet's DEL cleans the chosen driver and both kernel drivers (iptables, nftables).
 Driver choose_driver(std::optional<Driver> configured, const std::vector<Driver>& applet_has,
                      const std::function<bool()>& firewalld_running = {});
 
