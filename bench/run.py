@@ -38,7 +38,8 @@ Node scaling (--scaling counts, default 0,10,100,1000,5000, --scaling-iterations
 25 at 10 and 1,000, where the targets are judged, and those two measured together, call by call),
 on BOTH iptables variants whatever --iptables says: portmap ADD and DEL against that many
 existing mappings, ptp + ipMasq ADD and DEL against that many other attachments' ipMasq chains,
-firewall ADD and DEL against that many other attachments' CNI-FORWARD rules (tabled and plotted, node-scaling.png). Issue 33's targets
+firewall ADD and DEL against that many other attachments' CNI-FORWARD rules, and the same with its nftables backend
+against that many rules in its own table (cni-all alone, on nft only) (tabled and plotted, node-scaling.png). Issue 33's targets
 are judged from it; for each one missed, cni-all's call at 1,000 is run once more under
 `strace -w -c` (where it waits off the CPU) and once under `perf record -g` (which kernel work
 and how much user space take its CPU).
@@ -1005,13 +1006,37 @@ def forward_rules_setup(count):
     return setup
 
 
-def firewall_step(impl, state):
-    host, ctr = state
-    prev = {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": "/run/netns/" + ctr}],
-            "ips": [{"address": "10.205.0.2/16", "interface": 0}]}
-    conf = {"cniVersion": "1.0.0", "name": "bench-fw", "type": "firewall", "prevResult": prev}
-    return [call(IMPLS[impl], "firewall", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
-            call(IMPLS[impl], "firewall", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+def forward_nft_rules_setup(count):
+    """Two namespaces, the firewall's nftables table (table inet cni_plugins_firewall) holding its
+    chains and `count` other attachments' rules in cni-forward, as its nftables backend writes them."""
+    def setup(_impl):
+        host, ctr = netns_setup(None), netns_setup(None)
+        lines = ["table inet cni_plugins_firewall {", "chain forward { type filter hook forward priority 0; }",
+                 "chain CNI-ADMIN { }", "chain cni-forward {",
+                 'jump CNI-ADMIN comment "CNI firewall plugin admin overrides"']
+        for i in range(count):
+            ip = f"10.206.{i // 250}.{i % 250 + 2}"
+            comment = f'comment "0123456789abcdef-{i:016x}, net: other, if: eth0, id: c{i}"'
+            lines += [f"ip daddr {ip} ct state established,related accept {comment}", f"ip saddr {ip} accept {comment}"]
+        lines += ["}", 'chain forward { jump cni-forward comment "CNI firewall plugin rules"; }', "}", ""]
+        subprocess.run(["ip", "netns", "exec", host, "nft", "-f", "-"], input="\n".join(lines), text=True, check=True)
+        return host, ctr
+    return setup
+
+
+def firewall_step_with(**keys):
+    """The firewall's ADD and DEL of one attachment, with these keys in its config."""
+    def step(impl, state):
+        host, ctr = state
+        prev = {"cniVersion": "1.0.0", "interfaces": [{"name": "eth0", "sandbox": "/run/netns/" + ctr}],
+                "ips": [{"address": "10.205.0.2/16", "interface": 0}]}
+        conf = dict({"cniVersion": "1.0.0", "name": "bench-fw", "type": "firewall", "prevResult": prev}, **keys)
+        return [call(IMPLS[impl], "firewall", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
+                call(IMPLS[impl], "firewall", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
+    return step
+
+
+firewall_step = firewall_step_with()
 
 
 def profile_call(impl, step, state):
@@ -1034,9 +1059,14 @@ NODE_SCALING = [
     ("portmap", existing_mappings_setup, portmap_step, two_netns_teardown, ["ADD", "DEL"]),
     ("ptp + host-local + ipMasq", masq_chains_setup, veth_step("ptp", True), ptp_teardown, ["ADD", "DEL"]),
     ("firewall", forward_rules_setup, firewall_step, two_netns_teardown, ["ADD", "DEL"]),
+    ("firewall, nftables backend", forward_nft_rules_setup, firewall_step_with(backend="nftables"), two_netns_teardown,
+     ["ADD", "DEL"]),
 ]
 NODE_LABELS = {"portmap": "mappings", "ptp + host-local + ipMasq": "attachments' ipMasq chains",
-               "firewall": "attachments' firewall rules"}
+               "firewall": "attachments' firewall rules", "firewall, nftables backend": "attachments' firewall rules"}
+# Scenarios that run on one node kind and for cni-all alone: the nftables backend writes its own
+# table whatever `iptables` is, and the Go plugin has no such backend.
+NODE_ONLY = {"firewall, nftables backend": (("nft",), ("cni-all",))}
 # The ip table and chain each scenario's ADD appends a rule to: where nft-commit-floor commits
 # its one rule, for what the kernel charges any writer's commit at that many entries.
 NODE_COMMIT_CHAINS = {"portmap": ("nat", "CNI-HOSTPORT-DNAT"), "ptp + host-local + ipMasq": ("nat", "POSTROUTING"),
@@ -1074,13 +1104,14 @@ def node_scaling():
         for variant in ("nft", "legacy"):
             VARIANT = variant
             for name, setup, step, teardown, verbs in NODE_SCALING:
-                if opts.only and opts.only not in name:
+                variants, impls = NODE_ONLY.get(name, (("nft", "legacy"), tuple(IMPLS)))
+                if (opts.only and opts.only not in name) or variant not in variants:
                     continue
                 for group in measured_together(NODE_COUNTS):
                     states = {}
                     try:
                         for count in group:
-                            for impl in IMPLS:
+                            for impl in impls:
                                 states[(count, impl)] = setup(count)(impl)
                         samples = {key: [] for key in states}
                         for (_, impl), state in states.items():  # untimed: the first call may find things to set up
@@ -1090,7 +1121,7 @@ def node_scaling():
                                 samples[(count, impl)].append(step(impl, state))
                         if 1000 in group:
                             profiles[(name, variant)] = profile_call("cni-all", step, states[(1000, "cni-all")])
-                        if variant == "nft" and os.path.exists(COMMIT_FLOOR):
+                        if variant == "nft" and os.path.exists(COMMIT_FLOOR) and name in NODE_COMMIT_CHAINS:
                             for count in set(group) & set(JUDGED_COUNTS):
                                 floors.setdefault(name, {})[count] = commit_floor(states[(count, "cni-all")][0], name)
                     finally:

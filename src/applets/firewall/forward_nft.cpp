@@ -70,11 +70,9 @@ Result<bool> jumped_to(std::string_view chain) {
 Status ensure_frame(nft::Batch& tx, const std::string& admin) {
     CNI_TRY_ASSIGN(auto base, nft_chain_rules(kNftBase));
     CNI_TRY_ASSIGN(bool admin_jumped, jumped_to(admin));
-    declare_nft_table(tx);
-    tx.add_chain(kNftFamily, kNftTable, kPrivate);
+    CNI_TRY(declare_nft_chains(tx, {kPrivate, admin}));
     if (!jumps_to(base, kPrivate)) tx.add_rule(kNftFamily, kNftTable, kNftBase, nft::verdict_jump(kPrivate), kJumpComment);
     if (admin_jumped) return {};
-    tx.add_chain(kNftFamily, kNftTable, admin);
     tx.add_rule(kNftFamily, kNftTable, kPrivate, nft::verdict_jump(admin), kAdminComment, {.at_top = true, .compat_proto = {}});
     return {};
 }

@@ -81,9 +81,7 @@ Status setup_isolation(const std::string& bridge, IngressPolicy policy) {
     auto comment = comment_of(policy);
     return nft::transact("firewall (nftables): ingressPolicy", [&](nft::Batch& tx) -> Status {
         CNI_TRY_ASSIGN(auto chains, chains_now());
-        declare_nft_table(tx);
-        tx.add_chain(kNftFamily, kNftTable, kStage1);
-        tx.add_chain(kNftFamily, kNftTable, kStage2);
+        CNI_TRY(declare_nft_chains(tx, {kStage1, kStage2}));
         for (auto& r : rules)
             if (!held(chains, r, comment)) tx.add_rule(kNftFamily, kNftTable, r.chain, exprs_of(r), comment, {.at_top = true, .compat_proto = {}});
         return {};
