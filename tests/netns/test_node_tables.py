@@ -232,6 +232,35 @@ def macspoofchk_leaves_only_the_nodes_tables():
     on_each_node(scenario)
 
 
+# A legacy node where legacy iptables cannot be used: its `iptables` is iptables-legacy, but the
+# plugins run without CAP_NET_RAW, which x_tables' sockets need and nf_tables does not.
+NO_RAW_SOCKETS = ("setpriv", "--bounding-set", "-net_raw")
+
+
+@test
+def firewall_chooses_nftables_where_iptables_is_unusable():
+    """firewall without a backend, iptables unusable and nf_tables answering: ADD, CHECK, STATUS and DEL in the nftables
+    backend's table, no legacy table; backend iptables answers STATUS with code 50"""
+    data = tempfile.mkdtemp()
+    try:
+        with netns("nth") as host, netns("ntc") as ctr:
+            node = Node("legacy", host, ctr, data, wrap=NO_RAW_SOCKETS)
+            prev = {"cniVersion": "1.1.0", "ips": [{"address": "10.93.0.9/24"}]}
+            conf = meta_conf("firewall", prev)
+            node.run("firewall", "ADD", conf)
+            check("ip saddr 10.93.0.9 accept" in firewall_nft_rules(host), firewall_nft_rules(host))
+            eq(legacy_tables(host), {"ip": [], "ip6": []}, "no legacy table")
+            node.run("firewall", "CHECK", conf)
+            node.run("firewall", "STATUS", {k: v for k, v in conf.items() if k != "prevResult"})
+            err = node.run("firewall", "STATUS", {"cniVersion": "1.1.0", "name": "ntnet", "type": "firewall",
+                                                  "backend": "iptables"}, expect_ok=False).json()
+            eq((err["code"], err["msg"]), (50, "firewall: backend iptables is not usable here"))
+            node.run("firewall", "DEL", conf)
+            check("10.93.0.9" not in firewall_nft_rules(host), "DEL removed the rules")
+    finally:
+        shutil.rmtree(data)
+
+
 # A node image with no firewall program (only cni-all, or a runtime whose PATH lacks /usr/sbin):
 # the plugin runs where /usr/sbin, and /sbin with it, is an empty tmpfs of a mount namespace of its own.
 NO_PROGRAMS = ("unshare", "-m", "sh", "-c", 'mount -t tmpfs none /usr/sbin && exec "$0" "$@"')
