@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of the portmap applet behind our bridge, with traffic: a TCP and a UDP server in
 the container reached from a client namespace through the host's address (also by a UDP flow
-conntrack saw before the mapping, which ADD makes it forget), from the host itself through 127.0.0.1:hostPort, and from
+conntrack saw before the mapping, which ADD makes it forget, and one to a deleted pod, which DEL makes it forget), from the host itself through 127.0.0.1:hostPort, and from
 the container through its own mapped port (hairpin); after DEL the ports are closed and only the shared top-level chains remain. Also
 CHECK, hostIP, conditions, refused keys, rollback, GC, and Debian's Go portmap removing our
 rules and we removing its. Everything lives in throwaway namespaces (legacy iptables)."""
+import contextlib
 import os
 import re
 import shlex
@@ -148,6 +149,49 @@ def portmap_traffic_from_outside_localhost_and_hairpin():
         eq(n.ask(n.client, "tcp", HOST_IP, 8080), "error ConnectionRefusedError")
         eq([line for line in n.nat() if not shared(line)], [line for line in before if not shared(line)])
         run_del(BIN, c, n.host, ns_path(n.ctr), "pm-1", res, env=ENV)  # idempotent
+
+
+TAGGED_UDP = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("0.0.0.0", 53))
+print("ready", flush=True)
+while True:
+    d, a = s.recvfrom(100); s.sendto(sys.argv[1].encode(), a)
+"""
+
+
+@contextlib.contextmanager
+def tagged_udp_server(ns, tag):
+    """A UDP server on port 53 in `ns` that answers every datagram with `tag`."""
+    p = subprocess.Popen(["ip", "netns", "exec", ns, "python3", "-c", TAGGED_UDP, tag], stdout=subprocess.PIPE, text=True)
+    try:
+        eq(p.stdout.readline().strip(), "ready")
+        yield
+    finally:
+        p.kill()
+        p.wait()
+
+
+UDP_ONLY = [{"hostPort": 5353, "containerPort": 53, "protocol": "udp"}]
+
+
+@test
+def del_forgets_the_udp_flows_so_the_next_pod_gets_them():
+    """portmap DEL forgets the UDP flows to its host ports (beyond the reference): a flow to a deleted pod reaches the next pod on the port at once; iptables legacy and nft, and nftables"""
+    nft_variant = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    for label, env, keys in (("legacy", ENV, {}), ("iptables-nft", nft_variant, {}), ("nftables", ENV, {"backend": "nftables"})):
+        with Node() as n, netns("pd") as second:
+            sh("ip", "-n", second, "link", "set", "lo", "up")
+            c = conflist(n.data, UDP_ONLY, **keys)
+            first = run_add(BIN, c, n.host, ns_path(n.ctr), "pm-a", env=env)
+            with tagged_udp_server(n.ctr, "pod-a"):
+                eq(n.ask(n.client, "udp", HOST_IP, 5353, "40053"), "pod-a", label)
+            eq(len(n.udp_flows(5353)), 1, f"{label}: the flow is tracked, DNAT'ed to the first pod")
+            run_del(BIN, c, n.host, ns_path(n.ctr), "pm-a", first, env=env)
+            eq(n.udp_flows(5353), [], f"{label}: DEL forgot the flow to the deleted pod")
+            run_add(BIN, c, n.host, ns_path(second), "pm-b", env=env)
+            with tagged_udp_server(second, "pod-b"):
+                eq(n.ask(n.client, "udp", HOST_IP, 5353, "40053"), "pod-b", f"{label}: the same flow reaches the next pod")
 
 
 @test

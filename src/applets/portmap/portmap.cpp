@@ -4,8 +4,9 @@
 // the first IPv4 and the first IPv6 address of CNI_IFNAME in prevResult. Two backends, the
 // drivers of host_ports.hpp, chosen as the reference chooses: iptables (one commit per table in
 // the node's variant, no iptables processes) and nftables (one nf_tables transaction); the
-// keys are kPortmapKeys. After a mapping, UDP flows already
-// tracked to its host port are forgotten so they reach the new container. route_localnet,
+// keys are kPortmapKeys. After a mapping is set up or torn down, UDP flows already tracked to
+// its host port are forgotten, so they reach the new container at once (on DEL too: beyond the
+// reference, which forgets them on ADD only). route_localnet,
 // which 127.0.0.1:hostPort needs, is turned on only when some IPv4 mapping is reachable
 // through localhost, and then with the guard rule kube-proxy uses. Without mappings, ADD passes
 // prevResult through and DEL does nothing, as the reference. A failed ADD removes what it
@@ -238,6 +239,20 @@ HostPortSpec attachment_of(const PortmapConf& c, const std::string& container_id
     return s;
 }
 
+// Conntrack forgets the UDP flows to the host ports of `mappings` of IP `family` (4 or 6), so
+// that their next datagrams are DNAT'ed anew (to the container just set up, or, after DEL, to
+// whoever maps the port next) instead of following an entry to an address that may be gone. A
+// failure is only warned about: the mapping itself stands.
+void forget_udp_flows(const Context& ctx, int family, const std::vector<PortMapping>& mappings) {
+    std::vector<std::uint16_t> udp_ports;
+    for (auto& m : mappings)
+        if (m.proto == IPPROTO_UDP && m.host_port && (!m.host_family || m.host_family == family))
+            udp_ports.push_back(std::uint16_t(m.host_port));
+    if (udp_ports.empty()) return;
+    if (auto gone = nl::delete_udp_flows_to(family == 4 ? AF_INET : AF_INET6, udp_ports); !gone)
+        ctx.warn("portmap: could not forget the UDP flows to the mapped ports: " + gone.error().msg);
+}
+
 Result<CniResult> portmap_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_usable_portmap_conf(ctx.req));
     const Request& r = ctx.req;
@@ -260,11 +275,7 @@ Result<CniResult> portmap_add(const Context& ctx) {
         CNI_TRY_ASSIGN(auto localnet_link, localhost_access_link(spec));
         spec.localnet_guard = localnet_link.has_value();
         if (auto st = host_ports().setup(c.driver, spec, undo); !st) return fail("portmap: " + st.error().msg);
-        std::vector<std::uint16_t> udp_ports;
-        for (auto& m : spec.mappings)
-            if (m.proto == IPPROTO_UDP) udp_ports.push_back(std::uint16_t(m.host_port));
-        if (auto gone = nl::delete_udp_flows_to(addr.ip.is_v4() ? AF_INET : AF_INET6, udp_ports); !gone)
-            ctx.warn("portmap: could not forget the UDP flows to the mapped ports: " + gone.error().msg);
+        forget_udp_flows(ctx, addr.ip.is_v4() ? 4 : 6, spec.mappings);
         if (localnet_link)
             if (auto st = os::sysctl_set("net/ipv4/conf/" + *localnet_link + "/route_localnet", "1"); !st)
                 return fail("unable to enable route_localnet: " + st.error().msg);
@@ -278,6 +289,7 @@ Status portmap_del(const Context& ctx) {
     if (c.mappings.empty()) return {};
     if (auto st = host_ports().teardown_all(attachment_of(c, ctx.req.container_id)); !st)
         return fail("portmap: " + st.error().msg);
+    for (int family : {4, 6}) forget_udp_flows(ctx, family, c.mappings);
     return {};
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Conntrack entries over ctnetlink (NETLINK_NETFILTER): removing the UDP flows to a port, as
-// portmap does after mapping it, so that datagrams of a flow tracked before the mapping (to
+// portmap does after mapping it and after unmapping it, so that datagrams of a flow tracked before the mapping (to
 // nothing, or to an earlier container) are DNAT'ed anew instead of following the stale entry.
 #pragma once
 
