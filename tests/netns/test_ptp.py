@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of the ptp applet: kernel state after ADD (container and host sides), traffic to
 the host and masqueraded traffic to another namespace, rollback of failed ADDs, idempotent
-DEL, and the same ADD through Debian's Go ptp giving the same state. Each test builds its own
+DEL, GC of the ipMasq rules of gone attachments, and the same ADD through Debian's Go ptp giving the same state. Each test builds its own
 "host", "container" (and "remote") namespaces; the plugins run inside the host one."""
 import os
 import re
@@ -192,6 +192,47 @@ def del_after_the_namespace_is_gone_still_removes_the_rules():
             eq(reservations(data), [])
     finally:
         shutil.rmtree(data)
+
+
+def masq_owners(host, nftables):
+    """The attachments whose ipMasq rules `host` holds: "network/containerID/ifname" from the
+    comments of masq_checks (nftables), "network/containerID" from the POSTROUTING jumps'
+    comments (iptables, both variants and families: its chains name no interface)."""
+    if nftables:
+        found = (re.search(r"net: (.*), if: (.*), id: (.*)$", c) for c in nft_masq_comments(host))
+        return {f"{m[1]}/{m[3]}/{m[2]}" for m in found}
+    out = iptables_save(host) + iptables_save(host, v6=True)
+    return {f"{net}/{cid}" for net, cid in re.findall(r'-A POSTROUTING .*name: \\"([^"\\]+)\\" id: \\"([^"\\]+)\\"', out)}
+
+
+@test
+def gc_removes_only_the_ipmasq_rules_of_gone_attachments():
+    """ptp GC (beyond the reference): the ipMasq rules and addresses of this network's attachments not in cni.dev/valid-attachments go; a valid one's, another network's and an operator's rule stay; iptables legacy and nft, and nftables"""
+    nft_path = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    legacy = {"PATH": legacy_iptables_path() + ":/usr/sbin:/usr/bin:/sbin:/bin"}
+    cases = (("legacy", legacy, {}, {"ptp-test/keep", "ptp-other/gone"}),
+             ("iptables-nft", nft_path, {}, {"ptp-test/keep", "ptp-other/gone"}),
+             ("nftables", legacy, {"ipMasqBackend": "nftables"}, {"ptp-test/keep/eth0", "ptp-other/gone/eth3"}))
+    foreign = ["POSTROUTING", "-s", "10.9.9.9/32", "-m", "comment", "--comment", "an operator's", "-j", "MASQUERADE"]
+    for label, env, keys, kept in cases:
+        data = tempfile.mkdtemp()
+        try:
+            with netns("host") as host, netns("ctr") as c1, netns("ctr") as c2, netns("ctr") as c3, netns("ctr") as c4:
+                c = conf(data, version="1.1.0", masq=True, **keys)
+                other = dict(c, name="ptp-other")
+                for conf_, ctr, cid, ifname in ((c, c1, "keep", "eth0"), (c, c2, "gone", "eth1"), (c, c3, "keep", "eth2"),
+                                                (other, c4, "gone", "eth3")):
+                    ptp().run("ADD", conf_, host_ns=host, netns=ns_path(ctr), container_id=cid, ifname=ifname, extra_env=env).ok()
+                for variant in ("legacy", "nft"):
+                    sh("ip", "netns", "exec", host, f"iptables-{variant}", "-t", "nat", "-A", *foreign)
+                gc = dict(c, **{"cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]})
+                ptp().run("GC", gc, host_ns=host, raw_env={"CNI_COMMAND": "GC", "CNI_PATH": BIN}, extra_env=env).ok()
+                eq(masq_owners(host, bool(keys)), kept, label)
+                for variant in ("legacy", "nft"):
+                    sh("ip", "netns", "exec", host, f"iptables-{variant}", "-t", "nat", "-C", *foreign)  # the operator's rule stays
+                eq(reservations(data), ["10.71.0.2", "fd71::2"], f"{label}: IPAM kept only keep/eth0's addresses")
+        finally:
+            shutil.rmtree(data)
 
 
 def normalise(text, names):
