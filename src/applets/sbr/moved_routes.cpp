@@ -4,9 +4,6 @@
 // decode back into the route as the main table held it.
 #include "applets/sbr/moved_routes.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <charconv>
 #include <limits>
 
@@ -15,8 +12,6 @@
 
 namespace cni::sbr {
 namespace {
-
-constexpr const char* kRecordsFolder = "/run/cni/sbr";
 
 std::string encode_route(const nl::RouteSpec& r) {
     std::string out = "dst=" + r.dst.str();
@@ -78,19 +73,6 @@ Result<nl::RouteSpec> decode_route(std::string_view text) {
 }
 
 }  // namespace
-
-std::string record_name(const std::string& container_id, const std::string& ifname) {
-    return container_id + "_" + ifname + ".json";
-}
-
-Result<std::optional<os::Dir>> open_records(bool create) {
-    if (!create && ::access(kRecordsFolder, F_OK) != 0 && errno == ENOENT) return std::nullopt;
-    if (create)
-        if (auto made = os::mkdir_all("/run/cni", 0755); !made) return fail("sbr: " + made.error().msg);
-    auto records = os::Dir::open_trusted(kRecordsFolder, create ? std::optional<mode_t>(0700) : std::nullopt);
-    if (!records) return fail("sbr: " + records.error().msg);
-    return std::optional<os::Dir>(std::move(*records));
-}
 
 Status save_moved_routes(const os::Dir& records, const std::string& name, const MovedRoutes& moved) {
     std::string text = "{\"network\": " + json::quote(moved.network) + ", \"routes\": [";

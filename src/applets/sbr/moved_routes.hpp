@@ -24,11 +24,7 @@ struct MovedRoutes {
     std::vector<nl::RouteSpec> routes;  // as they stood in the main table
 };
 
-std::string record_name(const std::string& container_id, const std::string& ifname);
-
-// The records' folder: made when missing (`create`), else nullopt when missing.
-Result<std::optional<os::Dir>> open_records(bool create);
-
+// Records live in os::open_records("sbr", ...) under os::record_name(containerID, ifname).
 Status save_moved_routes(const os::Dir& records, const std::string& name, const MovedRoutes& moved);
 // nullopt when there is no record; an error for one that does not decode.
 Result<std::optional<MovedRoutes>> load_moved_routes(const os::Dir& records, const std::string& name);

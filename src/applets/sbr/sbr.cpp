@@ -142,8 +142,8 @@ nl::RouteSpec source_hint(const net::IpNet& address, int link_index) {
 // Writes down the main-table routes ADD is about to move (moved_routes.hpp), with those an earlier
 // ADD of the attachment recorded; the record as it was comes back if ADD fails.
 Status record_moved(const SbrConf& c, const Request& r, const std::vector<nl::RouteSpec>& routes, Rollback& undo) {
-    CNI_TRY_ASSIGN(auto records, open_records(true));
-    std::string name = record_name(r.container_id, r.ifname);
+    CNI_TRY_ASSIGN(auto records, os::open_records("sbr", true));
+    std::string name = os::record_name(r.container_id, r.ifname);
     CNI_TRY_ASSIGN(auto earlier, load_moved_routes(*records, name));
     MovedRoutes moved{c.net.name, earlier ? earlier->routes : std::vector<nl::RouteSpec>{}};
     for (auto& route : routes)
@@ -244,9 +244,9 @@ void give_back_main_routes(const Context& ctx, const nl::Socket& s, const SbrCon
     if (c.add_source_hints)
         for (auto& a : hinted)
             if (auto gone = nl::del_route(s, source_hint(a, link.index)); !gone) errors.push_back(gone.error().msg);
-    auto records = open_records(false);
+    auto records = os::open_records("sbr", false);
     if (!records || !*records) return records ? void() : errors.push_back(records.error().msg);
-    std::string name = record_name(r.container_id, r.ifname);
+    std::string name = os::record_name(r.container_id, r.ifname);
     auto moved = load_moved_routes(**records, name);
     if (!moved) {
         ctx.warn(moved.error().msg + "; no route goes back to the main table");
@@ -264,7 +264,7 @@ void give_back_main_routes(const Context& ctx, const nl::Socket& s, const SbrCon
 
 // The record of an attachment whose namespace or interface is gone: nothing to give back to.
 void forget_moved_routes(const Request& r) {
-    if (auto records = open_records(false); records && *records) (*records)->remove(record_name(r.container_id, r.ifname));
+    if (auto records = os::open_records("sbr", false); records && *records) (*records)->remove(os::record_name(r.container_id, r.ifname));
 }
 
 Status sbr_del(const Context& ctx) {
@@ -310,10 +310,10 @@ Status sbr_del(const Context& ctx) {
 Status sbr_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     if (!c.net.valid_attachments) return {};
-    CNI_TRY_ASSIGN(auto records, open_records(false));
+    CNI_TRY_ASSIGN(auto records, os::open_records("sbr", false));
     if (!records) return {};
     std::set<std::string> keep;
-    for (auto& a : *c.net.valid_attachments) keep.insert(record_name(a.container_id, a.ifname));
+    for (auto& a : *c.net.valid_attachments) keep.insert(os::record_name(a.container_id, a.ifname));
     for (auto& name : records->names()) {
         if (!name.ends_with(".json") || keep.contains(name)) continue;
         if (auto moved = load_moved_routes(*records, name); !moved || (*moved && (*moved)->network == c.net.name))

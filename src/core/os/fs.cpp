@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
@@ -286,6 +287,20 @@ Result<std::optional<std::string>> read_node_file(const std::string& path, std::
 Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit) {
     if (!path.starts_with('/')) return fail("open " + path + ": not an absolute path");
     return read_in_folder(path, limit, true, true);
+}
+
+Result<std::optional<Dir>> open_records(std::string_view applet, bool create) {
+    std::string folder = "/run/cni/" + std::string(applet);
+    if (!create && ::access(folder.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
+    if (create)
+        if (auto made = mkdir_all("/run/cni", 0755); !made) return fail(std::string(applet) + ": " + made.error().msg);
+    auto records = Dir::open_trusted(folder, create ? std::optional<mode_t>(0700) : std::nullopt);
+    if (!records) return fail(std::string(applet) + ": " + records.error().msg);
+    return std::optional<Dir>(std::move(*records));
+}
+
+std::string record_name(std::string_view container_id, std::string_view ifname) {
+    return std::string(container_id) + "_" + std::string(ifname) + ".json";
 }
 
 }  // namespace cni::os

@@ -98,4 +98,11 @@ private:
     std::string path_;
 };
 
+// An applet's records of its attachments, /run/cni/<applet> (root's, 0700; no config key
+// chooses it, and a reboot ends them with what they describe): made when missing (`create`),
+// else nothing when missing. Errors name the applet.
+Result<std::optional<Dir>> open_records(std::string_view applet, bool create);
+// A record's name there: "<containerID>_<ifname>.json".
+std::string record_name(std::string_view container_id, std::string_view ifname);
+
 }  // namespace cni::os
