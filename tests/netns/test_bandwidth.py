@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of the bandwidth applet after our ptp: a TCP transfer into the container and one
 out of it each run at the configured rate (within 20 %), CHECK, DEL removing the IFB, a
-failed ADD leaving no qdisc or IFB, and refused input; unshapedSubnets and shapedSubnets with
+failed ADD leaving no qdisc or IFB, GC of gone attachments only, and refused input; unshapedSubnets and shapedSubnets with
 traffic to a subnet on the host's loopback running free or shaped. Traffic stays between throwaway host
 and container namespaces."""
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -148,6 +149,44 @@ def bandwidth_unshaped_and_shaped_subnets():
                     check(got > 3 * want, f"{key}: {name} runs free: {got:.0f} B/s")
             run_del(BIN, c, host, ns_path(ctr), "bw-3", res)
             check("bwp" not in sh("ip", "-n", host, "-br", "link").stdout, "IFB gone")
+
+
+def qdiscs(ns, dev):
+    return sh("tc", "-n", ns, "qdisc", "show", "dev", dev).stdout
+
+
+def ifbs(ns):
+    return sorted(link["ifname"] for link in json.loads(sh("ip", "-n", ns, "-j", "link", "show", "type", "ifb").stdout or "[]"))
+
+
+@test
+def bandwidth_gc_releases_only_gone_attachments():
+    """bandwidth GC (beyond the reference): the IFB, veth qdiscs and record of this network's attachment not in cni.dev/valid-attachments go; a valid one's, another network's and an IFB of no attachment stay"""
+    data = tempfile.mkdtemp()
+    records = "/run/cni/bandwidth"
+    try:
+        with netns("bh") as host, netns("bc") as c1, netns("bc") as c2, netns("bc") as c3:
+            c = conflist(data, ingressRate=RATE, ingressBurst=BURST, egressRate=RATE, egressBurst=BURST)
+            c["cniVersion"] = "1.1.0"
+            other = dict(c, name="bw-other")
+            veth = {}
+            for conf, ctr, cid in ((c, c1, "keep"), (c, c2, "gone"), (other, c3, "gone-other")):
+                veth[cid] = run_add(BIN, conf, host, ns_path(ctr), cid)["interfaces"][0]["name"]
+            sh("ip", "-n", host, "link", "add", "bwp0123456789ab", "type", "ifb")  # no attachment's
+            before = ifbs(host)
+            eq(len(before), 4, before)
+            eq(sorted(os.listdir(records)), ["gone-other_eth0.json", "gone_eth0.json", "keep_eth0.json"])
+            gc = dict(c["plugins"][1], cniVersion="1.1.0", name="bw-test",
+                      **{"cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]})
+            Plugin(os.path.join(BIN, "bandwidth")).run("GC", gc, host_ns=host, raw_env={"CNI_COMMAND": "GC", "CNI_PATH": BIN}).ok()
+            eq(len(ifbs(host)), 3, "only the gone attachment's IFB went")
+            eq(sorted(os.listdir(records)), ["gone-other_eth0.json", "keep_eth0.json"])
+            for cid, shaped in (("keep", True), ("gone", False), ("gone-other", True)):
+                q = qdiscs(host, veth[cid])
+                eq(("tbf" in q, "ingress" in q), (shaped, shaped), f"{cid}: {q}")
+            check("bwp0123456789ab" in ifbs(host), "the IFB of no attachment stays")
+    finally:
+        shutil.rmtree(data)
 
 
 @test

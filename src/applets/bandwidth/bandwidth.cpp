@@ -6,7 +6,8 @@
 // runtimeConfig.bandwidth applies when none of the four keys is in the config. TBF parameters are
 // the reference's: rate/8 bytes per second, the burst as the bucket, limit = 25 ms at the rate plus
 // the burst. Beyond the reference: a failed ADD removes the IFB and the qdiscs it added; DEL
-// succeeds without a netns; and unshapedSubnets or shapedSubnets (the lists of the reverted
+// succeeds without a netns; ADD writes down what it shaped (shaped_record.hpp) so that GC removes
+// the IFBs and qdiscs of this network's attachments that are gone, and nothing else; and unshapedSubnets or shapedSubnets (the lists of the reverted
 // upstream PR #921, in the config or in runtimeConfig.bandwidth) exempt the listed subnets from
 // shaping, or shape only them. With a list, each shaped device gets an HTB root instead of the TBF
 // (shaping.hpp): a shaped class at the rate with the burst as its buffer, an unshaped one at 100
@@ -14,7 +15,10 @@
 // veth, the destination of its traffic on the IFB). Without a list the qdiscs are the reference's
 // TBFs, unchanged.
 #include <limits>
+#include <memory>
+#include <set>
 
+#include "applets/bandwidth/shaped_record.hpp"
 #include "applets/bandwidth/shaping.hpp"
 #include "core/applet.hpp"
 #include "core/cni/netconf.hpp"
@@ -125,6 +129,16 @@ Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, co
     return fail("bandwidth: prevResult lists no host interface that is the peer of " + r.ifname);
 }
 
+// Writes down what ADD shaped, for GC; a failed ADD drops it again.
+Status record_shaped(const ShapedRecord& rec, Rollback& undo) {
+    CNI_TRY_ASSIGN(auto records, os::open_records("bandwidth", true));
+    CNI_TRY(save_shaped(*records, rec));
+    undo.push([dir = std::make_shared<os::Dir>(std::move(*records)), name = os::record_name(rec.container_id, rec.ifname)] {
+        dir->remove(name);
+    });
+    return {};
+}
+
 Result<CniResult> bandwidth_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
     const Request& r = ctx.req;
@@ -150,6 +164,7 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
         CNI_TRY(shape(host, ifb.index, shaping_of(c, l.egress_rate, l.egress_burst, false)));
         result.interfaces.push_back(iface::host_interface(ifb));
     }
+    CNI_TRY(record_shaped(ShapedRecord{c.net.name, r.container_id, r.ifname, veth.name, veth.index}, undo));
     undo.dismiss();
     return result;
 }
@@ -158,7 +173,44 @@ Status bandwidth_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY(nl::delete_link(host, ifb_name(c.net.name, ctx.req.container_id)));  // the veth's qdiscs go with the veth
+    if (auto records = os::open_records("bandwidth", false); records && *records)
+        (*records)->remove(os::record_name(ctx.req.container_id, ctx.req.ifname));
     return {};
+}
+
+// What a gone attachment's ADD set up: its IFB (unless a valid attachment of the same container
+// shares it: the name has no ifname in it) and the qdiscs on its host veth, if that same link
+// is still there.
+Status release_shaped(const nl::Socket& host, const ShapedRecord& rec, const std::set<std::string>& valid_ids) {
+    Failures failures;
+    if (!valid_ids.contains(rec.container_id)) failures.add(nl::delete_link(host, ifb_name(rec.network, rec.container_id)));
+    auto veth = nl::find_link(host, rec.veth_index);
+    if (veth && *veth && (*veth)->name == rec.veth && (*veth)->kind == "veth") failures.add(nl::clear_qdiscs(host, rec.veth_index));
+    return failures.status();
+}
+
+// Beyond the reference (which has no GC): this network's records of attachments not in
+// cni.dev/valid-attachments, and what they name.
+Status bandwidth_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
+    if (!c.net.valid_attachments) return {};
+    CNI_TRY_ASSIGN(auto records, os::open_records("bandwidth", false));
+    if (!records) return {};
+    std::set<std::string> valid_records, valid_ids;
+    for (auto& a : *c.net.valid_attachments) {
+        valid_records.insert(os::record_name(a.container_id, a.ifname));
+        valid_ids.insert(a.container_id);
+    }
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    Failures failures;
+    for (auto& name : records->names()) {
+        if (!name.ends_with(".json") || valid_records.contains(name)) continue;
+        auto rec = load_shaped(*records, name);
+        if (rec && (!*rec || (*rec)->network != c.net.name)) continue;
+        if (rec) failures.add(release_shaped(host, **rec, valid_ids));
+        records->remove(name);  // one that does not decode names nothing to release
+    }
+    return failures.status("bandwidth: ");
 }
 
 Status bandwidth_check(const Context& ctx) {
@@ -194,6 +246,7 @@ extern const Applet bandwidth_applet{
     .add = bandwidth_add,
     .del = bandwidth_del,
     .check = bandwidth_check,
+    .gc = bandwidth_gc,
 };
 
 }  // namespace cni::bandwidth
