@@ -124,6 +124,12 @@ Status ptp_check(const Context& ctx) {
     return {};
 }
 
+// Code 50 when ipMasq's backend cannot work here, else the IPAM's STATUS.
+Status ptp_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
+    return iface::masquerade_and_ipam_status(ctx, c.net, c.ip_masq, c.ip_masq_backend);
+}
+
 // Beyond the reference (which has no GC): as bridge's, stale ipMasq rules and the IPAM delegate.
 Status ptp_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_ptp_conf(ctx.req));
@@ -145,7 +151,7 @@ extern const Applet ptp_applet{
     .add = ptp_add,
     .del = ptp_del,
     .check = ptp_check,
-    .status = ipam::status_of<parse_ptp_conf>,
+    .status = ptp_status,
     .gc = ptp_gc,
 };
 

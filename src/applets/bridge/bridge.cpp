@@ -381,6 +381,11 @@ Status bridge_check(const Context& ctx) {
     return {};
 }
 
+Status bridge_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
+    return iface::masquerade_and_ipam_status(ctx, c.net, c.ip_masq, c.ip_masq_backend);
+}
+
 Status bridge_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     return iface::gc_masquerade_and_ipam(ctx, c.net, c.ip_masq);
@@ -401,7 +406,7 @@ extern const Applet bridge_applet{
     .add = bridge_add,
     .del = bridge_del,
     .check = bridge_check,
-    .status = ipam::status_of_optional<parse_bridge_conf>,
+    .status = bridge_status,
     .gc = bridge_gc,
 };
 

@@ -306,6 +306,12 @@ Status portmap_check(const Context& ctx) {
     return {};
 }
 
+// Code 50 when the backend ADD would use cannot work here.
+Status portmap_status(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
+    return fw::driver_status(c.driver);
+}
+
 Status portmap_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_portmap_conf(ctx.req));
     if (!c.net.valid_attachments) return {};
@@ -326,6 +332,7 @@ extern const Applet portmap_applet{
     .add = portmap_add,
     .del = portmap_del,
     .check = portmap_check,
+    .status = portmap_status,
     .gc = portmap_gc,
 };
 

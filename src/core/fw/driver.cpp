@@ -38,4 +38,12 @@ Driver choose_driver(std::optional<Driver> configured, const std::vector<Driver>
     return Driver::iptables;
 }
 
+Status driver_status(Driver driver) {
+    if (driver == Driver::iptables && !iptables_usable())
+        return fail(code::plugin_not_available, "no usable firewall backend: iptables cannot work here (neither nf_tables nor the legacy nat table answers)");
+    if (driver == Driver::nftables && !nft::available())
+        return fail(code::plugin_not_available, "no usable firewall backend: nf_tables does not answer here");
+    return {};
+}
+
 }  // namespace cni::fw

@@ -38,6 +38,10 @@ std::string_view name_of(Driver driver);
 Driver choose_driver(std::optional<Driver> configured, const std::vector<Driver>& applet_has,
                      const std::function<bool()>& firewalld_running = {});
 
+// STATUS of an applet whose rules go through `driver` (CNI spec, STATUS): code 50 with the reason
+// when that driver cannot work in this namespace (firewalld is its applet's own question).
+Status driver_status(Driver driver);
+
 // "the <driver> firewall driver does not have these rules": a verb asked of a driver the kind of
 // rules has none in.
 Error lacks_rules(Driver driver);

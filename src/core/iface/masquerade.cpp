@@ -29,6 +29,11 @@ Status masquerade_check(const Context& ctx, const NetConf& net, std::string_view
 
 Status masquerade_del(const Context& ctx, const NetConf& net) { return fw::masquerade().teardown_all(masquerade_of(ctx, net)); }
 
+Status masquerade_and_ipam_status(const Context& ctx, const NetConf& net, bool ip_masq, std::string_view backend) {
+    if (ip_masq) CNI_TRY(fw::driver_status(fw::masquerade().choose(fw::driver_named(backend))));
+    return ipam::status_of_optional_ipam(ctx, net.ipam_type);
+}
+
 Status gc_masquerade_and_ipam(const Context& ctx, const NetConf& net, bool ip_masq) {
     Failures failures;
     if (ip_masq && net.valid_attachments) failures.add(fw::masquerade().gc_all(net.name, *net.valid_attachments));

@@ -20,6 +20,9 @@ Status masquerade_add(const Context& ctx, const NetConf& net, std::string_view b
                       Rollback& undo);
 Status masquerade_check(const Context& ctx, const NetConf& net, std::string_view backend, const std::vector<net::IpNet>& nets);
 Status masquerade_del(const Context& ctx, const NetConf& net);
+// STATUS of a main applet with ipMasq: code 50 when the backend ADD would choose cannot work,
+// else its IPAM's STATUS (none asked when the config names no IPAM).
+Status masquerade_and_ipam_status(const Context& ctx, const NetConf& net, bool ip_masq, std::string_view backend);
 Status gc_masquerade_and_ipam(const Context& ctx, const NetConf& net, bool ip_masq);
 
 }  // namespace cni::iface
