@@ -199,12 +199,20 @@ def tuning_gc_removes_this_networks_stale_backups():
             run("ADD", conf(data, ctr, mtu=1400), host, ctr).ok()
             with open(os.path.join(data, "other_eth0.json"), "w") as f:
                 f.write('{\n "mtu": 1500\n}')  # the reference's form: no network, never collected
+            files = {"net2_eth0.json": '{"mtu": 1500, "network": "other-net"}',  # another network's
+                     "t-1_eth1.json": '{"mtu": 1500, "network": "tune-test"}',  # the valid container's other interface
+                     "notes.txt": '{"mtu": 1500, "network": "tune-test"}',      # not a backup's name
+                     "junk.json": "not json"}
+            for name, text in files.items():
+                with open(os.path.join(data, name), "w") as f:
+                    f.write(text)
             gc = {"cniVersion": "1.1.0", "name": "tune-test", "type": "tuning", "dataDir": data,
                   "cni.dev/valid-attachments": [{"containerID": "t-1", "ifname": "eth0"}]}
             tuning().run("GC", gc, host_ns=host).ok()
-            eq(sorted(os.listdir(data)), ["other_eth0.json", "t-1_eth0.json"])
+            left = ["junk.json", "net2_eth0.json", "notes.txt", "other_eth0.json"]
+            eq(sorted(os.listdir(data)), sorted(left + ["t-1_eth0.json"]))
             tuning().run("GC", dict(gc, **{"cni.dev/valid-attachments": []}), host_ns=host).ok()
-            eq(sorted(os.listdir(data)), ["other_eth0.json"])
+            eq(sorted(os.listdir(data)), left)
     finally:
         shutil.rmtree(data)
 
