@@ -10,6 +10,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import (BIN, LEGACY, REF, Plugin, addrs, canonical_result, check,  # noqa: E402
@@ -422,6 +423,64 @@ def normalise(text, names):
         text = text.replace(real, alias)
     text = re.sub(r"fe80::[0-9a-f:]+/64", "LINKLOCAL", text)
     return re.sub(r"([0-9a-f]{2}:){5}[0-9a-f]{2}", "MAC", text)
+
+
+def gateway_on(host):
+    return "10.74.0.1/24" in sh("ip", "-n", host, "-br", "addr", "show", "cnibr0", check_rc=False).stdout
+
+
+@test
+def remove_when_unused_takes_the_bridge_with_its_last_port():
+    """bridge removeWhenUnused (beyond the reference): the last attachment's DEL removes the bridge an ADD made, its address and route; not while another port (even not ours) is on it, nor without the key, nor a bridge the node made"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        keep = conf(e.data, isGateway=True)
+        add(host, c1, keep, "br-1").ok()
+        delete(host, c1, keep, "br-1").ok()
+        check(link(host, "cnibr0") and gateway_on(host), "without the key the bridge stays, as the reference's")
+        c = conf(e.data, isGateway=True, removeWhenUnused=True)
+        add(host, c1, c, "br-1").ok()
+        add(host, c2, c, "br-2").ok()
+        sh("ip", "-n", host, "link", "add", "brop0", "type", "veth", "peer", "name", "brop1")
+        sh("ip", "-n", host, "link", "set", "brop0", "master", "cnibr0")  # an operator's port
+        delete(host, c1, c, "br-1").ok()
+        check(gateway_on(host), "a port is left: the bridge stays")
+        delete(host, c2, c, "br-2").ok()
+        check(gateway_on(host), "the operator's port is left: the bridge stays")
+        sh("ip", "-n", host, "link", "del", "brop0")
+        delete(host, c2, c, "br-2").ok()  # a repeated DEL finds it unused now
+        eq(link(host, "cnibr0"), None, "the bridge went with its last port")
+        check("10.74.0.0/24" not in sh("ip", "-n", host, "route").stdout, "and its subnet's route")
+        left = os.listdir("/run/cni/bridge")
+        check("cnibr0.lock" in left and "cnibr0.made" not in left, f"only the lock file is left in root's folder: {left}")
+        sh("ip", "-n", host, "link", "add", "cnibr0", "type", "bridge")  # the node's, not made by an ADD
+        add(host, c1, c, "br-3").ok()
+        delete(host, c1, c, "br-3").ok()
+        check(link(host, "cnibr0"), "a bridge no ADD made stays")
+
+
+@test
+def remove_when_unused_never_races_a_concurrent_add():
+    """bridge removeWhenUnused: the last attachment's DEL and another's ADD at once: the ADD always ends on a whole bridge with its gateway, reachable"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, isGateway=True, removeWhenUnused=True)
+        for i in range(6):
+            add(host, c1, c, f"old-{i}").ok()
+            outcomes = {}
+            work = [threading.Thread(target=lambda: outcomes.update(dele=delete(host, c1, c, f"old-{i}"))),
+                    threading.Thread(target=lambda: outcomes.update(add=add(host, c2, c, f"new-{i}")))]
+            for t in work:
+                t.start()
+            for t in work:
+                t.join()
+            outcomes["dele"].ok()
+            res = outcomes["add"].ok().json()
+            eq(link(host, res["interfaces"][1]["name"])["master"], "cnibr0", f"round {i}")
+            check(gateway_on(host), f"round {i}: the gateway is on the bridge")
+            sh("ip", "netns", "exec", c2, "ping", "-c1", "-W2", "10.74.0.1")
+            delete(host, c2, c, f"new-{i}").ok()
+            eq(link(host, "cnibr0"), None, f"round {i}: gone with the last port")
 
 
 @test

@@ -5,15 +5,18 @@
 // disableContainerInterface, skipIPv6LinkLocal (configure.hpp), mtu, the container MAC
 // (runtimeConfig > args > CNI_ARGS) and port VLANs (vlan, vlanTrunk, preserveDefaultVlan; with vlan
 // and isGateway the gateway lives on a host veth "<bridge>.<vlan>" that is a port of that VLAN,
-// shared and never removed). macspoofchk drops the container's frames from any other MAC (nf_tables
-// bridge chains). A failed ADD undoes the veth, the spoof-check chains, the ipMasq rules and the
-// IPAM allocation (the bridge is shared and stays, as in the reference). DEL is idempotent and
-// removes the ipMasq rules by chain name even when the link is gone. CHECK verifies what ADD made;
-// STATUS forwards to IPAM; GC removes the ipMasq rules of attachments not in
-// cni.dev/valid-attachments and forwards to IPAM.
+// shared and kept). removeWhenUnused (beyond the reference): DEL removes the bridge an ADD made,
+// and those gateways, once no other port is left, under the lock ADD holds while it attaches a
+// port. macspoofchk drops the container's frames from any other MAC (nf_tables bridge chains). A
+// failed ADD undoes the veth, the spoof-check chains, the ipMasq rules and the IPAM allocation
+// (the bridge is shared and stays, as in the reference). DEL is idempotent and removes the ipMasq
+// rules by chain name even when the link is gone. CHECK verifies what ADD made; STATUS: code 50
+// when ipMasq's firewall backend cannot work, else the IPAM's; GC removes the ipMasq rules of
+// attachments not in cni.dev/valid-attachments and forwards to IPAM.
 #include <linux/if.h>
 #include <linux/ip.h>
 
+#include <charconv>
 #include <chrono>
 #include <thread>
 #include <vector>
@@ -36,6 +39,8 @@
 #include "core/nl/addr.hpp"
 #include "core/nl/link_watch.hpp"
 #include "core/nl/route.hpp"
+#include "core/os/file_lock.hpp"
+#include "core/os/fs.hpp"
 #include "core/os/sysctl.hpp"
 #include "core/rollback.hpp"
 #include "core/strings.hpp"
@@ -59,6 +64,7 @@ struct BridgeConf {
     bool port_isolation = false;
     bool mac_spoof_check = false;
     bool skip_ipv6_link_local = false;  // iface::skip_ipv6_link_local
+    bool remove_when_unused = false;
     std::string mac;  // container MAC, normalised
     std::int64_t vlan = 0;  // the keys port_vlans_of reads into `vlans`
     std::optional<std::vector<VlanTrunk>> vlan_trunk;
@@ -84,6 +90,7 @@ constexpr std::array kBridgeKeys{
     key<&BridgeConf::vlan_trunk>("vlanTrunk", "tagged VLANs: [{\"minID\":M,\"maxID\":N} | {\"id\":I}], 1..4094"),
     key<&BridgeConf::preserve_default_vlan>("preserveDefaultVlan", "keep the VLAN a port gets on joining (default false)"),
     key<&BridgeConf::mac_spoof_check>("macspoofchk", "drop frames from the container whose source MAC is not its own (nftables)"),
+    key<&BridgeConf::remove_when_unused>("removeWhenUnused", "DEL removes the bridge (and its <bridge>.<vlan> gateways) when it leaves it without ports"),
 };
 
 Result<BridgeConf> parse_bridge_conf(const Request& req) {
@@ -242,10 +249,41 @@ struct Port {
     iface::VethPair veth;
 };
 
+// The bridge's lock, /run/cni/bridge/<bridge>.lock (root's folder; the name only picks the file):
+// ADD holds it from finding the bridge until its port is on it, and removeWhenUnused's DEL while it
+// finds the bridge without ports and removes it, so an ADD never finds the bridge half removed.
+// A name no link can have shares one lock file (ADD then fails on it, DEL has nothing to remove).
+// Beside it, <bridge>.made holds the index of the bridge an ADD made: DEL removes only that one,
+// never a bridge the node or another program made.
+struct BridgeLock {
+    os::Dir dir;
+    os::FileLock lock;
+    std::string name;  // the bridge's, or "_" for a name no link can have
+};
+
+Result<BridgeLock> lock_bridge(const std::string& bridge) {
+    bool link_name = !bridge.empty() && bridge.size() < IFNAMSIZ && bridge.find('/') == std::string::npos && bridge != "." && bridge != "..";
+    std::string name = link_name ? bridge : "_";
+    CNI_TRY_ASSIGN(auto records, os::open_records("bridge", true));
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_in(*records, name + ".lock"));
+    return BridgeLock{std::move(*records), std::move(lock), name};
+}
+
+// The index of the bridge an ADD made under this name, if it noted one.
+std::optional<int> made_index(const BridgeLock& l) {
+    auto text = l.dir.read_if_exists(l.name + ".made", 32);
+    int index = 0;
+    if (!text || !*text || std::from_chars((*text)->data(), (*text)->data() + (*text)->size(), index).ec != std::errc{}) return std::nullopt;
+    return index;
+}
+
 Result<Port> attach_port(const Request& r, const BridgeConf& c, const iface::HostSockets& io, const os::SysctlDir& ipv6_conf,
                          Rollback& undo) {
+    CNI_TRY_ASSIGN(auto lock, lock_bridge(c.bridge));
+    CNI_TRY_ASSIGN(auto before, nl::find_link(io.host, c.bridge));
     auto bridge = ensure_bridge(io.host, ipv6_conf, c);
     if (!bridge) return fail("failed to create bridge \"" + c.bridge + "\": " + bridge.error().msg);
+    if (!before) CNI_TRY(lock.dir.write_atomic(lock.name + ".made", std::to_string(bridge->index), 0600));
     CNI_TRY_ASSIGN(auto veth, iface::setup_veth(io.container, io.host, io.host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
     undo.push([&container = io.container, &r] { (void)nl::delete_link(container, r.ifname); });
     const nl::LinkInfo& port = veth.host;
@@ -342,6 +380,24 @@ Result<CniResult> bridge_add(const Context& ctx) {
     return result;
 }
 
+// removeWhenUnused: under the bridge's lock, the bridge an ADD made goes (its addresses and routes
+// with it) when no port is left on it but its own <bridge>.<vlan> gateway veths, which go first.
+Status remove_if_unused(const std::string& bridge) {
+    CNI_TRY_ASSIGN(auto lock, lock_bridge(bridge));
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto br, nl::find_link(host, bridge));
+    if (!br || br->kind != "bridge" || made_index(lock) != br->index) return {};
+    CNI_TRY_ASSIGN(auto ports, nl::ports_of(host, br->index));
+    for (auto& p : ports) {  // a gateway's port is the peer of "<bridge>.<vlan>"
+        auto peer = p.kind == "veth" ? nl::find_link(host, p.peer_index) : Result<std::optional<nl::LinkInfo>>{};
+        if (!peer || !*peer || !(*peer)->name.starts_with(bridge + ".")) return {};
+    }
+    for (auto& p : ports) CNI_TRY(nl::delete_link(host, p.name));
+    CNI_TRY(nl::delete_link(host, bridge));
+    lock.dir.remove(lock.name + ".made");
+    return {};
+}
+
 Status bridge_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bridge_conf(ctx.req));
     const Request& r = ctx.req;
@@ -351,6 +407,7 @@ Status bridge_del(const Context& ctx) {
         if (auto st = mac_spoof_guard().teardown_all({r.container_id, r.ifname, {}, {}}); !st)
             ctx.warn(st.error().msg);  // as the reference: printed only
     if (c.ip_masq) CNI_TRY(iface::masquerade_del(ctx, c.net));
+    if (c.remove_when_unused) CNI_TRY(remove_if_unused(c.bridge));
     return {};
 }
 
