@@ -662,6 +662,22 @@ def bridge_vlan_access_trunk_and_gateway():
 
 
 @test(vm=True)
+def remove_when_unused_takes_the_vlan_gateways_too():
+    """bridge removeWhenUnused with vlan: the last attachment's DEL removes the bridge and its "<bridge>.<vlan>" gateways"""
+    with VbrWorld() as w:
+        c = vbr_conf(w.data, vlan=100, isGateway=True, removeWhenUnused=True)
+        c2 = vbr_conf(w.data, vlan=101, isGateway=True, removeWhenUnused=True)
+        w.run("ADD", c, w.c1, "vb-1").ok()
+        w.run("ADD", c2, w.c2, "vb-2").ok()
+        w.run("DEL", c, w.c1, "vb-1").ok()
+        check(link(w.host, "cnivbr0") and link(w.host, "cnivbr0.100"), "vb-2's port is left: the bridge and gateways stay")
+        w.run("DEL", c2, w.c2, "vb-2").ok()
+        for gone in ("cnivbr0", "cnivbr0.100", "cnivbr0.101"):
+            eq(link(w.host, gone), None, gone)
+        eq([l["ifname"] for l in json.loads(sh("ip", "-n", w.host, "-j", "link").stdout)], ["lo"], "not even the gateways' peers")
+
+
+@test(vm=True)
 def bridge_vlan_preserve_default_and_trunk_only():
     """bridge: preserveDefaultVlan keeps VID 1 beside the PVID; a trunk alone keeps VID 1 as PVID"""
     with VbrWorld() as w:
