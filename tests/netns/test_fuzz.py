@@ -188,9 +188,11 @@ def hostile_paths(data, elsewhere):
 
 
 def idle_state_file(name, folder):
-    """Whether a file is one a state folder keeps with no attachment in it."""
+    """Whether a file is one a state folder keeps with no attachment in it (bridge's lock, and its
+    note of a bridge an ADD made, which stays as the bridge does)."""
     return (name in ("subnet.env", "lock", ".cni-all-index") or name.startswith("last_reserved_ip")
-            or os.path.basename(folder) == ".cni-all-index.d")
+            or os.path.basename(folder) == ".cni-all-index.d"
+            or (folder == "/run/cni/bridge" and name.endswith((".lock", ".made"))))
 
 
 def folder_state(top):

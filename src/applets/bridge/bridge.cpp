@@ -261,7 +261,8 @@ struct BridgeLock {
     std::string name;  // the bridge's, or "_" for a name no link can have
 };
 
-Result<BridgeLock> lock_bridge(const std::string& bridge) {
+Result<BridgeLock> lock_bridge(const std::string& configured) {
+    std::string bridge = configured.substr(0, configured.find('\0'));  // the link the kernel names so
     bool link_name = !bridge.empty() && bridge.size() < IFNAMSIZ && bridge.find('/') == std::string::npos && bridge != "." && bridge != "..";
     std::string name = link_name ? bridge : "_";
     CNI_TRY_ASSIGN(auto records, os::open_records("bridge", true));
