@@ -175,12 +175,12 @@ def bandwidth_gc_releases_only_gone_attachments():
             sh("ip", "-n", host, "link", "add", "bwp0123456789ab", "type", "ifb")  # no attachment's
             before = ifbs(host)
             eq(len(before), 4, before)
-            eq(sorted(os.listdir(records)), ["gone-other_eth0.json", "gone_eth0.json", "keep_eth0.json"])
+            eq(sorted(os.listdir(records)), ["gone-other:eth0.json", "gone:eth0.json", "keep:eth0.json"])
             gc = dict(c["plugins"][1], cniVersion="1.1.0", name="bw-test",
                       **{"cni.dev/valid-attachments": [{"containerID": "keep", "ifname": "eth0"}]})
             Plugin(os.path.join(BIN, "bandwidth")).run("GC", gc, host_ns=host, raw_env={"CNI_COMMAND": "GC", "CNI_PATH": BIN}).ok()
             eq(len(ifbs(host)), 3, "only the gone attachment's IFB went")
-            eq(sorted(os.listdir(records)), ["gone-other_eth0.json", "keep_eth0.json"])
+            eq(sorted(os.listdir(records)), ["gone-other:eth0.json", "keep:eth0.json"])
             for cid, shaped in (("keep", True), ("gone", False), ("gone-other", True)):
                 q = qdiscs(host, veth[cid])
                 eq(("tbf" in q, "ingress" in q), (shaped, shaped), f"{cid}: {q}")

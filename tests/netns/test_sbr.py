@@ -218,7 +218,7 @@ def sbr_addresses_by_interface_index():
 RECORDS = "/run/cni/sbr"
 
 
-def record(name="s-1_eth0.json"):
+def record(name="s-1:eth0.json"):
     with open(os.path.join(RECORDS, name)) as f:
         return json.load(f)
 
@@ -230,7 +230,7 @@ def plant(name, network):
 
 @test
 def sbr_records_the_routes_it_moves():
-    """sbr: ADD writes down the main-table routes it moves (/run/cni/sbr/<id>_<ifname>.json, 0600 in
+    """sbr: ADD writes down the main-table routes it moves (/run/cni/sbr/<id>:<ifname>.json, 0600 in
     a 0700 folder), DEL puts back those and drops the record, also when the namespace is gone; a
     record that does not decode is dropped with a warning; GC drops this network's records of
     attachments that are not valid and keeps the rest; a linked records folder is refused"""
@@ -239,7 +239,7 @@ def sbr_records_the_routes_it_moves():
         before = lines(ctr, "route")
         run("ADD", conf(ctr), host, ctr).ok()
         eq(oct(os.stat(RECORDS).st_mode & 0o777), "0o700")
-        eq(oct(os.stat(os.path.join(RECORDS, "s-1_eth0.json")).st_mode & 0o777), "0o600")
+        eq(oct(os.stat(os.path.join(RECORDS, "s-1:eth0.json")).st_mode & 0o777), "0o600")
         rec = record()
         eq(rec["network"], "sbr-test")
         check(any(r.startswith("dst=0.0.0.0/0 gw=10.87.0.1 ") for r in rec["routes"]), rec)
@@ -247,28 +247,28 @@ def sbr_records_the_routes_it_moves():
         eq(lines(ctr, "route"), [])
         run("DEL", conf(ctr), host, ctr).ok()
         eq(sorted(lines(ctr, "route")), sorted(before))
-        check(not os.path.exists(os.path.join(RECORDS, "s-1_eth0.json")), "the record is gone after DEL")
+        check(not os.path.exists(os.path.join(RECORDS, "s-1:eth0.json")), "the record is gone after DEL")
 
         run("ADD", conf(ctr), host, ctr).ok()
         run("DEL", conf(ctr), host, ctr, netns="/run/netns/sbr-no-such-ns").ok()
-        check(not os.path.exists(os.path.join(RECORDS, "s-1_eth0.json")), "DEL with the namespace gone drops the record")
+        check(not os.path.exists(os.path.join(RECORDS, "s-1:eth0.json")), "DEL with the namespace gone drops the record")
     with netns("sh") as host, netns("sc") as ctr:
         wire(host, ctr)
         run("ADD", conf(ctr), host, ctr).ok()
-        with open(os.path.join(RECORDS, "s-1_eth0.json"), "w") as f:
+        with open(os.path.join(RECORDS, "s-1:eth0.json"), "w") as f:
             f.write('{"network": "sbr-test", "routes": ["dst=10.0.0.0/8 via=1.2.3.4"]}')
         out = run("DEL", conf(ctr), host, ctr).ok()
         check("no route goes back" in out.err, out.err)
-        check(not os.path.exists(os.path.join(RECORDS, "s-1_eth0.json")), "a bad record is dropped")
+        check(not os.path.exists(os.path.join(RECORDS, "s-1:eth0.json")), "a bad record is dropped")
 
-    plant("gone_eth0.json", "sbr-test")
-    plant("kept_eth0.json", "sbr-test")
-    plant("other_eth0.json", "other-net")
+    plant("gone:eth0.json", "sbr-test")
+    plant("kept:eth0.json", "sbr-test")
+    plant("other:eth0.json", "other-net")
     gc = {"cniVersion": "1.1.0", "name": "sbr-test", "type": "sbr",
           "cni.dev/valid-attachments": [{"containerID": "kept", "ifname": "eth0"}]}
     with netns("sh") as host:
         Plugin(os.path.join(BIN, "sbr")).run("GC", gc, host_ns=host).ok()
-    eq(sorted(os.listdir(RECORDS)), ["kept_eth0.json", "other_eth0.json"])
+    eq(sorted(os.listdir(RECORDS)), ["kept:eth0.json", "other:eth0.json"])
     for name in os.listdir(RECORDS):
         os.unlink(os.path.join(RECORDS, name))
 

@@ -86,3 +86,8 @@ TEST_CASE("is_net_sysctl_path: only canonical paths under /proc/sys/net", "[os]"
         CHECK_FALSE(os::net_sysctl_set(bad, "1"));
     }
 }
+
+TEST_CASE("record_name: one name per attachment, even where the IDs hold underscores", "[os]") {
+    CHECK(os::record_name("c1", "eth0") == "c1:eth0.json");
+    CHECK(os::record_name("a_b", "c") != os::record_name("a", "b_c"));
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // sbr's record of the main-table routes an ADD moved into its tables (docs/compatibility.md: sbr),
 // so that DEL puts back exactly those and nothing else: one file per attachment,
-// `<containerID>_<ifname>.json`, in root's folder /run/cni/sbr (no config key chooses it; routes
+// `<containerID>:<ifname>.json`, in root's folder /run/cni/sbr (no config key chooses it; routes
 // live no longer than the namespace, which a reboot ends). A record is read back as hostile: at
 // most kMaxMovedRoutes routes, each field checked.
 #pragma once

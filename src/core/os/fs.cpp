@@ -300,7 +300,7 @@ Result<std::optional<Dir>> open_records(std::string_view applet, bool create) {
 }
 
 std::string record_name(std::string_view container_id, std::string_view ifname) {
-    return std::string(container_id) + "_" + std::string(ifname) + ".json";
+    return std::string(container_id) + ":" + std::string(ifname) + ".json";
 }
 
 }  // namespace cni::os

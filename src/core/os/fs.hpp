@@ -102,7 +102,9 @@ private:
 // chooses it, and a reboot ends them with what they describe): made when missing (`create`),
 // else nothing when missing. Errors name the applet.
 Result<std::optional<Dir>> open_records(std::string_view applet, bool create);
-// A record's name there: "<containerID>_<ifname>.json".
+// A record's name there: "<containerID>:<ifname>.json", one name per attachment since neither a
+// container ID nor an interface name may hold a colon (with "_" as tuning's backups, "a_b" + "c"
+// and "a" + "b_c" would share one).
 std::string record_name(std::string_view container_id, std::string_view ifname);
 
 }  // namespace cni::os
