@@ -28,6 +28,12 @@ std::string go_quote(std::string_view s) {
     return out + "\"";
 }
 
+std::string cut_text(std::string_view s, std::size_t keep) {
+    if (s.size() <= keep) return std::string(s);
+    while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;
+    return std::string(s.substr(0, keep)) + "...[truncated " + std::to_string(s.size() - keep) + " bytes]";
+}
+
 std::pair<char32_t, std::size_t> decode_rune(std::string_view s, std::size_t i) {
     auto byte = [&](std::size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
     unsigned b0 = byte(0);

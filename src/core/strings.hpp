@@ -52,6 +52,11 @@ inline constexpr char32_t kReplacementRune = 0xFFFD;
 // Go %q of a string (strconv.Quote for the ASCII cases that occur here).
 std::string go_quote(std::string_view s);
 
+// `s` whole when it has at most `keep` bytes; else its first `keep` bytes (fewer rather than part
+// of a UTF-8 character) and "...[truncated N bytes]" saying how many were left out: how a log line
+// or an error shows text someone else chose.
+std::string cut_text(std::string_view s, std::size_t keep);
+
 // The value of `key` in a KEY=VALUE environment ("" when unset); the last definition wins, as
 // with Go's os.Getenv on a deduplicated environment.
 std::string env_value(std::span<const std::string> environ, std::string_view key);

@@ -21,3 +21,10 @@ TEST_CASE("decode_rune reads UTF-8 as Go's utf8.DecodeRuneInString", "[base]") {
     for (std::string bad : {"\xC3", "\xC0\x80", "\xE0\x80\x80", "\xED\xA0\x80", "\xF4\x90\x80\x80", "\xFF", "\x80", "\xE2\x84"})
         CHECK(decode_rune(bad, 0) == Rune{kReplacementRune, 1});
 }
+
+TEST_CASE("cut_text keeps short text whole and cuts long text with a marker, never inside a UTF-8 character", "[core]") {
+    CHECK(cni::cut_text("abc", 3) == "abc");
+    CHECK(cni::cut_text("abcdef", 3) == "abc...[truncated 3 bytes]");
+    CHECK(cni::cut_text("a\xc3\xa9z", 2) == "a...[truncated 3 bytes]");  // not half of the é
+    CHECK(cni::cut_text("abc", 0) == "...[truncated 3 bytes]");
+}

@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "core/os/unique_fd.hpp"
+#include "core/strings.hpp"
 
 namespace cni::log {
 namespace {
@@ -28,18 +29,11 @@ std::string utc_now() {
     return buf;
 }
 
-// `text` after `line`, which stays under `limit` bytes: past it, the text is cut (not inside a
-// UTF-8 character) and "...[truncated N bytes]" says how much was left out.
+// `text` after `line`, which stays under `limit` bytes: past it, the text is cut (cut_text).
 void append_capped(std::string& line, std::string_view text, std::size_t limit) {
-    if (line.size() + text.size() <= limit) {
-        line += text;
-        return;
-    }
     constexpr std::size_t kMarkerRoom = 48;  // "...[truncated <up to 20 digits> bytes]"
-    std::size_t keep = limit > line.size() + kMarkerRoom ? limit - line.size() - kMarkerRoom : 0;
-    while (keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xC0) == 0x80) --keep;
-    line += text.substr(0, keep);
-    line += "...[truncated " + std::to_string(text.size() - keep) + " bytes]";
+    if (line.size() + text.size() <= limit) line += text;
+    else line += cut_text(text, limit > line.size() + kMarkerRoom ? limit - line.size() - kMarkerRoom : 0);
 }
 
 }  // namespace
