@@ -672,11 +672,11 @@ def dhcp_socket_is_roots_and_connections_are_bounded():
         lb.delete(ctr).ok()
 
 
-def send_request(lb, op, cid, netns_path, ifname, conf):
+def send_request(lb, op, cid, netns_path, ifname, conf, args=""):
     """One request written to the daemon's socket, unanswered yet: the socket to read it from."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(lb.sock)
-    s.sendall(json.dumps({"op": op, "containerID": cid, "netns": netns_path, "ifName": ifname, "args": "", "path": "",
+    s.sendall(json.dumps({"op": op, "containerID": cid, "netns": netns_path, "ifName": ifname, "args": args, "path": "",
                           "config": json.dumps(conf)}).encode())
     s.shutdown(socket.SHUT_WR)
     return s
@@ -744,6 +744,61 @@ def dhcp_silent_networks_cannot_take_every_connection():
             return r.rc, answer(pending[i])["error"]["code"]
         with concurrent.futures.ThreadPoolExecutor(12) as pool:  # within the 16 places kept from ADDs
             eq(set(pool.map(delete, list(pending))), {(0, 11)})
+        eq(lease_files(lb), [])
+
+
+def pod_args(namespace):
+    return f"IgnoreUnknown=1;K8S_POD_NAMESPACE={namespace};K8S_POD_NAME=p"
+
+
+def links_up(ns):
+    return {x["ifname"] for x in ip_json(ns, "link") if "UP" in x["flags"]}
+
+
+@test
+def dhcp_admission_is_per_pod_namespace_and_a_hang_up_frees_a_place():
+    """dhcp: ADDs of one pod namespace (K8S_POD_NAMESPACE) hold at most 8 places whatever network names they use; another namespace's ADD of a network of the same name still gets its lease; an ADD whose client hangs up stops waiting and gives its place back
+    9 macvlans in one namespace ask, as pods of namespace "team-a", for leases of 9 networks no
+    server answers; the rogue server answers only the container "b" (namespace "team-b")."""
+    with lab(start=False, dnsmasq=False) as lb, netns("dhw") as waiting, netns("dhc") as ctr, \
+            rogue_server(lb, {"b": {"mode": "ack", "ip": "10.213.0.71"}}):
+        lb.start_daemon("-resendtimeout", "60s")
+        sh("ip", "-n", lb.host, "-batch", "-", input="".join(
+            f"link add w{i} link dhp0 netns {waiting} type macvlan mode bridge\n" for i in range(9)))
+
+        def ask(i):
+            return send_request(lb, "add", f"w{i}", ns_path(waiting), f"w{i}", lb.conf() | {"name": f"silent{i}"},
+                                pod_args("team-a"))
+        pending = {i: ask(i) for i in range(8)}
+        wait_for(lambda: {f"w{i}" for i in range(8)} <= links_up(waiting), 10, lambda: f"links up: {links_up(waiting)}")
+        start = time.time()
+        eq(answer(ask(8))["error"], {"code": 11, "msg": 'dhcp daemon: 8 ADDs of pod namespace "team-a" are waiting for a '
+                                                        'lease, the most one namespace may have at once (docs/dhcp.md); '
+                                                        'try again later'})
+        check(time.time() - start < 2, "refused at once")
+        check("w8" not in links_up(waiting), "the refused ADD never raised its link")
+        other = lb.conf() | {"name": "silent0"}  # team-a's network name, in another namespace
+        r = lb.add(ctr, cid="b", conf=other, args=pod_args("team-b")).ok().json()
+        eq(r["ips"][0]["address"], "10.213.0.71/24")
+        eq(addrs(ctr, "eth0")[:1], ["10.213.0.71/24"])
+
+        pending.pop(0).close()  # w0's client hangs up: its place is given back within 0.2 s
+        wait_for(lambda: "the client of the ADD of w0/silent0/w0 hung up; stopping its acquisition" in lb.log(), 5, lb.log)
+        pending[8] = ask(8)
+        wait_for(lambda: "w8" in links_up(waiting), 10, lambda: "the ADD after the hang-up is taken in: " + lb.log())
+        s = pending[8]
+        s.settimeout(1)
+        with contextlib.suppress(socket.timeout):
+            check(not s.recv(1), "w8's ADD waits for its lease, not refused")
+        eq(len(lease_files(lb)), 1, "b's lease alone is on record")
+
+        def delete(i):
+            r = dhcp().run("DEL", lb.conf() | {"name": f"silent{i}"}, host_ns=lb.host, netns=ns_path(waiting),
+                           container_id=f"w{i}", ifname=f"w{i}")
+            return r.rc, answer(pending[i])["error"]["code"]
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            eq(set(pool.map(delete, list(pending))), {(0, 11)})
+        lb.delete(ctr, cid="b", conf=other).ok()
         eq(lease_files(lb), [])
 
 

@@ -234,24 +234,53 @@ TEST_CASE("dhcp retry tally: what the servers did, in the log line and in the er
 
 TEST_CASE("dhcp daemon admission: 8 waiting ADDs per network, 48 in all, places given back", "[dhcp]") {
     Acquisitions acq;
+    auto net = [](std::string name) { return tenant_of(name, ""); };
     std::vector<Acquisitions::Ticket> a;
-    for (int i = 0; i < kMaxAcquisitionsPerNetwork; ++i) a.push_back(*acq.admit("a"));
-    auto refused = acq.admit("a");
+    for (int i = 0; i < kMaxAcquisitionsPerTenant; ++i) a.push_back(*acq.admit(net("a")));
+    auto refused = acq.admit(net("a"));
     REQUIRE_FALSE(refused);
     CHECK(refused.error().code == code::try_again_later);
     CHECK(refused.error().msg == "8 ADDs of network \"a\" are waiting for a lease, the most one network may have "
                                  "at once (docs/dhcp.md); try again later");
     a.pop_back();
-    a.push_back(*acq.admit("a"));  // a place given back is a place again
+    a.push_back(*acq.admit(net("a")));  // a place given back is a place again
     std::vector<Acquisitions::Ticket> others;
     for (int n = 0; int(a.size() + others.size()) < kMaxAcquisitions; ++n)
-        for (int i = 0; i < kMaxAcquisitionsPerNetwork && int(a.size() + others.size()) < kMaxAcquisitions; ++i)
-            others.push_back(*acq.admit("net" + std::to_string(n)));
-    auto full = acq.admit("fresh");
+        for (int i = 0; i < kMaxAcquisitionsPerTenant && int(a.size() + others.size()) < kMaxAcquisitions; ++i)
+            others.push_back(*acq.admit(net("net" + std::to_string(n))));
+    auto full = acq.admit(net("fresh"));
     REQUIRE_FALSE(full);
     CHECK(full.error().code == code::try_again_later);
     CHECK(full.error().msg == "48 ADDs are waiting for a lease, the most the daemon serves at once (docs/dhcp.md); try again later");
     CHECK(kMaxConnections - kMaxAcquisitions == kReservedConnections);
     a.clear();
-    CHECK(acq.admit("fresh"));
+    CHECK(acq.admit(net("fresh")));
+}
+
+TEST_CASE("dhcp daemon admission: keyed on the pod namespace, not the names a tenant picks; long names cut", "[dhcp]") {
+    CHECK(tenant_of("mynet", "IgnoreUnknown=1;K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=web-0") == Tenant{true, "team-a"});
+    CHECK(tenant_of("mynet", "IgnoreUnknown=1;K8S_POD_NAME=web-0") == Tenant{false, "mynet"});
+    CHECK(tenant_of("mynet", "K8S_POD_NAMESPACE=") == Tenant{false, "mynet"});
+    CHECK(tenant_of("team-a", "") != Tenant{true, "team-a"});  // a network named as a namespace is not that namespace
+    Acquisitions acq;
+    std::vector<Acquisitions::Ticket> held;
+    for (int i = 0; i < kMaxAcquisitionsPerTenant; ++i)  // one namespace, a new network name each time
+        held.push_back(*acq.admit(tenant_of("net" + std::to_string(i), "K8S_POD_NAMESPACE=team-a")));
+    auto refused = acq.admit(tenant_of("yet-another", "K8S_POD_NAMESPACE=team-a"));
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().msg == "8 ADDs of pod namespace \"team-a\" are waiting for a lease, the most one namespace may "
+                                 "have at once (docs/dhcp.md); try again later");
+    CHECK(acq.admit(tenant_of("net0", "K8S_POD_NAMESPACE=team-b")));  // the same network name, another namespace
+    CHECK(acq.admit(tenant_of("team-a", "")));
+
+    std::string huge(100000, 'n');
+    for (int i = 0; i < kMaxAcquisitionsPerTenant; ++i) held.push_back(*acq.admit(tenant_of(huge, "")));
+    auto cut = acq.admit(tenant_of(huge, ""));
+    REQUIRE_FALSE(cut);
+    CHECK(cut.error().msg == "8 ADDs of network \"" + std::string(kShownBytes, 'n') + "...[truncated " +
+                                 std::to_string(huge.size() - kShownBytes) +
+                                 " bytes]\" are waiting for a lease, the most one network may have at once (docs/dhcp.md); "
+                                 "try again later");
+    CHECK(shown("c1/" + huge + "/eth0").size() < kShownBytes + 32);
+    CHECK(shown("c1/mynet/eth0") == "c1/mynet/eth0");
 }

@@ -15,6 +15,7 @@ namespace {
 constexpr std::int64_t kMinRetrySeconds = 2, kMaxRetrySeconds = 60;
 constexpr std::chrono::milliseconds kRunningWait{3000};  // how long a raised link may take to run
 constexpr std::chrono::milliseconds kCheckWait{5000};    // a CHECK's wait for an acquisition in flight
+constexpr std::chrono::milliseconds kHangUpPoll{200};    // how often a waiting ADD asks whether its client hung up
 
 // RFC 2131 4.4.5: after an unanswered renewal wait half the time left, but not too little.
 std::int64_t retry_at(std::int64_t now, std::int64_t until) {
@@ -24,7 +25,8 @@ std::int64_t retry_at(std::int64_t now, std::int64_t until) {
 }  // namespace
 
 Attachment::Attachment(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, bool resume)
-    : record_(std::move(record)), conf_(std::move(conf)), timing_(timing), store_(store), log_(std::move(log)), resume_(resume) {
+    : record_(std::move(record)), shown_key_(shown(record_.key)), conf_(std::move(conf)), timing_(timing), store_(store),
+      log_(std::move(log)), resume_(resume) {
     thread_ = std::thread([this] { run(); });
 }
 
@@ -49,12 +51,23 @@ void Attachment::settle(std::optional<Error> failure) {
     cv_.notify_all();
 }
 
-Result<CniResult> Attachment::wait_bound() {
+std::optional<Result<CniResult>> Attachment::wait_bound(const std::function<bool()>& hung_up) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return settled_; });
-    if (failure_) return cni::Unexpected(*failure_);
-    if (!lease_) return fail("no DHCP lease for " + record_.key);
+    ++waiters_;
+    while (!cv_.wait_for(lock, kHangUpPoll, [this] { return settled_; }))
+        if (hung_up()) {
+            --waiters_;
+            return std::nullopt;
+        }
+    --waiters_;
+    if (failure_) return Result<CniResult>(cni::Unexpected(*failure_));
+    if (!lease_) return Result<CniResult>(fail("no DHCP lease for " + shown_key_));
     return lease_result(lease_->ack, conf_.priority);
+}
+
+bool Attachment::unwaited() {
+    std::lock_guard lock(mu_);
+    return waiters_ == 0 && !settled_;
 }
 
 Status Attachment::check() {
@@ -62,9 +75,9 @@ Status Attachment::check() {
     wake_ = true;
     cv_.notify_all();
     if (!cv_.wait_for(lock, kCheckWait, [this] { return settled_; }))
-        return fail(code::try_again_later, "the DHCP daemon is still acquiring a lease for " + record_.key);
+        return fail(code::try_again_later, "the DHCP daemon is still acquiring a lease for " + shown_key_);
     if (failure_) return cni::Unexpected(*failure_);
-    if (!lease_) return fail("no DHCP lease held for " + record_.key);
+    if (!lease_) return fail("no DHCP lease held for " + shown_key_);
     return {};
 }
 
@@ -74,7 +87,7 @@ std::int64_t Attachment::next_renewal(const Lease& l) {
         return l.t1();
     }
     std::int64_t delay = std::min(kMinRetrySeconds << std::min(degenerate_streak_++, 5), kMaxRetrySeconds);
-    log_("the DHCP server gave " + record_.key + " a lease too short to renew at its T1; renewing in " + std::to_string(delay) + " s");
+    log_("the DHCP server gave " + shown_key_ + " a lease too short to renew at its T1; renewing in " + std::to_string(delay) + " s");
     return std::max(l.t1(), wall_seconds() + delay);
 }
 
@@ -88,7 +101,7 @@ bool Attachment::sleep_until(std::int64_t wall) {
 void Attachment::persist(const Lease& lease) {
     LeaseRecord r = record_;
     r.lease = lease;
-    if (auto st = store_.save(r); !st) log_("saving the lease of " + record_.key + ": " + st.error().msg);
+    if (auto st = store_.save(r); !st) log_("saving the lease of " + shown_key_ + ": " + st.error().msg);
     std::lock_guard lock(mu_);
     lease_ = lease;
 }
@@ -109,7 +122,7 @@ Status Attachment::bind_link(int& ifindex, Mac& mac) {
 void Attachment::run() {
     auto give_up = [this](const Error& e) {
         if (resume_) {  // a lease from before a restart whose container is gone
-            log_("dropping the lease of " + record_.key + ": " + e.msg);
+            log_("dropping the lease of " + shown_key_ + ": " + e.msg);
             store_.remove(record_.key);
         }
         settle(e);
@@ -124,13 +137,13 @@ void Attachment::run() {
     auto socket = PacketSocket::open(ifindex, mac);
     if (!socket) return give_up(socket.error());
     Client client(*socket, Identity{mac, client_id_for(record_.key), conf_.request_list, conf_.provide}, timing_,
-                  [this] { return stopping_.load(); }, [this](const std::string& m) { log_("no lease yet for " + record_.key + ", " + m); });
+                  [this] { return stopping_.load(); }, [this](const std::string& m) { log_("no lease yet for " + shown_key_ + ", " + m); });
     if (!first_lease(client)) return;
     maintain(client, *ns, ifindex);
     std::lock_guard lock(mu_);
     if (release_ && lease_) {
-        if (auto st = client.release(*lease_); !st) log_("releasing the lease of " + record_.key + ": " + st.error().msg);
-        else log_("released the lease of " + record_.key);
+        if (auto st = client.release(*lease_); !st) log_("releasing the lease of " + shown_key_ + ": " + st.error().msg);
+        else log_("released the lease of " + shown_key_);
     }
 }
 
@@ -147,7 +160,7 @@ bool Attachment::first_lease(Client& client) {
         persist(*lease);
     }
     settle(std::nullopt);
-    log_("lease of " + record_.key + ": " + v4(lease_->address()).str());
+    log_("lease of " + shown_key_ + ": " + v4(lease_->address()).str());
     return true;
 }
 
@@ -173,7 +186,7 @@ bool Attachment::link_still_there(const os::Netns& ns, int ifindex) {
     int idx = 0;
     Mac m{};
     if (now_ns && now_ns->same_as(ns) && bind_link(idx, m) && idx == ifindex) return true;
-    log_("interface " + record_.ifname + " of " + record_.key + " is gone; forgetting its lease");
+    log_("interface " + record_.ifname + " of " + shown_key_ + " is gone; forgetting its lease");
     store_.remove(record_.key);
     std::lock_guard lock(mu_);
     lease_.reset();
@@ -185,27 +198,27 @@ std::optional<std::int64_t> Attachment::renew(Client& client, Lease cur, std::in
     auto outcome = client.renew(cur, rebinding);
     if (!outcome && stopping_) return now;  // the loop's sleep ends it
     if (outcome && *outcome == RenewOutcome::acked) {
-        if (rebinding) log_("rebound the lease of " + record_.key + " (" + v4(cur.address()).str() + ")");
+        if (rebinding) log_("rebound the lease of " + shown_key_ + " (" + v4(cur.address()).str() + ")");
         persist(cur);
         return next_renewal(cur);
     }
     if (outcome && *outcome == RenewOutcome::refused) {
-        log_("the DHCP server refused to renew the lease of " + record_.key + "; acquiring a new one");
+        log_("the DHCP server refused to renew the lease of " + shown_key_ + "; acquiring a new one");
         return std::nullopt;
     }
-    if (!outcome) log_("renewing the lease of " + record_.key + ": " + outcome.error().msg);
-    else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + record_.key);
+    if (!outcome) log_("renewing the lease of " + shown_key_ + ": " + outcome.error().msg);
+    else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + shown_key_);
     return std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
 }
 
 std::int64_t Attachment::reacquire(Client& client, const Lease& cur) {
     auto fresh = client.acquire(cur.address());
     if (!fresh) {
-        if (!stopping_) log_("re-acquiring the lease of " + record_.key + ": " + fresh.error().msg);
+        if (!stopping_) log_("re-acquiring the lease of " + shown_key_ + ": " + fresh.error().msg);
         return wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end (the loop's sleep ends a stop)
     }
     if (fresh->address() != cur.address())
-        log_("the lease of " + record_.key + " moved from " + v4(cur.address()).str() + " to " + v4(fresh->address()).str() +
+        log_("the lease of " + shown_key_ + " moved from " + v4(cur.address()).str() + " to " + v4(fresh->address()).str() +
              "; the container keeps the old address until it is re-created");
     persist(*fresh);
     return next_renewal(*fresh);

@@ -33,8 +33,12 @@ public:
     Attachment(const Attachment&) = delete;
     Attachment& operator=(const Attachment&) = delete;
 
-    // Waits for the first lease (ADD) and returns it as a CNI result, or why there is none.
-    Result<CniResult> wait_bound();
+    // Waits for the first lease (ADD) and returns it as a CNI result, or why there is none;
+    // nothing when `hung_up` (asked every 200 ms) says the ADD's client went away first.
+    std::optional<Result<CniResult>> wait_bound(const std::function<bool()>& hung_up);
+    // After a wait that ended in a hang-up: no other ADD waits for this acquisition still in
+    // flight, so it may stop.
+    bool unwaited();
     // CHECK: wakes the loop and reports whether a lease is held right now; an acquisition in flight
     // (its ADD's, or a resumed lease's first seconds) is waited for at most 5 s, so a CHECK holds
     // none of the daemon's connections for long.
@@ -67,6 +71,7 @@ private:
     std::int64_t next_renewal(const Lease& l);
 
     const LeaseRecord record_;
+    const std::string shown_key_;  // record_.key as log lines and errors show it (config.hpp: shown)
     const DhcpConf conf_;
     const Timing timing_;
     const LeaseStore& store_;
@@ -80,6 +85,7 @@ private:
     bool release_ = false;
     bool wake_ = false;
     bool settled_ = false;
+    int waiters_ = 0;  // ADDs in wait_bound
     std::optional<Error> failure_;
     std::optional<Lease> lease_;
     std::thread thread_;

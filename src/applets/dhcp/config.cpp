@@ -26,15 +26,6 @@ constexpr NamedOption kOptionNames[] = {
 // has classless routes does not send them, and the result's routes would be wrong.
 constexpr std::uint8_t kDefaultRequests[] = {opt::subnet_mask, opt::routers, opt::classless_routes, opt::static_routes};
 
-// The reference's lenient CNI_ARGS reading for fromArg: "K=V" pairs split at the first '='.
-std::optional<std::string> cni_arg(std::string_view args, std::string_view key) {
-    for (auto pair : split(args, ';')) {
-        auto eq = pair.find('=');
-        if (eq != std::string_view::npos && pair.substr(0, eq) == key) return std::string(pair.substr(eq + 1));
-    }
-    return std::nullopt;
-}
-
 }  // namespace
 
 Status decode(const json::Value& v, RequestOption& out, const json::Where& w) {
@@ -60,6 +51,14 @@ Result<std::uint8_t> option_named(std::string_view name, const json::Where& w) {
 }
 
 }  // namespace
+
+std::optional<std::string> cni_arg(std::string_view args, std::string_view key) {
+    for (auto pair : split(args, ';')) {
+        auto eq = pair.find('=');
+        if (eq != std::string_view::npos && pair.substr(0, eq) == key) return std::string(pair.substr(eq + 1));
+    }
+    return std::nullopt;
+}
 
 std::optional<std::uint8_t> option_code(std::string_view name) {
     for (auto& n : kOptionNames)

@@ -12,6 +12,7 @@
 #include "applets/dhcp/message.hpp"
 #include "core/cni/config_keys.hpp"
 #include "core/result.hpp"
+#include "core/strings.hpp"
 
 namespace cni::dhcp {
 
@@ -66,6 +67,16 @@ inline constexpr std::array kDhcpKeys{
 
 // `config` is the plugin's stdin, `cni_args` CNI_ARGS (for fromArg).
 Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_args);
+
+// The value of `key` in CNI_ARGS, read leniently as the reference reads fromArg: "K=V" pairs
+// split at the first '=', the first pair of that key.
+std::optional<std::string> cni_arg(std::string_view args, std::string_view key);
+
+// A name someone else chose (a network's, a pod namespace's, a lease key) as the daemon's log
+// lines and refusals show it: cut past kShownBytes with "...[truncated N bytes]" (docs/dhcp.md,
+// Limits), so a name of megabytes costs a short line.
+inline constexpr std::size_t kShownBytes = 128;
+inline std::string shown(std::string_view name) { return cut_text(name, kShownBytes); }
 
 // An option name of the reference's table, or a decimal code 0-255.
 std::optional<std::uint8_t> option_code(std::string_view name);

@@ -77,37 +77,38 @@ public:
         for (auto& rec : store_.load_all(log_.info())) {
             auto conf = parse_dhcp_conf(rec.config, rec.args);
             if (!conf) {
-                log_(log::Level::error, "dropping the lease of " + rec.key + ": " + conf.error().msg);
+                log_(log::Level::error, "dropping the lease of " + shown(rec.key) + ": " + conf.error().msg);
                 store_.remove(rec.key);
                 continue;
             }
-            log_(log::Level::info, "resuming the lease of " + rec.key + " (" + v4(rec.lease.address()).str() + ")");
+            log_(log::Level::info, "resuming the lease of " + shown(rec.key) + " (" + v4(rec.lease.address()).str() + ")");
             std::string key = rec.key;
             try {
                 leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_.info(), true);
             } catch (const std::system_error& e) {  // kept on record: the next start resumes it
                 leases_.erase(key);
-                log_(log::Level::error, "cannot resume the lease of " + key + " now: " + e.what());
+                log_(log::Level::error, "cannot resume the lease of " + shown(key) + " now: " + e.what());
             }
         }
     }
 
     // A request's reply; a failure to start a lease thread (std::system_error) is its error,
-    // never an abort that would stop every renewal on the node.
-    std::string handle(std::string_view text) {
+    // never an abort that would stop every renewal on the node. `hung_up` says whether the
+    // client went away (an ADD waiting for its lease then stops waiting).
+    std::string handle(std::string_view text, const std::function<bool()>& hung_up) {
         try {
-            return dispatch(text);
+            return dispatch(text, hung_up);
         } catch (const std::exception& e) {
             return encode_reply(fail(code::try_again_later, std::string("dhcp daemon: ") + e.what()));
         }
     }
 
-    std::string dispatch(std::string_view text) {
+    std::string dispatch(std::string_view text, const std::function<bool()>& hung_up) {
         auto req = decode_request(text);
         log_(log::Level::debug, "request: " + std::string(text));
         if (!req) return encode_reply(cni::Unexpected(req.error()));
         switch (req->op) {
-        case Op::add: return encode_reply(add(*req));
+        case Op::add: return encode_reply(add(*req, hung_up));
         case Op::del: return encode_reply(done(del(*req)));
         case Op::check: return encode_reply(done(check(*req)));
         case Op::gc: return encode_reply(done(gc(*req)));
@@ -137,15 +138,15 @@ private:
         return {};
     }
 
-    DaemonReply add(const DaemonRequest& r) {
+    DaemonReply add(const DaemonRequest& r, const std::function<bool()>& hung_up) {
         CNI_TRY(require_identity(r));
         if (r.netns.empty() || r.netns[0] != '/')
             return fail(code::invalid_netns, "the network namespace must be an absolute path, got \"" + r.netns + "\"");
         CNI_TRY_ASSIGN(auto conf, parse_dhcp_conf(r.config, r.args));
         std::string key = lease_key(r.container_id, conf.name, r.ifname);
-        auto ticket = acquisitions_.admit(conf.name);  // held until the lease comes or the ADD fails
+        auto ticket = acquisitions_.admit(tenant_of(conf.name, r.args));  // held until the lease comes or the ADD ends
         if (!ticket) {
-            log_(log::Level::error, "refused the ADD of " + key + ": " + ticket.error().msg);
+            log_(log::Level::error, "refused the ADD of " + shown(key) + ": " + ticket.error().msg);
             return cni::Unexpected(ticket.error().context("dhcp daemon"));
         }
         std::string netns = opts_.hostprefix + r.netns;
@@ -167,13 +168,23 @@ private:
             }
         }
         if (replaced) replaced->stop(false);  // same attachment in a new namespace: the old thread is stale
-        auto result = att->wait_bound();
-        if (!result) {
-            std::lock_guard lock(mu_);
-            if (auto it = leases_.find(key); it != leases_.end() && it->second == att) leases_.erase(it);
-            return cni::Unexpected(result.error());
+        auto result = att->wait_bound(hung_up);
+        if (!result) return abandoned(key, *att);
+        if (!*result) {
+            release(key, att.get());
+            return cni::Unexpected(result->error());
         }
-        return std::optional<CniResult>(std::move(*result));
+        return std::optional<CniResult>(std::move(**result));
+    }
+
+    // An ADD whose client hung up while it waited: its acquisition stops, unless another ADD of
+    // the same attachment waits for it.
+    DaemonReply abandoned(const std::string& key, Attachment& att) {
+        bool alone = att.unwaited();
+        log_(log::Level::info, "the client of the ADD of " + shown(key) + " hung up" +
+                                   (alone ? "; stopping its acquisition" : "; another ADD waits for the same lease"));
+        if (alone) release(key, &att);
+        return fail(code::try_again_later, "dhcp daemon: the ADD's client hung up");
     }
 
     Status del(const DaemonRequest& r) {
@@ -183,12 +194,13 @@ private:
         return {};
     }
 
-    void release(const std::string& key) {
+    // Ends the attachment of `key` (only when it is `only`, if given) and releases its lease.
+    void release(const std::string& key, const Attachment* only = nullptr) {
         std::shared_ptr<Attachment> att;
         {
             std::lock_guard lock(mu_);
             auto it = leases_.find(key);
-            if (it == leases_.end()) return;  // nothing held: DEL is idempotent
+            if (it == leases_.end() || (only && it->second.get() != only)) return;  // nothing held: DEL is idempotent
             att = it->second;
             leases_.erase(it);
         }
@@ -205,7 +217,7 @@ private:
             std::lock_guard lock(mu_);
             if (auto it = leases_.find(key); it != leases_.end()) att = it->second;
         }
-        if (!att) return fail("the DHCP daemon holds no lease for " + key);
+        if (!att) return fail("the DHCP daemon holds no lease for " + shown(key));
         return att->check();
     }
 
@@ -224,7 +236,7 @@ private:
             }
         }
         for (auto& key : stale) {
-            log_(log::Level::info, "GC: releasing the lease of " + key);
+            log_(log::Level::info, "GC: releasing the lease of " + shown(key));
             release(key);
         }
         return {};
@@ -343,6 +355,12 @@ std::optional<uid_t> peer_uid(int fd) {
     return cred.uid;
 }
 
+// Whether the client closed its end whole, not only for writing as it does after its request.
+bool hung_up(int fd) {
+    pollfd p{fd, 0, 0};
+    return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
 void serve_connection(Daemon& d, os::UniqueFd fd) {
     timeval tv{std::chrono::duration_cast<std::chrono::seconds>(kRequestDeadline).count(), 0};
     ::setsockopt(fd.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);  // a reader that never reads
@@ -353,7 +371,7 @@ void serve_connection(Daemon& d, os::UniqueFd fd) {
         reply = encode_reply(fail(code::io_failure, "dhcp daemon: permission denied: only root may send requests"));
     } else {
         auto text = read_request(fd.get(), kMaxConfigBytes, std::chrono::steady_clock::now() + kRequestDeadline);
-        reply = text ? d.handle(*text) : encode_reply(fail(code::io_failure, "dhcp daemon: reading the request: " + text.error().msg));
+        reply = text ? d.handle(*text, [fd = fd.get()] { return hung_up(fd); }) : encode_reply(fail(code::io_failure, "dhcp daemon: reading the request: " + text.error().msg));
     }
     (void)os::write_all(fd.get(), reply);
 }
