@@ -282,6 +282,35 @@ def dhcp_check_status_gc():
 
 
 @test
+def dhcp_gc_leaves_the_leases_of_another_network_of_the_same_name():
+    """dhcp: GC of a network releases only leases its own config made: another network of the same name keeps its lease, also across a daemon restart, until its own GC
+    Both configs are network "dhnet" on the same server; the second asks for a route metric.
+    The first's GC comes with another cniVersion, a runtimeConfig and its keys in another order,
+    as a runtime may send it: still the same network."""
+    with lab() as lb, netns("dhc1") as c1, netns("dhc2") as c2:
+        mine, theirs = lb.conf(), lb.conf(priority=5)
+        a = lb.add(c1, "c1", conf=mine).ok().json()["ips"][0]["address"].split("/")[0]
+        b = lb.add(c2, "c2", conf=theirs).ok().json()["ips"][0]["address"].split("/")[0]
+        gc = dict(reversed(list(mine.items())), cniVersion="1.1.0", runtimeConfig={"mac": "0a:58:00:00:00:01"},
+                  **{"cni.dev/valid-attachments": []})
+        dhcp().run("GC", gc).ok()
+        wait_for(lambda: a not in lb.leases(), 3, "GC released its own network's stale lease: " + lb.log())
+        eq(len(lease_files(lb)), 1, "the other network's record stays")
+        check(b in lb.leases(), "the other network keeps its lease at the server")
+        eq(addrs(c2, "eth0")[:1], [b + "/24"])
+        check('GC of network "dhnet": left alone 1 lease(s) of that name made by another network config' in lb.log(), lb.log())
+        lb.stop_daemon()
+        lb.start_daemon()  # its record, resumed, is still bound to its config
+        dhcp().run("GC", dict(gc, ipam=mine["ipam"])).ok()
+        check(b in lb.leases() and len(lease_files(lb)) == 1, "still left alone after the restart")
+        dhcp().run("GC", dict(theirs, cniVersion="1.1.0", **{"cni.dev/valid-attachments": []})).ok()
+        wait_for(lambda: b not in lb.leases(), 3, "its own network's GC releases it")
+        eq(lease_files(lb), [])
+        lb.delete(c1, "c1", conf=mine).ok()
+        lb.delete(c2, "c2", conf=theirs).ok()
+
+
+@test
 def dhcp_classless_routes_priority_and_provided_options():
     """dhcp: classless routes (121) replace the default route, priority is their metric, host-name comes from CNI_ARGS"""
     extra = ["--dhcp-option=option:classless-static-route,192.168.213.0/24,10.213.0.254,10.214.0.0/24,0.0.0.0"]

@@ -165,6 +165,37 @@ TEST_CASE("dhcp lease record: JSON round trip", "[dhcp]") {
     CHECK(!decode_record("{\"key\":\"k\",\"ack\":\"zz\"}"));
 }
 
+TEST_CASE("dhcp network digest: the config but the keys a runtime sets per call; key order and spacing do not count", "[dhcp]") {
+    auto digest = [](std::string_view text) {
+        auto conf = parse_dhcp_conf(text, "");
+        REQUIRE(conf);
+        return conf->network_digest;
+    };
+    const std::string a = digest(R"({"cniVersion":"1.0.0","name":"n","type":"macvlan","master":"eth1","ipam":{"type":"dhcp"}})");
+    CHECK(a.size() == 32);
+    CHECK(digest(R"({ "ipam": {"type": "dhcp"}, "master": "eth1", "type": "macvlan", "name": "n", "cniVersion": "1.1.0",
+                      "runtimeConfig": {"mac": "0a:00:00:00:00:01"}, "args": {"cni": {"x": 1}}, "prevResult": {"ips": []},
+                      "cni.dev/valid-attachments": [{"containerID": "c", "ifname": "eth0"}]})") == a);
+    CHECK(digest(R"({"cniVersion":"1.0.0","name":"n","type":"macvlan","master":"eth2","ipam":{"type":"dhcp"}})") != a);
+    CHECK(digest(R"({"cniVersion":"1.0.0","name":"n","type":"macvlan","master":"eth1","ipam":{"type":"dhcp","priority":5}})") != a);
+    CHECK(digest(R"({"cniVersion":"1.0.0","name":"m","type":"macvlan","master":"eth1","ipam":{"type":"dhcp"}})") != a);
+}
+
+TEST_CASE("dhcp lease record: the fields earlier versions write and read, nothing more; the digest comes from its config", "[dhcp]") {
+    const std::string config = R"({"cniVersion":"1.0.0","name":"n","type":"macvlan","ipam":{"type":"dhcp"}})";
+    LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", config, "",
+                  Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}};
+    auto doc = json::parse(encode_record(r));
+    REQUIRE(doc);
+    std::vector<std::string> keys;
+    for (const auto& m : doc->GetObject()) keys.emplace_back(m.name.GetString());
+    CHECK(keys == std::vector<std::string>{"key", "containerID", "netName", "ifName", "netns", "config", "args", "ack",
+                                           "serverMac", "boundAt"});
+    auto back = decode_record(encode_record(r));
+    REQUIRE(back);
+    CHECK(parse_dhcp_conf(back->config, back->args)->network_digest == parse_dhcp_conf(config, "")->network_digest);
+}
+
 TEST_CASE("dhcp daemon flags: Go flag syntax and durations", "[dhcp]") {
     std::vector<std::string> args{"-socketpath", "/tmp/s", "--timeout=2s", "-broadcast", "-resendmax", "1m2.5s", "-hostprefix=/host"};
     auto o = parse_daemon_options(args);

@@ -46,6 +46,7 @@ public:
     void stop(bool release);
 
     const LeaseRecord& identity() const { return record_; }  // the fields set at construction
+    const DhcpConf& conf() const { return conf_; }
 
 private:
     void run();

@@ -52,6 +52,25 @@ Result<std::uint8_t> option_named(std::string_view name, const json::Where& w) {
 
 }  // namespace
 
+namespace {
+
+bool set_per_call(std::string_view key) {
+    return key == "cniVersion" || key == "prevResult" || key == "runtimeConfig" || key == "args" || key.starts_with("cni.dev/");
+}
+
+}  // namespace
+
+std::string network_digest(const json::Value& config) {
+    json::Document kept(rapidjson::kObjectType);
+    auto& a = kept.GetAllocator();
+    if (config.IsObject())
+        for (const auto& m : config.GetObject()) {
+            std::string_view key(m.name.GetString(), m.name.GetStringLength());
+            if (!set_per_call(key)) json::set(kept, key, json::copy(m.value, a), a);
+        }
+    return fw::sha512_hex(json::write(kept, json::Style::compact, true)).substr(0, 32);
+}
+
 std::optional<std::string> cni_arg(std::string_view args, std::string_view key) {
     for (auto pair : split(args, ';')) {
         auto eq = pair.find('=');
@@ -85,6 +104,7 @@ Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_a
     CNI_TRY_ASSIGN(auto nc, parse_netconf(config));
     DhcpConf c;
     c.name = nc.name;
+    c.network_digest = network_digest(nc.doc);
     const json::Value* ipam = nc.member("ipam");
     if (!ipam || !ipam->IsObject()) return fail(code::invalid_config, "IPAM config missing 'ipam' key");
     json::Where w{"NetConf", "ipam"};

@@ -20,6 +20,7 @@ inline constexpr std::string_view kDefaultSocketPath = "/run/cni/dhcp.sock";
 
 struct DhcpConf {
     std::string name;  // the network name (part of the lease key)
+    std::string network_digest;  // network_digest() of the config: which network of that name
     std::string socket_path{kDefaultSocketPath};
     Bytes request_list;           // option 55
     std::vector<Option> provide;  // sent in DISCOVER/REQUEST; a provided client id replaces ours
@@ -67,6 +68,11 @@ inline constexpr std::array kDhcpKeys{
 
 // `config` is the plugin's stdin, `cni_args` CNI_ARGS (for fromArg).
 Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_args);
+
+// Which network a config describes, among networks of one name (docs/dhcp.md: Networks of one
+// name): 32 hex digits of the SHA-512 of its keys, sorted, but those a runtime sets per call
+// (cniVersion, prevResult, runtimeConfig, args, cni.dev/...), so an ADD's config and its GC's agree.
+std::string network_digest(const json::Value& config);
 
 // The value of `key` in CNI_ARGS, read leniently as the reference reads fromArg: "K=V" pairs
 // split at the first '=', the first pair of that key.

@@ -221,25 +221,39 @@ private:
         return att->check();
     }
 
+    // GC releases the leases of the network `r` names, made by its config (docs/dhcp.md: Networks
+    // of one name), whose attachment is not among its valid ones.
     Status gc(const DaemonRequest& r) {
         CNI_TRY_ASSIGN(auto nc, parse_netconf(r.config));
         if (!nc.valid_attachments) return {};
-        std::vector<std::string> stale;
-        {
-            std::lock_guard lock(mu_);
-            for (auto& [key, att] : leases_) {
-                const auto& id = att->identity();
-                if (id.net_name != nc.name) continue;
-                bool valid = std::any_of(nc.valid_attachments->begin(), nc.valid_attachments->end(),
-                                         [&](const cni::net::Attachment& a) { return a.container_id == id.container_id && a.ifname == id.ifname; });
-                if (!valid) stale.push_back(key);
-            }
-        }
-        for (auto& key : stale) {
+        int others = 0;
+        for (auto& key : stale_leases(nc, others)) {
             log_(log::Level::info, "GC: releasing the lease of " + shown(key));
             release(key);
         }
+        if (others > 0)
+            log_(log::Level::info, "GC of network " + go_quote(shown(nc.name)) + ": left alone " + std::to_string(others) +
+                                       " lease(s) of that name made by another network config (docs/dhcp.md)");
         return {};
+    }
+
+    // The keys of `nc`'s leases not in its valid attachments; `others` counts the leases of its
+    // name made by another config.
+    std::vector<std::string> stale_leases(const NetConf& nc, int& others) {
+        const std::string digest = network_digest(nc.doc);
+        auto valid = [&](const LeaseRecord& id) {
+            return std::ranges::any_of(*nc.valid_attachments, [&](const cni::net::Attachment& a) {
+                return a.container_id == id.container_id && a.ifname == id.ifname;
+            });
+        };
+        std::vector<std::string> stale;
+        std::lock_guard lock(mu_);
+        for (auto& [key, att] : leases_) {
+            if (att->identity().net_name != nc.name) continue;
+            if (att->conf().network_digest != digest) ++others;
+            else if (!valid(att->identity())) stale.push_back(key);
+        }
+        return stale;
     }
 
     const DaemonOptions& opts_;
