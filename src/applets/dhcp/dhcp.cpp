@@ -3,8 +3,8 @@
 // the daemon (`dhcp daemon`, daemon.hpp beside this file) over daemonSocketPath, which runs the
 // DHCP client in the container's namespace and keeps the lease renewed. ADD returns the lease as a
 // result; DEL releases it; CHECK asks whether the lease is held (the reference re-allocates, and so
-// may acquire a lease on CHECK); GC releases the leases of this network's attachments not in
-// cni.dev/valid-attachments; STATUS fails with code 50 while the daemon cannot be reached.
+// may acquire a lease on CHECK); GC releases the leases this network's config made whose
+// attachments are not in cni.dev/valid-attachments; STATUS fails with code 50 while the daemon cannot be reached.
 // CNI_NETNS is made absolute first, as the reference does.
 
 #include "applets/dhcp/config.hpp"
