@@ -143,6 +143,13 @@ def network_sets_its_level_only():
         check(any(" debug host-local ADD config: " in line for line in got), got)
         check(any(" debug host-local ADD the network's logFile is ignored" in line for line in got), got)
         check(any(" info host-local ADD " in line and " ok " in line for line in got), got)
+        # a network's networkLogLevels alone is ignored too, and said so at debug
+        node_debug = settings(work, logLevel="debug", logFile=f"{work}/node.log")
+        ok(host_local(work, "c4", node=node_debug, extra={"networkLogLevels": {"min": "off", "max": "debug"}}))
+        check(any(" debug host-local ADD the network's networkLogLevels is ignored" in line for line in lines(f"{work}/node.log")),
+              lines(f"{work}/node.log"))
+        node = settings(work, logLevel="info", logFile=f"{work}/node.log", networkLogLevels={"max": "debug"})
+        got = lines(f"{work}/node.log")
         # error only: a successful call writes nothing
         before = len(got)
         ok(host_local(work, "c3", node=node, extra={"logLevel": "error"}))
@@ -168,9 +175,15 @@ def network_levels_are_bounded_by_the_node():
             return [line.split(" ")[1] for line in got]
 
         node = settings(work, logLevel="info", logFile=log)
-        for asked in ("off", "none"):  # its errors are logged all the same
+        for asked in ("off", "none"):  # its errors are logged all the same; held to error, no held line
             got = calls(node, asked, f"o-{asked}")
             eq(levels(got), ["error"], got)
+            check("is held to" not in got[0], got)
+        got = calls(settings(work, logLevel="info", logFile=log, networkLogLevels={"min": "info"}), "off", "o-info")
+        eq(levels(got), ["info", "info", "info", "error"], got)  # held to info: the held line, as every info line
+        check(got[0].endswith(' host-local ADD the network\'s logLevel "off" is held to "info", the lowest the node\'s '
+                              'networkLogLevels allow (docs/logging.md)'), got[0])
+        node = settings(work, logLevel="info", logFile=log)  # the same file, back to the defaults
         got = calls(node, "debug", "d1", networkLogLevels={"min": "off", "max": "debug"})
         eq(levels(got), ["info", "info", "info", "error"], got)  # no steps: held to info, said once per call
         check(got[0].endswith(' host-local ADD the network\'s logLevel "debug" is held to "info", the highest the node\'s '

@@ -95,7 +95,7 @@ Settings node_settings(std::span<const std::string> environ) {
 CallSettings call_settings(std::span<const std::string> environ, std::string_view config) {
     CallSettings out{node_settings(environ), {}, {}};
     // Most configs say nothing about logging: they are not parsed a second time for it.
-    if (config.find("\"log") == std::string_view::npos) return out;
+    if (config.find("\"log") == std::string_view::npos && config.find("\"networkLogLevels\"") == std::string_view::npos) return out;
     auto doc = json::parse(config);
     if (!doc || !doc->IsObject()) return out;
     if (auto asked = level_at(*doc, "logLevel")) {
