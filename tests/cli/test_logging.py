@@ -143,9 +143,9 @@ def network_sets_its_level_only():
         check(any(" debug host-local ADD config: " in line for line in got), got)
         check(any(" debug host-local ADD the network's logFile is ignored" in line for line in got), got)
         check(any(" info host-local ADD " in line and " ok " in line for line in got), got)
-        # a network's networkLogLevels alone is ignored too, and said so at debug
+        # a network's networkLogLevels alone (no other "log... key or value) is ignored too, and said so at debug
         node_debug = settings(work, logLevel="debug", logFile=f"{work}/node.log")
-        ok(host_local(work, "c4", node=node_debug, extra={"networkLogLevels": {"min": "off", "max": "debug"}}))
+        ok(host_local(work, "c4", node=node_debug, extra={"name": "n4", "networkLogLevels": {"min": "off", "max": "debug"}}))
         check(any(" debug host-local ADD the network's networkLogLevels is ignored" in line for line in lines(f"{work}/node.log")),
               lines(f"{work}/node.log"))
         node = settings(work, logLevel="info", logFile=f"{work}/node.log", networkLogLevels={"max": "debug"})
