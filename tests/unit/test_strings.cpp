@@ -22,7 +22,7 @@ TEST_CASE("decode_rune reads UTF-8 as Go's utf8.DecodeRuneInString", "[base]") {
         CHECK(decode_rune(bad, 0) == Rune{kReplacementRune, 1});
 }
 
-TEST_CASE("cut_text keeps short text whole and cuts long text with a marker, never inside a UTF-8 character", "[core]") {
+TEST_CASE("cut_text keeps short text whole and cuts long text with a marker, never inside a UTF-8 character", "[base]") {
     CHECK(cni::cut_text("abc", 3) == "abc");
     CHECK(cni::cut_text("abcdef", 3) == "abc...[truncated 3 bytes]");
     CHECK(cni::cut_text("a\xc3\xa9z", 2) == "a...[truncated 3 bytes]");  // not half of the é
