@@ -36,6 +36,7 @@ VPC_CIDR = "10.80.0.0/16"
 PRIMARY_IP, ENI1_IP = "10.80.1.10", "10.80.2.10"
 VPC_HOST, INTERNET = "10.80.9.10", "198.51.100.7"
 ETC_CNI = "/etc/cni"
+NODE_FILES = "/etc/cni/vpc-eni"  # where a node file need not be readable by all
 
 
 def private_etc_cni():
@@ -49,6 +50,7 @@ def private_etc_cni():
     made = not os.path.isdir(ETC_CNI)
     os.makedirs(ETC_CNI, exist_ok=True)
     sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", ETC_CNI)
+    os.mkdir(NODE_FILES, 0o755)
 
     def undo():
         sh("umount", ETC_CNI, check_rc=False)
@@ -58,8 +60,8 @@ def private_etc_cni():
 
 
 def node_dir():
-    """A fresh folder under /etc/cni for a test's node file (and node-setup's records)."""
-    return tempfile.mkdtemp(dir=ETC_CNI)
+    """A fresh folder under /etc/cni/vpc-eni for a test's node file (and node-setup's records)."""
+    return tempfile.mkdtemp(dir=NODE_FILES)
 
 
 @contextlib.contextmanager
@@ -556,32 +558,56 @@ def node_file_errors_show_no_content():
         check("eni" not in sh("ip", "-n", node, "link").stdout)
 
 
+def unusable(path):
+    return (f'vpc-eni: nodeFile "{path}" is not a usable node file: a network config may name only a regular file under '
+            "/etc/cni/ that only root may write, in /etc/cni/vpc-eni/ or readable by all (docs/vpc-eni.md)")
+
+
 @test
 def node_file_only_roots_under_etc_cni():
-    """vpc-eni: a network config's nodeFile is read only when it is root's own file under /etc/cni, not through '..' or a link, nor another owner's or a group-writable one"""
+    """vpc-eni: a network config's nodeFile is read only when it is root's own file in a folder of root's under /etc/cni, in /etc/cni/vpc-eni or readable by all; every refusal is the same"""
     with node_and_data() as (state, data), netns("node") as node, netns("pod") as pod:
         valid = node_file(os.path.join(state, "run"))
-        good = write_node_file(state, valid)
+        good = write_node_file(state, valid, mode=0o600)  # in /etc/cni/vpc-eni: root's alone is enough
         outside = write_node_file(tempfile.mkdtemp(), valid)
         os.symlink(outside, os.path.join(state, "link.json"))
         os.chown(write_node_file(state, valid, "nobody.json"), 65534, 65534)
         write_node_file(state, valid, "shared.json", mode=0o664)
-        dotdot = os.path.join(state, "..", "..", "..", os.path.relpath(outside, "/"))  # /etc/cni/x/../../.. is /
-        refused = [(outside, "is not a file under /etc/cni/"), (dotdot, "is not a file under /etc/cni/"),
-                   (os.path.join(state, "link.json"), "a symbolic link"),
-                   (os.path.join(state, "nobody.json"), "others than root may write it"),
-                   (os.path.join(state, "shared.json"), "others than root may write it")]
-        for path, why in refused:
+        os.mkdir(os.path.join(state, "folder.json"))
+        os.mkfifo(os.path.join(state, "fifo.json"))
+        # Elsewhere under /etc/cni: only a file others may read (a tenant probing root's files
+        # there, such as a kubeconfig of mode 0600, learns nothing), in a folder others cannot
+        # change, reached through no link.
+        other = tempfile.mkdtemp(dir=ETC_CNI)
+        os.chmod(other, 0o755)
+        readable = write_node_file(other, valid, "readable.json", mode=0o644)
+        write_node_file(other, valid, "kubeconfig", mode=0o600)
+        open_folder = tempfile.mkdtemp(dir=ETC_CNI)
+        os.chmod(open_folder, 0o777)
+        write_node_file(open_folder, valid, mode=0o644)
+        os.symlink(other, os.path.join(ETC_CNI, "linked"))
+        dotdot = os.path.join(state, "..", "..", "..", os.path.relpath(outside, "/"))  # /etc/cni/vpc-eni/x/../../.. is /
+        refused = [outside, dotdot, os.path.join(state, "link.json"), os.path.join(state, "nobody.json"),
+                   os.path.join(state, "shared.json"), os.path.join(state, "folder.json"), os.path.join(state, "fifo.json"),
+                   os.path.join(state, "missing.json"), os.path.join(other, "kubeconfig"), os.path.join(other, "missing"),
+                   os.path.join(open_folder, "node.json"), os.path.join(ETC_CNI, "linked", "readable.json"),
+                   os.path.join(ETC_CNI, "missing-folder", "node.json")]
+        for path in refused:
             for applet in ("vpc-eni", "vpc-eni-ipam"):
                 err = Plugin(os.path.join(BIN, applet)).run("ADD", conf(path, data), host_ns=node, netns=ns_path(pod),
                                                             args=pod_args("a")).error()
-                check(why in err["msg"], f"{applet} {path}: {why!r} in {err}")
+                eq(err["msg"], unusable(path), f"{applet} {path}")
         check("eni" not in sh("ip", "-n", node, "link").stdout)
         held = os.path.join(data, "vpc-test")
         eq([f for f in os.listdir(held) if f[0].isdigit()] if os.path.isdir(held) else [], [])
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
-        plugin.run("ADD", conf(good, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
-        plugin.run("DEL", conf(good, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
+        for path in (good, readable):
+            plugin.run("ADD", conf(path, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
+            plugin.run("DEL", conf(path, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
+        for d in (other, open_folder):
+            shutil.rmtree(d)
+        os.unlink(os.path.join(ETC_CNI, "linked"))
+
 
 if __name__ == "__main__":
     private_etc_cni()

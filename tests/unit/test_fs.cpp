@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The file helpers of core/os: whole-file reads, the optional read that tells a file which
 // does not exist apart from one that cannot be read, state-directory writes that never follow a
-// planted link, and the /proc/sys/net path check.
+// planted link, a node's file read only from a folder only root can change, and the /proc/sys/net
+// path check.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -73,6 +74,29 @@ TEST_CASE("Dir: writes never go through a planted link or FIFO; atomic writes le
     CHECK(own);
     CHECK_FALSE(std::filesystem::is_symlink(dir / "inplace"));
     CHECK(elsewhere.read("victim") == "original");
+}
+
+TEST_CASE("read_trusted_file: root's own file in a folder only root can change; readable by all when asked", "[os]") {
+    TempDir dir;  // under /tmp, which is sticky: others cannot rename what is ours
+    dir.write("open.json", "{}");
+    dir.write("private.json", "{}");
+    dir.write("shared.json", "{}");
+    std::filesystem::permissions(dir / "open.json", std::filesystem::perms(0644));
+    std::filesystem::permissions(dir / "private.json", std::filesystem::perms(0600));
+    std::filesystem::permissions(dir / "shared.json", std::filesystem::perms(0664));
+    std::filesystem::create_symlink(dir / "open.json", dir / "link.json");
+    CHECK(os::read_trusted_file(dir / "open.json", 64).value() == std::optional<std::string>("{}"));
+    CHECK(os::read_trusted_file(dir / "open.json", 64, true).value() == std::optional<std::string>("{}"));
+    CHECK(os::read_trusted_file(dir / "private.json", 64).value() == std::optional<std::string>("{}"));
+    auto err = [](const Result<std::optional<std::string>>& r) { return r ? std::string("read") : r.error().msg; };
+    CHECK(err(os::read_trusted_file(dir / "private.json", 64, true)) == "open " + (dir / "private.json") + ": not readable by all");
+    CHECK(err(os::read_trusted_file(dir / "shared.json", 64)) == "open " + (dir / "shared.json") + ": others than root may write it");
+    CHECK(err(os::read_trusted_file(dir / "link.json", 64)) == "open " + (dir / "link.json") + ": a symbolic link");
+    CHECK(err(os::read_trusted_file("relative.json", 64)) == "open relative.json: not an absolute path");
+    CHECK(os::read_trusted_file(dir / "none.json", 64).value() == std::nullopt);
+    CHECK(os::read_trusted_file(dir / "no-dir/x.json", 64).value() == std::nullopt);
+    std::filesystem::permissions(dir.path, std::filesystem::perms(0777));
+    CHECK(err(os::read_trusted_file(dir / "open.json", 64)).find("others may write it") != std::string::npos);
 }
 
 TEST_CASE("is_net_sysctl_path: only canonical paths under /proc/sys/net", "[os]") {

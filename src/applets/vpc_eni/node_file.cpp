@@ -37,6 +37,7 @@ Status decode(const json::Value& v, Eni& out, const json::Where& w) {
 namespace {
 
 constexpr std::string_view kConfiguredDir = "/etc/cni/";
+constexpr std::string_view kDedicatedDir = "/etc/cni/vpc-eni/";  // its files need not be readable by all
 constexpr std::size_t kNodeFileLimit = std::size_t(4) << 20;  // 63,000 addresses take 1 MiB
 
 std::string missing() { return "vpc-eni: nodeFile is missing: the node file describes the node's ENIs"; }
@@ -182,26 +183,19 @@ Result<NodeFile> load_node_file(const std::string& path) {
     return parse_node_file(path, *text);
 }
 
-Status check_configured_path(const std::string& path) {
-    bool plain = path.starts_with(kConfiguredDir) && path.size() > kConfiguredDir.size();
-    for (std::size_t at = 1; plain && at < path.size();) {
-        std::size_t end = std::min(path.find('/', at), path.size());
-        std::string_view part(path.data() + at, end - at);
-        plain = !part.empty() && part != "." && part != "..";
-        at = end + 1;
-    }
-    if (!plain)
-        return fail("vpc-eni: nodeFile \"" + path + "\" is not a file under " + std::string(kConfiguredDir) +
-                    ": a network config may name only one of the node's files there (docs/vpc-eni.md)");
-    return {};
-}
-
 Result<NodeFile> load_configured_node_file(const std::string& path) {
     if (path.empty()) return fail(missing());
-    CNI_TRY(check_configured_path(path));
-    CNI_TRY_ASSIGN(auto text, os::read_node_file(path, kNodeFileLimit));
-    if (!text) return fail(absent(path));
-    return parse_node_file(path, *text);
+    // One refusal for every reason, so that it tells nothing about what is there.
+    auto unusable = [&] {
+        return fail("vpc-eni: nodeFile \"" + path + "\" is not a usable node file: a network config may name only a " +
+                    "regular file under " + std::string(kConfiguredDir) + " that only root may write, in " +
+                    std::string(kDedicatedDir) + " or readable by all (docs/vpc-eni.md)");
+    };
+    if (!path.starts_with(kConfiguredDir)) return unusable();
+    const bool dedicated = path.starts_with(kDedicatedDir);
+    auto text = os::read_trusted_file(path, kNodeFileLimit, !dedicated);
+    if (!text || !*text) return unusable();
+    return parse_node_file(path, **text);
 }
 
 }  // namespace cni::vpc_eni

@@ -75,11 +75,12 @@ Status decode(const json::Value& v, Eni& out, const json::Where& w);
 // wrong (an MTU out of range) is named with its value.
 Result<NodeFile> load_node_file(const std::string& path);
 
-// The node file a network config names (nodeFile), which a tenant may have written: only a
-// plain path under /etc/cni/ (no "." or ".." part, no final symbolic link), to a file that no
-// one but root may write (os::read_node_file; docs/vpc-eni.md).
+// The node file a network config names (nodeFile), which a tenant may have written: a regular
+// file (no final symbolic link) in a folder under /etc/cni/ that only root can change, that no
+// one but root may write, and that is in /etc/cni/vpc-eni/ or readable by all
+// (os::read_trusted_file), so a tenant learns nothing of a file it could not read. Every
+// refusal is the same "not a usable node file" (docs/vpc-eni.md).
 Result<NodeFile> load_configured_node_file(const std::string& path);
-Status check_configured_path(const std::string& path);  // the path's part of that check
 
 }  // namespace cni::vpc_eni
 

@@ -203,16 +203,13 @@ cni::Unexpected<Error> Dir::open_failed(std::string_view name, int err) const {
     return fail(io_error("open", path_of(name), err == EINVAL ? "not a regular file" : err == ELOOP ? "a symbolic link" : errno_text(err)));
 }
 
-Result<std::optional<std::string>> Dir::read_if_exists(std::string_view name, std::size_t limit, bool node_file) const {
+Result<std::optional<std::string>> Dir::read_if_exists(std::string_view name, std::size_t limit) const {
     UniqueFd fd = open_regular(name, O_RDONLY);
     if (!fd) {
         int err = errno;
         if (err == ENOENT) return std::nullopt;
         return open_failed(name, err);
     }
-    struct stat st{};
-    if (node_file && (::fstat(fd.get(), &st) != 0 || !only_we_write(st)))
-        return fail(io_error("open", path_of(name), "others than root may write it"));
     CNI_TRY_ASSIGN(std::string text, read_all(fd.get(), limit, path_of(name)));
     return text;
 }
@@ -261,32 +258,27 @@ Status write_file_atomic(const std::string& path, std::string_view data, mode_t 
     return d.write_atomic(name, data, mode);
 }
 
-namespace {
-
-// `path` read from its folder (opened with Dir::open_trusted when `trusted`); nothing when the
-// folder or the file is missing.
-Result<std::optional<std::string>> read_in_folder(const std::string& path, std::size_t limit, bool node_file,
-                                                  bool trusted = false) {
+Result<std::optional<std::string>> read_state_file(const std::string& path, std::size_t limit) {
     auto [dir, name] = split_last(path);
     if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
-    auto d = trusted ? Dir::open_trusted(dir) : Dir::open(dir);
-    if (!d) return cni::Unexpected(trusted ? d.error().context(path) : d.error());
-    return d->read_if_exists(name, limit, node_file);
+    CNI_TRY_ASSIGN(auto d, Dir::open(dir));
+    return d.read_if_exists(name, limit);
 }
 
-}  // namespace
-
-Result<std::optional<std::string>> read_state_file(const std::string& path, std::size_t limit) {
-    return read_in_folder(path, limit, false);
-}
-
-Result<std::optional<std::string>> read_node_file(const std::string& path, std::size_t limit) {
-    return read_in_folder(path, limit, true);
-}
-
-Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit) {
+Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit, bool readable_by_all) {
     if (!path.starts_with('/')) return fail("open " + path + ": not an absolute path");
-    return read_in_folder(path, limit, true, true);
+    auto [dir, name] = split_last(path);
+    if (::access(dir.c_str(), F_OK) != 0 && errno == ENOENT) return std::nullopt;
+    auto d = Dir::open_trusted(dir);
+    if (!d) return cni::Unexpected(d.error().context(path));
+    UniqueFd fd = d->open_regular(name, O_RDONLY);
+    if (!fd && errno == ENOENT) return std::nullopt;
+    if (!fd) return d->open_failed(name, errno);
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0 || !only_we_write(st)) return fail(io_error("open", path, "others than root may write it"));
+    if (readable_by_all && !(st.st_mode & S_IROTH)) return fail(io_error("open", path, "not readable by all"));
+    CNI_TRY_ASSIGN(std::string text, read_all(fd.get(), limit, path));
+    return text;
 }
 
 Result<std::optional<Dir>> open_records(std::string_view applet, bool create) {

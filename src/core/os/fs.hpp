@@ -51,12 +51,13 @@ Result<std::optional<std::string>> read_state_file(const std::string& path, std:
 
 // Owned by root or by the user we run as, and writable by neither its group nor others.
 bool only_we_write(const struct stat& st);
-// A node's settings file: read_state_file, and an error for one that someone other than root or
-// we could have written (only_we_write).
-Result<std::optional<std::string>> read_node_file(const std::string& path, std::size_t limit);
-// The same, in a folder of the node's (Dir::open_trusted, never made): `path` is absolute, and a
-// folder on its way that others could change is an error; nothing when the folder is missing.
-Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit);
+// A node's settings file, in a folder of the node's (Dir::open_trusted, never made): `path` is
+// absolute, a folder on its way that others could change is an error, and so is a file that
+// someone other than root or we could have written (only_we_write), or, when `readable_by_all`,
+// one that others may not read (a file a tenant's config names: it learns nothing of a file it
+// could not read itself); nothing when the folder or the file is missing.
+Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit,
+                                                     bool readable_by_all = false);
 
 class Dir {
 public:
@@ -82,9 +83,7 @@ public:
     // The same for a file only we write (flags include O_CREAT): a link or special file planted
     // at its name is removed and the file created anew (a directory there still fails).
     UniqueFd open_own(std::string_view name, int flags, mode_t mode) const;
-    // `node_file`: an error for a file that someone other than root or we could have written.
-    Result<std::optional<std::string>> read_if_exists(std::string_view name, std::size_t limit = kStateFileLimit,
-                                                      bool node_file = false) const;
+    Result<std::optional<std::string>> read_if_exists(std::string_view name, std::size_t limit = kStateFileLimit) const;
     Status write(std::string_view name, std::string_view data, mode_t mode) const;  // in place, truncates
     Status write_atomic(std::string_view name, std::string_view data, mode_t mode) const;
     bool remove(std::string_view name) const;  // false when it was not there or could not go
