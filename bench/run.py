@@ -33,7 +33,8 @@ host-local ADD+DEL against 0 to 10,000 existing reservations, --iterations each,
 every iteration (plotted); when the call at 10,000 misses issue 33's 3 ms, it is profiled as below
 and set beside the same call at 0 and the process floor. vpc-eni-ipam ADD and DEL (ours only) on
 a node with 100 and 16,000 secondary addresses, every point in every iteration; issue 50's target
-is the ADD at 16,000 (5 ms). Node files go under /etc/cni, where a nodeFile must be.
+is the ADD at 16,000 (5 ms). vpc-eni ADD and DEL (ours only) with 0 and 50,000 other /32 routes
+in the node's main table. Node files go under /etc/cni, where a nodeFile must be.
 Node scaling (--scaling counts, default 0,10,100,1000,5000, --scaling-iterations each, at least
 25 at 10 and 1,000, where the targets are judged, and those two measured together, call by call),
 on BOTH iptables variants whatever --iptables says: portmap ADD and DEL against that many
@@ -388,10 +389,15 @@ def veth_step(applet, masq, **keys):
     return step
 
 
+def vpc_eni_node_file(data):
+    """The vpc-eni node file of a scenario whose folder is `data`: under NODE_FILES, named after it."""
+    return os.path.join(NODE_FILES, os.path.basename(data) + ".json")
+
+
 def vpc_eni_setup(impl):
     """ptp_setup plus a vpc-eni node file (ENI 1's addresses) under NODE_FILES."""
     host, ctr, data = ptp_setup(impl)
-    with open(os.path.join(NODE_FILES, f"node-{impl}.json"), "w") as f:
+    with open(vpc_eni_node_file(data), "w") as f:
         json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.208.0.0/16"], "stateDir": data + "/state",
                    "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.208.1.0/24", "primaryIp": "10.208.1.10"},
                             {"interface": "eth1", "deviceNumber": 1, "subnet": "10.208.2.0/24", "primaryIp": "10.208.2.10",
@@ -405,7 +411,7 @@ def vpc_eni_step(impl, state):
     if impl != "cni-all":
         return veth_step("ptp", False)(impl, state)
     host, ctr, data = state
-    node = os.path.join(NODE_FILES, f"node-{impl}.json")
+    node = vpc_eni_node_file(data)
     conf = {"cniVersion": "0.4.0", "name": "bench-vpc", "type": "vpc-eni", "nodeFile": node, "mtu": 1500,
             "ipam": {"type": "vpc-eni-ipam", "nodeFile": node, "dataDir": data}}
     return [call(IMPLS[impl], "vpc-eni", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
@@ -951,6 +957,42 @@ def eni_ipam_scaling():
 
 
 ENI_IPAM_COUNTS = [100, 16000]
+
+
+def vpc_eni_routes_setup(routes):
+    """vpc_eni_setup for cni-all, with `routes` other /32 routes in the host's main table, over a
+    veth of their own (a node with many pods of other plugins)."""
+    def setup():
+        host, ctr, data = vpc_eni_setup("cni-all")
+        subprocess.run(["ip", "-n", host, "link", "add", "benchrt0", "type", "veth", "peer", "name", "benchrt1"], check=True)
+        subprocess.run(["ip", "-n", host, "link", "set", "benchrt0", "up"], check=True)
+        batch = "".join(f"route add 10.{224 + i // 65536}.{i // 256 % 256}.{i % 256}/32 dev benchrt0\n" for i in range(routes))
+        subprocess.run(["ip", "-n", host, "-batch", "-"], input=batch, text=True, check=True)
+        return host, ctr, data
+    return setup
+
+
+def vpc_eni_route_scaling():
+    """vpc-eni ADD and DEL (cni-all only) against VPC_ENI_ROUTE_COUNTS other routes on the node,
+    every point in every iteration: per count, (median ADD, median DEL, mean DEL CPU)."""
+    states = {}
+    try:
+        for count in VPC_ENI_ROUTE_COUNTS:
+            states[count] = vpc_eni_routes_setup(count)()
+        samples = {count: [] for count in states}
+        for _ in range(opts.iterations):
+            for count, state in states.items():
+                samples[count].append(vpc_eni_step("cni-all", state))
+    finally:
+        for state in states.values():
+            ptp_teardown(None, state)
+            os.unlink(vpc_eni_node_file(state[2]))
+    return {count: (statistics.median(a.wall for a, _ in got), statistics.median(d.wall for _, d in got),
+                    statistics.mean(d.cpu for _, d in got))
+            for count, got in samples.items()}
+
+
+VPC_ENI_ROUTE_COUNTS = [0, 50000]
 ENI_IPAM_TARGET = 5e-3  # issue 50: one vpc-eni-ipam ADD with 16,000 secondary addresses on the node
 
 
@@ -1156,6 +1198,7 @@ churn_control = (churn_scenarios(WITHOUT_POD_IPV6_START)
                  if churn_runs and opts.churn_control and default_churn and churn_missed(churn_runs) else None)
 scaling = host_local_scaling() if not opts.only or opts.only in "host-local scaling" else None
 eni_ipam = eni_ipam_scaling() if not opts.only or opts.only in "vpc-eni-ipam scaling" else None
+vpc_eni_routes = vpc_eni_route_scaling() if not opts.only or opts.only in "vpc-eni route scaling" else None
 nodes, node_profiles, node_commit_floors = node_scaling() if NODE_COUNTS else ({}, {}, {})
 
 
@@ -1463,6 +1506,11 @@ if eni_ipam:
               " | ".join(f"{c:,} addresses" for c in eni_ipam) + " |", "|---|" + "---|" * len(eni_ipam)]
     lines.append("| cni-all ADD median (mean CPU) / DEL median, peak RSS | " + " | ".join(
         f"{a * 1e3:.2f} ms ({cpu * 1e3:.2f}) / {d * 1e3:.2f} ms, {rss / 1024:.1f} MiB" for a, cpu, d, rss in eni_ipam.values()) + " |")
+if vpc_eni_routes:
+    lines += ["", "| vpc-eni against other /32 routes in the node's main table | " +
+              " | ".join(f"{c:,} routes" for c in vpc_eni_routes) + " |", "|---|" + "---|" * len(vpc_eni_routes)]
+    lines.append("| cni-all ADD median / DEL median (mean DEL CPU) | " + " | ".join(
+        f"{a * 1e3:.2f} ms / {d * 1e3:.2f} ms ({cpu * 1e3:.2f})" for a, d, cpu in vpc_eni_routes.values()) + " |")
 lines += node_scaling_section()
 plot_dir = opts.plots or (os.path.dirname(os.path.abspath(opts.markdown)) if opts.markdown else None)
 if plot_dir and (churn_runs or scaling or nodes):

@@ -295,6 +295,31 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors", "[nl]
     REQUIRE(in200->size() == 1);
     CHECK((*in200)[0].multipath == ecmp.multipath);
     CHECK_FALSE((*in200)[0].gw);
+    // The routes over one link, filtered by the kernel: not another link's, not another table's;
+    // and the socket's next (libnl, not strict-clean) dump still works.
+    nl::RouteSpec via_lo;
+    via_lo.dst = cidr("10.96.0.0/16");
+    via_lo.oif = 1;
+    via_lo.scope = RT_SCOPE_LINK;
+    REQUIRE(nl::set_link_up(p.cs, nl::find_link(p.cs, "lo").value().value(), true));
+    REQUIRE(nl::add_route(p.cs, via_lo));
+    auto dsts = [](const std::vector<nl::RouteSpec>& rs) {
+        std::vector<std::string> out;
+        for (auto& x : rs) out.push_back(x.dst.str() + " #" + std::to_string(x.oif) + " t" + std::to_string(x.table));
+        std::ranges::sort(out);
+        return out;
+    };
+    const std::string eth0 = " #" + std::to_string(veth->container.index) + " t254";
+    CHECK(dsts(*nl::list_routes_via(p.cs, AF_INET, veth->container.index)) ==
+          std::vector<std::string>{"10.61.0.0/24" + eth0, "10.99.0.0/16" + eth0});
+    CHECK(dsts(*nl::list_routes_via(p.cs, AF_INET, 1)) == std::vector<std::string>{"10.96.0.0/16 #1 t254"});
+    CHECK(dsts(*nl::list_routes_via(p.cs, AF_INET, veth->container.index, 200)) ==
+          std::vector<std::string>{"10.97.0.0/16 #0 t200"});  // both next hops leave through eth0
+    auto gone = nl::list_routes_via(p.cs, AF_INET, 999999);
+    REQUIRE_FALSE(gone);
+    CHECK(gone.error().msg.starts_with("listing the routes over link #999999: "));
+    CHECK(nl::list_routes(p.cs, AF_INET)->size() == 3);
+    CHECK(*nl::del_route(p.cs, via_lo));
     CHECK(*nl::del_route(p.cs, ecmp));
     CHECK(*nl::del_route(p.cs, r));
     CHECK_FALSE(*nl::del_route(p.cs, r));

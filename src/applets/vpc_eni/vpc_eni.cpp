@@ -224,10 +224,11 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
 
 // Whether the host veth of this name is this container's: it routes none of the addresses that
 // are not. (A new sandbox of the same pod gets a veth of the same name, routing its own address;
-// the old sandbox's DEL leaves it.)
+// the old sandbox's DEL leaves it.) The kernel lists only the veth's routes, so the answer does
+// not grow with the node's other routes.
 Result<bool> veth_is_ours(const nl::Socket& host, const nl::LinkInfo& veth, const std::vector<net::IpAddr>& ips) {
     for (int family : {AF_INET, AF_INET6}) {
-        CNI_TRY_ASSIGN(auto routes, nl::list_routes(host, family));
+        CNI_TRY_ASSIGN(auto routes, nl::list_routes_via(host, family, veth.index));
         for (auto& rt : routes)
             if (rt.oif == veth.index && rt.dst.prefix == rt.dst.ip.bits() && std::ranges::find(ips, rt.dst.ip) == ips.end())
                 return false;
@@ -246,12 +247,16 @@ Status vpc_eni_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto ips, reserved_for(ctx));
     auto node = load_configured_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
     CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
+    bool routed_ours = false;  // the veth routed one of the container's addresses: it is the container's
     for (auto& ip : ips) {
         CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
-        if (veth) CNI_TRY(nl::del_route(host, host_route(ip, veth->index)));
+        if (!veth) continue;
+        CNI_TRY_ASSIGN(bool removed, nl::del_route(host, host_route(ip, veth->index)));
+        routed_ours |= removed;
     }
     if (veth) {
-        CNI_TRY_ASSIGN(bool ours, veth_is_ours(host, *veth, ips));
+        bool ours = routed_ours;
+        if (!ours) CNI_TRY_ASSIGN(ours, veth_is_ours(host, *veth, ips));  // a DEL cut short, or another sandbox's veth
         if (ours) CNI_TRY(nl::delete_link(host, host_name));
         else ctx.warn("vpc-eni: " + host_name + " routes another container's address; left in place");
     }
@@ -293,7 +298,7 @@ Status vpc_eni_check(const Context& ctx) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, family));
         CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(pod, family, link->index));
         CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(pod, family));
-        CNI_TRY_ASSIGN(auto host_routes, nl::list_routes(host, family));
+        CNI_TRY_ASSIGN(auto host_routes, nl::list_routes_via(host, family, veth->index));
         const Eni* eni = node.eni_of(ip);
         CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary address in " + node.path));
         CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(pod, link->index, family));

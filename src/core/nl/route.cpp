@@ -2,10 +2,14 @@
 // Route changes and dumps over libnl-route (see route.hpp).
 #include "core/nl/route.hpp"
 
+#include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netlink/errno.h>
 #include <netlink/msg.h>
 #include <netlink/route/route.h>
+#include <sys/socket.h>
+
+#include <cstring>
 
 #include "core/nl/nl_addr.hpp"
 
@@ -153,37 +157,91 @@ std::optional<int> route_get_link(const Socket& s, const net::IpAddr& dst) {
     return std::optional<int>{};
 }
 
+namespace {
+
+// A dumped route as a RouteSpec; nothing for one that is not unicast or has no destination.
+std::optional<RouteSpec> spec_of(rtnl_route* rt) {
+    if (rtnl_route_get_type(rt) != RTN_UNICAST) return std::nullopt;
+    auto dst = from_nl_addr(rtnl_route_get_dst(rt));
+    if (!dst) return std::nullopt;
+    RouteSpec r;
+    r.dst = *dst;
+    r.table = rtnl_route_get_table(rt);
+    r.scope = rtnl_route_get_scope(rt);
+    r.metric = rtnl_route_get_priority(rt);
+    r.protocol = rtnl_route_get_protocol(rt);
+    if (auto src = from_nl_addr(rtnl_route_get_pref_src(rt))) r.src = src->ip;
+    for (int i = 0, n = rtnl_route_get_nnexthops(rt); i < n; ++i) {
+        rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, i);
+        NextHop hop{std::nullopt, rtnl_route_nh_get_ifindex(nh), rtnl_route_nh_get_weight(nh) + 1};
+        if (auto gw = from_nl_addr(rtnl_route_nh_get_gateway(nh))) hop.gw = gw->ip;
+        if (n == 1) {
+            r.gw = hop.gw;
+            r.oif = hop.oif;
+        } else {
+            r.multipath.push_back(hop);
+        }
+    }
+    return r;
+}
+
+std::vector<RouteSpec> specs_of(nl_cache* cache, std::optional<std::uint32_t> table) {
+    std::vector<RouteSpec> out;
+    for (nl_object* o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
+        auto* rt = reinterpret_cast<rtnl_route*>(o);
+        if (table && rtnl_route_get_table(rt) != *table) continue;
+        if (auto r = spec_of(rt)) out.push_back(std::move(*r));
+    }
+    return out;
+}
+
+// Asks for strict checking of this socket's requests (`on`) or none: a strict dump request
+// carries a filter the kernel applies, and libnl's own dump requests are not strict-clean.
+void strict(nl_sock* sk, int on) { (void)::setsockopt(nl_socket_get_fd(sk), SOL_NETLINK, NETLINK_GET_STRICT_CHK, &on, sizeof on); }
+
+// A dump that fails as it starts (a filter naming no link) ends in NLMSG_DONE carrying the
+// error, which libnl does not read: this keeps it.
+int on_done(nl_msg* msg, void* arg) {
+    nlmsghdr* h = nlmsg_hdr(msg);
+    if (nlmsg_datalen(h) >= int(sizeof(int))) std::memcpy(arg, nlmsg_data(h), sizeof(int));
+    return NL_STOP;
+}
+
+}  // namespace
+
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<std::uint32_t> table) {
     CNI_TRY_ASSIGN(auto cache, s.dump([family](nl_sock* sk, nl_cache** c) { return rtnl_route_alloc_cache(sk, family, 0, c); },
                                       "listing routes"));
-    std::vector<RouteSpec> out;
-    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
-        auto* rt = reinterpret_cast<rtnl_route*>(o);
-        if (rtnl_route_get_type(rt) != RTN_UNICAST) continue;
-        if (table && rtnl_route_get_table(rt) != *table) continue;
-        auto dst = from_nl_addr(rtnl_route_get_dst(rt));
-        if (!dst) continue;
-        RouteSpec r;
-        r.dst = *dst;
-        r.table = rtnl_route_get_table(rt);
-        r.scope = rtnl_route_get_scope(rt);
-        r.metric = rtnl_route_get_priority(rt);
-        r.protocol = rtnl_route_get_protocol(rt);
-        if (auto src = from_nl_addr(rtnl_route_get_pref_src(rt))) r.src = src->ip;
-        for (int i = 0, n = rtnl_route_get_nnexthops(rt); i < n; ++i) {
-            rtnl_nexthop* nh = rtnl_route_nexthop_n(rt, i);
-            NextHop hop{std::nullopt, rtnl_route_nh_get_ifindex(nh), rtnl_route_nh_get_weight(nh) + 1};
-            if (auto gw = from_nl_addr(rtnl_route_nh_get_gateway(nh))) hop.gw = gw->ip;
-            if (n == 1) {
-                r.gw = hop.gw;
-                r.oif = hop.oif;
-            } else {
-                r.multipath.push_back(hop);
-            }
+    return specs_of(cache.get(), table);
+}
+
+Result<std::vector<RouteSpec>> list_routes_via(const Socket& s, int family, int oif, std::uint32_t table) {
+    auto filtered = [family, oif, table](nl_sock* sk, nl_cache** out) {
+        nl_cache* cache = nullptr;
+        if (int rc = nl_cache_alloc_name("route/route", &cache); rc < 0) return rc;
+        libnl::MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, NLM_F_DUMP));
+        rtmsg rtm{};
+        rtm.rtm_family = std::uint8_t(family);
+        int rc = msg ? nlmsg_append(msg.get(), &rtm, sizeof rtm, NLMSG_ALIGNTO) : -NLE_NOMEM;
+        if (rc >= 0) rc = nla_put_u32(msg.get(), RTA_TABLE, table);
+        if (rc >= 0) rc = nla_put_u32(msg.get(), RTA_OIF, std::uint32_t(oif));
+        int done = 0;
+        strict(sk, 1);
+        nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_CUSTOM, on_done, &done);
+        if (rc >= 0) rc = nl_send_auto(sk, msg.get());
+        if (rc >= 0) rc = nl_cache_pickup(sk, cache);
+        nl_socket_modify_cb(sk, NL_CB_FINISH, NL_CB_DEFAULT, nullptr, nullptr);
+        strict(sk, 0);
+        if (rc >= 0 && done < 0) rc = -nl_syserr2nlerr(-done);
+        if (rc < 0) {
+            nl_cache_free(cache);
+            return rc;
         }
-        out.push_back(r);
-    }
-    return out;
+        *out = cache;
+        return 0;
+    };
+    CNI_TRY_ASSIGN(auto cache, s.dump(filtered, "listing the routes over link #" + std::to_string(oif)));
+    return specs_of(cache.get(), table);
 }
 
 }  // namespace cni::nl

@@ -48,6 +48,10 @@ Status replace_route(const Socket& s, const RouteSpec& r);
 Result<bool> del_route(const Socket& s, const RouteSpec& r);
 // Routes of `family` (AF_INET/AF_INET6) in `table` (all tables when nullopt), unicast only.
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<std::uint32_t> table = RT_TABLE_MAIN);
+// The same for the routes of `table` whose next hop leaves through link `oif` only, filtered by
+// the kernel (a strict dump request): what the answer costs does not grow with the node's other
+// routes.
+Result<std::vector<RouteSpec>> list_routes_via(const Socket& s, int family, int oif, std::uint32_t table = RT_TABLE_MAIN);
 
 // The link the kernel routes `dst` through (`ip route get`: rules and tables included);
 // nullopt when it is unreachable, leaves through no link, or the lookup fails.
