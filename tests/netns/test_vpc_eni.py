@@ -535,6 +535,30 @@ def del_without_prev_result_or_namespace():
 
 
 @test
+def del_with_another_ipam_removes_only_the_veth():
+    """vpc-eni DEL with an ipam type other than vpc-eni-ipam succeeds with a warning: a veth of the pod's name that routes nothing and the pod's end go, a live pod's veth, route and rules stay, and no IPAM runs"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as pod, netns("pod") as bare:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))), data)
+            plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
+            before = host_state(node)
+            other = dict(c, ipam={"type": "host-local", "subnet": "10.81.0.0/24", "dataDir": os.path.join(data, "hl")})
+            # Another sandbox of the live pod: its veth (the same name) routes the live pod's address.
+            out = plugin.run("DEL", other, host_ns=node, container_id="other", args=pod_args("b")).ok()
+            check('ipam type "host-local" is not vpc-eni-ipam: DEL removes only the pod\'s veth' in out.err, out)
+            eq(host_state(node), before)
+            # A veth of pod c's name that routes nothing, and the pod's end: both go.
+            sh("ip", "-n", node, "link", "add", veth_name("c"), "type", "veth", "peer", "name", "eth0", "netns", bare)
+            plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="c", args=pod_args("c")).ok()
+            eq(host_state(node), before)
+            eq(sh("ip", "-n", bare, "link", "show", "eth0", check_rc=False).returncode != 0, True)
+            plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="c", args=pod_args("c")).ok()
+            check(not os.path.exists(os.path.join(data, "hl")), "host-local ran")
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
+
+
+@test
 def node_file_errors_show_no_content():
     """vpc-eni: a node file that is not valid is named with the position of its fault, never its bytes (ADD, vpc-eni-ipam, node-setup)"""
     enis = '"enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "s3cr3t", "primaryIp": "10.80.1.10"}]'

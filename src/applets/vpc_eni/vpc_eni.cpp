@@ -59,11 +59,16 @@ constexpr std::uint32_t kToPodPriority = 512;     // to <pod> lookup main
 constexpr std::uint32_t kFromPodPriority = 1536;  // from <pod> lookup <ENI's table>
 constexpr std::uint32_t kFirstEniTable = 2, kLastEniTable = 251;  // device numbers 1..250
 
-Result<VpcEniConf> parse_conf(const Request& req) {
+constexpr std::string_view kEniIpam = "vpc-eni-ipam";
+
+std::string not_eni_ipam(const VpcEniConf& c) { return "vpc-eni: ipam type \"" + c.net.ipam_type + "\" is not vpc-eni-ipam"; }
+
+// The config; every verb but DEL also needs vpc-eni-ipam (`eni_ipam`), among whose reservations
+// DEL finds a pod's addresses.
+Result<VpcEniConf> parse_conf(const Request& req, bool eni_ipam = true) {
     CNI_TRY_ASSIGN(auto c, load_config(req.config, kVpcEniKeys));
-    if (c.net.ipam_type != "vpc-eni-ipam")
-        return fail("vpc-eni: ipam type \"" + c.net.ipam_type +
-                    "\" is not vpc-eni-ipam: DEL finds a pod's addresses among vpc-eni-ipam's reservations");
+    if (eni_ipam && c.net.ipam_type != kEniIpam)
+        return fail(not_eni_ipam(c) + ": DEL finds a pod's addresses among vpc-eni-ipam's reservations");
     if (c.veth_prefix.empty() || c.veth_prefix.size() > 4)
         return fail("vpc-eni: vethPrefix \"" + c.veth_prefix + "\" must be 1 to 4 characters (the name has 15)");
     if (c.mtu < 68 || c.mtu > 9001) return fail("vpc-eni: mtu " + std::to_string(c.mtu) + " is not within 68..9001");
@@ -238,13 +243,18 @@ Result<bool> veth_is_ours(const nl::Socket& host, const nl::LinkInfo& veth, cons
 
 // DEL, in an order a second DEL can finish: the rules and the route of the addresses
 // vpc-eni-ipam holds for this container's interface, the veth, the pod's end, and only then the
-// addresses' release (released first, they could no longer be found).
+// addresses' release (released first, they could no longer be found). With another IPAM (whose
+// ADD vpc-eni refuses), only the veth, when it routes no address, and the pod's end, so that the
+// pod can still be deleted.
 Status vpc_eni_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req, false));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto ips, reserved_for(ctx));
+    const bool eni_ipam = c.net.ipam_type == kEniIpam;
+    std::vector<net::IpAddr> ips;
+    if (eni_ipam) CNI_TRY_ASSIGN(ips, reserved_for(ctx));
+    else ctx.warn(not_eni_ipam(c) + ": DEL removes only the pod's veth, if it routes no address, and asks no IPAM");
     auto node = load_configured_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
     CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
     bool routed_ours = false;  // the veth routed one of the container's addresses: it is the container's
@@ -267,7 +277,7 @@ Status vpc_eni_del(const Context& ctx) {
             CNI_TRY(nl::delete_link(pod, r.ifname));
         }
     }
-    return ipam::delegate_del(ctx, c.net.ipam_type, r.config);
+    return eni_ipam ? ipam::delegate_del(ctx, c.net.ipam_type, r.config) : Status{};
 }
 
 Status require(bool ok, const std::string& what) {
