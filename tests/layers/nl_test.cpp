@@ -186,6 +186,16 @@ TEST_CASE("rules: add, list, delete by selector, idempotent delete", "[nl]") {
     auto dup = nl::add_rule(p.cs, prio6);  // without a priority the kernel would pick a new one
     REQUIRE_FALSE(dup);
     CHECK(dup.error().msg == "adding rule 500: from fd00:63::5/128 iif lo lookup 1000: file exists");
+    CHECK_FALSE(*nl::add_rule_if_absent(p.cs, prio6));  // there: nothing added
+    CHECK(p.ctr_ns.sh("test $(ip -6 rule show | grep -c \"from fd00:63::5 iif lo lookup 1000\") = 1") == 0);
+    nl::RuleSpec to_main;
+    to_main.dst = cidr("10.63.0.6/32");
+    to_main.priority = 512;
+    to_main.table = RT_TABLE_MAIN;
+    CHECK(*nl::add_rule_if_absent(p.cs, to_main));
+    CHECK_FALSE(*nl::add_rule_if_absent(p.cs, to_main));
+    CHECK(p.ctr_ns.sh("test $(ip rule show | grep -c \"^512:.*to 10.63.0.6 lookup main\") = 1") == 0);
+    CHECK(*nl::del_rule(p.cs, to_main));
 
     auto v4 = nl::list_rules(p.cs, AF_INET);
     REQUIRE(v4);
@@ -319,6 +329,15 @@ TEST_CASE("addresses and routes, with the kernel's explanation in errors", "[nl]
     REQUIRE_FALSE(gone);
     CHECK(gone.error().msg.starts_with("listing the routes over link #999999: "));
     CHECK(nl::list_routes(p.cs, AF_INET)->size() == 3);
+    // The route the kernel would use, as its table holds it: the /16 for an address in it, the
+    // link's prefix route, nothing for an unreachable one.
+    auto to = nl::route_to(p.cs, *net::IpAddr::parse("10.99.3.4"));
+    REQUIRE(to);
+    CHECK((to->dst.str() == "10.99.0.0/16" && to->gw == net::IpAddr::parse("10.61.0.1") && to->metric == 7 &&
+           to->oif == veth->container.index && to->table == RT_TABLE_MAIN));
+    CHECK(nl::route_to(p.cs, *net::IpAddr::parse("10.96.1.1"))->oif == 1);
+    CHECK(nl::route_to(p.cs, *net::IpAddr::parse("10.61.0.9"))->dst.str() == "10.61.0.0/24");
+    CHECK_FALSE(nl::route_to(p.cs, *net::IpAddr::parse("192.0.2.7")));
     CHECK(*nl::del_route(p.cs, via_lo));
     CHECK(*nl::del_route(p.cs, ecmp));
     CHECK(*nl::del_route(p.cs, r));

@@ -124,48 +124,15 @@ Result<std::optional<int>> default_route_link(const Socket& s) {
     return std::optional<int>{};
 }
 
-std::optional<int> route_get_link(const Socket& s, const net::IpAddr& dst) {
-    auto lookup = [&dst](nl_sock* sk, nl_cache** out) {
-        nl_cache* cache = nullptr;
-        if (int rc = nl_cache_alloc_name("route/route", &cache); rc < 0) return rc;
-        libnl::MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
-        rtmsg rtm{};
-        const bool v4 = dst.is_v4();
-        rtm.rtm_family = v4 ? AF_INET : AF_INET6;
-        rtm.rtm_dst_len = v4 ? 32 : 128;
-        int rc = msg ? nlmsg_append(msg.get(), &rtm, sizeof rtm, NLMSG_ALIGNTO) : -NLE_NOMEM;
-        if (rc >= 0) rc = nla_put(msg.get(), RTA_DST, v4 ? 4 : 16, v4 ? &dst.bytes()[12] : dst.bytes().data());
-        // The answer, then the ack: read both, or the ack would answer the socket's next request
-        // (a failed lookup gets an error instead of both).
-        if (rc >= 0) rc = nl_send_auto(sk, msg.get());
-        if (rc >= 0) rc = nl_cache_pickup(sk, cache);
-        if (rc >= 0) rc = nl_wait_for_ack(sk);
-        if (rc < 0) {
-            nl_cache_free(cache);
-            return rc;
-        }
-        *out = cache;
-        return 0;
-    };
-    auto cache = s.dump(lookup, "looking up the route to " + dst.str());
-    if (!cache) return std::optional<int>{};  // unreachable (or no answer): no link, as the reference's RouteGet use
-    for (nl_object* o = nl_cache_get_first(cache->get()); o; o = nl_cache_get_next(o)) {
-        auto* rt = reinterpret_cast<rtnl_route*>(o);
-        if (rtnl_route_get_nnexthops(rt) > 0)
-            if (int oif = rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(rt, 0)); oif > 0) return std::optional<int>(oif);
-    }
-    return std::optional<int>{};
-}
-
 namespace {
 
-// A dumped route as a RouteSpec; nothing for one that is not unicast or has no destination.
+// A route from the kernel as a RouteSpec; nothing for one without a destination.
 std::optional<RouteSpec> spec_of(rtnl_route* rt) {
-    if (rtnl_route_get_type(rt) != RTN_UNICAST) return std::nullopt;
     auto dst = from_nl_addr(rtnl_route_get_dst(rt));
     if (!dst) return std::nullopt;
     RouteSpec r;
     r.dst = *dst;
+    r.type = rtnl_route_get_type(rt);
     r.table = rtnl_route_get_table(rt);
     r.scope = rtnl_route_get_scope(rt);
     r.metric = rtnl_route_get_priority(rt);
@@ -189,7 +156,7 @@ std::vector<RouteSpec> specs_of(nl_cache* cache, std::optional<std::uint32_t> ta
     std::vector<RouteSpec> out;
     for (nl_object* o = nl_cache_get_first(cache); o; o = nl_cache_get_next(o)) {
         auto* rt = reinterpret_cast<rtnl_route*>(o);
-        if (table && rtnl_route_get_table(rt) != *table) continue;
+        if (rtnl_route_get_type(rt) != RTN_UNICAST || (table && rtnl_route_get_table(rt) != *table)) continue;
         if (auto r = spec_of(rt)) out.push_back(std::move(*r));
     }
     return out;
@@ -207,7 +174,56 @@ int on_done(nl_msg* msg, void* arg) {
     return NL_STOP;
 }
 
+// `ip route get` of `dst` (rules and tables included), with RTM_F_* `flags`; nothing when the
+// kernel finds no route (or gives no answer).
+std::optional<libnl::CachePtr> lookup(const Socket& s, const net::IpAddr& dst, unsigned flags) {
+    auto ask = [&dst, flags](nl_sock* sk, nl_cache** out) {
+        nl_cache* cache = nullptr;
+        if (int rc = nl_cache_alloc_name("route/route", &cache); rc < 0) return rc;
+        libnl::MsgPtr msg(nlmsg_alloc_simple(RTM_GETROUTE, 0));
+        rtmsg rtm{};
+        const bool v4 = dst.is_v4();
+        rtm.rtm_family = v4 ? AF_INET : AF_INET6;
+        rtm.rtm_dst_len = v4 ? 32 : 128;
+        rtm.rtm_flags = flags;
+        int rc = msg ? nlmsg_append(msg.get(), &rtm, sizeof rtm, NLMSG_ALIGNTO) : -NLE_NOMEM;
+        if (rc >= 0) rc = nla_put(msg.get(), RTA_DST, v4 ? 4 : 16, v4 ? &dst.bytes()[12] : dst.bytes().data());
+        // The answer, then the ack: read both, or the ack would answer the socket's next request
+        // (a failed lookup gets an error instead of both).
+        if (rc >= 0) rc = nl_send_auto(sk, msg.get());
+        if (rc >= 0) rc = nl_cache_pickup(sk, cache);
+        if (rc >= 0) rc = nl_wait_for_ack(sk);
+        if (rc < 0) {
+            nl_cache_free(cache);
+            return rc;
+        }
+        *out = cache;
+        return 0;
+    };
+    auto cache = s.dump(ask, "looking up the route to " + dst.str());
+    if (!cache) return std::nullopt;
+    return std::move(*cache);
+}
+
 }  // namespace
+
+std::optional<int> route_get_link(const Socket& s, const net::IpAddr& dst) {
+    auto cache = lookup(s, dst, 0);
+    if (!cache) return std::optional<int>{};  // unreachable (or no answer): no link, as the reference's RouteGet use
+    for (nl_object* o = nl_cache_get_first(cache->get()); o; o = nl_cache_get_next(o)) {
+        auto* rt = reinterpret_cast<rtnl_route*>(o);
+        if (rtnl_route_get_nnexthops(rt) > 0)
+            if (int oif = rtnl_route_nh_get_ifindex(rtnl_route_nexthop_n(rt, 0)); oif > 0) return std::optional<int>(oif);
+    }
+    return std::optional<int>{};
+}
+
+std::optional<RouteSpec> route_to(const Socket& s, const net::IpAddr& dst) {
+    auto cache = lookup(s, dst, RTM_F_FIB_MATCH);
+    if (!cache) return std::nullopt;
+    nl_object* o = nl_cache_get_first(cache->get());
+    return o ? spec_of(reinterpret_cast<rtnl_route*>(o)) : std::nullopt;
+}
 
 Result<std::vector<RouteSpec>> list_routes(const Socket& s, int family, std::optional<std::uint32_t> table) {
     CNI_TRY_ASSIGN(auto cache, s.dump([family](nl_sock* sk, nl_cache** c) { return rtnl_route_alloc_cache(sk, family, 0, c); },

@@ -56,6 +56,9 @@ Result<std::vector<RouteSpec>> list_routes_via(const Socket& s, int family, int 
 // The link the kernel routes `dst` through (`ip route get`: rules and tables included);
 // nullopt when it is unreachable, leaves through no link, or the lookup fails.
 std::optional<int> route_get_link(const Socket& s, const net::IpAddr& dst);
+// The route the kernel would use for `dst`, as its table holds it (`ip route get fibmatch`: its
+// prefix, type, table and next hops); nothing when there is none or the lookup fails.
+std::optional<RouteSpec> route_to(const Socket& s, const net::IpAddr& dst);
 
 std::string describe(const RouteSpec& r);
 

@@ -64,6 +64,17 @@ Status add_rule(const Socket& s, const RuleSpec& r) {
     return s.check(rtnl_rule_add(s.get(), rule.get(), NLM_F_CREATE | NLM_F_EXCL), "adding rule " + describe(r));
 }
 
+Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r) {
+    CNI_TRY_ASSIGN(auto rule, build(r, false));
+    int err = rtnl_rule_add(s.get(), rule.get(), NLM_F_CREATE | NLM_F_EXCL);
+    if (err == -NLE_EXIST) {
+        (void)s.check(0, "");
+        return false;
+    }
+    CNI_TRY(s.check(err, "adding rule " + describe(r)));
+    return true;
+}
+
 Result<bool> del_rule(const Socket& s, const RuleSpec& r) {
     CNI_TRY_ASSIGN(auto rule, build(r, true));
     int err = rtnl_rule_delete(s.get(), rule.get(), 0);

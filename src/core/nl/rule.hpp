@@ -27,6 +27,8 @@ struct RuleSpec {
 };
 
 Status add_rule(const Socket& s, const RuleSpec& r);
+// The same; false, and nothing changed, when the very same rule is there already.
+Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r);
 // Deletes the first rule matching every field set in `r`; false when there is none.
 Result<bool> del_rule(const Socket& s, const RuleSpec& r);
 // Deletes every rule matching `r` (a leftover may have doubled one).
