@@ -398,7 +398,7 @@ def vpc_eni_setup(impl):
     """ptp_setup plus a vpc-eni node file (ENI 1's addresses) under NODE_FILES."""
     host, ctr, data = ptp_setup(impl)
     with open(vpc_eni_node_file(data), "w") as f:
-        json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.208.0.0/16"], "stateDir": data + "/state",
+        json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.208.0.0/16"], "stateDir": data + "/state", "ipamDir": data + "/ipam",
                    "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.208.1.0/24", "primaryIp": "10.208.1.10"},
                             {"interface": "eth1", "deviceNumber": 1, "subnet": "10.208.2.0/24", "primaryIp": "10.208.2.10",
                              "secondaryIps": ["10.208.2.20", "10.208.2.21"]}]}, f)
@@ -413,7 +413,7 @@ def vpc_eni_step(impl, state):
     host, ctr, data = state
     node = vpc_eni_node_file(data)
     conf = {"cniVersion": "0.4.0", "name": "bench-vpc", "type": "vpc-eni", "nodeFile": node, "mtu": 1500,
-            "ipam": {"type": "vpc-eni-ipam", "nodeFile": node, "dataDir": data}}
+            "ipam": {"type": "vpc-eni-ipam", "nodeFile": node}}
     return [call(IMPLS[impl], "vpc-eni", "ADD", conf, f"/run/netns/{ctr}", host_ns=host),
             call(IMPLS[impl], "vpc-eni", "DEL", conf, f"/run/netns/{ctr}", host_ns=host)]
 
@@ -916,8 +916,8 @@ def eni_ipam_setup(addresses):
                          "primaryIp": f"10.{210 + n}.0.10", "secondaryIps": [f"10.{210 + n}.{h // 256}.{h % 256}" for h in hosts]})
         node = os.path.join(NODE_FILES, f"eni-ipam-{addresses}.json")
         with open(node, "w") as f:
-            json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.210.0.0/15"], "enis": enis}, f)
-        held = os.path.join(data, "bench-eni")
+            json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.210.0.0/15"], "ipamDir": data, "enis": enis}, f)
+        held = os.path.join(data, "addresses")  # the node's store (docs/vpc-eni.md)
         os.makedirs(held)
         listed = [ip for eni in enis for ip in eni["secondaryIps"]]
         for i, ip in enumerate(listed[::2]):
@@ -930,7 +930,7 @@ def eni_ipam_setup(addresses):
 def eni_ipam_step(state):
     """vpc-eni-ipam ADD then DEL (cni-all only: the Go plugins have none)."""
     data, node = state
-    conf = {"cniVersion": "1.0.0", "name": "bench-eni", "ipam": {"type": "vpc-eni-ipam", "nodeFile": node, "dataDir": data}}
+    conf = {"cniVersion": "1.0.0", "name": "bench-eni", "ipam": {"type": "vpc-eni-ipam", "nodeFile": node}}
     return [call(IMPLS["cni-all"], "vpc-eni-ipam", "ADD", conf), call(IMPLS["cni-all"], "vpc-eni-ipam", "DEL", conf)]
 
 

@@ -13,9 +13,12 @@ documented ones (docs/vpc-eni.md). DEL removes everything, a second DEL succeeds
 node-teardown leaves the node as it was, without a table of the other iptables variant. DEL acts
 only on what vpc-eni-ipam holds for its container (another program's route and rules, and a live
 pod's, survive a DEL whose prevResult names their addresses), also with neither prevResult nor a
-namespace, and a DEL cut short is finished by the next. A node file's errors show where it is
-wrong and none of its bytes, and a network config may name only root's own under /etc/cni. The
-suite mounts an empty tmpfs over /etc/cni in a mount namespace of its own."""
+namespace, and a DEL cut short is finished by the next; with another IPAM it removes only a
+veth that routes nothing. Two networks naming one node file share its one store: they never get
+one address, and one's ADD, GC and DEL leave the other's pod as it was; an ADD leaves an address
+routed over another link alone. A node file's errors show where it is wrong and none of its
+bytes, and a network config may name only root's own under /etc/cni (every refusal the same).
+The suite mounts an empty tmpfs over /etc/cni in a mount namespace of its own."""
 import atexit
 import contextlib
 import ctypes
@@ -133,7 +136,8 @@ def vpc_counters(vpc, family="ip"):
 
 
 def node_file(state, **over):
-    f = {"primaryInterface": "eth0", "vpcCidrs": [VPC_CIDR], "mtu": 1500, "stateDir": state,
+    """A node file whose stateDir is `state`, and its ipamDir in it."""
+    f = {"primaryInterface": "eth0", "vpcCidrs": [VPC_CIDR], "mtu": 1500, "stateDir": state, "ipamDir": os.path.join(state, "ipam"),
          "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24", "primaryIp": PRIMARY_IP,
                    "secondaryIps": ["10.80.1.20", "10.80.1.21"]},
                   {"interface": "eth1", "deviceNumber": 1, "subnet": "10.80.2.0/24", "primaryIp": ENI1_IP,
@@ -142,9 +146,15 @@ def node_file(state, **over):
     return f
 
 
-def conf(path, data, version="1.0.0"):
-    return {"cniVersion": version, "name": "vpc-test", "type": "vpc-eni", "nodeFile": path, "mtu": 1500,
-            "ipam": {"type": "vpc-eni-ipam", "nodeFile": path, "dataDir": data}}
+def conf(path, version="1.0.0", name="vpc-test"):
+    return {"cniVersion": version, "name": name, "type": "vpc-eni", "nodeFile": path, "mtu": 1500,
+            "ipam": {"type": "vpc-eni-ipam", "nodeFile": path}}
+
+
+def held(state):
+    """The addresses reserved in the store of node_file(<state>/run), sorted."""
+    d = os.path.join(state, "run", "ipam", "addresses")
+    return sorted(f for f in os.listdir(d) if f[0].isdigit()) if os.path.isdir(d) else []
 
 
 def pod_args(pod, ip=None):
@@ -240,7 +250,7 @@ def scenario(variant, backend=None):
                 other = "legacy" if variant == "nft" else "nft"
                 check("AWS" not in in_ns(node, f"iptables-{other}-save").stdout, f"rules in the {other} variant")
 
-            c = conf(path, data)
+            c = conf(path)
             a = plugin.run("ADD", c, host_ns=node, netns=ns_path(pa), container_id="ca", args=pod_args("a"),
                            extra_env=path_env).ok().json()
             b = plugin.run("ADD", c, host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b", "10.80.2.20"),
@@ -291,7 +301,7 @@ def scenario(variant, backend=None):
             check("eni" not in sh("ip", "-n", node, "link").stdout)
             check("10.80.1.20" not in sh("ip", "-n", node, "route").stdout)
             eq(sh("ip", "-n", pa, "link", "show", "eth0", check_rc=False).returncode != 0, True)
-            eq([f for f in os.listdir(os.path.join(data, "vpc-test")) if f[0].isdigit()], [])
+            eq(held(state), [])
             setup("node-teardown")
             eq(node_state(node), before)
             if variant == "nft":
@@ -346,6 +356,7 @@ def simulated_vpc_ipv6():
             path = os.path.join(state, "node.json")
             with open(path, "w") as f:
                 json.dump({"primaryInterface": "eth0", "vpcCidrs": ["fd80::/16"], "mtu": 1500, "stateDir": os.path.join(state, "run"),
+                           "ipamDir": os.path.join(state, "run", "ipam"),
                            "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "fd80:1::/64", "primaryIp": "fd80:1::10",
                                      "secondaryIps": ["fd80:1::20"]},
                                     {"interface": "eth1", "deviceNumber": 1, "subnet": "fd80:2::/64", "primaryIp": "fd80:2::10",
@@ -357,7 +368,7 @@ def simulated_vpc_ipv6():
                 if line.startswith("default")], ["default via fd80:2::1 dev eth1 metric 1024 pref medium"])
             check("fd80:2::/64" not in sh("ip", "-n", node, "-6", "route").stdout, "the main table keeps ENI 1's subnet route")
             check("AWS" not in in_ns(node, "iptables-save").stdout, "no IPv4 SNAT for an IPv6 VPC")
-            c = conf(path, data)
+            c = conf(path)
             a = plugin.run("ADD", c, host_ns=node, netns=ns_path(pa), container_id="ca", args=pod_args("a")).ok().json()
             b = plugin.run("ADD", c, host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b")).ok().json()
             eq((a["ips"][0]["address"], a["ips"][0]["gateway"]), ("fd80:1::20/128", "fe80::1"))
@@ -395,7 +406,7 @@ def del_and_gc_when_the_pod_is_gone():
             path = os.path.join(state, "node.json")
             with open(path, "w") as f:
                 json.dump(node_file(os.path.join(state, "run")), f)
-            c = conf(path, data)
+            c = conf(path)
             results = {}
             for pod, ip in (("gone", "10.80.2.20"), ("leaked", "10.80.2.21")):
                 with netns("pod") as ns:
@@ -417,7 +428,7 @@ def del_and_gc_when_the_pod_is_gone():
             gc["cni.dev/valid-attachments"] = []
             plugin.run("GC", gc, host_ns=node).ok()
             check("10.80.2.21" not in sh("ip", "-n", node, "rule").stdout)
-            eq([f for f in os.listdir(os.path.join(data, "vpc-test")) if f[0].isdigit()], [])
+            eq(held(state), [])
 
 
 @test
@@ -438,7 +449,7 @@ def bad_node_files_are_clear_errors():
                 path = os.path.join(state, "node.json")
                 with open(path, "w") as f:
                     json.dump(node_file(state, **over), f)
-                err = Plugin(os.path.join(BIN, "vpc-eni")).run("ADD", conf(path, data), host_ns=node, netns=ns_path(pod),
+                err = Plugin(os.path.join(BIN, "vpc-eni")).run("ADD", conf(path), host_ns=node, netns=ns_path(pod),
                                                                args=pod_args("a")).error()
                 check(want in err["msg"], f"{want!r} in {err}")
                 r = sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path, check_rc=False)
@@ -472,7 +483,7 @@ def del_acts_only_on_its_own_addresses():
     with node_and_data() as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod:
-            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))), data)
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
             live = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="live",
                               args=pod_args("b", "10.80.2.20")).ok().json()
             # Another program's route and rules for a node address, of the shapes vpc-eni makes.
@@ -497,7 +508,101 @@ def del_acts_only_on_its_own_addresses():
             for want in (f"512:\tfrom all to {FOREIGN} lookup main", f"1536:\tfrom {FOREIGN} lookup 100",
                          f"1536:\tfrom {FOREIGN} lookup 2"):
                 check(want in rules, f"{want!r} in {rules}")
-            eq([f for f in os.listdir(os.path.join(data, "vpc-test")) if f[0].isdigit()], [])
+            eq(held(state), [])
+
+
+def record(state, network, ip):
+    """The owner network `network`'s record of `ip` names, or None."""
+    path = os.path.join(state, "run", "ipam", "networks", network, ip)
+    return open(path, newline="").read() if os.path.exists(path) else None
+
+
+@test
+def two_networks_on_one_node_file():
+    """vpc-eni: two networks naming one node file (their names and dataDirs apart) never get one address; one's ADD, GC and DEL leave the other's reservation, route, rules and veth"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as pa, netns("pod") as pb, netns("pod") as pc:
+            path = write_node_file(state, node_file(os.path.join(state, "run")))
+            na, nb = conf(path, name="net-a"), conf(path, name="net-b")
+            na["ipam"]["dataDir"], nb["ipam"]["dataDir"] = os.path.join(data, "a"), os.path.join(data, "b")
+            ip_a = "10.80.2.20"  # ENI 1: rules 512 and 1536
+            plugin.run("ADD", na, host_ns=node, netns=ns_path(pa), container_id="ca", args=pod_args("a", ip_a)).ok()
+
+            def a_intact(when):
+                routes, rules, links = host_state(node)
+                check(f"{ip_a} dev {veth_name('a')} scope link" in routes, f"{when}: {routes}")
+                for want in (f"512:\tfrom all to {ip_a} lookup main", f"1536:\tfrom {ip_a} lookup 2"):
+                    check(want in rules, f"{when}: {want!r} in {rules}")
+                check(veth_name("a") in links and ip_a in held(state), f"{when}: {links} {held(state)}")
+                eq(record(state, "net-a", ip_a), "ca\r\neth0", when)
+                plugin.run("CHECK", dict(na, prevResult=a), host_ns=node, netns=ns_path(pa), container_id="ca",
+                           args=pod_args("a")).ok()
+
+            a = plugin.run("ADD", dict(na, cniVersion="1.0.0"), host_ns=node, netns=ns_path(pc), container_id="probe",
+                           args=pod_args("probe", ip_a)).error()  # the address is taken, in the one store
+            check(ip_a in a["msg"], a)
+            a = {"cniVersion": "1.0.0", "ips": [{"address": f"{ip_a}/32", "gateway": "169.254.1.1", "interface": 1}]}
+            a_intact("after the same network's refused ADD")
+            # Network B asks for A's address, then gets a free one; its dataDir holds nothing.
+            err = plugin.run("ADD", nb, host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b", ip_a)).error()
+            check(ip_a in err["msg"], err)
+            a_intact("after B's ADD asking for A's address")
+            b = plugin.run("ADD", nb, host_ns=node, netns=ns_path(pb), container_id="cb", args=pod_args("b")).ok().json()
+            ip_b = b["ips"][0]["address"].split("/")[0]
+            eq(ip_b, "10.80.2.21")  # the one after A's, in the one store's round-robin order
+            eq(held(state), sorted([ip_a, ip_b]))
+            eq(record(state, "net-b", ip_b), "cb\r\neth0")
+            eq(record(state, "net-b", ip_a), None)
+            check(not os.path.exists(os.path.join(data, "a")) and not os.path.exists(os.path.join(data, "b")), os.listdir(data))
+            a_intact("after B's ADD")
+            # B's GC, none of its attachments valid: B's rules and reservation go, none of A's.
+            gc = dict(nb, cniVersion="1.1.0")
+            gc["cni.dev/valid-attachments"] = []
+            plugin.run("GC", gc, host_ns=node).ok()
+            rules = sh("ip", "-n", node, "rule").stdout
+            check(ip_b not in rules, rules)
+            eq(held(state), [ip_a])
+            a_intact("after B's GC")
+            # B's DEL of A's container, interface and pod (a runtime's DEL after B's ADD failed for them).
+            plugin.run("DEL", nb, host_ns=node, container_id="ca", args=pod_args("a")).ok()
+            a_intact("after B's DEL of A's attachment")
+            # A's GC keeps what is valid; A's DEL removes A's own.
+            gc = dict(na, cniVersion="1.1.0")
+            gc["cni.dev/valid-attachments"] = [{"containerID": "ca", "ifname": "eth0"}]
+            plugin.run("GC", gc, host_ns=node).ok()
+            a_intact("after A's GC")
+            plugin.run("DEL", na, host_ns=node, netns=ns_path(pa), container_id="ca", args=pod_args("a")).ok()
+            routes, rules, links = host_state(node)
+            check(ip_a not in routes and ip_a not in rules and veth_name("a") not in links, (routes, rules, links))
+            eq(held(state), [])
+            eq(record(state, "net-a", ip_a), None)
+
+
+@test
+def add_leaves_an_address_routed_elsewhere():
+    """vpc-eni ADD of an address the node routes over another link is refused, and the other link's route and rules stay; a rule of vpc-eni's shape already there is kept, once"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as pod:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
+            sh("ip", "-n", node, "link", "add", "sxother0", "type", "veth", "peer", "name", "sxother1")
+            sh("ip", "-n", node, "link", "set", "sxother0", "up")
+            sh("ip", "-n", node, "route", "add", f"{FOREIGN}/32", "dev", "sxother0", "metric", "100")
+            for rule in FOREIGN_RULES:
+                sh("ip", "-n", node, "rule", "add", *rule)
+            before = host_state(node)
+            err = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="c", args=pod_args("c", FOREIGN)).error()
+            check(f"the node already routes {FOREIGN} elsewhere" in err["msg"], err)
+            eq(host_state(node), before)
+            eq(held(state), [])
+            # A rule "to 10.80.2.20 lookup main" at 512 is there already: the ADD keeps it, adds none.
+            sh("ip", "-n", node, "rule", "add", "to", "10.80.2.20", "lookup", "main", "pref", "512")
+            plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="c", args=pod_args("c", "10.80.2.20")).ok()
+            rules = sh("ip", "-n", node, "rule").stdout
+            eq(rules.count("512:\tfrom all to 10.80.2.20 lookup main"), 1, rules)
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="c", args=pod_args("c")).ok()
+            eq(host_state(node), before)
 
 
 @test
@@ -507,8 +612,7 @@ def del_without_prev_result_or_namespace():
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         no_ipam = Plugin(os.path.join(BIN, "vpc-eni"), cni_path=tempfile.mkdtemp())  # vpc-eni-ipam cannot be found
         with netns("node") as node:
-            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))), data)
-            held = os.path.join(data, "vpc-test")
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
             for pod, ip in (("gone", "10.80.2.20"), ("cut", "10.80.2.21")):
                 with netns("pod") as ns:
                     plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id=pod, args=pod_args(pod, ip)).ok()
@@ -519,18 +623,18 @@ def del_without_prev_result_or_namespace():
             plugin.run("DEL", c, host_ns=node, container_id="gone", args=pod_args("gone")).ok()
             rules = sh("ip", "-n", node, "rule").stdout
             check("10.80.2.20" not in rules, rules)
-            check(not os.path.exists(os.path.join(held, "10.80.2.20")), "gone's address is still reserved")
+            check("10.80.2.20" not in held(state), "gone's address is still reserved")
             # A DEL that fails at the release has removed the host's rules first and keeps the
             # reservation, so the next DEL still knows the address and finishes.
             err = no_ipam.run("DEL", c, host_ns=node, container_id="cut", args=pod_args("cut")).error()
             check("vpc-eni-ipam" in err["msg"], err)
             rules = sh("ip", "-n", node, "rule").stdout
             check("10.80.2.21" not in rules, rules)
-            check(os.path.exists(os.path.join(held, "10.80.2.21")), "the reservation went before the DEL finished")
+            check("10.80.2.21" in held(state), "the reservation went before the DEL finished")
             for _ in range(2):
                 for pod in ("cut", "gone"):
                     plugin.run("DEL", c, host_ns=node, container_id=pod, args=pod_args(pod)).ok()
-            eq([f for f in os.listdir(held) if f[0].isdigit()], [])
+            eq(held(state), [])
             eq("eni" in sh("ip", "-n", node, "link").stdout, False)
 
 
@@ -540,7 +644,7 @@ def del_with_another_ipam_removes_only_the_veth():
     with node_and_data() as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod, netns("pod") as bare:
-            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))), data)
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
             plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
             before = host_state(node)
             other = dict(c, ipam={"type": "host-local", "subnet": "10.81.0.0/24", "dataDir": os.path.join(data, "hl")})
@@ -570,7 +674,7 @@ def node_file_errors_show_no_content():
     with node_and_data() as (state, data), netns("node") as node, netns("pod") as pod:
         for content, where, secrets in cases:
             path = write_node_file(state, content, mode=0o600)  # root's alone
-            c = conf(path, data)
+            c = conf(path)
             said = [Plugin(os.path.join(BIN, "vpc-eni")).run("ADD", c, host_ns=node, netns=ns_path(pod),
                                                              args=pod_args("a")).error()["msg"],
                     Plugin(os.path.join(BIN, "vpc-eni-ipam")).run("ADD", c, netns=ns_path(pod)).error()["msg"],
@@ -618,16 +722,15 @@ def node_file_only_roots_under_etc_cni():
                    os.path.join(ETC_CNI, "missing-folder", "node.json")]
         for path in refused:
             for applet in ("vpc-eni", "vpc-eni-ipam"):
-                err = Plugin(os.path.join(BIN, applet)).run("ADD", conf(path, data), host_ns=node, netns=ns_path(pod),
+                err = Plugin(os.path.join(BIN, applet)).run("ADD", conf(path), host_ns=node, netns=ns_path(pod),
                                                             args=pod_args("a")).error()
                 eq(err["msg"], unusable(path), f"{applet} {path}")
         check("eni" not in sh("ip", "-n", node, "link").stdout)
-        held = os.path.join(data, "vpc-test")
-        eq([f for f in os.listdir(held) if f[0].isdigit()] if os.path.isdir(held) else [], [])
+        eq(held(state), [])
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         for path in (good, readable):
-            plugin.run("ADD", conf(path, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
-            plugin.run("DEL", conf(path, data), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
+            plugin.run("ADD", conf(path), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
+            plugin.run("DEL", conf(path), host_ns=node, netns=ns_path(pod), args=pod_args("a")).ok()
         for d in (other, open_folder):
             shutil.rmtree(d)
         os.unlink(os.path.join(ETC_CNI, "linked"))

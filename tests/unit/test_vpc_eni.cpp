@@ -2,7 +2,8 @@
 // Unit tests of vpc-eni's pieces that need no namespace: SHA-1 (the veth names) against FIPS 180
 // vectors; the node file: defaults, the ENI lookup, the examples in docs/, each validation's
 // message naming the key and value, errors that name where the file is wrong and never what it
-// holds there, and the paths a network config may name; and vpc-eni-ipam's ADD on a node with
+// holds there, and the paths a network config may name; vpc-eni-ipam's one store per node file
+// shared by networks that each act only on their own; and vpc-eni-ipam's ADD on a node with
 // 16,000 addresses (its cost was once quadratic in them).
 #include <catch2/catch.hpp>
 
@@ -149,6 +150,77 @@ TEST_CASE("the node file a network config names: one refusal, whatever the reaso
         CHECK(n.error().msg == refusal(bad));
     }
     CHECK(vpc_eni::load_configured_node_file("").error().msg.find("nodeFile is missing") != std::string::npos);
+}
+
+TEST_CASE("vpc-eni-ipam: one store per node file, each network acting only on what it recorded", "[vpc-eni]") {
+    TempDir d;
+    d.write("node.json", R"({"primaryInterface": "eth0", "vpcCidrs": ["10.80.0.0/16"], "ipamDir": ")" + d / "ipam" +
+                             R"(", "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24",
+                             "primaryIp": "10.80.1.10", "secondaryIps": ["10.80.1.20", "10.80.1.21"]}]})");
+    auto node = vpc_eni::load_node_file(d / "node.json");
+    REQUIRE(node);
+    auto add = [&](const std::string& network, const std::string& id) -> Result<net::IpAddr> {
+        cni::Request req;
+        req.command = cni::Command::add;
+        req.container_id = id;
+        req.ifname = "eth0";
+        req.config = R"({"cniVersion": "1.0.0", "name": ")" + network + R"(", "ipam": {"type": "vpc-eni-ipam"}})";
+        cni::Context ctx{req, [](std::string_view) {}, nullptr};
+        auto r = vpc_eni::read_eni_ipam(req);
+        REQUIRE(r);
+        auto c = vpc_eni::pool_for(req, *r, *node);
+        REQUIRE(c);
+        CHECK(c->data_dir + "/" + c->name == d / "ipam/addresses");
+        CNI_TRY_ASSIGN(auto held, vpc_eni::Reservations::open(*node, network, ctx.warn));
+        CNI_TRY_ASSIGN(auto result, ipam::pool_add(ctx, *c, held.store()));
+        CNI_TRY(held.record({result.ips.at(0).address.ip}, id, "eth0"));
+        return result.ips.at(0).address.ip;
+    };
+    auto open = [&](const std::string& network) { return vpc_eni::Reservations::open(*node, network, [](std::string_view) {}); };
+    auto a = add("net-a", "ca"), b = add("net-b", "cb");
+    REQUIRE(a);
+    REQUIRE(b);
+    CHECK(*a != *b);
+    CHECK_FALSE(add("net-b", "cc"));  // the node's two addresses are taken, whichever network took them
+    CHECK(d.read("ipam/addresses/" + a->str()) == "ca\r\neth0");  // host-local's own file
+    CHECK(d.read("ipam/networks/net-a/" + a->str()) == "ca\r\neth0");
+    // Another network does not see, release or collect what net-a holds, even for net-a's
+    // attachment. (One Reservations at a time: each holds the store's lock.)
+    {
+        auto net_b = open("net-b");
+        REQUIRE(net_b);
+        CHECK(net_b->held("ca", "eth0").empty());
+        CHECK(net_b->release("ca", "eth0"));
+        CHECK(net_b->stale({}) == std::vector<net::IpAddr>{*b});
+        CHECK(net_b->release_stale({}));
+        CHECK(net_b->held("cb", "eth0").empty());
+    }
+    CHECK_FALSE(d.exists("ipam/addresses/" + b->str()));
+    CHECK_FALSE(d.exists("ipam/networks/net-b/" + b->str()));
+    {
+        auto net_a = open("net-a");
+        REQUIRE(net_a);
+        CHECK(net_a->held("ca", "eth0") == std::vector<net::IpAddr>{*a});
+        CHECK(net_a->stale({net::Attachment{"ca", "eth0"}}).empty());
+        CHECK(net_a->held("ca", "eth1").empty());
+    }
+    // A record whose reservation went (a release cut short) is no one's, and GC drops it.
+    d.write("ipam/networks/net-b/10.80.1.21", "cz\r\neth0");
+    {
+        auto net_b = open("net-b");
+        REQUIRE(net_b);
+        CHECK(net_b->stale({}).empty());
+        CHECK(net_b->release_stale({}));
+    }
+    CHECK_FALSE(d.exists("ipam/networks/net-b/10.80.1.21"));
+    CHECK(d.exists("ipam/addresses/" + a->str()));
+    // A network's name names its folder: one the CNI spec would not allow is refused.
+    for (const char* bad : {"", ".", "..", "../net-a", "a/b", "net a", "net\n"}) {
+        INFO(bad);
+        auto r = open(bad);
+        REQUIRE_FALSE(r);
+        CHECK(r.error().msg.find("is not one a CNI network may have") != std::string::npos);
+    }
 }
 
 TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a second, not quadratic", "[vpc-eni]") {

@@ -77,6 +77,7 @@ Status validate(const NodeFile& n) {
     if (n.veth_prefix.empty() || n.veth_prefix.size() > 4 || !validate_ifname(n.veth_prefix))
         return fail(in + "vethPrefix \"" + n.veth_prefix + "\" must be 1 to 4 characters of an interface name");
     if (!n.state_dir.starts_with("/")) return fail(in + "stateDir \"" + n.state_dir + "\" is not an absolute path");
+    if (!n.ipam_dir.starts_with("/")) return fail(in + "ipamDir \"" + n.ipam_dir + "\" is not an absolute path");
     if (n.vpc_cidrs.empty()) return fail(in + "vpcCidrs is missing");
     if (n.mtu < 576 || n.mtu > 9001) return fail(in + "mtu " + std::to_string(n.mtu) + " is not within 576..9001");
     AddressSet seen(n.address_count());

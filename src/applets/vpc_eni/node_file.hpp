@@ -41,6 +41,7 @@ struct NodeFile {
     std::string veth_prefix = "eni";  // the pods' host veths: "<prefix>+" (as the applet's vethPrefix)
     std::string firewall_backend;     // "", iptables or nftables
     std::string state_dir = "/run/cni-all/vpc-eni";
+    std::string ipam_dir = "/var/lib/cni/vpc-eni";  // vpc-eni-ipam's reservations (reservations.hpp)
 
     const Eni& primary() const;               // device number 0
     const Eni* eni_of(const net::IpAddr& ip) const;  // the ENI holding it as a secondary address
@@ -65,6 +66,7 @@ inline constexpr std::array kNodeFileKeys{
     key<&NodeFile::veth_prefix>("vethPrefix", "the pods' host veths' prefix, as the applet's vethPrefix; default eni"),
     key<&NodeFile::firewall_backend>("firewallBackend", "iptables or nftables for the SNAT; default: iptables where it works"),
     key<&NodeFile::state_dir>("stateDir", "where node-setup records what it changes; default /run/cni-all/vpc-eni"),
+    key<&NodeFile::ipam_dir>("ipamDir", "where vpc-eni-ipam keeps the node's reservations, for every network naming this file; default /var/lib/cni/vpc-eni"),
 };
 
 Status decode(const json::Value& v, Eni& out, const json::Where& w);

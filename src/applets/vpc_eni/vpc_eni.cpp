@@ -5,15 +5,15 @@
 // "<namespace>.<pod>" (the container id without them); in the pod the address as a /32,
 // 169.254.1.1 as a link route, the default route through it and a permanent neighbour entry for
 // it with the host end's MAC (for an IPv6 ENI's address: the /128, and fe80::1 as gateway and
-// neighbour); on the host forwarding, a host route to the pod over the veth, the rule
-// "to <pod> lookup main pref 512",
-// and for a secondary ENI's address (device number N > 0) "from <pod> lookup N+1 pref 1536", so
-// the pod's traffic leaves through its own ENI. A failed ADD undoes everything. DEL acts only on
-// the addresses vpc-eni-ipam holds for the container's interface (never on a prevResult's word),
-// removes only the rules and route vpc-eni makes for them, and releases them last, so a DEL cut
-// short is finished by the next; it is idempotent and works when the namespace or the veth is gone.
-// CHECK verifies every piece; STATUS and GC go to the IPAM, and GC also removes the rules of node
-// addresses the IPAM no longer holds.
+// neighbour); on the host forwarding, a host route to the pod over the veth (never over an
+// address the node routes over another link), the rule "to <pod> lookup main pref 512", and for a
+// secondary ENI's address (device number N > 0) "from <pod> lookup N+1 pref 1536", so the pod's
+// traffic leaves through its own ENI. A failed ADD undoes what it did, and only that. DEL acts
+// only on the addresses vpc-eni-ipam holds for the network and the container's interface (never
+// on a prevResult's word), removes only the rules and route vpc-eni makes for them, and releases
+// them last, so a DEL cut short is finished by the next; it is idempotent and works when the
+// namespace or the veth is gone. CHECK verifies every piece; STATUS goes to the IPAM; GC removes
+// the rules of the network's addresses whose attachments are gone, then the IPAM releases them.
 // `vpc-eni node-setup FILE` / `node-teardown FILE` prepare the node (node.cpp).
 #include <linux/fib_rules.h>
 #include <linux/neighbour.h>
@@ -140,14 +140,20 @@ Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const net::I
     return nl::set_neigh(s, nl::NeighSpec{family_of(ip), link.index, gw, host_mac, NUD_PERMANENT, 0});
 }
 
-// On the host: the route to the pod over the veth, and its rules.
-Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const net::IpAddr& ip, const Eni& eni) {
-    CNI_TRY(nl::replace_route(s, host_route(ip, veth.index)));
-    CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
-    CNI_TRY(nl::add_rule(s, to_pod_rule(ip)));
-    if (eni.device_number > 0) {
-        CNI_TRY(nl::del_rules(s, from_pod_rule(ip, eni)));
-        CNI_TRY(nl::add_rule(s, from_pod_rule(ip, eni)));
+// On the host: the route to the pod over the veth, and its rules. A route to the address over
+// any other link (another program's, or a pod's the IPAM does not know of) is left alone and the
+// ADD refused, never taken over; a rule that is there already is kept, and only the rules this
+// ADD adds are pushed onto `undo`.
+Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const net::IpAddr& ip, const Eni& eni, Rollback& undo) {
+    if (auto there = nl::route_to(s, ip); there && there->dst == host_prefix(ip) && there->oif != veth.index)
+        return fail("vpc-eni: the node already routes " + ip.str() + " elsewhere (" + nl::describe(*there) +
+                    "): left as it is, and the address not used");
+    CNI_TRY(nl::add_route(s, host_route(ip, veth.index)));
+    std::vector<nl::RuleSpec> rules{to_pod_rule(ip)};
+    if (eni.device_number > 0) rules.push_back(from_pod_rule(ip, eni));
+    for (auto& rule : rules) {
+        CNI_TRY_ASSIGN(bool added, nl::add_rule_if_absent(s, rule));
+        if (added) undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
     }
     return {};
 }
@@ -202,12 +208,7 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     const nl::LinkInfo& link = pair.container;
     CNI_TRY(nl::set_link_up(pod, link, true));
     for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
-    for (std::size_t i = 0; i < result.ips.size(); ++i) {
-        const net::IpAddr ip = result.ips[i].address.ip;
-        const Eni* eni = enis[i];
-        undo.push([&host, ip, eni] { (void)remove_rules(host, ip, eni); });
-        CNI_TRY(configure_host(host, veth, ip, *eni));
-    }
+    for (std::size_t i = 0; i < result.ips.size(); ++i) CNI_TRY(configure_host(host, veth, result.ips[i].address.ip, *enis[i], undo));
 
     Interface host_if, pod_if;
     host_if.name = host_name;
@@ -345,25 +346,18 @@ Status vpc_eni_status(const Context& ctx) {
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
-// The IPAM's GC, then the host rules of the node's addresses that the IPAM no longer holds (their
-// pods' routes went with their veths).
+// GC as DEL does it: the host rules of the network's addresses whose attachments are not among
+// the valid ones (their pods' routes went with their veths), then the IPAM's GC, which releases
+// them. Another network's addresses are not this GC's.
 Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
     CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
-    CNI_TRY(ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config));
-    CNI_TRY_ASSIGN(auto held, reserved_addresses(ctx));
+    CNI_TRY_ASSIGN(auto stale, stale_addresses(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     Failures failures;
-    for (int family : {AF_INET, AF_INET6}) {
-        CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, family));
-        for (auto& rule : rules) {
-            if (rule.priority != kToPodPriority || rule.table != RT_TABLE_MAIN || rule.src || !rule.dst ||
-                rule.dst->prefix != rule.dst->ip.bits() || std::ranges::binary_search(held, rule.dst->ip))
-                continue;
-            if (const Eni* eni = node.eni_of(rule.dst->ip)) failures.add(remove_rules(host, rule.dst->ip, eni));
-        }
-    }
-    return failures.status("vpc-eni GC: ");
+    for (auto& ip : stale) failures.add(remove_rules(host, ip, eni_holding(node, ip)));
+    CNI_TRY(failures.status("vpc-eni GC: "));
+    return ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config);
 }
 
 constexpr auto kVpcEniKeyDocs = docs_of(kVpcEniKeys);

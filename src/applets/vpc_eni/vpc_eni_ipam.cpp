@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // vpc-eni-ipam (docs/vpc-eni.md): hands out the secondary addresses the vpc-eni node file lists
-// for the node's ENIs. It is host-local underneath: the verbs of a pool (core/ipam/pool.hpp), run
-// in-process over one range set of the node's addresses (vpc_eni/reservations.hpp), so the
-// reservations are host-local's own files under dataDir and its locking, order and GC apply
-// unchanged; the request's other keys (args, runtimeConfig) count as they do for host-local. DEL
-// and GC need only the store, not the node file.
+// for the node's ENIs. It is host-local underneath: a pool's ADD and STATUS (core/ipam/pool.hpp),
+// run in-process over one range set of the node's addresses, in the node's one store for that
+// file (vpc_eni/reservations.hpp): host-local's files, locking and order, shared by every network
+// naming the file, so no two networks get one address; each network records its own, and its
+// DEL, CHECK and GC act only on those. The request's other keys (args, runtimeConfig) count as
+// they do for host-local.
 #include "applets/vpc_eni/reservations.hpp"
 #include "core/applet.hpp"
 #include "core/ipam/pool.hpp"
@@ -12,13 +13,49 @@
 namespace cni::vpc_eni {
 namespace {
 
-Result<ipam::Pool> with_node(const Request& req) { return pool_for(req, true); }
-Result<ipam::Pool> store_only(const Request& req) { return pool_for(req, false); }
+Result<CniResult> eni_ipam_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
+    if (!r.ipam.data_dir.empty())
+        ctx.warn("vpc-eni-ipam: ipam.dataDir is ignored: the reservations are the node's, in its node file's ipamDir");
+    CNI_TRY_ASSIGN(auto node, load_configured_node_file(r.ipam.node_file));
+    CNI_TRY_ASSIGN(auto pool, pool_for(ctx.req, r, node));
+    CNI_TRY_ASSIGN(auto held, Reservations::open(node, r.net.name, ctx.warn));
+    CNI_TRY_ASSIGN(auto result, ipam::pool_add(ctx, pool, held.store()));
+    std::vector<net::IpAddr> ips;
+    for (auto& ip : result.ips) ips.push_back(ip.address.ip);
+    CNI_TRY(held.record(ips, ctx.req.container_id, ctx.req.ifname));
+    return result;
+}
+
+Status eni_ipam_del(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto held, reservations_of(ctx));
+    return held ? held->release(ctx.req.container_id, ctx.req.ifname) : Status{};
+}
+
+Status eni_ipam_check(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto ips, reserved_for(ctx));
+    if (ips.empty()) return fail("vpc-eni-ipam: Failed to find address added by container " + ctx.req.container_id);
+    return {};
+}
 
 Status eni_ipam_status(const Context& ctx) {
-    auto c = with_node(ctx.req);
-    if (!c) return fail(code::plugin_not_available, c.error().msg);
-    return ipam::pool_status(ctx, *c);
+    auto pool = [&]() -> Result<ipam::Pool> {
+        CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
+        CNI_TRY_ASSIGN(auto node, load_configured_node_file(r.ipam.node_file));
+        return pool_for(ctx.req, r, node);
+    }();
+    if (!pool) return fail(code::plugin_not_available, pool.error().msg);
+    return ipam::pool_status(ctx, *pool);
+}
+
+Status eni_ipam_gc(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
+    if (!r.net.valid_attachments) {
+        ctx.warn("vpc-eni-ipam: GC without cni.dev/valid-attachments: nothing is released");
+        return {};
+    }
+    CNI_TRY_ASSIGN(auto held, reservations_of(ctx));
+    return held ? held->release_stale(*r.net.valid_attachments) : Status{};
 }
 
 constexpr auto kEniIpamKeyDocs = docs_of(kEniIpamKeys);
@@ -28,16 +65,17 @@ constexpr auto kEniIpamKeyDocs = docs_of(kEniIpamKeys);
 extern const Applet vpc_eni_ipam_applet{
     .name = "vpc-eni-ipam",
     .kind = AppletKind::ipam,
-    .summary = "addresses from the vpc-eni node file's ENIs, kept as host-local keeps them",
+    .summary = "addresses from the vpc-eni node file's ENIs, kept as host-local keeps them, node-wide",
     .keys = kEniIpamKeyDocs,
-    .help = "Hands out the node file's secondaryIps with host-local's store, order and GC, in-process: one "
-            "single-address range per address, in its ENI's subnet, the VPC router as gateway.",
+    .help = "Hands out the node file's secondaryIps with host-local's store, order and locking, in-process: one "
+            "single-address range per address, in its ENI's subnet, the VPC router as gateway. One store per node "
+            "file, in its ipamDir, for every network naming it; a network's DEL, CHECK and GC act only on its own.",
     .versions = kAllVersions,
-    .add = ipam::verb_of<with_node, ipam::pool_add>,
-    .del = ipam::verb_of<store_only, ipam::pool_del>,
-    .check = ipam::verb_of<with_node, ipam::pool_check>,
+    .add = eni_ipam_add,
+    .del = eni_ipam_del,
+    .check = eni_ipam_check,
     .status = eni_ipam_status,
-    .gc = ipam::verb_of<store_only, ipam::pool_gc>,
+    .gc = eni_ipam_gc,
 };
 
 }  // namespace cni::vpc_eni

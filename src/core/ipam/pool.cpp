@@ -79,8 +79,12 @@ Status check_ranges(Pool& p, std::size_t canonical) {
 }
 
 Result<CniResult> pool_add(const Context& ctx, const Pool& p) {
-    CniResult result;
     CNI_TRY_ASSIGN(auto store, open_store(ctx, p));
+    return pool_add(ctx, p, store);
+}
+
+Result<CniResult> pool_add(const Context& ctx, const Pool& p, Store& store) {
+    CniResult result;
 
     // Requested addresses keyed by their text, like the reference's map; kept in request order.
     std::vector<net::IpAddr> requested;

@@ -3,8 +3,9 @@
 // sets whose reservations are host-local's files under <dataDir>/<network> (store.hpp), handed
 // out in the reference's order (allocator.hpp), and the IPAM verbs over it. host-local reads a
 // pool from its ipam section and adds its routes and DNS; vpc-eni-ipam builds one from the
-// vpc-eni node file and runs the same verbs in-process, so the two share locking, order, GC and
-// on-disk format, without a config of one range per address written and parsed on every call.
+// vpc-eni node file and runs its ADD (in the node's store, which it opens) and STATUS
+// in-process, so the two share locking, order and on-disk format, without a config of one range
+// per address written and parsed on every call.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "core/cni/cni_result.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/ipam/range.hpp"
+#include "core/ipam/store.hpp"
 
 namespace cni::ipam {
 
@@ -42,6 +44,9 @@ Status check_ranges(Pool& p, std::size_t canonical = SIZE_MAX);
 // ADD: one address from each range set, a requested one where a set holds it; the result has
 // only the addresses (host-local adds its routes and DNS). The others as host-local's verbs.
 Result<CniResult> pool_add(const Context& ctx, const Pool& p);
+// The same in a store the caller has open (and so locked), for one that records more under the
+// same lock (vpc-eni-ipam); `p`'s data_dir and name are not used.
+Result<CniResult> pool_add(const Context& ctx, const Pool& p, Store& store);
 Status pool_del(const Context& ctx, const Pool& p);
 Status pool_check(const Context& ctx, const Pool& p);
 Status pool_status(const Context& ctx, const Pool& p);
