@@ -477,6 +477,15 @@ FOREIGN_RULES = [["to", FOREIGN, "lookup", "main", "pref", "512"], ["from", FORE
                  ["from", FOREIGN, "lookup", "2", "pref", "1536"]]
 
 
+def add_foreign(node, *route_options):
+    """Another program's route to FOREIGN over a link of its own (sxother0), and FOREIGN_RULES."""
+    sh("ip", "-n", node, "link", "add", "sxother0", "type", "veth", "peer", "name", "sxother1")
+    sh("ip", "-n", node, "link", "set", "sxother0", "up")
+    sh("ip", "-n", node, "route", "add", f"{FOREIGN}/32", "dev", "sxother0", *route_options)
+    for rule in FOREIGN_RULES:
+        sh("ip", "-n", node, "rule", "add", *rule)
+
+
 @test
 def del_acts_only_on_its_own_addresses():
     """vpc-eni DEL: a prevResult naming addresses the container does not hold, or another sandbox of the same pod, deletes nothing"""
@@ -487,11 +496,7 @@ def del_acts_only_on_its_own_addresses():
             live = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="live",
                               args=pod_args("b", "10.80.2.20")).ok().json()
             # Another program's route and rules for a node address, of the shapes vpc-eni makes.
-            sh("ip", "-n", node, "link", "add", "sxother0", "type", "veth", "peer", "name", "sxother1")
-            sh("ip", "-n", node, "link", "set", "sxother0", "up")
-            sh("ip", "-n", node, "route", "add", f"{FOREIGN}/32", "dev", "sxother0")
-            for rule in FOREIGN_RULES:
-                sh("ip", "-n", node, "rule", "add", *rule)
+            add_foreign(node)
             before = host_state(node)
             check(f"{FOREIGN} dev sxother0" in before[0] and "10.80.2.20 dev " + veth_name("b") in before[0], before)
             prev = dict(live, ips=[{"address": f"{FOREIGN}/32", "gateway": "169.254.1.1", "interface": 1}] + live["ips"])
@@ -586,11 +591,7 @@ def add_leaves_an_address_routed_elsewhere():
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod:
             c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
-            sh("ip", "-n", node, "link", "add", "sxother0", "type", "veth", "peer", "name", "sxother1")
-            sh("ip", "-n", node, "link", "set", "sxother0", "up")
-            sh("ip", "-n", node, "route", "add", f"{FOREIGN}/32", "dev", "sxother0", "metric", "100")
-            for rule in FOREIGN_RULES:
-                sh("ip", "-n", node, "rule", "add", *rule)
+            add_foreign(node, "metric", "100")
             before = host_state(node)
             err = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="c", args=pod_args("c", FOREIGN)).error()
             check(f"the node already routes {FOREIGN} elsewhere" in err["msg"], err)
