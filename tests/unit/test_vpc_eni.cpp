@@ -61,6 +61,7 @@ TEST_CASE("the node file: defaults, ENIs, and the ENI of an address", "[vpc-eni]
     CHECK_FALSE(n->pod_eni_support);
     CHECK(n->veth_prefix == "eni");
     CHECK(n->state_dir == "/run/cni-all/vpc-eni");
+    CHECK(n->ipam_dir == "/var/lib/cni/vpc-eni");
     CHECK(n->primary().interface == "eth0");
     const auto* e = n->eni_of(*net::IpAddr::parse("10.0.2.21"));
     REQUIRE(e);
@@ -99,6 +100,8 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
               .find("primaryInterface eth0 is not the interface of the ENI with deviceNumber 0 (eth9)") != std::string::npos);
     CHECK(err(head + R"("vethPrefix": "toolong", )" + kEnis + "}").find("vethPrefix \"toolong\"") != std::string::npos);
     CHECK(err(head + R"("stateDir": "relative", )" + kEnis + "}").find("stateDir \"relative\" is not an absolute path") !=
+          std::string::npos);
+    CHECK(err(head + R"("ipamDir": "../var", )" + kEnis + "}").find("ipamDir \"../var\" is not an absolute path") !=
           std::string::npos);
     CHECK(err("{") == "vpc-eni: node file " + d / "node.json" + ": not valid JSON at line 1, column 2 (byte 1)");
     CHECK(vpc_eni::load_node_file(d / "missing.json").error().msg.find("does not exist") != std::string::npos);
