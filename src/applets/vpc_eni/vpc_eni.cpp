@@ -29,6 +29,9 @@
 #include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/iface/configure.hpp"
+#include "core/iface/link_result.hpp"
+#include "core/iface/remove.hpp"
+#include "core/iface/sockets.hpp"
 #include "core/iface/veth.hpp"
 #include "core/ipam/delegate.hpp"
 #include "core/nl/addr.hpp"
@@ -181,48 +184,49 @@ const Eni* eni_holding(const NodeFile& node, const net::IpAddr& ip) {
     return e != node.enis.end() ? &*e : nullptr;
 }
 
-Result<CniResult> vpc_eni_add(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
-    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
-    const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto host_ns, os::Netns::current());
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto pod, nl::Socket::open_in(ns));
-
-    Rollback undo;
-    CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo));
+// The ENI of each of the IPAM's addresses: every one must be an ENI's secondary address.
+Result<std::vector<const Eni*>> enis_of(const NodeFile& node, const std::vector<IpConfig>& ips) {
     std::vector<const Eni*> enis;
-    for (auto& ip : result.ips) {
+    for (auto& ip : ips) {
         const Eni* eni = node.eni_of(ip.address.ip);
         if (!eni)
             return fail("vpc-eni: IPAM gave " + ip.address.ip.str() + ", which is no ENI's secondary address in " + node.path);
         enis.push_back(eni);
     }
-    CNI_TRY(iface::enable_forwarding(host, result.ips));
-    CNI_TRY_ASSIGN(auto pair, iface::setup_named_veth(pod, host, host_ns, os::SysctlDir::open("net/ipv6/conf"), r.ifname,
-                                                      host_name, c.mtu));
-    undo.push([&] { (void)nl::delete_link(host, host_name); });
-    const nl::LinkInfo& veth = pair.host;
-    const nl::LinkInfo& link = pair.container;
-    CNI_TRY(nl::set_link_up(pod, link, true));
-    for (auto& ip : result.ips) CNI_TRY(configure_pod(pod, link, ip.address.ip, veth.mac));
-    for (std::size_t i = 0; i < result.ips.size(); ++i) CNI_TRY(configure_host(host, veth, result.ips[i].address.ip, *enis[i], undo));
+    return enis;
+}
 
-    Interface host_if, pod_if;
-    host_if.name = host_name;
-    host_if.mac = veth.mac;
-    pod_if.name = r.ifname;
-    pod_if.mac = link.mac;
-    pod_if.sandbox = r.netns;
-    result.interfaces = {host_if, pod_if};
+// The result as the pod sees it: the host end and the pod's interface, each address a host
+// prefix behind the pod's gateway, and no routes of the IPAM's.
+void route_result(CniResult& result, const iface::VethPair& pair, const Request& r) {
+    result.interfaces = {iface::host_interface(pair.host), iface::container_interface(r, pair.container.mac)};
     for (auto& ip : result.ips) {
         ip.interface = 1;
         ip.address = host_prefix(ip.address.ip);
         ip.gateway = pod_gateway(ip.address.ip);
     }
     result.routes.clear();
+}
+
+Result<CniResult> vpc_eni_add(const Context& ctx) {
+    CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
+    CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
+    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
+    const Request& r = ctx.req;
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
+
+    Rollback undo;
+    CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo));
+    CNI_TRY_ASSIGN(auto enis, enis_of(node, result.ips));
+    CNI_TRY(iface::enable_forwarding(io.host, result.ips));
+    CNI_TRY_ASSIGN(auto pair, iface::setup_named_veth(io.container, io.host, io.host_ns, os::SysctlDir::open("net/ipv6/conf"),
+                                                      r.ifname, host_name, c.mtu));
+    undo.push([&] { (void)nl::delete_link(io.host, host_name); });
+    CNI_TRY(nl::set_link_up(io.container, pair.container, true));
+    for (auto& ip : result.ips) CNI_TRY(configure_pod(io.container, pair.container, ip.address.ip, pair.host.mac));
+    for (std::size_t i = 0; i < result.ips.size(); ++i)
+        CNI_TRY(configure_host(io.host, pair.host, result.ips[i].address.ip, *enis[i], undo));
+    route_result(result, pair, r);
     if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
     return result;
@@ -271,18 +275,52 @@ Status vpc_eni_del(const Context& ctx) {
         if (ours) CNI_TRY(nl::delete_link(host, host_name));
         else ctx.warn("vpc-eni: " + host_name + " routes another container's address; left in place");
     }
-    if (!r.netns.empty()) {
-        CNI_TRY_ASSIGN(auto ns, container_netns_if_exists(ctx));
-        if (ns) {
-            CNI_TRY_ASSIGN(auto pod, nl::Socket::open_in(*ns));
-            CNI_TRY(nl::delete_link(pod, r.ifname));
-        }
-    }
+    CNI_TRY(iface::remove_container_link(ctx));
     return eni_ipam ? ipam::delegate_del(ctx, c.net.ipam_type, r.config) : Status{};
 }
 
 Status require(bool ok, const std::string& what) {
     if (!ok) return fail("vpc-eni: " + what);
+    return {};
+}
+
+// CHECK of one of the pod's addresses, `ip`: an ENI's; in the pod the host prefix on `link`,
+// the default route via the gateway and the gateway's permanent neighbour entry with `veth`'s
+// MAC; on the host the route to it over `veth` and its rules.
+Status check_address(const iface::HostSockets& io, const nl::LinkInfo& veth, const nl::LinkInfo& link, const NodeFile& node,
+                     const net::IpAddr& ip) {
+    const int family = family_of(ip);
+    const net::IpAddr gw = pod_gateway(ip);
+    const Eni* eni = node.eni_of(ip);
+    CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary address in " + node.path));
+    CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(io.container, link.index, family));
+    CNI_TRY(require(std::ranges::any_of(addrs, [&](const nl::AddrInfo& a) { return a.local == host_prefix(ip); }),
+                    link.name + " lacks " + host_prefix(ip).str()));
+    CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(io.container, family));
+    CNI_TRY(require(std::ranges::any_of(pod_routes, [&](const nl::RouteSpec& rt) {
+                        return rt.dst.prefix == 0 && rt.gw == gw && rt.oif == link.index;
+                    }),
+                    "the pod has no default route via " + gw.str()));
+    CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(io.container, family, link.index));
+    CNI_TRY(require(std::ranges::any_of(neighs, [&](const nl::NeighSpec& n) {
+                        return n.ip == gw && n.mac == veth.mac && n.state == NUD_PERMANENT;
+                    }),
+                    "the pod has no permanent neighbour " + gw.str() + " lladdr " + veth.mac));
+    CNI_TRY_ASSIGN(auto host_routes, nl::list_routes_via(io.host, family, veth.index));
+    CNI_TRY(require(std::ranges::any_of(host_routes, [&](const nl::RouteSpec& rt) {
+                        return rt.dst == host_prefix(ip) && rt.oif == veth.index;
+                    }),
+                    "the host has no route to " + ip.str() + " over " + veth.name));
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(io.host, family));
+    auto has = [&](const nl::RuleSpec& want) {
+        return std::ranges::any_of(rules, [&](const nl::RuleSpec& x) {
+            return x.priority == want.priority && x.table == want.table && x.src == want.src && x.dst == want.dst;
+        });
+    };
+    CNI_TRY(require(has(to_pod_rule(ip)), "the rule to " + ip.str() + " lookup main pref 512 is missing"));
+    if (eni->device_number > 0)
+        CNI_TRY(require(has(from_pod_rule(ip, *eni)),
+                        "the rule from " + ip.str() + " lookup " + std::to_string(eni->table()) + " pref 1536 is missing"));
     return {};
 }
 
@@ -293,50 +331,14 @@ Status vpc_eni_check(const Context& ctx) {
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "vpc-eni: Required prevResult missing"));
-    CNI_TRY_ASSIGN(auto ns, container_netns(ctx));
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto pod, nl::Socket::open_in(ns));
-    CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
+    CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
+    CNI_TRY_ASSIGN(auto veth, nl::find_link(io.host, host_name));
     CNI_TRY(require(veth.has_value(), "host veth " + host_name + " is missing"));
     CNI_TRY(require(veth->up(), "host veth " + host_name + " is down"));
-    CNI_TRY_ASSIGN(auto link, nl::find_link(pod, r.ifname));
+    CNI_TRY_ASSIGN(auto link, nl::find_link(io.container, r.ifname));
     CNI_TRY(require(link.has_value() && link->peer_index == veth->index,
                     r.ifname + " in the pod is missing or not the peer of " + host_name));
-    for (auto& ipc : prev.ips) {
-        const net::IpAddr ip = ipc.address.ip;
-        const int family = family_of(ip);
-        const net::IpAddr gw = pod_gateway(ip);
-        CNI_TRY_ASSIGN(auto rules, nl::list_rules(host, family));
-        CNI_TRY_ASSIGN(auto neighs, nl::list_neighs(pod, family, link->index));
-        CNI_TRY_ASSIGN(auto pod_routes, nl::list_routes(pod, family));
-        CNI_TRY_ASSIGN(auto host_routes, nl::list_routes_via(host, family, veth->index));
-        const Eni* eni = node.eni_of(ip);
-        CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary address in " + node.path));
-        CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(pod, link->index, family));
-        CNI_TRY(require(std::ranges::any_of(addrs, [&](const nl::AddrInfo& a) { return a.local == host_prefix(ip); }),
-                        r.ifname + " lacks " + host_prefix(ip).str()));
-        CNI_TRY(require(std::ranges::any_of(pod_routes, [&](const nl::RouteSpec& rt) {
-                            return rt.dst.prefix == 0 && rt.gw == gw && rt.oif == link->index;
-                        }),
-                        "the pod has no default route via " + gw.str()));
-        CNI_TRY(require(std::ranges::any_of(neighs, [&](const nl::NeighSpec& n) {
-                            return n.ip == gw && n.mac == veth->mac && n.state == NUD_PERMANENT;
-                        }),
-                        "the pod has no permanent neighbour " + gw.str() + " lladdr " + veth->mac));
-        CNI_TRY(require(std::ranges::any_of(host_routes, [&](const nl::RouteSpec& rt) {
-                            return rt.dst == host_prefix(ip) && rt.oif == veth->index;
-                        }),
-                        "the host has no route to " + ip.str() + " over " + host_name));
-        auto has = [&](const nl::RuleSpec& want) {
-            return std::ranges::any_of(rules, [&](const nl::RuleSpec& x) {
-                return x.priority == want.priority && x.table == want.table && x.src == want.src && x.dst == want.dst;
-            });
-        };
-        CNI_TRY(require(has(to_pod_rule(ip)), "the rule to " + ip.str() + " lookup main pref 512 is missing"));
-        if (eni->device_number > 0)
-            CNI_TRY(require(has(from_pod_rule(ip, *eni)),
-                            "the rule from " + ip.str() + " lookup " + std::to_string(eni->table()) + " pref 1536 is missing"));
-    }
+    for (auto& ip : prev.ips) CNI_TRY(check_address(io, *veth, *link, node, ip.address.ip));
     return {};
 }
 
