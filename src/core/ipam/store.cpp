@@ -126,6 +126,15 @@ bool OwnerView::matches_legacy(std::string_view want_id) const {
 Result<Store> Store::open(const std::string& data_dir, const std::string& network, Warn warn) {
     std::string dir = join(data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir, network);
     CNI_TRY_ASSIGN(auto d, os::Dir::create(dir, 0755));
+    return open_dir(std::move(d), std::move(warn));
+}
+
+Result<Store> Store::open_in(const os::Dir& parent, std::string_view name, Warn warn) {
+    CNI_TRY_ASSIGN(auto d, parent.subdir(name, 0755));
+    return open_dir(std::move(d), std::move(warn));
+}
+
+Result<Store> Store::open_dir(os::Dir d, Warn warn) {
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_in(d, "lock"));
     Store s(std::move(d), std::move(lock), std::move(warn));
     // Both exist before the directory is stamped, so writing them later does not change it.

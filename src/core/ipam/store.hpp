@@ -63,6 +63,8 @@ public:
     static constexpr std::size_t kBuckets = 256;
 
     static Result<Store> open(const std::string& data_dir, const std::string& network, Warn warn);
+    // The store `name` in an opened folder (made when missing), never through a link.
+    static Result<Store> open_in(const os::Dir& parent, std::string_view name, Warn warn);
 
     const std::string& dir() const { return dir_.path(); }
     bool taken(const net::IpAddr& ip) const;  // a file (or anything) has the address's name
@@ -103,6 +105,7 @@ private:
         std::vector<Entry> entries;
     };
     Store(os::Dir dir, os::FileLock lock, Warn warn) : dir_(std::move(dir)), lock_(std::move(lock)), warn_(std::move(warn)) {}
+    static Result<Store> open_dir(os::Dir dir, Warn warn);
     bool header_matches() const;
     Status scan();  // reads every reservation and rebuilds the index
     Bucket& bucket(std::size_t i);

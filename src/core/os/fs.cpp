@@ -176,6 +176,13 @@ Result<Dir> Dir::subdir(std::string_view name, mode_t mode) const {
     return Dir(std::move(fd), path_of(name));
 }
 
+Result<std::optional<Dir>> Dir::subdir_if_exists(std::string_view name) const {
+    UniqueFd fd(::openat(fd_.get(), std::string(name).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!fd && errno == ENOENT) return std::optional<Dir>{};
+    if (!fd) return sys_fail("open", path_of(name));
+    return std::optional<Dir>(Dir(std::move(fd), path_of(name)));
+}
+
 std::string Dir::path_of(std::string_view name) const {
     return (path_.ends_with('/') ? path_ : path_ + "/") + std::string(name);
 }
@@ -232,6 +239,16 @@ Status Dir::write_atomic(std::string_view name, std::string_view data, mode_t mo
 }
 
 bool Dir::remove(std::string_view name) const { return ::unlinkat(fd_.get(), std::string(name).c_str(), 0) == 0; }
+
+bool Dir::remove_dir(std::string_view name) const {
+    return ::unlinkat(fd_.get(), std::string(name).c_str(), AT_REMOVEDIR) == 0;
+}
+
+std::optional<struct stat> Dir::stat(std::string_view name) const {
+    struct stat st{};
+    if (::fstatat(fd_.get(), std::string(name).c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return std::nullopt;
+    return st;
+}
 
 std::vector<std::string> Dir::names() const {
     std::vector<std::string> out;

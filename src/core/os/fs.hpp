@@ -71,6 +71,8 @@ public:
     static Result<Dir> open_trusted(const std::string& path, std::optional<mode_t> mode = std::nullopt);
     // The directory `name` in this one, made when missing; never through a link.
     Result<Dir> subdir(std::string_view name, mode_t mode) const;
+    // The same, never made: nothing when it is missing.
+    Result<std::optional<Dir>> subdir_if_exists(std::string_view name) const;
 
     int fd() const { return fd_.get(); }
     const std::string& path() const { return path_; }
@@ -87,6 +89,8 @@ public:
     Status write(std::string_view name, std::string_view data, mode_t mode) const;  // in place, truncates
     Status write_atomic(std::string_view name, std::string_view data, mode_t mode) const;
     bool remove(std::string_view name) const;  // false when it was not there or could not go
+    bool remove_dir(std::string_view name) const;  // an empty directory; false otherwise
+    std::optional<struct stat> stat(std::string_view name) const;  // of `name` itself, never through a link
     std::vector<std::string> names() const;     // every entry but "." and ".."
     // The error for an open_regular that failed with `err`: "open <path>: a symbolic link", ...
     cni::Unexpected<Error> open_failed(std::string_view name, int err) const;
