@@ -22,6 +22,7 @@ The suite mounts an empty tmpfs over /etc/cni in a mount namespace of its own.""
 import atexit
 import contextlib
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -594,7 +595,7 @@ def add_leaves_an_address_routed_elsewhere():
             add_foreign(node, "metric", "100")
             before = host_state(node)
             err = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="c", args=pod_args("c", FOREIGN)).error()
-            check(f"the node already routes {FOREIGN} elsewhere" in err["msg"], err)
+            check(f"the node already routes {FOREIGN} over another link" in err["msg"] and "sxother" not in err["msg"], err)
             eq(host_state(node), before)
             eq(held(state), [])
             # A rule "to 10.80.2.20 lookup main" at 512 is there already: the ADD keeps it, adds none.
@@ -641,7 +642,7 @@ def del_without_prev_result_or_namespace():
 
 @test
 def del_with_another_ipam_removes_only_the_veth():
-    """vpc-eni DEL with an ipam type other than vpc-eni-ipam succeeds with a warning: a veth of the pod's name that routes nothing and the pod's end go, a live pod's veth, route and rules stay, and no IPAM runs"""
+    """vpc-eni DEL with an ipam type other than vpc-eni-ipam succeeds with a warning: a veth of the pod's name into its namespace and the pod's end go, another sandbox's veth, route and rules stay, and no IPAM runs"""
     with node_and_data() as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod, netns("pod") as bare:
@@ -650,10 +651,11 @@ def del_with_another_ipam_removes_only_the_veth():
             before = host_state(node)
             other = dict(c, ipam={"type": "host-local", "subnet": "10.81.0.0/24", "dataDir": os.path.join(data, "hl")})
             # Another sandbox of the live pod: its veth (the same name) routes the live pod's address.
-            out = plugin.run("DEL", other, host_ns=node, container_id="other", args=pod_args("b")).ok()
+            out = plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="other", args=pod_args("b")).ok()
             check('ipam type "host-local" is not vpc-eni-ipam: DEL removes only the pod\'s veth' in out.err, out)
+            check(f"{veth_name('b')} is left as it is: it is not a veth into the container's namespace" in out.err, out)
             eq(host_state(node), before)
-            # A veth of pod c's name that routes nothing, and the pod's end: both go.
+            # A veth of pod c's name into c's namespace, and the pod's end: both go.
             sh("ip", "-n", node, "link", "add", veth_name("c"), "type", "veth", "peer", "name", "eth0", "netns", bare)
             plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="c", args=pod_args("c")).ok()
             eq(host_state(node), before)
@@ -661,6 +663,60 @@ def del_with_another_ipam_removes_only_the_veth():
             plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="c", args=pod_args("c")).ok()
             check(not os.path.exists(os.path.join(data, "hl")), "host-local ran")
             plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
+
+
+def link_index(ns, name):
+    return json.loads(sh("ip", "-n", ns, "-j", "link", "show", name).stdout)[0]["ifindex"]
+
+
+@test
+def add_and_del_act_only_on_a_veth_into_the_pod():
+    """vpc-eni: a host link of the pod's veth name that is not a veth into the pod's namespace (both ends on the host, or another pod's) stays: ADD refuses, DEL warns; one into the pod's own is replaced; vethPrefix must be the node file's"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as pod, netns("pod") as other:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
+            name = veth_name("v")
+            run = functools.partial(plugin.run, host_ns=node, netns=ns_path(pod), container_id="v", args=pod_args("v"))
+            for peer in (["sxpeer0"], ["eth0", "netns", other]):
+                sh("ip", "-n", node, "link", "add", name, "type", "veth", "peer", "name", *peer)
+                before = host_state(node)
+                err = run("ADD", c).error()
+                check(f"a link named {name} is on the host and is not a veth into this container's namespace" in err["msg"], err)
+                eq(host_state(node), before, f"ADD with {peer}")
+                eq(held(state), [])
+                out = run("DEL", c).ok()
+                check(f"{name} is left as it is: it is not a veth into the container's namespace" in out.err, out)
+                eq(host_state(node), before, f"DEL with {peer}")
+                eq(sh("ip", "-n", other, "link", "show", "eth0", check_rc=False).returncode, 0 if "netns" in peer else 1)
+                sh("ip", "-n", node, "link", "del", name)
+            # A leftover into the pod's own namespace (an earlier ADD's) is replaced.
+            sh("ip", "-n", node, "link", "add", name, "type", "veth", "peer", "name", "eth0", "netns", pod)
+            old = link_index(node, name)
+            run("ADD", c).ok()
+            check(link_index(node, name) != old and link_index(pod, "eth0") != 0)
+            run("DEL", c).ok()
+            check(name not in host_state(node)[2])
+            eq(held(state), [])
+            err = run("ADD", dict(c, vethPrefix="sx")).error()
+            check('vpc-eni: vethPrefix "sx" is not the node file\'s ("eni"' in err["msg"], err)
+
+
+@test
+def node_file_and_ipam_node_file_are_one():
+    """vpc-eni: a config whose nodeFile is not its ipam.nodeFile is refused, naming both, before anything changes"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as pod:
+            path = write_node_file(state, node_file(os.path.join(state, "run")))
+            other = write_node_file(state, node_file(os.path.join(state, "run")), name="other.json")
+            before = host_state(node)
+            for verb in ("ADD", "CHECK", "GC"):
+                err = plugin.run(verb, dict(conf(path), cniVersion="1.1.0", nodeFile=other), host_ns=node, netns=ns_path(pod),
+                                 args=pod_args("p")).error()
+                eq(err["msg"], f'vpc-eni: nodeFile "{other}" is not ipam.nodeFile "{path}": both name the one node file', verb)
+            eq(host_state(node), before)
+            eq(held(state), [])
 
 
 @test

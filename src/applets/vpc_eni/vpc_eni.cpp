@@ -66,21 +66,38 @@ constexpr std::string_view kEniIpam = "vpc-eni-ipam";
 
 std::string not_eni_ipam(const VpcEniConf& c) { return "vpc-eni: ipam type \"" + c.net.ipam_type + "\" is not vpc-eni-ipam"; }
 
+// vpc-eni and its vpc-eni-ipam read one node file: the one whose addresses are routed is the one
+// they are reserved from.
+Status same_node_file(const Request& req, const VpcEniConf& c) {
+    CNI_TRY_ASSIGN(auto ipam, read_eni_ipam(req));
+    if (ipam.ipam.node_file == c.node_file) return {};
+    return fail("vpc-eni: nodeFile \"" + c.node_file + "\" is not ipam.nodeFile \"" + ipam.ipam.node_file +
+                "\": both name the one node file");
+}
+
 // The config; every verb but DEL also needs vpc-eni-ipam (`eni_ipam`), among whose reservations
-// DEL finds a pod's addresses.
+// DEL finds a pod's addresses, with the same nodeFile.
 Result<VpcEniConf> parse_conf(const Request& req, bool eni_ipam = true) {
     CNI_TRY_ASSIGN(auto c, load_config(req.config, kVpcEniKeys));
     if (eni_ipam && c.net.ipam_type != kEniIpam)
         return fail(not_eni_ipam(c) + ": DEL finds a pod's addresses among vpc-eni-ipam's reservations");
+    if (eni_ipam) CNI_TRY(same_node_file(req, c));
     if (c.veth_prefix.empty() || c.veth_prefix.size() > 4)
         return fail("vpc-eni: vethPrefix \"" + c.veth_prefix + "\" must be 1 to 4 characters (the name has 15)");
     if (c.mtu < 68 || c.mtu > 9001) return fail("vpc-eni: mtu " + std::to_string(c.mtu) + " is not within 68..9001");
     return c;
 }
 
+// The config's vethPrefix is the node file's: the veths of the node's pods are the node's choice.
+Status same_veth_prefix(const VpcEniConf& c, const NodeFile& node) {
+    if (c.veth_prefix == node.veth_prefix) return {};
+    return fail("vpc-eni: vethPrefix \"" + c.veth_prefix + "\" is not the node file's (\"" + node.veth_prefix + "\", " +
+                node.path + "): the node's pods' veths are named by the node");
+}
+
 // The host end's name: the prefix and the first 11 hex digits of SHA-1("<namespace>.<pod>"),
 // or of the container id when CNI_ARGS names no pod.
-Result<std::string> host_veth_name(const Request& req, const VpcEniConf& c) {
+Result<std::string> host_veth_name(const Request& req, const std::string& prefix) {
     std::string ns, pod;
     auto keep = [](std::string& into) {
         return [&into](std::string_view v) -> Status {
@@ -93,7 +110,7 @@ Result<std::string> host_veth_name(const Request& req, const VpcEniConf& c) {
                             {"K8S_POD_INFRA_CONTAINER_ID", ignore}, {"K8S_POD_UID", ignore}};
     CNI_TRY(load_cni_args(req.args, fields));
     std::string key = !ns.empty() && !pod.empty() ? ns + "." + pod : req.container_id;
-    return c.veth_prefix + sha1_hex(key).substr(0, 11);
+    return prefix + sha1_hex(key).substr(0, 11);
 }
 
 net::IpNet host_prefix(const net::IpAddr& ip) { return net::IpNet{ip, ip.bits(), ip.bits()}; }
@@ -147,10 +164,11 @@ Status configure_pod(const nl::Socket& s, const nl::LinkInfo& link, const net::I
 // any other link (another program's, or a pod's the IPAM does not know of) is left alone and the
 // ADD refused, never taken over; a rule that is there already is kept, and only the rules this
 // ADD adds are pushed onto `undo`.
-Status configure_host(const nl::Socket& s, const nl::LinkInfo& veth, const net::IpAddr& ip, const Eni& eni, Rollback& undo) {
-    if (auto there = nl::route_to(s, ip); there && there->dst == host_prefix(ip) && there->oif != veth.index)
-        return fail("vpc-eni: the node already routes " + ip.str() + " elsewhere (" + nl::describe(*there) +
-                    "): left as it is, and the address not used");
+Status configure_host(const Context& ctx, const nl::Socket& s, const nl::LinkInfo& veth, const net::IpAddr& ip, const Eni& eni, Rollback& undo) {
+    if (auto there = nl::route_to(s, ip); there && there->dst == host_prefix(ip) && there->oif != veth.index) {
+        ctx.step("vpc-eni: the route to " + ip.str() + " already there: " + nl::describe(*there));  // not the error's to tell
+        return fail("vpc-eni: the node already routes " + ip.str() + " over another link: left as it is, and the address not used");
+    }
     CNI_TRY(nl::add_route(s, host_route(ip, veth.index)));
     std::vector<nl::RuleSpec> rules{to_pod_rule(ip)};
     if (eni.device_number > 0) rules.push_back(from_pod_rule(ip, eni));
@@ -211,7 +229,8 @@ void route_result(CniResult& result, const iface::VethPair& pair, const Request&
 Result<CniResult> vpc_eni_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
     CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
-    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
+    CNI_TRY(same_veth_prefix(c, node));
+    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c.veth_prefix));
     const Request& r = ctx.req;
     CNI_TRY_ASSIGN(auto io, iface::open_host_and_container(ctx));
 
@@ -219,64 +238,55 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto result, ipam::allocate(ctx, c.net.ipam_type, undo));
     CNI_TRY_ASSIGN(auto enis, enis_of(node, result.ips));
     CNI_TRY(iface::enable_forwarding(io.host, result.ips));
-    CNI_TRY_ASSIGN(auto pair, iface::setup_named_veth(io.container, io.host, io.host_ns, os::SysctlDir::open("net/ipv6/conf"),
-                                                      r.ifname, host_name, c.mtu));
+    CNI_TRY_ASSIGN(auto pair, iface::setup_named_veth(io, os::SysctlDir::open("net/ipv6/conf"), r.ifname, host_name, c.mtu));
     undo.push([&] { (void)nl::delete_link(io.host, host_name); });
     CNI_TRY(nl::set_link_up(io.container, pair.container, true));
     for (auto& ip : result.ips) CNI_TRY(configure_pod(io.container, pair.container, ip.address.ip, pair.host.mac));
     for (std::size_t i = 0; i < result.ips.size(); ++i)
-        CNI_TRY(configure_host(io.host, pair.host, result.ips[i].address.ip, *enis[i], undo));
+        CNI_TRY(configure_host(ctx, io.host, pair.host, result.ips[i].address.ip, *enis[i], undo));
     route_result(result, pair, r);
     if (!c.net.dns.empty()) result.dns = c.net.dns;
     undo.dismiss();
     return result;
 }
 
-// Whether the host veth of this name is this container's: it routes none of the addresses that
-// are not. (A new sandbox of the same pod gets a veth of the same name, routing its own address;
-// the old sandbox's DEL leaves it.) The kernel lists only the veth's routes, so the answer does
-// not grow with the node's other routes.
-Result<bool> veth_is_ours(const nl::Socket& host, const nl::LinkInfo& veth, const std::vector<net::IpAddr>& ips) {
-    for (int family : {AF_INET, AF_INET6}) {
-        CNI_TRY_ASSIGN(auto routes, nl::list_routes_via(host, family, veth.index));
-        for (auto& rt : routes)
-            if (rt.oif == veth.index && rt.dst.prefix == rt.dst.ip.bits() && std::ranges::find(ips, rt.dst.ip) == ips.end())
-                return false;
+// DEL's removal of the pod's host veth, its routes with it: only a veth into the container's
+// namespace. A link of that name with its peer elsewhere (another sandbox's of the same pod), or
+// not a veth, stays, and so does one when DEL has no namespace to tell by (a pod's veth goes with
+// its namespace).
+Status remove_host_veth(const Context& ctx, const nl::Socket& host, const std::string& name) {
+    CNI_TRY_ASSIGN(auto veth, nl::find_link(host, name));
+    if (!veth) return {};
+    CNI_TRY_ASSIGN(auto pod, iface::open_container_if_exists(ctx));
+    bool ours = false;
+    if (pod) CNI_TRY_ASSIGN(ours, iface::veth_into(host, *veth, pod->ns));
+    if (!ours) {
+        ctx.warn("vpc-eni: " + name + " is left as it is: it is not a veth into " +
+                 (pod ? "the container's namespace" : "a namespace this DEL was given"));
+        return {};
     }
-    return true;
+    CNI_TRY(nl::delete_link(host, *veth));
+    return {};
 }
 
-// DEL, in an order a second DEL can finish: the rules and the route of the addresses
-// vpc-eni-ipam holds for this container's interface, the veth, the pod's end, and only then the
-// addresses' release (released first, they could no longer be found). With another IPAM (whose
-// ADD vpc-eni refuses), only the veth, when it routes no address, and the pod's end, so that the
-// pod can still be deleted.
+// DEL, in an order a second DEL can finish: the rules of the addresses vpc-eni-ipam holds for
+// this container's interface, the veth (if it is this container's) and its routes, the pod's
+// end, and only then the addresses' release (released first, they could no longer be found).
+// With another IPAM (whose ADD vpc-eni refuses), only the veth, if it is this container's, and
+// the pod's end, so that the pod can still be deleted.
 Status vpc_eni_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req, false));
-    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
-    const Request& r = ctx.req;
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     const bool eni_ipam = c.net.ipam_type == kEniIpam;
     std::vector<net::IpAddr> ips;
     if (eni_ipam) CNI_TRY_ASSIGN(ips, reserved_for(ctx));
-    else ctx.warn(not_eni_ipam(c) + ": DEL removes only the pod's veth, if it routes no address, and asks no IPAM");
-    auto node = load_configured_node_file(c.node_file);  // names each address's ENI table; DEL goes on without it
-    CNI_TRY_ASSIGN(auto veth, nl::find_link(host, host_name));
-    bool routed_ours = false;  // the veth routed one of the container's addresses: it is the container's
-    for (auto& ip : ips) {
-        CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
-        if (!veth) continue;
-        CNI_TRY_ASSIGN(bool removed, nl::del_route(host, host_route(ip, veth->index)));
-        routed_ours |= removed;
-    }
-    if (veth) {
-        bool ours = routed_ours;
-        if (!ours) CNI_TRY_ASSIGN(ours, veth_is_ours(host, *veth, ips));  // a DEL cut short, or another sandbox's veth
-        if (ours) CNI_TRY(nl::delete_link(host, host_name));
-        else ctx.warn("vpc-eni: " + host_name + " routes another container's address; left in place");
-    }
+    else ctx.warn(not_eni_ipam(c) + ": DEL removes only the pod's veth, if it is one into the container's namespace, and asks no IPAM");
+    auto node = load_configured_node_file(c.node_file);  // each address's ENI table and the veths' prefix; DEL goes on without it
+    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    for (auto& ip : ips) CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
+    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, node ? node->veth_prefix : c.veth_prefix));
+    CNI_TRY(remove_host_veth(ctx, host, host_name));
     CNI_TRY(iface::remove_container_link(ctx));
-    return eni_ipam ? ipam::delegate_del(ctx, c.net.ipam_type, r.config) : Status{};
+    return eni_ipam ? ipam::delegate_del(ctx, c.net.ipam_type, ctx.req.config) : Status{};
 }
 
 Status require(bool ok, const std::string& what) {
@@ -327,7 +337,8 @@ Status check_address(const iface::HostSockets& io, const nl::LinkInfo& veth, con
 Status vpc_eni_check(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
     CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
-    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c));
+    CNI_TRY(same_veth_prefix(c, node));
+    CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c.veth_prefix));
     const Request& r = ctx.req;
     CNI_TRY(ipam::delegate_check(ctx, c.net.ipam_type, r.config));
     CNI_TRY_ASSIGN(auto prev, require_prev_result(c.net, "vpc-eni: Required prevResult missing"));

@@ -49,15 +49,27 @@ Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host,
     return finish_pair(container, host, host_ipv6_conf, ifname, peer);
 }
 
-Result<VethPair> setup_named_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
-                                  const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
+Result<bool> veth_into(const nl::Socket& host, const nl::LinkInfo& link, const os::Netns& ns) {
+    if (link.kind != "veth" || !link.link_netnsid) return false;
+    CNI_TRY_ASSIGN(auto id, nl::netns_id(host, ns.fd()));
+    return id == link.link_netnsid;
+}
+
+Result<VethPair> setup_named_veth(const HostSockets& io, const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
                                   const std::string& host_name, std::int64_t mtu) {
-    CNI_TRY(nl::delete_link(host, host_name));  // a leftover of an earlier container of that name
-    CNI_TRY(nl::add_veth(container, nl::NewLink{ifname, mtu, "", 0, -1}, nl::NewLink{host_name, mtu, "", 0, host_ns.fd()}));
+    CNI_TRY_ASSIGN(auto old, nl::find_link(io.host, host_name));
+    if (old) {
+        CNI_TRY_ASSIGN(bool ours, veth_into(io.host, *old, io.ns));
+        if (!ours)
+            return fail("a link named " + host_name + " is on the host and is not a veth into this container's namespace: "
+                        "left as it is, and no veth made");
+        CNI_TRY(nl::delete_link(io.host, *old));  // that very link, an earlier ADD's
+    }
+    CNI_TRY(nl::add_veth(io.container, nl::NewLink{ifname, mtu, "", 0, -1}, nl::NewLink{host_name, mtu, "", 0, io.host_ns.fd()}));
     // Before the host end comes up: its link-local address is usable at once (a point-to-point
     // link has nothing to detect duplicates with).
     (void)host_ipv6_conf.set(host_name + "/accept_dad", "0");
-    return finish_pair(container, host, host_ipv6_conf, ifname, host_name);
+    return finish_pair(io.container, io.host, host_ipv6_conf, ifname, host_name);
 }
 
 }  // namespace cni::iface

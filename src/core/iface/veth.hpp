@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "core/iface/sockets.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/netns.hpp"
 #include "core/os/sysctl.hpp"
@@ -23,10 +24,15 @@ Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host,
                             const os::SysctlDir& host_ipv6_conf, const std::string& ifname, std::int64_t mtu,
                             const std::string& mac);
 
-// The same with the host end named `host_name` (vpc-eni names it after the pod): a link of that
-// name left on the host is deleted first, and the host end skips IPv6 duplicate detection.
-Result<VethPair> setup_named_veth(const nl::Socket& container, const nl::Socket& host, const os::Netns& host_ns,
-                                  const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
+// The same with the host end named `host_name` (vpc-eni names it after the pod), made in `io`'s
+// namespaces; the host end skips IPv6 duplicate detection. A link of that name on the host is
+// removed first only when it is a veth into the container's namespace (a leftover of an earlier
+// ADD of this container); any other is left alone and the ADD refused.
+Result<VethPair> setup_named_veth(const HostSockets& io, const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
                                   const std::string& host_name, std::int64_t mtu);
+
+// Whether the host link `link` is a veth whose peer lives in `ns` (its link_netnsid is the id the
+// host knows `ns` by).
+Result<bool> veth_into(const nl::Socket& host, const nl::LinkInfo& link, const os::Netns& ns);
 
 }  // namespace cni::iface

@@ -5,6 +5,8 @@
 #include <net/if.h>
 #include <netlink/errno.h>
 #include <linux/if_link.h>
+#include <linux/net_namespace.h>
+#include <linux/rtnetlink.h>
 #include <netlink/msg.h>
 #include <netlink/route/link/inet.h>
 #include <netlink/route/link/inet6.h>
@@ -43,6 +45,7 @@ LinkInfo to_info(rtnl_link* l) {
     info.mac = mac_text(rtnl_link_get_addr(l));
     info.master = rtnl_link_get_master(l);
     info.peer_index = rtnl_link_get_link(l);
+    if (std::int32_t id = -1; rtnl_link_get_link_netnsid(l, &id) == 0 && id >= 0) info.link_netnsid = id;
     info.oper_state = rtnl_link_get_operstate(l);
     if (info.kind == "macvlan") info.macvlan_mode = rtnl_link_macvlan_get_mode(l);
     if (info.kind == "vlan") info.vlan_id = rtnl_link_vlan_get_id(l);
@@ -395,8 +398,12 @@ Result<std::optional<LinkInfo>> find_link_by_mac(const Socket& s, const std::str
 Result<bool> delete_link(const Socket& s, const std::string& name) {
     CNI_TRY_ASSIGN(auto link, find_link(s, name));
     if (!link) return false;
-    if (auto detached = delete_link_detached(s, link->index, name)) return std::move(*detached);
-    return delete_link_now(s, link->index, name);
+    return delete_link(s, *link);
+}
+
+Result<bool> delete_link(const Socket& s, const LinkInfo& link) {
+    if (auto detached = delete_link_detached(s, link.index, link.name)) return std::move(*detached);
+    return delete_link_now(s, link.index, link.name);
 }
 
 Result<bool> delete_link_now(const Socket& s, int index, const std::string& name) {
@@ -407,6 +414,24 @@ Result<bool> delete_link_now(const Socket& s, int index, const std::string& name
     if (err == -NLE_NODEV || err == -NLE_OBJ_NOTFOUND) return false;  // gone meanwhile
     CNI_TRY(s.check(err, "deleting link " + name));
     return true;
+}
+
+Result<std::optional<int>> netns_id(const Socket& s, int netns_fd) {
+    const std::string what = "asking for a namespace's id";
+    libnl::MsgPtr msg(nlmsg_alloc_simple(RTM_GETNSID, 0));
+    rtgenmsg header{};
+    header.rtgen_family = AF_UNSPEC;
+    if (!msg || nlmsg_append(msg.get(), &header, sizeof header, NLMSG_ALIGNTO) < 0 ||
+        nla_put_u32(msg.get(), NETNSA_FD, std::uint32_t(netns_fd)) < 0)
+        return fail(what + ": out of memory");
+    std::optional<int> id;
+    CNI_TRY(s.ask(msg.get(), [&](nl_msg* answer) {
+        nlmsghdr* hdr = nlmsg_hdr(answer);
+        if (hdr->nlmsg_type != RTM_NEWNSID) return;
+        nlattr* nsid = nlmsg_find_attr(hdr, sizeof(rtgenmsg), NETNSA_NSID);
+        if (nsid && nla_len(nsid) >= 4 && nla_get_s32(nsid) >= 0) id = nla_get_s32(nsid);
+    }, what));
+    return id;
 }
 
 std::string random_veth_name() {

@@ -26,6 +26,7 @@ struct LinkInfo {
     std::string mac;      // lowercase, colon separated
     int master = 0;       // ifindex of the master, 0 if none
     int peer_index = 0;   // IFLA_LINK: a veth's peer (in its own namespace)
+    std::optional<int> link_netnsid;  // IFLA_LINK_NETNSID: that namespace's id here (netns_id), if not this one
     int oper_state = 0;   // IF_OPER_*
     std::uint32_t macvlan_mode = 0;  // MACVLAN_MODE_* for a macvlan
     int vlan_id = -1;                // 802.1Q id for a vlan
@@ -102,9 +103,15 @@ Result<std::vector<LinkInfo>> ports_of(const Socket& s, int master_index);
 // Deletes by name; false when there was no such link. In a plugin call the kernel's wait after
 // the removal is left to a child (detached_delete.hpp).
 Result<bool> delete_link(const Socket& s, const std::string& name);
+// The same for that very link (by its index, as found), whatever now has its name.
+Result<bool> delete_link(const Socket& s, const LinkInfo& link);
 // Deletes link `index` (called `name`, for messages) in this process, waiting for the kernel's
 // answer; false when it was gone already.
 Result<bool> delete_link_now(const Socket& s, int index, const std::string& name);
+
+// The id the socket's namespace knows the namespace `netns_fd` by (RTM_GETNSID, `ip netns
+// list-id`): what a link whose peer lives there carries as link_netnsid; nothing when it has none.
+Result<std::optional<int>> netns_id(const Socket& s, int netns_fd);
 
 // "vethXXXXXXXX" with 4 random bytes, as the reference names host-side veths.
 std::string random_veth_name();
