@@ -13,9 +13,11 @@ documented ones (docs/vpc-eni.md). DEL removes everything, a second DEL succeeds
 node-teardown leaves the node as it was, without a table of the other iptables variant. DEL acts
 only on what vpc-eni-ipam holds for its container (another program's route and rules, and a live
 pod's, survive a DEL whose prevResult names their addresses), also with neither prevResult nor a
-namespace, and a DEL cut short is finished by the next; with another IPAM it removes only a
-veth that routes nothing. Two networks naming one node file share its one store: they never get
-one address, and one's ADD, GC and DEL leave the other's pod as it was; an ADD leaves an address
+namespace, and a DEL cut short is finished by the next; with another IPAM it finds the state
+through nodeFile. A host link of the pod's veth name is removed only when it is a veth into the
+pod's namespace. Two networks naming one node file share its one store: they never get one
+address, and one's ADD, GC and DEL (nor a same-named config's GC) leave the other's pod as it
+was; only ADD makes folders, and the node file's caps refuse past them; an ADD leaves an address
 routed over another link alone. A node file's errors show where it is wrong and none of its
 bytes, and a network config may name only root's own under /etc/cni (every refusal the same).
 The suite mounts an empty tmpfs over /etc/cni in a mount namespace of its own."""
@@ -518,9 +520,15 @@ def del_acts_only_on_its_own_addresses():
 
 
 def record(state, network, ip):
-    """The owner network `network`'s record of `ip` names, or None."""
+    """What network `network`'s record of `ip` says (container ID, ifname, ipam digest, pod
+    namespace), or None."""
     path = os.path.join(state, "run", "ipam", "networks", network, ip)
-    return open(path, newline="").read() if os.path.exists(path) else None
+    return open(path, newline="").read().split("\r\n") if os.path.exists(path) else None
+
+
+def digest(c):
+    """The SHA-1 of a config's ipam object, compact with its keys sorted, as a record keeps it."""
+    return hashlib.sha1(json.dumps(c["ipam"], sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 @test
@@ -541,7 +549,7 @@ def two_networks_on_one_node_file():
                 for want in (f"512:\tfrom all to {ip_a} lookup main", f"1536:\tfrom {ip_a} lookup 2"):
                     check(want in rules, f"{when}: {want!r} in {rules}")
                 check(veth_name("a") in links and ip_a in held(state), f"{when}: {links} {held(state)}")
-                eq(record(state, "net-a", ip_a), "ca\r\neth0", when)
+                eq(record(state, "net-a", ip_a), ["ca", "eth0", digest(na), "default"], when)
                 plugin.run("CHECK", dict(na, prevResult=a), host_ns=node, netns=ns_path(pa), container_id="ca",
                            args=pod_args("a")).ok()
 
@@ -558,7 +566,7 @@ def two_networks_on_one_node_file():
             ip_b = b["ips"][0]["address"].split("/")[0]
             eq(ip_b, "10.80.2.21")  # the one after A's, in the one store's round-robin order
             eq(held(state), sorted([ip_a, ip_b]))
-            eq(record(state, "net-b", ip_b), "cb\r\neth0")
+            eq(record(state, "net-b", ip_b), ["cb", "eth0", digest(nb), "default"])
             eq(record(state, "net-b", ip_a), None)
             check(not os.path.exists(os.path.join(data, "a")) and not os.path.exists(os.path.join(data, "b")), os.listdir(data))
             a_intact("after B's ADD")
@@ -573,6 +581,13 @@ def two_networks_on_one_node_file():
             # B's DEL of A's container, interface and pod (a runtime's DEL after B's ADD failed for them).
             plugin.run("DEL", nb, host_ns=node, container_id="ca", args=pod_args("a")).ok()
             a_intact("after B's DEL of A's attachment")
+            # A config of A's name with another ipam object (a tenant's, say): its GC with no valid
+            # attachment leaves A's address, record, rules and veth, with a warning.
+            same_name = dict(na, cniVersion="1.1.0", ipam=dict(na["ipam"], dataDir=os.path.join(data, "elsewhere")))
+            same_name["cni.dev/valid-attachments"] = []
+            out = plugin.run("GC", same_name, host_ns=node).ok()
+            check('of network "net-a" were given under another ipam config of that name' in out.err, out)
+            a_intact("after the GC of another config named net-a")
             # A's GC keeps what is valid; A's DEL removes A's own.
             gc = dict(na, cniVersion="1.1.0")
             gc["cni.dev/valid-attachments"] = [{"containerID": "ca", "ifname": "eth0"}]
@@ -583,6 +598,7 @@ def two_networks_on_one_node_file():
             check(ip_a not in routes and ip_a not in rules and veth_name("a") not in links, (routes, rules, links))
             eq(held(state), [])
             eq(record(state, "net-a", ip_a), None)
+            eq(os.listdir(os.path.join(state, "run", "ipam", "networks")), [])  # each network's folder went with its last address
 
 
 @test
@@ -641,18 +657,18 @@ def del_without_prev_result_or_namespace():
 
 
 @test
-def del_with_another_ipam_removes_only_the_veth():
-    """vpc-eni DEL with an ipam type other than vpc-eni-ipam succeeds with a warning: a veth of the pod's name into its namespace and the pod's end go, another sandbox's veth, route and rules stay, and no IPAM runs"""
+def del_with_another_ipam_finds_the_state_through_node_file():
+    """vpc-eni DEL with an ipam type other than vpc-eni-ipam succeeds with a warning: through nodeFile it removes the container's rules, its veth and the pod's end and releases its address; another sandbox's veth stays, and no IPAM runs"""
     with node_and_data() as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod, netns("pod") as bare:
             c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
-            plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
+            plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b", "10.80.2.20")).ok()
             before = host_state(node)
             other = dict(c, ipam={"type": "host-local", "subnet": "10.81.0.0/24", "dataDir": os.path.join(data, "hl")})
-            # Another sandbox of the live pod: its veth (the same name) routes the live pod's address.
+            # Another sandbox of the live pod: its veth (the same name) is not into this DEL's namespace.
             out = plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="other", args=pod_args("b")).ok()
-            check('ipam type "host-local" is not vpc-eni-ipam: DEL removes only the pod\'s veth' in out.err, out)
+            check('ipam type "host-local" is not vpc-eni-ipam: DEL finds the container\'s addresses through nodeFile' in out.err, out)
             check(f"{veth_name('b')} is left as it is: it is not a veth into the container's namespace" in out.err, out)
             eq(host_state(node), before)
             # A veth of pod c's name into c's namespace, and the pod's end: both go.
@@ -661,8 +677,13 @@ def del_with_another_ipam_removes_only_the_veth():
             eq(host_state(node), before)
             eq(sh("ip", "-n", bare, "link", "show", "eth0", check_rc=False).returncode != 0, True)
             plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="c", args=pod_args("c")).ok()
+            # The live pod's DEL with the edited config: its rules, route and veth go and its address is released.
+            plugin.run("DEL", other, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
+            routes, rules, links = host_state(node)
+            check("10.80.2.20" not in routes and "10.80.2.20" not in rules and veth_name("b") not in links, (routes, rules, links))
+            eq(held(state), [])
+            eq(record(state, "vpc-test", "10.80.2.20"), None)
             check(not os.path.exists(os.path.join(data, "hl")), "host-local ran")
-            plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="live", args=pod_args("b")).ok()
 
 
 def link_index(ns, name):
@@ -717,6 +738,37 @@ def node_file_and_ipam_node_file_are_one():
                 eq(err["msg"], f'vpc-eni: nodeFile "{other}" is not ipam.nodeFile "{path}": both name the one node file', verb)
             eq(host_state(node), before)
             eq(held(state), [])
+
+
+@test
+def no_folders_but_add_s_and_caps():
+    """vpc-eni: DEL, CHECK and GC of what holds nothing make no folder in ipamDir, and a network's folder goes with its last address; maxAddressesPerNamespace refuses the next pod of a namespace, naming the cap"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as pod, netns("pod") as second:
+            path = write_node_file(state, node_file(os.path.join(state, "run"), maxAddressesPerNamespace=1))
+            c, ipam = conf(path), os.path.join(state, "run", "ipam")
+            prev = {"cniVersion": "1.0.0", "ips": [{"address": "10.80.2.20/32", "gateway": "169.254.1.1", "interface": 1}]}
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="x", args=pod_args("x")).ok()
+            plugin.run("CHECK", dict(c, prevResult=prev), host_ns=node, netns=ns_path(pod), container_id="x",
+                       args=pod_args("x")).error()
+            gc = dict(c, cniVersion="1.1.0")
+            gc["cni.dev/valid-attachments"] = []
+            plugin.run("GC", gc, host_ns=node).ok()
+            check(not os.path.exists(ipam), os.listdir(os.path.join(state, "run")) if os.path.exists(os.path.join(state, "run")) else None)
+            plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="p", args=pod_args("p")).ok()
+            before = host_state(node)
+            err = plugin.run("ADD", c, host_ns=node, netns=ns_path(second), container_id="q", args=pod_args("q")).error()
+            check('namespace "default" holds 1 of the node\'s addresses, as many as maxAddressesPerNamespace (1' in err["msg"], err)
+            eq(host_state(node), before)
+            eq(len(held(state)), 1)
+            x = conf(path, name="net-x")
+            plugin.run("DEL", x, host_ns=node, container_id="x", args=pod_args("x")).ok()
+            plugin.run("GC", dict(gc, name="net-x"), host_ns=node).ok()
+            eq(os.listdir(os.path.join(ipam, "networks")), ["vpc-test"])
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="p", args=pod_args("p")).ok()
+            eq(held(state), [])
+            eq(os.listdir(os.path.join(ipam, "networks")), [])
 
 
 @test

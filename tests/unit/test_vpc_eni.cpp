@@ -176,7 +176,7 @@ TEST_CASE("vpc-eni-ipam: one store per node file, each network acting only on wh
         CHECK(c->data_dir + "/" + c->name == d / "ipam/addresses");
         CNI_TRY_ASSIGN(auto held, vpc_eni::Reservations::open(*node, network, ctx.warn));
         CNI_TRY_ASSIGN(auto result, ipam::pool_add(ctx, *c, held.store()));
-        CNI_TRY(held.record({result.ips.at(0).address.ip}, id, "eth0"));
+        CNI_TRY(held.record({result.ips.at(0).address.ip}, vpc_eni::Claim{id, "eth0", "d1", ""}));
         return result.ips.at(0).address.ip;
     };
     auto open = [&](const std::string& network) { return vpc_eni::Reservations::open(*node, network, [](std::string_view) {}); };
@@ -186,7 +186,7 @@ TEST_CASE("vpc-eni-ipam: one store per node file, each network acting only on wh
     CHECK(*a != *b);
     CHECK_FALSE(add("net-b", "cc"));  // the node's two addresses are taken, whichever network took them
     CHECK(d.read("ipam/addresses/" + a->str()) == "ca\r\neth0");  // host-local's own file
-    CHECK(d.read("ipam/networks/net-a/" + a->str()) == "ca\r\neth0");
+    CHECK(d.read("ipam/networks/net-a/" + a->str()) == "ca\r\neth0\r\nd1\r\n");
     // Another network does not see, release or collect what net-a holds, even for net-a's
     // attachment. (One Reservations at a time: each holds the store's lock.)
     {
@@ -194,26 +194,34 @@ TEST_CASE("vpc-eni-ipam: one store per node file, each network acting only on wh
         REQUIRE(net_b);
         CHECK(net_b->held("ca", "eth0").empty());
         CHECK(net_b->release("ca", "eth0"));
-        CHECK(net_b->stale({}) == std::vector<net::IpAddr>{*b});
-        CHECK(net_b->release_stale({}));
+        // Another config of net-b's name (another ipam digest) neither sees nor collects it.
+        CHECK(net_b->stale({}, "d2").empty());
+        CHECK(net_b->release_stale({}, "d2"));
+        CHECK(d.exists("ipam/networks/net-b/" + b->str()));
+        CHECK(net_b->stale({}, "d1") == std::vector<net::IpAddr>{*b});
+        CHECK(net_b->release_stale({}, "d1"));
         CHECK(net_b->held("cb", "eth0").empty());
     }
     CHECK_FALSE(d.exists("ipam/addresses/" + b->str()));
-    CHECK_FALSE(d.exists("ipam/networks/net-b/" + b->str()));
+    CHECK_FALSE(d.exists("ipam/networks/net-b"));  // its last address gone, the network's folder goes
     {
         auto net_a = open("net-a");
         REQUIRE(net_a);
         CHECK(net_a->held("ca", "eth0") == std::vector<net::IpAddr>{*a});
-        CHECK(net_a->stale({net::Attachment{"ca", "eth0"}}).empty());
+        CHECK(net_a->stale({net::Attachment{"ca", "eth0"}}, "d1").empty());
         CHECK(net_a->held("ca", "eth1").empty());
     }
     // A record whose reservation went (a release cut short) is no one's, and GC drops it.
-    d.write("ipam/networks/net-b/10.80.1.21", "cz\r\neth0");
     {
         auto net_b = open("net-b");
         REQUIRE(net_b);
-        CHECK(net_b->stale({}).empty());
-        CHECK(net_b->release_stale({}));
+    }
+    d.write("ipam/networks/net-b/10.80.1.21", "cz\r\neth0\r\nd1\r\n");
+    {
+        auto net_b = open("net-b");
+        REQUIRE(net_b);
+        CHECK(net_b->stale({}, "d1").empty());
+        CHECK(net_b->release_stale({}, "d1"));
     }
     CHECK_FALSE(d.exists("ipam/networks/net-b/10.80.1.21"));
     CHECK(d.exists("ipam/addresses/" + a->str()));
@@ -224,6 +232,69 @@ TEST_CASE("vpc-eni-ipam: one store per node file, each network acting only on wh
         REQUIRE_FALSE(r);
         CHECK(r.error().msg.find("is not one a CNI network may have") != std::string::npos);
     }
+}
+
+TEST_CASE("vpc-eni-ipam: caps, folders only ADD makes, and GC of a reservation no network recorded", "[vpc-eni]") {
+    TempDir d;
+    d.write("node.json", R"({"primaryInterface": "eth0", "vpcCidrs": ["10.80.0.0/16"], "ipamDir": ")" + d / "ipam" +
+                             R"(", "maxAddressesPerNetwork": 2, "maxAddressesPerNamespace": 1,
+                             "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24",
+                             "primaryIp": "10.80.1.10", "secondaryIps": ["10.80.1.20", "10.80.1.21", "10.80.1.22"]}]})");
+    auto node = vpc_eni::load_node_file(d / "node.json");
+    REQUIRE(node);
+    auto quiet = [](std::string_view) {};
+    // DEL, CHECK and GC make nothing: no ipamDir, store or network folder.
+    auto none = vpc_eni::Reservations::open_existing(*node, "net-a", quiet);
+    REQUIRE(none);
+    CHECK_FALSE(*none);
+    CHECK_FALSE(d.exists("ipam"));
+    auto reserve = [&](const std::string& network, const std::string& id, const std::string& ns, const char* ip) -> Status {
+        CNI_TRY_ASSIGN(auto held, vpc_eni::Reservations::open(*node, network, quiet));
+        vpc_eni::Claim claim{id, "eth0", "d1", ns};
+        CNI_TRY(held.admit(claim));
+        CNI_TRY_ASSIGN(bool reserved, held.store().reserve(*net::IpAddr::parse(ip), id, "eth0", 0));
+        REQUIRE(reserved);
+        return held.record({*net::IpAddr::parse(ip)}, claim);
+    };
+    REQUIRE(reserve("net-a", "c1", "team-a", "10.80.1.20"));
+    CHECK(d.exists("ipam/namespaces/team-a/10.80.1.20"));
+    // One more for team-a is past maxAddressesPerNamespace, whichever network asks.
+    auto refused = reserve("net-b", "c2", "team-a", "10.80.1.21");
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().msg.find("namespace \"team-a\" holds 1 of the node's addresses, as many as maxAddressesPerNamespace (1") !=
+          std::string::npos);
+    CHECK_FALSE(d.exists("ipam/networks/net-b"));  // the refused ADD's folder went
+    REQUIRE(reserve("net-a", "c3", "team-b", "10.80.1.21"));
+    refused = reserve("net-a", "c4", "team-c", "10.80.1.22");  // net-a holds 2: maxAddressesPerNetwork
+    REQUIRE_FALSE(refused);
+    CHECK(refused.error().msg.find("network \"net-a\" holds 2 of the node's addresses, as many as maxAddressesPerNetwork (2") !=
+          std::string::npos);
+    // A reservation no network recorded (an ADD that died before its record) is GC's only after
+    // the grace period.
+    {
+        auto held = vpc_eni::Reservations::open(*node, "net-c", quiet);
+        REQUIRE(held);
+        REQUIRE(held->store().reserve(*net::IpAddr::parse("10.80.1.22"), "dead", "eth0", 0));
+        held->store().flush();
+        held->drop_empty();
+    }
+    REQUIRE(vpc_eni::release_unrecorded(*node, quiet));
+    CHECK(d.exists("ipam/addresses/10.80.1.22"));
+    const auto old = std::filesystem::file_time_type::clock::now() - std::chrono::seconds(vpc_eni::kUnrecordedGraceSeconds + 60);
+    std::filesystem::last_write_time(d / "ipam/addresses/10.80.1.22", old);
+    REQUIRE(vpc_eni::release_unrecorded(*node, quiet));
+    CHECK_FALSE(d.exists("ipam/addresses/10.80.1.22"));
+    CHECK(d.exists("ipam/addresses/10.80.1.20"));  // recorded ones stay, however old
+    // A release removes the record and the namespace's marker, and the folders left empty.
+    {
+        auto held = vpc_eni::Reservations::open_existing(*node, "net-a", quiet);
+        REQUIRE(held);
+        REQUIRE(*held);
+        REQUIRE((*held)->release("c1", "eth0"));
+        REQUIRE((*held)->release("c3", "eth0"));
+    }
+    CHECK_FALSE(d.exists("ipam/namespaces/team-a"));
+    CHECK_FALSE(d.exists("ipam/networks/net-a"));
 }
 
 TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a second, not quadratic", "[vpc-eni]") {

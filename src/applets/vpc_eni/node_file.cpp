@@ -79,6 +79,8 @@ Status validate(const NodeFile& n) {
     if (!n.state_dir.starts_with("/")) return fail(in + "stateDir \"" + n.state_dir + "\" is not an absolute path");
     if (!n.ipam_dir.starts_with("/")) return fail(in + "ipamDir \"" + n.ipam_dir + "\" is not an absolute path");
     if (n.vpc_cidrs.empty()) return fail(in + "vpcCidrs is missing");
+    if (n.max_per_network < 0) return fail(in + "maxAddressesPerNetwork " + std::to_string(n.max_per_network) + " is negative");
+    if (n.max_per_namespace < 0) return fail(in + "maxAddressesPerNamespace " + std::to_string(n.max_per_namespace) + " is negative");
     if (n.mtu < 576 || n.mtu > 9001) return fail(in + "mtu " + std::to_string(n.mtu) + " is not within 576..9001");
     AddressSet seen(n.address_count());
     for (std::size_t i = 0; i < n.enis.size(); ++i) {

@@ -269,24 +269,36 @@ Status remove_host_veth(const Context& ctx, const nl::Socket& host, const std::s
     return {};
 }
 
+// The node file DEL reads: vpc-eni-ipam's, whose store holds the addresses; nodeFile with another IPAM.
+Result<std::string> del_node_file(const Context& ctx, const VpcEniConf& c, bool eni_ipam) {
+    if (!eni_ipam) return c.node_file;
+    CNI_TRY_ASSIGN(auto ipam, read_eni_ipam(ctx.req));
+    if (ipam.ipam.node_file != c.node_file)
+        ctx.warn("vpc-eni: nodeFile \"" + c.node_file + "\" is not ipam.nodeFile \"" + ipam.ipam.node_file +
+                 "\": DEL reads ipam.nodeFile, whose store holds the addresses");
+    return ipam.ipam.node_file;
+}
+
 // DEL, in an order a second DEL can finish: the rules of the addresses vpc-eni-ipam holds for
-// this container's interface, the veth (if it is this container's) and its routes, the pod's
-// end, and only then the addresses' release (released first, they could no longer be found).
-// With another IPAM (whose ADD vpc-eni refuses), only the veth, if it is this container's, and
-// the pod's end, so that the pod can still be deleted.
+// this container's interface in the network's store, the veth (if it is this container's) and
+// its routes, the pod's end, and only then the addresses' release (released first, they could no
+// longer be found). With another IPAM (whose ADD vpc-eni refuses), the same through nodeFile,
+// vpc-eni releasing them itself, so the pod can still be deleted and nothing is left.
 Status vpc_eni_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req, false));
     const bool eni_ipam = c.net.ipam_type == kEniIpam;
-    std::vector<net::IpAddr> ips;
-    if (eni_ipam) CNI_TRY_ASSIGN(ips, reserved_for(ctx));
-    else ctx.warn(not_eni_ipam(c) + ": DEL removes only the pod's veth, if it is one into the container's namespace, and asks no IPAM");
-    auto node = load_configured_node_file(c.node_file);  // each address's ENI table and the veths' prefix; DEL goes on without it
+    if (!eni_ipam) ctx.warn(not_eni_ipam(c) + ": DEL finds the container's addresses through nodeFile, releases them itself "
+                            "and runs no IPAM");
+    CNI_TRY_ASSIGN(auto file, del_node_file(ctx, c, eni_ipam));
+    auto node = load_configured_node_file(file);  // each address's ENI table and the veths' prefix; DEL goes on without it
+    CNI_TRY_ASSIGN(auto ips, reserved_for(ctx, file, c.net.name));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     for (auto& ip : ips) CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, node ? node->veth_prefix : c.veth_prefix));
     CNI_TRY(remove_host_veth(ctx, host, host_name));
     CNI_TRY(iface::remove_container_link(ctx));
-    return eni_ipam ? ipam::delegate_del(ctx, c.net.ipam_type, ctx.req.config) : Status{};
+    if (eni_ipam) return ipam::delegate_del(ctx, c.net.ipam_type, ctx.req.config);
+    return release_for(ctx, file, c.net.name);
 }
 
 Status require(bool ok, const std::string& what) {

@@ -19,21 +19,30 @@ Result<CniResult> eni_ipam_add(const Context& ctx) {
         ctx.warn("vpc-eni-ipam: ipam.dataDir is ignored: the reservations are the node's, in its node file's ipamDir");
     CNI_TRY_ASSIGN(auto node, load_configured_node_file(r.ipam.node_file));
     CNI_TRY_ASSIGN(auto pool, pool_for(ctx.req, r, node));
+    const Claim claim = claim_of(ctx.req, r.net);
     CNI_TRY_ASSIGN(auto held, Reservations::open(node, r.net.name, ctx.warn));
-    CNI_TRY_ASSIGN(auto result, ipam::pool_add(ctx, pool, held.store()));
+    auto result = [&]() -> Result<CniResult> {
+        CNI_TRY(held.admit(claim));
+        return ipam::pool_add(ctx, pool, held.store());
+    }();
+    if (!result) {
+        held.drop_empty();
+        return result;
+    }
     std::vector<net::IpAddr> ips;
-    for (auto& ip : result.ips) ips.push_back(ip.address.ip);
-    CNI_TRY(held.record(ips, ctx.req.container_id, ctx.req.ifname));
+    for (auto& ip : result->ips) ips.push_back(ip.address.ip);
+    CNI_TRY(held.record(ips, claim));
     return result;
 }
 
 Status eni_ipam_del(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto held, reservations_of(ctx));
-    return held ? held->release(ctx.req.container_id, ctx.req.ifname) : Status{};
+    CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
+    return release_for(ctx, r.ipam.node_file, r.net.name);
 }
 
 Status eni_ipam_check(const Context& ctx) {
-    CNI_TRY_ASSIGN(auto ips, reserved_for(ctx));
+    CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
+    CNI_TRY_ASSIGN(auto ips, reserved_for(ctx, r.ipam.node_file, r.net.name));
     if (ips.empty()) return fail("vpc-eni-ipam: Failed to find address added by container " + ctx.req.container_id);
     return {};
 }
@@ -48,14 +57,20 @@ Status eni_ipam_status(const Context& ctx) {
     return ipam::pool_status(ctx, *pool);
 }
 
+// GC: the network's records of attachments not among the valid ones, made under this config,
+// then the reservations no network records (an ADD that died before its record).
 Status eni_ipam_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
     if (!r.net.valid_attachments) {
         ctx.warn("vpc-eni-ipam: GC without cni.dev/valid-attachments: nothing is released");
         return {};
     }
-    CNI_TRY_ASSIGN(auto held, reservations_of(ctx));
-    return held ? held->release_stale(*r.net.valid_attachments) : Status{};
+    {
+        CNI_TRY_ASSIGN(auto held, reservations_of(ctx, r.ipam.node_file, r.net.name));  // its lock held in this scope
+        if (held) CNI_TRY(held->release_stale(*r.net.valid_attachments, claim_of(ctx.req, r.net).digest));
+    }
+    auto node = load_configured_node_file(r.ipam.node_file);
+    return node ? release_unrecorded(*node, ctx.warn) : Status{};
 }
 
 constexpr auto kEniIpamKeyDocs = docs_of(kEniIpamKeys);
