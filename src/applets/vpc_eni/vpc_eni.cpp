@@ -12,7 +12,8 @@
 // only on the addresses vpc-eni-ipam holds for the network and the container's interface (never
 // on a prevResult's word), removes only the rules and route vpc-eni makes for them, and releases
 // them last, so a DEL cut short is finished by the next; it is idempotent and works when the
-// namespace or the veth is gone. CHECK verifies every piece; STATUS goes to the IPAM; GC removes
+// namespace or the veth is gone. ADD and DEL remove a host link of the veth's name only when it
+// is a veth into the pod's namespace. CHECK verifies every piece; STATUS goes to the IPAM; GC removes
 // the rules of the network's addresses whose attachments are gone, then the IPAM releases them.
 // `vpc-eni node-setup FILE` / `node-teardown FILE` prepare the node (node.cpp).
 #include <linux/fib_rules.h>
