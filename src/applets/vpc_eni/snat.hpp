@@ -9,6 +9,7 @@
 // drop it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
