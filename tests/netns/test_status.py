@@ -40,7 +40,8 @@ def configs(data):
         "sbr": ({}, 0),
         "vrf": ({"vrfname": "vrf0"}, 0),
         "flannel": ({"subnetFile": os.path.join(data, "no-subnet.env")}, NOT_AVAILABLE),
-        "vpc-eni": ({"ipam": {"type": "vpc-eni-ipam", "nodeFile": os.path.join(data, "no-node.json")}}, NOT_AVAILABLE),
+        "vpc-eni": ({"nodeFile": os.path.join(data, "no-node.json"),
+                     "ipam": {"type": "vpc-eni-ipam", "nodeFile": os.path.join(data, "no-node.json")}}, NOT_AVAILABLE),
         "vpc-eni-ipam": ({"ipam": {"type": "vpc-eni-ipam", "nodeFile": os.path.join(data, "no-node.json")}}, NOT_AVAILABLE),
     }
 
