@@ -169,7 +169,7 @@ private:
         }
         if (replaced) replaced->stop(false);  // same attachment in a new namespace: the old thread is stale
         auto result = att->wait_bound(hung_up);
-        if (!result) return abandoned(key, *att);
+        if (!result) return abandoned(key, *att, std::move(*ticket));
         if (!*result) {
             release(key, att.get());
             return cni::Unexpected(result->error());
@@ -178,12 +178,14 @@ private:
     }
 
     // An ADD whose client hung up while it waited: its acquisition stops, unless another ADD of
-    // the same attachment waits for it.
-    DaemonReply abandoned(const std::string& key, Attachment& att) {
+    // the same attachment waits for it. Its place is given back before the log says so, so one
+    // who reads the line may take the place at once.
+    DaemonReply abandoned(const std::string& key, Attachment& att, Acquisitions::Ticket place) {
         bool alone = att.unwaited();
+        if (alone) release(key, &att);
+        { auto given_back = std::move(place); }
         log_(log::Level::info, "the client of the ADD of " + shown(key) + " hung up" +
                                    (alone ? "; stopping its acquisition" : "; another ADD waits for the same lease"));
-        if (alone) release(key, &att);
         return fail(code::try_again_later, "dhcp daemon: the ADD's client hung up");
     }
 
