@@ -460,6 +460,29 @@ def remove_when_unused_takes_the_bridge_with_its_last_port():
 
 
 @test
+def remove_when_unused_keeps_the_bridge_of_a_pod_whose_peer_index_names_a_gateway():
+    """bridge removeWhenUnused: a pod's port is never taken for a "<bridge>.<vlan>" gateway, even
+    when the host link of its peer's ifindex (an index in the pod's namespace) is named so: the
+    other pod's DEL leaves this pod's veth, the bridge and its address"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, isGateway=True, removeWhenUnused=True)
+        sh("ip", "-n", host, "link", "add", "cnibr0.7", "index", "2", "type", "veth", "peer", "name", "brdecoy0", "index", "9")
+        r1 = add(host, c1, c, "br-1").ok().json()
+        add(host, c2, c, "br-2").ok()
+        eq(link(c1, "eth0")["ifindex"], 2, "the pod's eth0 has the index of the host's cnibr0.7")
+        delete(host, c2, c, "br-2").ok()
+        hostveth = r1["interfaces"][1]["name"]
+        check(link(host, hostveth) is not None, "the other pod's host veth stays")
+        eq(link(host, hostveth)["master"], "cnibr0", "still a port of the bridge")
+        check(gateway_on(host), "the bridge and its address stay")
+        sh("ip", "netns", "exec", c1, "ping", "-c1", "-W2", "10.74.0.1")
+        delete(host, c1, c, "br-1").ok()
+        eq(link(host, "cnibr0"), None, "the last pod's DEL removes the bridge")
+        check(link(host, "cnibr0.7") is not None, "and leaves the host's own link, never a port")
+
+
+@test
 def remove_when_unused_never_races_a_concurrent_add():
     """bridge removeWhenUnused: the last attachment's DEL and another's ADD at once: the ADD always ends on a whole bridge with its gateway, reachable"""
     with Env(2) as e:

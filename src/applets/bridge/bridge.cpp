@@ -18,6 +18,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -381,6 +382,25 @@ Result<CniResult> bridge_add(const Context& ctx) {
     return result;
 }
 
+// Whether `name` is "<bridge>.<vlan>" for a vlan of 1..4094 written as gateway_link writes it.
+bool names_vlan_gateway(const std::string& name, const std::string& bridge) {
+    if (!name.starts_with(bridge + ".")) return false;
+    std::string_view digits = std::string_view(name).substr(bridge.size() + 1);
+    int vlan = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), vlan);
+    return ec == std::errc{} && end == digits.data() + digits.size() && digits[0] != '0' && vlan >= 1 && vlan <= 4094;
+}
+
+// Whether a port of the bridge is the host end of one of its "<bridge>.<vlan>" gateway veths:
+// both ends in the host's namespace (a pod's port has its peer, and the peer's index, in the
+// pod's), each the other's peer, the other end so named. Any other port is in use.
+Result<bool> is_vlan_gateway_port(const nl::Socket& host, const std::string& bridge, const nl::LinkInfo& port) {
+    if (port.kind != "veth" || port.link_netnsid) return false;
+    CNI_TRY_ASSIGN(auto peer, nl::find_link(host, port.peer_index));
+    return peer && peer->kind == "veth" && !peer->link_netnsid && peer->peer_index == port.index &&
+           names_vlan_gateway(peer->name, bridge);
+}
+
 // removeWhenUnused: under the bridge's lock, the bridge an ADD made goes (its addresses and routes
 // with it) when no port is left on it but its own <bridge>.<vlan> gateway veths, which go first.
 Status remove_if_unused(const std::string& bridge) {
@@ -389,9 +409,9 @@ Status remove_if_unused(const std::string& bridge) {
     CNI_TRY_ASSIGN(auto br, nl::find_link(host, bridge));
     if (!br || br->kind != "bridge" || made_index(lock) != br->index) return {};
     CNI_TRY_ASSIGN(auto ports, nl::ports_of(host, br->index));
-    for (auto& p : ports) {  // a gateway's port is the peer of "<bridge>.<vlan>"
-        auto peer = p.kind == "veth" ? nl::find_link(host, p.peer_index) : Result<std::optional<nl::LinkInfo>>{};
-        if (!peer || !*peer || !(*peer)->name.starts_with(bridge + ".")) return {};
+    for (auto& p : ports) {
+        CNI_TRY_ASSIGN(bool gateway, is_vlan_gateway_port(host, bridge, p));
+        if (!gateway) return {};
     }
     for (auto& p : ports) CNI_TRY(nl::delete_link(host, p.name));
     CNI_TRY(nl::delete_link(host, bridge));
