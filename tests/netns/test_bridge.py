@@ -438,6 +438,9 @@ def remove_when_unused_takes_the_bridge_with_its_last_port():
         add(host, c1, keep, "br-1").ok()
         delete(host, c1, keep, "br-1").ok()
         check(link(host, "cnibr0") and gateway_on(host), "without the key the bridge stays, as the reference's")
+        left = os.listdir("/run/cni/bridge") if os.path.isdir("/run/cni/bridge") else []
+        check(not any(f.startswith("cnibr0.") for f in left), f"without the key no file in root's folder: {left}")
+        sh("ip", "-n", host, "link", "del", "cnibr0")
         c = conf(e.data, isGateway=True, removeWhenUnused=True)
         add(host, c1, c, "br-1").ok()
         add(host, c2, c, "br-2").ok()
@@ -457,6 +460,14 @@ def remove_when_unused_takes_the_bridge_with_its_last_port():
         add(host, c1, c, "br-3").ok()
         delete(host, c1, c, "br-3").ok()
         check(link(host, "cnibr0"), "a bridge no ADD made stays")
+        sh("ip", "-n", host, "link", "del", "cnibr0")
+        add(host, c1, c, "br-4").ok()
+        eq(open("/run/cni/bridge/cnibr0.made").read().split("\n")[1], "br-test", "the note names the network")
+        delete(host, c1, dict(c, name="br-other"), "br-4").ok()
+        eq(ports_now(host), "", "the port went")
+        check(gateway_on(host), "another network's DEL leaves the bridge this network's ADD made")
+        delete(host, c1, c, "br-4").ok()
+        eq(link(host, "cnibr0"), None, "this network's DEL removes it")
 
 
 @test

@@ -251,11 +251,13 @@ struct Port {
 };
 
 // The bridge's lock, /run/cni/bridge/<bridge>.lock (root's folder; the name only picks the file):
-// ADD holds it from finding the bridge until its port is on it, and removeWhenUnused's DEL while it
-// finds the bridge without ports and removes it, so an ADD never finds the bridge half removed.
+// with removeWhenUnused, ADD holds it from finding the bridge until its port is on it, and DEL
+// while it finds the bridge without ports and removes it, so an ADD never finds the bridge half
+// removed.
 // A name no link can have shares one lock file (ADD then fails on it, DEL has nothing to remove).
-// Beside it, <bridge>.made holds the index of the bridge an ADD made: DEL removes only that one,
-// never a bridge the node or another program made.
+// Beside it, <bridge>.made holds the index of the bridge an ADD made and that ADD's network name:
+// DEL removes only that one, for that network, never a bridge the node, another network or
+// another program made. Without removeWhenUnused neither file is touched.
 struct BridgeLock {
     os::Dir dir;
     os::FileLock lock;
@@ -271,21 +273,23 @@ Result<BridgeLock> lock_bridge(const std::string& configured) {
     return BridgeLock{std::move(*records), std::move(lock), name};
 }
 
-// The index of the bridge an ADD made under this name, if it noted one.
-std::optional<int> made_index(const BridgeLock& l) {
-    auto text = l.dir.read_if_exists(l.name + ".made", 32);
-    int index = 0;
-    if (!text || !*text || std::from_chars((*text)->data(), (*text)->data() + (*text)->size(), index).ec != std::errc{}) return std::nullopt;
-    return index;
+// The note of the bridge an ADD made: its index, a newline, the network's name.
+std::string made_note(int index, const std::string& network) { return std::to_string(index) + "\n" + network; }
+
+// Whether the bridge of this index is the one an ADD of this network made under this name.
+bool made_by(const BridgeLock& l, int index, const std::string& network) {
+    auto text = l.dir.read_if_exists(l.name + ".made", 64 + network.size());
+    return text && *text && **text == made_note(index, network);
 }
 
 Result<Port> attach_port(const Request& r, const BridgeConf& c, const iface::HostSockets& io, const os::SysctlDir& ipv6_conf,
                          Rollback& undo) {
-    CNI_TRY_ASSIGN(auto lock, lock_bridge(c.bridge));
+    std::optional<BridgeLock> lock;
+    if (c.remove_when_unused) CNI_TRY_ASSIGN(lock, lock_bridge(c.bridge));
     CNI_TRY_ASSIGN(auto before, nl::find_link(io.host, c.bridge));
     auto bridge = ensure_bridge(io.host, ipv6_conf, c);
     if (!bridge) return fail("failed to create bridge \"" + c.bridge + "\": " + bridge.error().msg);
-    if (!before) CNI_TRY(lock.dir.write_atomic(lock.name + ".made", std::to_string(bridge->index), 0600));
+    if (lock && !before) CNI_TRY(lock->dir.write_atomic(lock->name + ".made", made_note(bridge->index, c.net.name), 0600));
     CNI_TRY_ASSIGN(auto veth, iface::setup_veth(io.container, io.host, io.host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
     undo.push([&container = io.container, &r] { (void)nl::delete_link(container, r.ifname); });
     const nl::LinkInfo& port = veth.host;
@@ -403,11 +407,11 @@ Result<bool> is_vlan_gateway_port(const nl::Socket& host, const std::string& bri
 
 // removeWhenUnused: under the bridge's lock, the bridge an ADD made goes (its addresses and routes
 // with it) when no port is left on it but its own <bridge>.<vlan> gateway veths, which go first.
-Status remove_if_unused(const std::string& bridge) {
+Status remove_if_unused(const std::string& bridge, const std::string& network) {
     CNI_TRY_ASSIGN(auto lock, lock_bridge(bridge));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     CNI_TRY_ASSIGN(auto br, nl::find_link(host, bridge));
-    if (!br || br->kind != "bridge" || made_index(lock) != br->index) return {};
+    if (!br || br->kind != "bridge" || !made_by(lock, br->index, network)) return {};
     CNI_TRY_ASSIGN(auto ports, nl::ports_of(host, br->index));
     for (auto& p : ports) {
         CNI_TRY_ASSIGN(bool gateway, is_vlan_gateway_port(host, bridge, p));
@@ -428,7 +432,7 @@ Status bridge_del(const Context& ctx) {
         if (auto st = mac_spoof_guard().teardown_all({r.container_id, r.ifname, {}, {}}); !st)
             ctx.warn(st.error().msg);  // as the reference: printed only
     if (c.ip_masq) CNI_TRY(iface::masquerade_del(ctx, c.net));
-    if (c.remove_when_unused) CNI_TRY(remove_if_unused(c.bridge));
+    if (c.remove_when_unused) CNI_TRY(remove_if_unused(c.bridge, c.net.name));
     return {};
 }
 
