@@ -96,6 +96,7 @@ def seeds(data):
                          runtimeConfig={"portMappings": [{"hostPort": 18080, "containerPort": 80, "protocol": "tcp"}]},
                          prevResult=prev_result()), True),
         ("firewall", dict(base, type="firewall", backend="iptables", prevResult=prev_result()), True),
+        ("firewall-nftables", dict(base, type="firewall", backend="nftables", prevResult=prev_result()), True),
         ("tuning", dict(base, type="tuning", mtu=1300, promisc=True, sysctl={"net.ipv4.conf.eth0.rp_filter": "2"},
                         dataDir=data + "/tuning", prevResult=prev_result()), True),
         ("bandwidth", dict(base, type="bandwidth", ingressRate=1000000, ingressBurst=100000,
