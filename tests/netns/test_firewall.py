@@ -555,6 +555,25 @@ def firewall_del_and_gc_work_across_backends():
 
 
 @test
+def firewall_del_reads_no_chain_where_the_attachment_has_no_record():
+    """firewall DEL: where the attachment's record is, it acts there only (a copy of its rule in the other backend,
+    not its own, stays: that chain was not read); with no record anywhere it reads both, as the reference's DEL"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    with netns("frh") as host, netns("frc") as ctr:
+        def run(cmd, conf, cid="r1"):
+            return fw.run(cmd, conf, host_ns=host, netns=ns_path(ctr), container_id=cid)
+        copy = ("ip", "netns", "exec", host, "iptables-nft")
+        run("ADD", fw_conf("fwr", "10.96.1.2", "nftables")).ok()
+        sh(*copy, "-N", "CNI-FORWARD")
+        sh(*copy, "-A", "CNI-FORWARD", "-s", "10.96.1.2/32", "-j", "ACCEPT")
+        run("DEL", fw_conf("fwr", "10.96.1.2", "iptables")).ok()
+        eq(accepts_of(host, "10.96.1.2"), [], "the recorded nftables rules went")
+        eq(filter_rules(host), ["-A CNI-FORWARD -s 10.96.1.2/32 -j ACCEPT"], "the iptables chain was not read")
+        run("DEL", fw_conf("fwr", "10.96.1.2", "nftables")).ok()
+        eq(filter_rules(host), [], "without a record DEL reads both backends")
+
+
+@test
 def firewall_status_answers_50_without_its_backend():
     """firewall STATUS: passes where the chosen backend works, code 50 naming it where it does not"""
     fw = Plugin(os.path.join(BIN, "firewall"))

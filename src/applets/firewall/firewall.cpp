@@ -12,7 +12,7 @@
 // backend nftables writes the same rules in a table of the applet's own (inet
 // cni_plugins_firewall), and is chosen with no backend given where iptables is unusable and
 // nf_tables answers; DEL removes the attachment's rules in iptables and nftables whichever is
-// chosen (a node may have switched), GC those of the network's attachments not in
+// chosen (a node may have switched: by its record, else read), GC those of the network's attachments not in
 // cni.dev/valid-attachments, and STATUS fails with code 50 when no backend is usable. CHECK fails
 // when an isolation rule is missing or firewalld does not have the source, a failed ADD takes back
 // the sources it added, and DEL succeeds when firewalld is gone (its runtime sources went with it).
@@ -141,13 +141,20 @@ Status firewall_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_firewall_conf(ctx));
     auto prev = parse_prev_result(c.net);
     if (!prev || !*prev) return {};  // without prevResult there is nothing to know the rules by
-    // the chosen driver's, as the reference's DEL, and those of the kernel's other driver (a node
-    // may have switched since the ADD); all are tried, the first error stands
+    // Where the attachment's record is (a node may have switched driver since the ADD), by the
+    // record alone, so the cost does not grow with other attachments' rules; with no record
+    // anywhere (the reference's ADD, a DEL run again) the chosen driver's, as the reference's DEL,
+    // and those of the kernel's other driver, read. All are tried, the first error stands.
     auto chosen = driver_of(c, ctx);
     auto spec = forward_spec(c, ctx, addresses(**prev));
-    Status first = forward().teardown(chosen, spec);
+    bool in_iptables = forward_recorded(fw::Driver::iptables, spec), in_nft = forward_recorded(fw::Driver::nftables, spec);
+    auto wanted = [&](fw::Driver d) {
+        if (!in_iptables && !in_nft) return true;
+        return d == fw::Driver::iptables ? in_iptables : d == fw::Driver::nftables ? in_nft : true;  // firewalld: no record
+    };
+    Status first = wanted(chosen) ? forward().teardown(chosen, spec) : Status{};
     for (fw::Driver d : {fw::Driver::iptables, fw::Driver::nftables})
-        if (auto st = d == chosen ? Status{} : forward().teardown(d, spec); !st && first) first = std::move(st);
+        if (auto st = d == chosen || !wanted(d) ? Status{} : forward().teardown(d, spec); !st && first) first = std::move(st);
     return first;
 }
 

@@ -6,8 +6,9 @@
 // reference: the same accepts in a table of the applet's own) and firewalld
 // (forward_firewalld.cpp: each address a source of a firewalld zone over D-Bus; firewalld owns
 // the rules). Offered together as forward(); the applet chooses among them (forward().choose)
-// for ADD and CHECK; DEL tears down in the chosen driver and in every other one that writes the
-// kernel's tables, GC collects in all of them.
+// for ADD and CHECK; DEL tears down where the attachment's record is (forward_recorded), and,
+// with no record anywhere, in the chosen driver and every other one that writes the kernel's
+// tables; GC collects in all of them.
 #pragma once
 
 #include <functional>
@@ -39,6 +40,10 @@ const fw::Rules<ForwardSpec>& nftables_forward();  // forward_nft.cpp
 // Setup takes back only the sources it added; teardown succeeds when firewalld is gone (its
 // runtime sources went with it) and only warns about a source it no longer has, as the reference.
 const fw::Rules<ForwardSpec>& firewalld_forward();  // forward_firewalld.cpp
+
+// Whether the driver (iptables or nftables) keeps a record of the attachment's rules
+// (forward_iptables_record.hpp): an ADD of cni-all made them there.
+bool forward_recorded(fw::Driver d, const ForwardSpec& f);
 
 // The FORWARD accepts in every driver, offered once.
 inline const fw::Drivers<ForwardSpec>& forward() {

@@ -105,8 +105,9 @@ Status remove_forward(const ForwardHandles& known, const std::vector<net::IpAddr
         for (fw::Family fam : {fw::Family::v4, fw::Family::v6}) {
             auto mine = of_family(ips, fam);
             if (mine.empty()) continue;
-            // nothing of ours can be where there is no table, and opening a legacy one would make it
-            if (v == fw::Variant::legacy && !fw::legacy_table_present(fam, "filter")) continue;
+            // nothing of ours can be where there is no table, and opening a legacy one would make it;
+            // recorded handles say the rules are in nf_tables, so the legacy chain is not read
+            if (v == fw::Variant::legacy && (!known.of(fam).empty() || !fw::legacy_table_present(fam, "filter"))) continue;
             auto t = fw::IptTable::open(fam, "filter", v);
             if (!t || !t->has_chain(kPrivate)) continue;
             auto recorded_rules = address_rules_of(mine);

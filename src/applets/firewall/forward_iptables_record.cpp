@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The firewall applet's record of its CNI-FORWARD rule handles (see forward_iptables_record.hpp).
 #include "applets/firewall/forward_iptables_record.hpp"
+#include "applets/firewall/forward.hpp"
 
 #include <unistd.h>
 
@@ -124,6 +125,11 @@ ForwardRecord::Collectable ForwardRecord::collectable(const std::string& dir, st
         else out.live_ips.insert(out.live_ips.end(), h->ips.begin(), h->ips.end());
     }
     return out;
+}
+
+bool forward_recorded(fw::Driver d, const ForwardSpec& f) {
+    if (d != fw::Driver::iptables && d != fw::Driver::nftables) return false;
+    return ForwardRecord(f.network, f.attachment, f.record_dir, d == fw::Driver::nftables ? kNftRecord : "").load().has_value();
 }
 
 }  // namespace cni::firewall

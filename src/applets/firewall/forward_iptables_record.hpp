@@ -65,5 +65,6 @@ private:
 };
 
 inline constexpr const char* kForwardRecordDir = "/run/cni/cni-all-firewall";
+inline constexpr std::string_view kNftRecord = "nft";  // the nftables driver's records (forward_nft.cpp)
 
 }  // namespace cni::firewall

@@ -29,7 +29,6 @@ namespace nft = fw::nft;
 constexpr std::string_view kPrivate = "cni-forward";
 constexpr std::string_view kJumpComment = "CNI firewall plugin rules";
 constexpr std::string_view kAdminComment = "CNI firewall plugin admin overrides";
-constexpr std::string_view kRecord = "nft";
 
 std::string comment_of(std::string_view network, const net::Attachment& a) {
     return fw::nft_attachment_comment(network, a.container_id, a.ifname);
@@ -128,7 +127,7 @@ ForwardHandles handles_added(const nft::Batch& tx, const std::vector<net::IpAddr
 Status setup_forward(const ForwardSpec& f) {
     if (nft_chain_is_the_plugins(f.admin_chain))
         return fail("firewall (nftables): iptablesAdminChainName \"" + f.admin_chain + "\" names one of the plugin's own chains");
-    ForwardRecord record(f.network, f.attachment, f.record_dir, kRecord);
+    ForwardRecord record(f.network, f.attachment, f.record_dir, kNftRecord);
     auto known = record.load().value_or(ForwardHandles{});
     auto ips = in_record_order(f.ips);
     auto comment = comment_of(f.network, f.attachment);
@@ -154,7 +153,7 @@ Status setup_forward(const ForwardSpec& f) {
 // Removes the attachment's accepts (the chains stay, shared by every attachment).
 Status teardown_forward(const ForwardSpec& f) {
     if (!nft::available()) return {};
-    ForwardRecord record(f.network, f.attachment, f.record_dir, kRecord);
+    ForwardRecord record(f.network, f.attachment, f.record_dir, kNftRecord);
     auto known = record.load().value_or(ForwardHandles{});
     auto comment = comment_of(f.network, f.attachment);
     CNI_TRY(nft::transact("firewall (nftables): removing the rules", [&](nft::Batch& tx) -> Status {
@@ -174,7 +173,7 @@ Status check_forward(const ForwardSpec& f) {
     CNI_TRY_ASSIGN(bool admin, jumped_to(f.admin_chain));
     if (!jumps_to(base, kPrivate) || !admin)
         return fail("firewall (nftables): the jumps forward -> " + std::string(kPrivate) + " -> " + f.admin_chain + " are missing" + where);
-    auto known = ForwardRecord(f.network, f.attachment, f.record_dir, kRecord).load().value_or(ForwardHandles{});
+    auto known = ForwardRecord(f.network, f.attachment, f.record_dir, kNftRecord).load().value_or(ForwardHandles{});
     CNI_TRY_ASSIGN(auto mine, rules_of(known, comment_of(f.network, f.attachment)));
     if (mine.size() < 2 * f.ips.size())
         return fail("firewall (nftables): the rules accepting the attachment's traffic are missing from " + std::string(kPrivate) + where);
@@ -193,7 +192,7 @@ Status gc_forward(std::string_view network, const std::vector<net::Attachment>& 
         for (auto handle : gone) tx.delete_rule(kNftFamily, kNftTable, kPrivate, handle);
         return {};
     }));
-    for (auto& [record, known] : ForwardRecord::collectable(kForwardRecordDir, kRecord, std::string(network), keep).gone) record.forget();
+    for (auto& [record, known] : ForwardRecord::collectable(kForwardRecordDir, kNftRecord, std::string(network), keep).gone) record.forget();
     return {};
 }
 
