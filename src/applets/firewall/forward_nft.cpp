@@ -4,7 +4,8 @@
 // (iptablesAdminChainName, CNI-ADMIN unless named: the operator's, made when missing, never
 // flushed) and then accepts, per container address, replies to it (`ct state
 // established,related`) and everything from it, each rule commented with the attachment's
-// identity (core/fw/names.hpp: nft_attachment_comment). One nfnetlink transaction per call. The
+// identity (core/fw/names.hpp: nft_attachment_comment). One nfnetlink transaction per call of
+// this driver (an ingressPolicy commits its isolation in one of its own, isolation_nft.cpp). The
 // rules are appended without reading cni-forward and their handles recorded
 // (forward_iptables_record.hpp, the "nft" record): an ADD run again, CHECK and DEL find them by
 // the record, checked against the comment; without one they read the chain. GC removes the
