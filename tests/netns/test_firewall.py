@@ -574,6 +574,31 @@ def firewall_del_reads_no_chain_where_the_attachment_has_no_record():
 
 
 @test
+def firewall_add_that_died_before_its_handles_were_saved_is_still_found():
+    """firewall, each backend: ADD notes the network and addresses before its commit, so an ADD that died before it
+    saved the handles (the record without them) leaves rules that a DEL, and a GC, still remove"""
+    fw = Plugin(os.path.join(BIN, "firewall"))
+    for backend in ("iptables", "nftables"):
+        with netns("fdh") as host, netns("fdc") as ctr:
+            def run(cmd, conf, cid):
+                return fw.run(cmd, conf, host_ns=host, netns=ns_path(ctr), container_id=cid)
+            for verb, conf in (("DEL", fw_conf("fwd", "10.96.2.2", backend)), ("GC", gc_conf("fwd", [], backend))):
+                before = records()
+                run("ADD", fw_conf("fwd", "10.96.2.2", backend), "d1").ok()
+                made = records() - before
+                eq(len(made), 1, f"{backend}: one record")
+                path = os.path.join(FIREWALL_RECORDS, made.pop())
+                with open(path) as f:
+                    noted = [ln for ln in f.read().splitlines() if ln.startswith(("net ", "ip "))]
+                with open(path, "w") as f:
+                    f.write("\n".join(noted) + "\n")
+                check(rules_of(host, "10.96.2.2"), f"{backend}: the rules are there")
+                run(verb, conf, "d1").ok()
+                eq(rules_of(host, "10.96.2.2"), [], f"{backend}: {verb} found them by the noted record")
+                eq(records() - before, set(), f"{backend}: {verb} dropped the record")
+
+
+@test
 def firewall_status_answers_50_without_its_backend():
     """firewall STATUS: passes where the chosen backend works, code 50 naming it where it does not"""
     fw = Plugin(os.path.join(BIN, "firewall"))

@@ -129,7 +129,7 @@ Result<nl::LinkInfo> host_veth(const nl::Socket& host, const CniResult& prev, co
     return fail("bandwidth: prevResult lists no host interface that is the peer of " + r.ifname);
 }
 
-// Writes down what ADD shaped, for GC; a failed ADD drops it again.
+// Writes down what ADD shapes, for GC, before it shapes; a failed ADD drops it again.
 Status record_shaped(const ShapedRecord& rec, Rollback& undo) {
     CNI_TRY_ASSIGN(auto records, os::open_records("bandwidth", true));
     CNI_TRY(save_shaped(*records, rec));
@@ -151,6 +151,8 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto veth, host_veth(host, result, ctx));
 
     Rollback undo;
+    // The record first: an ADD that dies after making the IFB leaves what GC finds it by.
+    CNI_TRY(record_shaped(ShapedRecord{c.net.name, r.container_id, r.ifname, veth.name, veth.index}, undo));
     undo.push([&] { (void)nl::clear_qdiscs(host, veth.index); });
     if (l.ingress_rate) CNI_TRY(shape(host, veth.index, shaping_of(c, l.ingress_rate, l.ingress_burst, true)));
     if (l.egress_rate) {
@@ -164,7 +166,6 @@ Result<CniResult> bandwidth_add(const Context& ctx) {
         CNI_TRY(shape(host, ifb.index, shaping_of(c, l.egress_rate, l.egress_burst, false)));
         result.interfaces.push_back(iface::host_interface(ifb));
     }
-    CNI_TRY(record_shaped(ShapedRecord{c.net.name, r.container_id, r.ifname, veth.name, veth.index}, undo));
     undo.dismiss();
     return result;
 }

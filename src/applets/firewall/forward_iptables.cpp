@@ -64,7 +64,7 @@ Result<bool> recorded_rules_hold(const fw::IptTable& t, const std::vector<std::u
 // Adds the jumps and the per-address rules, or finds the rules by the record.
 Status setup_forward(const ForwardSpec& f) {
     ForwardRecord record(f.network, f.attachment, f.record_dir);
-    auto known = record.load().value_or(ForwardHandles{});
+    auto known = record.load_or_note(f.network, f.ips);
     ForwardHandles made;
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
     for (fw::Family fam : {fw::Family::v4, fw::Family::v6}) {

@@ -94,6 +94,12 @@ std::optional<ForwardHandles> ForwardRecord::load() const {
     return decode_handles(**text);
 }
 
+ForwardHandles ForwardRecord::load_or_note(const std::string& network, const std::vector<net::IpAddr>& ips) const {
+    if (auto known = load()) return *known;
+    save(ForwardHandles{.network_tag = fw::nft_network_tag(network), .ips = ips});
+    return {};
+}
+
 void ForwardRecord::save(const ForwardHandles& h) const {
     if (h.empty() && h.ips.empty()) return forget();
     if (auto dir = os::Dir::create(dir_, 0700)) (void)dir->write_atomic(name_, encode_handles(h), 0600);

@@ -46,6 +46,10 @@ public:
     // (forward_nft.cpp), whose record holds its inet table's handles, IPv4 addresses' first.
     ForwardRecord(const std::string& network, const net::Attachment& a, std::string dir, std::string_view driver = {});
     std::optional<ForwardHandles> load() const;
+    // The record, or, when there is none, an empty one, after writing down the network and the
+    // addresses ADD is about to accept: an ADD that dies before its commit's handles are saved
+    // leaves what DEL and GC find its rules by (reading the chain).
+    ForwardHandles load_or_note(const std::string& network, const std::vector<net::IpAddr>& ips) const;
     void save(const ForwardHandles& h) const;  // best effort: without it DEL reads the chain
     void forget() const;
 

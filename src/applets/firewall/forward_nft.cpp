@@ -129,8 +129,8 @@ Status setup_forward(const ForwardSpec& f) {
     if (nft_chain_is_the_plugins(f.admin_chain))
         return fail("firewall (nftables): iptablesAdminChainName \"" + f.admin_chain + "\" names one of the plugin's own chains");
     ForwardRecord record(f.network, f.attachment, f.record_dir, kNftRecord);
-    auto known = record.load().value_or(ForwardHandles{});
     auto ips = in_record_order(f.ips);
+    auto known = record.load_or_note(f.network, ips);
     auto comment = comment_of(f.network, f.attachment);
     ForwardHandles made;
     bool recorded = false;
