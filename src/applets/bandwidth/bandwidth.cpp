@@ -24,6 +24,7 @@
 #include "core/cni/netconf.hpp"
 #include "core/iface/link_result.hpp"
 #include "core/iface/sockets.hpp"
+#include "core/iface/unlisted_records.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/tc.hpp"
 #include "core/rollback.hpp"
@@ -195,21 +196,17 @@ Status release_shaped(const nl::Socket& host, const ShapedRecord& rec, const std
 Status bandwidth_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_bandwidth_conf(ctx.req));
     if (!c.net.valid_attachments) return {};
-    CNI_TRY_ASSIGN(auto records, os::open_records("bandwidth", false));
-    if (!records) return {};
-    std::set<std::string> valid_records, valid_ids;
-    for (auto& a : *c.net.valid_attachments) {
-        valid_records.insert(os::record_name(a.container_id, a.ifname));
-        valid_ids.insert(a.container_id);
-    }
+    CNI_TRY_ASSIGN(auto unlisted, iface::unlisted_records("bandwidth", *c.net.valid_attachments));
+    if (!unlisted) return {};
+    std::set<std::string> valid_ids;
+    for (auto& a : *c.net.valid_attachments) valid_ids.insert(a.container_id);
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     Failures failures;
-    for (auto& name : records->names()) {
-        if (!name.ends_with(".json") || valid_records.contains(name)) continue;
-        auto rec = load_shaped(*records, name);
+    for (auto& name : unlisted->names) {
+        auto rec = load_shaped(unlisted->dir, name);
         if (rec && (!*rec || (*rec)->network != c.net.name)) continue;
         if (rec) failures.add(release_shaped(host, **rec, valid_ids));
-        records->remove(name);  // one that does not decode names nothing to release
+        unlisted->dir.remove(name);  // one that does not decode names nothing to release
     }
     return failures.status("bandwidth: ");
 }

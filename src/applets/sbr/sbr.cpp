@@ -27,6 +27,7 @@
 #include "core/go_num.hpp"
 #include "core/iface/configure.hpp"
 #include "core/iface/sockets.hpp"
+#include "core/iface/unlisted_records.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
@@ -310,15 +311,11 @@ Status sbr_del(const Context& ctx) {
 Status sbr_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_sbr_conf(ctx.req));
     if (!c.net.valid_attachments) return {};
-    CNI_TRY_ASSIGN(auto records, os::open_records("sbr", false));
-    if (!records) return {};
-    std::set<std::string> keep;
-    for (auto& a : *c.net.valid_attachments) keep.insert(os::record_name(a.container_id, a.ifname));
-    for (auto& name : records->names()) {
-        if (!name.ends_with(".json") || keep.contains(name)) continue;
-        if (auto moved = load_moved_routes(*records, name); !moved || (*moved && (*moved)->network == c.net.name))
-            records->remove(name);
-    }
+    CNI_TRY_ASSIGN(auto unlisted, iface::unlisted_records("sbr", *c.net.valid_attachments));
+    if (!unlisted) return {};
+    for (auto& name : unlisted->names)
+        if (auto moved = load_moved_routes(unlisted->dir, name); !moved || (*moved && (*moved)->network == c.net.name))
+            unlisted->dir.remove(name);
     return {};
 }
 
