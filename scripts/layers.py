@@ -22,9 +22,10 @@ import re
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# The files src/ may hold: C++ (checked), and what builds them (meson.build, launcher/*.py).
+# The files src/ may hold: C++ (checked), and what builds them: a folder's meson.build and the
+# launcher's Python build steps, by their exact names (no include may name them).
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".cpp.in", ".hpp.in")
-BUILD_FILES = ("meson.build", ".py")
+BUILD_FILE = re.compile(r"(?:.*/)?meson\.build|launcher/\w+\.py")
 # C++ keywords an applet's name could be: its namespace takes a trailing underscore.
 KEYWORDS = {"and", "auto", "bool", "break", "case", "catch", "char", "class", "const", "continue",
             "default", "delete", "do", "double", "else", "enum", "explicit", "export", "extern",
@@ -290,15 +291,25 @@ def namespaces(text):
     return found, outside, problems
 
 
+def unreadable_name(name):
+    """Why the check refuses an include's name as written, or None: the compiler would look for
+    an absolute name, or one with `.`, `..` or empty parts, outside the folders the check reads
+    (`<../src/core/nl/link.hpp>` is src/'s file by way of the build's include folders)."""
+    if name.startswith("/"):
+        return "an absolute name"
+    if "\\" in name:
+        return "a backslash in the name"
+    if any(part in ("", ".", "..") for part in name.split("/")):
+        return "a name with a `.`, `..` or empty part"
+    return None
+
+
 def resolve(src, path, quoted, name):
     """The included file relative to src/, or None when it is not one of src/'s. A generated
     header counts as the template it is made from (NAME.in)."""
     candidates = [os.path.join(os.path.dirname(path), name)] if quoted else []
     candidates.append(name)
     for c in candidates:
-        c = os.path.normpath(c)
-        if c.startswith(".."):
-            continue
         if os.path.isfile(os.path.join(src, c)):
             return c
         if os.path.isfile(os.path.join(src, c + ".in")):
@@ -307,15 +318,21 @@ def resolve(src, path, quoted, name):
 
 
 def source_files(src):
-    """(the C++ files of src/, relative to it; a problem for every file of an unknown kind)."""
+    """(the C++ files of src/, relative to it; a problem for every file of an unknown kind and
+    for every symbolic link: a file reached through one would be read as the link's layer)."""
     files, problems = [], []
     for root, dirs, names in os.walk(src):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for d in sorted(d for d in dirs if os.path.islink(os.path.join(root, d))):
+            problems.append(f"src/{os.path.relpath(os.path.join(root, d), src)}:1: a symbolic link: "
+                            "the layers check follows none (docs/design.md, Layers)")
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__" and not os.path.islink(os.path.join(root, d)))
         for f in sorted(names):
             rel = os.path.relpath(os.path.join(root, f), src)
-            if f.endswith(SOURCE_SUFFIXES):
+            if os.path.islink(os.path.join(root, f)):
+                problems.append(f"src/{rel}:1: a symbolic link: the layers check follows none (docs/design.md, Layers)")
+            elif f.endswith(SOURCE_SUFFIXES):
                 files.append(rel)
-            elif not f.endswith(BUILD_FILES):
+            elif not BUILD_FILE.fullmatch(rel):
                 problems.append(f"src/{rel}:1: a file of a kind the layers check does not read: C++ is "
                                 + ", ".join(SOURCE_SUFFIXES) + " (docs/design.md, Layers)")
     return files, problems
@@ -344,6 +361,11 @@ def check_includes(src, f, text, home, system_headers):
         if problem:
             yield f"src/{f}:{no}: {problem}; the layers check cannot tell what it includes"
             continue
+        shown = f'"{name}"' if quoted else f"<{name}>"
+        why = unreadable_name(name)
+        if why:
+            yield f"src/{f}:{no}: includes {shown}: {why}; the layers check cannot tell what it includes"
+            continue
         target = resolve(src, f, quoted, name)
         if target is None:
             family = next((h for h in system_headers if name.startswith(h)), None)
@@ -354,7 +376,9 @@ def check_includes(src, f, text, home, system_headers):
                        f"(docs/design.md, Layers: system headers)")
             continue
         if target not in home:
-            continue  # reported by homes()
+            yield (f"src/{f}:{no}: includes {shown}, which is no C++ file of a layer: the layers check "
+                   f"reads only those (docs/design.md, Layers)")
+            continue
         tl, tinst = home[target]
         if (tl.name, tinst) != (layer.name, inst) and tl.name not in layer.below:
             yield (f"src/{f}:{no}: includes {target}: {describe(layer, inst)} may not include "

@@ -41,8 +41,12 @@ CLEAN = {
     "applets/bridge/meson.build": "applet_sources += files('bridge.cpp')\n",
     "main.hpp": "#pragma once\nnamespace cni {\n}\n",
     "main.cpp": '#include "main.hpp"\n#include "applets/bridge/vlan.hpp"\nint main() { return 0; }\n',
-    "launcher.py": "print()\n",
+    "launcher/build.py": "print()\n",
 }
+
+
+class Link(str):
+    """A symbolic link to this target, laid in a tree instead of a file."""
 
 
 def run(files, cmd="check"):
@@ -53,6 +57,9 @@ def run(files, cmd="check"):
             if text is None:
                 continue
             os.makedirs(os.path.dirname(os.path.join(d, "src", path)), exist_ok=True)
+            if isinstance(text, Link):
+                os.symlink(text, os.path.join(d, "src", path))
+                continue
             with open(os.path.join(d, "src", path), "w") as f:
                 f.write(text)
         with open(os.path.join(d, "design.md"), "w") as f:
@@ -119,6 +126,31 @@ PLANTED = [
      NL_LINK + ":2", "code outside every named namespace"),
     ("a using-directive at file scope", {"main.hpp": "#pragma once\nusing namespace cni;\n"},
      "main.hpp:2", "code outside every named namespace"),
+    # An include the check would not read as the compiler does.
+    ("an include of a build file", {"core/base.hpp": '#include "applets/bridge/meson.build"\n' + NS},
+     "core/base.hpp:1", "no C++ file of a layer"),
+    ("an include of a file named like a build file", {"core/nl/x.meson.build": "int stray;\n",
+                                                      "core/base.hpp": '#include "core/nl/x.meson.build"\n' + NS},
+     "core/nl/x.meson.build:1", "a file of a kind the layers check does not read"),
+    ("an include of a .py file outside launcher/", {"core/nl/x.py": "int stray;\n",
+                                                    "core/base.hpp": '#include "core/nl/x.py"\n' + NS},
+     "core/base.hpp:1", "no C++ file of a layer"),
+    ("an absolute quoted include", {"core/base.hpp": '#include "/usr/include/netlink/netlink.h"\n' + NS},
+     "core/base.hpp:1", "an absolute name"),
+    ("an absolute angle include", {"core/base.hpp": "#include </usr/include/netlink/netlink.h>\n" + NS},
+     "core/base.hpp:1", "an absolute name"),
+    ("an angle include through a .. part", {"core/base.hpp": "#include <../src/core/nl/link.hpp>\n" + NS},
+     "core/base.hpp:1", "`..`"),
+    ("a quoted include through a .. part", {"core/base.hpp": '#include "nl/../nl/link.hpp"\n' + NS},
+     "core/base.hpp:1", "`..`"),
+    ("an angle include through a . part", {"core/base.hpp": "#include <./netlink/netlink.h>\n" + NS},
+     "core/base.hpp:1", "`.`"),
+    ("an include with an empty part", {"core/base.hpp": '#include "core//nl/link.hpp"\n' + NS},
+     "core/base.hpp:1", "empty part"),
+    ("a symbolic link to a folder", {"core/nlx": Link("nl"), "core/base.hpp": '#include "core/nlx/link.hpp"\n' + NS},
+     "core/nlx:1", "a symbolic link"),
+    ("a symbolic link to a file", {"core/nl/vlan.hpp": Link("../../applets/bridge/vlan.hpp")},
+     "core/nl/vlan.hpp:1", "a symbolic link"),
 ] + [(f"a .{name.split('.')[-1]} file", {name: "namespace cni::nl {\n}\n"}, name + ":1",
       "a file of a kind the layers check does not read")
      for name in ("core/nl/route.cc", "core/nl/route.h", "core/nl/route.inc", "core/nl/route.ipp", "core/nl/route.cxx")]
