@@ -17,6 +17,7 @@ links with).
 `namespace NAME...` (meson.build): `NAME:identifier` for each applet folder or file, the name its
 namespace cni::<identifier> has.
 usage: scripts/layers.py check|deps [SRC_DIR [DESIGN_MD]] | namespace NAME..."""
+import functools
 import os
 import re
 import sys
@@ -183,10 +184,11 @@ def lex(text):
     return "".join(kept), "".join(code)
 
 
+@functools.lru_cache(maxsize=4)
 def directives(text):
-    """(line, introducer, directive text without comments, physical lines) of every preprocessor
-    directive, its continuation lines joined; and the code with comments, literals and
-    directives blanked."""
+    """(line, introducer, directive text without comments, physical lines, directive text
+    without comments and literals) of every preprocessor directive, its continuation lines
+    joined; and the code with comments, literals and directives blanked."""
     kept, code = lex(text)
     kept_lines, code_lines = kept.split("\n"), code.split("\n")
     found, i = [], 0
@@ -195,11 +197,11 @@ def directives(text):
         if not m:
             i += 1
             continue
-        first, joined = i, kept_lines[i]
+        first, joined, joined_code = i, kept_lines[i], code_lines[i]
         while code_lines[i].endswith("\\") and i + 1 < len(code_lines):
             i += 1
-            joined = joined[:-1] + kept_lines[i]
-        found.append((first + 1, m.group(1), joined, i - first + 1))
+            joined, joined_code = joined[:-1] + kept_lines[i], joined_code[:-1] + code_lines[i]
+        found.append((first + 1, m.group(1), joined, i - first + 1, joined_code))
         for k in range(first, i + 1):
             code_lines[k] = blank(code_lines[k])
         i += 1
@@ -212,19 +214,77 @@ INCLUDE = re.compile(r"[ \t]*(?:#|%:)[ \t]*(include|include_next|import)\b[ \t]*
 def includes(text):
     """(line, quoted, name, problem) of every include directive; a problem (and no name) where
     the check could not read the file it names for sure."""
-    for no, intro, joined, lines in directives(text)[0]:
+    for no, intro, joined, lines, _ in directives(text)[0]:
         m = INCLUDE.match(joined)
-        if not m:
-            continue
+        if not m or intro != "#":
+            continue  # one written with %: is hidden_braces'
         target = re.fullmatch(r'(<[^>]+>|"[^"]+")\s*', m.group(2))
-        if intro != "#":
-            yield no, False, None, f"#{m.group(1)} written with the digraph %:"
-        elif lines > 1:
+        if lines > 1:
             yield no, False, None, f"#{m.group(1)} continued over {lines} lines"
         elif not target:
             yield no, False, None, f"#{m.group(1)} {m.group(2).strip()}: names no header literally"
         else:
             yield no, target.group(1)[0] == '"', target.group(1)[1:-1], None
+
+
+# What the compiler reads as a brace or a `#` that the namespace scan would not: digraphs and
+# trigraphs, and a paste (##) of anything but identifiers and numbers, which could make one.
+BRACE_SPELLINGS = re.compile(r"<%|%>|%:|\?\?[<>=]|[^\w\s]\s*##|##\s*[^\w\s]")
+CONDITIONAL = re.compile(r"(?:#|%:)\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+
+
+def brace_steps(code):
+    """Each brace of `code`, +1 or -1."""
+    return [1 if c == "{" else -1 for c in code if c in "{}"]
+
+
+def hidden_braces(text):
+    """(line, problem) for each way a file could open or close a namespace where the namespace
+    scan does not see it: a digraph or trigraph, a directive written with %:, a macro whose
+    body has `namespace`, braces that do not balance or a paste, a branch of #if...#endif
+    whose braces do not balance (the compiler reads one branch, the scan all), and a file
+    whose braces do not balance."""
+    found, code = directives(text)
+    problems = [(code.count("\n", 0, m.start()) + 1, f"`{m.group(0).strip()}` in code")
+                for m in BRACE_SPELLINGS.finditer(code) if "##" not in m.group(0)]
+    at_line = {no: (intro, body) for no, intro, _, _, body in found}
+    for no, (intro, body) in at_line.items():
+        define = re.match(r"[ \t]*(?:#|%:)[ \t]*define\b(.*)", body)
+        if intro != "#":
+            problems.append((no, "a directive written with the digraph %:"))
+        elif define and (re.search(r"\bnamespace\b", define.group(1)) or BRACE_SPELLINGS.search(define.group(1))
+                         or not balanced(brace_steps(define.group(1)))):
+            problems.append((no, "a macro that opens or closes braces or a namespace"))
+    groups = []  # (line, depth) of each open #if...#endif branch
+    depth = 0
+    for no, line in enumerate(code.split("\n"), 1):
+        cond = CONDITIONAL.match(at_line.get(no, ("", ""))[1].lstrip())
+        if cond and cond.group(1) not in ("if", "ifdef", "ifndef") and groups and groups[-1][1] != depth:
+            problems.append((groups[-1][0], "a branch of #if whose braces do not balance"))
+            depth = groups[-1][1]
+        if cond and cond.group(1).startswith("if"):
+            groups.append((no, depth))
+        elif cond and cond.group(1) == "endif" and groups:
+            groups.pop()
+        elif cond and groups:
+            groups[-1] = (no, groups[-1][1])
+        for step in brace_steps(line):
+            depth += step
+            if depth < 0:
+                problems.append((no, "a } that closes no brace of the file"))
+                depth = 0
+    if depth:
+        problems.append((code.count("\n") + 1, f"{depth} brace(s) the file leaves open"))
+    return problems
+
+
+def balanced(steps):
+    depth = 0
+    for step in steps:
+        depth += step
+        if depth < 0:
+            return False
+    return depth == 0
 
 
 # An explicit specialization of another namespace's template, named by its qualified name: it
@@ -389,7 +449,7 @@ def check_namespaces(f, text, home, owned):
     layer, inst = home[f]
     expected = layer.namespace_of(inst)
     found, outside, problems = namespaces(text)
-    for no, what in problems:
+    for no, what in sorted(problems + hidden_braces(text)):
         yield f"src/{f}:{no}: {what}: the layers check cannot tell its namespace"
     for no, ns in found:
         # The most specific namespace a layer owns that holds `ns`.

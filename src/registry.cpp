@@ -8,14 +8,6 @@
 
 namespace cni {
 
-// Each applet's descriptor, <id>_applet in its own namespace (docs/design.md, Layers).
-#define CNI_DECLARE_APPLET(ns, id, name) \
-    namespace ns {                      \
-    extern const Applet id##_applet;    \
-    }
-CNI_ALL_APPLETS(CNI_DECLARE_APPLET)
-#undef CNI_DECLARE_APPLET
-
 #define CNI_APPLET_REF(ns, id, name) &ns::id##_applet,
 const Applet* const kAppletTable[] = {CNI_ALL_APPLETS(CNI_APPLET_REF)};
 #undef CNI_APPLET_REF
