@@ -27,6 +27,32 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # launcher's Python build steps, by their exact names (no include may name them).
 SOURCE_SUFFIXES = (".cpp", ".hpp", ".cpp.in", ".hpp.in")
 BUILD_FILE = re.compile(r"(?:.*/)?meson\.build|launcher/\w+\.py")
+# The system headers free everywhere (docs/design.md, Layers): the C++ standard library's, the C
+# and POSIX library's, and the kernel's and the C library's folders. Any other <header> that is
+# not src/'s must be of a family the table's `system headers` column names.
+STANDARD_HEADERS = set("""algorithm any array atomic barrier bit bitset cassert cctype cerrno cfenv cfloat
+    charconv chrono cinttypes climits clocale cmath codecvt compare complex concepts condition_variable
+    coroutine csetjmp csignal cstdarg cstddef cstdint cstdio cstdlib cstring ctime cuchar cwchar cwctype
+    deque exception execution expected filesystem format forward_list fstream functional future
+    initializer_list iomanip ios iosfwd iostream istream iterator latch limits list locale map memory
+    memory_resource mutex new numbers numeric optional ostream queue random ranges ratio regex
+    scoped_allocator semaphore set shared_mutex source_location span sstream stack stdexcept stop_token
+    streambuf string string_view syncstream system_error thread tuple type_traits typeindex typeinfo
+    unordered_map unordered_set utility valarray variant vector version""".split())
+C_LIBRARY_HEADERS = set("""aio.h alloca.h arpa/inet.h assert.h byteswap.h complex.h cpio.h ctype.h dirent.h
+    dlfcn.h endian.h err.h errno.h error.h fcntl.h fenv.h float.h fnmatch.h ftw.h getopt.h glob.h grp.h
+    ifaddrs.h inttypes.h iso646.h langinfo.h libgen.h limits.h link.h locale.h malloc.h math.h mntent.h
+    monetary.h mqueue.h netdb.h nl_types.h poll.h pthread.h pwd.h regex.h sched.h search.h semaphore.h
+    setjmp.h shadow.h signal.h spawn.h stdalign.h stdarg.h stdatomic.h stdbool.h stddef.h stdint.h
+    stdio.h stdlib.h string.h strings.h syslog.h tar.h termios.h tgmath.h threads.h time.h uchar.h
+    ucontext.h unistd.h utime.h utmp.h wchar.h wctype.h wordexp.h""".split())
+SYSTEM_FOLDERS = ("linux/", "sys/", "net/", "netinet/", "arpa/")
+
+
+def free_system_header(name):
+    return name in STANDARD_HEADERS or name in C_LIBRARY_HEADERS or name.startswith(SYSTEM_FOLDERS)
+
+
 # C++ keywords an applet's name could be: its namespace takes a trailing underscore.
 KEYWORDS = {"and", "auto", "bool", "break", "case", "catch", "char", "class", "const", "continue",
             "default", "delete", "do", "double", "else", "enum", "explicit", "export", "extern",
@@ -434,6 +460,10 @@ def check_includes(src, f, text, home, system_headers):
             elif family and family not in layer.system:
                 yield (f"src/{f}:{no}: includes <{name}>: {describe(layer, inst)} may not include <{family}...> "
                        f"(docs/design.md, Layers: system headers)")
+            elif not family and not free_system_header(name):
+                yield (f"src/{f}:{no}: includes <{name}>, a header of no library the table knows: neither "
+                       f"the standard or C library's, the kernel's, nor a family of its system headers "
+                       f"(docs/design.md, Layers)")
             continue
         if target not in home:
             yield (f"src/{f}:{no}: includes {shown}, which is no C++ file of a layer: the layers check "

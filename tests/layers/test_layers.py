@@ -175,6 +175,14 @@ PLANTED = [
      "core/nl/close.hpp:1", "a } that closes no brace of the file"),
     ("a header that leaves a namespace open", {"core/nl/open.hpp": "namespace cni::nl {\n"},
      "core/nl/open.hpp:2", "brace(s) the file leaves open"),
+    # A header of a library the table does not know, or a file of the repository outside src/
+    # that the build's include folders would find.
+    ("a header of an unknown library", {"core/base.hpp": "#include <nlohmann/json.hpp>\n" + NS},
+     "core/base.hpp:1", "a header of no library the table knows"),
+    ("a file outside src/ by its path from the top", {"core/base.hpp": "#include <tests/lib/helper.hpp>\n" + NS},
+     "core/base.hpp:1", "a header of no library the table knows"),
+    ("a lone header of no library", {"core/base.hpp": "#include <json.hpp>\n" + NS},
+     "core/base.hpp:1", "a header of no library the table knows"),
 ] + [(f"a .{name.split('.')[-1]} file", {name: "namespace cni::nl {\n}\n"}, name + ":1",
       "a file of a kind the layers check does not read")
      for name in ("core/nl/route.cc", "core/nl/route.h", "core/nl/route.inc", "core/nl/route.ipp", "core/nl/route.cxx")]
