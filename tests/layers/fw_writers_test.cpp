@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "applets/firewall/forward.hpp"
-#include "applets/firewall/forward_iptables_record.hpp"
+#include "applets/firewall/handle_record.hpp"
 #include "applets/portmap/host_ports.hpp"
 #include "core/fw/iptables.hpp"
 #include "core/fw/nftables.hpp"

@@ -5,7 +5,7 @@
 
 #include <linux/netfilter/xt_addrtype.h>
 
-#include "applets/firewall/forward_iptables_record.hpp"
+#include "applets/firewall/handle_record.hpp"
 #include "applets/portmap/host_ports.hpp"
 #include "core/fw/ipmasq.hpp"
 #include "core/fw/names.hpp"

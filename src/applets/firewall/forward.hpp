@@ -28,7 +28,7 @@ struct ForwardSpec {
     std::vector<net::IpAddr> ips;
     std::string admin_chain;  // iptables, nftables
     std::string zone;         // firewalld
-    std::string network;      // iptables, nftables: whose rules the record (forward_iptables_record.hpp) and comments name
+    std::string network;      // iptables, nftables: whose rules the record (handle_record.hpp) and comments name
     net::Attachment attachment;
     std::string record_dir = "/run/cni/cni-all-firewall";  // iptables: where the records are
     std::string bus_address = {};  // firewalld: $DBUS_SYSTEM_BUS_ADDRESS; empty: the system bus's default
@@ -42,7 +42,7 @@ const fw::Rules<ForwardSpec>& nftables_forward();  // forward_nft.cpp
 const fw::Rules<ForwardSpec>& firewalld_forward();  // forward_firewalld.cpp
 
 // Whether the driver (iptables or nftables) keeps a record of the attachment's rules
-// (forward_iptables_record.hpp): an ADD of cni-all made them there.
+// (handle_record.hpp): an ADD of cni-all made them there.
 bool forward_recorded(fw::Driver d, const ForwardSpec& f);
 
 // The FORWARD accepts in every driver, offered once.

@@ -6,7 +6,7 @@
 // implementation sees the other's rules as its own; one commit per table per call, under the
 // xtables lock. On an iptables-nft node the per-address rules are appended without reading
 // CNI-FORWARD (which holds every attachment's) and their handles are recorded
-// (forward_iptables_record.hpp): an ADD run again, and the DEL, find them by the record. The
+// (handle_record.hpp): an ADD run again, and the DEL, find them by the record. The
 // record names the network and the addresses on either kind of node, which is how GC finds the
 // rules of attachments that are gone.
 #include "applets/firewall/forward.hpp"
@@ -18,7 +18,7 @@
 
 #include <algorithm>
 
-#include "applets/firewall/forward_iptables_record.hpp"
+#include "applets/firewall/handle_record.hpp"
 #include "applets/firewall/iptables_filter.hpp"
 #include "core/fw/names.hpp"
 

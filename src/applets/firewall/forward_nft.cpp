@@ -7,7 +7,7 @@
 // identity (core/fw/names.hpp: nft_attachment_comment). One nfnetlink transaction per call of
 // this driver (an ingressPolicy commits its isolation in one of its own, isolation_nft.cpp). The
 // rules are appended without reading cni-forward and their handles recorded
-// (forward_iptables_record.hpp, the "nft" record): an ADD run again, CHECK and DEL find them by
+// (handle_record.hpp, the "nft" record): an ADD run again, CHECK and DEL find them by
 // the record, checked against the comment; without one they read the chain. GC removes the
 // rules whose comment names the network but none of the attachments kept, and their records.
 #include <linux/netfilter/nf_conntrack_common.h>
@@ -18,7 +18,7 @@
 #include <functional>
 
 #include "applets/firewall/forward.hpp"
-#include "applets/firewall/forward_iptables_record.hpp"
+#include "applets/firewall/handle_record.hpp"
 #include "applets/firewall/nft_table.hpp"
 #include "core/fw/names.hpp"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The firewall applet's record of its CNI-FORWARD rule handles (see forward_iptables_record.hpp).
-#include "applets/firewall/forward_iptables_record.hpp"
+// The firewall applet's record of its CNI-FORWARD rule handles (see handle_record.hpp).
+#include "applets/firewall/handle_record.hpp"
 #include "applets/firewall/forward.hpp"
 
 #include <unistd.h>
