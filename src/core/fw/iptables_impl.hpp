@@ -342,18 +342,69 @@ struct Table {
         return payload("conntrack", rev, v2);
     }
 
+    // The match's payload read as S, when it holds at least that many bytes.
+    template <class S>
+    static bool payload_as(const xt_entry_match* m, S* out) {
+        const std::size_t size = m->u.match_size - sizeof(xt_entry_match);
+        if (size < sizeof(S)) return false;
+        std::memcpy(out, m->data, sizeof(S));
+        return true;
+    }
+
+    // tcp, udp or sctp (`name`, the protocol's own match) naming one destination port and
+    // nothing else.
+    static std::optional<IptMatch> decode_dst_port(const xt_entry_match* m, const std::string& name) {
+        std::uint16_t spts[2], dpts[2];
+        if (name == "tcp") {
+            xt_tcp t{};
+            if (!payload_as(m, &t) || t.option || t.flg_mask || t.invflags) return std::nullopt;
+            std::memcpy(spts, t.spts, sizeof spts), std::memcpy(dpts, t.dpts, sizeof dpts);
+        } else if (name == "udp") {
+            xt_udp u{};
+            if (!payload_as(m, &u) || u.invflags) return std::nullopt;
+            std::memcpy(spts, u.spts, sizeof spts), std::memcpy(dpts, u.dpts, sizeof dpts);
+        } else {
+            xt_sctp_info sc{};
+            if (!payload_as(m, &sc) || sc.flags != XT_SCTP_DEST_PORTS || sc.invflags || sc.flag_count) return std::nullopt;
+            spts[0] = 0, spts[1] = 0xffff;  // unused without XT_SCTP_SRC_PORTS
+            std::memcpy(dpts, sc.dpts, sizeof dpts);
+        }
+        if (spts[0] != 0 || spts[1] != 0xffff || dpts[0] != dpts[1]) return std::nullopt;
+        return DstPort{dpts[0]};
+    }
+
+    static std::optional<IptMatch> decode_iprange(const xt_entry_match* m) {
+        xt_iprange_mtinfo info{};
+        if (!payload_as(m, &info) || (info.flags & ~(IPRANGE_SRC | IPRANGE_DST | IPRANGE_SRC_INV | IPRANGE_DST_INV)))
+            return std::nullopt;
+        // an inversion without its range: nothing iptables writes
+        if (((info.flags & IPRANGE_SRC_INV) && !(info.flags & IPRANGE_SRC)) ||
+            ((info.flags & IPRANGE_DST_INV) && !(info.flags & IPRANGE_DST)))
+            return std::nullopt;
+        auto get = [](const nf_inet_addr& a) {
+            std::array<std::uint8_t, 16> b{};
+            if (T::kBytes == 4) {
+                b[10] = b[11] = 0xff;
+                std::memcpy(&b[12], &a, 4);
+            } else {
+                std::memcpy(b.data(), &a, 16);
+            }
+            return net::IpAddr::from_bytes(b);
+        };
+        IpRange out;
+        if (info.flags & IPRANGE_SRC) out.src = std::pair{get(info.src_min), get(info.src_max)};
+        if (info.flags & IPRANGE_DST) out.dst = std::pair{get(info.dst_min), get(info.dst_max)};
+        out.src_inverted = (info.flags & IPRANGE_SRC_INV) != 0;
+        out.dst_inverted = (info.flags & IPRANGE_DST_INV) != 0;
+        return out;
+    }
+
     static std::optional<IptMatch> decode_match(const xt_entry_match* m, int proto) {
         const std::string name(m->u.user.name, ::strnlen(m->u.user.name, sizeof m->u.user.name));
-        const std::size_t size = m->u.match_size - sizeof(xt_entry_match);
         const std::uint8_t rev = m->u.user.revision;
-        auto as = [&]<class S>(S* out) {
-            if (size < sizeof(S)) return false;
-            std::memcpy(out, m->data, sizeof(S));
-            return true;
-        };
         if (name == "multiport" && rev == 1) {
             xt_multiport_v1 info{};
-            if (!as(&info) || info.flags != XT_MULTIPORT_DESTINATION || info.invert) return std::nullopt;
+            if (!payload_as(m, &info) || info.flags != XT_MULTIPORT_DESTINATION || info.invert) return std::nullopt;
             MultiportDst out;
             for (int i = 0; i < info.count && i < XT_MULTI_PORTS; ++i) {
                 if (info.pflags[i]) return std::nullopt;
@@ -361,62 +412,22 @@ struct Table {
             }
             return out;
         }
-        if (name == proto_match(proto) && rev == 0) {
-            std::uint16_t spts[2], dpts[2];
-            if (name == "tcp") {
-                xt_tcp t{};
-                if (!as(&t) || t.option || t.flg_mask || t.invflags) return std::nullopt;
-                std::memcpy(spts, t.spts, sizeof spts), std::memcpy(dpts, t.dpts, sizeof dpts);
-            } else if (name == "udp") {
-                xt_udp u{};
-                if (!as(&u) || u.invflags) return std::nullopt;
-                std::memcpy(spts, u.spts, sizeof spts), std::memcpy(dpts, u.dpts, sizeof dpts);
-            } else {
-                xt_sctp_info sc{};
-                if (!as(&sc) || sc.flags != XT_SCTP_DEST_PORTS || sc.invflags || sc.flag_count) return std::nullopt;
-                spts[0] = 0, spts[1] = 0xffff;  // unused without XT_SCTP_SRC_PORTS
-                std::memcpy(dpts, sc.dpts, sizeof dpts);
-            }
-            if (spts[0] != 0 || spts[1] != 0xffff || dpts[0] != dpts[1]) return std::nullopt;
-            return DstPort{dpts[0]};
-        }
+        if (name == proto_match(proto) && rev == 0) return decode_dst_port(m, name);
         if (name == "addrtype" && rev == 1) {
             xt_addrtype_info_v1 a{};
-            if (!as(&a) || (a.flags & ~std::uint32_t(XT_ADDRTYPE_INVERT_SOURCE | XT_ADDRTYPE_INVERT_DEST))) return std::nullopt;
+            if (!payload_as(m, &a) || (a.flags & ~std::uint32_t(XT_ADDRTYPE_INVERT_SOURCE | XT_ADDRTYPE_INVERT_DEST))) return std::nullopt;
             return AddrType{a.source, a.dest, (a.flags & XT_ADDRTYPE_INVERT_SOURCE) != 0, (a.flags & XT_ADDRTYPE_INVERT_DEST) != 0};
         }
         if (name == "mark" && rev == 1) {
             xt_mark_mtinfo1 info{};
-            if (!as(&info) || info.invert > 1) return std::nullopt;  // the kernel XORs the match with it
+            if (!payload_as(m, &info) || info.invert > 1) return std::nullopt;  // the kernel XORs the match with it
             return MarkMatch{info.mark, info.mask, info.invert != 0};
         }
-        if (name == "iprange" && rev == 1) {
-            xt_iprange_mtinfo info{};
-            if (!as(&info) || (info.flags & ~(IPRANGE_SRC | IPRANGE_DST | IPRANGE_SRC_INV | IPRANGE_DST_INV))) return std::nullopt;
-            // an inversion without its range: nothing iptables writes
-            if (((info.flags & IPRANGE_SRC_INV) && !(info.flags & IPRANGE_SRC)) ||
-                ((info.flags & IPRANGE_DST_INV) && !(info.flags & IPRANGE_DST)))
-                return std::nullopt;
-            auto get = [](const nf_inet_addr& a) {
-                std::array<std::uint8_t, 16> b{};
-                if (T::kBytes == 4) {
-                    b[10] = b[11] = 0xff;
-                    std::memcpy(&b[12], &a, 4);
-                } else {
-                    std::memcpy(b.data(), &a, 16);
-                }
-                return net::IpAddr::from_bytes(b);
-            };
-            IpRange out;
-            if (info.flags & IPRANGE_SRC) out.src = std::pair{get(info.src_min), get(info.src_max)};
-            if (info.flags & IPRANGE_DST) out.dst = std::pair{get(info.dst_min), get(info.dst_max)};
-            out.src_inverted = (info.flags & IPRANGE_SRC_INV) != 0;
-            out.dst_inverted = (info.flags & IPRANGE_DST_INV) != 0;
-            return out;
-        }
+        if (name == "iprange" && rev == 1) return decode_iprange(m);
         if (name == "conntrack" && (rev == 2 || rev == 3)) {
             xt_conntrack_mtinfo2 info{};
-            if (!as(&info) || info.match_flags != XT_CONNTRACK_STATE || (info.invert_flags & ~XT_CONNTRACK_STATE)) return std::nullopt;
+            if (!payload_as(m, &info) || info.match_flags != XT_CONNTRACK_STATE || (info.invert_flags & ~XT_CONNTRACK_STATE))
+                return std::nullopt;
             return CtState{info.state_mask, info.invert_flags != 0};
         }
         return std::nullopt;
