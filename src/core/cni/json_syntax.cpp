@@ -90,55 +90,16 @@ public:
             return begin_string(c);
         case State::begin_string: return begin_string(c);
         case State::in_string:
-            if (c == '"') state_ = State::end_value;
-            else if (c == '\\') state_ = State::in_string_escape;
-            else if (static_cast<unsigned char>(c) < 0x20) return fail(c, "in string literal");
-            return true;
         case State::in_string_escape:
-            switch (c) {
-            case 'b': case 'f': case 'n': case 'r': case 't': case '\\': case '/': case '"':
-                state_ = State::in_string;
-                return true;
-            case 'u':
-                state_ = State::in_unicode_escape;
-                pending_ = 4;
-                return true;
-            default: return fail(c, "in string escape code");
-            }
-        case State::in_unicode_escape:
-            if (!is_hex(c)) return fail(c, "in \\u hexadecimal character escape");
-            if (--pending_ == 0) state_ = State::in_string;
-            return true;
+        case State::in_unicode_escape: return step_string(c);
         case State::negative:
-            if (c == '0') state_ = State::zero;
-            else if (is_digit(c)) state_ = State::integer;
-            else return fail(c, "in numeric literal");
-            return true;
         case State::integer:
-            if (is_digit(c)) return true;
-            return after_zero(c);
-        case State::zero: return after_zero(c);
+        case State::zero:
         case State::dot:
-            if (!is_digit(c)) return fail(c, "after decimal point in numeric literal");
-            state_ = State::fraction;
-            return true;
         case State::fraction:
-            if (is_digit(c)) return true;
-            if (c == 'e' || c == 'E') {
-                state_ = State::exponent;
-                return true;
-            }
-            return end_value(c);
         case State::exponent:
-            if (c == '+' || c == '-') {
-                state_ = State::exponent_sign;
-                return true;
-            }
-            return exponent_sign(c);
-        case State::exponent_sign: return exponent_sign(c);
-        case State::exponent_digits:
-            if (is_digit(c)) return true;
-            return end_value(c);
+        case State::exponent_sign:
+        case State::exponent_digits: return step_number(c);
         case State::literal:
             if (c != literal_rest_.front())
                 return fail(c, "in literal " + std::string(literal_) + " (expecting '" + literal_rest_.front() + "')");
@@ -170,6 +131,70 @@ public:
     bool in_string() const { return state_ == State::in_string; }
 
 private:
+    // step() inside a string: its characters, escapes and the four digits of a unicode escape.
+    bool step_string(char c) {
+        switch (state_) {
+        case State::in_string:
+            if (c == '"') state_ = State::end_value;
+            else if (c == '\\') state_ = State::in_string_escape;
+            else if (static_cast<unsigned char>(c) < 0x20) return fail(c, "in string literal");
+            return true;
+        case State::in_string_escape:
+            switch (c) {
+            case 'b': case 'f': case 'n': case 'r': case 't': case '\\': case '/': case '"':
+                state_ = State::in_string;
+                return true;
+            case 'u':
+                state_ = State::in_unicode_escape;
+                pending_ = 4;
+                return true;
+            default: return fail(c, "in string escape code");
+            }
+        case State::in_unicode_escape:
+            if (!is_hex(c)) return fail(c, "in \\u hexadecimal character escape");
+            if (--pending_ == 0) state_ = State::in_string;
+            return true;
+        default: return true;  // not one of its states: step() calls it for its own only
+        }
+    }
+
+    // step() inside a number: sign, digits, fraction and exponent.
+    bool step_number(char c) {
+        switch (state_) {
+        case State::negative:
+            if (c == '0') state_ = State::zero;
+            else if (is_digit(c)) state_ = State::integer;
+            else return fail(c, "in numeric literal");
+            return true;
+        case State::integer:
+            if (is_digit(c)) return true;
+            return after_zero(c);
+        case State::zero: return after_zero(c);
+        case State::dot:
+            if (!is_digit(c)) return fail(c, "after decimal point in numeric literal");
+            state_ = State::fraction;
+            return true;
+        case State::fraction:
+            if (is_digit(c)) return true;
+            if (c == 'e' || c == 'E') {
+                state_ = State::exponent;
+                return true;
+            }
+            return end_value(c);
+        case State::exponent:
+            if (c == '+' || c == '-') {
+                state_ = State::exponent_sign;
+                return true;
+            }
+            return exponent_sign(c);
+        case State::exponent_sign: return exponent_sign(c);
+        case State::exponent_digits:
+            if (is_digit(c)) return true;
+            return end_value(c);
+        default: return true;  // not one of its states: step() calls it for its own only
+        }
+    }
+
     bool fail(char c, const std::string& context) {
         error_ = "invalid character " + quote_char(static_cast<unsigned char>(c)) + " " + context;
         return false;
