@@ -279,6 +279,7 @@ def hidden_braces(text):
         if intro != "#":
             problems.append((no, "a directive written with the digraph %:"))
         elif define and (re.search(r"\bnamespace\b", define.group(1)) or BRACE_SPELLINGS.search(define.group(1))
+                         or may_paste_namespace(define.group(1))
                          or not balanced(brace_steps(define.group(1)))):
             problems.append((no, "a macro that opens or closes braces or a namespace"))
     groups = []  # (line, depth) of each open #if...#endif branch
@@ -302,6 +303,21 @@ def hidden_braces(text):
     if depth:
         problems.append((code.count("\n") + 1, f"{depth} brace(s) the file leaves open"))
     return problems
+
+
+def may_paste_namespace(define):
+    """Whether a ## of this #define (its text after `define`) could make the keyword
+    `namespace`: one whose two sides are each a parameter or a piece of that word, as in
+    `a ## b` or `name ## b`; `id ## _applet` cannot."""
+    m = re.match(r"\s*\w+(?:\(([^)]*)\))?(.*)", define, re.S)
+    if not m:
+        return False  # no macro name: the compiler refuses it
+    params = {p.strip().rstrip(".") or "__VA_ARGS__" for p in (m.group(1) or "").split(",")} | {"__VA_ARGS__"}
+    for paste in re.finditer(r"(\w*)\s*##\s*(\w*)", m.group(2)):
+        left, right = paste.groups()
+        if (left in params or "namespace".startswith(left)) and (right in params or "namespace".endswith(right)):
+            return True
+    return False
 
 
 def balanced(steps):
