@@ -266,13 +266,20 @@ def brace_steps(code):
 
 def hidden_braces(text):
     """(line, problem) for each way a file could open or close a namespace where the namespace
-    scan does not see it: a digraph or trigraph, a directive written with %:, a macro whose
+    scan does not see it: a digraph or trigraph, a line continued where it could join a word
+    or a comment's ends, a directive written with %:, a macro whose
     body has `namespace`, braces that do not balance or a paste, a branch of #if...#endif
     whose braces do not balance (the compiler reads one branch, the scan all), and a file
     whose braces do not balance."""
     found, code = directives(text)
     problems = [(code.count("\n", 0, m.start()) + 1, f"`{m.group(0).strip()}` in code")
                 for m in BRACE_SPELLINGS.finditer(code) if "##" not in m.group(0)]
+    # The compiler joins a line ending in \ to the next before it reads comments or words, the
+    # check after: the two agree only on a directive's continuation after a space.
+    continued = {no + k for no, _, _, lines, _ in found for k in range(lines - 1)}
+    problems += [(no, "a line continued with \\ outside a directive's continuation after a space")
+                 for no, line in enumerate(text.split("\n"), 1)
+                 if line.endswith("\\") and not (no in continued and re.search(r"[ \t]\\$", line))]
     at_line = {no: (intro, body) for no, intro, _, _, body in found}
     for no, (intro, body) in at_line.items():
         define = re.match(r"[ \t]*(?:#|%:)[ \t]*define\b(.*)", body)
