@@ -177,6 +177,10 @@ def literal_end(text, i):
     return j + 1
 
 
+# A pp-number as the compiler reads one: 1'000 and 1e+'a hold no character literal.
+PP_NUMBER = re.compile(r"[0-9](?:'[0-9A-Za-z_]|[eEpP][+-]|[0-9A-Za-z_.])*")
+
+
 def piece_at(text, i):
     """(where it ends, as kept, as code) of what starts at text[i]: a comment (blanked in both),
     a string or character literal (blanked as code), a pp-number or one character."""
@@ -194,7 +198,7 @@ def piece_at(text, i):
         j = literal_end(text, i)
         return j, text[i:j], blank(text[i:j])
     if text[i].isdigit() and not re.match(r"\w", text[i - 1] if i else " "):
-        number = re.match(r"[0-9A-Za-z_.']+", text[i:]).group(0)  # a pp-number: 1'000 is no literal
+        number = PP_NUMBER.match(text, i).group(0)
         return i + len(number), number, number
     return i + 1, text[i], text[i]
 

@@ -175,6 +175,9 @@ PLANTED = [
      "main.hpp:2", "a line continued with"),
     ("a macro name split without a space", {NL_LINK: "#define NS name\\\nspace\nnamespace cni::nl {\n}\n"},
      NL_LINK + ":1", "a line continued with"),
+    ("a quote the compiler reads in a number", {NL_LINK: "#define STR(x) #x\nnamespace cni::nl {\n"
+                                                         "const char* s = STR(1e+'a); } int g; namespace cni::nl {\n}\n"},
+     NL_LINK + ":3", "code outside every named namespace"),
     ("a define written with the digraph %:", {NL_LINK: "%:define X 1\nnamespace cni::nl {\n}\n"},
      NL_LINK + ":1", "the digraph %:"),
     ("a namespace opened in a branch of #if only", {NL_LINK: "#if 0\nnamespace cni::nl {\n#endif\nint stray;\n#if 0\n}\n#endif\n"},
