@@ -6,11 +6,13 @@
 or of a layer the table lets it include, or a system header its row's `system headers` allow;
 every namespace a file opens is its layer's (or nested in it), and only the files of a row's
 `global code` column have code outside every named namespace. An include the check cannot read
-for sure (a macro, a digraph, a continued line), a namespace it cannot read (an attribute, an
-inline namespace) and a file of a kind it does not know fail too. A violation is printed as
-FILE:LINE: what, and the exit code is 1. It also checks the table itself: every file in one
-layer, no unknown layer, and a layer listing all that the layers it lists may include (so the
-libraries meson links are the table's).
+for sure (a macro, a digraph, a continued line, a name absolute or with a `.` or `..` part, a
+file that is no C++ of a layer, a <header> of a library the table does not know), a namespace
+it cannot read (an attribute, an inline namespace), a brace it could miss (a digraph, a macro,
+a branch of #if, a line joined with \\) and a file of a kind it does not know or a symbolic
+link fail too. A violation is printed as FILE:LINE: what, and the exit code is 1. It also checks
+the table itself: every file in one layer, no unknown layer, and a layer listing all that the
+layers it lists may include (so the libraries meson links are the table's).
 `deps` (meson.build): one line per layer, bottom up, `layer:below,...:system header,...`, the
 system headers being the layer's own and those of every layer below it (what it compiles and
 links with).
