@@ -92,6 +92,7 @@ def deps_lists_each_layers_system_headers_with_those_below_it():
 
 
 NS = "namespace cni {\n}\n"
+MACRO = "a macro that opens or closes braces or a namespace"
 NL_LINK = "core/nl/link.hpp"
 # Each way of breaking a rule, or of hiding a break: (what it is, files laid over CLEAN, where
 # the check must fail, what it must say there).
@@ -154,39 +155,48 @@ PLANTED = [
     # Braces or a namespace the compiler reads and the namespace scan would not.
     ("a namespace closed with the digraph %>", {NL_LINK: "namespace cni::nl <%\n%>\nint stray;\n"},
      NL_LINK + ":1", "`<%` in code"),
-    ("a namespace opened with the digraph <%", {NL_LINK: "namespace cni::nl {\n%>\nint stray;\nnamespace cni::nl <%\n}\n"},
+    ("a namespace opened with the digraph <%", {NL_LINK: "namespace cni::nl {\n%>\nint stray;\n"
+                                                          "namespace cni::nl <%\n}\n"},
      NL_LINK + ":2", "`%>` in code"),
     ("a trigraph brace", {NL_LINK: "namespace cni::nl {\n??>\n}\n"}, NL_LINK + ":2", "`??>` in code"),
     ("a macro that closes a brace", {NL_LINK: "#define CLOSE }\nnamespace cni::nl {\nCLOSE\nint stray;\n}\n"},
-     NL_LINK + ":1", "a macro that opens or closes braces or a namespace"),
-    ("a macro that opens a namespace", {"main.hpp": "#define IN_NL(x) namespace nl { x }\nnamespace cni {\nIN_NL(int y;)\n}\n"},
-     "main.hpp:1", "a macro that opens or closes braces or a namespace"),
+     NL_LINK + ":1", MACRO),
+    ("a macro that opens a namespace", {"main.hpp": "#define IN_NL(x) namespace nl { x }\n"
+                                                  "namespace cni {\nIN_NL(int y;)\n}\n"},
+     "main.hpp:1", MACRO),
     ("a macro that pastes a digraph", {NL_LINK: "#define OPEN(a) a ## %\nnamespace cni::nl {\n}\n"},
-     NL_LINK + ":1", "a macro that opens or closes braces or a namespace"),
-    ("a macro that pastes the keyword namespace", {"main.hpp": "#define N(a, b) a ## b\nnamespace cni {\nN(name, space) nl {\n}\n}\n"},
-     "main.hpp:1", "a macro that opens or closes braces or a namespace"),
-    ("a macro that pastes namespace from a piece of it", {"main.hpp": "#define N(b) name ## b\nnamespace cni {\nN(space) nl {\n}\n}\n"},
-     "main.hpp:1", "a macro that opens or closes braces or a namespace"),
+     NL_LINK + ":1", MACRO),
+    ("a macro that pastes the keyword namespace", {"main.hpp": "#define N(a, b) a ## b\n"
+                                                             "namespace cni {\nN(name, space) nl {\n}\n}\n"},
+     "main.hpp:1", MACRO),
+    ("a macro that pastes namespace from a piece of it", {"main.hpp": "#define N(b) name ## b\n"
+                                                                    "namespace cni {\nN(space) nl {\n}\n}\n"},
+     "main.hpp:1", MACRO),
     ("namespace split over two lines", {"main.hpp": "namespace cni {\nname\\\nspace nl {\n}\n}\n"},
      "main.hpp:2", "a line continued with"),
-    ("a comment's start split over two lines", {NL_LINK: "/\\\n* namespace cni::nl { */\nint stray;\n/\\\n* } */\n"},
+    ("a comment's start split over two lines", {NL_LINK: "/\\\n* namespace cni::nl { */\n"
+                                                          "int stray;\n/\\\n* } */\n"},
      NL_LINK + ":1", "a line continued with"),
-    ("a comment's end split over two lines", {"main.hpp": "namespace cni {\n/* *\\\n/ } int g; namespace cni { /* */\n}\n"},
+    ("a comment's end split over two lines", {"main.hpp": "namespace cni {\n/* *\\\n"
+                                                        "/ } int g; namespace cni { /* */\n}\n"},
      "main.hpp:2", "a line continued with"),
     ("a macro name split without a space", {NL_LINK: "#define NS name\\\nspace\nnamespace cni::nl {\n}\n"},
      NL_LINK + ":1", "a line continued with"),
     ("a quote the compiler reads in a number", {NL_LINK: "#define STR(x) #x\nnamespace cni::nl {\n"
-                                                         "const char* s = STR(1e+'a); } int g; namespace cni::nl {\n}\n"},
+                                                         "const char* s = STR(1e+'a); } int g; "
+                                                         "namespace cni::nl {\n}\n"},
      NL_LINK + ":3", "code outside every named namespace"),
     ("a define written with the digraph %:", {NL_LINK: "%:define X 1\nnamespace cni::nl {\n}\n"},
      NL_LINK + ":1", "the digraph %:"),
-    ("a namespace opened in a branch of #if only", {NL_LINK: "#if 0\nnamespace cni::nl {\n#endif\nint stray;\n#if 0\n}\n#endif\n"},
+    ("a namespace opened in a branch of #if only", {NL_LINK: "#if 0\nnamespace cni::nl {\n#endif\n"
+                                                                  "int stray;\n#if 0\n}\n#endif\n"},
      NL_LINK + ":1", "a branch of #if whose braces do not balance"),
-    ("a namespace opened in an #else branch only", {NL_LINK: "#ifdef X\n#else\nnamespace cni::nl {\n#endif\nint stray;\n"
-                                                             "#ifdef X\n#else\n}\n#endif\n"},
+    ("a namespace opened in an #else branch only", {NL_LINK: "#ifdef X\n#else\nnamespace cni::nl {\n"
+                                                             "#endif\nint stray;\n#ifdef X\n#else\n}\n#endif\n"},
      NL_LINK + ":2", "a branch of #if whose braces do not balance"),
     ("a header that closes its includer's namespace", {"core/nl/close.hpp": "}\n",
-                                                        NL_LINK: 'namespace cni::nl {\n#include "core/nl/close.hpp"\n}\n'},
+                                                        NL_LINK: 'namespace cni::nl {\n#include "core/nl/close.hpp"\n'
+                                                                 "}\n"},
      "core/nl/close.hpp:1", "a } that closes no brace of the file"),
     ("a header that leaves a namespace open", {"core/nl/open.hpp": "namespace cni::nl {\n"},
      "core/nl/open.hpp:2", "brace(s) the file leaves open"),
