@@ -845,6 +845,56 @@ def node_file_only_roots_under_etc_cni():
         os.unlink(os.path.join(ETC_CNI, "linked"))
 
 
+def tree(root):
+    """Every path under `root` with its content (folders as None), for a before-and-after comparison."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs:
+            out[os.path.relpath(os.path.join(d, n), root)] = None
+        for n in files:
+            with open(os.path.join(d, n), "rb") as f:
+                out[os.path.relpath(os.path.join(d, n), root)] = f.read()
+    return out
+
+
+@test
+def host_local_never_writes_in_ipam_dir():
+    """vpc-eni-ipam: its ipamDir is marked as the node's (by node-setup and by its ADD), and a host-local dataDir a tenant points at it, into it, through a link to it or with ".." is refused with code 7 naming ipam.dataDir and its value; the store, its records and the namespaces' counts are untouched, and a dataDir of the tenant's own still works (fails before the fix: host-local reserved the ENI's addresses in the node's store)"""
+    with node_and_data() as (state, data), netns("vpc") as vpc, netns("node") as node:
+        build_vpc(vpc, node)
+        path = write_node_file(state, node_file(os.path.join(state, "run")))
+        ipam_dir = os.path.join(state, "run", "ipam")
+        sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path)
+        Plugin(os.path.join(BIN, "vpc-eni-ipam")).run("ADD", conf(path), netns="/x", container_id="victim", args=pod_args("victim")).ok()
+        before = tree(os.path.join(state, "run"))
+        link = os.path.join(data, "link")
+        os.symlink(ipam_dir, link)
+        hl = Plugin(os.path.join(BIN, "host-local"))
+
+        def host_local(data_dir, name="vpc-test"):
+            rng = {"subnet": "10.80.2.0/24", "rangeStart": "10.80.2.20", "rangeEnd": "10.80.2.21"}
+            return {"cniVersion": "1.0.0", "name": name, "ipam": {"type": "host-local", "dataDir": data_dir, "ranges": [[rng]]}}
+        attacks = [(ipam_dir, "addresses"), (os.path.join(ipam_dir, "networks"), "vpc-test"),
+                   (os.path.join(ipam_dir, "namespaces"), "default"), (os.path.join(ipam_dir, "new", "deeper"), "x"),
+                   (link, "addresses"), (os.path.join(link, "networks"), "vpc-test"), (os.path.join(state, "run"), "ipam")]
+        for data_dir, name in attacks:
+            err = hl.run("ADD", host_local(data_dir, name), netns="/x", container_id="tenant").error()
+            eq(err["code"], 7, data_dir)
+            check(f'host-local: ipam.dataDir "{data_dir}" lies in ' in err["msg"] and "no network config may choose" in err["msg"], err)
+            eq(err.get("details"), data_dir)
+        dotdot = os.path.join(data, "gone", "..", "..", os.path.relpath(ipam_dir, os.path.dirname(data)))
+        err = hl.run("ADD", host_local(dotdot, "addresses"), netns="/x", container_id="tenant").error()
+        eq((err["code"], err["msg"]), (7, f'host-local: ipam.dataDir "{dotdot}" has "." or ".." in it'))
+        eq(tree(os.path.join(state, "run")), before)
+        check(not os.path.exists(os.path.join(data, "gone")), "nothing made on the way")
+        own = os.path.join(data, "pools")
+        hl.run("ADD", host_local(own), netns="/x", container_id="tenant").ok()
+        eq(sorted(f for f in os.listdir(os.path.join(own, "vpc-test")) if f[0].isdigit()), ["10.80.2.20"])
+        for marked in (ipam_dir, os.path.join(state, "run")):  # by node-setup, ipamDir by vpc-eni-ipam's calls too
+            with open(os.path.join(marked, ".cni-all-node-folder")) as f:
+                check(f.read().startswith(marked + ", vpc-eni"), marked)
+
+
 if __name__ == "__main__":
     private_etc_cni()
     run_all(cleanup=[BIN, *VARIANTS.values()])

@@ -10,6 +10,7 @@
 
 #include "applets/host_local/resolv_conf.hpp"
 #include "core/ipam/allocator.hpp"
+#include "core/os/node_folder.hpp"
 #include "core/strings.hpp"
 #include "temp_dir.hpp"
 
@@ -358,6 +359,44 @@ TEST_CASE("a walk past more taken addresses than it probes goes on with the inde
     CHECK(alloc(s, set, "x") == "10.12.0.152/22 gw 10.12.0.1");
     CHECK(alloc(s, set, "y") == "10.12.1.46/22 gw 10.12.0.1");  // after the 300 (.2 to 10.12.1.45)
     CHECK(has_free_address(s, set, 0));
+}
+
+TEST_CASE("a store is never opened in a node's folder, nor under a name that is no folder name", "[ipam][os]") {
+    TempDir d;
+    auto open = [](const std::string& dir, const std::string& net) { return Store::open(dir, net, [](std::string_view) {}); };
+    for (std::string bad : {"..", "../x", "a/b", ".", ""}) {
+        auto s = open(d.path, bad);
+        REQUIRE(!s);
+        CHECK(s.error().code == code::invalid_config);
+        CHECK(s.error().msg == "invalid characters found in network name");
+        CHECK(s.error().details == bad);
+    }
+    auto node = os::Dir::create(d / "node", 0755);
+    REQUIRE(node);
+    REQUIRE(os::mark_node_folder(*node, "the node's folder"));
+    REQUIRE(os::mark_node_folder(*node, "not written again"));
+    CHECK(d.read("node/.cni-all-node-folder") == "the node's folder");
+    std::filesystem::create_symlink(d / "node", d / "link");
+    for (std::string inside : {d / "node", d / "node/a/b", d / "link", d / "link/c"}) {
+        auto s = open(inside, "net");
+        REQUIRE(!s);
+        CHECK(s.error().code == code::invalid_config);
+        CHECK(s.error().msg == "host-local: ipam.dataDir \"" + inside +
+                                   "\" lies in the node's folder, a folder of the node's that no network config may choose "
+                                   "(docs/compatibility.md: host-local)");
+        CHECK(s.error().details == inside);
+    }
+    CHECK(std::filesystem::directory_entry(d / "node").exists());
+    CHECK(!d.exists("node/a"));
+    CHECK(!d.exists("node/net"));
+    auto dotted = open(d / "x/../node", "net");
+    REQUIRE(!dotted);
+    CHECK(dotted.error().msg == "host-local: ipam.dataDir \"" + d / "x/../node" + "\" has \".\" or \"..\" in it");
+    // A marker others could have written does not count: no one marks /tmp for host-local.
+    d.write("open/.cni-all-node-folder", "anyone's");
+    std::filesystem::permissions(d / "open/.cni-all-node-folder", std::filesystem::perms(0666));
+    CHECK(open(d / "open", "net"));
+    CHECK(open(d / "pools", "net"));
 }
 
 TEST_CASE("resolv.conf parsing", "[host-local]") {

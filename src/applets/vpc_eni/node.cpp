@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "applets/vpc_eni/node_file.hpp"
+#include "applets/vpc_eni/reservations.hpp"
 #include "applets/vpc_eni/snat.hpp"
 #include "core/cni/json.hpp"
 #include "core/nl/addr.hpp"
@@ -19,6 +20,7 @@
 #include "core/nl/route.hpp"
 #include "core/nl/rule.hpp"
 #include "core/os/fs.hpp"
+#include "core/os/node_folder.hpp"
 #include "core/os/sysctl.hpp"
 
 namespace cni::vpc_eni {
@@ -219,6 +221,9 @@ Result<fw::Driver> firewall_driver(const NodeFile& f) {
 
 Result<int> node_setup(std::span<const std::string> args) {
     CNI_TRY_ASSIGN(auto n, open_node(args, "node-setup"));
+    // The node's folders, marked before any pod's ADD: no host-local dataDir may lie in them.
+    CNI_TRY(os::mark_node_folder(n.state, n.file.state_dir + ", vpc-eni's stateDir"));
+    CNI_TRY(open_ipam_dir(n.file, true));
     CNI_TRY_ASSIGN(auto driver, firewall_driver(n.file));
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
     if (!recorded) {

@@ -6,6 +6,8 @@
 #include <ctime>
 
 #include "applets/vpc_eni/sha1.hpp"
+#include "core/cni/request.hpp"
+#include "core/os/node_folder.hpp"
 #include "core/strings.hpp"
 
 namespace cni::vpc_eni {
@@ -18,10 +20,7 @@ constexpr std::size_t kRecordLimit = 4096;
 constexpr std::string_view kLine = "\r\n";
 
 // A name the CNI spec allows a network (and Kubernetes a namespace), which is also a plain folder name.
-bool plain_name(std::string_view n) {
-    return !n.empty() && n.size() <= 255 && n != "." && n != ".." &&
-           std::ranges::all_of(n, [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.'; });
-}
+bool plain_name(std::string_view n) { return n.size() <= 255 && valid_id(n); }
 
 bool valid(const Claim& c, const std::vector<net::Attachment>& attachments) {
     return std::ranges::any_of(attachments, [&](const net::Attachment& a) { return c.matches(a.container_id, a.ifname); });
@@ -41,14 +40,17 @@ std::string pod_namespace_of(std::string_view args) {
     return {};
 }
 
-// ipamDir, opened once as a node folder (os::Dir::open_trusted); made when `make`, else nothing
-// when it is missing.
+}  // namespace
+
 Result<std::optional<os::Dir>> open_ipam_dir(const NodeFile& node, bool make) {
     if (make) CNI_TRY(os::mkdir_all(node.ipam_dir, 0755));
     else if (struct stat st{}; ::lstat(node.ipam_dir.c_str(), &st) != 0 && errno == ENOENT) return std::optional<os::Dir>{};
     CNI_TRY_ASSIGN(auto dir, os::Dir::open_trusted(node.ipam_dir));
+    CNI_TRY(os::mark_node_folder(dir, node.ipam_dir + ", vpc-eni-ipam's ipamDir"));
     return std::optional<os::Dir>(std::move(dir));
 }
+
+namespace {
 
 }  // namespace
 
@@ -333,6 +335,11 @@ Status release_unrecorded(const NodeFile& node, ipam::Store::Warn warn) {
     }
     opened->store.flush();
     return failures.status("vpc-eni-ipam GC: ");
+}
+
+Status node_status(const Context& ctx, const ipam::Pool& pool, const NodeFile& node) {
+    CNI_TRY_ASSIGN(auto opened, open_existing_store(node, ctx.warn));
+    return opened ? ipam::pool_status_in(ctx, pool, opened->store) : Status{};  // no store: every address is free
 }
 
 Result<std::optional<Reservations>> reservations_of(const Context& ctx, const std::string& node_file,

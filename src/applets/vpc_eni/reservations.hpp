@@ -127,6 +127,14 @@ public:
     void drop_empty();
 };
 
+// ipamDir, opened once as a node folder (os::Dir::open_trusted) and marked as one
+// (os::mark_node_folder: no host-local dataDir may lie in it); made when `make`, else nothing
+// when it is missing (node-setup makes it, so it is marked before any pod's ADD).
+Result<std::optional<os::Dir>> open_ipam_dir(const NodeFile& node, bool make);
+
+// STATUS: whether the pool has a free address, asked of the node's store when it exists.
+Status node_status(const Context& ctx, const ipam::Pool& pool, const NodeFile& node);
+
 // GC's sweep of what an ADD that died between its reservation and its record left: a reservation
 // in the node's store that no network records, older than kUnrecordedGrace, is released.
 inline constexpr std::int64_t kUnrecordedGraceSeconds = 600;

@@ -48,13 +48,14 @@ Status eni_ipam_check(const Context& ctx) {
 }
 
 Status eni_ipam_status(const Context& ctx) {
-    auto pool = [&]() -> Result<ipam::Pool> {
+    auto status = [&]() -> Status {
         CNI_TRY_ASSIGN(auto r, read_eni_ipam(ctx.req));
         CNI_TRY_ASSIGN(auto node, load_configured_node_file(r.ipam.node_file));
-        return pool_for(ctx.req, r, node);
+        CNI_TRY_ASSIGN(auto pool, pool_for(ctx.req, r, node));
+        return node_status(ctx, pool, node);
     }();
-    if (!pool) return fail(code::plugin_not_available, pool.error().msg);
-    return ipam::pool_status(ctx, *pool);
+    if (!status && status.error().code != code::plugin_not_available) return fail(code::plugin_not_available, status.error().msg);
+    return status;
 }
 
 // GC: the network's records of attachments not among the valid ones, made under this config,

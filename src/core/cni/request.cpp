@@ -15,14 +15,6 @@ bool id_char(char c, bool first) {
     return first ? alnum : alnum || c == '_' || c == '.' || c == '-';
 }
 
-// ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$
-bool valid_id(std::string_view s) {
-    if (s.empty()) return false;
-    for (std::size_t i = 0; i < s.size(); ++i)
-        if (!id_char(s[i], i == 0)) return false;
-    return true;
-}
-
 // '/', ':' or a rune Go's unicode.IsSpace accepts (ASCII space/\t-\r, U+0085, U+00A0, U+1680,
 // U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000), found in the UTF-8 text.
 bool has_slash_colon_or_space(std::string_view s) {
@@ -46,6 +38,13 @@ struct VarRule {
 };
 
 }  // namespace
+
+bool valid_id(std::string_view s) {
+    if (s.empty()) return false;
+    for (std::size_t i = 0; i < s.size(); ++i)
+        if (!id_char(s[i], i == 0)) return false;
+    return true;
+}
 
 std::optional<Command> command_from_name(std::string_view s) {
     if (s == "ADD") return Command::add;

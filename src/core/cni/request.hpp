@@ -53,6 +53,10 @@ struct RequestError {
 
 cni::Expected<Request, RequestError> read_request(std::span<const std::string> environ, const StdinReader& stdin_reader);
 
+// ^[a-zA-Z0-9][a-zA-Z0-9_.\-]*$: a container ID or a network name as skel allows them; never "."
+// or "..", never a "/", so also one plain folder name.
+bool valid_id(std::string_view s);
+
 // The validations, exposed for unit tests.
 Status validate_container_id(std::string_view id);
 Status validate_ifname(std::string_view name);

@@ -140,9 +140,13 @@ Status pool_check(const Context& ctx, const Pool& p) {
 Status pool_status(const Context& ctx, const Pool& p) {
     auto store = open_store(ctx, p);
     if (!store) return fail(code::plugin_not_available, "host-local: " + store.error().msg);
-    store->flush();
+    return pool_status_in(ctx, p, *store);
+}
+
+Status pool_status_in(const Context&, const Pool& p, Store& store) {
+    store.flush();
     for (std::size_t idx = 0; idx < p.ranges.size(); ++idx)
-        if (auto& set = p.ranges[idx]; !has_free_address(*store, set, int(idx)))
+        if (auto& set = p.ranges[idx]; !has_free_address(store, set, int(idx)))
             return fail(code::plugin_not_available, "no IP addresses available in range set: " + str(set));
     return {};
 }

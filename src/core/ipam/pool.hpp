@@ -50,6 +50,7 @@ Result<CniResult> pool_add(const Context& ctx, const Pool& p, Store& store);
 Status pool_del(const Context& ctx, const Pool& p);
 Status pool_check(const Context& ctx, const Pool& p);
 Status pool_status(const Context& ctx, const Pool& p);
+Status pool_status_in(const Context& ctx, const Pool& p, Store& store);  // in a store the caller has open
 Status pool_gc(const Context& ctx, const Pool& p);
 
 // An applet's verb: its configuration read by `Read` (a Result<Conf>(const Request&)), then

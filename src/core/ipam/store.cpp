@@ -14,7 +14,9 @@
 #include <memory>
 
 #include "core/os/errno_error.hpp"
+#include "core/cni/request.hpp"
 #include "core/os/fs.hpp"
+#include "core/os/node_folder.hpp"
 #include "core/os/unique_fd.hpp"
 #include "core/strings.hpp"
 
@@ -124,8 +126,19 @@ bool OwnerView::matches_legacy(std::string_view want_id) const {
 }
 
 Result<Store> Store::open(const std::string& data_dir, const std::string& network, Warn warn) {
-    std::string dir = join(data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir, network);
+    if (!valid_id(network)) return fail(code::invalid_config, "invalid characters found in network name", network);
+    const std::string root = data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir;
+    auto refuse = [&](const std::string& why) {
+        return fail(code::invalid_config, "host-local: ipam.dataDir \"" + root + "\" " + why, root);
+    };
+    if (os::has_dot_name(root)) return refuse("has \".\" or \"..\" in it");
+    const std::string dir = join(root, network);
+    auto in_node_folder = [&](const std::string& whose) {
+        return refuse("lies in " + whose + ", a folder of the node's that no network config may choose (docs/compatibility.md: host-local)");
+    };
+    if (auto whose = os::node_folder_around(os::absolute_path(dir))) return in_node_folder(*whose);
     CNI_TRY_ASSIGN(auto d, os::Dir::create(dir, 0755));
+    if (auto whose = os::node_folder_around(d.fd())) return in_node_folder(*whose);  // a folder swapped in meanwhile
     return open_dir(std::move(d), std::move(warn));
 }
 

@@ -52,6 +52,19 @@ std::string absolute_path(const std::string& path) {
     return ::getcwd(cwd, sizeof cwd) ? std::string(cwd) + "/" + path : path;
 }
 
+std::vector<std::string> path_names(std::string_view path) {
+    std::vector<std::string> names;
+    for (std::size_t at = 0, end = 0; at < path.size(); at = end + 1) {
+        end = std::min(path.find('/', at), path.size());
+        if (end > at) names.emplace_back(path.substr(at, end - at));
+    }
+    return names;
+}
+
+bool has_dot_name(std::string_view path) {
+    return std::ranges::any_of(path_names(path), [](const std::string& n) { return n == "." || n == ".."; });
+}
+
 // Go's *PathError wording: "read /x: is a directory", or "read: ..." for an unnamed descriptor.
 static std::string io_error(std::string_view op, std::string_view path, std::string_view reason) {
     return std::string(op) + (path.empty() ? "" : " " + std::string(path)) + ": " + std::string(reason);
@@ -140,13 +153,8 @@ bool only_we_write(const struct stat& st) {
 
 Result<Dir> Dir::open_trusted(const std::string& path, std::optional<mode_t> mode) {
     if (!path.starts_with('/')) return fail("open " + path + ": not an absolute path");
-    std::vector<std::string> names;
-    for (std::size_t at = 0, end = 0; at < path.size(); at = end + 1) {
-        end = std::min(path.find('/', at), path.size());
-        if (end > at) names.push_back(path.substr(at, end - at));
-    }
-    if (std::ranges::any_of(names, [](const std::string& n) { return n == "." || n == ".."; }))
-        return fail("open " + path + ": not a plain path (\".\" or \"..\" in it)");
+    if (has_dot_name(path)) return fail("open " + path + ": not a plain path (\".\" or \"..\" in it)");
+    const std::vector<std::string> names = path_names(path);
     constexpr int kFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
     UniqueFd fd(::open("/", kFlags));
     std::string walked = "/";

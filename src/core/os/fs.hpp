@@ -36,6 +36,9 @@ Result<std::optional<std::string>> read_file_if_exists(const std::string& path);
 
 // Go filepath.Abs: a relative path joined to the working directory.
 std::string absolute_path(const std::string& path);
+// The names between a path's slashes ("/a//b/" has "a" and "b"), and whether one is "." or "..".
+std::vector<std::string> path_names(std::string_view path);
+bool has_dot_name(std::string_view path);
 
 // Retries short writes and EINTR. `path`, if given, names the file in errors ("write /x: ...").
 Status write_all(int fd, std::string_view data, std::string_view path = "");
