@@ -104,6 +104,10 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
     CHECK(err(head + R"("ipamDir": "../var", )" + kEnis + "}").find("ipamDir \"../var\" is not an absolute path") !=
           std::string::npos);
     CHECK(err("{") == "vpc-eni: node file " + d / "node.json" + ": not valid JSON at line 1, column 2 (byte 1)");
+    CHECK(err(head + R"("maxAddressesPerNetwork": 2, )" + kEnis + "}") ==
+          "vpc-eni: node file " + d / "node.json" + ": maxAddressesPerNetwork is no longer read: a network's name is its "
+          "config writer's choice, so a tenant's network of the node network's name would fill its count; use "
+          "maxAddressesPerNamespace (docs/vpc-eni.md)");
     CHECK(vpc_eni::load_node_file(d / "missing.json").error().msg.find("does not exist") != std::string::npos);
 }
 
@@ -237,7 +241,7 @@ TEST_CASE("vpc-eni-ipam: one store per node file, each network acting only on wh
 TEST_CASE("vpc-eni-ipam: caps, folders only ADD makes, and GC of a reservation no network recorded", "[vpc-eni]") {
     TempDir d;
     d.write("node.json", R"({"primaryInterface": "eth0", "vpcCidrs": ["10.80.0.0/16"], "ipamDir": ")" + d / "ipam" +
-                             R"(", "maxAddressesPerNetwork": 2, "maxAddressesPerNamespace": 1,
+                             R"(", "maxAddressesPerNamespace": 1,
                              "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24",
                              "primaryIp": "10.80.1.10", "secondaryIps": ["10.80.1.20", "10.80.1.21", "10.80.1.22"]}]})");
     auto node = vpc_eni::load_node_file(d / "node.json");
@@ -265,10 +269,14 @@ TEST_CASE("vpc-eni-ipam: caps, folders only ADD makes, and GC of a reservation n
           std::string::npos);
     CHECK_FALSE(d.exists("ipam/networks/net-b"));  // the refused ADD's folder went
     REQUIRE(reserve("net-a", "c3", "team-b", "10.80.1.21"));
-    refused = reserve("net-a", "c4", "team-c", "10.80.1.22");  // net-a holds 2: maxAddressesPerNetwork
-    REQUIRE_FALSE(refused);
-    CHECK(refused.error().msg.find("network \"net-a\" holds 2 of the node's addresses, as many as maxAddressesPerNetwork (2") !=
-          std::string::npos);
+    // No cap counts by the network's name, which a tenant may choose as the node network's.
+    REQUIRE(reserve("net-a", "c4", "team-c", "10.80.1.22"));
+    {
+        auto held = vpc_eni::Reservations::open_existing(*node, "net-a", quiet);
+        REQUIRE(held);
+        REQUIRE(*held);
+        REQUIRE((*held)->release("c4", "eth0"));
+    }
     // A reservation no network recorded (an ADD that died before its record) is GC's only after
     // the grace period.
     {

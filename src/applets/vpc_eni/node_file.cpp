@@ -79,7 +79,6 @@ Status validate(const NodeFile& n) {
     if (!n.state_dir.starts_with("/")) return fail(in + "stateDir \"" + n.state_dir + "\" is not an absolute path");
     if (!n.ipam_dir.starts_with("/")) return fail(in + "ipamDir \"" + n.ipam_dir + "\" is not an absolute path");
     if (n.vpc_cidrs.empty()) return fail(in + "vpcCidrs is missing");
-    if (n.max_per_network < 0) return fail(in + "maxAddressesPerNetwork " + std::to_string(n.max_per_network) + " is negative");
     if (n.max_per_namespace < 0) return fail(in + "maxAddressesPerNamespace " + std::to_string(n.max_per_namespace) + " is negative");
     if (n.mtu < 576 || n.mtu > 9001) return fail(in + "mtu " + std::to_string(n.mtu) + " is not within 576..9001");
     AddressSet seen(n.address_count());
@@ -127,6 +126,8 @@ std::string position(std::string_view text, std::size_t offset) {
            std::to_string(offset) + ")";
 }
 
+constexpr const char* kRemovedNetworkCap = "maxAddressesPerNetwork";
+
 // A key whose value does not decode: named with its place and what it should be, never with
 // what the file holds there (a file named by a network config need not be one a tenant may read).
 cni::Unexpected<Error> unreadable(const std::string& path, const std::string& at, const KeyDoc& doc) {
@@ -135,6 +136,12 @@ cni::Unexpected<Error> unreadable(const std::string& path, const std::string& at
 
 // The keys, each ENI's with its index: "enis[1].subnet".
 Status read_node_keys(const std::string& path, const json::Value& doc, NodeFile& n) {
+    // A cap counted by the network's name, which a config's writer chooses: a tenant naming its
+    // network as the node's would fill the node network's count (docs/vpc-eni.md).
+    if (json::find(doc, kRemovedNetworkCap))
+        return fail(in_file(path) + kRemovedNetworkCap + " is no longer read: a network's name is its config writer's "
+                    "choice, so a tenant's network of the node network's name would fill its count; use "
+                    "maxAddressesPerNamespace (docs/vpc-eni.md)");
     const json::Where w{"NodeFile", ""};
     const KeyDoc* enis_doc = nullptr;
     for (auto& k : kNodeFileKeys) {

@@ -42,7 +42,6 @@ struct NodeFile {
     std::string firewall_backend;     // "", iptables or nftables
     std::string state_dir = "/run/cni-all/vpc-eni";
     std::string ipam_dir = "/var/lib/cni/vpc-eni";  // vpc-eni-ipam's reservations (reservations.hpp)
-    std::int64_t max_per_network = 0;    // the most addresses one network may hold; 0: no cap
     std::int64_t max_per_namespace = 0;  // the most one Kubernetes namespace's pods may hold, over every network
 
     const Eni& primary() const;               // device number 0
@@ -68,7 +67,6 @@ inline constexpr std::array kNodeFileKeys{
     key<&NodeFile::veth_prefix>("vethPrefix", "the pods' host veths' prefix, as the applet's vethPrefix; default eni"),
     key<&NodeFile::firewall_backend>("firewallBackend", "iptables or nftables for the SNAT; default: iptables where it works"),
     key<&NodeFile::state_dir>("stateDir", "where node-setup records what it changes; default /run/cni-all/vpc-eni"),
-    key<&NodeFile::max_per_network>("maxAddressesPerNetwork", "the most addresses one network may hold; default 0, no cap"),
     key<&NodeFile::max_per_namespace>("maxAddressesPerNamespace", "the most addresses the pods of one K8S_POD_NAMESPACE may hold, over every network; default 0, no cap"),
     key<&NodeFile::ipam_dir>("ipamDir", "where vpc-eni-ipam keeps the node's reservations, for every network naming this file; default /var/lib/cni/vpc-eni"),
 };

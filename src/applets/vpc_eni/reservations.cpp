@@ -142,7 +142,7 @@ Result<Reservations> Reservations::open(const NodeFile& node, const std::string&
     CNI_TRY_ASSIGN(auto store, ipam::Store::open_in(*ipam, kAddresses, warn));
     CNI_TRY_ASSIGN(auto networks, ipam->subdir(kNetworks, 0755));
     CNI_TRY_ASSIGN(auto records, networks.subdir(network, 0755));
-    return Reservations(Caps{node.max_per_network, node.max_per_namespace, node.path}, std::move(store), std::move(*ipam),
+    return Reservations(Caps{node.max_per_namespace, node.path}, std::move(store), std::move(*ipam),
                         std::move(networks), std::move(records), network, std::move(warn));
 }
 
@@ -156,30 +156,21 @@ Result<std::optional<Reservations>> Reservations::open_existing(const NodeFile& 
     if (!networks) return std::optional<Reservations>(none);
     CNI_TRY_ASSIGN(auto records, networks->subdir_if_exists(network));
     if (!records) return std::optional<Reservations>(none);
-    return std::optional<Reservations>(Reservations(Caps{node.max_per_network, node.max_per_namespace, node.path},
+    return std::optional<Reservations>(Reservations(Caps{node.max_per_namespace, node.path},
                                                     std::move(opened->store), std::move(opened->ipam), std::move(*networks),
                                                     std::move(*records), network, std::move(warn)));
 }
 
 Status Reservations::check_caps(const Claim& claim) {
-    auto refuse = [&](const std::string& whose, std::int64_t held, std::string_view cap, std::int64_t most) {
-        return fail("vpc-eni-ipam: " + whose + " holds " + std::to_string(held) + " of the node's addresses, as many as " +
-                    std::string(cap) + " (" + std::to_string(most) + ", in " + caps_.node_file + ") allows");
-    };
-    if (caps_.per_network > 0) {
-        auto names = records_.names();
-        const auto held = std::int64_t(std::ranges::count_if(names, [](const std::string& n) { return address_named(n).has_value(); }));
-        if (held >= caps_.per_network) return refuse("network \"" + network_ + "\"", held, "maxAddressesPerNetwork", caps_.per_network);
-    }
-    if (caps_.per_namespace > 0 && !claim.pod_namespace.empty()) {
-        const std::string ns = claim.pod_namespace.substr(0, 64);
-        if (!plain_name(claim.pod_namespace))
-            return fail("vpc-eni-ipam: K8S_POD_NAMESPACE \"" + ns + "\" is no namespace name, and maxAddressesPerNamespace counts by it");
-        const std::int64_t held = namespace_count(claim.pod_namespace);
-        if (held >= caps_.per_namespace)
-            return refuse("namespace \"" + ns + "\"", held, "maxAddressesPerNamespace", caps_.per_namespace);
-    }
-    return {};
+    if (caps_.per_namespace <= 0 || claim.pod_namespace.empty()) return {};
+    const std::string ns = claim.pod_namespace.substr(0, 64);
+    if (!plain_name(claim.pod_namespace))
+        return fail("vpc-eni-ipam: K8S_POD_NAMESPACE \"" + ns + "\" is no namespace name, and maxAddressesPerNamespace counts by it");
+    const std::int64_t held = namespace_count(claim.pod_namespace);
+    if (held < caps_.per_namespace) return {};
+    return fail("vpc-eni-ipam: namespace \"" + ns + "\" holds " + std::to_string(held) +
+                " of the node's addresses, as many as maxAddressesPerNamespace (" + std::to_string(caps_.per_namespace) +
+                ", in " + caps_.node_file + ") allows");
 }
 
 Status Reservations::admit(const Claim& claim) {

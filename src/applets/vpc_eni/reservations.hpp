@@ -81,9 +81,9 @@ public:
                                                              ipam::Store::Warn warn);
 
     ipam::Store& store() { return store_; }
-    // The node file's caps: refuses one more address past maxAddressesPerNetwork for the network
-    // or maxAddressesPerNamespace for the pod's namespace, naming the cap (and drops the
-    // network's folder if that leaves it empty).
+    // The node file's cap: refuses one more address past maxAddressesPerNamespace for the pod's
+    // namespace, naming the cap (and drops the network's folder if that leaves it empty). No cap
+    // counts by the network's name, which the config's writer chooses.
     Status admit(const Claim& claim);
     // Records the addresses an ADD has just reserved for the claim; on failure releases them.
     Status record(const std::vector<net::IpAddr>& ips, const Claim& claim);
@@ -101,7 +101,7 @@ private:
         Claim claim;
     };
     struct Caps {
-        std::int64_t per_network, per_namespace;  // 0: none
+        std::int64_t per_namespace;  // 0: none
         std::string node_file;
     };
     Reservations(Caps caps, ipam::Store store, os::Dir ipam, os::Dir networks, os::Dir records, std::string network,

@@ -86,8 +86,8 @@ extern const Applet vpc_eni_ipam_applet{
     .help = "Hands out the node file's secondaryIps with host-local's store, order and locking, in-process: one "
             "single-address range per address, in its ENI's subnet, the VPC router as gateway. One store per "
             "ipamDir, for every network whose node file names it; a network's DEL, CHECK and GC act only on its own, GC "
-            "only on what its own config made. The node file's maxAddressesPerNetwork and maxAddressesPerNamespace cap "
-            "what one network or namespace may hold.",
+            "only on what its own config made. The node file's maxAddressesPerNamespace caps what the pods of one "
+            "Kubernetes namespace may hold.",
     .versions = kAllVersions,
     .add = eni_ipam_add,
     .del = eni_ipam_del,
