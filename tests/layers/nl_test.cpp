@@ -246,6 +246,41 @@ TEST_CASE("rules: add, list, delete by selector, idempotent delete", "[nl]") {
     CHECK(p.ctr_ns.sh("ip rule show | grep -q 10.63.0.5") != 0);
 }
 
+TEST_CASE("rules: del_rules deletes only rules exactly as asked, never one with a selector more", "[nl]") {
+    Pair p;
+    nl::RuleSpec ours;
+    ours.dst = cidr("10.63.0.7/32");
+    ours.priority = 512;
+    ours.table = RT_TABLE_MAIN;
+    auto count = [&](const std::string& grep) { return p.ctr_ns.sh("ip rule show | grep -c -- \"" + grep + "\" | grep -qx 1") == 0; };
+    const char* wider[] = {"iif lo", "fwmark 0x7", "from 10.63.9.0/24", "ipproto tcp", "uidrange 10-20", "tos 0x10"};
+    // Ours first, the wider ones after it: ours goes (twice over, a leftover), theirs stay.
+    REQUIRE(nl::add_rule(p.cs, ours));
+    for (const char* w : wider)
+        REQUIRE(p.ctr_ns.sh(std::string("ip rule add to 10.63.0.7 ") + w + " lookup main pref 512") == 0);
+    CHECK(count("^512:.from all to 10.63.0.7 lookup main"));
+    auto gone = nl::del_rules(p.cs, ours);
+    REQUIRE(gone);
+    CHECK(*gone);
+    CHECK(p.ctr_ns.sh("ip rule show | grep -q \"^512:.from all to 10.63.0.7 lookup main\"") != 0);
+    CHECK(p.ctr_ns.sh("ip rule show | grep -c 10.63.0.7 | grep -qx 6") == 0);
+    // The wider ones first: a delete would take the first of them, so ours is left. (The kernel
+    // adds ours after neither a rule with a source more nor one with a TOS more: its "exists"
+    // test finds them equal to ours.)
+    for (const char* w : {"tos 0x10", "from 10.63.9.0/24"})
+        REQUIRE(p.ctr_ns.sh(std::string("ip rule del to 10.63.0.7 ") + w + " lookup main pref 512") == 0);
+    REQUIRE(nl::add_rule(p.cs, ours));
+    auto left = nl::del_rules(p.cs, ours);
+    REQUIRE(left);
+    CHECK_FALSE(*left);
+    CHECK(p.ctr_ns.sh("ip rule show | grep -c 10.63.0.7 | grep -qx 5") == 0);
+    CHECK(count("^512:.from all to 10.63.0.7 lookup main"));
+    for (const char* w : {"iif lo", "fwmark 0x7", "ipproto tcp", "uidrange 10-20"}) {
+        INFO(w);
+        CHECK(count(w));
+    }
+}
+
 TEST_CASE("neighbours: ARP entries and VXLAN forwarding entries", "[nl]") {
     Pair p;
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");

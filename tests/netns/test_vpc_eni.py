@@ -519,6 +519,60 @@ def del_acts_only_on_its_own_addresses():
             eq(held(state), [])
 
 
+# Another program's rules with the pod's address and vpc-eni's priority and table, each with a
+# selector more than vpc-eni's (the kernel matches a delete on the request's selectors only).
+WIDER_RULES = [["to", "10.80.2.20", "iif", "sxwide0", "lookup", "main", "pref", "512"],
+               ["to", "10.80.2.20", "fwmark", "0x7", "lookup", "main", "pref", "512"],
+               ["from", "10.80.9.0/24", "to", "10.80.2.20", "lookup", "main", "pref", "512"],
+               ["to", "10.80.2.20", "ipproto", "tcp", "lookup", "main", "pref", "512"],
+               ["from", "10.80.2.20", "to", "10.80.9.0/24", "lookup", "2", "pref", "1536"],
+               ["from", "10.80.2.20", "oif", "sxwide0", "lookup", "2", "pref", "1536"],
+               ["from", "10.80.2.20", "uidrange", "1000-2000", "lookup", "2", "pref", "1536"]]
+
+
+def wider_rules(node):
+    """The lines of `ip rule` that are WIDER_RULES'."""
+    return [line for line in sh("ip", "-n", node, "rule").stdout.splitlines()
+            if "10.80.2.20" in line and any(w in line for w in ("sxwide0", "fwmark", "10.80.9.0", "ipproto", "uidrange"))]
+
+
+@test
+def del_removes_only_its_exact_rules():
+    """vpc-eni DEL: rules of another program with the pod's address, vpc-eni's priorities and tables, and a selector more (iif, oif, fwmark, src, dst, ipproto, uidrange) survive; made after the pod's, the pod's own go; made before them, the pod's are left with a warning, since the kernel would delete the other's in their place (fails before the fix: DEL deleted them)"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        ours = ("512:\tfrom all to 10.80.2.20 lookup main", "1536:\tfrom 10.80.2.20 lookup 2")
+        with netns("node") as node, netns("pod") as pod:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
+            # Before the pod's, only rules the kernel's "exists" test tells from them: it would
+            # take one with a source or destination more for the pod's, and add none of those.
+            for wider_first, wider in ((False, WIDER_RULES), (True, [r for r in WIDER_RULES if "10.80.9.0/24" not in r])):
+                if wider_first:
+                    for rule in wider:
+                        sh("ip", "-n", node, "rule", "add", *rule)
+                plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="p", args=pod_args("b", "10.80.2.20")).ok()
+                if not wider_first:
+                    for rule in wider:
+                        sh("ip", "-n", node, "rule", "add", *rule)
+                theirs = wider_rules(node)
+                eq(len(theirs), len(wider), theirs)
+                out = plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="p", args=pod_args("b")).ok()
+                eq(wider_rules(node), theirs)
+                rules = [line.rstrip() for line in sh("ip", "-n", node, "rule").stdout.splitlines()]
+                for line in ours:
+                    eq(line in rules, wider_first, f"{line!r} in {rules}")
+                if wider_first:
+                    check("vpc-eni: the rule 512: from all to 10.80.2.20/32 lookup 254 is left: another program's rule" in out.err,
+                          out.err)
+                for rule in wider:  # theirs first: `ip rule del` of the pod's would take one of them
+                    sh("ip", "-n", node, "rule", "del", *rule)
+                if wider_first:
+                    sh("ip", "-n", node, "rule", "del", "to", "10.80.2.20", "lookup", "main", "pref", "512")
+                    sh("ip", "-n", node, "rule", "del", "from", "10.80.2.20", "lookup", "2", "pref", "1536")
+                check("10.80.2.20" not in sh("ip", "-n", node, "rule").stdout, sh("ip", "-n", node, "rule").stdout)
+            eq(held(state), [])
+
+
 def record(state, network, ip):
     """What network `network`'s record of `ip` says (container ID, ifname, ipam digest, pod
     namespace), or None."""

@@ -126,13 +126,14 @@ nl::RuleSpec to_pod_rule(const net::IpAddr& ip) {
     r.table = RT_TABLE_MAIN;
     return r;
 }
-nl::RuleSpec from_pod_rule(const net::IpAddr& ip, const Eni& eni) {
+nl::RuleSpec from_pod_rule(const net::IpAddr& ip, std::uint32_t table) {
     nl::RuleSpec r;
     r.src = host_prefix(ip);
     r.priority = kFromPodPriority;
-    r.table = eni.table();
+    r.table = table;
     return r;
 }
+nl::RuleSpec from_pod_rule(const net::IpAddr& ip, const Eni& eni) { return from_pod_rule(ip, eni.table()); }
 nl::RouteSpec host_route(const net::IpAddr& ip, int veth_index) {
     nl::RouteSpec r;
     r.dst = host_prefix(ip);
@@ -175,23 +176,32 @@ Status configure_host(const Context& ctx, const nl::Socket& s, const nl::LinkInf
     if (eni.device_number > 0) rules.push_back(from_pod_rule(ip, eni));
     for (auto& rule : rules) {
         CNI_TRY_ASSIGN(bool added, nl::add_rule_if_absent(s, rule));
-        if (added) undo.push([&s, rule] { (void)nl::del_rule(s, rule); });
+        if (added) undo.push([&s, rule] { (void)nl::del_rules(s, rule); });
     }
     return {};
 }
 
-// Removes the host's rules of `ip` that vpc-eni sets: to it, lookup main, at 512; from it at 1536,
-// into its ENI's table (none for the primary ENI), or into any ENI's table when the ENI is not
-// known (the node file no longer lists it, or cannot be read). A rule of another priority or
-// table stays.
-Status remove_rules(const nl::Socket& s, const net::IpAddr& ip, const Eni* eni) {
-    CNI_TRY(nl::del_rules(s, to_pod_rule(ip)));
-    if (eni) return eni->device_number > 0 ? nl::del_rules(s, from_pod_rule(ip, *eni)) : Status{};
-    CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
-    for (auto& r : rules)
-        if (r.priority == kFromPodPriority && r.src == host_prefix(ip) && !r.dst && r.table >= kFirstEniTable &&
-            r.table <= kLastEniTable)
-            CNI_TRY(nl::del_rules(s, r));
+// Removes the host's rules of `ip` that vpc-eni sets, exactly as it sets them: to it, lookup main,
+// at 512; from it at 1536, into its ENI's table (none for the primary ENI), or into any ENI's
+// table when the ENI is not known (the node file no longer lists it, or cannot be read). A rule of
+// another priority or table stays, and so does one with a selector of its own (an input
+// interface, a mark...): when such a rule comes before ours, ours is left too, with a warning
+// (the kernel would delete that one in its place).
+Status remove_rules(const Context& ctx, const nl::Socket& s, const net::IpAddr& ip, const Eni* eni) {
+    std::vector<nl::RuleSpec> ours{to_pod_rule(ip)};
+    if (eni && eni->device_number > 0) ours.push_back(from_pod_rule(ip, *eni));
+    if (!eni) {
+        CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
+        for (auto& r : rules)
+            if (r.priority == kFromPodPriority && r.src == host_prefix(ip) && r.table >= kFirstEniTable && r.table <= kLastEniTable)
+                ours.push_back(from_pod_rule(ip, r.table));
+    }
+    for (auto& rule : ours) {
+        CNI_TRY_ASSIGN(bool gone, nl::del_rules(s, rule));
+        if (!gone)
+            ctx.warn("vpc-eni: the rule " + nl::describe(rule) + " is left: another program's rule with more selectors "
+                     "comes first, and the kernel would delete that one instead");
+    }
     return {};
 }
 
@@ -294,7 +304,7 @@ Status vpc_eni_del(const Context& ctx) {
     auto node = load_configured_node_file(file);  // each address's ENI table and the veths' prefix; DEL goes on without it
     CNI_TRY_ASSIGN(auto ips, reserved_for(ctx, file, c.net.name));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    for (auto& ip : ips) CNI_TRY(remove_rules(host, ip, node ? eni_holding(*node, ip) : nullptr));
+    for (auto& ip : ips) CNI_TRY(remove_rules(ctx, host, ip, node ? eni_holding(*node, ip) : nullptr));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, node ? node->veth_prefix : c.veth_prefix));
     CNI_TRY(remove_host_veth(ctx, host, host_name));
     CNI_TRY(iface::remove_container_link(ctx));
@@ -381,7 +391,7 @@ Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto stale, stale_addresses(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     Failures failures;
-    for (auto& ip : stale) failures.add(remove_rules(host, ip, eni_holding(node, ip)));
+    for (auto& ip : stale) failures.add(remove_rules(ctx, host, ip, eni_holding(node, ip)));
     CNI_TRY(failures.status("vpc-eni GC: "));
     return ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config);
 }

@@ -3,8 +3,14 @@
 #include "core/nl/rule.hpp"
 
 #include <linux/fib_rules.h>
+#include <linux/rtnetlink.h>
 #include <netlink/errno.h>
+#include <netlink/msg.h>
 #include <netlink/route/rule.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
 
 #include "core/nl/nl_addr.hpp"
 
@@ -86,39 +92,119 @@ Result<bool> del_rule(const Socket& s, const RuleSpec& r) {
     return true;
 }
 
-Status del_rules(const Socket& s, const RuleSpec& r) {
+namespace {
+
+// A rule as the kernel dumps it: the selectors RuleSpec has, and whether it has any other (a
+// TOS, realms, an inverted match, ports, an IP protocol, a UID range, l3mdev, suppressions, a
+// tunnel id, a goto, or one newer than these headers, such as a DSCP) or an action other than a
+// table lookup.
+struct DumpedRule {
+    RuleSpec spec;
+    std::uint8_t action = FR_ACT_UNSPEC;
+    bool more = false;
+};
+
+std::optional<net::IpNet> selector(const nlattr* a, int family, int len) {
+    if (!a || len == 0) return std::nullopt;
+    const auto* b = static_cast<const std::uint8_t*>(nla_data(a));
+    if (family == AF_INET && nla_len(a) == 4)
+        return net::IpNet{net::IpAddr::from_v4(std::uint32_t(b[0]) << 24 | b[1] << 16 | b[2] << 8 | b[3]), len, 32};
+    if (family != AF_INET6 || nla_len(a) != 16) return std::nullopt;
+    std::array<std::uint8_t, 16> bytes{};
+    std::memcpy(bytes.data(), b, 16);
+    return net::IpNet{net::IpAddr::from_bytes(bytes), len, 128};
+}
+
+// An attribute the kernel sends with its "none" value: the suppressions as -1, the whole UID range.
+bool unset(int type, const nlattr* a) {
+    if ((type == FRA_SUPPRESS_PREFIXLEN || type == FRA_SUPPRESS_IFGROUP) && nla_len(a) == 4)
+        return nla_get_u32(const_cast<nlattr*>(a)) == 0xffffffffU;
+    if (type == FRA_UID_RANGE && nla_len(a) == sizeof(fib_rule_uid_range)) {
+        const auto* u = static_cast<const fib_rule_uid_range*>(nla_data(a));
+        return u->start == 0 && u->end == 0xffffffffU;
+    }
+    return false;
+}
+
+std::optional<DumpedRule> parse_rule(const nlmsghdr* h) {
+    if (h->nlmsg_type != RTM_NEWRULE || h->nlmsg_len < NLMSG_LENGTH(sizeof(fib_rule_hdr))) return std::nullopt;
+    const auto* frh = static_cast<const fib_rule_hdr*>(NLMSG_DATA(h));
+    nlattr* tb[FRA_MAX + 1] = {};
+    if (nlmsg_parse(const_cast<nlmsghdr*>(h), sizeof(fib_rule_hdr), tb, FRA_MAX, nullptr) < 0) return std::nullopt;
+    DumpedRule d;
+    RuleSpec& r = d.spec;
+    r.family = frh->family;
+    d.action = frh->action;
+    r.table = tb[FRA_TABLE] ? nla_get_u32(tb[FRA_TABLE]) : frh->table;
+    if (tb[FRA_PRIORITY]) r.priority = nla_get_u32(tb[FRA_PRIORITY]);
+    r.src = selector(tb[FRA_SRC], frh->family, frh->src_len);
+    r.dst = selector(tb[FRA_DST], frh->family, frh->dst_len);
+    if (tb[FRA_IIFNAME]) r.iif = static_cast<const char*>(nla_data(tb[FRA_IIFNAME]));
+    if (tb[FRA_OIFNAME]) r.oif = static_cast<const char*>(nla_data(tb[FRA_OIFNAME]));
+    const std::uint32_t mark = tb[FRA_FWMARK] ? nla_get_u32(tb[FRA_FWMARK]) : 0;
+    const std::uint32_t mask = tb[FRA_FWMASK] ? nla_get_u32(tb[FRA_FWMASK]) : 0;
+    if (mark || mask) {
+        r.mark = mark;
+        if (mask != 0xffffffffU) r.mark_mask = mask;
+    }
+    constexpr int kSpecAttrs[] = {FRA_TABLE, FRA_PRIORITY, FRA_SRC, FRA_DST, FRA_IIFNAME, FRA_OIFNAME, FRA_FWMARK, FRA_FWMASK,
+                                  FRA_PROTOCOL /* who made it, no selector */};
+    for (int i = 1; i <= FRA_MAX; ++i)
+        if (tb[i] && std::ranges::find(kSpecAttrs, i) == std::end(kSpecAttrs) && !unset(i, tb[i])) d.more = true;
+    const nlattr* a;
+    int rest;
+    nlmsg_for_each_attr(a, const_cast<nlmsghdr*>(h), sizeof(fib_rule_hdr), rest) {
+        if (nla_type(a) > FRA_MAX) d.more = true;
+    }
+    d.more |= frh->tos != 0 || (frh->flags & FIB_RULE_INVERT) || frh->action != FR_ACT_TO_TBL ||
+              (frh->src_len && !r.src) || (frh->dst_len && !r.dst);
+    return d;
+}
+
+// The kernel's match for a delete: every selector `want` sets is the rule's (its others are not
+// looked at).
+bool delete_matches(const RuleSpec& want, const DumpedRule& d) {
+    const RuleSpec& r = d.spec;
+    const auto mask = [](const RuleSpec& x) { return x.mark_mask.value_or(0xffffffffU); };
+    return (!want.table || (d.action == FR_ACT_TO_TBL && r.table == want.table)) &&
+           (!want.priority || r.priority == want.priority) && (want.iif.empty() || r.iif == want.iif) &&
+           (want.oif.empty() || r.oif == want.oif) && (!want.mark || (r.mark == want.mark && mask(r) == mask(want))) &&
+           (!want.src || r.src == want.src) && (!want.dst || r.dst == want.dst);
+}
+
+// Every rule of `family`, in the kernel's order (the order a delete's match is looked for in).
+Result<std::vector<DumpedRule>> dump_rules(const Socket& s, int family) {
+    std::vector<DumpedRule> out;
+    fib_rule_hdr req{};
+    req.family = static_cast<std::uint8_t>(family);
+    CNI_TRY(s.dump_messages(RTM_GETRULE, &req, sizeof req, [&](const nlmsghdr* h) {
+        if (auto d = parse_rule(h); d && d->spec.family == family) out.push_back(std::move(*d));
+    }, "listing rules"));
+    return out;
+}
+
+}  // namespace
+
+Result<bool> del_rules(const Socket& s, const RuleSpec& r) {
+    RuleSpec exact = r;
+    exact.family = family_of(r);
     for (int i = 0; i < 1024; ++i) {  // bounded: a kernel that keeps saying "deleted" cannot loop us
+        CNI_TRY_ASSIGN(auto rules, dump_rules(s, exact.family));
+        auto is_exact = [&](const DumpedRule& d) { return !d.more && d.spec == exact; };
+        auto first = std::ranges::find_if(rules, [&](const DumpedRule& d) { return delete_matches(r, d); });
+        if (first == rules.end()) return true;
+        if (!is_exact(*first)) return std::ranges::none_of(rules, is_exact);  // a delete would take that one, not ours
         CNI_TRY_ASSIGN(bool gone, del_rule(s, r));
-        if (!gone) return {};
+        if (!gone) return true;
     }
     return fail("deleting rule " + describe(r) + ": still there after 1024 deletions");
 }
 
 Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family) {
-    CNI_TRY_ASSIGN(auto cache, s.dump([family](nl_sock* sk, nl_cache** c) { return rtnl_rule_alloc_cache(sk, family, c); },
-                                      "listing rules"));
+    CNI_TRY_ASSIGN(auto rules, dump_rules(s, family));
     std::vector<RuleSpec> out;
-    for (nl_object* o = nl_cache_get_first(cache.get()); o; o = nl_cache_get_next(o)) {
-        auto* rl = reinterpret_cast<rtnl_rule*>(o);
-        if (rtnl_rule_get_action(rl) != FR_ACT_TO_TBL) continue;
-        RuleSpec r;
-        r.family = rtnl_rule_get_family(rl);
-        r.table = rtnl_rule_get_table(rl);
-        r.priority = rtnl_rule_get_prio(rl);
-        auto selector = [](nl_addr* a) {  // "from all" may come back as 0.0.0.0/0
-            auto net = from_nl_addr(a);
-            return net && net->prefix > 0 ? net : std::nullopt;
-        };
-        r.src = selector(rtnl_rule_get_src(rl));
-        r.dst = selector(rtnl_rule_get_dst(rl));
-        if (const char* n = rtnl_rule_get_iif(rl)) r.iif = n;
-        if (const char* n = rtnl_rule_get_oif(rl)) r.oif = n;
-        if (std::uint32_t m = rtnl_rule_get_mark(rl); m && m != 0xffffffffU) {
-            r.mark = m;
-            if (std::uint32_t mask = rtnl_rule_get_mask(rl); mask != 0xffffffffU) r.mark_mask = mask;
-        }
-        out.push_back(std::move(r));
-    }
+    for (auto& d : rules)
+        if (d.action == FR_ACT_TO_TBL) out.push_back(std::move(d.spec));
     return out;
 }
 

@@ -29,10 +29,15 @@ struct RuleSpec {
 Status add_rule(const Socket& s, const RuleSpec& r);
 // The same; false, and nothing changed, when the very same rule is there already.
 Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r);
-// Deletes the first rule matching every field set in `r`; false when there is none.
+// Deletes the first rule matching every field set in `r`, whatever other selectors it has; false
+// when there is none. Only for a rule just added and known to be first (del_rules otherwise).
 Result<bool> del_rule(const Socket& s, const RuleSpec& r);
-// Deletes every rule matching `r` (a leftover may have doubled one).
-Status del_rules(const Socket& s, const RuleSpec& r);
+// Deletes every rule that is exactly `r` (a leftover may have doubled one): no selector but r's
+// (another program's rule that adds an input interface, a mark, a TOS, a UID range... to r's
+// stays). The kernel deletes the first rule whose selectors include a request's, so each delete
+// is sent only when that first rule, in a fresh dump, is exactly `r`. False when a rule not `r`
+// comes first: a delete would take it, so the copies of `r` after it are left.
+Result<bool> del_rules(const Socket& s, const RuleSpec& r);
 // The rules of `family` that look up a table (the kernel's default rules included).
 Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family);
 

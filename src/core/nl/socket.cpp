@@ -7,6 +7,9 @@
 #include <netlink/msg.h>
 #include <sys/socket.h>
 
+#include <string>
+#include <vector>
+
 #include "core/libnl/attr.hpp"
 #include "core/os/errno_error.hpp"
 
@@ -103,6 +106,40 @@ Status Socket::ask(nl_msg* msg, const std::function<void(nl_msg*)>& answer, std:
     CNI_TRY(check(nl_send_auto(sock_.get(), msg), what));
     while (!asking.acked) CNI_TRY(check(nl_recvmsgs(sock_.get(), cb.get()), what));
     return {};
+}
+
+namespace {
+
+struct Dumping {
+    std::vector<std::string> messages;  // each nlmsghdr and its payload, as received
+    bool interrupted = false;
+};
+
+int on_dumped(nl_msg* msg, void* arg) {
+    auto* d = static_cast<Dumping*>(arg);
+    const nlmsghdr* h = nlmsg_hdr(msg);
+    if (h->nlmsg_flags & NLM_F_DUMP_INTR) d->interrupted = true;
+    d->messages.emplace_back(reinterpret_cast<const char*>(h), h->nlmsg_len);
+    return NL_OK;
+}
+
+}  // namespace
+
+Status Socket::dump_messages(int type, const void* header, std::size_t size,
+                             const std::function<void(const nlmsghdr*)>& on_message, std::string_view what) const {
+    std::unique_ptr<nl_cb, libnl::Deleter<nl_cb_put>> own(nl_socket_get_cb(sock_.get()));
+    for (int attempt = 0; attempt < 5; ++attempt) {
+        std::unique_ptr<nl_cb, libnl::Deleter<nl_cb_put>> cb(nl_cb_clone(own.get()));
+        if (!cb) return fail(std::string(what) + ": out of memory");
+        Dumping d;
+        nl_cb_set(cb.get(), NL_CB_VALID, NL_CB_CUSTOM, on_dumped, &d);
+        CNI_TRY(check(nl_send_simple(sock_.get(), type, NLM_F_DUMP, const_cast<void*>(header), size), what));
+        CNI_TRY(check(nl_recvmsgs(sock_.get(), cb.get()), what));
+        if (d.interrupted) continue;
+        for (auto& m : d.messages) on_message(reinterpret_cast<const nlmsghdr*>(m.data()));
+        return {};
+    }
+    return fail(std::string(what) + ": the table changed during each of 5 dumps");
 }
 
 Result<libnl::CachePtr> Socket::dump(const CacheAlloc& alloc, std::string_view what) const {

@@ -6,6 +6,8 @@
 // operation not supported (kernel: Unknown device type)" (errno text spelled as Go prints it).
 #pragma once
 
+#include <linux/netlink.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +37,11 @@ public:
     // makes it) and hands every message before the kernel's ack to `on_answer`; an answer may
     // be the ack alone. Errors as check() words them.
     Status ask(nl_msg* msg, const std::function<void(nl_msg*)>& on_answer, std::string_view what) const;
+    // A dump whose objects libnl does not parse whole: a request of `type` with the family
+    // header `header` (`size` bytes), every message of one uninterrupted dump handed to
+    // `on_message` in the kernel's order (an interrupted dump is retried, 5 times at most).
+    Status dump_messages(int type, const void* header, std::size_t size,
+                         const std::function<void(const nlmsghdr*)>& on_message, std::string_view what) const;
 
     // What the kernel said about the last failed request (errno and extended-ack message).
     struct LastError {
