@@ -80,25 +80,32 @@ TEST_CASE("setup_veth puts the peer straight into the host namespace", "[iface]"
     CHECK_FALSE(*nl::delete_link(p.cs, "eth0"));
 }
 
-TEST_CASE("a veth's peer namespace: link_netnsid is the id netns_id gives that namespace", "[nl]") {
+TEST_CASE("a veth's peer: link_netnsid is the id netns_id gives its namespace, and each end names the other", "[nl]") {
     Pair p;
     TestNs third_ns{"cnit-third"};
     os::Netns third = *os::Netns::open(third_ns.path);
+    iface::ContainerSockets pod{*os::Netns::open(p.ctr_ns.path), *nl::Socket::open_in(p.ctr)};
+    iface::ContainerSockets elsewhere{*os::Netns::open(third_ns.path), *nl::Socket::open_in(third)};
     auto veth = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "eth0", 0, "");
     REQUIRE(veth);
+    auto second = iface::setup_veth(p.cs, p.hs, p.host, p.host_v6, "net1", 0, "");  // another attachment's
+    REQUIRE(second);
     auto host_end = *nl::find_link(p.hs, veth->host.name);
     REQUIRE(host_end);
     REQUIRE(host_end->link_netnsid);
     CHECK(*nl::netns_id(p.hs, p.ctr.fd()) == host_end->link_netnsid);
-    CHECK(*iface::veth_into(p.hs, *host_end, p.ctr));
-    CHECK_FALSE(*iface::veth_into(p.hs, *host_end, third));  // a namespace the host has no id for
+    CHECK(*iface::veth_to(p.hs, *host_end, pod, "eth0"));
+    CHECK_FALSE(*iface::veth_to(p.hs, *host_end, pod, "net1"));  // into the pod, but to another interface
+    CHECK_FALSE(*iface::veth_to(p.hs, *host_end, pod, "nothere"));
+    CHECK(*iface::veth_to(p.hs, *nl::find_link(p.hs, second->host.name).value(), pod, "net1"));
+    CHECK_FALSE(*iface::veth_to(p.hs, *host_end, elsewhere, "eth0"));  // a namespace the host has no id for
     CHECK_FALSE(*nl::netns_id(p.hs, third.fd()));
     // Both ends in one namespace: no peer namespace at all.
     REQUIRE(nl::add_veth(p.hs, nl::NewLink{"sxa", 0, "", 0, -1}, nl::NewLink{"sxb", 0, "", 0, -1}));
     auto local = *nl::find_link(p.hs, "sxa");
     REQUIRE(local);
     CHECK_FALSE(local->link_netnsid);
-    CHECK_FALSE(*iface::veth_into(p.hs, *local, p.ctr));
+    CHECK_FALSE(*iface::veth_to(p.hs, *local, pod, "eth0"));
     // delete_link of a LinkInfo deletes that very link.
     CHECK(*nl::delete_link(p.hs, *local));
     CHECK_FALSE(*nl::find_link(p.hs, "sxb"));

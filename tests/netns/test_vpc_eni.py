@@ -723,7 +723,7 @@ def del_with_another_ipam_finds_the_state_through_node_file():
             # Another sandbox of the live pod: its veth (the same name) is not into this DEL's namespace.
             out = plugin.run("DEL", other, host_ns=node, netns=ns_path(bare), container_id="other", args=pod_args("b")).ok()
             check('ipam type "host-local" is not vpc-eni-ipam: DEL finds the container\'s addresses through nodeFile' in out.err, out)
-            check(f"{veth_name('b')} is left as it is: it is not a veth into the container's namespace" in out.err, out)
+            check(f"{veth_name('b')} is left as it is: it is not a veth to eth0 in the container's namespace" in out.err, out)
             eq(host_state(node), before)
             # A veth of pod c's name into c's namespace, and the pod's end: both go.
             sh("ip", "-n", node, "link", "add", veth_name("c"), "type", "veth", "peer", "name", "eth0", "netns", bare)
@@ -746,7 +746,7 @@ def link_index(ns, name):
 
 @test
 def add_and_del_act_only_on_a_veth_into_the_pod():
-    """vpc-eni: a host link of the pod's veth name that is not a veth into the pod's namespace (both ends on the host, or another pod's) stays: ADD refuses, DEL warns; one into the pod's own is replaced; vethPrefix must be the node file's"""
+    """vpc-eni: a host link of the pod's veth name that is not a veth to CNI_IFNAME in the pod's namespace (both ends on the host, another pod's, or the same pod's other attachment's) stays: ADD refuses, DEL warns; one to the pod's own interface is replaced; vethPrefix must be the node file's (the second attachment's part fails before the fix: its DEL deleted the first's veth)"""
     with node_and_data() as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod, netns("pod") as other:
@@ -757,11 +757,11 @@ def add_and_del_act_only_on_a_veth_into_the_pod():
                 sh("ip", "-n", node, "link", "add", name, "type", "veth", "peer", "name", *peer)
                 before = host_state(node)
                 err = run("ADD", c).error()
-                check(f"a link named {name} is on the host and is not a veth into this container's namespace" in err["msg"], err)
+                check(f"a link named {name} is on the host and is not a veth to eth0 in this container's namespace" in err["msg"], err)
                 eq(host_state(node), before, f"ADD with {peer}")
                 eq(held(state), [])
                 out = run("DEL", c).ok()
-                check(f"{name} is left as it is: it is not a veth into the container's namespace" in out.err, out)
+                check(f"{name} is left as it is: it is not a veth to eth0 in the container's namespace" in out.err, out)
                 eq(host_state(node), before, f"DEL with {peer}")
                 eq(sh("ip", "-n", other, "link", "show", "eth0", check_rc=False).returncode, 0 if "netns" in peer else 1)
                 sh("ip", "-n", node, "link", "del", name)
@@ -770,6 +770,16 @@ def add_and_del_act_only_on_a_veth_into_the_pod():
             old = link_index(node, name)
             run("ADD", c).ok()
             check(link_index(node, name) != old and link_index(pod, "eth0") != 0)
+            # A second attachment of the pod (net1): its veth would have the first's name, so its ADD
+            # is refused and its DEL leaves the first's veth, with a warning.
+            before = host_state(node)
+            err = run("ADD", c, ifname="net1").error()
+            check(f"a link named {name} is on the host and is not a veth to net1 in this container's namespace" in err["msg"], err)
+            out = run("DEL", c, ifname="net1").ok()
+            check(f"{name} is left as it is: it is not a veth to net1 in the container's namespace" in out.err, out)
+            eq(host_state(node), before)
+            eq(len(held(state)), 1)
+            check("eth0" in sh("ip", "-n", pod, "link").stdout, "the first attachment's end")
             run("DEL", c).ok()
             check(name not in host_state(node)[2])
             eq(held(state), [])

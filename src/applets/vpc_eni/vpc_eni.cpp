@@ -261,19 +261,19 @@ Result<CniResult> vpc_eni_add(const Context& ctx) {
     return result;
 }
 
-// DEL's removal of the pod's host veth, its routes with it: only a veth into the container's
-// namespace. A link of that name with its peer elsewhere (another sandbox's of the same pod), or
-// not a veth, stays, and so does one when DEL has no namespace to tell by (a pod's veth goes with
-// its namespace).
+// DEL's removal of the pod's host veth, its routes with it: only a veth to CNI_IFNAME in the
+// container's namespace. A link of that name with its peer elsewhere (another sandbox's of the
+// same pod, or another interface of this container: another attachment's), or not a veth, stays,
+// and so does one when DEL has no namespace to tell by (a pod's veth goes with its namespace).
 Status remove_host_veth(const Context& ctx, const nl::Socket& host, const std::string& name) {
     CNI_TRY_ASSIGN(auto veth, nl::find_link(host, name));
     if (!veth) return {};
     CNI_TRY_ASSIGN(auto pod, iface::open_container_if_exists(ctx));
     bool ours = false;
-    if (pod) CNI_TRY_ASSIGN(ours, iface::veth_into(host, *veth, pod->ns));
+    if (pod) CNI_TRY_ASSIGN(ours, iface::veth_to(host, *veth, *pod, ctx.req.ifname));
     if (!ours) {
-        ctx.warn("vpc-eni: " + name + " is left as it is: it is not a veth into " +
-                 (pod ? "the container's namespace" : "a namespace this DEL was given"));
+        ctx.warn("vpc-eni: " + name + " is left as it is: it is not a veth to " +
+                 (pod ? ctx.req.ifname + " in the container's namespace" : "a namespace this DEL was given"));
         return {};
     }
     CNI_TRY(nl::delete_link(host, *veth));

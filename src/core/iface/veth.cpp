@@ -49,20 +49,22 @@ Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host,
     return finish_pair(container, host, host_ipv6_conf, ifname, peer);
 }
 
-Result<bool> veth_into(const nl::Socket& host, const nl::LinkInfo& link, const os::Netns& ns) {
+Result<bool> veth_to(const nl::Socket& host, const nl::LinkInfo& link, const ContainerSockets& pod, const std::string& ifname) {
     if (link.kind != "veth" || !link.link_netnsid) return false;
-    CNI_TRY_ASSIGN(auto id, nl::netns_id(host, ns.fd()));
-    return id == link.link_netnsid;
+    CNI_TRY_ASSIGN(auto id, nl::netns_id(host, pod.ns.fd()));
+    if (id != link.link_netnsid) return false;
+    CNI_TRY_ASSIGN(auto peer, nl::find_link(pod.container, ifname));
+    return peer && peer->index == link.peer_index && peer->peer_index == link.index;
 }
 
 Result<VethPair> setup_named_veth(const HostSockets& io, const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
                                   const std::string& host_name, std::int64_t mtu) {
     CNI_TRY_ASSIGN(auto old, nl::find_link(io.host, host_name));
     if (old) {
-        CNI_TRY_ASSIGN(bool ours, veth_into(io.host, *old, io.ns));
+        CNI_TRY_ASSIGN(bool ours, veth_to(io.host, *old, io, ifname));
         if (!ours)
-            return fail("a link named " + host_name + " is on the host and is not a veth into this container's namespace: "
-                        "left as it is, and no veth made");
+            return fail("a link named " + host_name + " is on the host and is not a veth to " + ifname +
+                        " in this container's namespace: left as it is, and no veth made");
         CNI_TRY(nl::delete_link(io.host, *old));  // that very link, an earlier ADD's
     }
     CNI_TRY(nl::add_veth(io.container, nl::NewLink{ifname, mtu, "", 0, -1}, nl::NewLink{host_name, mtu, "", 0, io.host_ns.fd()}));

@@ -26,13 +26,14 @@ Result<VethPair> setup_veth(const nl::Socket& container, const nl::Socket& host,
 
 // The same with the host end named `host_name` (vpc-eni names it after the pod), made in `io`'s
 // namespaces; the host end skips IPv6 duplicate detection. A link of that name on the host is
-// removed first only when it is a veth into the container's namespace (a leftover of an earlier
-// ADD of this container); any other is left alone and the ADD refused.
+// removed first only when it is a veth to `ifname` in the container's namespace (a leftover of an
+// earlier ADD of this attachment); any other, even one to another interface of the container
+// (another attachment's), is left alone and the ADD refused.
 Result<VethPair> setup_named_veth(const HostSockets& io, const os::SysctlDir& host_ipv6_conf, const std::string& ifname,
                                   const std::string& host_name, std::int64_t mtu);
 
-// Whether the host link `link` is a veth whose peer lives in `ns` (its link_netnsid is the id the
-// host knows `ns` by).
-Result<bool> veth_into(const nl::Socket& host, const nl::LinkInfo& link, const os::Netns& ns);
+// Whether the host link `link` is a veth whose peer is `ifname` in `pod`'s namespace: its
+// link_netnsid is the id the host knows that namespace by, and there each end names the other.
+Result<bool> veth_to(const nl::Socket& host, const nl::LinkInfo& link, const ContainerSockets& pod, const std::string& ifname);
 
 }  // namespace cni::iface
