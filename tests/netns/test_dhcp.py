@@ -722,9 +722,9 @@ def answer(s, timeout=10):
 
 @test
 def dhcp_silent_networks_cannot_take_every_connection():
-    """dhcp: ADDs waiting on a silent server hold at most 8 places per network and 48 in all; the next is refused at once (code 11) while another network's ADD, its CHECK and DEL, STATUS and a waiting ADD's DEL get through
-    48 macvlans in one namespace ask for leases no server answers (6 networks of 8); the rogue
-    server answers only the container "b" of network "other"."""
+    """dhcp: ADDs waiting on a silent server hold at most 8 places per network, past 40 only a network with none waiting gets one, and 48 in all; the next is refused at once (code 11) while another network's ADD, its CHECK and DEL, STATUS and a waiting ADD's DEL get through
+    48 macvlans in one namespace ask for leases no server answers (5 networks of 8, then 8 of 1);
+    the rogue server answers only the container "b" of network "other"."""
     with lab(start=False, dnsmasq=False) as lb, netns("dhw") as waiting, netns("dhc") as ctr, netns("dhc2") as ctr2, \
             rogue_server(lb, {"b": {"mode": "ack", "ip": "10.213.0.70"}}):
         lb.start_daemon("-resendtimeout", "60s")
@@ -732,11 +732,15 @@ def dhcp_silent_networks_cannot_take_every_connection():
             f"link add w{i} link dhp0 netns {waiting} type macvlan mode bridge\n" for i in range(48)))
         pending = {}
 
+        def network(i):
+            """w<i>'s network: silent0..silent4 hold 8 each; the last 8 places go one per network."""
+            return f"silent{i // 8}" if i < 40 else f"silent{i - 35}"
+
         def wait_on(first, last):
-            """ADDs of w<first>..w<last-1> (network silent<i // 8>), waited for until the daemon
-            raised each one's link: it took them in."""
+            """ADDs of w<first>..w<last-1>, waited for until the daemon raised each one's link: it
+            took them in."""
             for i in range(first, last):
-                pending[i] = send_request(lb, "add", f"w{i}", ns_path(waiting), f"w{i}", lb.conf() | {"name": f"silent{i // 8}"})
+                pending[i] = send_request(lb, "add", f"w{i}", ns_path(waiting), f"w{i}", lb.conf() | {"name": network(i)})
             up = lambda: {x["ifname"] for x in ip_json(waiting, "link") if "UP" in x["flags"]}
             wait_for(lambda: {f"w{i}" for i in range(first, last)} <= up(), 10, lambda: f"links up: {sorted(up())}; " + lb.log())
 
@@ -752,7 +756,13 @@ def dhcp_silent_networks_cannot_take_every_connection():
         eq(lb.add(ctr2, cid="b", conf=other).ok().json()["ips"][0]["address"], "10.213.0.70/24")
         eq(addrs(ctr2, "eth0")[:1], ["10.213.0.70/24"])
 
-        wait_on(8, 48)  # every place an ADD may take
+        wait_on(8, 40)  # in before the 41st: past 40, a network already waiting is refused
+        wait_on(40, 41)
+        past = answer(send_request(lb, "add", "y", ns_path(ctr), "eth8", lb.conf() | {"name": "silent5"}))
+        eq(past["error"], {"code": 11, "msg": 'dhcp daemon: 41 ADDs are waiting for a lease; past 40 the daemon admits only a '
+                                              'network with none waiting, and network "silent5" has 1 (docs/dhcp.md); try again '
+                                              'later'})
+        wait_on(41, 48)  # every place an ADD may take
         start = time.time()
         full = answer(send_request(lb, "add", "x", ns_path(ctr), "eth9", lb.conf() | {"name": "fresh"}))
         eq(full["error"], {"code": 11, "msg": "dhcp daemon: 48 ADDs are waiting for a lease, the most the daemon serves at once "
@@ -768,7 +778,7 @@ def dhcp_silent_networks_cannot_take_every_connection():
         check('dhcp daemon: refused the ADD of late/silent0/eth0: 8 ADDs of network "silent0" are waiting' in lb.log(), lb.log())
 
         def delete(i):
-            r = dhcp().run("DEL", lb.conf() | {"name": f"silent{i // 8}"}, host_ns=lb.host, netns=ns_path(waiting),
+            r = dhcp().run("DEL", lb.conf() | {"name": network(i)}, host_ns=lb.host, netns=ns_path(waiting),
                            container_id=f"w{i}", ifname=f"w{i}")
             return r.rc, answer(pending[i])["error"]["code"]
         with concurrent.futures.ThreadPoolExecutor(12) as pool:  # within the 16 places kept from ADDs

@@ -263,7 +263,7 @@ TEST_CASE("dhcp retry tally: what the servers did, in the log line and in the er
     CHECK(naks.summary() == "the DHCP server NAKed the offered address 10.213.0.60 4 times");
 }
 
-TEST_CASE("dhcp daemon admission: 8 waiting ADDs per network, 48 in all, places given back", "[dhcp]") {
+TEST_CASE("dhcp daemon admission: 8 waiting ADDs per network, past 40 only a tenant with none, 48 in all, places given back", "[dhcp]") {
     Acquisitions acq;
     auto net = [](std::string name) { return tenant_of(name, ""); };
     std::vector<Acquisitions::Ticket> a;
@@ -275,10 +275,29 @@ TEST_CASE("dhcp daemon admission: 8 waiting ADDs per network, 48 in all, places 
                                  "at once (docs/dhcp.md); try again later");
     a.pop_back();
     a.push_back(*acq.admit(net("a")));  // a place given back is a place again
+    // Four more tenants at their bound: 40 wait. Past that, a tenant holding a place is refused,
+    // and 8 tenants holding none get the last places (6 tenants of 8 no longer fill 48).
     std::vector<Acquisitions::Ticket> others;
-    for (int n = 0; int(a.size() + others.size()) < kMaxAcquisitions; ++n)
-        for (int i = 0; i < kMaxAcquisitionsPerTenant && int(a.size() + others.size()) < kMaxAcquisitions; ++i)
-            others.push_back(*acq.admit(net("net" + std::to_string(n))));
+    for (int n = 0; n < 4; ++n)
+        for (int i = 0; i < kMaxAcquisitionsPerTenant; ++i) others.push_back(*acq.admit(net("net" + std::to_string(n))));
+    CHECK(kFairShareFrom == 40);
+    others.pop_back();
+    others.push_back(*acq.admit(net("net3")));  // 39 waiting: net3 gets its eighth back
+    auto greedy = acq.admit(net("net4"));
+    REQUIRE(greedy);
+    others.push_back(std::move(*greedy));  // 41: net4 held none
+    auto second = acq.admit(net("net4"));
+    REQUIRE_FALSE(second);
+    CHECK(second.error().code == code::try_again_later);
+    CHECK(second.error().msg == "41 ADDs are waiting for a lease; past 40 the daemon admits only a network with none waiting, "
+                                "and network \"net4\" has 1 (docs/dhcp.md); try again later");
+    auto ns_second = acq.admit(tenant_of("x", "K8S_POD_NAMESPACE=team-a"));
+    REQUIRE(ns_second);
+    CHECK(acq.admit(tenant_of("y", "K8S_POD_NAMESPACE=team-a")).error().msg ==
+          "42 ADDs are waiting for a lease; past 40 the daemon admits only a namespace with none waiting, and pod namespace "
+          "\"team-a\" has 1 (docs/dhcp.md); try again later");
+    others.push_back(std::move(*ns_second));
+    for (int n = 5; int(a.size() + others.size()) < kMaxAcquisitions; ++n) others.push_back(*acq.admit(net("net" + std::to_string(n))));
     auto full = acq.admit(net("fresh"));
     REQUIRE_FALSE(full);
     CHECK(full.error().code == code::try_again_later);

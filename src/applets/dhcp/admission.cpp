@@ -27,9 +27,15 @@ Result<Acquisitions::Ticket> Acquisitions::admit(const Tenant& tenant) {
         return fail(code::try_again_later, std::to_string(kMaxAcquisitions) +
                                                " ADDs are waiting for a lease, the most the daemon serves at once (docs/dhcp.md); "
                                                "try again later");
-    auto it = per_tenant_.try_emplace(tenant, 0).first;
-    if (it->second >= kMaxAcquisitionsPerTenant) return fail(code::try_again_later, tenant_full(tenant));
-    ++it->second;
+    auto held = per_tenant_.find(tenant);
+    if (held != per_tenant_.end() && held->second >= kMaxAcquisitionsPerTenant) return fail(code::try_again_later, tenant_full(tenant));
+    if (held != per_tenant_.end() && total_ >= kFairShareFrom)
+        return fail(code::try_again_later, std::to_string(total_) + " ADDs are waiting for a lease; past " +
+                                               std::to_string(kFairShareFrom) + " the daemon admits only a " +
+                                               (tenant.pod_namespace ? "namespace" : "network") + " with none waiting, and " +
+                                               (tenant.pod_namespace ? "pod namespace " : "network ") + go_quote(shown(tenant.name)) +
+                                               " has " + std::to_string(held->second) + " (docs/dhcp.md); try again later");
+    ++per_tenant_[tenant];
     ++total_;
     return Ticket(this, tenant);
 }

@@ -5,10 +5,11 @@
 // kMaxAcquisitionsPerTenant of one tenant's: its pod namespace (K8S_POD_NAMESPACE in CNI_ARGS,
 // which the runtime sets), or without one its network (the name, which whoever writes the config
 // chooses, so keying on it alone would let one tenant take every place with many names, or fill a
-// victim's by reusing its name). An ADD past either bound is answered at once with code 11 (try
-// again later), so a network whose server is down, or many networks, leave kReservedConnections
-// to DEL, CHECK, GC and STATUS, and room to other tenants' ADDs. The bounds are fixed: nothing a
-// network config says moves them.
+// victim's by reusing its name). Once kFairShareFrom ADDs wait, only a tenant with none waiting
+// gets a place, so a few tenants at their bound (6 of 8 fill 48) cannot shut every other out. An
+// ADD past a bound is answered at once with code 11 (try again later), so a network whose server
+// is down, or many networks, leave kReservedConnections to DEL, CHECK, GC and STATUS, and room to
+// other tenants' ADDs. The bounds are fixed: nothing a network config says moves them.
 #pragma once
 
 #include <compare>
@@ -26,6 +27,7 @@ inline constexpr int kMaxConnections = 64;
 inline constexpr int kReservedConnections = 16;
 inline constexpr int kMaxAcquisitions = kMaxConnections - kReservedConnections;
 inline constexpr int kMaxAcquisitionsPerTenant = 8;
+inline constexpr int kFairShareFrom = kMaxAcquisitions - kMaxAcquisitionsPerTenant;  // the last places: one per tenant
 
 // Whose ADDs share one tenant's bound.
 struct Tenant {
