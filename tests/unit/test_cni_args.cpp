@@ -91,3 +91,13 @@ TEST_CASE("a configured MAC: normalised, none stays none, the reference's two er
     CHECK(cni::net::configured_mac("zz", cni::net::MacWording::plain).error().msg == "invalid MAC address \"zz\"");
     CHECK(cni::net::configured_mac("zz", cni::net::MacWording::args).error().msg == "invalid args zz for MAC addr: address zz: invalid MAC address");
 }
+
+TEST_CASE("cni_arg reads one key leniently: the first pair of it, split at the first '='", "[cni]") {
+    const std::string args = "IgnoreUnknown=1;K8S_POD_NAMESPACE=team-a;K8S_POD_NAME=web=0;K8S_POD_NAMESPACE=other;odd";
+    CHECK(cni::cni_arg(args, "K8S_POD_NAMESPACE") == "team-a");
+    CHECK(cni::cni_arg(args, "K8S_POD_NAME") == "web=0");
+    CHECK(cni::cni_arg(args, "K8S_POD_UID") == std::nullopt);
+    CHECK(cni::cni_arg(args, "odd") == std::nullopt);
+    CHECK(cni::cni_arg("K8S_POD_NAMESPACE=", "K8S_POD_NAMESPACE") == "");
+    CHECK(cni::cni_arg("", "K8S_POD_NAMESPACE") == std::nullopt);
+}

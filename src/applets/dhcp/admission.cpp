@@ -3,6 +3,7 @@
 #include "applets/dhcp/admission.hpp"
 
 #include "applets/dhcp/config.hpp"
+#include "core/cni/cni_args.hpp"
 
 namespace cni::dhcp {
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "core/cni/cni_args.hpp"
 #include "core/cni/netconf.hpp"
 #include "core/fw/sha512.hpp"
 #include "core/strings.hpp"
@@ -69,14 +70,6 @@ std::string network_digest(const json::Value& config) {
             if (!set_per_call(key)) json::set(kept, key, json::copy(m.value, a), a);
         }
     return fw::sha512_hex(json::write(kept, json::Style::compact, true)).substr(0, 32);
-}
-
-std::optional<std::string> cni_arg(std::string_view args, std::string_view key) {
-    for (auto pair : split(args, ';')) {
-        auto eq = pair.find('=');
-        if (eq != std::string_view::npos && pair.substr(0, eq) == key) return std::string(pair.substr(eq + 1));
-    }
-    return std::nullopt;
 }
 
 std::optional<std::uint8_t> option_code(std::string_view name) {

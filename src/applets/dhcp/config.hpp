@@ -74,10 +74,6 @@ Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_a
 // (cniVersion, prevResult, runtimeConfig, args, cni.dev/...), so an ADD's config and its GC's agree.
 std::string network_digest(const json::Value& config);
 
-// The value of `key` in CNI_ARGS, read leniently as the reference reads fromArg: "K=V" pairs
-// split at the first '=', the first pair of that key.
-std::optional<std::string> cni_arg(std::string_view args, std::string_view key);
-
 // A name someone else chose (a network's, a pod namespace's, a lease key) as the daemon's log
 // lines and refusals show it: cut past kShownBytes with "...[truncated N bytes]" (docs/dhcp.md,
 // Limits), so a name of megabytes costs a short line.

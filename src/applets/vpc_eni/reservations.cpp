@@ -6,6 +6,7 @@
 #include <ctime>
 
 #include "applets/vpc_eni/sha1.hpp"
+#include "core/cni/cni_args.hpp"
 #include "core/cni/request.hpp"
 #include "core/os/node_folder.hpp"
 #include "core/strings.hpp"
@@ -31,13 +32,6 @@ std::optional<net::IpAddr> address_named(const std::string& name) {
     auto ip = net::IpAddr::parse(name);
     if (!ip || ip->str() != name) return std::nullopt;
     return ip;
-}
-
-// K8S_POD_NAMESPACE of CNI_ARGS, as the runtime sets it; "" when absent.
-std::string pod_namespace_of(std::string_view args) {
-    for (auto& pair : split(args, ';'))
-        if (pair.starts_with("K8S_POD_NAMESPACE=")) return std::string(pair.substr(18));
-    return {};
 }
 
 }  // namespace
@@ -76,7 +70,7 @@ bool Claim::matches(std::string_view want_id, std::string_view want_ifname) cons
 }
 
 Claim claim_of(const Request& req, const NetConf& net) {
-    Claim c{std::string(trim_space(req.container_id)), req.ifname, "", pod_namespace_of(req.args)};
+    Claim c{std::string(trim_space(req.container_id)), req.ifname, "", cni_arg(req.args, "K8S_POD_NAMESPACE").value_or("")};
     if (const json::Value* ipam = net.member("ipam")) c.digest = sha1_hex(json::write(*ipam, json::Style::compact, true));
     return c;
 }

@@ -66,4 +66,12 @@ Status load_cni_args(std::string_view args, std::span<const CniArgField> fields)
     return {};
 }
 
+std::optional<std::string> cni_arg(std::string_view args, std::string_view key) {
+    for (auto pair : split(args, ';')) {
+        auto eq = pair.find('=');
+        if (eq != std::string_view::npos && pair.substr(0, eq) == key) return std::string(pair.substr(eq + 1));
+    }
+    return std::nullopt;
+}
+
 }  // namespace cni

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,11 @@ struct CniArgField {
 };
 
 Status load_cni_args(std::string_view args, std::span<const CniArgField> fields);
+
+// The value of `key` in CNI_ARGS, read leniently, as the reference's dhcp reads fromArg: "K=V"
+// pairs split at the first '=', the first pair of that key; nothing when none has it. For what
+// the runtime sets beside an applet's own fields (K8S_POD_NAMESPACE), which LoadArgs would refuse.
+std::optional<std::string> cni_arg(std::string_view args, std::string_view key);
 
 // Value parsers with the reference's messages.
 Result<net::IpAddr> parse_arg_ip(std::string_view value);   // pkg/ip.IP: "ip" or "ip/prefix"
