@@ -253,7 +253,7 @@ TEST_CASE("rules: add, list, delete by selector, idempotent delete", "[nl]") {
     CHECK(p.ctr_ns.sh("ip rule show | grep -q 10.63.0.5") != 0);
 }
 
-TEST_CASE("rules: del_rules deletes only rules exactly as asked, never one with a selector more", "[nl]") {
+TEST_CASE("rules: del_rules deletes only rules exactly as asked, never one with a selector more; add_rule_if_absent tells a wider one from ours", "[nl]") {
     Pair p;
     nl::RuleSpec ours;
     ours.dst = cidr("10.63.0.7/32");
@@ -274,8 +274,15 @@ TEST_CASE("rules: del_rules deletes only rules exactly as asked, never one with 
     // The wider ones first: a delete would take the first of them, so ours is left. (The kernel
     // adds ours after neither a rule with a source more nor one with a TOS more: its "exists"
     // test finds them equal to ours.)
-    for (const char* w : {"tos 0x10", "from 10.63.9.0/24"})
+    for (const char* w : {"tos 0x10", "from 10.63.9.0/24"}) {
+        INFO(w);
+        auto taken = nl::add_rule_if_absent(p.cs, ours);  // the kernel says "exists": theirs, not ours
+        REQUIRE_FALSE(taken);
+        CHECK(taken.error().msg == "adding rule 512: from all to 10.63.0.7/32 lookup 254: the kernel takes it for a rule already "
+                                   "there with a selector more (a source, a destination or a TOS), another program's: that one "
+                                   "is left as it is, and this one not added");
         REQUIRE(p.ctr_ns.sh(std::string("ip rule del to 10.63.0.7 ") + w + " lookup main pref 512") == 0);
+    }
     REQUIRE(nl::add_rule(p.cs, ours));
     auto left = nl::del_rules(p.cs, ours);
     REQUIRE(left);

@@ -538,7 +538,7 @@ def wider_rules(node):
 
 @test
 def del_removes_only_its_exact_rules():
-    """vpc-eni DEL: rules of another program with the pod's address, vpc-eni's priorities and tables, and a selector more (iif, oif, fwmark, src, dst, ipproto, uidrange) survive; made after the pod's, the pod's own go; made before them, the pod's are left with a warning, since the kernel would delete the other's in their place (fails before the fix: DEL deleted them)"""
+    """vpc-eni DEL: rules of another program with the pod's address, vpc-eni's priorities and tables, and a selector more (iif, oif, fwmark, src, dst, ipproto, uidrange) survive; made after the pod's, the pod's own go (and CHECK does not take theirs for the pod's); made before them, the pod's are left with a warning, since the kernel would delete the other's in their place; one the kernel takes for the pod's makes ADD fail (fails before the fix: DEL deleted them)"""
     with node_and_data() as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         ours = ("512:\tfrom all to 10.80.2.20 lookup main", "1536:\tfrom 10.80.2.20 lookup 2")
@@ -550,10 +550,17 @@ def del_removes_only_its_exact_rules():
                 if wider_first:
                     for rule in wider:
                         sh("ip", "-n", node, "rule", "add", *rule)
-                plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="p", args=pod_args("b", "10.80.2.20")).ok()
+                added = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="p",
+                                   args=pod_args("b", "10.80.2.20")).ok().json()
                 if not wider_first:
                     for rule in wider:
                         sh("ip", "-n", node, "rule", "add", *rule)
+                    # CHECK wants the pod's rule itself: another's with a selector more is not it.
+                    check_pod = functools.partial(plugin.run, "CHECK", dict(c, prevResult=added), host_ns=node,
+                                                  netns=ns_path(pod), container_id="p", args=pod_args("b"))
+                    check_pod().ok()
+                    sh("ip", "-n", node, "rule", "del", "to", "10.80.2.20", "lookup", "main", "pref", "512")  # the pod's: first
+                    eq(check_pod().error()["msg"], "vpc-eni: the rule to 10.80.2.20 lookup main pref 512 is missing")
                 theirs = wider_rules(node)
                 eq(len(theirs), len(wider), theirs)
                 out = plugin.run("DEL", c, host_ns=node, netns=ns_path(pod), container_id="p", args=pod_args("b")).ok()
@@ -570,6 +577,16 @@ def del_removes_only_its_exact_rules():
                     sh("ip", "-n", node, "rule", "del", "to", "10.80.2.20", "lookup", "main", "pref", "512")
                     sh("ip", "-n", node, "rule", "del", "from", "10.80.2.20", "lookup", "2", "pref", "1536")
                 check("10.80.2.20" not in sh("ip", "-n", node, "rule").stdout, sh("ip", "-n", node, "rule").stdout)
+            eq(held(state), [])
+            # A rule the kernel takes for the pod's (its "exists" test skips a source the new rule
+            # lacks): the ADD is refused, that rule left, nothing of the pod's kept.
+            wide = ["from", "10.80.9.0/24", "to", "10.80.2.20", "lookup", "main", "pref", "512"]
+            sh("ip", "-n", node, "rule", "add", *wide)
+            before = host_state(node)
+            err = plugin.run("ADD", c, host_ns=node, netns=ns_path(pod), container_id="p", args=pod_args("b", "10.80.2.20")).error()
+            check("adding rule 512: from all to 10.80.2.20/32 lookup 254: the kernel takes it for a rule already there" in err["msg"],
+                  err)
+            eq(host_state(node), before)
             eq(held(state), [])
 
 

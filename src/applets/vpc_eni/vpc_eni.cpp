@@ -344,16 +344,12 @@ Status check_address(const iface::HostSockets& io, const nl::LinkInfo& veth, con
                         return rt.dst == host_prefix(ip) && rt.oif == veth.index;
                     }),
                     "the host has no route to " + ip.str() + " over " + veth.name));
-    CNI_TRY_ASSIGN(auto rules, nl::list_rules(io.host, family));
-    auto has = [&](const nl::RuleSpec& want) {
-        return std::ranges::any_of(rules, [&](const nl::RuleSpec& x) {
-            return x.priority == want.priority && x.table == want.table && x.src == want.src && x.dst == want.dst;
-        });
-    };
-    CNI_TRY(require(has(to_pod_rule(ip)), "the rule to " + ip.str() + " lookup main pref 512 is missing"));
-    if (eni->device_number > 0)
-        CNI_TRY(require(has(from_pod_rule(ip, *eni)),
-                        "the rule from " + ip.str() + " lookup " + std::to_string(eni->table()) + " pref 1536 is missing"));
+    CNI_TRY_ASSIGN(bool to_pod, nl::has_rule(io.host, to_pod_rule(ip)));  // exactly: another's with a selector more is not it
+    CNI_TRY(require(to_pod, "the rule to " + ip.str() + " lookup main pref 512 is missing"));
+    if (eni->device_number > 0) {
+        CNI_TRY_ASSIGN(bool from_pod, nl::has_rule(io.host, from_pod_rule(ip, *eni)));
+        CNI_TRY(require(from_pod, "the rule from " + ip.str() + " lookup " + std::to_string(eni->table()) + " pref 1536 is missing"));
+    }
     return {};
 }
 

@@ -70,17 +70,6 @@ Status add_rule(const Socket& s, const RuleSpec& r) {
     return s.check(rtnl_rule_add(s.get(), rule.get(), NLM_F_CREATE | NLM_F_EXCL), "adding rule " + describe(r));
 }
 
-Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r) {
-    CNI_TRY_ASSIGN(auto rule, build(r, false));
-    int err = rtnl_rule_add(s.get(), rule.get(), NLM_F_CREATE | NLM_F_EXCL);
-    if (err == -NLE_EXIST) {
-        (void)s.check(0, "");
-        return false;
-    }
-    CNI_TRY(s.check(err, "adding rule " + describe(r)));
-    return true;
-}
-
 Result<bool> del_rule(const Socket& s, const RuleSpec& r) {
     CNI_TRY_ASSIGN(auto rule, build(r, true));
     int err = rtnl_rule_delete(s.get(), rule.get(), 0);
@@ -172,6 +161,13 @@ bool delete_matches(const RuleSpec& want, const DumpedRule& d) {
            (!want.src || r.src == want.src) && (!want.dst || r.dst == want.dst);
 }
 
+// Whether a dumped rule is `r` itself: its selectors, no other.
+auto exactly(const RuleSpec& r) {
+    RuleSpec exact = r;
+    exact.family = family_of(r);
+    return [exact](const DumpedRule& d) { return !d.more && d.spec == exact; };
+}
+
 // Every rule of `family`, in the kernel's order (the order a delete's match is looked for in).
 Result<std::vector<DumpedRule>> dump_rules(const Socket& s, int family) {
     std::vector<DumpedRule> out;
@@ -186,11 +182,9 @@ Result<std::vector<DumpedRule>> dump_rules(const Socket& s, int family) {
 }  // namespace
 
 Result<bool> del_rules(const Socket& s, const RuleSpec& r) {
-    RuleSpec exact = r;
-    exact.family = family_of(r);
+    const auto is_exact = exactly(r);
     for (int i = 0; i < 1024; ++i) {  // bounded: a kernel that keeps saying "deleted" cannot loop us
-        CNI_TRY_ASSIGN(auto rules, dump_rules(s, exact.family));
-        auto is_exact = [&](const DumpedRule& d) { return !d.more && d.spec == exact; };
+        CNI_TRY_ASSIGN(auto rules, dump_rules(s, family_of(r)));
         auto first = std::ranges::find_if(rules, [&](const DumpedRule& d) { return delete_matches(r, d); });
         if (first == rules.end()) return true;
         if (!is_exact(*first)) return std::ranges::none_of(rules, is_exact);  // a delete would take that one, not ours
@@ -198,6 +192,25 @@ Result<bool> del_rules(const Socket& s, const RuleSpec& r) {
         if (!gone) return true;
     }
     return fail("deleting rule " + describe(r) + ": still there after 1024 deletions");
+}
+
+Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r) {
+    CNI_TRY_ASSIGN(auto rule, build(r, false));
+    int err = rtnl_rule_add(s.get(), rule.get(), NLM_F_CREATE | NLM_F_EXCL);
+    if (err != -NLE_EXIST) {
+        CNI_TRY(s.check(err, "adding rule " + describe(r)));
+        return true;
+    }
+    (void)s.check(0, "");
+    CNI_TRY_ASSIGN(bool there, has_rule(s, r));
+    if (there) return false;
+    return fail("adding rule " + describe(r) + ": the kernel takes it for a rule already there with a selector more (a "
+                "source, a destination or a TOS), another program's: that one is left as it is, and this one not added");
+}
+
+Result<bool> has_rule(const Socket& s, const RuleSpec& r) {
+    CNI_TRY_ASSIGN(auto rules, dump_rules(s, family_of(r)));
+    return std::ranges::any_of(rules, exactly(r));
 }
 
 Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family) {

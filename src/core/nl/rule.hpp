@@ -27,7 +27,9 @@ struct RuleSpec {
 };
 
 Status add_rule(const Socket& s, const RuleSpec& r);
-// The same; false, and nothing changed, when the very same rule is there already.
+// The same; false, and nothing changed, when the very same rule is there already. A rule the
+// kernel takes for it (its "exists" test ignores a source, destination or TOS that the new rule
+// does not set) but that has a selector more is another's: an error, and nothing changed.
 Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r);
 // Deletes the first rule matching every field set in `r`, whatever other selectors it has; false
 // when there is none. Only for a rule just added and known to be first (del_rules otherwise).
@@ -38,6 +40,8 @@ Result<bool> del_rule(const Socket& s, const RuleSpec& r);
 // is sent only when that first rule, in a fresh dump, is exactly `r`. False when a rule not `r`
 // comes first: a delete would take it, so the copies of `r` after it are left.
 Result<bool> del_rules(const Socket& s, const RuleSpec& r);
+// Whether the rule `r` is there exactly: its selectors and no other.
+Result<bool> has_rule(const Socket& s, const RuleSpec& r);
 // The rules of `family` that look up a table (the kernel's default rules included).
 Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family);
 
