@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // vpc-eni's node setup and teardown (see node.hpp and docs/vpc-eni.md). What setup changes is
-// first written to <stateDir>/node-backup.json (exclusively: a second setup keeps the first
-// record): the primary's rp_filter, each ENI's MTU, link state and IPv4 addresses, and whether
-// the local table's rule sat at priority 0. Teardown removes what setup added and restores that
+// first written to <stateDir>/node-backup.json (a second setup keeps the first record, adding
+// only ENIs attached since): the primary's rp_filter, each ENI's MTU, link state and IPv4
+// addresses, and whether the local table's rule sat at priority 0. Teardown removes what setup added and restores that
 // record, then deletes it.
 #include "applets/vpc_eni/node.hpp"
 
@@ -85,12 +85,16 @@ struct Node {
     os::Dir state;
 };
 
-Result<Node> open_node(std::span<const std::string> args, std::string_view verb) {
-    if (args.size() != 1) return fail("usage: cni-all vpc-eni " + std::string(verb) + " FILE (the node file, docs/vpc-eni.md)");
-    CNI_TRY_ASSIGN(auto file, load_node_file(args[0]));
+Result<Node> open_node(NodeFile file) {
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
     CNI_TRY_ASSIGN(auto state, os::Dir::create(file.state_dir, 0700));
     return Node{std::move(file), std::move(sock), std::move(state)};
+}
+
+Result<Node> open_node(std::span<const std::string> args, std::string_view verb) {
+    if (args.size() != 1) return fail("usage: cni-all vpc-eni " + std::string(verb) + " FILE (the node file, docs/vpc-eni.md)");
+    CNI_TRY_ASSIGN(auto file, load_node_file(args[0]));
+    return open_node(std::move(file));
 }
 
 std::string rp_filter_name(const NodeFile& f) { return "net/ipv4/conf/" + f.primary_interface + "/rp_filter"; }
@@ -108,18 +112,25 @@ Result<std::vector<net::IpNet>> eni_addresses(const Node& n, const Eni& eni, int
     return out;
 }
 
+// Adds to `b` the ENIs it does not hold yet: each link as it is before setup changes it.
+Status snapshot_links(const Node& n, Backup& b) {
+    for (auto& eni : n.file.enis) {
+        if (std::ranges::any_of(b.links, [&](const LinkBackup& l) { return l.name == eni.interface; })) continue;
+        CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
+        LinkBackup l{eni.interface, link.mtu, link.up(), {}};
+        CNI_TRY_ASSIGN(l.addresses, eni_addresses(n, eni, link.index));
+        b.links.push_back(std::move(l));
+    }
+    return {};
+}
+
 // The record of what setup will change, taken before it changes anything.
 Result<Backup> snapshot(const Node& n) {
     Backup b;
     CNI_TRY_ASSIGN(b.rp_filter, os::sysctl_get(rp_filter_name(n.file)));
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
     b.local_rule_at_0 = std::ranges::any_of(rules, [](const nl::RuleSpec& r) { return r.table == RT_TABLE_LOCAL && r.priority == 0u; });
-    for (auto& eni : n.file.enis) {
-        CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
-        LinkBackup l{eni.interface, link.mtu, link.up(), {}};
-        CNI_TRY_ASSIGN(l.addresses, eni_addresses(n, eni, link.index));
-        b.links.push_back(std::move(l));
-    }
+    CNI_TRY(snapshot_links(n, b));
     return b;
 }
 
@@ -220,7 +231,15 @@ Result<fw::Driver> firewall_driver(const NodeFile& f) {
 }  // namespace
 
 Result<int> node_setup(std::span<const std::string> args) {
-    CNI_TRY_ASSIGN(auto n, open_node(args, "node-setup"));
+    if (std::ranges::any_of(args, [](const std::string& a) { return a.starts_with("--"); })) return node_setup_from_metadata(args);
+    if (args.size() != 1) return fail("usage: cni-all vpc-eni node-setup [--imds [URL] [--imds-v1] [--interval SECONDS]] FILE (docs/vpc-eni.md)");
+    CNI_TRY_ASSIGN(auto file, load_node_file(args[0]));
+    CNI_TRY(setup_node(std::move(file)));
+    return 0;
+}
+
+Status setup_node(NodeFile file) {
+    CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
     // The node's folders, marked before any pod's ADD: no host-local dataDir may lie in them.
     CNI_TRY(os::mark_node_folder(n.state, n.file.state_dir + ", vpc-eni's stateDir"));
     CNI_TRY(open_ipam_dir(n.file, true));
@@ -229,13 +248,18 @@ Result<int> node_setup(std::span<const std::string> args) {
     if (!recorded) {
         CNI_TRY_ASSIGN(auto b, snapshot(n));
         CNI_TRY(n.state.write_atomic(kBackupName, encode(b), 0600));
+    } else {
+        const std::size_t known = recorded->links.size();
+        CNI_TRY(snapshot_links(n, *recorded));  // ENIs attached since the first setup
+        if (recorded->links.size() != known) CNI_TRY(n.state.write_atomic(kBackupName, encode(*recorded), 0600));
     }
     const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto primary, nl::require_link(n.sock, f.primary_interface));
     if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f), "2"));
     CNI_TRY(nl::set_mtu(n.sock, primary, f.mtu));
-    CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
-    if (f.node_port_support) CNI_TRY(nl::add_rule(n.sock, fwmark_rule()));
+    // Never deleted to be re-added: a run of --interval must leave no moment without it.
+    if (f.node_port_support) CNI_TRY(nl::add_rule_if_absent(n.sock, fwmark_rule()));
+    else CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
     if (f.pod_eni_support) {
         CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
         if (!has_rule(rules, local_rule(kLocalPriorityPodEni))) CNI_TRY(nl::add_rule(n.sock, local_rule(kLocalPriorityPodEni)));
@@ -248,7 +272,7 @@ Result<int> node_setup(std::span<const std::string> args) {
         CNI_TRY(snat().setup(driver, *spec, none));
         none.dismiss();
     }
-    return 0;
+    return {};
 }
 
 Result<int> node_teardown(std::span<const std::string> args) {

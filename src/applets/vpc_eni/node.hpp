@@ -8,11 +8,17 @@
 #include <span>
 #include <string>
 
+#include "applets/vpc_eni/node_file.hpp"
 #include "core/result.hpp"
 
 namespace cni::vpc_eni {
 
+// `node-setup FILE`, or with --imds the node learned from the metadata service.
 Result<int> node_setup(std::span<const std::string> args);
+// Sets the node up as `file` describes it.
+Status setup_node(NodeFile file);
+// `node-setup --imds ...` (node_imds.cpp).
+Result<int> node_setup_from_metadata(std::span<const std::string> args);
 Result<int> node_teardown(std::span<const std::string> args);
 
 }  // namespace cni::vpc_eni

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "core/cni/json.hpp"
 #include "core/cni/json_syntax.hpp"
 #include "core/cni/request.hpp"
 #include "core/os/fs.hpp"
@@ -168,7 +169,7 @@ Status read_node_keys(const std::string& path, const json::Value& doc, NodeFile&
     return {};
 }
 
-Result<NodeFile> parse_node_file(const std::string& path, std::string_view text) {
+Result<NodeFile> parse_node_file(const std::string& path, std::string_view text, bool validated = true) {
     std::string buffer;  // the document's strings
     auto doc = json::parse_large(text, buffer);
     if (!doc) {
@@ -180,7 +181,7 @@ Result<NodeFile> parse_node_file(const std::string& path, std::string_view text)
     NodeFile n;
     n.path = path;
     CNI_TRY(read_node_keys(path, *doc, n));
-    CNI_TRY(validate(n));
+    if (validated) CNI_TRY(validate(n));
     return n;
 }
 
@@ -191,6 +192,48 @@ Result<NodeFile> load_node_file(const std::string& path) {
     CNI_TRY_ASSIGN(auto text, os::read_state_file(path, kNodeFileLimit));
     if (!text) return fail(absent(path));
     return parse_node_file(path, *text);
+}
+
+Result<std::optional<NodeFile>> load_node_settings(const std::string& path) {
+    CNI_TRY_ASSIGN(auto text, os::read_state_file(path, kNodeFileLimit));
+    if (!text) return std::optional<NodeFile>{};
+    CNI_TRY_ASSIGN(auto n, parse_node_file(path, *text, false));
+    return std::optional<NodeFile>{std::move(n)};
+}
+
+Status validate_node_file(const NodeFile& n) { return validate(n); }
+
+std::string encode_node_file(const NodeFile& n) {
+    json::Document d;
+    d.SetObject();
+    auto& a = d.GetAllocator();
+    auto strings = [&](const auto& list) {
+        json::Value out(rapidjson::kArrayType);
+        for (auto& item : list) out.PushBack(json::str(item.str(), a), a);
+        return out;
+    };
+    json::set(d, "primaryInterface", json::str(n.primary_interface, a), a);
+    json::set(d, "vpcCidrs", strings(n.vpc_cidrs), a);
+    json::set(d, "nodePortSupport", json::Value(n.node_port_support), a);
+    json::set(d, "podEniSupport", json::Value(n.pod_eni_support), a);
+    json::set(d, "mtu", json::Value(n.mtu), a);
+    json::Value enis(rapidjson::kArrayType);
+    for (auto& e : n.enis) {
+        json::Value o(rapidjson::kObjectType);
+        json::set(o, "interface", json::str(e.interface, a), a);
+        json::set(o, "deviceNumber", json::Value(e.device_number), a);
+        json::set(o, "subnet", json::str(e.subnet ? e.subnet->str() : "", a), a);
+        json::set(o, "primaryIp", json::str(e.primary_ip ? e.primary_ip->str() : "", a), a);
+        json::set(o, "secondaryIps", strings(e.secondary_ips), a);
+        enis.PushBack(std::move(o), a);
+    }
+    json::set(d, "enis", std::move(enis), a);
+    json::set(d, "vethPrefix", json::str(n.veth_prefix, a), a);
+    if (!n.firewall_backend.empty()) json::set(d, "firewallBackend", json::str(n.firewall_backend, a), a);
+    json::set(d, "stateDir", json::str(n.state_dir, a), a);
+    json::set(d, "ipamDir", json::str(n.ipam_dir, a), a);
+    json::set(d, "maxAddressesPerNamespace", json::Value(n.max_per_namespace), a);
+    return json::write(d, json::Style::indented, false) + "\n";
 }
 
 Result<NodeFile> load_configured_node_file(const std::string& path) {

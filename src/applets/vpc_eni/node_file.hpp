@@ -79,6 +79,14 @@ Status decode(const json::Value& v, Eni& out, const json::Where& w);
 // wrong (an MTU out of range) is named with its value.
 Result<NodeFile> load_node_file(const std::string& path);
 
+// The keys of the node file at `path` as they are written, unvalidated: what node-setup --imds
+// keeps of a file it rewrites (its settings; docs/vpc-eni.md). Nothing when there is no file.
+Result<std::optional<NodeFile>> load_node_settings(const std::string& path);
+// What load_node_file checks, on a node file made in memory.
+Status validate_node_file(const NodeFile& n);
+// The node file as JSON, every key written (firewallBackend when it is set).
+std::string encode_node_file(const NodeFile& n);
+
 // The node file a network config names (nodeFile), which a tenant may have written: a regular
 // file (no final symbolic link) in a folder under /etc/cni/ that only root can change, that no
 // one but root may write, and that is in /etc/cni/vpc-eni/ or readable by all

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plain HTTP/1.1 client node-setup speaks to the instance metadata service with
+// (docs/vpc-eni.md, The node from the instance metadata service): one request per connection
+// ("Connection: close") to an address literal, never a name (no resolver is asked), with one
+// deadline for connecting, sending and reading, and an answer of bounded size (its body read by
+// Content-Length, chunks, or up to the close). What the answer means is the caller's.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/result.hpp"
+
+namespace cni::vpc_eni {
+
+struct HttpEndpoint {
+    std::string url;   // as given, without a trailing "/", for messages and to prefix paths
+    std::string host;  // the Host header: the address as written, with its port when not 80
+    std::string address;  // the address literal, without brackets
+    std::uint16_t port = 80;
+};
+
+// "http://<IPv4>[:port]" or "http://[<IPv6>][:port]", with nothing after but an optional "/".
+Result<HttpEndpoint> parse_http_url(std::string_view url);
+
+struct HttpResponse {
+    int status = 0;
+    std::string body;
+};
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+inline constexpr std::size_t kHttpAnswerLimit = std::size_t(64) << 10;
+
+// `method` `path` on `to`, within `timeout`. A failure to connect, send, read in time or parse
+// the answer is an error naming the URL; an answer of any status is a response.
+Result<HttpResponse> http_request(const HttpEndpoint& to, std::string_view method, std::string_view path,
+                                  const HttpHeaders& headers, std::chrono::milliseconds timeout);
+
+}  // namespace cni::vpc_eni

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading the node's ENIs from the instance metadata service (see imds.hpp): a session that
+// takes its token once, retries what may pass, and renews the token once when a GET is refused
+// with 401 (it may have expired); then each path's answer parsed strictly, so that a value
+// the node would act on is never a guess.
+#include "applets/vpc_eni/imds.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+
+#include "core/net/mac.hpp"
+#include "core/strings.hpp"
+
+namespace cni::vpc_eni {
+namespace {
+
+constexpr std::string_view kTokenPath = "/latest/api/token";
+constexpr std::string_view kMetadata = "/latest/meta-data/";
+constexpr const char* kTokenTtl = "21600";  // six hours, as the AWS agent asks
+
+bool passing(int status) { return status >= 500 || status == 429; }
+
+// An answer as it may be shown: printable ASCII, at most 40 characters.
+std::string shown(std::string_view text) {
+    std::string out;
+    for (char c : text.substr(0, 40)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+    return "\"" + out + (text.size() > 40 ? "...\"" : "\"");
+}
+
+// The answer's lines, without a trailing empty one or carriage returns.
+std::vector<std::string_view> lines_of(std::string_view body) {
+    std::vector<std::string_view> out;
+    while (!body.empty()) {
+        const std::size_t eol = body.find('\n');
+        std::string_view line = body.substr(0, eol);
+        if (line.ends_with('\r')) line.remove_suffix(1);
+        out.push_back(line);
+        body = eol == std::string_view::npos ? std::string_view() : body.substr(eol + 1);
+    }
+    return out;
+}
+
+class Session {
+public:
+    explicit Session(const ImdsOptions& o) : o_(o) {}
+
+    Status open() {
+        CNI_TRY_ASSIGN(auto r, request("PUT", kTokenPath, {{"X-aws-ec2-metadata-token-ttl-seconds", kTokenTtl}}));
+        const std::string where = "PUT " + o_.endpoint.url + std::string(kTokenPath);
+        if (r.status == 200) {
+            const bool usable = !r.body.empty() && r.body.size() <= 4096 &&
+                                std::ranges::all_of(r.body, [](char c) { return c > 0x20 && c < 0x7f; });
+            if (!usable) return fail(where + ": the session token is empty or not printable text");
+            token_ = std::move(r.body);
+            return {};
+        }
+        if (r.status >= 400 && r.status < 500 && o_.allow_v1) {
+            token_.reset();
+            return {};
+        }
+        return fail(where + ": HTTP " + std::to_string(r.status) + ": the metadata service gave no IMDSv2 session token" +
+                    (r.status >= 400 && r.status < 500 ? " (node-setup falls back to IMDSv1 only with --imds-v1)" : ""));
+    }
+
+    // The answer at kMetadata + `path`.
+    Result<std::string> get(std::string_view path) {
+        const std::string full = std::string(kMetadata) + std::string(path);
+        CNI_TRY_ASSIGN(auto r, authorized_get(full));
+        if (r.status == 401 && token_) {  // the token may have expired: one new session
+            CNI_TRY(open());
+            CNI_TRY_ASSIGN(r, authorized_get(full));
+        }
+        const std::string where = "GET " + o_.endpoint.url + full;
+        if (r.status == 200) return std::move(r.body);
+        if (r.status == 401)
+            return fail(where + ": HTTP 401 Unauthorized: the metadata service refused the request " +
+                        (token_ ? "and its session token" : "without a session token (IMDSv1)"));
+        if (r.status == 404) return fail(where + ": HTTP 404: the metadata service has no such path");
+        return fail(where + ": HTTP " + std::to_string(r.status));
+    }
+
+private:
+    Result<HttpResponse> authorized_get(const std::string& full) {
+        HttpHeaders h;
+        if (token_) h.emplace_back("X-aws-ec2-metadata-token", *token_);
+        return request("GET", full, h);
+    }
+
+    // One request, retried while it fails in a way that may pass.
+    Result<HttpResponse> request(std::string_view method, std::string_view path, const HttpHeaders& headers) {
+        auto wait = o_.backoff;
+        for (int attempt = 1;; ++attempt) {
+            auto r = http_request(o_.endpoint, method, path, headers, o_.timeout);
+            const bool again = !r || passing(r->status);
+            if (!again) return r;
+            if (attempt >= o_.attempts) {
+                const std::string tries = " (" + std::to_string(attempt) + " attempts)";
+                if (!r) return fail(r.error().msg + tries);
+                return fail(std::string(method) + " " + o_.endpoint.url + std::string(path) + ": HTTP " +
+                            std::to_string(r->status) + tries);
+            }
+            std::this_thread::sleep_for(wait);
+            wait *= 2;
+        }
+    }
+
+    const ImdsOptions& o_;
+    std::optional<std::string> token_;
+};
+
+// A parse of one path's answer, its error naming the URL.
+struct Reader {
+    Session& s;
+    const std::string& url;
+
+    cni::Unexpected<Error> garbage(std::string_view path, std::string_view body, std::string_view what) const {
+        return fail("GET " + url + std::string(kMetadata) + std::string(path) + ": " + shown(body) + " is not " + std::string(what));
+    }
+
+    Result<std::string> mac(std::string_view path) {
+        CNI_TRY_ASSIGN(auto body, s.get(path));
+        auto m = net::parse_mac(trim_space(body));
+        if (!m || trim_space(body).size() != 17) return garbage(path, body, "a MAC address");
+        return *m;
+    }
+
+    Result<std::vector<std::string>> macs(std::string_view path) {
+        CNI_TRY_ASSIGN(auto body, s.get(path));
+        std::vector<std::string> out;
+        for (auto line : lines_of(body)) {
+            if (line.ends_with('/')) line.remove_suffix(1);
+            auto m = net::parse_mac(line);
+            if (!m || line.size() != 17) return garbage(path, body, "a list of MAC addresses");
+            out.push_back(*m);
+        }
+        if (out.empty()) return garbage(path, body, "a list of MAC addresses");
+        return out;
+    }
+
+    Result<std::int64_t> device_number(std::string_view path) {
+        CNI_TRY_ASSIGN(auto body, s.get(path));
+        std::string_view t = trim_space(body);
+        if (t.empty() || t.size() > 3 || t.find_first_not_of("0123456789") != std::string_view::npos)
+            return garbage(path, body, "a device number");
+        return std::stoll(std::string(t));
+    }
+
+    Result<std::string> eni_id(std::string_view path) {
+        CNI_TRY_ASSIGN(auto body, s.get(path));
+        std::string_view t = trim_space(body);
+        if (!t.starts_with("eni-") || t.size() > 64 || t.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string_view::npos)
+            return garbage(path, body, "an ENI id (eni-...)");
+        return std::string(t);
+    }
+
+    Result<std::vector<net::IpAddr>> addresses(std::string_view path) {
+        CNI_TRY_ASSIGN(auto body, s.get(path));
+        std::vector<net::IpAddr> out;
+        for (auto line : lines_of(body)) {
+            auto ip = net::IpAddr::parse(trim_space(line));
+            if (!ip || !ip->is_v4()) return garbage(path, body, "a list of IPv4 addresses");
+            out.push_back(*ip);
+        }
+        if (out.empty()) return garbage(path, body, "a list of IPv4 addresses");
+        return out;
+    }
+
+    Result<std::vector<net::IpNet>> cidrs(std::string_view path) {
+        CNI_TRY_ASSIGN(auto body, s.get(path));
+        std::vector<net::IpNet> out;
+        for (auto line : lines_of(body)) {
+            auto n = net::IpNet::parse(trim_space(line));
+            if (!n || !n->ip.is_v4() || n->mask_bits != 32) return garbage(path, body, "a list of IPv4 CIDRs");
+            out.push_back(n->masked());
+        }
+        if (out.empty()) return garbage(path, body, "a list of IPv4 CIDRs");
+        return out;
+    }
+};
+
+}  // namespace
+
+Result<InstanceMetadata> read_instance_metadata(const ImdsOptions& o) {
+    Session s(o);
+    CNI_TRY(s.open());
+    Reader read{s, o.endpoint.url};
+    InstanceMetadata m;
+    CNI_TRY_ASSIGN(m.primary_mac, read.mac("mac"));
+    const std::string macs_path = "network/interfaces/macs/";
+    CNI_TRY_ASSIGN(auto macs, read.macs(macs_path));
+    if (std::ranges::find(macs, m.primary_mac) == macs.end())
+        return fail("GET " + o.endpoint.url + std::string(kMetadata) + macs_path + ": the primary ENI's MAC " + m.primary_mac +
+                    " (from mac) is not listed");
+    for (auto& mac : macs) {
+        const std::string at = macs_path + mac + "/";
+        MetadataEni e;
+        e.mac = mac;
+        CNI_TRY_ASSIGN(e.device_number, read.device_number(at + "device-number"));
+        CNI_TRY_ASSIGN(e.id, read.eni_id(at + "interface-id"));
+        CNI_TRY_ASSIGN(auto subnet, read.cidrs(at + "subnet-ipv4-cidr-block"));
+        if (subnet.size() != 1) return fail("GET " + o.endpoint.url + std::string(kMetadata) + at + "subnet-ipv4-cidr-block: more than one CIDR");
+        e.subnet = subnet[0];
+        CNI_TRY_ASSIGN(e.addresses, read.addresses(at + "local-ipv4s"));
+        CNI_TRY_ASSIGN(e.vpc_cidrs, read.cidrs(at + "vpc-ipv4-cidr-blocks"));
+        m.enis.push_back(std::move(e));
+    }
+    std::ranges::sort(m.enis, {}, &MetadataEni::device_number);
+    return m;
+}
+
+}  // namespace cni::vpc_eni

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// `cni-all vpc-eni node-setup --imds [URL] [--imds-v1] [--interval SECONDS] FILE` (docs/vpc-eni.md,
+// The node from the instance metadata service): the node file's ENIs, primary interface and VPC
+// CIDRs learned from the metadata service (imds.hpp), each ENI's interface the link with its
+// MAC, the file's other keys kept as root wrote them; the node set up as that file says, and
+// only then the file replaced, atomically, so a concurrent ADD reads the old file or the new one
+// and a failure anywhere before leaves both the file and the node as they were. With
+// --interval it runs again every so many seconds, reporting a failed round and carrying on.
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "applets/vpc_eni/imds.hpp"
+#include "applets/vpc_eni/node.hpp"
+#include "applets/vpc_eni/node_file.hpp"
+#include "core/nl/link.hpp"
+#include "core/os/fs.hpp"
+
+namespace cni::vpc_eni {
+namespace {
+
+constexpr std::size_t kNodeFileRead = std::size_t(4) << 20;
+
+struct Options {
+    ImdsOptions imds;
+    std::string file;
+    std::optional<std::chrono::seconds> interval;
+};
+
+cni::Unexpected<Error> usage(std::string_view why) {
+    return fail(std::string(why) + "; usage: cni-all vpc-eni node-setup --imds [URL] [--imds-v1] [--interval SECONDS] FILE");
+}
+
+Result<Options> parse_options(std::span<const std::string> args) {
+    Options o;
+    std::optional<std::string> url;
+    bool imds = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        if (a == "--imds" || a.starts_with("--imds=")) {
+            imds = true;
+            if (a.starts_with("--imds=")) url = a.substr(7);
+            else if (i + 1 < args.size() && args[i + 1].find("://") != std::string::npos) url = args[++i];
+        } else if (a == "--imds-v1") {
+            o.imds.allow_v1 = true;
+        } else if (a == "--interval" || a.starts_with("--interval=")) {
+            std::string v = a.starts_with("--interval=") ? a.substr(11) : (i + 1 < args.size() ? args[++i] : "");
+            if (v.empty() || v.size() > 5 || v.find_first_not_of("0123456789") != std::string::npos || std::stoi(v) < 1 ||
+                std::stoi(v) > 86400)
+                return usage("--interval \"" + v + "\" is not a number of seconds within 1..86400");
+            o.interval = std::chrono::seconds(std::stoi(v));
+        } else if (a.starts_with("-")) {
+            return usage("unknown option \"" + a + "\"");
+        } else if (!o.file.empty()) {
+            return usage("one node file, not \"" + o.file + "\" and \"" + a + "\"");
+        } else {
+            o.file = a;
+        }
+    }
+    if (!imds) return usage("--imds-v1 and --interval go with --imds");
+    if (o.file.empty()) return usage("no node file");
+    CNI_TRY_ASSIGN(o.imds.endpoint, parse_http_url(url.value_or(std::string(kDefaultImdsUrl))));
+    return o;
+}
+
+// `settings` with the ENIs, primary interface and VPC CIDRs of `m`.
+Result<NodeFile> learned_node(const InstanceMetadata& m, NodeFile settings, const nl::Socket& sock) {
+    settings.enis.clear();
+    settings.vpc_cidrs.clear();
+    for (auto& me : m.enis) {
+        CNI_TRY_ASSIGN(auto link, nl::find_link_by_mac(sock, me.mac));
+        if (!link)
+            return fail("ENI " + me.id + " (device number " + std::to_string(me.device_number) + ", MAC " + me.mac +
+                        "): no link on the node has its MAC");
+        Eni e;
+        e.interface = link->name;
+        e.device_number = me.device_number;
+        e.subnet = me.subnet;
+        e.primary_ip = me.addresses.front();
+        e.secondary_ips.assign(me.addresses.begin() + 1, me.addresses.end());
+        if (me.mac == m.primary_mac) settings.primary_interface = link->name;
+        for (auto& c : me.vpc_cidrs)
+            if (std::ranges::find(settings.vpc_cidrs, c) == settings.vpc_cidrs.end()) settings.vpc_cidrs.push_back(c);
+        settings.enis.push_back(std::move(e));
+    }
+    if (auto st = validate_node_file(settings); !st)
+        return fail("the node as the metadata service describes it: " + st.error().msg);
+    return settings;
+}
+
+// One round: true when the node file changed.
+Result<bool> learn_and_set_up(const Options& o) {
+    CNI_TRY_ASSIGN(auto settings, load_node_settings(o.file));
+    NodeFile base = settings ? std::move(*settings) : NodeFile{};
+    base.path = o.file;
+    CNI_TRY_ASSIGN(auto metadata, read_instance_metadata(o.imds));
+    CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto node, learned_node(metadata, std::move(base), sock));
+    const std::string text = encode_node_file(node);
+    CNI_TRY(setup_node(node));
+    CNI_TRY_ASSIGN(auto old, os::read_state_file(o.file, kNodeFileRead));
+    if (old && *old == text) return false;
+    CNI_TRY(os::write_file_atomic(o.file, text, 0644));
+    return true;
+}
+
+}  // namespace
+
+Result<int> node_setup_from_metadata(std::span<const std::string> args) {
+    CNI_TRY_ASSIGN(auto o, parse_options(args));
+    if (!o.interval) {
+        CNI_TRY(learn_and_set_up(o));
+        return 0;
+    }
+    for (;;) {  // a daemon: a failed round is reported and the next one tried
+        auto changed = learn_and_set_up(o);
+        if (!changed) std::fprintf(stderr, "vpc-eni node-setup: %s\n", changed.error().msg.c_str());
+        else if (*changed) std::fprintf(stderr, "vpc-eni node-setup: %s written from %s\n", o.file.c_str(), o.imds.endpoint.url.c_str());
+        std::this_thread::sleep_for(*o.interval);
+    }
+}
+
+}  // namespace cni::vpc_eni
