@@ -1,0 +1,96 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""A stand-in for the EC2 instance metadata service, for vpc-eni's `node-setup --imds` tests
+(docs/vpc-eni.md, The node from the instance metadata service). It serves the paths an ANSWERS
+file holds, read again on every request so a test changes them between runs, with IMDSv2's
+session: PUT /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds gives a token, and a GET
+without an issued token in X-aws-ec2-metadata-token is answered 401. The file's "mode" plays a
+broken service: "no-token" answers the PUT with 403 (no IMDSv2 session offered), "hang" accepts
+and never answers; "status" maps a path to the status it gets instead. Every request is logged
+as a JSON line to ANSWERS.log (method, path, the token header, the TTL header). Run it inside
+the test's own namespace only.
+
+usage: fake_imds.py ADDRESS PORT ANSWERS   (prints "ready" once it listens)"""
+import http.server
+import json
+import secrets
+import socketserver
+import sys
+import threading
+import time
+
+TOKEN_PATH = "/latest/api/token"
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    tokens = set()
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def answers(self):
+        with open(self.server.answers_path) as f:
+            return json.load(f)
+
+    def record(self):
+        entry = {"method": self.command, "path": self.path, "token": self.headers.get("X-aws-ec2-metadata-token"),
+                 "ttl": self.headers.get("X-aws-ec2-metadata-token-ttl-seconds")}
+        with self.lock, open(self.server.answers_path + ".log", "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def reply(self, status, body=""):
+        data = body.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(data)
+        self.close_connection = True
+
+    def serve(self):
+        self.record()
+        a = self.answers()
+        if a.get("mode") == "hang":
+            time.sleep(30)
+            return
+        if self.path in a.get("status", {}):
+            return self.reply(a["status"][self.path])
+        if self.command == "PUT" and self.path == TOKEN_PATH:
+            if a.get("mode") == "no-token" or not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+                return self.reply(403)
+            token = secrets.token_urlsafe(24)
+            with self.lock:
+                self.tokens.add(token)
+            return self.reply(200, token)
+        if self.command != "GET":
+            return self.reply(405)
+        if self.headers.get("X-aws-ec2-metadata-token") not in self.tokens:
+            return self.reply(401)
+        if self.path not in a["paths"]:
+            return self.reply(404)
+        return self.reply(200, a["paths"][self.path])
+
+    do_GET = do_PUT = serve
+
+
+class Server(http.server.ThreadingHTTPServer):
+    def server_bind(self):
+        """Bound without HTTPServer's reverse lookup of its own address, which no resolver in
+        the test's namespace answers (it waited out the resolver's timeout)."""
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+
+def main(address, port, answers):
+    server = Server((address, int(port)), Handler)
+    server.daemon_threads = True
+    server.answers_path = answers
+    print("ready", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Root tests of `vpc-eni node-setup --imds` (docs/vpc-eni.md, The node from the instance
+metadata service) in test_vpc_eni.py's simulated VPC, with a third ENI (eth2, device 2) that the
+node has from the start but the metadata lists only from the second run. A stand-in metadata
+service (tests/lib/fake_imds.py) listens on 169.254.169.254:80 inside the node's namespace only,
+serves the documented paths for the ENIs, requires an IMDSv2 token, and changes its answers
+between runs. The first run writes the node file (keeping the keys root wrote there) and sets the
+node up; a pod takes an ENI-1 address; then a daemon run (--interval) sees an ENI and addresses
+added and that address removed: it sets up eth2, whose pod reaches the VPC through it, rewrites
+the file, and the removed address stays reserved, with its pod's rules, until the pod's DEL.
+node-teardown then leaves the node as it was. Every failure (no route, no token offered, 401,
+a missing path, garbage, no answer, a 5xx to the end of the retries, an ENI with no link) is an
+error naming it, and leaves the node file and the node as they were."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+import cnitest  # noqa: E402
+
+_registered = len(cnitest._TESTS)
+import test_vpc_eni as vpc  # noqa: E402 - the simulated VPC; its own tests are its suite's
+del cnitest._TESTS[_registered:]
+from cnitest import BIN, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
+
+IMDS = "169.254.169.254"
+SERVER = os.path.join(os.path.dirname(__file__), "..", "lib", "fake_imds.py")
+META = "/latest/meta-data/"
+VPC_HOST = vpc.VPC_HOST
+
+
+def mac_of(ns, dev):
+    return json.loads(sh("ip", "-n", ns, "-j", "link", "show", dev).stdout)[0]["address"]
+
+
+def answers(node, enis):
+    """The metadata paths of `enis` [(interface, device, eni id, subnet, [addresses])], the
+    first the primary ENI; the MAC of each is its interface's in `node`."""
+    macs = [mac_of(node, e[0]) for e in enis]
+    paths = {META + "mac": macs[0], META + "network/interfaces/macs/": "\n".join(m + "/" for m in macs)}
+    for mac, (_, device, eni_id, subnet, addresses) in zip(macs, enis):
+        at = f"{META}network/interfaces/macs/{mac}/"
+        paths.update({at + "device-number": str(device), at + "interface-id": eni_id, at + "subnet-ipv4-cidr-block": subnet,
+                      at + "local-ipv4s": "\n".join(addresses), at + "vpc-ipv4-cidr-blocks": vpc.VPC_CIDR})
+    return {"paths": paths}
+
+
+FIRST = [("eth0", 0, "eni-0a0", "10.80.1.0/24", ["10.80.1.10", "10.80.1.20", "10.80.1.21"]),
+         ("eth1", 1, "eni-0b1", "10.80.2.0/24", ["10.80.2.10", "10.80.2.20", "10.80.2.21"])]
+SECOND = [FIRST[0], ("eth1", 1, "eni-0b1", "10.80.2.0/24", ["10.80.2.10", "10.80.2.20", "10.80.2.22"]),
+          ("eth2", 2, "eni-0c2", "10.80.3.0/24", ["10.80.3.10", "10.80.3.20"])]
+
+
+class Metadata:
+    """fake_imds.py in `node`, on 169.254.169.254:80, answering what set() last wrote."""
+
+    def __init__(self, node, folder):
+        self.path = os.path.join(folder, "answers.json")
+        self.node = node
+
+    def __enter__(self):
+        sh("ip", "-n", self.node, "addr", "add", f"{IMDS}/32", "dev", "lo")
+        self.set({"paths": {}})
+        self.proc = subprocess.Popen(["ip", "netns", "exec", self.node, sys.executable, SERVER, IMDS, "80", self.path],
+                                     stdout=subprocess.PIPE, text=True)
+        eq(self.proc.stdout.readline().strip(), "ready")
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+    def set(self, a):
+        with open(self.path + ".new", "w") as f:
+            json.dump(a, f)
+        os.replace(self.path + ".new", self.path)
+
+    def log(self):
+        with open(self.path + ".log") as f:
+            return [json.loads(line) for line in f]
+
+
+def add_eni2(vpc_ns, node):
+    """ENI device 2: eth2 on the node, bare and down, r2 (10.80.3.1/24) on the router, which
+    knows 10.80.3.20 is behind it and drops what comes from it with another source."""
+    sh("ip", "-n", vpc_ns, "link", "add", "r2", "type", "veth", "peer", "name", "eth2", "netns", node)
+    sh("ip", "-n", vpc_ns, "addr", "add", "10.80.3.1/24", "dev", "r2")
+    sh("ip", "-n", vpc_ns, "link", "set", "r2", "up")
+    sh("ip", "-n", vpc_ns, "neigh", "replace", "10.80.3.20", "lladdr", mac_of(node, "eth2"), "dev", "r2", "nud", "permanent")
+    vpc.in_ns(vpc_ns, "nft", "add", "rule", "ip", "vpc", "pre", "iifname", "r2", "ip", "saddr", "!=", "10.80.3.0/24",
+              "counter", "drop", "comment", '"r2 dropped"')
+
+
+def node_setup(node, *args, check_rc=True, ns=None):
+    return sh("ip", "netns", "exec", ns or node, os.path.join(BIN, "vpc-eni"), "node-setup", *args, check_rc=check_rc)
+
+
+def read(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def settings(state):
+    """The keys root writes in the node file before the metadata fills in the rest."""
+    return {"mtu": 1500, "stateDir": os.path.join(state, "run"), "ipamDir": os.path.join(state, "run", "ipam")}
+
+
+def learned(state, enis):
+    return {"primaryInterface": "eth0", "vpcCidrs": [vpc.VPC_CIDR], "nodePortSupport": True, "podEniSupport": False,
+            "mtu": 1500, "enis": [{"interface": e[0], "deviceNumber": e[1], "subnet": e[3], "primaryIp": e[4][0],
+                                   "secondaryIps": e[4][1:]} for e in enis],
+            "vethPrefix": "eni", **{k: v for k, v in settings(state).items() if k != "mtu"},
+            "maxAddressesPerNamespace": 0}
+
+
+@test
+def learns_the_node_and_follows_its_enis():
+    """vpc-eni node-setup --imds: the node file and the node from the metadata service, then an ENI and addresses added and one removed"""
+    with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node, \
+            netns("poda") as pa, netns("podc") as pc:
+        vpc.build_vpc(vpc_ns, node)
+        add_eni2(vpc_ns, node)
+        path = vpc.write_node_file(state, settings(state))
+        with Metadata(node, state) as md:
+            vpc.dad_done(node)
+            before = vpc.node_state(node)
+            md.set(answers(node, FIRST))
+            start = time.monotonic()
+            node_setup(node, "--imds", path)
+            check(time.monotonic() - start < 2, "a run against a local service takes well under a second or two")
+            eq(read(path), learned(state, FIRST))
+            eq(os.stat(path).st_mode & 0o777, 0o644)
+            log = md.log()
+            eq((log[0]["method"], log[0]["path"], log[0]["ttl"]), ("PUT", "/latest/api/token", "21600"))
+            check(all(e["token"] for e in log[1:]) and len({e["token"] for e in log[1:]}) == 1, log)
+            eq(sh("ip", "-n", node, "route", "show", "table", "2").stdout.splitlines(),
+               ["default via 10.80.2.1 dev eth1 ", "10.80.2.1 dev eth1 scope link "])
+            eq(sh("ip", "-n", node, "route", "show", "table", "3", check_rc=False).stdout, "")
+            c = vpc.conf(path)
+            plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+            a = plugin.run("ADD", c, host_ns=node, netns=ns_path(pa), container_id="ca",
+                           args=vpc.pod_args("a", "10.80.2.21")).ok().json()
+
+            # The daemon: an ENI and an address attached since, and the pod's address removed.
+            daemon = subprocess.Popen(["ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", "--imds",
+                                       f"http://{IMDS}/", "--interval", "1", path],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                md.set(answers(node, SECOND))
+                for _ in range(100):
+                    if read(path) == learned(state, SECOND):
+                        break
+                    time.sleep(0.1)
+            finally:
+                daemon.kill()
+                _, err = daemon.communicate()
+            eq(read(path), learned(state, SECOND))
+            check(f"{path} written from http://{IMDS}" in err, err)
+            eq(sh("ip", "-n", node, "route", "show", "table", "3").stdout.splitlines(),
+               ["default via 10.80.3.1 dev eth2 ", "10.80.3.1 dev eth2 scope link "])
+            check("inet 10.80.3.10/24" in sh("ip", "-n", node, "addr", "show", "eth2").stdout)
+            check("10.80.3.0/24" not in sh("ip", "-n", node, "route").stdout, "the main table keeps ENI 2's subnet route")
+
+            # The removed address stays the pod's, rules and all, and no one else's.
+            eq(vpc.held(state), ["10.80.2.21"])
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("from 10.80.2.21 lookup 2" in rules and "to 10.80.2.21 lookup main" in rules, rules)
+            err = plugin.run("CHECK", dict(c, prevResult=a), host_ns=node, netns=ns_path(pa), container_id="ca",
+                             args=vpc.pod_args("a")).error()
+            check(f"10.80.2.21 is no ENI's secondary address in {path}" in err["msg"], err)
+            with netns("podx") as px:
+                err = plugin.run("ADD", c, host_ns=node, netns=ns_path(px), container_id="cx",
+                                 args=vpc.pod_args("x", "10.80.2.21")).error()
+                check("10.80.2.21" in err["msg"], err)
+
+            # A pod on the new ENI reaches the VPC through it.
+            r = plugin.run("ADD", c, host_ns=node, netns=ns_path(pc), container_id="cc", args=vpc.pod_args("c", "10.80.3.20")).ok()
+            eq(r.json()["ips"][0]["address"], "10.80.3.20/32")
+            check("1536:\tfrom 10.80.3.20 lookup 3" in sh("ip", "-n", node, "rule").stdout)
+            eq(vpc.connect(pc, VPC_HOST, 7021, vpc_ns), "10.80.3.20")
+            counts = vpc.vpc_counters(vpc_ns)
+            eq(counts["r0 dropped"] + counts["r1 dropped"] + counts["r2 dropped"], 0, counts)
+
+            for pod, ns, cid in (("a", pa, "ca"), ("c", pc, "cc")):
+                plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id=cid, args=vpc.pod_args(pod)).ok()
+            eq(vpc.held(state), [])
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("10.80.2.21" not in rules and "10.80.3.20" not in rules, rules)
+            node_setup(node, "--imds", path)  # the same answers: the file stays as it is
+            eq(read(path), learned(state, SECOND))
+            sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+            eq(vpc.node_state(node), before)
+
+
+@test
+def failures_leave_the_node_file_and_the_node():
+    """vpc-eni node-setup --imds: no route, no token, 401, a missing path, garbage, no answer, 5xx, a MAC with no link: clear errors, nothing changed"""
+    with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node, netns("bare") as bare:
+        vpc.build_vpc(vpc_ns, node)
+        path = vpc.write_node_file(state, settings(state))
+        with Metadata(node, state) as md:
+            good = answers(node, FIRST)
+            md.set(good)
+            node_setup(node, "--imds", path)
+            vpc.dad_done(node)
+            with open(path, "rb") as f:
+                written = f.read()
+            node_before = vpc.node_state(node)
+            eth1 = f"{META}network/interfaces/macs/{mac_of(node, 'eth1')}/"
+            garbled = json.loads(json.dumps(good))
+            garbled["paths"][eth1 + "device-number"] = "one"
+            missing = json.loads(json.dumps(good))
+            del missing["paths"][eth1 + "subnet-ipv4-cidr-block"]
+            stranger = answers(node, FIRST)
+            stranger["paths"][META + "network/interfaces/macs/"] += "\n02:00:00:00:00:09/"
+            for mac_path, value in (("device-number", "2"), ("interface-id", "eni-0d9"), ("subnet-ipv4-cidr-block", "10.80.4.0/24"),
+                                    ("local-ipv4s", "10.80.4.10"), ("vpc-ipv4-cidr-blocks", vpc.VPC_CIDR)):
+                stranger["paths"][f"{META}network/interfaces/macs/02:00:00:00:00:09/{mac_path}"] = value
+            url = f"http://{IMDS}"
+            cases = [
+                ("no route", good, [], bare, f"PUT {url}/latest/api/token: connecting: network is unreachable (4 attempts)"),
+                ("no token", dict(good, mode="no-token"), [], None,
+                 f"PUT {url}/latest/api/token: HTTP 403: the metadata service gave no IMDSv2 session token "
+                 "(node-setup falls back to IMDSv1 only with --imds-v1)"),
+                ("401", dict(good, mode="no-token"), ["--imds-v1"], None,
+                 f"GET {url}{META}mac: HTTP 401 Unauthorized: the metadata service refused the request without a session token (IMDSv1)"),
+                ("missing", missing, [], None, f"GET {url}{eth1}subnet-ipv4-cidr-block: HTTP 404: the metadata service has no such path"),
+                ("garbage", garbled, [], None, f"GET {url}{eth1}device-number: \"one\" is not a device number"),
+                ("5xx", dict(good, status={META + "mac": 503}), [], None, f"GET {url}{META}mac: HTTP 503 (4 attempts)"),
+                ("no answer", dict(good, mode="hang"), [], None,
+                 f"PUT {url}/latest/api/token: no answer within 1000 ms (4 attempts)"),
+                ("no link", stranger, [], None, "ENI eni-0d9 (device number 2, MAC 02:00:00:00:00:09): no link on the node has its MAC"),
+            ]
+            for name, a, flags, ns, want in cases:
+                md.set(a)
+                open(md.path + ".log", "w").close()
+                start = time.monotonic()
+                r = node_setup(node, "--imds", *flags, path, check_rc=False, ns=ns)
+                took = time.monotonic() - start
+                eq((r.returncode, r.stderr.strip()), (1, f"vpc-eni node-setup: {want}"), name)
+                check(took < 8, f"{name}: {took:.1f} s")
+                with open(path, "rb") as f:
+                    eq(f.read(), written, f"{name}: the node file changed")
+                eq(vpc.node_state(node), node_before, f"{name}: the node changed")
+                if name == "5xx":
+                    eq([e["path"] for e in md.log()].count(META + "mac"), 4, "a 5xx is tried 4 times, no more")
+            eq(sorted(os.listdir(state)), sorted(["node.json", "run", "answers.json", "answers.json.log"]), "no temporary left")
+            for args, want in ((["--imds", "https://169.254.169.254", path], "not an http:// URL"),
+                               (["--imds", "http://metadata.internal", path], "no name is resolved"),
+                               (["--imds", "--interval", "0", path], "--interval \"0\" is not a number of seconds"),
+                               (["--imds-v1", path], "go with --imds"), (["--imds", path, "other"], "one node file")):
+                r = node_setup(node, *args, check_rc=False)
+                check(r.returncode == 1 and want in r.stderr, f"{args}: {r.stderr}")
+            md.set(good)
+            sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+
+
+if __name__ == "__main__":
+    vpc.private_etc_cni()
+    run_all(cleanup=[BIN, *vpc.VARIANTS.values()])
