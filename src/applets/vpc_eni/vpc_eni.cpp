@@ -407,7 +407,8 @@ extern const Applet vpc_eni_applet{
     .keys = kVpcEniKeyDocs,
     .help = "Needs ipam type vpc-eni-ipam (it hands out the node file's secondary addresses): DEL acts only on the "
             "addresses it holds for the container's interface, never on a prevResult's. `cni-all vpc-eni node-setup FILE` "
-            "and `node-teardown FILE` prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the "
+            "(or `node-setup --imds [URL] [--imds-v1] [--interval SECONDS] FILE`, which learns the node file from the "
+            "instance metadata service and writes it) and `node-teardown FILE` prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the "
             "fwmark and local rules, and the SNAT of pod traffic leaving the VPC.",
     .versions = kAllVersions,
     .add = vpc_eni_add,
