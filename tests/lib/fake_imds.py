@@ -6,7 +6,7 @@ file holds, read again on every request so a test changes them between runs, wit
 session: PUT /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds gives a token, and a GET
 without an issued token in X-aws-ec2-metadata-token is answered 401. The file's "mode" plays a
 broken service: "no-token" answers the PUT with 403 (no IMDSv2 session offered), "hang" accepts
-and never answers; "status" maps a path to the status it gets instead. Every request is logged
+and never answers, "expire" forgets every token issued so far at the first GET (once); "status" maps a path to the status it gets instead. Every request is logged
 as a JSON line to ANSWERS.log (method, path, the token header, the TTL header). Run it inside
 the test's own namespace only.
 
@@ -25,6 +25,7 @@ TOKEN_PATH = "/latest/api/token"
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     tokens = set()
+    expired = False
     lock = threading.Lock()
 
     def log_message(self, *args):
@@ -67,6 +68,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.reply(200, token)
         if self.command != "GET":
             return self.reply(405)
+        if a.get("mode") == "expire" and not Handler.expired:  # every token issued so far expires, once
+            with self.lock:
+                Handler.expired = True
+                self.tokens.clear()
         if self.headers.get("X-aws-ec2-metadata-token") not in self.tokens:
             return self.reply(401)
         if self.path not in a["paths"]:

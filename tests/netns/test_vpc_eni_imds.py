@@ -189,8 +189,19 @@ def learns_the_node_and_follows_its_enis():
             eq(vpc.held(state), [])
             rules = sh("ip", "-n", node, "rule").stdout
             check("10.80.2.21" not in rules and "10.80.3.20" not in rules, rules)
+            inode = os.stat(path).st_ino
+            os.chmod(path, 0o600)
+            md.set(dict(answers(node, SECOND), mode="expire"))
+            open(md.path + ".log", "w").close()
             node_setup(node, "--imds", path)  # the same answers: the file stays as it is
-            eq(read(path), learned(state, SECOND))
+            eq(os.stat(path).st_ino, inode, "the node file was rewritten")
+            puts = [e for e in md.log() if e["method"] == "PUT"]
+            eq(len(puts), 2, "an expired token is renewed, once")
+            third = SECOND[:2] + [("eth2", 2, "eni-0c2", "10.80.3.0/24", ["10.80.3.10", "10.80.3.20", "10.80.3.21"])]
+            md.set(answers(node, third))
+            node_setup(node, "--imds", path)
+            eq(read(path), learned(state, third))
+            eq(os.stat(path).st_mode & 0o777, 0o600, "the node file keeps its mode")
             sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
             eq(vpc.node_state(node), before)
 

@@ -18,6 +18,7 @@ namespace {
 constexpr std::string_view kTokenPath = "/latest/api/token";
 constexpr std::string_view kMetadata = "/latest/meta-data/";
 constexpr const char* kTokenTtl = "21600";  // six hours, as the AWS agent asks
+constexpr std::size_t kMostEnis = 251;        // device numbers 0 to 250 (node_file.hpp)
 
 bool passing(int status) { return status >= 500 || status == 429; }
 
@@ -134,7 +135,7 @@ struct Reader {
             if (!m || line.size() != 17) return garbage(path, body, "a list of MAC addresses");
             out.push_back(*m);
         }
-        if (out.empty()) return garbage(path, body, "a list of MAC addresses");
+        if (out.empty() || out.size() > kMostEnis) return garbage(path, body, "a list of 1 to 251 MAC addresses");
         return out;
     }
 

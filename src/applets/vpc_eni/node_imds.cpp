@@ -3,9 +3,11 @@
 // The node from the instance metadata service): the node file's ENIs, primary interface and VPC
 // CIDRs learned from the metadata service (imds.hpp), each ENI's interface the link with its
 // MAC, the file's other keys kept as root wrote them; the node set up as that file says, and
-// only then the file replaced, atomically, so a concurrent ADD reads the old file or the new one
+// only then the file replaced (keeping its mode), atomically, so a concurrent ADD reads the old file or the new one
 // and a failure anywhere before leaves both the file and the node as they were. With
 // --interval it runs again every so many seconds, reporting a failed round and carrying on.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <thread>
@@ -88,6 +90,14 @@ Result<NodeFile> learned_node(const InstanceMetadata& m, NodeFile settings, cons
     return settings;
 }
 
+// The mode the node file keeps: the one it has (but never writable by others than root), else
+// 0644, readable by all as a node file outside /etc/cni/vpc-eni/ must be (docs/vpc-eni.md).
+mode_t mode_of(const std::string& path) {
+    struct stat st{};
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 0755;
+    return 0644;
+}
+
 // One round: true when the node file changed.
 Result<bool> learn_and_set_up(const Options& o) {
     CNI_TRY_ASSIGN(auto settings, load_node_settings(o.file));
@@ -100,7 +110,7 @@ Result<bool> learn_and_set_up(const Options& o) {
     CNI_TRY(setup_node(node));
     CNI_TRY_ASSIGN(auto old, os::read_state_file(o.file, kNodeFileRead));
     if (old && *old == text) return false;
-    CNI_TRY(os::write_file_atomic(o.file, text, 0644));
+    CNI_TRY(os::write_file_atomic(o.file, text, mode_of(o.file)));
     return true;
 }
 
