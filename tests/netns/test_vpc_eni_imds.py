@@ -208,7 +208,7 @@ def learns_the_node_and_follows_its_enis():
 
 @test
 def failures_leave_the_node_file_and_the_node():
-    """vpc-eni node-setup --imds: no route, no token, 401, a missing path, garbage, no answer, 5xx, a MAC with no link: clear errors, nothing changed"""
+    """vpc-eni node-setup --imds: no route, no token, 401, a missing path, garbage, too long, no answer, 5xx, a MAC with no link, a link: clear errors, nothing changed"""
     with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node, netns("bare") as bare:
         vpc.build_vpc(vpc_ns, node)
         path = vpc.write_node_file(state, settings(state))
@@ -225,6 +225,8 @@ def failures_leave_the_node_file_and_the_node():
             garbled["paths"][eth1 + "device-number"] = "one"
             missing = json.loads(json.dumps(good))
             del missing["paths"][eth1 + "subnet-ipv4-cidr-block"]
+            huge = json.loads(json.dumps(good))
+            huge["paths"][eth1 + "local-ipv4s"] = "\n".join(f"10.80.2.{i % 250 + 1}" for i in range(7000))
             stranger = answers(node, FIRST)
             stranger["paths"][META + "network/interfaces/macs/"] += "\n02:00:00:00:00:09/"
             for mac_path, value in (("device-number", "2"), ("interface-id", "eni-0d9"), ("subnet-ipv4-cidr-block", "10.80.4.0/24"),
@@ -243,6 +245,7 @@ def failures_leave_the_node_file_and_the_node():
                 ("5xx", dict(good, status={META + "mac": 503}), [], None, f"GET {url}{META}mac: HTTP 503 (4 attempts)"),
                 ("no answer", dict(good, mode="hang"), [], None,
                  f"PUT {url}/latest/api/token: no answer within 1000 ms (4 attempts)"),
+                ("too long", huge, [], None, f"GET {url}{eth1}local-ipv4s: an answer of more than 64 KiB"),
                 ("no link", stranger, [], None, "ENI eni-0d9 (device number 2, MAC 02:00:00:00:00:09): no link on the node has its MAC"),
             ]
             for name, a, flags, ns, want in cases:
@@ -259,6 +262,14 @@ def failures_leave_the_node_file_and_the_node():
                 if name == "5xx":
                     eq([e["path"] for e in md.log()].count(META + "mac"), 4, "a 5xx is tried 4 times, no more")
             eq(sorted(os.listdir(state)), sorted(["node.json", "run", "answers.json", "answers.json.log"]), "no temporary left")
+            md.set(good)
+            link = os.path.join(state, "link.json")
+            os.symlink(path, link)
+            r = node_setup(node, "--imds", link, check_rc=False)
+            check(r.returncode == 1 and f"open {link}: " in r.stderr, r.stderr)
+            os.unlink(link)
+            with open(path, "rb") as f:
+                eq(f.read(), written, "a node file named through a link changed")
             for args, want in ((["--imds", "https://169.254.169.254", path], "not an http:// URL"),
                                (["--imds", "http://metadata.internal", path], "no name is resolved"),
                                (["--imds", "--interval", "0", path], "--interval \"0\" is not a number of seconds"),

@@ -196,12 +196,12 @@ Result<HttpResponse> http_request(const HttpEndpoint& to, std::string_view metho
     os::UniqueFd fd(::socket(sa.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     if (!fd) return os::sys_fail("socket for", where);
     if (::connect(fd.get(), reinterpret_cast<const sockaddr*>(&sa.storage), sa.length) != 0) {
-        if (errno != EINPROGRESS) return fail(where + ": connecting: " + os::errno_text(errno));
-        if (!wait_for(fd.get(), POLLOUT, deadline)) return fail(late + " (connecting)");
+        if (errno != EINPROGRESS) return fail(code::try_again_later, where + ": connecting: " + os::errno_text(errno));
+        if (!wait_for(fd.get(), POLLOUT, deadline)) return fail(code::try_again_later, late + " (connecting)");
         int err = 0;
         socklen_t len = sizeof err;
         if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
-        if (err != 0) return fail(where + ": connecting: " + os::errno_text(err));
+        if (err != 0) return fail(code::try_again_later, where + ": connecting: " + os::errno_text(err));
     }
     std::string request = std::string(method) + " " + std::string(path) + " HTTP/1.1\r\nHost: " + to.host +
                           "\r\nAccept: */*\r\nConnection: close\r\n";
@@ -209,10 +209,10 @@ Result<HttpResponse> http_request(const HttpEndpoint& to, std::string_view metho
     if (method == "PUT" || method == "POST") request += "Content-Length: 0\r\n";
     request += "\r\n";
     for (std::string_view left = request; !left.empty();) {
-        if (!wait_for(fd.get(), POLLOUT, deadline)) return fail(late + " (sending)");
+        if (!wait_for(fd.get(), POLLOUT, deadline)) return fail(code::try_again_later, late + " (sending)");
         const ssize_t n = ::send(fd.get(), left.data(), left.size(), MSG_NOSIGNAL);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n < 0) return fail(where + ": sending: " + os::errno_text(errno));
+        if (n < 0) return fail(code::try_again_later, where + ": sending: " + os::errno_text(errno));
         left.remove_prefix(std::size_t(n));
     }
     std::string answer;
@@ -220,39 +220,39 @@ Result<HttpResponse> http_request(const HttpEndpoint& to, std::string_view metho
     std::size_t body_at = 0;
     for (;;) {
         if (head && head->content_length && answer.size() >= body_at + *head->content_length) break;
-        if (!wait_for(fd.get(), POLLIN, deadline)) return fail(late);
+        if (!wait_for(fd.get(), POLLIN, deadline)) return fail(code::try_again_later, late);
         char buf[4096];
         const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
         if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-        if (n < 0) return fail(where + ": reading the answer: " + os::errno_text(errno));
+        if (n < 0) return fail(code::try_again_later, where + ": reading the answer: " + os::errno_text(errno));
         if (n == 0) break;
         answer.append(buf, std::size_t(n));
-        if (answer.size() > kHeaderLimit + kHttpAnswerLimit) return fail(where + ": an answer of more than 64 KiB");
+        if (answer.size() > kHeaderLimit + kHttpAnswerLimit) return fail(code::decoding_failure, where + ": an answer of more than 64 KiB");
         if (!head) {
             const std::size_t end = answer.find("\r\n\r\n");
             if (end == std::string::npos) {
-                if (answer.size() > kHeaderLimit) return fail(where + ": an answer whose headers pass 16 KiB");
+                if (answer.size() > kHeaderLimit) return fail(code::decoding_failure, where + ": an answer whose headers pass 16 KiB");
                 continue;
             }
             head = parse_head(std::string_view(answer).substr(0, end));
-            if (!head) return fail(where + ": not an HTTP/1.x answer");
+            if (!head) return fail(code::decoding_failure, where + ": not an HTTP/1.x answer");
             body_at = end + 4;
         }
     }
-    if (!head) return fail(where + ": the connection closed before a whole HTTP answer");
+    if (!head) return fail(code::try_again_later, where + ": the connection closed before a whole HTTP answer");
     std::string_view body = std::string_view(answer).substr(body_at);
     HttpResponse r{head->status, {}};
     if (head->chunked) {
         auto whole = unchunk(body);
-        if (!whole) return fail(where + ": a garbled chunked answer");
+        if (!whole) return fail(code::decoding_failure, where + ": a garbled chunked answer");
         r.body = std::move(*whole);
     } else if (head->content_length) {
-        if (body.size() < *head->content_length) return fail(where + ": the connection closed before the whole answer");
+        if (body.size() < *head->content_length) return fail(code::try_again_later, where + ": the connection closed before the whole answer");
         r.body = std::string(body.substr(0, *head->content_length));
     } else {
         r.body = std::string(body);
     }
-    if (r.body.size() > kHttpAnswerLimit) return fail(where + ": an answer of more than 64 KiB");
+    if (r.body.size() > kHttpAnswerLimit) return fail(code::decoding_failure, where + ": an answer of more than 64 KiB");
     return r;
 }
 

@@ -35,8 +35,10 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 inline constexpr std::size_t kHttpAnswerLimit = std::size_t(64) << 10;
 
-// `method` `path` on `to`, within `timeout`. A failure to connect, send, read in time or parse
-// the answer is an error naming the URL; an answer of any status is a response.
+// `method` `path` on `to`, within `timeout`; an answer of any status is a response. A failure is
+// an error naming the URL: code::try_again_later when it may pass (connecting, sending, no
+// answer in time, a connection closed early), code::decoding_failure for an answer that is not
+// HTTP/1.x, garbled or too long.
 Result<HttpResponse> http_request(const HttpEndpoint& to, std::string_view method, std::string_view path,
                                   const HttpHeaders& headers, std::chrono::milliseconds timeout);
 

@@ -93,7 +93,7 @@ private:
         auto wait = o_.backoff;
         for (int attempt = 1;; ++attempt) {
             auto r = http_request(o_.endpoint, method, path, headers, o_.timeout);
-            const bool again = !r || passing(r->status);
+            const bool again = r ? passing(r->status) : r.error().code == code::try_again_later;
             if (!again) return r;
             if (attempt >= o_.attempts) {
                 const std::string tries = " (" + std::to_string(attempt) + " attempts)";

@@ -6,7 +6,8 @@
 // device number, id, subnet, addresses (the first its own) and the VPC's CIDRs. Each request
 // has a timeout, and a failure that may pass (no connection, no answer in time, a 5xx or 429)
 // is retried a bounded number of times with a doubling back-off; every other failure (401, a
-// missing path, an answer that is not what the path holds) is an error naming the URL.
+// missing path, an answer that is not HTTP, too long, or not what the path holds) is an error
+// naming the URL at once.
 #pragma once
 
 #include <chrono>
