@@ -2,7 +2,7 @@
 // Unit tests of node-setup --imds's pieces that need no namespace: the metadata URL (an address
 // literal over http, nothing else), the HTTP client against a one-answer server on 127.0.0.1
 // (a length, chunks, the close, a garbled answer, silence past the timeout; which failures may
-// pass and are tried again), and the node file
+// pass and are tried again), each path's answer parsed strictly, and the node file
 // it writes, which reads back as the same node, keeping the settings of a partial file.
 #include <catch2/catch.hpp>
 
@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "applets/vpc_eni/http.hpp"
+#include "applets/vpc_eni/imds.hpp"
 #include "applets/vpc_eni/node_file.hpp"
 #include "temp_dir.hpp"
 
@@ -147,4 +148,33 @@ TEST_CASE("the node file node-setup --imds writes reads back as the same node, w
     auto bad = vpc_eni::load_node_settings(d / "bad.json");
     REQUIRE_FALSE(bad);
     CHECK(bad.error().msg.find(d / "bad.json") != std::string::npos);
+}
+
+TEST_CASE("the metadata service's answers are parsed strictly", "[vpc-eni]") {
+    CHECK(vpc_eni::metadata_mac("0E:49:61:0f:c3:11\n") == "0e:49:61:0f:c3:11");
+    CHECK_FALSE(vpc_eni::metadata_mac("0e49.610f.c311"));
+    CHECK_FALSE(vpc_eni::metadata_mac("0e:49:61:0f:c3:11:00"));
+    auto macs = vpc_eni::metadata_macs("0e:49:61:0f:c3:11/\r\n0e:49:61:0f:c3:12/");
+    REQUIRE(macs);
+    CHECK(*macs == std::vector<std::string>{"0e:49:61:0f:c3:11", "0e:49:61:0f:c3:12"});
+    CHECK_FALSE(vpc_eni::metadata_macs(""));
+    CHECK_FALSE(vpc_eni::metadata_macs("0e:49:61:0f:c3:11/\n../../x/"));
+    std::string many;
+    for (int i = 0; i < 252; ++i) many += "0e:49:61:0f:c3:11/\n";
+    CHECK_FALSE(vpc_eni::metadata_macs(many));
+    CHECK(vpc_eni::metadata_device_number("2") == 2);
+    CHECK_FALSE(vpc_eni::metadata_device_number("-1"));
+    CHECK_FALSE(vpc_eni::metadata_device_number("1000"));
+    CHECK(vpc_eni::metadata_eni_id("eni-0b1c2d3e4f\n") == "eni-0b1c2d3e4f");
+    CHECK_FALSE(vpc_eni::metadata_eni_id("eni-0B1"));
+    CHECK_FALSE(vpc_eni::metadata_eni_id("i-0b1"));
+    auto ips = vpc_eni::metadata_addresses("10.0.2.10\n10.0.2.20");
+    REQUIRE(ips);
+    CHECK((ips->size() == 2 && (*ips)[1].str() == "10.0.2.20"));
+    CHECK_FALSE(vpc_eni::metadata_addresses("10.0.2.10\nfd00::1"));
+    CHECK_FALSE(vpc_eni::metadata_addresses("10.0.2.10\n\n"));
+    CHECK(vpc_eni::metadata_cidr("10.0.2.77/24")->str() == "10.0.2.0/24");
+    CHECK_FALSE(vpc_eni::metadata_cidr("10.0.2.0/24\n10.0.3.0/24"));
+    CHECK(vpc_eni::metadata_cidrs("10.0.0.0/16\n10.1.0.0/16")->size() == 2);
+    CHECK_FALSE(vpc_eni::metadata_cidrs("fd00::/8"));
 }

@@ -216,10 +216,14 @@ Result<HttpResponse> http_request(const HttpEndpoint& to, std::string_view metho
         left.remove_prefix(std::size_t(n));
     }
     std::string answer;
-    std::optional<Head> head;
-    std::size_t body_at = 0;
     for (;;) {
-        if (head && head->content_length && answer.size() >= body_at + *head->content_length) break;
+        // Enough once the headers declare a length that has arrived, or are not HTTP at all.
+        if (const std::size_t end = answer.find("\r\n\r\n"); end != std::string::npos) {
+            auto head = parse_head(std::string_view(answer).substr(0, end));
+            if (!head || (head->content_length && answer.size() >= end + 4 + *head->content_length)) break;
+        } else if (answer.size() > kHeaderLimit) {
+            break;
+        }
         if (!wait_for(fd.get(), POLLIN, deadline)) return fail(code::try_again_later, late);
         char buf[4096];
         const ssize_t n = ::recv(fd.get(), buf, sizeof buf, 0);
@@ -227,27 +231,29 @@ Result<HttpResponse> http_request(const HttpEndpoint& to, std::string_view metho
         if (n < 0) return fail(code::try_again_later, where + ": reading the answer: " + os::errno_text(errno));
         if (n == 0) break;
         answer.append(buf, std::size_t(n));
-        if (answer.size() > kHeaderLimit + kHttpAnswerLimit) return fail(code::decoding_failure, where + ": an answer of more than 64 KiB");
-        if (!head) {
-            const std::size_t end = answer.find("\r\n\r\n");
-            if (end == std::string::npos) {
-                if (answer.size() > kHeaderLimit) return fail(code::decoding_failure, where + ": an answer whose headers pass 16 KiB");
-                continue;
-            }
-            head = parse_head(std::string_view(answer).substr(0, end));
-            if (!head) return fail(code::decoding_failure, where + ": not an HTTP/1.x answer");
-            body_at = end + 4;
-        }
+        if (answer.size() > kHeaderLimit + kHttpAnswerLimit) break;
     }
-    if (!head) return fail(code::try_again_later, where + ": the connection closed before a whole HTTP answer");
-    std::string_view body = std::string_view(answer).substr(body_at);
+    return parse_http_answer(answer, where);
+}
+
+Result<HttpResponse> parse_http_answer(std::string_view answer, const std::string& where) {
+    if (answer.size() > kHeaderLimit + kHttpAnswerLimit) return fail(code::decoding_failure, where + ": an answer of more than 64 KiB");
+    const std::size_t end = answer.find("\r\n\r\n");
+    if (end == std::string_view::npos) {
+        if (answer.size() > kHeaderLimit) return fail(code::decoding_failure, where + ": an answer whose headers pass 16 KiB");
+        return fail(code::try_again_later, where + ": the connection closed before a whole HTTP answer");
+    }
+    auto head = parse_head(answer.substr(0, end));
+    if (!head) return fail(code::decoding_failure, where + ": not an HTTP/1.x answer");
+    std::string_view body = answer.substr(end + 4);
     HttpResponse r{head->status, {}};
     if (head->chunked) {
         auto whole = unchunk(body);
         if (!whole) return fail(code::decoding_failure, where + ": a garbled chunked answer");
         r.body = std::move(*whole);
     } else if (head->content_length) {
-        if (body.size() < *head->content_length) return fail(code::try_again_later, where + ": the connection closed before the whole answer");
+        if (body.size() < *head->content_length)
+            return fail(code::try_again_later, where + ": the connection closed before the whole answer");
         r.body = std::string(body.substr(0, *head->content_length));
     } else {
         r.body = std::string(body);

@@ -35,6 +35,10 @@ using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
 inline constexpr std::size_t kHttpAnswerLimit = std::size_t(64) << 10;
 
+// An answer as read up to the peer's close (or the length its headers declare), `where` naming
+// the request in errors: its status and body (chunks joined), or the error http_request gives.
+Result<HttpResponse> parse_http_answer(std::string_view answer, const std::string& where);
+
 // `method` `path` on `to`, within `timeout`; an answer of any status is a response. A failure is
 // an error naming the URL: code::try_again_later when it may pass (connecting, sending, no
 // answer in time, a connection closed early), code::decoding_failure for an answer that is not

@@ -18,7 +18,6 @@ namespace {
 constexpr std::string_view kTokenPath = "/latest/api/token";
 constexpr std::string_view kMetadata = "/latest/meta-data/";
 constexpr const char* kTokenTtl = "21600";  // six hours, as the AWS agent asks
-constexpr std::size_t kMostEnis = 251;        // device numbers 0 to 250 (node_file.hpp)
 
 bool passing(int status) { return status >= 500 || status == 429; }
 
@@ -110,86 +109,90 @@ private:
     std::optional<std::string> token_;
 };
 
-// A parse of one path's answer, its error naming the URL.
+// One path's answer through its parser, a failure naming the URL and what the answer should be.
 struct Reader {
     Session& s;
     const std::string& url;
 
-    cni::Unexpected<Error> garbage(std::string_view path, std::string_view body, std::string_view what) const {
-        return fail("GET " + url + std::string(kMetadata) + std::string(path) + ": " + shown(body) + " is not " + std::string(what));
-    }
-
-    Result<std::string> mac(std::string_view path) {
+    template <typename Parse>
+    auto read(std::string_view path, Parse parse, std::string_view what) -> Result<typename decltype(parse(""))::value_type> {
         CNI_TRY_ASSIGN(auto body, s.get(path));
-        auto m = net::parse_mac(trim_space(body));
-        if (!m || trim_space(body).size() != 17) return garbage(path, body, "a MAC address");
-        return *m;
-    }
-
-    Result<std::vector<std::string>> macs(std::string_view path) {
-        CNI_TRY_ASSIGN(auto body, s.get(path));
-        std::vector<std::string> out;
-        for (auto line : lines_of(body)) {
-            if (line.ends_with('/')) line.remove_suffix(1);
-            auto m = net::parse_mac(line);
-            if (!m || line.size() != 17) return garbage(path, body, "a list of MAC addresses");
-            out.push_back(*m);
-        }
-        if (out.empty() || out.size() > kMostEnis) return garbage(path, body, "a list of 1 to 251 MAC addresses");
-        return out;
-    }
-
-    Result<std::int64_t> device_number(std::string_view path) {
-        CNI_TRY_ASSIGN(auto body, s.get(path));
-        std::string_view t = trim_space(body);
-        if (t.empty() || t.size() > 3 || t.find_first_not_of("0123456789") != std::string_view::npos)
-            return garbage(path, body, "a device number");
-        return std::stoll(std::string(t));
-    }
-
-    Result<std::string> eni_id(std::string_view path) {
-        CNI_TRY_ASSIGN(auto body, s.get(path));
-        std::string_view t = trim_space(body);
-        if (!t.starts_with("eni-") || t.size() > 64 || t.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string_view::npos)
-            return garbage(path, body, "an ENI id (eni-...)");
-        return std::string(t);
-    }
-
-    Result<std::vector<net::IpAddr>> addresses(std::string_view path) {
-        CNI_TRY_ASSIGN(auto body, s.get(path));
-        std::vector<net::IpAddr> out;
-        for (auto line : lines_of(body)) {
-            auto ip = net::IpAddr::parse(trim_space(line));
-            if (!ip || !ip->is_v4()) return garbage(path, body, "a list of IPv4 addresses");
-            out.push_back(*ip);
-        }
-        if (out.empty()) return garbage(path, body, "a list of IPv4 addresses");
-        return out;
-    }
-
-    Result<std::vector<net::IpNet>> cidrs(std::string_view path) {
-        CNI_TRY_ASSIGN(auto body, s.get(path));
-        std::vector<net::IpNet> out;
-        for (auto line : lines_of(body)) {
-            auto n = net::IpNet::parse(trim_space(line));
-            if (!n || !n->ip.is_v4() || n->mask_bits != 32) return garbage(path, body, "a list of IPv4 CIDRs");
-            out.push_back(n->masked());
-        }
-        if (out.empty()) return garbage(path, body, "a list of IPv4 CIDRs");
-        return out;
+        auto value = parse(body);
+        if (!value)
+            return fail("GET " + url + std::string(kMetadata) + std::string(path) + ": " + shown(body) + " is not " + std::string(what));
+        return std::move(*value);
     }
 };
 
 }  // namespace
 
+std::optional<std::string> metadata_mac(std::string_view body) {
+    const std::string_view t = trim_space(body);
+    if (t.size() != 17) return std::nullopt;  // colons or dashes, never another form
+    return net::parse_mac(t);
+}
+
+std::optional<std::vector<std::string>> metadata_macs(std::string_view body) {
+    std::vector<std::string> out;
+    for (auto line : lines_of(body)) {
+        if (line.ends_with('/')) line.remove_suffix(1);
+        auto m = metadata_mac(line);
+        if (!m) return std::nullopt;
+        out.push_back(*m);
+    }
+    if (out.empty() || out.size() > kMostEnis) return std::nullopt;
+    return out;
+}
+
+std::optional<std::int64_t> metadata_device_number(std::string_view body) {
+    const std::string_view t = trim_space(body);
+    if (t.empty() || t.size() > 3 || t.find_first_not_of("0123456789") != std::string_view::npos) return std::nullopt;
+    return std::stoll(std::string(t));
+}
+
+std::optional<std::string> metadata_eni_id(std::string_view body) {
+    const std::string_view t = trim_space(body);
+    if (!t.starts_with("eni-") || t.size() > 64 || t.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789-") != std::string_view::npos)
+        return std::nullopt;
+    return std::string(t);
+}
+
+std::optional<std::vector<net::IpAddr>> metadata_addresses(std::string_view body) {
+    std::vector<net::IpAddr> out;
+    for (auto line : lines_of(body)) {
+        auto ip = net::IpAddr::parse(trim_space(line));
+        if (!ip || !ip->is_v4()) return std::nullopt;
+        out.push_back(*ip);
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+}
+
+std::optional<std::vector<net::IpNet>> metadata_cidrs(std::string_view body) {
+    std::vector<net::IpNet> out;
+    for (auto line : lines_of(body)) {
+        auto n = net::IpNet::parse(trim_space(line));
+        if (!n || !n->ip.is_v4() || n->mask_bits != 32) return std::nullopt;
+        out.push_back(n->masked());
+    }
+    if (out.empty()) return std::nullopt;
+    return out;
+}
+
+std::optional<net::IpNet> metadata_cidr(std::string_view body) {
+    auto list = metadata_cidrs(body);
+    if (!list || list->size() != 1) return std::nullopt;
+    return list->front();
+}
+
 Result<InstanceMetadata> read_instance_metadata(const ImdsOptions& o) {
     Session s(o);
     CNI_TRY(s.open());
-    Reader read{s, o.endpoint.url};
+    Reader r{s, o.endpoint.url};
     InstanceMetadata m;
-    CNI_TRY_ASSIGN(m.primary_mac, read.mac("mac"));
+    CNI_TRY_ASSIGN(m.primary_mac, r.read("mac", metadata_mac, "a MAC address"));
     const std::string macs_path = "network/interfaces/macs/";
-    CNI_TRY_ASSIGN(auto macs, read.macs(macs_path));
+    CNI_TRY_ASSIGN(auto macs, r.read(macs_path, metadata_macs, "a list of 1 to 251 MAC addresses"));
     if (std::ranges::find(macs, m.primary_mac) == macs.end())
         return fail("GET " + o.endpoint.url + std::string(kMetadata) + macs_path + ": the primary ENI's MAC " + m.primary_mac +
                     " (from mac) is not listed");
@@ -197,13 +200,11 @@ Result<InstanceMetadata> read_instance_metadata(const ImdsOptions& o) {
         const std::string at = macs_path + mac + "/";
         MetadataEni e;
         e.mac = mac;
-        CNI_TRY_ASSIGN(e.device_number, read.device_number(at + "device-number"));
-        CNI_TRY_ASSIGN(e.id, read.eni_id(at + "interface-id"));
-        CNI_TRY_ASSIGN(auto subnet, read.cidrs(at + "subnet-ipv4-cidr-block"));
-        if (subnet.size() != 1) return fail("GET " + o.endpoint.url + std::string(kMetadata) + at + "subnet-ipv4-cidr-block: more than one CIDR");
-        e.subnet = subnet[0];
-        CNI_TRY_ASSIGN(e.addresses, read.addresses(at + "local-ipv4s"));
-        CNI_TRY_ASSIGN(e.vpc_cidrs, read.cidrs(at + "vpc-ipv4-cidr-blocks"));
+        CNI_TRY_ASSIGN(e.device_number, r.read(at + "device-number", metadata_device_number, "a device number"));
+        CNI_TRY_ASSIGN(e.id, r.read(at + "interface-id", metadata_eni_id, "an ENI id (eni-...)"));
+        CNI_TRY_ASSIGN(e.subnet, r.read(at + "subnet-ipv4-cidr-block", metadata_cidr, "an IPv4 CIDR"));
+        CNI_TRY_ASSIGN(e.addresses, r.read(at + "local-ipv4s", metadata_addresses, "a list of IPv4 addresses"));
+        CNI_TRY_ASSIGN(e.vpc_cidrs, r.read(at + "vpc-ipv4-cidr-blocks", metadata_cidrs, "a list of IPv4 CIDRs"));
         m.enis.push_back(std::move(e));
     }
     std::ranges::sort(m.enis, {}, &MetadataEni::device_number);

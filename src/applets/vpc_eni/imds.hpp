@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,5 +47,16 @@ struct InstanceMetadata {
 };
 
 Result<InstanceMetadata> read_instance_metadata(const ImdsOptions& o);
+
+// The answers of the paths read, parsed strictly (lines end with "\n" or "\r\n"): nothing when
+// an answer is not what its path holds.
+inline constexpr std::size_t kMostEnis = 251;  // device numbers 0 to 250 (node_file.hpp)
+std::optional<std::string> metadata_mac(std::string_view body);                      // mac
+std::optional<std::vector<std::string>> metadata_macs(std::string_view body);        // macs/: 1 to kMostEnis
+std::optional<std::int64_t> metadata_device_number(std::string_view body);           // 0 to 999
+std::optional<std::string> metadata_eni_id(std::string_view body);                   // eni-...
+std::optional<std::vector<net::IpAddr>> metadata_addresses(std::string_view body);   // local-ipv4s
+std::optional<std::vector<net::IpNet>> metadata_cidrs(std::string_view body);        // vpc-ipv4-cidr-blocks
+std::optional<net::IpNet> metadata_cidr(std::string_view body);                      // subnet-ipv4-cidr-block
 
 }  // namespace cni::vpc_eni
