@@ -175,6 +175,10 @@ def learns_the_node_and_follows_its_enis():
                 err = plugin.run("ADD", c, host_ns=node, netns=ns_path(px), container_id="cx",
                                  args=vpc.pod_args("x", "10.80.2.21")).error()
                 check("10.80.2.21" in err["msg"], err)
+                # One without IP= takes a listed free address, never the one that left the file.
+                x = plugin.run("ADD", c, host_ns=node, netns=ns_path(px), container_id="cx", args=vpc.pod_args("x")).ok().json()
+                check(x["ips"][0]["address"] in ("10.80.1.20/32", "10.80.1.21/32", "10.80.2.20/32", "10.80.2.22/32", "10.80.3.20/32"), x)
+                plugin.run("DEL", c, host_ns=node, netns=ns_path(px), container_id="cx", args=vpc.pod_args("x")).ok()
 
             # A pod on the new ENI reaches the VPC through it.
             r = plugin.run("ADD", c, host_ns=node, netns=ns_path(pc), container_id="cc", args=vpc.pod_args("c", "10.80.3.20")).ok()
