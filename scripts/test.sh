@@ -69,7 +69,7 @@ if [ $# -eq 0 ]; then
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
   set +e
   $sudo meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 --num-processes "$side_by_side" \
-    fuzz-1 fuzz-2 unit regexp-diff cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec vpc-eni \
+    fuzz-1 fuzz-2 unit regexp-diff cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec vpc-eni vpc-eni-imds \
     os sanitizer-reports
   [ $? -eq 0 ] || rc=1
   set -e
