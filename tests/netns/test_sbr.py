@@ -111,8 +111,12 @@ def sbr_add_del_add_on_an_interface_that_stays():
         wire(host, ctr)
         sh("ip", "-n", host, "addr", "add", "10.87.0.254/24", "dev", "h0")
         sh("ip", "-n", ctr, "route", "add", "10.88.0.0/16", "via", "10.87.0.1")
-        for _ in range(100):  # the kernel's own IPv6 routes of eth0 come after it is up
-            if "fe80::/64 dev eth0 proto kernel metric 256 pref medium" in lines(ctr, "-6", "route"):
+        # The kernel's own IPv6 routes of eth0 come after it is up, its link-local address's local
+        # route only once duplicate address detection is done (a second or two): waited for, so
+        # neither appears between two snapshots.
+        for _ in range(500):
+            if "fe80::/64 dev eth0 proto kernel metric 256 pref medium" in lines(ctr, "-6", "route") and any(
+                    x.startswith("local fe80::") for x in lines(ctr, "-6", "route", "show", "table", "local")):
                 break
             time.sleep(0.01)
         routes = [{"dst": "0.0.0.0/0", "gw": "10.87.0.1"}, {"dst": "10.88.0.0/16", "gw": "10.87.0.1"}]
