@@ -44,10 +44,6 @@ Result<std::optional<os::Dir>> open_ipam_dir(const NodeFile& node, bool make) {
     return std::optional<os::Dir>(std::move(dir));
 }
 
-namespace {
-
-}  // namespace
-
 std::string Claim::text() const {
     return id + std::string(kLine) + ifname + std::string(kLine) + digest + std::string(kLine) + pod_namespace;
 }
