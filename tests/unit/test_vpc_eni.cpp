@@ -103,6 +103,20 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
           std::string::npos);
     CHECK(err(head + R"("ipamDir": "../var", )" + kEnis + "}").find("ipamDir \"../var\" is not an absolute path") !=
           std::string::npos);
+    for (const char* dir : {"/", "//", "/var", "/var/lib/", "/var//lib/cni", "/var/lib/cni/networks"}) {
+        INFO(dir);
+        CHECK(err(head + R"("ipamDir": ")" + dir + R"(", )" + kEnis + "}")
+                  .find(std::string("ipamDir \"") + dir + "\" holds host-local's default store folder /var/lib/cni/networks") !=
+              std::string::npos);
+        CHECK(err(head + R"("stateDir": ")" + dir + R"(", )" + kEnis + "}")
+                  .find(std::string("stateDir \"") + dir + "\" holds host-local's default store folder") != std::string::npos);
+    }
+    CHECK(err(head + R"("ipamDir": "/var/lib/cni/../cni", )" + kEnis + "}").find("ipamDir \"/var/lib/cni/../cni\" has \".\" or \"..\" in it") !=
+          std::string::npos);
+    for (const char* dir : {"/var/lib/cni/vpc-eni", "/var/lib/cni/networks2", "/run/cni-all"}) {
+        INFO(dir);
+        CHECK(load(d, head + R"("ipamDir": ")" + dir + R"(", "stateDir": ")" + dir + R"(", )" + kEnis + "}"));
+    }
     CHECK(err("{") == "vpc-eni: node file " + d / "node.json" + ": not valid JSON at line 1, column 2 (byte 1)");
     CHECK(err(head + R"("maxAddressesPerNetwork": 2, )" + kEnis + "}") ==
           "vpc-eni: node file " + d / "node.json" + ": maxAddressesPerNetwork is no longer read: a network's name is its "

@@ -8,6 +8,7 @@
 #include "core/cni/json.hpp"
 #include "core/cni/json_syntax.hpp"
 #include "core/cni/request.hpp"
+#include "core/ipam/store.hpp"
 #include "core/os/fs.hpp"
 
 namespace cni::vpc_eni {
@@ -71,14 +72,28 @@ net::U128 mask_of(const net::IpNet& net) {
     return ones == 0 ? net::U128(0) : ~net::U128(0) << (128 - ones);
 }
 
+// Why `dir` cannot be a stateDir or ipamDir, or "": node-setup marks it as the node's, and host-local
+// refuses every store in a marked folder, so "/" or a folder holding the default store's would
+// refuse every network that names no dataDir (docs/vpc-eni.md).
+std::string unfit_folder(const std::string& dir) {
+    if (!dir.starts_with("/")) return "is not an absolute path";
+    if (os::has_dot_name(dir)) return "has \".\" or \"..\" in it";
+    const auto names = os::path_names(dir);
+    const auto store = os::path_names(ipam::kDefaultDataDir);
+    if (names.size() <= store.size() && std::equal(names.begin(), names.end(), store.begin()))
+        return "holds host-local's default store folder " + std::string(ipam::kDefaultDataDir) +
+               ", which marking it as the node's would refuse; use a folder of its own";
+    return "";
+}
+
 Status validate(const NodeFile& n) {
     const std::string in = in_file(n.path);
     if (n.primary_interface.empty()) return fail(in + "primaryInterface is missing");
     if (auto st = validate_ifname(n.primary_interface); !st) return fail(in + "primaryInterface: " + st.error().msg);
     if (n.veth_prefix.empty() || n.veth_prefix.size() > 4 || !validate_ifname(n.veth_prefix))
         return fail(in + "vethPrefix \"" + n.veth_prefix + "\" must be 1 to 4 characters of an interface name");
-    if (!n.state_dir.starts_with("/")) return fail(in + "stateDir \"" + n.state_dir + "\" is not an absolute path");
-    if (!n.ipam_dir.starts_with("/")) return fail(in + "ipamDir \"" + n.ipam_dir + "\" is not an absolute path");
+    if (auto why = unfit_folder(n.state_dir); !why.empty()) return fail(in + "stateDir \"" + n.state_dir + "\" " + why);
+    if (auto why = unfit_folder(n.ipam_dir); !why.empty()) return fail(in + "ipamDir \"" + n.ipam_dir + "\" " + why);
     if (n.vpc_cidrs.empty()) return fail(in + "vpcCidrs is missing");
     if (n.max_per_namespace < 0) return fail(in + "maxAddressesPerNamespace " + std::to_string(n.max_per_namespace) + " is negative");
     if (n.mtu < 576 || n.mtu > 9001) return fail(in + "mtu " + std::to_string(n.mtu) + " is not within 576..9001");

@@ -25,7 +25,7 @@ struct Pool {
     std::string name;  // the network's: the store's folder under data_dir
     std::string cni_version;
     std::vector<RangeSet> ranges;  // one address from each
-    std::string data_dir;          // empty: /var/lib/cni/networks
+    std::string data_dir;          // empty: kDefaultDataDir
     std::vector<net::IpAddr> requested;  // CNI_ARGS IP, then args.cni.ips, then runtimeConfig ips
     std::optional<std::vector<net::Attachment>> valid_attachments;
 };

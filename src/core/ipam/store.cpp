@@ -127,7 +127,7 @@ bool OwnerView::matches_legacy(std::string_view want_id) const {
 
 Result<Store> Store::open(const std::string& data_dir, const std::string& network, Warn warn) {
     if (!valid_id(network)) return fail(code::invalid_config, "invalid characters found in network name", network);
-    const std::string root = data_dir.empty() ? std::string("/var/lib/cni/networks") : data_dir;
+    const std::string root = data_dir.empty() ? std::string(kDefaultDataDir) : data_dir;
     auto refuse = [&](const std::string& why) {
         return fail(code::invalid_config, "host-local: ipam.dataDir \"" + root + "\" " + why, root);
     };

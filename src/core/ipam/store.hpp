@@ -30,6 +30,9 @@
 
 namespace cni::ipam {
 
+// Where host-local keeps a network's store when its config names no dataDir.
+inline constexpr std::string_view kDefaultDataDir = "/var/lib/cni/networks";
+
 enum class OwnerKind { current, legacy, foreign };  // "<id>\r\n<if>", "<id>", anything else
 
 // A reservation's owner as views into text kept elsewhere (the Store's index or file contents).
