@@ -518,6 +518,33 @@ def remove_when_unused_never_races_a_concurrent_add():
 
 
 @test
+def add_without_remove_when_unused_never_races_a_del_with_it():
+    """bridge: an ADD of a network without removeWhenUnused, sharing the bridge with one that has it, takes the bridge's lock while the bridge's .made note exists, so the other's last DEL never removes the bridge under it; it makes no file"""
+    with Env(2) as e:
+        host, c1, c2 = e.names
+        c = conf(e.data, isGateway=True, removeWhenUnused=True)
+        keep = dict(conf(e.data, isGateway=True), name="br-keep")
+        for i in range(6):
+            add(host, c1, c, f"old-{i}").ok()
+            before = sorted(os.listdir("/run/cni/bridge"))
+            outcomes = {}
+            work = [threading.Thread(target=lambda: outcomes.update(dele=delete(host, c1, c, f"old-{i}"))),
+                    threading.Thread(target=lambda: outcomes.update(add=add(host, c2, keep, f"new-{i}")))]
+            for t in work:
+                t.start()
+            for t in work:
+                t.join()
+            outcomes["dele"].ok()
+            res = outcomes["add"].ok().json()
+            eq(link(host, res["interfaces"][1]["name"])["master"], "cnibr0", f"round {i}")
+            check(gateway_on(host), f"round {i}: the gateway is on the bridge")
+            sh("ip", "netns", "exec", c2, "ping", "-c1", "-W2", "10.74.0.1")
+            check(set(os.listdir("/run/cni/bridge")) <= set(before), f"round {i}: the ADD without the key made no file")
+            delete(host, c2, keep, f"new-{i}").ok()
+            sh("ip", "-n", host, "link", "del", "cnibr0")
+
+
+@test
 def bridge_whose_ports_all_left_takes_the_new_ports_mac():
     """bridge: a bridge left with MAC 00:00:00:00:00:00 by its last port gets the new port's MAC, pinned
     (the Go plugin fails there, on every ADD: "could not set bridge's mac: invalid argument")"""

@@ -257,20 +257,39 @@ struct Port {
 // A name no link can have shares one lock file (ADD then fails on it, DEL has nothing to remove).
 // Beside it, <bridge>.made holds the index of the bridge an ADD made and that ADD's network name:
 // DEL removes only that one, for that network, never a bridge the node, another network or
-// another program made. Without removeWhenUnused neither file is touched.
+// another program made. Without removeWhenUnused neither file is made; an ADD without it still
+// takes the lock while <bridge>.made exists, so another network's DEL cannot remove the bridge
+// under it (networks sharing a bridge should agree on the key: docs/compatibility.md, bridge).
 struct BridgeLock {
     os::Dir dir;
     os::FileLock lock;
     std::string name;  // the bridge's, or "_" for a name no link can have
 };
 
-Result<BridgeLock> lock_bridge(const std::string& configured) {
+// The name of the bridge's files: the bridge's, or "_" for a name no link can have.
+std::string lock_name(const std::string& configured) {
     std::string bridge = configured.substr(0, configured.find('\0'));  // the link the kernel names so
     bool link_name = !bridge.empty() && bridge.size() < IFNAMSIZ && bridge.find('/') == std::string::npos && bridge != "." && bridge != "..";
-    std::string name = link_name ? bridge : "_";
+    return link_name ? bridge : "_";
+}
+
+Result<BridgeLock> lock_bridge(const std::string& configured) {
+    std::string name = lock_name(configured);
     CNI_TRY_ASSIGN(auto records, os::open_records("bridge", true));
     CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_in(*records, name + ".lock"));
     return BridgeLock{std::move(*records), std::move(lock), name};
+}
+
+// The bridge's lock when an ADD with removeWhenUnused made it (its .made note, and so its lock
+// file, exist), else none; it creates no folder or file.
+Result<std::optional<BridgeLock>> lock_bridge_if_made(const std::string& configured) {
+    std::string name = lock_name(configured);
+    CNI_TRY_ASSIGN(auto records, os::open_records("bridge", false));
+    if (!records) return std::optional<BridgeLock>{};
+    CNI_TRY_ASSIGN(auto note, records->read_if_exists(name + ".made"));
+    if (!note) return std::optional<BridgeLock>{};
+    CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire_in(*records, name + ".lock"));
+    return std::optional<BridgeLock>(BridgeLock{std::move(*records), std::move(lock), name});
 }
 
 // The note of the bridge an ADD made: its index, a newline, the network's name.
@@ -286,10 +305,11 @@ Result<Port> attach_port(const Request& r, const BridgeConf& c, const iface::Hos
                          Rollback& undo) {
     std::optional<BridgeLock> lock;
     if (c.remove_when_unused) CNI_TRY_ASSIGN(lock, lock_bridge(c.bridge));
+    else CNI_TRY_ASSIGN(lock, lock_bridge_if_made(c.bridge));
     CNI_TRY_ASSIGN(auto before, nl::find_link(io.host, c.bridge));
     auto bridge = ensure_bridge(io.host, ipv6_conf, c);
     if (!bridge) return fail("failed to create bridge \"" + c.bridge + "\": " + bridge.error().msg);
-    if (lock && !before) CNI_TRY(lock->dir.write_atomic(lock->name + ".made", made_note(bridge->index, c.net.name), 0600));
+    if (c.remove_when_unused && !before) CNI_TRY(lock->dir.write_atomic(lock->name + ".made", made_note(bridge->index, c.net.name), 0600));
     CNI_TRY_ASSIGN(auto veth, iface::setup_veth(io.container, io.host, io.host_ns, ipv6_conf, r.ifname, c.mtu, c.mac));
     undo.push([&container = io.container, &r] { (void)nl::delete_link(container, r.ifname); });
     const nl::LinkInfo& port = veth.host;
