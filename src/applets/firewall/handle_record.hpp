@@ -48,7 +48,9 @@ public:
     std::optional<ForwardHandles> load() const;
     // The record, or, when there is none, an empty one, after writing down the network and the
     // addresses ADD is about to accept: an ADD that dies before its commit's handles are saved
-    // leaves what DEL and GC find its rules by (reading the chain).
+    // leaves what DEL and GC find its rules by (reading the chain). A failed ADD's undo leaves
+    // the note: it outlives the ADD until the attachment's DEL or the network's GC forgets it,
+    // harmlessly, since it holds no handle: they find the rules as with no record.
     ForwardHandles load_or_note(const std::string& network, const std::vector<net::IpAddr>& ips) const;
     void save(const ForwardHandles& h) const;  // best effort: without it DEL reads the chain
     void forget() const;
