@@ -18,7 +18,11 @@ system headers being the layer's own and those of every layer below it (what it 
 links with).
 `namespace NAME...` (meson.build): `NAME:identifier` for each applet folder or file, the name its
 namespace cni::<identifier> has.
-usage: scripts/layers.py check|deps [SRC_DIR [DESIGN_MD]] | namespace NAME..."""
+A <header> found in one of the build's include folders (the repository's root, the folder above
+SRC_DIR, and each INCLUDE_DIR given, such as the build root and its src/) is not read as a system
+header: the compiler would take that file, so it fails as no file of src/.
+usage: scripts/layers.py check [SRC_DIR [DESIGN_MD [INCLUDE_DIR...]]] | deps [SRC_DIR [DESIGN_MD]]
+       | namespace NAME..."""
 import functools
 import os
 import re
@@ -48,6 +52,7 @@ C_LIBRARY_HEADERS = set("""aio.h alloca.h arpa/inet.h assert.h byteswap.h comple
     setjmp.h shadow.h signal.h spawn.h stdalign.h stdarg.h stdatomic.h stdbool.h stddef.h stdint.h
     stdio.h stdlib.h string.h strings.h syslog.h tar.h termios.h tgmath.h threads.h time.h uchar.h
     ucontext.h unistd.h utime.h utmp.h wchar.h wctype.h wordexp.h""".split())
+# (A <header> in one of the build's include folders is never taken for a system header: check_includes.)
 SYSTEM_FOLDERS = ("linux/", "sys/", "net/", "netinet/", "arpa/")
 
 
@@ -259,9 +264,10 @@ def includes(text):
             yield no, target.group(1)[0] == '"', target.group(1)[1:-1], None
 
 
-# What the compiler reads as a brace or a `#` that the namespace scan would not: digraphs and
-# trigraphs, and a paste (##) of anything but identifiers and numbers, which could make one.
-BRACE_SPELLINGS = re.compile(r"<%|%>|%:|\?\?[<>=]|[^\w\s]\s*##|##\s*[^\w\s]")
+# What the compiler reads as a brace, a `#` or a backslash that the namespace scan would not:
+# digraphs and trigraphs (`??/`, a backslash, could join lines), and a paste (##) of anything but
+# identifiers and numbers, which could make one.
+BRACE_SPELLINGS = re.compile(r"<%|%>|%:|\?\?[<>=/]|[^\w\s]\s*##|##\s*[^\w\s]")
 CONDITIONAL = re.compile(r"(?:#|%:)\s*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
 
 
@@ -470,7 +476,7 @@ def homes(layers, files):
     return home, problems
 
 
-def check_includes(src, f, text, home, system_headers):
+def check_includes(src, f, text, home, system_headers, include_dirs=()):
     layer, inst = home[f]
     for no, quoted, name, problem in includes(text):
         if problem:
@@ -482,6 +488,12 @@ def check_includes(src, f, text, home, system_headers):
             yield f"src/{f}:{no}: includes {shown}: {why}; the layers check cannot tell what it includes"
             continue
         target = resolve(src, f, quoted, name)
+        shadow = next((d for d in include_dirs if os.path.lexists(os.path.join(d, name))), None)
+        if target is None and not quoted and shadow:
+            yield (f"src/{f}:{no}: includes <{name}>, which is also {os.path.join(shadow, name)} in an include "
+                   f"folder of the build, so the compiler may read that file and no system header; "
+                   f"the layers check cannot tell what it includes")
+            continue
         if target is None:
             family = next((h for h in system_headers if name.startswith(h)), None)
             if quoted:
@@ -522,7 +534,7 @@ def check_namespaces(f, text, home, owned):
                    f"{expected}, and only the table's `global code` files may have such code (docs/design.md, Layers)")
 
 
-def check(src, design_md):
+def check(src, design_md, include_dirs=()):
     layers = read_table(design_md)
     problems = check_table(layers, design_md)
     bottom_up(layers)  # a cycle is an error
@@ -534,7 +546,7 @@ def check(src, design_md):
     system_headers = {h for l in layers for h in l.system}
     for f in sorted(home):
         text = open(os.path.join(src, f), encoding="utf-8", errors="replace").read()
-        problems += check_includes(src, f, text, home, system_headers)
+        problems += check_includes(src, f, text, home, system_headers, include_dirs)
         problems += check_namespaces(f, text, home, owned)
     return problems
 
@@ -565,7 +577,8 @@ def main():
         if args[0] == "deps":
             print("\n".join(deps(design_md)))
             return
-        problems = check(src, design_md)
+        roots = [os.path.dirname(os.path.abspath(src))] + args[3:]
+        problems = check(src, design_md, list(dict.fromkeys(os.path.abspath(d) for d in roots)))
     except TableError as e:
         sys.exit(f"layers.py: {e}")
     for p in problems:

@@ -56,11 +56,12 @@ def run(files, cmd="check"):
         for path, text in tree.items():
             if text is None:
                 continue
-            os.makedirs(os.path.dirname(os.path.join(d, "src", path)), exist_ok=True)
+            at = os.path.normpath(os.path.join(d, "src", path))  # "../x" is the tree's root's
+            os.makedirs(os.path.dirname(at), exist_ok=True)
             if isinstance(text, Link):
-                os.symlink(text, os.path.join(d, "src", path))
+                os.symlink(text, at)
                 continue
-            with open(os.path.join(d, "src", path), "w") as f:
+            with open(at, "w") as f:
                 f.write(text)
         with open(os.path.join(d, "design.md"), "w") as f:
             f.write(DESIGN)
@@ -159,6 +160,10 @@ PLANTED = [
                                                           "namespace cni::nl <%\n}\n"},
      NL_LINK + ":2", "`%>` in code"),
     ("a trigraph brace", {NL_LINK: "namespace cni::nl {\n??>\n}\n"}, NL_LINK + ":2", "`??>` in code"),
+    ("a trigraph backslash joining lines", {NL_LINK: "namespace cni::nl {\nint a; ??/\n}\nint stray;\n"},
+     NL_LINK + ":2", "`??/` in code"),
+    ("a system folder's header that is also a file of an include folder",
+     {"../linux/if.h": "namespace x {}\n"}, "applets/bridge/bridge.cpp:3", "in an include folder of the build"),
     ("a macro that closes a brace", {NL_LINK: "#define CLOSE }\nnamespace cni::nl {\nCLOSE\nint stray;\n}\n"},
      NL_LINK + ":1", MACRO),
     ("a macro that opens a namespace", {"main.hpp": "#define IN_NL(x) namespace nl { x }\n"
