@@ -493,6 +493,24 @@ def remove_when_unused_keeps_the_bridge_of_a_pod_whose_peer_index_names_a_gatewa
         check(link(host, "cnibr0.7") is not None, "and leaves the host's own link, never a port")
 
 
+def race_last_del_and_add(host, c1, c2, del_conf, add_conf, i):
+    """Round i: c1's ADD with `del_conf`, then its DEL and c2's ADD with `add_conf` at once; c2
+    ends as a port of the bridge, with its gateway, reachable; c2's attachment stays."""
+    add(host, c1, del_conf, f"old-{i}").ok()
+    outcomes = {}
+    work = [threading.Thread(target=lambda: outcomes.update(dele=delete(host, c1, del_conf, f"old-{i}"))),
+            threading.Thread(target=lambda: outcomes.update(add=add(host, c2, add_conf, f"new-{i}")))]
+    for t in work:
+        t.start()
+    for t in work:
+        t.join()
+    outcomes["dele"].ok()
+    res = outcomes["add"].ok().json()
+    eq(link(host, res["interfaces"][1]["name"])["master"], "cnibr0", f"round {i}")
+    check(gateway_on(host), f"round {i}: the gateway is on the bridge")
+    sh("ip", "netns", "exec", c2, "ping", "-c1", "-W2", "10.74.0.1")
+
+
 @test
 def remove_when_unused_never_races_a_concurrent_add():
     """bridge removeWhenUnused: the last attachment's DEL and another's ADD at once: the ADD always ends on a whole bridge with its gateway, reachable"""
@@ -500,19 +518,7 @@ def remove_when_unused_never_races_a_concurrent_add():
         host, c1, c2 = e.names
         c = conf(e.data, isGateway=True, removeWhenUnused=True)
         for i in range(6):
-            add(host, c1, c, f"old-{i}").ok()
-            outcomes = {}
-            work = [threading.Thread(target=lambda: outcomes.update(dele=delete(host, c1, c, f"old-{i}"))),
-                    threading.Thread(target=lambda: outcomes.update(add=add(host, c2, c, f"new-{i}")))]
-            for t in work:
-                t.start()
-            for t in work:
-                t.join()
-            outcomes["dele"].ok()
-            res = outcomes["add"].ok().json()
-            eq(link(host, res["interfaces"][1]["name"])["master"], "cnibr0", f"round {i}")
-            check(gateway_on(host), f"round {i}: the gateway is on the bridge")
-            sh("ip", "netns", "exec", c2, "ping", "-c1", "-W2", "10.74.0.1")
+            race_last_del_and_add(host, c1, c2, c, c, i)
             delete(host, c2, c, f"new-{i}").ok()
             eq(link(host, "cnibr0"), None, f"round {i}: gone with the last port")
 
@@ -525,21 +531,9 @@ def add_without_remove_when_unused_never_races_a_del_with_it():
         c = conf(e.data, isGateway=True, removeWhenUnused=True)
         keep = dict(conf(e.data, isGateway=True), name="br-keep")
         for i in range(6):
-            add(host, c1, c, f"old-{i}").ok()
-            before = sorted(os.listdir("/run/cni/bridge"))
-            outcomes = {}
-            work = [threading.Thread(target=lambda: outcomes.update(dele=delete(host, c1, c, f"old-{i}"))),
-                    threading.Thread(target=lambda: outcomes.update(add=add(host, c2, keep, f"new-{i}")))]
-            for t in work:
-                t.start()
-            for t in work:
-                t.join()
-            outcomes["dele"].ok()
-            res = outcomes["add"].ok().json()
-            eq(link(host, res["interfaces"][1]["name"])["master"], "cnibr0", f"round {i}")
-            check(gateway_on(host), f"round {i}: the gateway is on the bridge")
-            sh("ip", "netns", "exec", c2, "ping", "-c1", "-W2", "10.74.0.1")
-            check(set(os.listdir("/run/cni/bridge")) <= set(before), f"round {i}: the ADD without the key made no file")
+            race_last_del_and_add(host, c1, c2, c, keep, i)
+            left = set(os.listdir("/run/cni/bridge"))
+            check(left <= {"cnibr0.lock", "cnibr0.made"}, f"round {i}: only files of the ADD with the key: {left}")
             delete(host, c2, keep, f"new-{i}").ok()
             sh("ip", "-n", host, "link", "del", "cnibr0")
 
