@@ -312,7 +312,7 @@ Status release_unrecorded(const NodeFile& node, ipam::Store::Warn warn) {
         if (owner.kind != ipam::OwnerKind::current || std::ranges::binary_search(recorded, ip.str())) continue;
         auto st = addresses ? addresses->stat(ip.str()) : std::nullopt;
         if (!st || st->st_mtime > before) continue;  // an ADD may be about to record it
-        failures.add(opened->store.release_if(ip, [&](const ipam::Owner& o) { return o.matches(owner.id, owner.ifname); }));
+        failures.add(opened->store.release_if(ip, [&held = owner](const ipam::Owner& o) { return o.matches(held.id, held.ifname); }));
     }
     opened->store.flush();
     return failures.status("vpc-eni-ipam GC: ");
