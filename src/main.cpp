@@ -71,25 +71,49 @@ void print_wrapped(std::string_view text) {
     }
 }
 
+// A key table: "<title>:" and a row per key, its columns aligned.
+void print_keys(std::string_view title, std::span<const cni::KeyDoc> keys) {
+    std::printf("\n%.*s:\n", int(title.size()), title.data());
+    std::size_t key_width = 0, type_width = 0;
+    for (const auto& k : keys) {
+        key_width = std::max(key_width, k.key.size());
+        type_width = std::max(type_width, k.type.size());
+    }
+    for (const auto& k : keys)
+        std::printf("  %-*.*s  %-*.*s  %.*s\n", int(key_width), int(k.key.size()), k.key.data(), int(type_width),
+                    int(k.type.size()), k.type.data(), int(k.doc.size()), k.doc.data());
+}
+
+// "Commands:", each documented subcommand's line and its description, indented.
+void print_commands(const cni::Applet& a) {
+    if (std::ranges::none_of(a.subcommands, [](const cni::Subcommand& c) { return !c.doc.empty(); })) return;
+    std::printf("\nCommands:\n");
+    for (const auto& c : a.subcommands) {
+        if (c.doc.empty()) continue;
+        std::printf("  cni-all %.*s %.*s %.*s\n", int(a.name.size()), a.name.data(), int(c.name.size()), c.name.data(),
+                    int(c.usage.size()), c.usage.data());
+        std::string_view text = c.doc;
+        while (!text.empty()) {  // wrapped at 100 columns, 6 of them the indent
+            auto line = text.size() <= 94 ? text : text.substr(0, std::max<std::size_t>(text.rfind(' ', 94), 1));
+            std::printf("      %.*s\n", int(line.size()), line.data());
+            text.remove_prefix(std::min(text.size(), line.size() + 1));
+        }
+    }
+}
+
 void print_applet_help(const cni::Applet& a) {
     std::printf("%.*s (%.*s): %.*s\n", int(a.name.size()), a.name.data(), int(kind_name(a.kind).size()),
                 kind_name(a.kind).data(), int(a.summary.size()), a.summary.data());
     std::string versions;
     for (auto v : a.versions) versions += (versions.empty() ? "" : ", ") + std::string(v);
     std::printf("CNI versions: %s\n", versions.c_str());
-    if (!a.keys.empty()) {
-        // logLevel, the call's log level (docs/logging.md), is read from every network's config.
-        std::printf(a.kind == cni::AppletKind::ipam ? "\nKeys of the \"ipam\" object (besides type):\n"
-                                                     : "\nKeys (besides cniVersion, name, type, ipam, dns, runtimeConfig, prevResult, logLevel):\n");
-        std::size_t key_width = 0, type_width = 0;
-        for (const auto& k : a.keys) {
-            key_width = std::max(key_width, k.key.size());
-            type_width = std::max(type_width, k.type.size());
-        }
-        for (const auto& k : a.keys)
-            std::printf("  %-*.*s  %-*.*s  %.*s\n", int(key_width), int(k.key.size()), k.key.data(), int(type_width),
-                        int(k.type.size()), k.type.data(), int(k.doc.size()), k.doc.data());
-    }
+    // logLevel, the call's log level (docs/logging.md), is read from every network's config.
+    if (!a.keys.empty())
+        print_keys(a.kind == cni::AppletKind::ipam ? "Keys of the \"ipam\" object (besides type)"
+                                                   : "Keys (besides cniVersion, name, type, ipam, dns, runtimeConfig, prevResult, logLevel)",
+                   a.keys);
+    print_commands(a);
+    for (const auto& f : a.files) print_keys("Keys of " + std::string(f.title), f.keys);
     if (!a.help.empty()) {
         std::printf("\n");
         print_wrapped(a.help);

@@ -60,6 +60,14 @@ using Verb = Status (*)(const Context&);
 struct Subcommand {
     std::string_view name;
     Result<int> (*run)(std::span<const std::string> args) = nullptr;
+    std::string_view usage{};  // its arguments, for --help ("[--imds [URL]] FILE"); --help lists those with a doc
+    std::string_view doc{};    // what it does, for --help
+};
+
+// The keys of a file an applet or its subcommands read (vpc-eni's node file), listed by --help.
+struct KeyTable {
+    std::string_view title;  // "the node file (node-setup FILE; nodeFile)"
+    std::span<const KeyDoc> keys;
 };
 
 struct Applet {
@@ -75,6 +83,7 @@ struct Applet {
     Verb status = nullptr;
     Verb gc = nullptr;
     std::span<const Subcommand> subcommands{};
+    std::span<const KeyTable> files{};
 };
 
 }  // namespace cni

@@ -2,8 +2,9 @@
 // vpc-eni's node setup and teardown (see node.hpp and docs/vpc-eni.md). What setup changes is
 // first written to <stateDir>/node-backup.json (a second setup keeps the first record, adding
 // only ENIs attached since): the primary's rp_filter, each ENI's MTU, link state and IPv4
-// addresses, and whether the local table's rule sat at priority 0. Teardown removes what setup added and restores that
-// record, then deletes it.
+// addresses, whether the local table's rule sat at priority 0, and which iptables-nft tables and
+// built-in chains the SNAT rules will make. Teardown removes what setup added and restores that
+// record (removing those tables and chains when they hold nothing), then deletes it.
 #include "applets/vpc_eni/node.hpp"
 
 #include <linux/rtnetlink.h>
@@ -40,6 +41,7 @@ struct Backup {
     std::string rp_filter;
     bool local_rule_at_0 = true;
     std::vector<LinkBackup> links;
+    std::vector<std::string> nft_made;  // SnatSpec::nft_made
 };
 
 inline constexpr std::array kLinkBackupKeys{
@@ -56,6 +58,7 @@ inline constexpr std::array kBackupKeys{
     key<&Backup::rp_filter>("rpFilter", ""),
     key<&Backup::local_rule_at_0>("localRuleAt0", ""),
     key<&Backup::links>("links", "[]vpc.LinkBackup", ""),
+    key<&Backup::nft_made>("iptablesNftMade", "[]string", ""),
 };
 
 std::string encode(const Backup& b) {
@@ -76,6 +79,9 @@ std::string encode(const Backup& b) {
         links.PushBack(std::move(o), a);
     }
     json::set(d, "links", std::move(links), a);
+    json::Value made(rapidjson::kArrayType);
+    for (auto& m : b.nft_made) made.PushBack(json::str(m, a), a);
+    json::set(d, "iptablesNftMade", std::move(made), a);
     return json::write(d, json::Style::indented, false) + "\n";
 }
 
@@ -99,6 +105,17 @@ Result<Node> open_node(std::span<const std::string> args, std::string_view verb)
 
 std::string rp_filter_name(const NodeFile& f) { return "net/ipv4/conf/" + f.primary_interface + "/rp_filter"; }
 
+// The link a node file's key names, or an error naming the key, the file and the link.
+Result<nl::LinkInfo> node_link(const Node& n, const std::string& name, const std::string& key) {
+    CNI_TRY_ASSIGN(auto link, nl::find_link(n.sock, name));
+    if (!link) return fail("vpc-eni: node file " + n.file.path + ": " + key + " " + name + ": no such link in this network namespace");
+    return *link;
+}
+
+std::string eni_key(const NodeFile& f, const Eni& eni) {
+    return eni.device_number == 0 ? "primaryInterface" : "enis[" + std::to_string(&eni - f.enis.data()) + "].interface";
+}
+
 int family_of(const Eni& eni) { return eni.subnet->ip.is_v4() ? AF_INET : AF_INET6; }
 
 net::IpNet eni_address(const Eni& eni) { return net::IpNet{*eni.primary_ip, eni.subnet->prefix, eni.subnet->ip.bits()}; }
@@ -116,7 +133,7 @@ Result<std::vector<net::IpNet>> eni_addresses(const Node& n, const Eni& eni, int
 Status snapshot_links(const Node& n, Backup& b) {
     for (auto& eni : n.file.enis) {
         if (std::ranges::any_of(b.links, [&](const LinkBackup& l) { return l.name == eni.interface; })) continue;
-        CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
+        CNI_TRY_ASSIGN(auto link, node_link(n, eni.interface, eni_key(n.file, eni)));
         LinkBackup l{eni.interface, link.mtu, link.up(), {}};
         CNI_TRY_ASSIGN(l.addresses, eni_addresses(n, eni, link.index));
         b.links.push_back(std::move(l));
@@ -125,12 +142,14 @@ Status snapshot_links(const Node& n, Backup& b) {
 }
 
 // The record of what setup will change, taken before it changes anything.
-Result<Backup> snapshot(const Node& n) {
+Result<Backup> snapshot(const Node& n, fw::Driver driver) {
     Backup b;
+    CNI_TRY(node_link(n, n.file.primary_interface, "primaryInterface"));
     CNI_TRY_ASSIGN(b.rp_filter, os::sysctl_get(rp_filter_name(n.file)));
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
     b.local_rule_at_0 = std::ranges::any_of(rules, [](const nl::RuleSpec& r) { return r.table == RT_TABLE_LOCAL && r.priority == 0u; });
     CNI_TRY(snapshot_links(n, b));
+    if (driver == fw::Driver::iptables && n.file.primary().primary_ip->is_v4()) CNI_TRY_ASSIGN(b.nft_made, iptables_nft_absent());
     return b;
 }
 
@@ -186,7 +205,7 @@ nl::RouteSpec default_route(const Eni& eni, int index) {
 // A secondary ENI: its MTU, up, its address alone on it, its table, and no main-table route of
 // its subnet (the kernel's prefix route would send the VPC's replies out of it).
 Status setup_eni(const Node& n, const Eni& eni) {
-    CNI_TRY_ASSIGN(auto link, nl::require_link(n.sock, eni.interface));
+    CNI_TRY_ASSIGN(auto link, node_link(n, eni.interface, eni_key(n.file, eni)));
     CNI_TRY(nl::set_mtu(n.sock, link, n.file.mtu));
     CNI_TRY(nl::set_link_up(n.sock, link, true));
     CNI_TRY_ASSIGN(auto addrs, eni_addresses(n, eni, link.index));
@@ -208,11 +227,13 @@ Status setup_eni(const Node& n, const Eni& eni) {
     return {};
 }
 
-// The SNAT of IPv4 traffic leaving the VPC through the primary address; none when the primary ENI
-// is IPv6 (the VPC has no NAT for it).
-std::optional<SnatSpec> snat_spec(const NodeFile& f) {
+// The SNAT of IPv4 traffic leaving the VPC through the primary address, and the NodePort
+// connmark; none when the primary ENI is IPv6 (the VPC has no NAT for it). `recorded`: what
+// setup recorded, for teardown.
+std::optional<SnatSpec> snat_spec(const NodeFile& f, const std::optional<Backup>& recorded = std::nullopt) {
     if (!f.primary().primary_ip->is_v4()) return std::nullopt;
-    SnatSpec s{{}, *f.primary().primary_ip, f.veth_prefix};
+    SnatSpec s{{}, *f.primary().primary_ip, f.veth_prefix, f.primary_interface, f.node_port_support, {}};
+    if (recorded) s.nft_made = recorded->nft_made;
     for (auto& c : f.vpc_cidrs)
         if (c.ip.is_v4()) s.vpc_cidrs.push_back(c);
     return s;
@@ -246,7 +267,7 @@ Status setup_node(NodeFile file) {
     CNI_TRY_ASSIGN(auto driver, firewall_driver(n.file));
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
     if (!recorded) {
-        CNI_TRY_ASSIGN(auto b, snapshot(n));
+        CNI_TRY_ASSIGN(auto b, snapshot(n, driver));
         CNI_TRY(n.state.write_atomic(kBackupName, encode(b), 0600));
     } else {
         const std::size_t known = recorded->links.size();
@@ -254,7 +275,7 @@ Status setup_node(NodeFile file) {
         if (recorded->links.size() != known) CNI_TRY(n.state.write_atomic(kBackupName, encode(*recorded), 0600));
     }
     const NodeFile& f = n.file;
-    CNI_TRY_ASSIGN(auto primary, nl::require_link(n.sock, f.primary_interface));
+    CNI_TRY_ASSIGN(auto primary, node_link(n, f.primary_interface, "primaryInterface"));
     if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f), "2"));
     CNI_TRY(nl::set_mtu(n.sock, primary, f.mtu));
     // Never deleted to be re-added: a run of --interval must leave no moment without it.
@@ -279,7 +300,7 @@ Result<int> node_teardown(std::span<const std::string> args) {
     CNI_TRY_ASSIGN(auto n, open_node(args, "node-teardown"));
     const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
-    if (auto spec = snat_spec(f)) CNI_TRY(snat().teardown_all(*spec));
+    if (auto spec = snat_spec(f, recorded)) CNI_TRY(snat().teardown_all(*spec));
     CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
     if (f.pod_eni_support) {
@@ -308,7 +329,9 @@ Result<int> node_teardown(std::span<const std::string> args) {
         }
         if (was) CNI_TRY(nl::set_mtu(n.sock, *link, was->mtu));
     }
-    if (recorded) CNI_TRY(os::sysctl_set(rp_filter_name(f), recorded->rp_filter));
+    // A primary interface that is gone took its rp_filter with it: nothing to restore.
+    CNI_TRY_ASSIGN(auto primary, nl::find_link(n.sock, f.primary_interface));
+    if (recorded && primary) CNI_TRY(os::sysctl_set(rp_filter_name(f), recorded->rp_filter));
     n.state.remove(kBackupName);
     return 0;
 }

@@ -150,6 +150,23 @@ cni::Unexpected<Error> unreadable(const std::string& path, const std::string& at
     return fail(in_file(path) + at + ": not a valid " + std::string(doc.type) + " (" + std::string(doc.doc) + ")");
 }
 
+// A key the file has that `keys` does not list, named (docs/vpc-eni.md promises the error) when
+// it is a plain name of at most 64 letters, digits, '_' or '-', which any of the node file's keys
+// is: a misspelling shows, and bytes of a file that is no node file do not.
+template <class Keys>
+Status unknown_keys(const std::string& path, const std::string& at, const json::Value& object, const Keys& keys) {
+    for (auto m = object.MemberBegin(); m != object.MemberEnd(); ++m) {
+        const std::string_view name(m->name.GetString(), m->name.GetStringLength());
+        if (std::ranges::any_of(keys, [&](const auto& k) { return k.doc.key == name; })) continue;
+        const bool plain = !name.empty() && name.size() <= 64 && std::ranges::all_of(name, [](char c) {
+            return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+        });
+        return fail(in_file(path) + at + (plain ? "unknown key \"" + std::string(name) + "\"" : std::string("a key that is none of its keys")) +
+                    " (cni-all vpc-eni --help and docs/vpc-eni.md list them)");
+    }
+    return {};
+}
+
 // The keys, each ENI's with its index: "enis[1].subnet".
 Status read_node_keys(const std::string& path, const json::Value& doc, NodeFile& n) {
     // A cap counted by the network's name, which a config's writer chooses: a tenant naming its
@@ -158,6 +175,7 @@ Status read_node_keys(const std::string& path, const json::Value& doc, NodeFile&
         return fail(in_file(path) + kRemovedNetworkCap + " is no longer read: a network's name is its config writer's "
                     "choice, so a tenant's network of the node network's name would fill its count; use "
                     "maxAddressesPerNamespace (docs/vpc-eni.md)");
+    CNI_TRY(unknown_keys(path, "", doc, kNodeFileKeys));
     const json::Where w{"NodeFile", ""};
     const KeyDoc* enis_doc = nullptr;
     for (auto& k : kNodeFileKeys) {
@@ -176,6 +194,7 @@ Status read_node_keys(const std::string& path, const json::Value& doc, NodeFile&
         Eni eni;
         if (!e.IsNull()) {
             if (!e.IsObject()) return unreadable(path, at, *enis_doc);
+            CNI_TRY(unknown_keys(path, at + ": ", e, kEniKeys));
             for (auto& k : kEniKeys)
                 if (!k.read(e, k.doc.key, eni, w.in("ENI"))) return unreadable(path, at + "." + std::string(k.doc.key), k.doc);
         }

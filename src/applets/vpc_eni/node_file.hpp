@@ -60,7 +60,7 @@ inline constexpr std::array kEniKeys{
 inline constexpr std::array kNodeFileKeys{
     key<&NodeFile::primary_interface>("primaryInterface", "the primary ENI's interface (its deviceNumber is 0)"),
     key<&NodeFile::vpc_cidrs>("vpcCidrs", "[]string", "the VPC's CIDRs: pods reach them unmasqueraded"),
-    key<&NodeFile::node_port_support>("nodePortSupport", "rp_filter=2 and the fwmark rule on the primary; default true"),
+    key<&NodeFile::node_port_support>("nodePortSupport", "rp_filter=2, the fwmark rule and the primary ENI's connmark for NodePort replies; default true"),
     key<&NodeFile::pod_eni_support>("podEniSupport", "the local table's rule at priority 20 instead of 0; default false"),
     key<&NodeFile::mtu>("mtu", "the ENIs' MTU; default 9001"),
     key<&NodeFile::enis>("enis", "[]vpc.ENI", "[{interface, deviceNumber, subnet, primaryIp, secondaryIps}]"),

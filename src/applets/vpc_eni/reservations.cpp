@@ -8,6 +8,7 @@
 #include "applets/vpc_eni/sha1.hpp"
 #include "core/cni/cni_args.hpp"
 #include "core/cni/request.hpp"
+#include "core/ipam/allocator.hpp"
 #include "core/os/node_folder.hpp"
 #include "core/strings.hpp"
 
@@ -320,7 +321,21 @@ Status release_unrecorded(const NodeFile& node, ipam::Store::Warn warn) {
 
 Status node_status(const Context& ctx, const ipam::Pool& pool, const NodeFile& node) {
     CNI_TRY_ASSIGN(auto opened, open_existing_store(node, ctx.warn));
-    return opened ? ipam::pool_status_in(ctx, pool, opened->store) : Status{};  // no store: every address is free
+    if (!opened) return {};  // no store: every address is free
+    auto status = ipam::pool_status_in(ctx, pool, opened->store);
+    if (!status) return cni::Unexpected(explain_exhaustion(std::move(status).error(), pool, node, opened->store));
+    return status;
+}
+
+Error explain_exhaustion(Error failed, const ipam::Pool& pool, const NodeFile& node, ipam::Store& store) {
+    const int last = int(pool.ranges.size()) - 1;
+    if (last < 0 || ipam::has_free_address(store, pool.ranges.back(), last)) return failed;
+    std::string enis;
+    for (auto& e : node.enis)
+        if (!e.secondary_ips.empty()) enis += (enis.empty() ? "" : ", ") + e.interface;
+    failed.msg = "vpc-eni-ipam: no free address on ENIs " + enis + " (" + std::to_string(node.address_count()) +
+                 " addresses, all reserved)";
+    return failed;
 }
 
 Result<std::optional<Reservations>> reservations_of(const Context& ctx, const std::string& node_file,

@@ -135,6 +135,11 @@ Result<std::optional<os::Dir>> open_ipam_dir(const NodeFile& node, bool make);
 // STATUS: whether the pool has a free address, asked of the node's store when it exists.
 Status node_status(const Context& ctx, const ipam::Pool& pool, const NodeFile& node);
 
+// `failed` (an ADD's or STATUS's), said in one short line when the node's own addresses (the
+// pool's last range set) are all reserved: "no free address on ENIs eth0, eth1 (50 addresses,
+// all reserved)", where the pool's error lists every one-address range; with `failed`'s code.
+Error explain_exhaustion(Error failed, const ipam::Pool& pool, const NodeFile& node, ipam::Store& store);
+
 // GC's sweep of what an ADD that died between its reservation and its record left: a reservation
 // in the node's store that no network records, older than kUnrecordedGrace, is released.
 inline constexpr std::int64_t kUnrecordedGraceSeconds = 600;

@@ -6,7 +6,9 @@
 // primary ENI; there, traffic to anything outside the VPC CIDRs and not local is SNATed to the
 // primary ENI's address (with random-fully ports). Without the mark, a secondary ENI's pod would
 // leave through its own ENI carrying the primary's address, and the VPC's source check would
-// drop it.
+// drop it. With node-port support, a connection that arrives on the primary ENI for one of the
+// node's addresses (a NodePort's DNAT to a pod) gets connmark 0x80 too, so the pod's reply, its
+// mark restored, also leaves through the primary ENI, where the DNAT is undone.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +26,20 @@ struct SnatSpec {
     std::vector<net::IpNet> vpc_cidrs;
     net::IpAddr primary_ip;
     std::string veth_prefix;  // the pod veths are "<prefix>+"
+    std::string primary_interface;
+    bool node_port = false;  // the primary ENI's connmark (nodePortSupport)
+    // The iptables-nft tables and built-in chains node-setup made ("nat", "nat/POSTROUTING"), as
+    // its record says: teardown removes those that hold nothing then.
+    std::vector<std::string> nft_made;
 };
 
 const fw::Rules<SnatSpec>& iptables_snat();  // snat_iptables.cpp
 const fw::Rules<SnatSpec>& nftables_snat();  // snat_nft.cpp
+
+// What of iptables-nft's tables and built-in chains the iptables rules use is not there yet, on
+// a node whose variant is nft (none on a legacy node): what node-setup records before it sets
+// the rules up, for SnatSpec::nft_made.
+Result<std::vector<std::string>> iptables_nft_absent();
 
 // The SNAT rules in both drivers, offered once: node-setup uses snat().choose(firewallBackend),
 // node-teardown every driver (teardown_all).

@@ -3,8 +3,11 @@
 // snat.hpp): nat POSTROUTING jumps to AWS-SNAT-CHAIN-0, which returns for the VPC CIDRs and SNATs
 // the rest unless it is local; mangle PREROUTING sends a pod veth's new connections to
 // AWS-CONNMARK-CHAIN-0 (which returns for the VPC CIDRs and marks the rest), then restores the
-// connection's mark onto the packet. Both tables, IPv4, in the node's variant; teardown sweeps
-// both variants.
+// connection's mark onto the packet; with node-port support, a connection arriving on the primary
+// interface for a local address (-m addrtype --dst-type LOCAL --limit-iface-in) gets connmark
+// 0x80 first ("AWS, primary ENI"). Both tables, IPv4, in the node's variant; teardown sweeps both
+// variants, and on an nft node removes the tables and built-in chains setup made once they hold
+// nothing (SnatSpec::nft_made), so nf_tables is left as it was.
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_conntrack.h>
@@ -71,6 +74,18 @@ IptRule restore_mark(const SnatSpec& s) {
     return r;
 }
 
+// The reference agent's "connmark for primary ENI": a connection to one of the node's own
+// addresses, arriving on the primary interface (a NodePort's, DNATed to a pod after this).
+IptRule primary_eni_mark(const SnatSpec& s) {
+    IptRule r;
+    r.in_iface = s.primary_interface;
+    r.comment = "AWS, primary ENI";
+    r.matches = {fw::AddrType{.dst = XT_ADDRTYPE_LOCAL, .limit_iface_in = true}};
+    r.target = "CONNMARK";
+    r.target_args = fw::ConnMark{false, kOutboundMark, kOutboundMark, 0xffffffff};
+    return r;
+}
+
 std::vector<IptRule> connmark_rules(const SnatSpec& s) {
     IptRule mark;
     mark.comment = "AWS, CONNMARK";
@@ -118,6 +133,9 @@ public:
         }));
         return IptTable::update(fw::Family::v4, "mangle", [&](IptTable& mangle) -> Status {
             CNI_TRY(ensure_chain(mangle, kConnmarkChain, connmark_rules(s)));
+            if (s.node_port) CNI_TRY(mangle.append_unique("PREROUTING", primary_eni_mark(s)));
+            else if (mangle.has_chain("PREROUTING"))
+                CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == primary_eni_mark(s); }));
             CNI_TRY(mangle.append_unique("PREROUTING", connmark_jump(s)));
             return mangle.append_unique("PREROUTING", restore_mark(s));
         });
@@ -130,6 +148,7 @@ public:
             CNI_TRY_ASSIGN(auto mangle, IptTable::open(fw::Family::v4, "mangle", v));
             CNI_TRY(require_rule(mangle, "PREROUTING", connmark_jump(s), "the jump to " + std::string(kConnmarkChain)));
             CNI_TRY(require_rule(mangle, "PREROUTING", restore_mark(s), "the connmark restore"));
+            if (s.node_port) CNI_TRY(require_rule(mangle, "PREROUTING", primary_eni_mark(s), "the primary ENI's connmark"));
             for (auto& r : connmark_rules(s)) CNI_TRY(require_rule(mangle, kConnmarkChain, r, "a rule"));
             return {};
         });
@@ -137,15 +156,29 @@ public:
     Status teardown(const SnatSpec& s) const override {
         CNI_TRY_ASSIGN(auto lock, os::FileLock::acquire(fw::kXtablesLock));
         CNI_TRY(fw::for_each_table("nat", [&](IptTable& nat, fw::Family) { return remove_chain(nat, "POSTROUTING", kSnatChain); }));
-        return fw::for_each_table("mangle", [&](IptTable& mangle, fw::Family) -> Status {
+        CNI_TRY(fw::for_each_table("mangle", [&](IptTable& mangle, fw::Family) -> Status {
             if (mangle.has_chain("PREROUTING"))
-                CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == restore_mark(s); }));
+                CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) {
+                    return r == restore_mark(s) || r == primary_eni_mark(s);
+                }));
             return remove_chain(mangle, "PREROUTING", kConnmarkChain);
-        });
+        }));
+        if (s.nft_made.empty()) return {};
+        return fw::remove_empty_nft_parts(fw::Family::v4, s.nft_made);
     }
 };
 
 }  // namespace
+
+Result<std::vector<std::string>> iptables_nft_absent() {
+    if (fw::node_variant() != fw::Variant::nft) return std::vector<std::string>{};
+    static constexpr const char* kNat[] = {"POSTROUTING"};
+    static constexpr const char* kMangle[] = {"PREROUTING"};
+    CNI_TRY_ASSIGN(auto absent, fw::absent_nft_parts(fw::Family::v4, "nat", kNat));
+    CNI_TRY_ASSIGN(auto mangle, fw::absent_nft_parts(fw::Family::v4, "mangle", kMangle));
+    absent.insert(absent.end(), mangle.begin(), mangle.end());
+    return absent;
+}
 
 const fw::Rules<SnatSpec>& iptables_snat() {
     static const IptablesSnat rules;

@@ -4,7 +4,9 @@
 // postrouting (nat, srcnat): return for each VPC CIDR, then `fib daddr type != local snat to
 // <primary> fully-random`. prerouting (filter, mangle priority): a pod veth's new connection
 // jumps to outbound (return for each VPC CIDR, then `ct mark set ct mark | 0x80`), then a packet
-// of a marked connection gets `meta mark set meta mark | 0x80`. Every rule carries a comment that
+// of a marked connection gets `meta mark set meta mark | 0x80`; with node-port support, before
+// them, a connection arriving on the primary interface for one of its local addresses gets
+// `ct mark set ct mark | 0x80` (`fib daddr . iif type local`, iptables' --limit-iface-in). Every rule carries a comment that
 // CHECK looks for; setup rewrites the chains in one transaction, teardown deletes the table.
 #include <netinet/in.h>  // before the kernel headers, which then defer to it
 #include <linux/netfilter.h>
@@ -49,6 +51,12 @@ std::vector<NftRule> rules(const SnatSpec& s) {
     out.push_back({"postrouting", std::move(snat), "SNAT: beyond the VPC, to " + s.primary_ip.str()});
     for (auto& r : vpc_returns(s, "outbound", "CONNMARK")) out.push_back(std::move(r));
     out.push_back({"outbound", nft::set_ct_mark_bits(kOutboundMark), "CONNMARK: beyond the VPC"});
+    if (s.node_port) {
+        nft::Exprs primary = nft::match_iface(true, s.primary_interface);
+        nft::append(primary, nft::match_local_destination(false, true));
+        nft::append(primary, nft::set_ct_mark_bits(kOutboundMark));
+        out.push_back({"prerouting", std::move(primary), "CONNMARK: to a local address through the primary ENI"});
+    }
     const std::string pods = s.veth_prefix + "*";
     nft::Exprs jump = nft::match_iface(true, pods);
     nft::append(jump, nft::match_ct_any_of(NFT_CT_STATE, NF_CT_STATE_BIT(IP_CT_NEW)));

@@ -394,8 +394,19 @@ Status vpc_eni_gc(const Context& ctx) {
 
 constexpr auto kVpcEniKeyDocs = docs_of(kVpcEniKeys);
 constexpr std::array kNodeCommands{
-    Subcommand{"node-setup", node_setup},
-    Subcommand{"node-teardown", node_teardown},
+    Subcommand{"node-setup", node_setup, "[--imds [URL] [--imds-v1] [--interval SECONDS]] FILE",
+               "prepares the node as the node file FILE says (idempotent; what it changes is recorded in stateDir "
+               "first). With --imds it learns the ENIs, primary interface and VPC CIDRs from the instance metadata "
+               "service at URL (default http://169.254.169.254, IMDSv2; --imds-v1 allows IMDSv1) and writes FILE, "
+               "keeping its other keys; with --interval it does so again every SECONDS."},
+    Subcommand{"node-teardown", node_teardown, "FILE",
+               "removes what node-setup added and restores what it recorded, so the node is as it was."},
+};
+constexpr auto kNodeFileKeyDocs = docs_of(kNodeFileKeys);
+constexpr auto kEniKeyDocs = docs_of(kEniKeys);
+constexpr std::array kNodeFiles{
+    KeyTable{"the node file (node-setup FILE, nodeFile; any other key is an error)", kNodeFileKeyDocs},
+    KeyTable{"each of its enis", kEniKeyDocs},
 };
 
 }  // namespace
@@ -406,10 +417,10 @@ extern const Applet vpc_eni_applet{
     .summary = "the AWS VPC CNI's routed datapath: pod addresses from the node's ENIs",
     .keys = kVpcEniKeyDocs,
     .help = "Needs ipam type vpc-eni-ipam (it hands out the node file's secondary addresses): DEL acts only on the "
-            "addresses it holds for the container's interface, never on a prevResult's. `cni-all vpc-eni node-setup FILE` "
-            "(or `node-setup --imds [URL] [--imds-v1] [--interval SECONDS] FILE`, which learns the node file from the "
-            "instance metadata service and writes it) and `node-teardown FILE` prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the "
-            "fwmark and local rules, and the SNAT of pod traffic leaving the VPC.",
+            "addresses it holds for the container's interface, never on a prevResult's. node-setup and node-teardown "
+            "(above) prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the fwmark and local "
+            "rules, the SNAT of pod traffic leaving the VPC and, with nodePortSupport, the connmark that sends a "
+            "NodePort's replies back through the primary ENI (docs/vpc-eni.md).",
     .versions = kAllVersions,
     .add = vpc_eni_add,
     .del = vpc_eni_del,
@@ -417,6 +428,7 @@ extern const Applet vpc_eni_applet{
     .status = vpc_eni_status,
     .gc = vpc_eni_gc,
     .subcommands = kNodeCommands,
+    .files = kNodeFiles,
 };
 
 }  // namespace cni::vpc_eni

@@ -26,8 +26,9 @@ Result<CniResult> eni_ipam_add(const Context& ctx) {
         return ipam::pool_add(ctx, pool, held.store());
     }();
     if (!result) {
+        auto error = explain_exhaustion(std::move(result).error(), pool, node, held.store());
         held.drop_empty();
-        return result;
+        return cni::Unexpected(std::move(error));
     }
     std::vector<net::IpAddr> ips;
     for (auto& ip : result->ips) ips.push_back(ip.address.ip);

@@ -69,9 +69,10 @@ struct DstPort {               // --dport P after -p tcp|udp|sctp
     std::uint16_t port = 0;
     bool operator==(const DstPort&) const = default;
 };
-struct AddrType {              // -m addrtype [!] --src-type T,... [!] --dst-type T,...: XT_ADDRTYPE_* bits
+struct AddrType {              // -m addrtype [!] --src-type T,... [!] --dst-type T,... [--limit-iface-in|out]: XT_ADDRTYPE_* bits
     unsigned src = 0, dst = 0;
     bool src_inverted = false, dst_inverted = false;
+    bool limit_iface_in = false, limit_iface_out = false;  // the types as seen on the packet's input (output) interface
     bool operator==(const AddrType&) const = default;
 };
 struct MarkMatch {             // -m mark [!] --mark V/M

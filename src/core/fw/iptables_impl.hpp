@@ -305,7 +305,8 @@ struct Table {
             xt_addrtype_info_v1 a{};
             a.source = static_cast<std::uint16_t>(at->src);
             a.dest = static_cast<std::uint16_t>(at->dst);
-            a.flags = (at->src_inverted ? XT_ADDRTYPE_INVERT_SOURCE : 0) | (at->dst_inverted ? XT_ADDRTYPE_INVERT_DEST : 0);
+            a.flags = (at->src_inverted ? XT_ADDRTYPE_INVERT_SOURCE : 0) | (at->dst_inverted ? XT_ADDRTYPE_INVERT_DEST : 0) |
+                      (at->limit_iface_in ? XT_ADDRTYPE_LIMIT_IFACE_IN : 0) | (at->limit_iface_out ? XT_ADDRTYPE_LIMIT_IFACE_OUT : 0);
             return payload("addrtype", 1, a);
         }
         if (auto* mk = std::get_if<MarkMatch>(&m)) {
@@ -415,8 +416,11 @@ struct Table {
         if (name == proto_match(proto) && rev == 0) return decode_dst_port(m, name);
         if (name == "addrtype" && rev == 1) {
             xt_addrtype_info_v1 a{};
-            if (!payload_as(m, &a) || (a.flags & ~std::uint32_t(XT_ADDRTYPE_INVERT_SOURCE | XT_ADDRTYPE_INVERT_DEST))) return std::nullopt;
-            return AddrType{a.source, a.dest, (a.flags & XT_ADDRTYPE_INVERT_SOURCE) != 0, (a.flags & XT_ADDRTYPE_INVERT_DEST) != 0};
+            constexpr std::uint32_t known =
+                XT_ADDRTYPE_INVERT_SOURCE | XT_ADDRTYPE_INVERT_DEST | XT_ADDRTYPE_LIMIT_IFACE_IN | XT_ADDRTYPE_LIMIT_IFACE_OUT;
+            if (!payload_as(m, &a) || (a.flags & ~known)) return std::nullopt;
+            return AddrType{a.source, a.dest, (a.flags & XT_ADDRTYPE_INVERT_SOURCE) != 0, (a.flags & XT_ADDRTYPE_INVERT_DEST) != 0,
+                            (a.flags & XT_ADDRTYPE_LIMIT_IFACE_IN) != 0, (a.flags & XT_ADDRTYPE_LIMIT_IFACE_OUT) != 0};
         }
         if (name == "mark" && rev == 1) {
             xt_mark_mtinfo1 info{};

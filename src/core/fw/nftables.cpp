@@ -232,10 +232,10 @@ std::vector<std::uint8_t> host_u32(std::uint32_t v) {
     return out;
 }
 
-Exprs match_local_destination(bool negated) {
-    Expr fib{"fib", [](nl_msg* m) {
+Exprs match_local_destination(bool negated, bool on_iif) {
+    Expr fib{"fib", [on_iif](nl_msg* m) {
                  return put_be32(m, NFTA_FIB_DREG, NFT_REG_1) && put_be32(m, NFTA_FIB_RESULT, NFT_FIB_RESULT_ADDRTYPE) &&
-                        put_be32(m, NFTA_FIB_FLAGS, NFTA_FIB_F_DADDR);
+                        put_be32(m, NFTA_FIB_FLAGS, NFTA_FIB_F_DADDR | (on_iif ? NFTA_FIB_F_IIF : 0));
              }};
     return {fib, compare(negated, host_u32(RTN_LOCAL))};
 }
@@ -665,6 +665,21 @@ Result<std::vector<ListedRule>> rules_by_handle(Family f, std::string_view table
 
 Result<bool> has_table(Family f, std::string_view table) {
     return exists(f, NFT_MSG_GETTABLE, {{NFTA_TABLE_NAME, table}}, "nftables: looking up table " + std::string(table));
+}
+
+Result<std::optional<std::uint32_t>> table_use(Family f, std::string_view table) {
+    const std::string what = "nftables: looking up table " + std::string(table);
+    std::optional<std::uint32_t> use;
+    auto on_table = [](nl_msg* msg, void* arg) -> int {
+        nlattr* tb[NFTA_TABLE_MAX + 1];
+        if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_TABLE_MAX, nullptr) == 0 && tb[NFTA_TABLE_USE])
+            *static_cast<std::optional<std::uint32_t>*>(arg) = ntohl(nla_get_u32(tb[NFTA_TABLE_USE]));
+        return NL_OK;
+    };
+    CNI_TRY_ASSIGN(bool found, exists(f, NFT_MSG_GETTABLE, {{NFTA_TABLE_NAME, table}}, what, on_table, &use));
+    if (!found) return std::optional<std::uint32_t>{};
+    if (!use) return fail(what + ": the kernel's answer has no use count");
+    return use;
 }
 
 bool has_xt_revision(Family f, bool target, std::string_view name, std::uint8_t revision) {

@@ -53,7 +53,7 @@ inline void append(Exprs& to, Exprs more) {
 // the `meta nfproto` check nft adds before an address match.
 Exprs match_address(Family table, bool source, const net::IpNet& net, bool negated = false);  // ip/ip6 saddr|daddr
 Exprs match_dport(std::uint8_t l4proto, std::uint16_t port);                             // tcp|udp dport
-Exprs match_local_destination(bool negated = false);                                      // fib daddr type [!=] local
+Exprs match_local_destination(bool negated = false, bool on_iif = false);  // fib daddr [. iif] type [!=] local
 Exprs match_ether_source(const std::array<std::uint8_t, 6>& mac);                         // ether saddr
 // iifname / oifname: `name` exact, or a prefix when it ends in '*'.
 Exprs match_iface(bool in, std::string_view name, bool negated = false);
@@ -245,6 +245,8 @@ Result<std::vector<ListedRule>> rules_by_handle(Family f, std::string_view table
                                                 std::span<const std::uint64_t> handles);
 // Whether the table exists.
 Result<bool> has_table(Family f, std::string_view table);
+// The table's use count (its chains, sets, objects and flowtables); nullopt when it does not exist.
+Result<std::optional<std::uint32_t>> table_use(Family f, std::string_view table);
 
 // Whether nf_tables answers in this namespace (the kernel has it and we may use it).
 bool available();

@@ -513,6 +513,47 @@ bool is_nft_binary(const std::string& path) {
 
 }  // namespace
 
+Result<std::vector<std::string>> absent_nft_parts(Family family, const std::string& table, std::span<const char* const> chains) {
+    const nft::Family f = nft_family(family);
+    std::vector<std::string> out;
+    CNI_TRY_ASSIGN(bool there, nft::has_table(f, table));
+    if (!there) out.push_back(table);
+    for (const char* c : chains) {
+        std::optional<nft::ChainInfo> info;
+        if (there) CNI_TRY_ASSIGN(info, nft::chain_info(f, table, c));
+        if (!info) out.push_back(table + "/" + c);
+    }
+    return out;
+}
+
+Status remove_empty_nft_parts(Family family, std::span<const std::string> parts) {
+    const nft::Family f = nft_family(family);
+    // Each table named, with whether it is itself among the parts, and its built-in chains named.
+    std::map<std::string, std::pair<bool, std::vector<std::string>>> tables;
+    for (auto& p : parts) {
+        const auto slash = p.find('/');
+        const std::string table = p.substr(0, slash);
+        if (table != "nat" && table != "filter" && table != "mangle") continue;
+        if (slash == std::string::npos) tables[table].first = true;
+        else if (builtin(table, p.substr(slash + 1))) tables[table].second.push_back(p.substr(slash + 1));
+    }
+    return nft::transact("iptables-nft: removing the empty tables and chains it made", [&](nft::Batch& tx) -> Status {
+        for (auto& [table, made] : tables) {
+            CNI_TRY_ASSIGN(auto use, nft::table_use(f, table));
+            if (!use) continue;
+            std::uint32_t left = *use;
+            for (auto& c : made.second) {
+                CNI_TRY_ASSIGN(auto info, nft::chain_info(f, table, c));
+                if (!info || info->use != 0) continue;
+                tx.delete_chain(f, table, c);
+                --left;
+            }
+            if (made.first && left == 0) tx.delete_table(f, table);
+        }
+        return {};
+    });
+}
+
 namespace detail {
 
 Result<std::unique_ptr<IptTable::Impl>> open_xtables_nft(Family family, const std::string& table) {

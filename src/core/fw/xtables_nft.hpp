@@ -20,7 +20,9 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "core/fw/iptables.hpp"
 #include "core/result.hpp"
@@ -33,6 +35,16 @@ Result<std::unique_ptr<IptTable::Impl>> open_xtables_nft(Family family, const st
 }  // namespace cni::fw::detail
 
 namespace cni::fw {
+
+// For a node set-up that must leave nf_tables as it found it (docs/vpc-eni.md): which of
+// iptables-nft's table `table` (nat, filter or mangle) of `family` and of its built-in `chains`
+// are not there now, named "nat" and "nat/POSTROUTING".
+Result<std::vector<std::string>> absent_nft_parts(Family family, const std::string& table, std::span<const char* const> chains);
+// Removes those of `parts` (named as absent_nft_parts names them; anything else is passed over)
+// that hold nothing now: a built-in chain without a rule, then a table left with nothing in it.
+// One transaction bound to what it read, so a rule or chain another program adds meanwhile keeps
+// its chain and table.
+Status remove_empty_nft_parts(Family family, std::span<const std::string> parts);
 
 // Runs `check(variant)` against the node's variant and, when it fails there, against the other
 // one (rules made before the node's `iptables` changed, or by the Go plugins under another
