@@ -47,6 +47,10 @@ def help_texts():
     check("rangeStart" in a.stdout and "CNI versions: 0.1.0" in a.stdout, a.stdout)
     b = cli("--help", argv0="/opt/cni/bin/static")
     check(b.stdout.startswith("static (ipam)"), b.stdout)
+    v = cli("vpc-eni", "--help").stdout  # its commands, and the node file's keys with each ENI's
+    for want in ("cni-all vpc-eni node-setup [--imds [URL] [--imds-v1] [--interval SECONDS]] FILE",
+                 "cni-all vpc-eni node-teardown FILE", "Keys of the node file", "nodePortSupport", "secondaryIps"):
+        check(want in v, f"{want!r} in {v}")
 
 
 def help_keys(applet):

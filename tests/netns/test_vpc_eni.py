@@ -168,10 +168,24 @@ def veth_name(pod):
     return "eni" + hashlib.sha1(f"default.{pod}".encode()).hexdigest()[:11]
 
 
-def iptables_rules(text):
-    """The rules and user chains of iptables-save output (the empty built-in chains a table
-    shows once anything used it stay, as iptables leaves them)."""
-    return [line for line in text.splitlines() if line.startswith("-A") or (line.startswith(":") and " - [" in line)]
+def iptables_tables(text):
+    """iptables-save output as {table: its lines}, without comments and counters. A legacy table
+    that holds only its empty built-in chains (policy ACCEPT) is left out: the kernel never
+    unregisters a legacy table from a namespace once anything used it (docs/vpc-eni.md), so
+    that is as close to "not there" as a legacy node can go back."""
+    tables, table = {}, None
+    for line in text.splitlines():
+        if line.startswith("*"):
+            table = tables.setdefault(line[1:], [])
+        elif table is not None and line and not line.startswith("#") and line != "COMMIT":
+            table.append(re.sub(r"\[\d+:\d+\]", "[0:0]", line))
+    return {t: lines for t, lines in tables.items()
+            if not all(line.startswith(":") and " ACCEPT [0:0]" in line for line in lines)}
+
+
+def nft_ruleset(ns):
+    """`nft list ruleset` without counters: must be exactly as before node-setup on any node."""
+    return re.sub(r"counter packets \d+ bytes \d+", "counter", in_ns(ns, "nft", "list", "ruleset").stdout)
 
 
 def node_state(node):
@@ -183,8 +197,8 @@ def node_state(node):
     routes = "".join(line + "\n" for line in sh("ip", "-n", node, "route", "show", "table", "all").stdout.splitlines()
                      if not line.startswith("anycast"))
     return [links, routes, sh("ip", "-n", node, "rule").stdout,
-            in_ns(node, "sysctl", "net.ipv4.conf.eth0.rp_filter").stdout,
-            iptables_rules(in_ns(node, "iptables-nft-save").stdout), iptables_rules(in_ns(node, "iptables-legacy-save").stdout)]
+            in_ns(node, "sysctl", "net.ipv4.conf.eth0.rp_filter").stdout, nft_ruleset(node),
+            iptables_tables(in_ns(node, "iptables-nft-save").stdout), iptables_tables(in_ns(node, "iptables-legacy-save").stdout)]
 
 
 def connect(src_ns, dst, port, server_ns):
@@ -205,6 +219,67 @@ def connect(src_ns, dst, port, server_ns):
         server.wait()
 
 
+PRIMARY_ENI_MARK = ("-A PREROUTING -i eth0 -m comment --comment \"AWS, primary ENI\" -m addrtype --dst-type LOCAL "
+                    "--limit-iface-in -j CONNMARK --set-xmark 0x80/0x80")
+PRIMARY_ENI_NFT = 'iifname "eth0" fib daddr . iif type local ct mark set ct mark | 0x00000080'
+
+
+def node_port_reply(vpc, pod_ns, port, timeout=3):
+    """A client beyond the VPC (INTERNET, in the router's namespace) connects to the node's
+    primary address at 30080, which the node DNATs to pod B's 10.80.2.20:<port>: the peer the pod
+    saw, or None when no reply came back within `timeout` seconds."""
+    server = subprocess.Popen(
+        ["ip", "netns", "exec", pod_ns, "python3", "-c",
+         "import socket;s=socket.socket();s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);"
+         f"s.bind(('10.80.2.20',{port}));s.listen(1);print('ready',flush=True);s.settimeout(5);"
+         "c,a=s.accept();print(a[0],flush=True)"], stdout=subprocess.PIPE, text=True)
+    try:
+        eq(server.stdout.readline().strip(), "ready")
+        client = in_ns(vpc, "python3", "-c",
+                       f"import socket;socket.create_connection(('{PRIMARY_IP}',30080),timeout={timeout},"
+                       f"source_address=('{INTERNET}',0)).close()", check_rc=False)
+        return server.stdout.readline().strip() if client.returncode == 0 else None
+    finally:
+        server.kill()
+        server.wait()
+
+
+def node_port(vpc, node, pb, variant, backend, path, setup):
+    """NodePort replies (docs/vpc-eni.md): a DNAT on the node's primary address to pod B on ENI 1,
+    as kube-proxy's, in a table of the test's own. With nodePortSupport the primary ENI's
+    connmark sends B's reply out of eth0, where the DNAT is undone, and the client gets it;
+    without it the reply leaves through eth1 with the primary's address and the VPC's source
+    check drops it. Then nodePortSupport is on again, its rule there once."""
+    in_ns(node, "nft", "-f", "-", input=(
+        "table ip sx_kube {\n chain pre {\n  type nat hook prerouting priority dstnat;\n"
+        f"  ip daddr {PRIMARY_IP} tcp dport 30080 dnat to 10.80.2.20:7100\n }}\n}}\n"))
+
+    def marks():
+        if backend == "nftables":
+            return in_ns(node, "nft", "list", "chain", "ip", "cni_vpc_eni", "prerouting").stdout.count(PRIMARY_ENI_NFT)
+        return in_ns(node, f"iptables-{variant}-save", "-t", "mangle").stdout.count(PRIMARY_ENI_MARK)
+
+    def node_port_support(on):
+        with open(path) as f:
+            content = json.load(f)
+        with open(path, "w") as f:
+            json.dump(dict(content, nodePortSupport=on), f)
+        setup("node-setup")
+
+    eq(marks(), 1)
+    eq(node_port_reply(vpc, pb, 7100), INTERNET)
+    dropped = vpc_counters(vpc)["r1 dropped"]
+    eq(dropped, 0)
+    node_port_support(False)
+    eq(marks(), 0)
+    check("fwmark 0x80" not in sh("ip", "-n", node, "rule").stdout)
+    eq(node_port_reply(vpc, pb, 7101, timeout=0.5), None)  # the drop below is the evidence, not the wait
+    check(vpc_counters(vpc)["r1 dropped"] > dropped, "the reply was not dropped by the VPC's source check")
+    node_port_support(True)
+    eq(marks(), 1)
+    in_ns(node, "nft", "delete", "table", "ip", "sx_kube")
+
+
 def ping(src_ns, dst):
     in_ns(src_ns, "ping", "-c1", "-W2", dst)
 
@@ -219,6 +294,9 @@ def scenario(variant, backend=None):
             with open(path, "w") as f:
                 json.dump(node_file(os.path.join(state, "run"), **({"firewallBackend": backend} if backend else {})), f)
             dad_done(node)
+            # Another program's table before node-setup (a chain of its own in mangle, no built-in
+            # chain yet): teardown must leave it, and remove only what node-setup made.
+            in_ns(node, "env", f"PATH={path_env['PATH']}", "iptables", "-t", "mangle", "-N", "SX-OTHER")
             before = node_state(node)
 
             def setup(verb):
@@ -250,6 +328,7 @@ def scenario(variant, backend=None):
                       "--ctmask 0x80" in mangle, mangle)
                 check("-A AWS-CONNMARK-CHAIN-0 -m comment --comment \"AWS, CONNMARK\" -j CONNMARK --set-xmark 0x80/0x80" in mangle,
                       mangle)
+                eq(mangle.count(PRIMARY_ENI_MARK), 1, mangle)
                 other = "legacy" if variant == "nft" else "nft"
                 check("AWS" not in in_ns(node, f"iptables-{other}-save").stdout, f"rules in the {other} variant")
 
@@ -292,6 +371,7 @@ def scenario(variant, backend=None):
             eq(seen["r0 dropped"] + seen["r1 dropped"], 0, f"the VPC's source check dropped packets: {seen}")
             eq(seen[f"r1 to {INTERNET}"], 0, f"B's internet traffic left through eth1: {seen}")
             check(seen[f"r0 to {INTERNET}"] > 0, seen)
+            node_port(vpc, node, pb, variant, backend, path, setup)
 
             # DEL, twice; then the node goes back to how it was.
             for _ in range(2):
@@ -307,12 +387,13 @@ def scenario(variant, backend=None):
             eq(held(state), [])
             setup("node-teardown")
             eq(node_state(node), before)
+            check("chain SX-OTHER" in nft_ruleset(node) if variant == "nft" else "SX-OTHER" in in_ns(node, "iptables-legacy-save").stdout)
             if variant == "nft":
                 eq(in_ns(node, "iptables-legacy-save").stdout, "", "a legacy table on an nft node")
             else:
                 eq(in_ns(node, "nft", "list", "ruleset").stdout, "", "an nf_tables table on a legacy node")
             if backend == "nftables":
-                eq(in_ns(node, "nft", "list", "ruleset").stdout, "", "the nftables driver left a table")
+                check("cni_vpc_eni" not in nft_ruleset(node), "the nftables driver left its table")
 
 
 @test
@@ -447,18 +528,30 @@ def bad_node_files_are_clear_errors():
                  "primaryIp 10.9.9.9 is not in subnet 10.80.1.0/24"),
                 ({"vpcCidrs": []}, "vpcCidrs is missing"),
                 ({"primaryInterface": "../eth0"}, "primaryInterface"),
+                ({"nodePortSuport": False}, 'unknown key "nodePortSuport" (cni-all vpc-eni --help and docs/vpc-eni.md list them)'),
+                ({"enis": [dict(node_file(state)["enis"][0], secondaryIp=["10.80.1.20"])]}, 'enis[0]: unknown key "secondaryIp"'),
             ]
+            path = os.path.join(state, "node.json")
             for over, want in cases:
-                path = os.path.join(state, "node.json")
                 with open(path, "w") as f:
                     json.dump(node_file(state, **over), f)
                 err = Plugin(os.path.join(BIN, "vpc-eni")).run("ADD", conf(path), host_ns=node, netns=ns_path(pod),
                                                                args=pod_args("a")).error()
-                check(want in err["msg"], f"{want!r} in {err}")
+                check(want in err["msg"] and f"node file {path}: " in err["msg"], f"{want!r} in {err}")
                 r = sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path, check_rc=False)
-                check(r.returncode == 1 and want in r.stderr, f"node-setup: {r.stderr}")
+                check(r.returncode == 1 and want in r.stderr and f"node file {path}: " in r.stderr, f"node-setup: {r.stderr}")
             check("eni" not in sh("ip", "-n", node, "link").stdout)
             eq(os.listdir(data), [])
+            # A valid file naming links the node does not have: node-setup names the key and the
+            # link (not a /proc/sys path), and records nothing.
+            with open(path, "w") as f:
+                json.dump(node_file(os.path.join(state, "run")), f)
+            for missing, want in (("eth0", "primaryInterface eth0"), ("eth1", "enis[1].interface eth1")):
+                r = sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-setup", path, check_rc=False)
+                eq((r.returncode, r.stderr.strip()),
+                   (1, f"vpc-eni node-setup: vpc-eni: node file {path}: {want}: no such link in this network namespace"))
+                check(not os.path.exists(os.path.join(state, "run", "node-backup.json")), "a record of a failed node-setup")
+                sh("ip", "-n", node, "link", "add", missing, "type", "veth", "peer", "name", f"sx{missing}")
 
 
 def host_state(node):
@@ -874,6 +967,25 @@ def node_file_errors_show_no_content():
                 for secret in secrets:
                     check(secret not in msg, f"{secret!r} from the file in {msg!r}")
         check("eni" not in sh("ip", "-n", node, "link").stdout)
+
+
+@test
+def exhaustion_is_one_short_line():
+    """vpc-eni-ipam: with every node address reserved, ADD and STATUS say "no free address on ENIs eth0, eth1 (4 addresses, all reserved)", not every one-address range"""
+    with node_and_data() as (state, data):
+        ipam = Plugin(os.path.join(BIN, "vpc-eni-ipam"))
+        c = dict(conf(write_node_file(state, node_file(os.path.join(state, "run")))), cniVersion="1.1.0")
+        for i in range(4):
+            ipam.run("ADD", c, netns="/x", container_id=f"c{i}", args=pod_args(f"p{i}")).ok()
+        want = "vpc-eni-ipam: no free address on ENIs eth0, eth1 (4 addresses, all reserved)"
+        err = ipam.run("ADD", c, netns="/x", container_id="c4", args=pod_args("p4")).error()
+        eq(err["msg"], want)
+        err = ipam.run("STATUS", c).error()
+        eq((err["code"], err["msg"]), (50, want))
+        for i in range(4):
+            ipam.run("DEL", c, netns="/x", container_id=f"c{i}", args=pod_args(f"p{i}")).ok()
+        ipam.run("STATUS", c).ok()
+        eq(held(state), [])
 
 
 def unusable(path):

@@ -48,7 +48,13 @@ std::vector<IptRule> our_rules(bool v6) {
     IptRule connmark;
     connmark.target = "CONNMARK";
     connmark.target_args = ConnMark{true, 0, 0xffffffff, 0xffffffff};
-    return {dnat, to, masq, mark, connmark};
+    IptRule primary_eni;  // vpc-eni's NodePort connmark: addrtype with --limit-iface-in
+    primary_eni.in_iface = "eth0";
+    primary_eni.comment = "AWS, primary ENI";
+    primary_eni.matches = {AddrType{.dst = XT_ADDRTYPE_LOCAL, .limit_iface_in = true}};
+    primary_eni.target = "CONNMARK";
+    primary_eni.target_args = ConnMark{false, 0x80, 0x80, 0xffffffff};
+    return {dnat, to, masq, mark, connmark, primary_eni};
 }
 
 const detail::EntryCodec& codec(bool v6) { return v6 ? detail::entry_codec_v6() : detail::entry_codec_v4(); }

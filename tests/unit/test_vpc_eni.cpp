@@ -123,6 +123,14 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
           "config writer's choice, so a tenant's network of the node network's name would fill its count; use "
           "maxAddressesPerNamespace (docs/vpc-eni.md)");
     CHECK(vpc_eni::load_node_file(d / "missing.json").error().msg.find("does not exist") != std::string::npos);
+    // A key the node file does not have, at the top or in an ENI: named when it is a plain name.
+    const std::string in = "vpc-eni: node file " + d / "node.json" + ": ";
+    const std::string listed = " (cni-all vpc-eni --help and docs/vpc-eni.md list them)";
+    CHECK(err(head + R"("nodePortSuport": false, )" + kEnis + "}") == in + "unknown key \"nodePortSuport\"" + listed);
+    CHECK(err(head + R"("enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10",
+                 "secondaryIp": ["10.0.1.20"]}]})") == in + "enis[0]: unknown key \"secondaryIp\"" + listed);
+    CHECK(err(head + R"("s3cr3t value!": 1, )" + kEnis + "}") == in + "a key that is none of its keys" + listed);
+    CHECK(err(head + "\"" + std::string(65, 'k') + "\": 1, " + kEnis + "}") == in + "a key that is none of its keys" + listed);
 }
 
 TEST_CASE("the node file: an error names the file and where, never what the file holds", "[vpc-eni]") {
