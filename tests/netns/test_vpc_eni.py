@@ -977,6 +977,10 @@ def exhaustion_is_one_short_line():
         c = dict(conf(write_node_file(state, node_file(os.path.join(state, "run")))), cniVersion="1.1.0")
         for i in range(4):
             ipam.run("ADD", c, netns="/x", container_id=f"c{i}", args=pod_args(f"p{i}")).ok()
+            if i == 0:  # a requested address that is taken: the set named short too
+                err = ipam.run("ADD", c, netns="/x", container_id="r", args=pod_args("r", "10.80.1.20")).error()
+                eq(err["msg"], "failed to allocate for range 0: requested IP address 10.80.1.20 is not available in range set "
+                               "the node's addresses (ENIs eth0, eth1)")
         want = "vpc-eni-ipam: no free address on ENIs eth0, eth1 (4 addresses, all reserved)"
         err = ipam.run("ADD", c, netns="/x", container_id="c4", args=pod_args("p4")).error()
         eq(err["msg"], want)

@@ -328,13 +328,17 @@ Status node_status(const Context& ctx, const ipam::Pool& pool, const NodeFile& n
 }
 
 Error explain_exhaustion(Error failed, const ipam::Pool& pool, const NodeFile& node, ipam::Store& store) {
-    const int last = int(pool.ranges.size()) - 1;
-    if (last < 0 || ipam::has_free_address(store, pool.ranges.back(), last)) return failed;
+    if (pool.ranges.empty()) return failed;
     std::string enis;
     for (auto& e : node.enis)
         if (!e.secondary_ips.empty()) enis += (enis.empty() ? "" : ", ") + e.interface;
-    failed.msg = "vpc-eni-ipam: no free address on ENIs " + enis + " (" + std::to_string(node.address_count()) +
-                 " addresses, all reserved)";
+    if (!ipam::has_free_address(store, pool.ranges.back(), int(pool.ranges.size()) - 1)) {
+        failed.msg = "vpc-eni-ipam: no free address on ENIs " + enis + " (" + std::to_string(node.address_count()) +
+                     " addresses, all reserved)";
+        return failed;
+    }
+    const std::string listed = ipam::str(pool.ranges.back());  // a requested address's error names the set
+    if (auto at = failed.msg.find(listed); at != std::string::npos) failed.msg.replace(at, listed.size(), "the node's addresses (ENIs " + enis + ")");
     return failed;
 }
 

@@ -137,7 +137,8 @@ Status node_status(const Context& ctx, const ipam::Pool& pool, const NodeFile& n
 
 // `failed` (an ADD's or STATUS's), said in one short line when the node's own addresses (the
 // pool's last range set) are all reserved: "no free address on ENIs eth0, eth1 (50 addresses,
-// all reserved)", where the pool's error lists every one-address range; with `failed`'s code.
+// all reserved)", where the pool's error lists every one-address range; otherwise with that list
+// (a requested address's error) said as "the node's addresses (ENIs eth0, eth1)". `failed`'s code.
 Error explain_exhaustion(Error failed, const ipam::Pool& pool, const NodeFile& node, ipam::Store& store);
 
 // GC's sweep of what an ADD that died between its reservation and its record left: a reservation
