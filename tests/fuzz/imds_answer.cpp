@@ -2,7 +2,8 @@
 // An answer of the instance metadata service as node-setup --imds reads it off the socket: the
 // HTTP answer parsed or refused, and its body through every path's parser. Its body never
 // passes 64 KiB, and what a parser takes is what the node file may hold: MACs in one form, at
-// most 251 of them, device numbers up to 999, ENI ids, IPv4 addresses and masked IPv4 CIDRs.
+// most 251 of them, device numbers up to 999, ENI ids, IPv4 addresses and masked IPv4 CIDRs (a
+// prefix list, as written: each already masked).
 #include "applets/vpc_eni/http.hpp"
 #include "applets/vpc_eni/imds.hpp"
 #include "fuzz_check.hpp"
@@ -24,5 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (auto& ip : *ips) property(ip.is_v4(), "an address that is not IPv4");
     if (auto cidrs = vpc_eni::metadata_cidrs(body))
         for (auto& c : *cidrs) property(c.ip.is_v4() && c == c.masked(), "a CIDR not IPv4 or not masked");
+    if (auto prefixes = vpc_eni::metadata_prefixes(body))
+        for (auto& p : *prefixes) property(p.ip.is_v4() && p.mask_bits == 32 && p == p.masked(), "a prefix not IPv4 or not masked");
     return 0;
 }

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """A stand-in for the EC2 instance metadata service, for vpc-eni's `node-setup --imds` tests
 (docs/vpc-eni.md, The node from the instance metadata service). It serves the paths an ANSWERS
-file holds, read again on every request so a test changes them between runs, with IMDSv2's
+file holds, read again on every request so a test changes them between runs (a path it lacks is
+a 404, as EC2 answers an ENI's ipv4-prefix when no prefix is delegated to it), with IMDSv2's
 session: PUT /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds gives a token, and a GET
 without an issued token in X-aws-ec2-metadata-token is answered 401. The file's "mode" plays a
 broken service: "no-token" answers the PUT with 403 (no IMDSv2 session offered), "hang" accepts

@@ -10,7 +10,9 @@ with traffic: B reaches the VPC host through eth1 and A through eth0, with their
 both reach the internet address SNATed to the primary address, out of eth0; A and B reach each
 other and the node reaches both. Routes, rules, neighbour entries and sysctls are exactly the
 documented ones (docs/vpc-eni.md). DEL removes everything, a second DEL succeeds, and
-node-teardown leaves the node as it was, without a table of the other iptables variant. DEL acts
+node-teardown leaves the node as it was, without a table of the other iptables variant. In
+prefix mode, a pod on a /28 prefix of each ENI is routed as a secondary address, with the same
+traffic, on both variants. DEL acts
 only on what vpc-eni-ipam holds for its container (another program's route and rules, and a live
 pod's, survive a DEL whose prevResult names their addresses), also with neither prevResult nor a
 namespace, and a DEL cut short is finished by the next; with another IPAM it finds the state
@@ -96,6 +98,14 @@ def in_ns(ns, *cmd, **kw):
     return sh("ip", "netns", "exec", ns, *cmd, **kw)
 
 
+def vpc_knows(vpc, node, eni, addresses):
+    """The VPC knows that ENI `eni` (eth<eni>) holds `addresses`, secondary or of a prefix: no ARP
+    reaches a pod."""
+    mac = json.loads(sh("ip", "-n", node, "-j", "link", "show", f"eth{eni}").stdout)[0]["address"]
+    for a in addresses:
+        sh("ip", "-n", vpc, "neigh", "replace", a, "lladdr", mac, "dev", f"r{eni}", "nud", "permanent")
+
+
 def build_vpc(vpc, node):
     """The router and its source check, the node's two ENIs, the primary configured."""
     for i in (0, 1):
@@ -111,11 +121,8 @@ def build_vpc(vpc, node):
         "table ip vpc {\n chain pre {\n  type filter hook prerouting priority -300;\n"
         '  iifname "r0" ip saddr != 10.80.1.0/24 counter drop comment "r0 dropped"\n'
         '  iifname "r1" ip saddr != 10.80.2.0/24 counter drop comment "r1 dropped"\n' + counted + " }\n}\n"))
-    # The VPC knows which ENI holds each secondary address: no ARP reaches a pod.
     for i, addresses in ((0, ("10.80.1.20", "10.80.1.21")), (1, ("10.80.2.20", "10.80.2.21"))):
-        mac = json.loads(sh("ip", "-n", node, "-j", "link", "show", f"eth{i}").stdout)[0]["address"]
-        for a in addresses:
-            sh("ip", "-n", vpc, "neigh", "replace", a, "lladdr", mac, "dev", f"r{i}", "nud", "permanent")
+        vpc_knows(vpc, node, i, addresses)
     sh("ip", "-n", node, "link", "set", "lo", "up")
     sh("ip", "-n", node, "link", "set", "eth0", "up")
     sh("ip", "-n", node, "addr", "add", f"{PRIMARY_IP}/24", "dev", "eth0")
@@ -414,6 +421,76 @@ def simulated_vpc_nftables_driver():
     scenario("nft", "nftables")
 
 
+def prefix_scenario(variant):
+    """Prefix mode: ENI 0 with a /28 prefix and no secondary address, ENI 1 with a secondary address
+    and a /28 prefix. Pod C gets ENI 0's prefix's first address (the first of the node's), pod D
+    asks for ENI 1's prefix's last; both are routed as secondary addresses, with traffic."""
+    path_env = {"PATH": VARIANTS[variant] + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+    c_ip, d_ip = "10.80.1.32", "10.80.2.63"
+    with node_and_data() as (state, _), netns("vpc") as vpc, netns("node") as node, netns("podc") as pc, \
+            netns("podd") as pd:
+        build_vpc(vpc, node)
+        vpc_knows(vpc, node, 0, [c_ip])
+        vpc_knows(vpc, node, 1, [d_ip])
+        f = node_file(os.path.join(state, "run"))
+        f["enis"][0].update(secondaryIps=[], ipv4Prefixes=["10.80.1.32/28"])
+        f["enis"][1].update(secondaryIps=["10.80.2.20"], ipv4Prefixes=["10.80.2.48/28"])
+        path = write_node_file(state, f)
+        dad_done(node)
+        before = node_state(node)
+
+        def run(verb):
+            sh("ip", "netns", "exec", node, "env", f"PATH={path_env['PATH']}", os.path.join(BIN, "vpc-eni"), verb, path)
+
+        run("node-setup")
+        plugin, c = Plugin(os.path.join(BIN, "vpc-eni")), conf(path)
+        pods = (("c", pc, "cc", None), ("d", pd, "cd", d_ip))
+        results = {pod: plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id=cid, args=pod_args(pod, ip),
+                                   extra_env=path_env).ok().json() for pod, ns, cid, ip in pods}
+        eq([results[p]["ips"][0]["address"] for p in "cd"], [f"{c_ip}/32", f"{d_ip}/32"])
+        routes = sh("ip", "-n", node, "route").stdout
+        for pod, ip in (("c", c_ip), ("d", d_ip)):
+            check(f"{ip} dev {veth_name(pod)} scope link" in routes, routes)
+        rules = sh("ip", "-n", node, "rule").stdout
+        for line in (f"512:\tfrom all to {c_ip} lookup main", f"512:\tfrom all to {d_ip} lookup main",
+                     f"1536:\tfrom {d_ip} lookup 2"):
+            check(line in rules, f"{line!r} in {rules}")
+        check(f"from {c_ip} lookup" not in rules, "a primary-ENI pod has no from-rule")
+        for pod, ns, cid, _ in pods:
+            plugin.run("CHECK", dict(c, prevResult=results[pod]), host_ns=node, netns=ns_path(ns), container_id=cid,
+                       args=pod_args(pod), extra_env=path_env).ok()
+
+        for src, dst in ((node, c_ip), (node, d_ip), (pc, d_ip)):
+            ping(src, dst)
+        eq(connect(pd, VPC_HOST, 7031, vpc), d_ip)  # out of eth1 with its own address
+        eq(connect(pc, VPC_HOST, 7032, vpc), c_ip)
+        eq(connect(pd, INTERNET, 7033, vpc), PRIMARY_IP)  # SNATed, and out of eth0
+        seen = vpc_counters(vpc)
+        check(seen[f"r1 to {VPC_HOST}"] > 0 and seen[f"r0 to {VPC_HOST}"] > 0, seen)
+        eq(seen["r0 dropped"] + seen["r1 dropped"], 0, f"the VPC's source check dropped packets: {seen}")
+        eq(seen[f"r1 to {INTERNET}"], 0, f"D's internet traffic left through eth1: {seen}")
+
+        for pod, ns, cid, _ in pods:
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id=cid, args=pod_args(pod), extra_env=path_env).ok()
+        rules = sh("ip", "-n", node, "rule").stdout
+        check(c_ip not in rules and d_ip not in rules, rules)
+        eq(held(state), [])
+        run("node-teardown")
+        eq(node_state(node), before)
+
+
+@test
+def prefix_mode_nft():
+    """vpc-eni prefix mode on an iptables-nft node: a pod on a /28 prefix of each ENI, routed as a secondary address, with traffic"""
+    prefix_scenario("nft")
+
+
+@test
+def prefix_mode_legacy():
+    """vpc-eni prefix mode on an iptables-legacy node: the same"""
+    prefix_scenario("legacy")
+
+
 @test
 def simulated_vpc_ipv6():
     """vpc-eni with IPv6 ENIs: the /128, fe80::1 as gateway and neighbour, the rules and tables, traffic; DEL and teardown"""
@@ -530,6 +607,9 @@ def bad_node_files_are_clear_errors():
                 ({"primaryInterface": "../eth0"}, "primaryInterface"),
                 ({"nodePortSuport": False}, 'unknown key "nodePortSuport" (cni-all vpc-eni --help and docs/vpc-eni.md list them)'),
                 ({"enis": [dict(node_file(state)["enis"][0], secondaryIp=["10.80.1.20"])]}, 'enis[0]: unknown key "secondaryIp"'),
+                ({"enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24", "primaryIp": PRIMARY_IP,
+                            "ipv4Prefixes": ["10.80.1.17/28"]}]},
+                 "enis[0]: ipv4Prefixes: 10.80.1.17/28 has host bits set: the prefix is 10.80.1.16/28"),
             ]
             path = os.path.join(state, "node.json")
             for over, want in cases:

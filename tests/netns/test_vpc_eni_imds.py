@@ -1,17 +1,19 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Root tests of `vpc-eni node-setup --imds` (docs/vpc-eni.md, The node from the instance
-metadata service) in test_vpc_eni.py's simulated VPC, with a third ENI (eth2, device 2) that the
-node has from the start but the metadata lists only from the second run. A stand-in metadata
-service (tests/lib/fake_imds.py) listens on 169.254.169.254:80 inside the node's namespace only,
-serves the documented paths for the ENIs, requires an IMDSv2 token, and changes its answers
-between runs. The first run writes the node file (keeping the keys root wrote there) and sets the
-node up; a pod takes an ENI-1 address; then a daemon run (--interval) sees an ENI and addresses
-added and that address removed: it sets up eth2, whose pod reaches the VPC through it, rewrites
-the file, and the removed address stays reserved, with its pod's rules, until the pod's DEL.
-node-teardown then leaves the node as it was. Every failure (no route, no token offered, 401,
-a missing path, garbage, no answer, a 5xx to the end of the retries, an ENI with no link) is an
-error naming it, and leaves the node file and the node as they were."""
+"""Root tests of `vpc-eni node-setup --imds` (docs/vpc-eni.md, The node from the instance metadata
+service) in test_vpc_eni.py's simulated VPC, with a third ENI (eth2, device 2) that the node has
+from the start but the metadata lists only from the second run, and a /28 prefix delegated to
+eth1 from the second run (prefix mode: the first has no ipv4-prefix path at all). A stand-in
+metadata service (tests/lib/fake_imds.py) listens on 169.254.169.254:80 inside the node's
+namespace only, serves the documented paths for the ENIs, requires an IMDSv2 token, and changes
+its answers between runs. The first run writes the node file (keeping the keys root wrote there)
+and sets the node up; a pod takes an ENI-1 address; then a daemon run (--interval) sees an ENI
+and addresses added and that address removed: it sets up eth2, whose pod reaches the VPC through
+it (as does a pod on eth1's prefix through eth1), rewrites the file, and the removed address
+stays reserved, with its pod's rules, until the pod's DEL. node-teardown then leaves the node as
+it was. Every failure (no route, no token offered, 401, a missing path, garbage, no answer, a 5xx
+to the end of the retries, an ENI with no link) is an error naming it, and leaves the node file
+and the node as they were."""
 import json
 import os
 import subprocess
@@ -37,20 +39,23 @@ def mac_of(ns, dev):
 
 
 def answers(node, enis):
-    """The metadata paths of `enis` [(interface, device, eni id, subnet, [addresses])], the
-    first the primary ENI; the MAC of each is its interface's in `node`."""
+    """The metadata paths of `enis` [(interface, device, eni id, subnet, [addresses], [prefixes])],
+    the first the primary ENI (prefixes optional: no ipv4-prefix path without); the MAC of each is
+    its interface's in `node`."""
     macs = [mac_of(node, e[0]) for e in enis]
     paths = {META + "mac": macs[0], META + "network/interfaces/macs/": "\n".join(m + "/" for m in macs)}
-    for mac, (_, device, eni_id, subnet, addresses) in zip(macs, enis):
+    for mac, (_, device, eni_id, subnet, addresses, *prefixes) in zip(macs, enis):
         at = f"{META}network/interfaces/macs/{mac}/"
         paths.update({at + "device-number": str(device), at + "interface-id": eni_id, at + "subnet-ipv4-cidr-block": subnet,
                       at + "local-ipv4s": "\n".join(addresses), at + "vpc-ipv4-cidr-blocks": vpc.VPC_CIDR})
+        if prefixes:
+            paths[at + "ipv4-prefix"] = "\n".join(prefixes[0])
     return {"paths": paths}
 
 
 FIRST = [("eth0", 0, "eni-0a0", "10.80.1.0/24", ["10.80.1.10", "10.80.1.20", "10.80.1.21"]),
          ("eth1", 1, "eni-0b1", "10.80.2.0/24", ["10.80.2.10", "10.80.2.20", "10.80.2.21"])]
-SECOND = [FIRST[0], ("eth1", 1, "eni-0b1", "10.80.2.0/24", ["10.80.2.10", "10.80.2.20", "10.80.2.22"]),
+SECOND = [FIRST[0], ("eth1", 1, "eni-0b1", "10.80.2.0/24", ["10.80.2.10", "10.80.2.20", "10.80.2.22"], ["10.80.2.48/28"]),
           ("eth2", 2, "eni-0c2", "10.80.3.0/24", ["10.80.3.10", "10.80.3.20"])]
 
 
@@ -111,7 +116,7 @@ def settings(state):
 def learned(state, enis):
     return {"primaryInterface": "eth0", "vpcCidrs": [vpc.VPC_CIDR], "nodePortSupport": True, "podEniSupport": False,
             "mtu": 1500, "enis": [{"interface": e[0], "deviceNumber": e[1], "subnet": e[3], "primaryIp": e[4][0],
-                                   "secondaryIps": e[4][1:]} for e in enis],
+                                   "secondaryIps": e[4][1:], **({"ipv4Prefixes": e[5]} if e[5:] else {})} for e in enis],
             "vethPrefix": "eni", **{k: v for k, v in settings(state).items() if k != "mtu"},
             "maxAddressesPerNamespace": 0}
 
@@ -120,7 +125,7 @@ def learned(state, enis):
 def learns_the_node_and_follows_its_enis():
     """vpc-eni node-setup --imds: the node file and the node from the metadata service, then an ENI and addresses added and one removed"""
     with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node, \
-            netns("poda") as pa, netns("podc") as pc:
+            netns("poda") as pa, netns("podc") as pc, netns("podp") as pp:
         vpc.build_vpc(vpc_ns, node)
         add_eni2(vpc_ns, node)
         path = vpc.write_node_file(state, settings(state))
@@ -170,14 +175,16 @@ def learns_the_node_and_follows_its_enis():
             check("from 10.80.2.21 lookup 2" in rules and "to 10.80.2.21 lookup main" in rules, rules)
             err = plugin.run("CHECK", dict(c, prevResult=a), host_ns=node, netns=ns_path(pa), container_id="ca",
                              args=vpc.pod_args("a")).error()
-            check(f"10.80.2.21 is no ENI's secondary address in {path}" in err["msg"], err)
+            check(f"10.80.2.21 is no ENI's secondary or prefix address in {path}" in err["msg"], err)
             with netns("podx") as px:
                 err = plugin.run("ADD", c, host_ns=node, netns=ns_path(px), container_id="cx",
                                  args=vpc.pod_args("x", "10.80.2.21")).error()
                 check("10.80.2.21" in err["msg"], err)
                 # One without IP= takes a listed free address, never the one that left the file.
                 x = plugin.run("ADD", c, host_ns=node, netns=ns_path(px), container_id="cx", args=vpc.pod_args("x")).ok().json()
-                check(x["ips"][0]["address"] in ("10.80.1.20/32", "10.80.1.21/32", "10.80.2.20/32", "10.80.2.22/32", "10.80.3.20/32"), x)
+                listed = {"10.80.1.20", "10.80.1.21", "10.80.2.20", "10.80.2.22", "10.80.3.20"}
+                listed |= {f"10.80.2.{h}" for h in range(48, 64)}  # eth1's prefix, new in SECOND
+                check(x["ips"][0]["address"].removesuffix("/32") in listed, x)
                 plugin.run("DEL", c, host_ns=node, netns=ns_path(px), container_id="cx", args=vpc.pod_args("x")).ok()
 
             # A pod on the new ENI reaches the VPC through it.
@@ -185,14 +192,20 @@ def learns_the_node_and_follows_its_enis():
             eq(r.json()["ips"][0]["address"], "10.80.3.20/32")
             check("1536:\tfrom 10.80.3.20 lookup 3" in sh("ip", "-n", node, "rule").stdout)
             eq(vpc.connect(pc, VPC_HOST, 7021, vpc_ns), "10.80.3.20")
+            # And one on eth1's prefix, delegated since (prefix mode), through eth1.
+            vpc.vpc_knows(vpc_ns, node, 1, ["10.80.2.50"])
+            r = plugin.run("ADD", c, host_ns=node, netns=ns_path(pp), container_id="cp", args=vpc.pod_args("p", "10.80.2.50")).ok()
+            eq(r.json()["ips"][0]["address"], "10.80.2.50/32")
+            check("1536:\tfrom 10.80.2.50 lookup 2" in sh("ip", "-n", node, "rule").stdout)
+            eq(vpc.connect(pp, VPC_HOST, 7022, vpc_ns), "10.80.2.50")
             counts = vpc.vpc_counters(vpc_ns)
             eq(counts["r0 dropped"] + counts["r1 dropped"] + counts["r2 dropped"], 0, counts)
 
-            for pod, ns, cid in (("a", pa, "ca"), ("c", pc, "cc")):
+            for pod, ns, cid in (("a", pa, "ca"), ("c", pc, "cc"), ("p", pp, "cp")):
                 plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id=cid, args=vpc.pod_args(pod)).ok()
             eq(vpc.held(state), [])
             rules = sh("ip", "-n", node, "rule").stdout
-            check("10.80.2.21" not in rules and "10.80.3.20" not in rules, rules)
+            check("10.80.2.21" not in rules and "10.80.3.20" not in rules and "10.80.2.50" not in rules, rules)
             inode = os.stat(path).st_ino
             os.chmod(path, 0o600)
             md.set(dict(answers(node, SECOND), mode="expire"))
@@ -229,6 +242,10 @@ def failures_leave_the_node_file_and_the_node():
             garbled["paths"][eth1 + "device-number"] = "one"
             missing = json.loads(json.dumps(good))
             del missing["paths"][eth1 + "subnet-ipv4-cidr-block"]
+            bad_prefix = json.loads(json.dumps(good))
+            bad_prefix["paths"][eth1 + "ipv4-prefix"] = "10.80.2.49/28"
+            prefix_elsewhere = json.loads(json.dumps(good))
+            prefix_elsewhere["paths"][eth1 + "ipv4-prefix"] = "10.80.2.48/28\n10.80.1.48/28"
             huge = json.loads(json.dumps(good))
             huge["paths"][eth1 + "local-ipv4s"] = "\n".join(f"10.80.2.{i % 250 + 1}" for i in range(7000))
             stranger = answers(node, FIRST)
@@ -246,6 +263,10 @@ def failures_leave_the_node_file_and_the_node():
                  f"GET {url}{META}mac: HTTP 401 Unauthorized: the metadata service refused the request without a session token (IMDSv1)"),
                 ("missing", missing, [], None, f"GET {url}{eth1}subnet-ipv4-cidr-block: HTTP 404: the metadata service has no such path"),
                 ("garbage", garbled, [], None, f"GET {url}{eth1}device-number: \"one\" is not a device number"),
+                ("garbled prefix", bad_prefix, [], None, f"GET {url}{eth1}ipv4-prefix: \"10.80.2.49/28\" is not a list of IPv4 prefixes"),
+                ("prefix elsewhere", prefix_elsewhere, [], None,
+                 f"the node as the metadata service describes it: vpc-eni: node file {path}: enis[1]: ipv4Prefixes: "
+                 "10.80.1.48/28 is not in subnet 10.80.2.0/24"),
                 ("5xx", dict(good, status={META + "mac": 503}), [], None, f"GET {url}{META}mac: HTTP 503 (4 attempts)"),
                 ("no answer", dict(good, mode="hang"), [], None,
                  f"PUT {url}/latest/api/token: no answer within 1000 ms (4 attempts)"),

@@ -2,7 +2,8 @@
 // Unit tests of vpc-eni's pieces that need no namespace: SHA-1 (the veth names) against FIPS 180
 // vectors; the node file: defaults, the ENI lookup, the examples in docs/, each validation's
 // message naming the key and value, errors that name where the file is wrong and never what it
-// holds there, and the paths a network config may name; vpc-eni-ipam's one store per node file
+// holds there, and the paths a network config may name; prefix mode's /28s, their checks and the
+// order vpc-eni-ipam hands their addresses out in; vpc-eni-ipam's one store per node file
 // shared by networks that each act only on their own; and vpc-eni-ipam's ADD on a node with
 // 16,000 addresses (its cost was once quadratic in them).
 #include <catch2/catch.hpp>
@@ -43,6 +44,29 @@ std::string load_error(const TempDir& d, const std::string& text) {
     auto n = load(d, text);
     REQUIRE_FALSE(n);
     return n.error().msg;
+}
+
+// vpc-eni-ipam's ADD of `network` for container `id` on `node` (CNI_ARGS `args`): the address given,
+// reserved in the node's store and recorded for the network.
+Result<net::IpAddr> ipam_add(const vpc_eni::NodeFile& node, const std::string& network, const std::string& id,
+                             const std::string& args = "") {
+    cni::Request req;
+    req.command = cni::Command::add;
+    req.container_id = id;
+    req.ifname = "eth0";
+    req.args = args;
+    req.config = R"({"cniVersion": "1.0.0", "name": ")" + network + R"(", "ipam": {"type": "vpc-eni-ipam"}})";
+    cni::Context ctx{req, [](std::string_view) {}, nullptr};
+    auto r = vpc_eni::read_eni_ipam(req);
+    REQUIRE(r);
+    auto c = vpc_eni::pool_for(req, *r, node);
+    REQUIRE(c);
+    CHECK(c->data_dir + "/" + c->name == node.ipam_dir + "/addresses");
+    CNI_TRY_ASSIGN(auto held, vpc_eni::Reservations::open(node, network, ctx.warn));
+    auto result = ipam::pool_add(ctx, *c, held.store());
+    if (!result) return cni::Unexpected(vpc_eni::explain_exhaustion(std::move(result).error(), *c, node, held.store()));
+    CNI_TRY(held.record({result->ips.at(0).address.ip}, vpc_eni::Claim{id, "eth0", "d1", ""}));
+    return result->ips.at(0).address.ip;
 }
 
 const char* kEnis = R"("enis": [
@@ -133,6 +157,108 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
     CHECK(err(head + "\"" + std::string(65, 'k') + "\": 1, " + kEnis + "}") == in + "a key that is none of its keys" + listed);
 }
 
+TEST_CASE("the node file in prefix mode: an ENI's /28 prefixes, every address a pod's", "[vpc-eni]") {
+    TempDir d;
+    auto n = load(d, R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [
+        {"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10", "ipv4Prefixes": ["10.0.1.32/28"]},
+        {"interface": "eth1", "deviceNumber": 2, "subnet": "10.0.2.0/24", "primaryIp": "10.0.2.10", "secondaryIps": ["10.0.2.20"],
+         "ipv4Prefixes": ["10.0.2.48/28", "10.0.2.240/28"]}]})");
+    INFO((n ? "" : n.error().msg));
+    REQUIRE(n);
+    CHECK(n->address_count() == 1 + 3 * vpc_eni::kPrefixAddresses);
+    for (const char* ip : {"10.0.1.32", "10.0.1.47"}) CHECK(n->eni_of(*net::IpAddr::parse(ip))->device_number == 0);
+    for (const char* ip : {"10.0.2.48", "10.0.2.63", "10.0.2.255", "10.0.2.20"}) CHECK(n->eni_of(*net::IpAddr::parse(ip))->table() == 3);
+    for (const char* ip : {"10.0.1.31", "10.0.1.48", "10.0.2.64", "10.0.2.10"}) CHECK_FALSE(n->eni_of(*net::IpAddr::parse(ip)));
+    // Written back (node-setup --imds), the prefixes read the same; an ENI without any has no key.
+    const std::string text = vpc_eni::encode_node_file(*n);
+    CHECK(text.find(R"("ipv4Prefixes": [)") != std::string::npos);
+    auto back = load(d, text);
+    REQUIRE(back);
+    CHECK(back->enis[1].ipv4_prefixes == n->enis[1].ipv4_prefixes);
+    n->enis[0].ipv4_prefixes.clear();
+    n->enis[1].ipv4_prefixes.clear();
+    CHECK(vpc_eni::encode_node_file(*n).find("ipv4Prefixes") == std::string::npos);
+}
+
+TEST_CASE("the node file in prefix mode: each mistake names the file, the ENI, the key and the prefix", "[vpc-eni]") {
+    TempDir d;
+    const std::string in = "vpc-eni: node file " + d / "node.json" + ": ";
+    // ENI 0 as given, ENI 1 with secondaryIps 10.0.2.20 and 10.0.2.21 and the prefixes given.
+    auto err = [&](const std::string& eni0, const std::string& prefixes1) {
+        return load_error(d, R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [)" + eni0 + R"(,
+            {"interface": "eth1", "deviceNumber": 1, "subnet": "10.0.2.0/24", "primaryIp": "10.0.2.10",
+             "secondaryIps": ["10.0.2.20", "10.0.2.21"], "ipv4Prefixes": [)" + prefixes1 + "]}]}");
+    };
+    const std::string eni0 = R"({"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10",
+                                 "secondaryIps": ["10.0.1.20"], "ipv4Prefixes": ["10.0.1.64/28"]})";
+    CHECK(err(eni0, R"("10.0.2.48/27")") == in + "enis[1]: ipv4Prefixes: 10.0.2.48/27 is not an IPv4 /28 (the prefixes AWS delegates)");
+    CHECK(err(eni0, R"("fd00::/28")") == in + "enis[1]: ipv4Prefixes: fd00::/28 is not an IPv4 /28 (the prefixes AWS delegates)");
+    CHECK(err(eni0, R"("10.0.2.49/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.49/28 has host bits set: the prefix is 10.0.2.48/28");
+    CHECK(err(eni0, R"("10.0.1.16/28")") == in + "enis[1]: ipv4Prefixes: 10.0.1.16/28 is not in subnet 10.0.2.0/24");
+    CHECK(err(eni0, R"("10.0.2.0/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.0/28 holds the ENI's gateway 10.0.2.1");
+    CHECK(err(eni0, R"("10.0.2.48/28", "10.0.2.0/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.0/28 holds the ENI's gateway 10.0.2.1");
+    CHECK(err(R"({"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10",
+                  "ipv4Prefixes": ["10.0.1.0/28"]})", "") ==
+          in + "enis[0]: ipv4Prefixes: 10.0.1.0/28 holds the ENI's own address 10.0.1.10");
+    CHECK(err(eni0, R"("10.0.2.16/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.16/28 holds 10.0.2.20, listed in enis[1].secondaryIps");
+    CHECK(err(eni0, R"("10.0.2.48/28", "10.0.2.48/28")") ==
+          in + "enis[1]: ipv4Prefixes: 10.0.2.48/28 is listed twice (also in enis[1].ipv4Prefixes)");
+    // ENIs whose subnets meet: a prefix over another ENI's prefix or secondary address.
+    const std::string wide = R"({"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.0.0/16", "primaryIp": "10.0.1.10",
+                                 "secondaryIps": ["10.0.2.33"], "ipv4Prefixes": ["10.0.2.64/28"]})";
+    CHECK(err(wide, R"("10.0.2.64/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.64/28 is listed twice (also in enis[0].ipv4Prefixes)");
+    CHECK(err(wide, R"("10.0.2.32/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.32/28 holds 10.0.2.33, listed in enis[0].secondaryIps");
+    // An IPv6 ENI has no IPv4 prefix; a value of the wrong form is named by its key, not shown.
+    CHECK(err(R"({"interface": "eth0", "deviceNumber": 0, "subnet": "fd00:1::/64", "primaryIp": "fd00:1::10",
+                  "ipv4Prefixes": ["10.0.1.64/28"]})", "") == in + "enis[0]: ipv4Prefixes: 10.0.1.64/28 is not in subnet fd00:1::/64");
+    auto bad = err(eni0, R"("s3cr3t")");
+    CHECK(bad.starts_with(in + "enis[1].ipv4Prefixes: not a valid []string ("));
+    CHECK(bad.find("s3cr3t") == std::string::npos);
+    // The subnet's last /28 is taken as written: which blocks the VPC delegates is the VPC's choice.
+    CHECK(load(d, R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [{"interface": "eth0",
+        "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10", "ipv4Prefixes": ["10.0.1.240/28"]}]})"));
+}
+
+TEST_CASE("vpc-eni-ipam in prefix mode: an ENI's secondary addresses, then its prefixes', all 16, then exhaustion", "[vpc-eni]") {
+    TempDir d;
+    d.write("node.json", R"({"primaryInterface": "eth0", "vpcCidrs": ["10.80.0.0/16"], "ipamDir": ")" + d / "ipam" +
+                             R"(", "maxAddressesPerNamespace": 0, "enis": [
+        {"interface": "eth0", "deviceNumber": 0, "subnet": "10.80.1.0/24", "primaryIp": "10.80.1.10",
+         "secondaryIps": ["10.80.1.20"], "ipv4Prefixes": ["10.80.1.32/28"]},
+        {"interface": "eth1", "deviceNumber": 1, "subnet": "10.80.2.0/24", "primaryIp": "10.80.2.10",
+         "ipv4Prefixes": ["10.80.2.48/28"]}]})");
+    auto node = vpc_eni::load_node_file(d / "node.json");
+    INFO((node ? "" : node.error().msg));
+    REQUIRE(node);
+    // A pod asks for a prefix address with IP=, as for any other.
+    auto asked = ipam_add(*node, "net", "asked", "IP=10.80.2.63");
+    REQUIRE(asked);
+    CHECK(asked->str() == "10.80.2.63");
+    CHECK(d.read("ipam/networks/net/10.80.2.63") == "asked\r\neth0\r\nd1\r\n");
+    std::vector<std::string> given;
+    for (int i = 0; i < 32; ++i) {
+        auto ip = ipam_add(*node, "net", "c" + std::to_string(i));
+        REQUIRE(ip);
+        given.push_back(ip->str());
+    }
+    std::vector<std::string> want{"10.80.1.20"};
+    for (int h = 32; h < 48; ++h) want.push_back("10.80.1." + std::to_string(h));
+    for (int h = 48; h < 63; ++h) want.push_back("10.80.2." + std::to_string(h));
+    CHECK(given == want);  // the file's order: ENI by ENI, secondaryIps, then each prefix's 16 addresses
+    auto full = ipam_add(*node, "net", "one-more");
+    REQUIRE_FALSE(full);
+    CHECK(full.error().msg == "vpc-eni-ipam: no free address on ENIs eth0, eth1 (33 addresses, all reserved)");
+    {
+        auto held = vpc_eni::Reservations::open_existing(*node, "net", [](std::string_view) {});
+        REQUIRE(held);
+        REQUIRE(*held);
+        REQUIRE((*held)->release("c5", "eth0"));
+    }
+    auto again = ipam_add(*node, "net", "one-more");  // a released prefix address is handed out again
+    REQUIRE(again);
+    CHECK(again->str() == want[5]);
+}
+
 TEST_CASE("the node file: an error names the file and where, never what the file holds", "[vpc-eni]") {
     TempDir d;
     auto err = [&](const std::string& text) { return load_error(d, text); };
@@ -188,23 +314,7 @@ TEST_CASE("vpc-eni-ipam: one store per node file, each network acting only on wh
                              "primaryIp": "10.80.1.10", "secondaryIps": ["10.80.1.20", "10.80.1.21"]}]})");
     auto node = vpc_eni::load_node_file(d / "node.json");
     REQUIRE(node);
-    auto add = [&](const std::string& network, const std::string& id) -> Result<net::IpAddr> {
-        cni::Request req;
-        req.command = cni::Command::add;
-        req.container_id = id;
-        req.ifname = "eth0";
-        req.config = R"({"cniVersion": "1.0.0", "name": ")" + network + R"(", "ipam": {"type": "vpc-eni-ipam"}})";
-        cni::Context ctx{req, [](std::string_view) {}, nullptr};
-        auto r = vpc_eni::read_eni_ipam(req);
-        REQUIRE(r);
-        auto c = vpc_eni::pool_for(req, *r, *node);
-        REQUIRE(c);
-        CHECK(c->data_dir + "/" + c->name == d / "ipam/addresses");
-        CNI_TRY_ASSIGN(auto held, vpc_eni::Reservations::open(*node, network, ctx.warn));
-        CNI_TRY_ASSIGN(auto result, ipam::pool_add(ctx, *c, held.store()));
-        CNI_TRY(held.record({result.ips.at(0).address.ip}, vpc_eni::Claim{id, "eth0", "d1", ""}));
-        return result.ips.at(0).address.ip;
-    };
+    auto add = [&](const std::string& network, const std::string& id) { return ipam_add(*node, network, id); };
     auto open = [&](const std::string& network) { return vpc_eni::Reservations::open(*node, network, [](std::string_view) {}); };
     auto a = add("net-a", "ca"), b = add("net-b", "cb");
     REQUIRE(a);
@@ -378,5 +488,33 @@ TEST_CASE("vpc-eni-ipam ADD with 16,000 addresses on the node: well under a seco
         CHECK(r->ips.at(0).address.str() == listed[500] + "/16");  // the file's order
         if (call > 0) CHECK(elapsed < std::chrono::milliseconds(250));  // 7.4 s when it was quadratic
         REQUIRE(ipam::pool_del(ctx, *c));
+    }
+}
+
+TEST_CASE("vpc-eni-ipam in prefix mode: 64,000 addresses in 4,000 prefixes cost one range each, not 16", "[vpc-eni]") {
+    TempDir d;
+    std::string text = R"({"primaryInterface": "eth0", "vpcCidrs": ["10.210.0.0/15"], "ipamDir": ")" + d / "ipam" + R"(", "enis": [)";
+    for (int e = 0; e < 2; ++e) {
+        text += std::string(e ? "," : "") + R"({"interface": "eth)" + std::to_string(e) + R"(", "deviceNumber": )" +
+                std::to_string(e) + R"(, "subnet": "10.21)" + std::to_string(e) + R"(.0.0/16", "primaryIp": "10.21)" +
+                std::to_string(e) + R"(.0.10", "ipv4Prefixes": [)";
+        for (int i = 1; i <= 2000; ++i)  // every /28 from the second on
+            text += std::string(i > 1 ? "," : "") + "\"10.21" + std::to_string(e) + "." + std::to_string(i * 16 / 256) + "." +
+                    std::to_string(i * 16 % 256) + "/28\"";
+        text += "]}";
+    }
+    d.write("node.json", text + "]}");
+    for (int call = 0; call < 3; ++call) {
+        auto t0 = std::chrono::steady_clock::now();
+        auto node = vpc_eni::load_node_file(d / "node.json");
+        INFO((node ? "" : node.error().msg));
+        REQUIRE(node);
+        CHECK(node->address_count() == 64000);
+        CHECK(vpc_eni::node_range_set(*node).size() == 4000);
+        auto ip = ipam_add(*node, "net", "pod" + std::to_string(call));
+        auto elapsed = std::chrono::steady_clock::now() - t0;
+        REQUIRE(ip);
+        CHECK(ip->str() == "10.210.0." + std::to_string(16 + call));
+        if (call > 0) CHECK(elapsed < std::chrono::milliseconds(250));
     }
 }

@@ -132,7 +132,8 @@ TEST_CASE("the node file node-setup --imds writes reads back as the same node, w
     n.primary_interface = "eth0";
     n.vpc_cidrs = {*net::IpNet::parse("10.0.0.0/16")};
     vpc_eni::Eni e0{"eth0", 0, net::IpNet::parse("10.0.1.0/24"), net::IpAddr::parse("10.0.1.10"), {*net::IpAddr::parse("10.0.1.20")}};
-    vpc_eni::Eni e1{"eth1", 1, net::IpNet::parse("10.0.2.0/24"), net::IpAddr::parse("10.0.2.10"), {}};
+    vpc_eni::Eni e1{"eth1", 1, net::IpNet::parse("10.0.2.0/24"), net::IpAddr::parse("10.0.2.10"), {},
+                    {*net::IpNet::parse("10.0.2.48/28")}};
     n.enis = {e0, e1};
     REQUIRE(vpc_eni::validate_node_file(n));
     d.write("out.json", vpc_eni::encode_node_file(n));
@@ -141,6 +142,7 @@ TEST_CASE("the node file node-setup --imds writes reads back as the same node, w
     REQUIRE(back);
     CHECK(vpc_eni::encode_node_file(*back) == d.read("out.json"));
     CHECK((back->firewall_backend == "nftables" && back->enis[1].secondary_ips.empty() && back->primary().interface == "eth0"));
+    CHECK((back->enis[0].ipv4_prefixes.empty() && back->enis[1].ipv4_prefixes == e1.ipv4_prefixes));
     auto none = vpc_eni::load_node_settings(d / "missing.json");
     REQUIRE(none);
     CHECK_FALSE(*none);
@@ -177,4 +179,11 @@ TEST_CASE("the metadata service's answers are parsed strictly", "[vpc-eni]") {
     CHECK_FALSE(vpc_eni::metadata_cidr("10.0.2.0/24\n10.0.3.0/24"));
     CHECK(vpc_eni::metadata_cidrs("10.0.0.0/16\n10.1.0.0/16")->size() == 2);
     CHECK_FALSE(vpc_eni::metadata_cidrs("fd00::/8"));
+    auto prefixes = vpc_eni::metadata_prefixes("10.0.2.48/28\r\n10.0.2.64/28\n");
+    REQUIRE(prefixes);
+    CHECK((prefixes->size() == 2 && (*prefixes)[1].str() == "10.0.2.64/28"));
+    CHECK(vpc_eni::metadata_prefixes("")->empty());  // none (a missing path reads as none too)
+    CHECK_FALSE(vpc_eni::metadata_prefixes("10.0.2.49/28"));  // never masked into another prefix
+    CHECK_FALSE(vpc_eni::metadata_prefixes("10.0.2.48/28\nfd00::/80"));
+    CHECK_FALSE(vpc_eni::metadata_prefixes("10.0.2.48/28\n\n"));
 }

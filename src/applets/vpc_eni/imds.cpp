@@ -63,8 +63,8 @@ public:
                     (r.status >= 400 && r.status < 500 ? " (node-setup falls back to IMDSv1 only with --imds-v1)" : ""));
     }
 
-    // The answer at kMetadata + `path`.
-    Result<std::string> get(std::string_view path) {
+    // The answer at kMetadata + `path`; nothing when `optional` and the service has no such path.
+    Result<std::optional<std::string>> get(std::string_view path, bool optional = false) {
         const std::string full = std::string(kMetadata) + std::string(path);
         CNI_TRY_ASSIGN(auto r, authorized_get(full));
         if (r.status == 401 && token_) {  // the token may have expired: one new session
@@ -72,7 +72,8 @@ public:
             CNI_TRY_ASSIGN(r, authorized_get(full));
         }
         const std::string where = "GET " + o_.endpoint.url + full;
-        if (r.status == 200) return std::move(r.body);
+        if (r.status == 200) return std::optional<std::string>(std::move(r.body));
+        if (r.status == 404 && optional) return std::optional<std::string>{};
         if (r.status == 401)
             return fail(where + ": HTTP 401 Unauthorized: the metadata service refused the request " +
                         (token_ ? "and its session token" : "without a session token (IMDSv1)"));
@@ -114,9 +115,12 @@ struct Reader {
     Session& s;
     const std::string& url;
 
+    // A missing `optional` path reads as an empty answer.
     template <typename Parse>
-    auto read(std::string_view path, Parse parse, std::string_view what) -> Result<typename decltype(parse(""))::value_type> {
-        CNI_TRY_ASSIGN(auto body, s.get(path));
+    auto read(std::string_view path, Parse parse, std::string_view what, bool optional = false)
+        -> Result<typename decltype(parse(""))::value_type> {
+        CNI_TRY_ASSIGN(auto answer, s.get(path, optional));
+        const std::string body = answer.value_or("");
         auto value = parse(body);
         if (!value)
             return fail("GET " + url + std::string(kMetadata) + std::string(path) + ": " + shown(body) + " is not " + std::string(what));
@@ -179,6 +183,16 @@ std::optional<std::vector<net::IpNet>> metadata_cidrs(std::string_view body) {
     return out;
 }
 
+std::optional<std::vector<net::IpNet>> metadata_prefixes(std::string_view body) {
+    std::vector<net::IpNet> out;
+    for (auto line : lines_of(body)) {
+        auto n = net::IpNet::parse(trim_space(line));
+        if (!n || !n->ip.is_v4() || n->mask_bits != 32 || *n != n->masked()) return std::nullopt;
+        out.push_back(*n);
+    }
+    return out;
+}
+
 std::optional<net::IpNet> metadata_cidr(std::string_view body) {
     auto list = metadata_cidrs(body);
     if (!list || list->size() != 1) return std::nullopt;
@@ -205,6 +219,7 @@ Result<InstanceMetadata> read_instance_metadata(const ImdsOptions& o) {
         CNI_TRY_ASSIGN(e.subnet, r.read(at + "subnet-ipv4-cidr-block", metadata_cidr, "an IPv4 CIDR"));
         CNI_TRY_ASSIGN(e.addresses, r.read(at + "local-ipv4s", metadata_addresses, "a list of IPv4 addresses"));
         CNI_TRY_ASSIGN(e.vpc_cidrs, r.read(at + "vpc-ipv4-cidr-blocks", metadata_cidrs, "a list of IPv4 CIDRs"));
+        CNI_TRY_ASSIGN(e.prefixes, r.read(at + "ipv4-prefix", metadata_prefixes, "a list of IPv4 prefixes", true));
         m.enis.push_back(std::move(e));
     }
     std::ranges::sort(m.enis, {}, &MetadataEni::device_number);

@@ -3,7 +3,8 @@
 // the instance metadata service): an IMDSv2 session (a token from PUT /latest/api/token, sent
 // with every GET), never IMDSv1 unless asked, and the paths the AWS VPC CNI's agent reads to
 // learn the node's ENIs: the primary ENI's MAC, one entry per attached ENI, and per MAC its
-// device number, id, subnet, addresses (the first its own) and the VPC's CIDRs. Each request
+// device number, id, subnet, addresses (the first its own), the VPC's CIDRs and, when the path is
+// there, its delegated IPv4 prefixes (prefix mode: a missing path is none). Each request
 // has a timeout, and a failure that may pass (no connection, no answer in time, a 5xx or 429)
 // is retried a bounded number of times with a doubling back-off; every other failure (401, a
 // missing path, an answer that is not HTTP, too long, or not what the path holds) is an error
@@ -39,6 +40,7 @@ struct MetadataEni {
     net::IpNet subnet;
     std::vector<net::IpAddr> addresses;  // the ENI's own first, then the secondary ones
     std::vector<net::IpNet> vpc_cidrs;
+    std::vector<net::IpNet> prefixes;  // ipv4-prefix: none when the path is missing
 };
 
 struct InstanceMetadata {
@@ -58,5 +60,6 @@ std::optional<std::string> metadata_eni_id(std::string_view body);              
 std::optional<std::vector<net::IpAddr>> metadata_addresses(std::string_view body);   // local-ipv4s
 std::optional<std::vector<net::IpNet>> metadata_cidrs(std::string_view body);        // vpc-ipv4-cidr-blocks
 std::optional<net::IpNet> metadata_cidr(std::string_view body);                      // subnet-ipv4-cidr-block
+std::optional<std::vector<net::IpNet>> metadata_prefixes(std::string_view body);     // ipv4-prefix: 0 or more, as written
 
 }  // namespace cni::vpc_eni

@@ -19,15 +19,20 @@ const Eni& NodeFile::primary() const {
     return *std::ranges::find_if(enis, [](const Eni& e) { return e.device_number == 0; });
 }
 
+bool Eni::holds(const net::IpAddr& ip) const {
+    return std::ranges::find(secondary_ips, ip) != secondary_ips.end() ||
+           std::ranges::any_of(ipv4_prefixes, [&](const net::IpNet& p) { return p.contains(ip); });
+}
+
 const Eni* NodeFile::eni_of(const net::IpAddr& ip) const {
     for (auto& e : enis)
-        if (std::ranges::find(e.secondary_ips, ip) != e.secondary_ips.end()) return &e;
+        if (e.holds(ip)) return &e;
     return nullptr;
 }
 
 std::size_t NodeFile::address_count() const {
     std::size_t n = 0;
-    for (auto& e : enis) n += e.secondary_ips.size();
+    for (auto& e : enis) n += e.secondary_ips.size() + e.ipv4_prefixes.size() * kPrefixAddresses;
     return n;
 }
 
@@ -46,23 +51,29 @@ std::string missing() { return "vpc-eni: nodeFile is missing: the node file desc
 std::string in_file(const std::string& path) { return "vpc-eni: node file " + path + ": "; }
 std::string absent(const std::string& path) { return "vpc-eni: node file " + path + " does not exist"; }
 
-// The node file's addresses, each once: a flat open-addressing table of pointers into the ENIs'
-// lists, hashed by the address as a number. A node lists thousands, and this costs no allocation
+// The node file's secondary addresses (or its prefixes, by their first address), each once: a
+// flat open-addressing table of pointers into the ENIs' lists, hashed by the address as a number. A node lists thousands, and this costs no allocation
 // and no comparison per address beyond its own slot (a sort or std::unordered_set took a
 // millisecond and more for 16,000), and 8 bytes a slot.
 class AddressSet {
 public:
     explicit AddressSet(std::size_t count) : slots_(std::bit_ceil(2 * count + 2)) {}
     bool insert(const net::IpAddr& ip, net::U128 value) {  // false when it is there already
-        const std::size_t mask = slots_.size() - 1;
-        std::size_t i = std::size_t(((std::uint64_t(value) ^ std::uint64_t(value >> 64)) * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
-        for (; slots_[i]; i = (i + 1) & mask)
-            if (*slots_[i] == ip) return false;
+        const std::size_t i = find(ip, value);
+        if (slots_[i]) return false;
         slots_[i] = &ip;
         return true;
     }
+    bool contains(const net::IpAddr& ip) const { return slots_[find(ip, ip.value())] != nullptr; }
 
 private:
+    // The slot holding `ip`, else the empty one where it would go.
+    std::size_t find(const net::IpAddr& ip, net::U128 value) const {
+        const std::size_t mask = slots_.size() - 1;
+        std::size_t i = std::size_t(((std::uint64_t(value) ^ std::uint64_t(value >> 64)) * 0x9e3779b97f4a7c15ULL) >> 32) & mask;
+        while (slots_[i] && *slots_[i] != ip) i = (i + 1) & mask;
+        return i;
+    }
     std::vector<const net::IpAddr*> slots_;
 };
 
@@ -86,6 +97,46 @@ std::string unfit_folder(const std::string& dir) {
     return "";
 }
 
+// The first ENI whose `list` holds `item`, as an error names it: "enis[K].<key>".
+template <typename T>
+std::string listed_in(const NodeFile& n, std::vector<T> Eni::*list, const T& item, std::string_view key) {
+    for (std::size_t k = 0; k < n.enis.size(); ++k)
+        if (std::ranges::find(n.enis[k].*list, item) != (n.enis[k].*list).end())
+            return "enis[" + std::to_string(k) + "]." + std::string(key);
+    return std::string(key);
+}
+
+// Each ENI's ipv4Prefixes (docs/vpc-eni.md, Prefix mode): an IPv4 /28 with no host bits, in the
+// ENI's subnet, holding neither the ENI's own address nor its gateway nor any listed secondary
+// address, and no two overlapping (two /28s overlap only when they are one). A prefix costs 16
+// lookups in the secondary addresses' table and one in its own: linear in the addresses, once.
+Status validate_prefixes(const NodeFile& n, const AddressSet& secondaries, const std::string& in) {
+    std::size_t count = 0;
+    for (auto& e : n.enis) count += e.ipv4_prefixes.size();
+    if (count == 0) return {};
+    AddressSet firsts(count);
+    for (std::size_t i = 0; i < n.enis.size(); ++i) {
+        const Eni& e = n.enis[i];
+        for (auto& p : e.ipv4_prefixes) {
+            const std::string at = in + "enis[" + std::to_string(i) + "]: ipv4Prefixes: " + p.str();
+            if (!p.ip.is_v4() || p.mask_bits != 32 || p.prefix != kPrefixLength)
+                return fail(at + " is not an IPv4 /28 (the prefixes AWS delegates)");
+            if (p.ip != p.network()) return fail(at + " has host bits set: the prefix is " + p.masked().str());
+            if (!e.subnet->contains(p.ip) || !e.subnet->contains(p.last())) return fail(at + " is not in subnet " + e.subnet->str());
+            if (p.contains(*e.primary_ip)) return fail(at + " holds the ENI's own address " + e.primary_ip->str());
+            if (p.contains(e.gateway())) return fail(at + " holds the ENI's gateway " + e.gateway().str());
+            if (!firsts.insert(p.ip, p.ip.value()))
+                return fail(at + " is listed twice (also in " + listed_in(n, &Eni::ipv4_prefixes, p, "ipv4Prefixes") + ")");
+            for (net::IpAddr a = p.ip;; a = a.next()) {
+                if (secondaries.contains(a))
+                    return fail(at + " holds " + a.str() + ", listed in " + listed_in(n, &Eni::secondary_ips, a, "secondaryIps"));
+                if (a == p.last()) break;
+            }
+        }
+    }
+    return {};
+}
+
 Status validate(const NodeFile& n) {
     const std::string in = in_file(n.path);
     if (n.primary_interface.empty()) return fail(in + "primaryInterface is missing");
@@ -97,7 +148,9 @@ Status validate(const NodeFile& n) {
     if (n.vpc_cidrs.empty()) return fail(in + "vpcCidrs is missing");
     if (n.max_per_namespace < 0) return fail(in + "maxAddressesPerNamespace " + std::to_string(n.max_per_namespace) + " is negative");
     if (n.mtu < 576 || n.mtu > 9001) return fail(in + "mtu " + std::to_string(n.mtu) + " is not within 576..9001");
-    AddressSet seen(n.address_count());
+    std::size_t secondaries = 0;
+    for (auto& e : n.enis) secondaries += e.secondary_ips.size();
+    AddressSet seen(secondaries);
     for (std::size_t i = 0; i < n.enis.size(); ++i) {
         const Eni& e = n.enis[i];
         const std::string at = in + "enis[" + std::to_string(i) + "]: ";
@@ -125,6 +178,7 @@ Status validate(const NodeFile& n) {
                 return fail(at + "secondaryIps: " + ip.str() + " is listed twice, or is the ENI's own address or its gateway");
         }
     }
+    CNI_TRY(validate_prefixes(n, seen, in));
     auto primary = std::ranges::find_if(n.enis, [](const Eni& e) { return e.device_number == 0; });
     if (primary == n.enis.end()) return fail(in + "enis: no ENI has deviceNumber 0 (the primary ENI)");
     if (primary->interface != n.primary_interface)
@@ -259,6 +313,7 @@ std::string encode_node_file(const NodeFile& n) {
         json::set(o, "subnet", json::str(e.subnet ? e.subnet->str() : "", a), a);
         json::set(o, "primaryIp", json::str(e.primary_ip ? e.primary_ip->str() : "", a), a);
         json::set(o, "secondaryIps", strings(e.secondary_ips), a);
+        if (!e.ipv4_prefixes.empty()) json::set(o, "ipv4Prefixes", strings(e.ipv4_prefixes), a);
         enis.PushBack(std::move(o), a);
     }
     json::set(d, "enis", std::move(enis), a);

@@ -2,7 +2,8 @@
 // The node file of vpc-eni (docs/vpc-eni.md): what the AWS VPC CNI's agent learns from the
 // cloud's metadata, written down by the operator or an installer. The primary interface, the
 // VPC's CIDRs, the node-port and pod-ENI switches, the MTU, and each ENI: its interface, device
-// number (0 is the primary ENI), subnet, primary address and the secondary addresses pods get.
+// number (0 is the primary ENI), subnet, primary address and the secondary addresses pods get,
+// and the /28 IPv4 prefixes delegated to it (prefix mode), every address of which pods get.
 // An ENI with device number N routes through table N+1, whose gateway is the VPC router, the
 // second address of the ENI's subnet. Loading validates everything a later step relies on and
 // names the key and value at fault. The node's keys are listed once, in kNodeFileKeys.
@@ -19,14 +20,20 @@
 
 namespace cni::vpc_eni {
 
+// Prefix mode (AWS prefix delegation): an ENI's IPv4 prefixes are /28s, each of 16 addresses.
+inline constexpr int kPrefixLength = 28;
+inline constexpr std::size_t kPrefixAddresses = 16;
+
 struct Eni {
     std::string interface;
     std::int64_t device_number = -1;
     std::optional<net::IpNet> subnet;
     std::optional<net::IpAddr> primary_ip;
     std::vector<net::IpAddr> secondary_ips;
+    std::vector<net::IpNet> ipv4_prefixes;  // prefix mode: each a /28, all 16 addresses pods'
 
     net::IpAddr gateway() const;  // the VPC router: the subnet's second address
+    bool holds(const net::IpAddr& ip) const;  // a secondary address or one of a prefix
     std::uint32_t table() const { return std::uint32_t(device_number) + 1; }
 };
 
@@ -45,8 +52,8 @@ struct NodeFile {
     std::int64_t max_per_namespace = 0;  // the most one Kubernetes namespace's pods may hold, over every network
 
     const Eni& primary() const;               // device number 0
-    const Eni* eni_of(const net::IpAddr& ip) const;  // the ENI holding it as a secondary address
-    std::size_t address_count() const;          // secondary addresses, over every ENI
+    const Eni* eni_of(const net::IpAddr& ip) const;  // the ENI holding it for pods: secondary or prefix address
+    std::size_t address_count() const;          // pods' addresses, over every ENI: secondary and prefixes'
 };
 
 inline constexpr std::array kEniKeys{
@@ -55,6 +62,7 @@ inline constexpr std::array kEniKeys{
     key<&Eni::subnet>("subnet", "the ENI's subnet, a CIDR; its second address is the VPC router"),
     key<&Eni::primary_ip>("primaryIp", "the ENI's own address"),
     key<&Eni::secondary_ips>("secondaryIps", "[]net.IP", "the addresses pods get from this ENI"),
+    key<&Eni::ipv4_prefixes>("ipv4Prefixes", "[]string", "prefix mode: the /28 IPv4 prefixes delegated to this ENI; pods get all their addresses, after secondaryIps"),
 };
 
 inline constexpr std::array kNodeFileKeys{
@@ -63,7 +71,7 @@ inline constexpr std::array kNodeFileKeys{
     key<&NodeFile::node_port_support>("nodePortSupport", "rp_filter=2, the fwmark rule and the primary ENI's connmark for NodePort replies; default true"),
     key<&NodeFile::pod_eni_support>("podEniSupport", "the local table's rule at priority 20 instead of 0; default false"),
     key<&NodeFile::mtu>("mtu", "the ENIs' MTU; default 9001"),
-    key<&NodeFile::enis>("enis", "[]vpc.ENI", "[{interface, deviceNumber, subnet, primaryIp, secondaryIps}]"),
+    key<&NodeFile::enis>("enis", "[]vpc.ENI", "[{interface, deviceNumber, subnet, primaryIp, secondaryIps, ipv4Prefixes}]"),
     key<&NodeFile::veth_prefix>("vethPrefix", "the pods' host veths' prefix, as the applet's vethPrefix; default eni"),
     key<&NodeFile::firewall_backend>("firewallBackend", "iptables or nftables for the SNAT; default: iptables where it works"),
     key<&NodeFile::state_dir>("stateDir", "where node-setup records what it changes; default /run/cni-all/vpc-eni"),
@@ -84,7 +92,8 @@ Result<NodeFile> load_node_file(const std::string& path);
 Result<std::optional<NodeFile>> load_node_settings(const std::string& path);
 // What load_node_file checks, on a node file made in memory.
 Status validate_node_file(const NodeFile& n);
-// The node file as JSON, every key written (firewallBackend when it is set).
+// The node file as JSON, every key written (firewallBackend when it is set, an ENI's
+// ipv4Prefixes when it has any).
 std::string encode_node_file(const NodeFile& n);
 
 // The node file a network config names (nodeFile), which a tenant may have written: a regular

@@ -80,6 +80,7 @@ Result<NodeFile> learned_node(const InstanceMetadata& m, NodeFile settings, cons
         e.subnet = me.subnet;
         e.primary_ip = me.addresses.front();
         e.secondary_ips.assign(me.addresses.begin() + 1, me.addresses.end());
+        e.ipv4_prefixes = me.prefixes;
         if (me.mac == m.primary_mac) settings.primary_interface = link->name;
         for (auto& c : me.vpc_cidrs)
             if (std::ranges::find(settings.vpc_cidrs, c) == settings.vpc_cidrs.end()) settings.vpc_cidrs.push_back(c);

@@ -85,17 +85,20 @@ Result<EniIpamRequest> read_eni_ipam(const Request& req) {
 
 ipam::RangeSet node_range_set(const NodeFile& node) {
     ipam::RangeSet set;
-    set.reserve(node.address_count());
+    std::size_t ranges = 0;
+    for (auto& eni : node.enis) ranges += eni.secondary_ips.size() + eni.ipv4_prefixes.size();
+    set.reserve(ranges);
     for (auto& eni : node.enis) {
         const net::IpNet subnet = eni.subnet->masked();
         const net::IpAddr gateway = eni.gateway();
         for (auto& ip : eni.secondary_ips) set.push_back(ipam::Range{subnet, ip, ip, gateway});
+        for (auto& prefix : eni.ipv4_prefixes) set.push_back(ipam::Range{subnet, prefix.ip, prefix.last(), gateway});
     }
     return set;
 }
 
 Result<ipam::Pool> pool_for(const Request& req, EniIpamRequest& r, const NodeFile& node) {
-    if (node.address_count() == 0) return fail("vpc-eni-ipam: node file " + node.path + " lists no secondaryIps");
+    if (node.address_count() == 0) return fail("vpc-eni-ipam: node file " + node.path + " lists no secondaryIps and no ipv4Prefixes");
     CNI_TRY_ASSIGN(auto c, ipam::request_pool(req, r.net));
     c.data_dir = node.ipam_dir;
     c.name = kAddresses;
@@ -331,7 +334,7 @@ Error explain_exhaustion(Error failed, const ipam::Pool& pool, const NodeFile& n
     if (pool.ranges.empty()) return failed;
     std::string enis;
     for (auto& e : node.enis)
-        if (!e.secondary_ips.empty()) enis += (enis.empty() ? "" : ", ") + e.interface;
+        if (!e.secondary_ips.empty() || !e.ipv4_prefixes.empty()) enis += (enis.empty() ? "" : ", ") + e.interface;
     if (!ipam::has_free_address(store, pool.ranges.back(), int(pool.ranges.size()) - 1)) {
         failed.msg = "vpc-eni-ipam: no free address on ENIs " + enis + " (" + std::to_string(node.address_count()) +
                      " addresses, all reserved)";

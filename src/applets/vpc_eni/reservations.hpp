@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // vpc-eni-ipam's configuration and reservations (docs/vpc-eni.md). Its ipam keys; the pool whose
-// verbs it runs in-process (core/ipam/pool.hpp): the node file's secondary addresses as one range
-// set, each in its ENI's subnet with the VPC router as gateway, after the request's own
+// verbs it runs in-process (core/ipam/pool.hpp): the node file's secondary and prefix addresses as
+// one range set, each in its ENI's subnet with the VPC router as gateway, after the request's own
 // (runtimeConfig ipRanges, requested addresses); and the node's reservations. Those are the
 // node's, not a network's: ipamDir (the node file's key, never a network config's), opened once
 // as a trusted folder, holds one host-local store, <ipamDir>/addresses, with host-local's files
@@ -35,7 +35,7 @@ struct EniIpamConf {
 };
 
 inline constexpr std::array kEniIpamKeys{
-    key<&EniIpamConf::node_file>("nodeFile", "the vpc-eni node file whose ENIs' secondaryIps are handed out; root's own, under /etc/cni/"),
+    key<&EniIpamConf::node_file>("nodeFile", "the vpc-eni node file whose ENIs' secondaryIps and ipv4Prefixes are handed out; root's own, under /etc/cni/"),
     key<&EniIpamConf::data_dir>("dataDir", "ignored, with a warning: the reservations are the node's, in its node file's ipamDir"),
 };
 
@@ -46,9 +46,11 @@ struct EniIpamRequest {
 };
 Result<EniIpamRequest> read_eni_ipam(const Request& req);
 
-// The node file's secondary addresses as one range set, each address a range of its own in its
-// ENI's subnet, the VPC router its gateway, in the file's order: canonical as built, and with no
-// two ranges overlapping (the node file's loader refuses an address listed twice).
+// The node file's addresses as one range set, in its ENI's subnet with the VPC router as gateway,
+// ENI by ENI in the file's order: each secondary address a range of its own, then each of the
+// ENI's ipv4Prefixes one range of its 16 addresses (docs/vpc-eni.md, Prefix mode). Canonical as
+// built, and with no two ranges overlapping (the node file's loader refuses an address listed
+// twice and a prefix over a listed address or another prefix).
 ipam::RangeSet node_range_set(const NodeFile& node);
 
 // The request's pool: the node's store (its data_dir and name say <ipamDir>/addresses, whatever

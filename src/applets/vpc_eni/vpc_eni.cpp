@@ -7,7 +7,8 @@
 // it with the host end's MAC (for an IPv6 ENI's address: the /128, and fe80::1 as gateway and
 // neighbour); on the host forwarding, a host route to the pod over the veth (never over an
 // address the node routes over another link), the rule "to <pod> lookup main pref 512", and for a
-// secondary ENI's address (device number N > 0) "from <pod> lookup N+1 pref 1536", so the pod's
+// secondary ENI's address (device number N > 0; one of its prefixes alike) "from <pod> lookup N+1
+// pref 1536", so the pod's
 // traffic leaves through its own ENI. A failed ADD undoes what it did, and only that. DEL acts
 // only on the addresses vpc-eni-ipam holds for the network and the container's interface (never
 // on a prevResult's word), removes only the rules and route vpc-eni makes for them, and releases
@@ -213,13 +214,13 @@ const Eni* eni_holding(const NodeFile& node, const net::IpAddr& ip) {
     return e != node.enis.end() ? &*e : nullptr;
 }
 
-// The ENI of each of the IPAM's addresses: every one must be an ENI's secondary address.
+// The ENI of each of the IPAM's addresses: every one must be an ENI's secondary or prefix address.
 Result<std::vector<const Eni*>> enis_of(const NodeFile& node, const std::vector<IpConfig>& ips) {
     std::vector<const Eni*> enis;
     for (auto& ip : ips) {
         const Eni* eni = node.eni_of(ip.address.ip);
         if (!eni)
-            return fail("vpc-eni: IPAM gave " + ip.address.ip.str() + ", which is no ENI's secondary address in " + node.path);
+            return fail("vpc-eni: IPAM gave " + ip.address.ip.str() + ", which is no ENI's secondary or prefix address in " + node.path);
         enis.push_back(eni);
     }
     return enis;
@@ -325,7 +326,7 @@ Status check_address(const iface::HostSockets& io, const nl::LinkInfo& veth, con
     const int family = family_of(ip);
     const net::IpAddr gw = pod_gateway(ip);
     const Eni* eni = node.eni_of(ip);
-    CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary address in " + node.path));
+    CNI_TRY(require(eni != nullptr, ip.str() + " is no ENI's secondary or prefix address in " + node.path));
     CNI_TRY_ASSIGN(auto addrs, nl::list_addrs(io.container, link.index, family));
     CNI_TRY(require(std::ranges::any_of(addrs, [&](const nl::AddrInfo& a) { return a.local == host_prefix(ip); }),
                     link.name + " lacks " + host_prefix(ip).str()));
@@ -416,8 +417,8 @@ extern const Applet vpc_eni_applet{
     .kind = AppletKind::main,
     .summary = "the AWS VPC CNI's routed datapath: pod addresses from the node's ENIs",
     .keys = kVpcEniKeyDocs,
-    .help = "Needs ipam type vpc-eni-ipam (it hands out the node file's secondary addresses): DEL acts only on the "
-            "addresses it holds for the container's interface, never on a prevResult's. node-setup and node-teardown "
+    .help = "Needs ipam type vpc-eni-ipam (it hands out the node file's secondary and prefix addresses): DEL acts only "
+            "on the addresses it holds for the container's interface, never on a prevResult's. node-setup and node-teardown "
             "(above) prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the fwmark and local "
             "rules, the SNAT of pod traffic leaving the VPC and, with nodePortSupport, the connmark that sends a "
             "NodePort's replies back through the primary ENI (docs/vpc-eni.md).",

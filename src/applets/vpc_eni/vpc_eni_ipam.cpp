@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // vpc-eni-ipam (docs/vpc-eni.md): hands out the secondary addresses the vpc-eni node file lists
-// for the node's ENIs. It is host-local underneath: a pool's ADD and STATUS (core/ipam/pool.hpp),
+// for the node's ENIs, and the addresses of their delegated /28 prefixes (prefix mode). It is host-local underneath: a pool's ADD and STATUS (core/ipam/pool.hpp),
 // run in-process over one range set of the node's addresses, in the node's one store for that
 // file (vpc_eni/reservations.hpp): host-local's files, locking and order, shared by every network
 // naming the file, so no two networks get one address; each network records its own, and its
@@ -84,8 +84,9 @@ extern const Applet vpc_eni_ipam_applet{
     .kind = AppletKind::ipam,
     .summary = "addresses from the vpc-eni node file's ENIs, kept as host-local keeps them, node-wide",
     .keys = kEniIpamKeyDocs,
-    .help = "Hands out the node file's secondaryIps with host-local's store, order and locking, in-process: one "
-            "single-address range per address, in its ENI's subnet, the VPC router as gateway. One store per "
+    .help = "Hands out the node file's secondaryIps and ipv4Prefixes with host-local's store, order and locking, "
+            "in-process: ENI by ENI, one single-address range per secondary address, then one range of 16 per /28 "
+            "prefix (all its addresses), in its ENI's subnet, the VPC router as gateway. One store per "
             "ipamDir, for every network whose node file names it; a network's DEL, CHECK and GC act only on its own, GC "
             "only on what its own config made. The node file's maxAddressesPerNamespace caps what the pods of one "
             "Kubernetes namespace may hold.",
