@@ -195,11 +195,10 @@ TEST_CASE("the node file in prefix mode: each mistake names the file, the ENI, t
     CHECK(err(eni0, R"("fd00::/28")") == in + "enis[1]: ipv4Prefixes: fd00::/28 is not an IPv4 /28 (the prefixes AWS delegates)");
     CHECK(err(eni0, R"("10.0.2.49/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.49/28 has host bits set: the prefix is 10.0.2.48/28");
     CHECK(err(eni0, R"("10.0.1.16/28")") == in + "enis[1]: ipv4Prefixes: 10.0.1.16/28 is not in subnet 10.0.2.0/24");
-    CHECK(err(eni0, R"("10.0.2.0/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.0/28 holds the ENI's gateway 10.0.2.1");
-    CHECK(err(eni0, R"("10.0.2.48/28", "10.0.2.0/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.0/28 holds the ENI's gateway 10.0.2.1");
-    CHECK(err(R"({"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10",
+    CHECK(err(eni0, R"("10.0.2.48/28", "10.0.2.0/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.0/28 holds the ENI's own address 10.0.2.10");
+    CHECK(err(R"({"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.100",
                   "ipv4Prefixes": ["10.0.1.0/28"]})", "") ==
-          in + "enis[0]: ipv4Prefixes: 10.0.1.0/28 holds the ENI's own address 10.0.1.10");
+          in + "enis[0]: ipv4Prefixes: 10.0.1.0/28 holds the ENI's gateway 10.0.1.1");
     CHECK(err(eni0, R"("10.0.2.16/28")") == in + "enis[1]: ipv4Prefixes: 10.0.2.16/28 holds 10.0.2.20, listed in enis[1].secondaryIps");
     CHECK(err(eni0, R"("10.0.2.48/28", "10.0.2.48/28")") ==
           in + "enis[1]: ipv4Prefixes: 10.0.2.48/28 is listed twice (also in enis[1].ipv4Prefixes)");

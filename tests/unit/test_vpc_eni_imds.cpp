@@ -131,7 +131,7 @@ TEST_CASE("the node file node-setup --imds writes reads back as the same node, w
     CHECK_FALSE(vpc_eni::validate_node_file(n));  // no ENIs yet
     n.primary_interface = "eth0";
     n.vpc_cidrs = {*net::IpNet::parse("10.0.0.0/16")};
-    vpc_eni::Eni e0{"eth0", 0, net::IpNet::parse("10.0.1.0/24"), net::IpAddr::parse("10.0.1.10"), {*net::IpAddr::parse("10.0.1.20")}};
+    vpc_eni::Eni e0{"eth0", 0, net::IpNet::parse("10.0.1.0/24"), net::IpAddr::parse("10.0.1.10"), {*net::IpAddr::parse("10.0.1.20")}, {}};
     vpc_eni::Eni e1{"eth1", 1, net::IpNet::parse("10.0.2.0/24"), net::IpAddr::parse("10.0.2.10"), {},
                     {*net::IpNet::parse("10.0.2.48/28")}};
     n.enis = {e0, e1};
