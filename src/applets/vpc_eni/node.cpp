@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <array>
 
 #include "applets/vpc_eni/node_file.hpp"
 #include "applets/vpc_eni/reservations.hpp"
@@ -233,7 +234,12 @@ Status setup_eni(const Node& n, const Eni& eni) {
 std::optional<SnatSpec> snat_spec(const NodeFile& f, const std::optional<Backup>& recorded = std::nullopt) {
     if (!f.primary().primary_ip->is_v4()) return std::nullopt;
     SnatSpec s{{}, *f.primary().primary_ip, f.veth_prefix, f.primary_interface, f.node_port_support, {}};
-    if (recorded) s.nft_made = recorded->nft_made;
+    // Only what setup can record (iptables_nft_absent): a record in stateDir naming any other
+    // table or chain (filter's INPUT, say) is not acted on.
+    static constexpr std::array<std::string_view, 4> kSetupMakes{"nat", "nat/POSTROUTING", "mangle", "mangle/PREROUTING"};
+    if (recorded)
+        for (auto& m : recorded->nft_made)
+            if (std::ranges::find(kSetupMakes, m) != kSetupMakes.end()) s.nft_made.push_back(m);
     for (auto& c : f.vpc_cidrs)
         if (c.ip.is_v4()) s.vpc_cidrs.push_back(c);
     return s;
