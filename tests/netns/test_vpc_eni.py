@@ -304,6 +304,8 @@ def scenario(variant, backend=None):
             # Another program's table before node-setup (a chain of its own in mangle, no built-in
             # chain yet): teardown must leave it, and remove only what node-setup made.
             in_ns(node, "env", f"PATH={path_env['PATH']}", "iptables", "-t", "mangle", "-N", "SX-OTHER")
+            # And its empty filter table (setting a built-in chain's policy makes the chain).
+            in_ns(node, "env", f"PATH={path_env['PATH']}", "iptables", "-t", "filter", "-P", "INPUT", "ACCEPT")
             before = node_state(node)
 
             def setup(verb):
@@ -392,6 +394,14 @@ def scenario(variant, backend=None):
             check("10.80.1.20" not in sh("ip", "-n", node, "route").stdout)
             eq(sh("ip", "-n", pa, "link", "show", "eth0", check_rc=False).returncode != 0, True)
             eq(held(state), [])
+            # A record in stateDir forged to name that filter table and its INPUT: teardown must not
+            # act on what setup cannot have made.
+            record = os.path.join(state, "run", "node-backup.json")
+            with open(record) as f:
+                backup = json.load(f)
+            backup["iptablesNftMade"] = backup.get("iptablesNftMade", []) + ["filter", "filter/INPUT"]
+            with open(record, "w") as f:
+                json.dump(backup, f)
             setup("node-teardown")
             eq(node_state(node), before)
             check("chain SX-OTHER" in nft_ruleset(node) if variant == "nft" else "SX-OTHER" in in_ns(node, "iptables-legacy-save").stdout)
