@@ -12,7 +12,7 @@ and 0.4.0, on an iptables-nft node and an iptables-legacy one (PATH, as on a rea
   the host port from another namespace, the qdiscs, the sysctl, the firewall rules, libcni's cache;
 - containerd restarted while a pod runs: the pod keeps its IP and its traffic, and is torn down;
 - a pod whose network namespace is gone before it is stopped;
-- 20 pods in a row.
+- 20 pods in a row (those last three on our plugins only).
 After each pod is stopped and removed nothing of it is left: veth, ifb, reservation, iptables
 rules and chains in either variant, nf_tables rules, cache entry. At the end the node has no
 table of the variant it does not use. Then what our plugins and Go's did (result, qdiscs, chain
@@ -273,8 +273,14 @@ STEPS = [(step_network_ready, "NetworkReady is false without a conflist, true wi
 CONFIGS = [(plugins, version, variant) for plugins in ("cni-all", "go") for version in ("1.0.0", "0.4.0")
            for variant in ("nft", "legacy")]
 
+# Go's plugins run the steps whose outcome is compared with ours (the pod step) and the node's
+# start and end; the others would test containerd on Go's plugins, which is not this project's.
+GO_STEPS = (step_network_ready, step_pod, step_teardown)
+
 for cfg in CONFIGS:
     for fn, what in STEPS:
+        if cfg[0] == "go" and fn not in GO_STEPS:
+            continue
         def case(fn=fn, cfg=cfg):
             if fn is not step_network_ready and cfg not in NODES:
                 raise AssertionError("the node did not start")

@@ -534,7 +534,9 @@ def dhcp_refusing_servers_get_a_few_backed_off_attempts():
         check(counts["renew"][0] <= 5 and counts["renew"][1] <= 6, f"renew: {counts}")
         check(all(t - start < deleted + 0.5 for t, _ in events["gone"]), f"sent for a deleted attachment: {events['gone']}")
 
-        check(deleted - asked < 2, f"STATUS and DEL took {deleted - asked:.1f} s while three ADDs were being refused")
+        # Blocked behind the ADDs, they would end with them (at -resendtimeout, 6.5 s later); two
+        # plugin runs of a sanitized build on a loaded machine take up to about 2.5 s.
+        check(deleted - asked < 4, f"STATUS and DEL took {deleted - asked:.1f} s while three ADDs were being refused")
         check(ended["gone"] - deleted < 1.5, f"the ADD ended {ended['gone'] - deleted:.1f} s after its attachment was deleted")
         eq((results["gone"].error()["code"], results["gone"].error()["msg"]),
            (11, "error acquiring a DHCP lease on eth0: DHCP client stopped (the lease was released)"))

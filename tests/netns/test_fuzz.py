@@ -13,7 +13,7 @@ rule (any table) in the container, no veth, macvlan, tap or ifb left on the host
 iptables/nftables rule naming the container or a test address, no host-local allocation, saved
 state or flannel file (also under /var/lib/cni and /run/cni, private tmpfs mounts for the run). One TAP test per applet; the
 failing variants are listed. CNI_FUZZ_SAMPLE=N tries N variants per applet (default 60, always
-the same ones; 0: all). Beyond those, every applet gets MULTI_KEY variants that mutate two or
+the same ones; 0: all). Beyond those, every applet gets MULTI_KEY (CNI_FUZZ_MULTI, default 8) variants that mutate two or
 three keys at once, and every key naming a file or folder (dataDir, subnetFile, resolvConf,
 daemonSocketPath) is set in turn to a hostile path: a link to a folder elsewhere, /proc, /sys, a
 file where a folder belongs, a path below a file, a folder owned by someone else, /dev/zero and
@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import BIN, check, netns, ns_path, run_all, sh, test  # noqa: E402
 
 SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
-MULTI_KEY = 8  # variants per applet that mutate several keys at once (the VM's: 2)
+# Variants per applet that mutate several keys at once (CNI_FUZZ_MULTI; the VM's: 2).
+MULTI_KEY = int(os.environ.get("CNI_FUZZ_MULTI", "8"))
 CONTAINER_ID = "fuzz" + uuid.uuid4().hex[:8]  # per run: tuning and others keep state per container ID
 CALL_TIMEOUT = 20  # a plugin call that takes longer is a hang
 
