@@ -616,6 +616,7 @@ Result<std::optional<ChainInfo>> chain_info(Family f, std::string_view table, st
         if (nlmsg_parse(nlmsg_hdr(msg), sizeof(nfgenmsg), tb, NFTA_CHAIN_MAX, nullptr) == 0 && tb[NFTA_CHAIN_HANDLE]) {
             ChainInfo i{be64toh(nla_get_u64(tb[NFTA_CHAIN_HANDLE])), 0};
             if (tb[NFTA_CHAIN_USE]) i.use = ntohl(nla_get_u32(tb[NFTA_CHAIN_USE]));
+            if (tb[NFTA_CHAIN_POLICY]) i.accepts = ntohl(nla_get_u32(tb[NFTA_CHAIN_POLICY])) == NF_ACCEPT;
             *static_cast<std::optional<ChainInfo>*>(arg) = i;
         }
         return NL_OK;

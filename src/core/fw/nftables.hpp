@@ -232,11 +232,13 @@ std::uint64_t handle_probes_taken();
 // The names of the table's chains; none when the table does not exist.
 Result<std::vector<std::string>> list_chains(Family f, std::string_view table);
 
-// A chain's handle and its use count, which the kernel raises for each rule in the chain and for
-// each rule that jumps or goes to it; nullopt when the table or the chain does not exist.
+// A chain's handle, its use count, which the kernel raises for each rule in the chain and for
+// each rule that jumps or goes to it, and whether its policy is accept (a regular chain, which
+// has none, counts as accept); nullopt when the table or the chain does not exist.
 struct ChainInfo {
     std::uint64_t handle = 0;
     std::uint32_t use = 0;
+    bool accepts = true;
 };
 Result<std::optional<ChainInfo>> chain_info(Family f, std::string_view table, std::string_view chain);
 // The rules of one chain that have one of `handles` (a request each, all sent together), decoded

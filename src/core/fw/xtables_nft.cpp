@@ -544,7 +544,8 @@ Status remove_empty_nft_parts(Family family, std::span<const std::string> parts)
             std::uint32_t left = *use;
             for (auto& c : made.second) {
                 CNI_TRY_ASSIGN(auto info, nft::chain_info(f, table, c));
-                if (!info || info->use != 0) continue;
+                // A chain whose policy another program has set to drop since is not ours to delete.
+                if (!info || info->use != 0 || !info->accepts) continue;
                 tx.delete_chain(f, table, c);
                 --left;
             }

@@ -41,7 +41,8 @@ namespace cni::fw {
 // are not there now, named "nat" and "nat/POSTROUTING".
 Result<std::vector<std::string>> absent_nft_parts(Family family, const std::string& table, std::span<const char* const> chains);
 // Removes those of `parts` (named as absent_nft_parts names them; anything else is passed over)
-// that hold nothing now: a built-in chain without a rule, then a table left with nothing in it.
+// that hold nothing now: a built-in chain without a rule whose policy is accept (one set to drop
+// since is another program's), then a table left with nothing in it.
 // One transaction bound to what it read, so a rule or chain another program adds meanwhile keeps
 // its chain and table.
 Status remove_empty_nft_parts(Family family, std::span<const std::string> parts);
