@@ -119,7 +119,7 @@ TEST_CASE("the node file: each mistake is an error naming the key and value", "[
               .find("secondaryIps: 10.0.9.9 is not in subnet 10.0.1.0/24") != std::string::npos);
     CHECK(err(head + R"("enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10",
                  "secondaryIps": ["10.0.1.1"]}]})")
-              .find("10.0.1.1 is listed twice, or is the ENI's own address or its gateway") != std::string::npos);
+              .find("10.0.1.1 is listed twice, or is an ENI's primaryIp or its gateway") != std::string::npos);
     CHECK(err(head + R"("enis": [{"interface": "eth9", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10"}]})")
               .find("primaryInterface eth0 is not the interface of the ENI with deviceNumber 0 (eth9)") != std::string::npos);
     CHECK(err(head + R"("vethPrefix": "toolong", )" + kEnis + "}").find("vethPrefix \"toolong\"") != std::string::npos);
@@ -162,12 +162,12 @@ TEST_CASE("the node file in prefix mode: an ENI's /28 prefixes, every address a 
     auto n = load(d, R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [
         {"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10", "ipv4Prefixes": ["10.0.1.32/28"]},
         {"interface": "eth1", "deviceNumber": 2, "subnet": "10.0.2.0/24", "primaryIp": "10.0.2.10", "secondaryIps": ["10.0.2.20"],
-         "ipv4Prefixes": ["10.0.2.48/28", "10.0.2.240/28"]}]})");
+         "ipv4Prefixes": ["10.0.2.48/28", "10.0.2.224/28"]}]})");
     INFO((n ? "" : n.error().msg));
     REQUIRE(n);
     CHECK(n->address_count() == 1 + 3 * vpc_eni::kPrefixAddresses);
     for (const char* ip : {"10.0.1.32", "10.0.1.47"}) CHECK(n->eni_of(*net::IpAddr::parse(ip))->device_number == 0);
-    for (const char* ip : {"10.0.2.48", "10.0.2.63", "10.0.2.255", "10.0.2.20"}) CHECK(n->eni_of(*net::IpAddr::parse(ip))->table() == 3);
+    for (const char* ip : {"10.0.2.48", "10.0.2.63", "10.0.2.239", "10.0.2.20"}) CHECK(n->eni_of(*net::IpAddr::parse(ip))->table() == 3);
     for (const char* ip : {"10.0.1.31", "10.0.1.48", "10.0.2.64", "10.0.2.10"}) CHECK_FALSE(n->eni_of(*net::IpAddr::parse(ip)));
     // Written back (node-setup --imds), the prefixes read the same; an ENI without any has no key.
     const std::string text = vpc_eni::encode_node_file(*n);
@@ -213,9 +213,33 @@ TEST_CASE("the node file in prefix mode: each mistake names the file, the ENI, t
     auto bad = err(eni0, R"("s3cr3t")");
     CHECK(bad.starts_with(in + "enis[1].ipv4Prefixes: not a valid []string ("));
     CHECK(bad.find("s3cr3t") == std::string::npos);
-    // The subnet's last /28 is taken as written: which blocks the VPC delegates is the VPC's choice.
-    CHECK(load(d, R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [{"interface": "eth0",
-        "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10", "ipv4Prefixes": ["10.0.1.240/28"]}]})"));
+    // AWS reserves a subnet's first four addresses and its last: no prefix holds one.
+    CHECK(err(eni0, R"("10.0.2.240/28")") ==
+          in + "enis[1]: ipv4Prefixes: 10.0.2.240/28 holds 10.0.2.255, which AWS reserves in subnet 10.0.2.0/24 (its first four "
+               "addresses and its last)");
+}
+
+TEST_CASE("the node file: no ENI's secondary or prefix address is any ENI's primaryIp", "[vpc-eni]") {
+    TempDir d;
+    const std::string in = "vpc-eni: node file " + d / "node.json" + ": ";
+    // Two ENIs in one subnet (AWS's default): ENI 1's addresses over ENI 0's primaryIp 10.0.1.17.
+    auto text = [&](const std::string& eni1) {
+        return R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [
+            {"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.17", "secondaryIps": ["10.0.1.20"]},
+            {"interface": "eth1", "deviceNumber": 1, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.40", )" + eni1 + "}]}";
+    };
+    auto err = [&](const std::string& eni1) { return load_error(d, text(eni1)); };
+    CHECK(err(R"("ipv4Prefixes": ["10.0.1.16/28"])") == in + "enis[1]: ipv4Prefixes: 10.0.1.16/28 holds 10.0.1.17, enis[0]'s primaryIp");
+    CHECK(err(R"("secondaryIps": ["10.0.1.17"])") ==
+          in + "enis[1]: secondaryIps: 10.0.1.17 is listed twice, or is an ENI's primaryIp or its gateway");
+    CHECK(err(R"("secondaryIps": ["10.0.1.41"], "ipv4Prefixes": ["10.0.1.32/28"])") ==
+          in + "enis[1]: ipv4Prefixes: 10.0.1.32/28 holds the ENI's own address 10.0.1.40");
+    // ENI 0's secondary address that is ENI 1's primaryIp, checked before ENI 1 is reached.
+    CHECK(err(R"("secondaryIps": ["10.0.1.41"]}, {"interface": "eth2", "deviceNumber": 2, "subnet": "10.0.1.0/24",
+                 "primaryIp": "10.0.1.20")") == in + "enis[0]: secondaryIps: 10.0.1.20 is listed twice, or is an ENI's primaryIp or its gateway");
+    CHECK(err(R"("secondaryIps": ["10.0.1.41"]}, {"interface": "eth2", "deviceNumber": 2, "subnet": "10.0.1.0/24",
+                 "primaryIp": "10.0.1.40")") == in + "enis[2]: primaryIp 10.0.1.40 is also enis[1]'s primaryIp");
+    CHECK(load(d, text(R"("secondaryIps": ["10.0.1.41"], "ipv4Prefixes": ["10.0.1.48/28"])")));
 }
 
 TEST_CASE("vpc-eni-ipam in prefix mode: an ENI's secondary addresses, then its prefixes', all 16, then exhaustion", "[vpc-eni]") {

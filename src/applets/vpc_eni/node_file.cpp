@@ -45,7 +45,6 @@ namespace {
 
 constexpr std::string_view kConfiguredDir = "/etc/cni/";
 constexpr std::string_view kDedicatedDir = "/etc/cni/vpc-eni/";  // its files need not be readable by all
-constexpr std::size_t kNodeFileLimit = std::size_t(4) << 20;  // 63,000 addresses take 1 MiB
 
 std::string missing() { return "vpc-eni: nodeFile is missing: the node file describes the node's ENIs"; }
 std::string in_file(const std::string& path) { return "vpc-eni: node file " + path + ": "; }
@@ -106,11 +105,29 @@ std::string listed_in(const NodeFile& n, std::vector<T> Eni::*list, const T& ite
     return std::string(key);
 }
 
+// What of `subnet` a prefix may not hold: AWS reserves its first four addresses (the network's,
+// the VPC router's, the DNS server's and one for later) and its last, in every subnet.
+std::optional<net::IpAddr> reserved_in(const net::IpNet& prefix, const net::IpNet& subnet) {
+    net::IpAddr a = subnet.network();
+    for (int k = 0; k < 4; ++k, a = a.next())
+        if (prefix.contains(a)) return a;
+    if (prefix.contains(subnet.last())) return subnet.last();
+    return std::nullopt;
+}
+
+// The ENI whose primaryIp is `ip`, as an error names it: "enis[K]'s primaryIp", or "".
+std::string primary_of(const NodeFile& n, const net::IpAddr& ip) {
+    for (std::size_t k = 0; k < n.enis.size(); ++k)
+        if (n.enis[k].primary_ip == ip) return "enis[" + std::to_string(k) + "]'s primaryIp";
+    return "";
+}
+
 // Each ENI's ipv4Prefixes (docs/vpc-eni.md, Prefix mode): an IPv4 /28 with no host bits, in the
-// ENI's subnet, holding neither the ENI's own address nor its gateway nor any listed secondary
-// address, and no two overlapping (two /28s overlap only when they are one). A prefix costs 16
-// lookups in the secondary addresses' table and one in its own: linear in the addresses, once.
-Status validate_prefixes(const NodeFile& n, const AddressSet& secondaries, const std::string& in) {
+// ENI's subnet, holding neither the ENI's own address nor its gateway nor an address AWS
+// reserves, nor any ENI's primary address or listed secondary address (all in `taken`), and no
+// two overlapping (two /28s overlap only when they are one). A prefix costs 16 lookups in
+// `taken` and one in its own table: linear in the addresses, once.
+Status validate_prefixes(const NodeFile& n, const AddressSet& taken, const std::string& in) {
     std::size_t count = 0;
     for (auto& e : n.enis) count += e.ipv4_prefixes.size();
     if (count == 0) return {};
@@ -125,11 +142,17 @@ Status validate_prefixes(const NodeFile& n, const AddressSet& secondaries, const
             if (!e.subnet->contains(p.ip) || !e.subnet->contains(p.last())) return fail(at + " is not in subnet " + e.subnet->str());
             if (p.contains(*e.primary_ip)) return fail(at + " holds the ENI's own address " + e.primary_ip->str());
             if (p.contains(e.gateway())) return fail(at + " holds the ENI's gateway " + e.gateway().str());
+            if (auto r = reserved_in(p, *e.subnet))
+                return fail(at + " holds " + r->str() + ", which AWS reserves in subnet " + e.subnet->str() +
+                            " (its first four addresses and its last)");
             if (!firsts.insert(p.ip, p.ip.value()))
                 return fail(at + " is listed twice (also in " + listed_in(n, &Eni::ipv4_prefixes, p, "ipv4Prefixes") + ")");
             for (net::IpAddr a = p.ip;; a = a.next()) {
-                if (secondaries.contains(a))
-                    return fail(at + " holds " + a.str() + ", listed in " + listed_in(n, &Eni::secondary_ips, a, "secondaryIps"));
+                if (taken.contains(a)) {
+                    const std::string primary = primary_of(n, a);
+                    return fail(at + " holds " + a.str() + ", " +
+                                (primary.empty() ? "listed in " + listed_in(n, &Eni::secondary_ips, a, "secondaryIps") : primary));
+                }
                 if (a == p.last()) break;
             }
         }
@@ -148,9 +171,13 @@ Status validate(const NodeFile& n) {
     if (n.vpc_cidrs.empty()) return fail(in + "vpcCidrs is missing");
     if (n.max_per_namespace < 0) return fail(in + "maxAddressesPerNamespace " + std::to_string(n.max_per_namespace) + " is negative");
     if (n.mtu < 576 || n.mtu > 9001) return fail(in + "mtu " + std::to_string(n.mtu) + " is not within 576..9001");
-    std::size_t secondaries = 0;
-    for (auto& e : n.enis) secondaries += e.secondary_ips.size();
-    AddressSet seen(secondaries);
+    // Every ENI's primary address first: no ENI's secondary or prefix address may be one of them.
+    std::size_t addresses = n.enis.size();
+    for (auto& e : n.enis) addresses += e.secondary_ips.size();
+    AddressSet seen(addresses);
+    for (std::size_t i = 0; i < n.enis.size(); ++i)
+        if (const auto& ip = n.enis[i].primary_ip; ip && !seen.insert(*ip, ip->value()))
+            return fail(in + "enis[" + std::to_string(i) + "]: primaryIp " + ip->str() + " is also " + primary_of(n, *ip));
     for (std::size_t i = 0; i < n.enis.size(); ++i) {
         const Eni& e = n.enis[i];
         const std::string at = in + "enis[" + std::to_string(i) + "]: ";
@@ -175,7 +202,7 @@ Status validate(const NodeFile& n) {
             if (ip.is_v4() != v4 || (v & mask) != network)
                 return fail(at + "secondaryIps: " + ip.str() + " is not in subnet " + e.subnet->str());
             if (v == own || v == gateway || !seen.insert(ip, v))
-                return fail(at + "secondaryIps: " + ip.str() + " is listed twice, or is the ENI's own address or its gateway");
+                return fail(at + "secondaryIps: " + ip.str() + " is listed twice, or is an ENI's primaryIp or its gateway");
         }
     }
     CNI_TRY(validate_prefixes(n, seen, in));

@@ -23,6 +23,8 @@ namespace cni::vpc_eni {
 // Prefix mode (AWS prefix delegation): an ENI's IPv4 prefixes are /28s, each of 16 addresses.
 inline constexpr int kPrefixLength = 28;
 inline constexpr std::size_t kPrefixAddresses = 16;
+// The most a node file may hold, read or written: 63,000 addresses take 1 MiB.
+inline constexpr std::size_t kNodeFileLimit = std::size_t(4) << 20;
 
 struct Eni {
     std::string interface;
