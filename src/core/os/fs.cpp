@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <utility>
 
 #include "core/os/errno_error.hpp"
 #include "core/os/unique_fd.hpp"
@@ -236,14 +237,31 @@ Status Dir::write(std::string_view name, std::string_view data, mode_t mode) con
 }
 
 Status Dir::write_atomic(std::string_view name, std::string_view data, mode_t mode) const {
+    CNI_TRY_ASSIGN(auto pending, write_pending(name, data, mode));
+    return pending.commit();
+}
+
+Result<PendingFile> Dir::write_pending(std::string_view name, std::string_view data, mode_t mode) const {
     std::string tmp = "." + std::string(name) + "." + random_hex() + ".tmp";
     UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!fd) return sys_fail("open", path_of(tmp));
-    auto st = write_all(fd.get(), data, path_of(tmp));
-    if (st && ::fchmod(fd.get(), mode) != 0) st = sys_fail("chmod", path_of(tmp));  // `mode` whatever the umask
-    if (st && ::renameat(fd_.get(), tmp.c_str(), fd_.get(), std::string(name).c_str()) != 0) st = sys_fail("rename", path_of(tmp));
-    if (!st) ::unlinkat(fd_.get(), tmp.c_str(), 0);
-    return st;
+    PendingFile pending(*this, tmp, std::string(name));  // removes the temporary unless committed
+    CNI_TRY(write_all(fd.get(), data, path_of(tmp)));
+    if (::fchmod(fd.get(), mode) != 0) return sys_fail("chmod", path_of(tmp));  // `mode` whatever the umask
+    return pending;
+}
+
+PendingFile::PendingFile(PendingFile&& other) noexcept
+    : dir_(other.dir_), tmp_(std::exchange(other.tmp_, {})), name_(std::move(other.name_)) {}
+
+PendingFile::~PendingFile() {
+    if (!tmp_.empty()) ::unlinkat(dir_->fd(), tmp_.c_str(), 0);
+}
+
+Status PendingFile::commit() {
+    if (::renameat(dir_->fd(), tmp_.c_str(), dir_->fd(), name_.c_str()) != 0) return sys_fail("rename", dir_->path_of(tmp_));
+    tmp_.clear();
+    return {};
 }
 
 bool Dir::remove(std::string_view name) const { return ::unlinkat(fd_.get(), std::string(name).c_str(), 0) == 0; }

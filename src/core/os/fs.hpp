@@ -62,6 +62,8 @@ bool only_we_write(const struct stat& st);
 Result<std::optional<std::string>> read_trusted_file(const std::string& path, std::size_t limit,
                                                      bool readable_by_all = false);
 
+class PendingFile;
+
 class Dir {
 public:
     static Result<Dir> open(const std::string& path);
@@ -91,6 +93,10 @@ public:
     Result<std::optional<std::string>> read_if_exists(std::string_view name, std::size_t limit = kStateFileLimit) const;
     Status write(std::string_view name, std::string_view data, mode_t mode) const;  // in place, truncates
     Status write_atomic(std::string_view name, std::string_view data, mode_t mode) const;
+    // write_atomic in two steps: `data` written in full now, under an exclusive temporary name,
+    // put in place as `name` by PendingFile::commit, so a caller learns that the write works
+    // before it does what the file is to record.
+    Result<PendingFile> write_pending(std::string_view name, std::string_view data, mode_t mode) const;
     bool remove(std::string_view name) const;  // false when it was not there or could not go
     bool remove_dir(std::string_view name) const;  // an empty directory; false otherwise
     std::optional<struct stat> stat(std::string_view name) const;  // of `name` itself, never through a link
@@ -102,6 +108,23 @@ private:
     Dir(UniqueFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
     UniqueFd fd_;
     std::string path_;
+};
+
+// A file Dir::write_pending wrote under a temporary name: renamed over its name by commit(),
+// removed when it never is. Its Dir must outlive it.
+class PendingFile {
+public:
+    PendingFile(PendingFile&& other) noexcept;
+    PendingFile& operator=(PendingFile&&) = delete;
+    ~PendingFile();
+    Status commit();
+
+private:
+    friend class Dir;
+    PendingFile(const Dir& dir, std::string tmp, std::string name) : dir_(&dir), tmp_(std::move(tmp)), name_(std::move(name)) {}
+    const Dir* dir_;
+    std::string tmp_;  // empty once committed
+    std::string name_;
 };
 
 // An applet's records of its attachments, /run/cni/<applet> (root's, 0700; no config key
