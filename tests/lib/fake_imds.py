@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """A stand-in for the EC2 instance metadata service, for vpc-eni's `node-setup --imds` tests
 (docs/vpc-eni.md, The node from the instance metadata service). It serves the paths an ANSWERS
-file holds, read again on every request so a test changes them between runs (a path it lacks is
+file holds, read again whenever the file changed (parsed once, however big) so a test changes them between runs (a path it lacks is
 a 404, as EC2 answers an ENI's ipv4-prefix when no prefix is delegated to it), with IMDSv2's
 session: PUT /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds gives a token, and a GET
 without an issued token in X-aws-ec2-metadata-token is answered 401. The file's "mode" plays a
@@ -14,6 +14,7 @@ the test's own namespace only.
 usage: fake_imds.py ADDRESS PORT ANSWERS   (prints "ready" once it listens)"""
 import http.server
 import json
+import os
 import secrets
 import socketserver
 import sys
@@ -32,9 +33,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    cache = (None, None)  # (the file's identity, its answers): a big file is parsed once, not per request
+
     def answers(self):
         with open(self.server.answers_path) as f:
-            return json.load(f)
+            st = os.fstat(f.fileno())
+            identity = (st.st_ino, st.st_mtime_ns, st.st_size)
+            with self.lock:
+                if Handler.cache[0] != identity:
+                    Handler.cache = (identity, json.load(f))
+                return Handler.cache[1]
 
     def record(self):
         entry = {"method": self.command, "path": self.path, "token": self.headers.get("X-aws-ec2-metadata-token"),

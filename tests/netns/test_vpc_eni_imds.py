@@ -12,8 +12,9 @@ and addresses added and that address removed: it sets up eth2, whose pod reaches
 it (as does a pod on eth1's prefix through eth1), rewrites the file, and the removed address
 stays reserved, with its pod's rules, until the pod's DEL. node-teardown then leaves the node as
 it was. Every failure (no route, no token offered, 401, a missing path, garbage, no answer, a 5xx
-to the end of the retries, an ENI with no link) is an error naming it, and leaves the node file
-and the node as they were."""
+to the end of the retries, an ENI with no link, a node file past 4 MiB, a folder it cannot write)
+is an error naming it, and leaves the node file and the node as they were; a setup that fails
+partway (an ENI refusing its MTU) is undone, on a fresh node and on one set up before."""
 import json
 import os
 import subprocess
@@ -303,6 +304,99 @@ def failures_leave_the_node_file_and_the_node():
                 check(r.returncode == 1 and want in r.stderr, f"{args}: {r.stderr}")
             md.set(good)
             sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+
+
+@test
+def a_failed_setup_is_undone():
+    """vpc-eni node-setup --imds: a setup that fails partway (an ENI refusing its MTU) is undone, on a fresh node and on one set up before"""
+    with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
+        vpc.build_vpc(vpc_ns, node)
+        # ENI 2 a macvlan over a link of MTU 1400: it refuses the node file's 1500, after the
+        # primary's rp_filter, the fwmark rule and ENI 1 are set up.
+        sh("ip", "-n", node, "link", "add", "sxlow", "mtu", "1400", "type", "veth", "peer", "name", "sxlowp")
+        sh("ip", "-n", node, "link", "add", "eth2", "link", "sxlow", "type", "macvlan", "mode", "bridge")
+        refused = FIRST + [("eth2", 2, "eni-0c2", "10.80.3.0/24", ["10.80.3.10", "10.80.3.20"])]
+        path = vpc.write_node_file(state, settings(state))
+        record = os.path.join(state, "run", "node-backup.json")
+        with Metadata(node, state) as md:
+            vpc.dad_done(node)
+            before = vpc.node_state(node)
+            for fresh in (True, False):
+                with open(path, "rb") as f:
+                    written = f.read()
+                md.set(answers(node, refused))
+                r = node_setup(node, "--imds", path, check_rc=False)
+                check(r.returncode == 1 and "eth2" in r.stderr and "undoing" not in r.stderr, r.stderr)
+                with open(path, "rb") as f:
+                    eq(f.read(), written, "the node file changed")
+                eq(vpc.node_state(node), before, f"{'a fresh' if fresh else 'a set-up'} node changed")
+                check(not any(n.endswith(".tmp") for n in os.listdir(state)), os.listdir(state))
+                if fresh:
+                    check(not os.path.exists(record), "a record of a setup undone")
+                    md.set(answers(node, FIRST))
+                    node_setup(node, "--imds", path)
+                    for _ in range(100):  # eth1, up now, gets its carrier and then its link-local address
+                        if "NO-CARRIER" not in sh("ip", "-n", node, "link", "show", "eth1").stdout:
+                            break
+                        time.sleep(0.05)
+                    time.sleep(0.1)
+                    vpc.dad_done(node)
+                    before = vpc.node_state(node)
+                else:
+                    eq([link["name"] for link in read(record)["links"]], ["eth0", "eth1"])
+            sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+
+
+@test
+def a_folder_it_cannot_write_changes_nothing():
+    """vpc-eni node-setup --imds: a node file whose folder cannot take it (read-only) is an error before the node changes"""
+    with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
+        vpc.build_vpc(vpc_ns, node)
+        folder = os.path.join(state, "ro")
+        os.mkdir(folder, 0o755)
+        path = vpc.write_node_file(folder, settings(state))
+        with Metadata(node, state) as md:
+            vpc.dad_done(node)
+            before = vpc.node_state(node)
+            md.set(answers(node, FIRST))
+            sh("mount", "--bind", folder, folder)
+            try:
+                sh("mount", "-o", "remount,bind,ro", folder)
+                r = node_setup(node, "--imds", path, check_rc=False)
+            finally:
+                sh("umount", folder, check_rc=False)
+            check(r.returncode == 1 and f"open {folder}/.node.json." in r.stderr and "read-only file system" in r.stderr, r.stderr)
+            eq(vpc.node_state(node), before, "the node changed")
+            eq(read(path), settings(state))
+            check(not os.path.exists(os.path.join(state, "run", "node-backup.json")), "a record")
+
+
+@test
+def a_node_file_past_its_limit_changes_nothing():
+    """vpc-eni node-setup --imds: a node whose file would pass 4 MiB (40 ENIs of 3,500 prefixes, each answer under 64 KiB) is refused before the node changes"""
+    count, prefixes_each = 40, 3500
+    with vpc.node_and_data() as (state, _), netns("node") as node:
+        sh("ip", "-n", node, "link", "set", "lo", "up")
+        enis = []
+        for i in range(count):
+            sh("ip", "-n", node, "link", "add", f"sxd{i}", "address", f"02:00:00:00:01:{i:02x}", "type", "veth", "peer", "name", f"sxp{i}")
+            prefixes = [f"10.{100 + i}.{k * 16 // 256 + 1}.{k * 16 % 256}/28" for k in range(prefixes_each)]
+            enis.append((f"sxd{i}", i, f"eni-0{i:02x}", f"10.{100 + i}.0.0/16", [f"10.{100 + i}.0.10"], prefixes))
+        path = vpc.write_node_file(state, settings(state))
+        with Metadata(node, state) as md:
+            a = answers(node, enis)
+            for key in a["paths"]:
+                if key.endswith("vpc-ipv4-cidr-blocks"):
+                    a["paths"][key] = "10.0.0.0/8"
+            md.set(a)
+            rules = sh("ip", "-n", node, "rule").stdout
+            r = node_setup(node, "--imds", path, check_rc=False)
+            check(r.returncode == 1 and "the node as the metadata service describes it: its node file would take " in r.stderr
+                  and f"more than the 4 MiB a node file may hold ({count * prefixes_each * 16} addresses on {count} ENIs)" in r.stderr,
+                  r.stderr)
+            eq(read(path), settings(state))
+            eq(sh("ip", "-n", node, "rule").stdout, rules)
+            check(not os.path.exists(os.path.join(state, "run")), "node-setup made its stateDir")
 
 
 if __name__ == "__main__":

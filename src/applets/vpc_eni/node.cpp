@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // vpc-eni's node setup and teardown (see node.hpp and docs/vpc-eni.md). What setup changes is
 // first written to <stateDir>/node-backup.json (a second setup keeps the first record, adding
-// only ENIs attached since): the primary's rp_filter, each ENI's MTU, link state and IPv4
-// addresses, whether the local table's rule sat at priority 0, and which iptables-nft tables and
-// built-in chains the SNAT rules will make. Teardown removes what setup added and restores that
-// record (removing those tables and chains when they hold nothing), then deletes it.
+// only ENIs attached since): the primary interface and its rp_filter, each ENI's MTU, link state
+// and IPv4 addresses, whether the local table's rule sat at priority 0, and which iptables-nft
+// tables and built-in chains the SNAT rules will make. Teardown removes what setup added and
+// restores that record (removing those tables and chains when they hold nothing), then deletes
+// it; the NodePort rule and rp_filter it restores are the recorded primary interface's, whatever
+// the node file says now. A setup that fails partway can be undone from the record as well.
 #include "applets/vpc_eni/node.hpp"
 
 #include <linux/rtnetlink.h>
@@ -17,6 +19,7 @@
 #include "applets/vpc_eni/reservations.hpp"
 #include "applets/vpc_eni/snat.hpp"
 #include "core/cni/json.hpp"
+#include "core/cni/request.hpp"
 #include "core/nl/addr.hpp"
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
@@ -39,6 +42,7 @@ struct LinkBackup {
     std::vector<net::IpNet> addresses;
 };
 struct Backup {
+    std::string primary_interface;  // the one setup marked NodePort connections on and set rp_filter of
     std::string rp_filter;
     bool local_rule_at_0 = true;
     std::vector<LinkBackup> links;
@@ -56,6 +60,7 @@ Status decode(const json::Value& v, LinkBackup& out, const json::Where& w) {
 }
 
 inline constexpr std::array kBackupKeys{
+    key<&Backup::primary_interface>("primaryInterface", ""),
     key<&Backup::rp_filter>("rpFilter", ""),
     key<&Backup::local_rule_at_0>("localRuleAt0", ""),
     key<&Backup::links>("links", "[]vpc.LinkBackup", ""),
@@ -66,6 +71,7 @@ std::string encode(const Backup& b) {
     json::Document d;
     d.SetObject();
     auto& a = d.GetAllocator();
+    json::set(d, "primaryInterface", json::str(b.primary_interface, a), a);
     json::set(d, "rpFilter", json::str(b.rp_filter, a), a);
     json::set(d, "localRuleAt0", json::Value(b.local_rule_at_0), a);
     json::Value links(rapidjson::kArrayType);
@@ -104,7 +110,7 @@ Result<Node> open_node(std::span<const std::string> args, std::string_view verb)
     return open_node(std::move(file));
 }
 
-std::string rp_filter_name(const NodeFile& f) { return "net/ipv4/conf/" + f.primary_interface + "/rp_filter"; }
+std::string rp_filter_name(const std::string& interface) { return "net/ipv4/conf/" + interface + "/rp_filter"; }
 
 // The link a node file's key names, or an error naming the key, the file and the link.
 Result<nl::LinkInfo> node_link(const Node& n, const std::string& name, const std::string& key) {
@@ -146,7 +152,8 @@ Status snapshot_links(const Node& n, Backup& b) {
 Result<Backup> snapshot(const Node& n, fw::Driver driver) {
     Backup b;
     CNI_TRY(node_link(n, n.file.primary_interface, "primaryInterface"));
-    CNI_TRY_ASSIGN(b.rp_filter, os::sysctl_get(rp_filter_name(n.file)));
+    b.primary_interface = n.file.primary_interface;
+    CNI_TRY_ASSIGN(b.rp_filter, os::sysctl_get(rp_filter_name(b.primary_interface)));
     CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
     b.local_rule_at_0 = std::ranges::any_of(rules, [](const nl::RuleSpec& r) { return r.table == RT_TABLE_LOCAL && r.priority == 0u; });
     CNI_TRY(snapshot_links(n, b));
@@ -162,6 +169,10 @@ Result<std::optional<Backup>> read_backup(const Node& n) {
     json::Where w{"Backup", "", "vpc-eni: " + n.state.path_of(kBackupName) + ": "};
     CNI_TRY(json::expect_object(doc, w, "vpc.Backup"));
     CNI_TRY(read_keys(doc, kBackupKeys, b, w));
+    // Named in a firewall rule and a /proc/sys path: an interface name, or none (an older record's).
+    if (!b.primary_interface.empty())
+        if (auto st = validate_ifname(b.primary_interface); !st)
+            return fail("vpc-eni: " + n.state.path_of(kBackupName) + ": primaryInterface: " + st.error().msg);
     return std::optional<Backup>{std::move(b)};
 }
 
@@ -255,6 +266,81 @@ Result<fw::Driver> firewall_driver(const NodeFile& f) {
     return snat().choose(configured);
 }
 
+// An ENI back as setup found it (`was`, its record; none: only the routes setup added).
+Status restore_eni(const Node& n, const Eni& eni, const LinkBackup* was) {
+    CNI_TRY_ASSIGN(auto link, nl::find_link(n.sock, eni.interface));
+    if (!link) return {};
+    if (eni.device_number > 0) {
+        CNI_TRY(nl::del_route(n.sock, default_route(eni, link->index)));
+        CNI_TRY(nl::del_route(n.sock, gateway_route(eni, link->index)));
+        if (was) {
+            CNI_TRY_ASSIGN(auto addrs, eni_addresses(n, eni, link->index));
+            for (auto& a : addrs)
+                if (std::ranges::find(was->addresses, a) == was->addresses.end()) CNI_TRY(nl::del_addr(n.sock, link->index, link->name, a));
+            for (auto& a : was->addresses)
+                if (std::ranges::find(addrs, a) == addrs.end()) CNI_TRY(nl::add_addr(n.sock, link->index, link->name, a));
+            CNI_TRY(nl::set_link_up(n.sock, *link, was->up));
+        }
+    }
+    if (was) CNI_TRY(nl::set_mtu(n.sock, *link, was->mtu));
+    return {};
+}
+
+const LinkBackup* recorded_link(const std::optional<Backup>& recorded, const std::string& name) {
+    if (recorded)
+        for (auto& l : recorded->links)
+            if (l.name == name) return &l;
+    return nullptr;
+}
+
+// Removes what setup added and restores `recorded`, then deletes it. The NodePort rule and
+// rp_filter are the recorded primary interface's (the node file's may have changed since); a
+// NodePort rule of the file's, when it names another, goes too.
+Status teardown(const Node& n, const std::optional<Backup>& recorded) {
+    const NodeFile& f = n.file;
+    const std::string primary_name = recorded && !recorded->primary_interface.empty() ? recorded->primary_interface : f.primary_interface;
+    if (auto spec = snat_spec(f, recorded)) {
+        if (primary_name != f.primary_interface) {
+            SnatSpec current = *spec;
+            current.nft_made.clear();
+            CNI_TRY(snat().teardown_all(current));
+        }
+        spec->primary_interface = primary_name;
+        CNI_TRY(snat().teardown_all(*spec));
+    }
+    CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
+    if (f.pod_eni_support) {
+        if ((!recorded || recorded->local_rule_at_0) && !has_rule(rules, local_rule(0))) CNI_TRY(nl::add_rule(n.sock, local_rule(0)));
+        CNI_TRY(nl::del_rules(n.sock, local_rule(kLocalPriorityPodEni)));
+    }
+    for (auto& eni : f.enis) CNI_TRY(restore_eni(n, eni, recorded_link(recorded, eni.interface)));
+    // A primary interface that is gone took its rp_filter with it: nothing to restore.
+    CNI_TRY_ASSIGN(auto primary, nl::find_link(n.sock, primary_name));
+    if (recorded && primary) CNI_TRY(os::sysctl_set(rp_filter_name(primary_name), recorded->rp_filter));
+    n.state.remove(kBackupName);
+    return {};
+}
+
+// What a setup of `file` that failed partway changed, undone: nothing when it recorded nothing
+// (the record comes before any change); on a node no setup had recorded (`before`), all of it,
+// as teardown does; else the ENIs it recorded first go back as they were, the record as it was,
+// and the node file the node was set up by (`previous`) is set up again.
+Status undo_setup(NodeFile file, const std::optional<Backup>& before, const std::optional<NodeFile>& previous) {
+    CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
+    CNI_TRY_ASSIGN(auto after, read_backup(n));
+    if (!after) return {};
+    if (!before) return teardown(n, after);
+    for (auto& l : after->links) {
+        if (recorded_link(before, l.name)) continue;
+        auto eni = std::ranges::find_if(n.file.enis, [&](const Eni& e) { return e.interface == l.name; });
+        if (eni != n.file.enis.end()) CNI_TRY(restore_eni(n, *eni, &l));
+    }
+    CNI_TRY(n.state.write_atomic(kBackupName, encode(*before), 0600));
+    if (previous) CNI_TRY(setup_node(*previous));
+    return {};
+}
+
 }  // namespace
 
 Result<int> node_setup(std::span<const std::string> args) {
@@ -278,11 +364,13 @@ Status setup_node(NodeFile file) {
     } else {
         const std::size_t known = recorded->links.size();
         CNI_TRY(snapshot_links(n, *recorded));  // ENIs attached since the first setup
-        if (recorded->links.size() != known) CNI_TRY(n.state.write_atomic(kBackupName, encode(*recorded), 0600));
+        const bool unnamed = recorded->primary_interface.empty();  // an older version's record
+        if (unnamed) recorded->primary_interface = n.file.primary_interface;
+        if (recorded->links.size() != known || unnamed) CNI_TRY(n.state.write_atomic(kBackupName, encode(*recorded), 0600));
     }
     const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto primary, node_link(n, f.primary_interface, "primaryInterface"));
-    if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f), "2"));
+    if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f.primary_interface), "2"));
     CNI_TRY(nl::set_mtu(n.sock, primary, f.mtu));
     // Never deleted to be re-added: a run of --interval must leave no moment without it.
     if (f.node_port_support) CNI_TRY(nl::add_rule_if_absent(n.sock, fwmark_rule()));
@@ -304,42 +392,22 @@ Status setup_node(NodeFile file) {
 
 Result<int> node_teardown(std::span<const std::string> args) {
     CNI_TRY_ASSIGN(auto n, open_node(args, "node-teardown"));
-    const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
-    if (auto spec = snat_spec(f, recorded)) CNI_TRY(snat().teardown_all(*spec));
-    CNI_TRY(nl::del_rules(n.sock, fwmark_rule()));
-    CNI_TRY_ASSIGN(auto rules, nl::list_rules(n.sock, AF_INET));
-    if (f.pod_eni_support) {
-        if ((!recorded || recorded->local_rule_at_0) && !has_rule(rules, local_rule(0))) CNI_TRY(nl::add_rule(n.sock, local_rule(0)));
-        CNI_TRY(nl::del_rules(n.sock, local_rule(kLocalPriorityPodEni)));
-    }
-    for (auto& eni : f.enis) {
-        CNI_TRY_ASSIGN(auto link, nl::find_link(n.sock, eni.interface));
-        if (!link) continue;
-        const LinkBackup* was = nullptr;
-        if (recorded)
-            for (auto& l : recorded->links)
-                if (l.name == eni.interface) was = &l;
-        if (eni.device_number > 0) {
-            CNI_TRY(nl::del_route(n.sock, default_route(eni, link->index)));
-            CNI_TRY(nl::del_route(n.sock, gateway_route(eni, link->index)));
-            if (was) {
-                CNI_TRY_ASSIGN(auto addrs, eni_addresses(n, eni, link->index));
-                for (auto& a : addrs)
-                    if (std::ranges::find(was->addresses, a) == was->addresses.end())
-                        CNI_TRY(nl::del_addr(n.sock, link->index, link->name, a));
-                for (auto& a : was->addresses)
-                    if (std::ranges::find(addrs, a) == addrs.end()) CNI_TRY(nl::add_addr(n.sock, link->index, link->name, a));
-                CNI_TRY(nl::set_link_up(n.sock, *link, was->up));
-            }
-        }
-        if (was) CNI_TRY(nl::set_mtu(n.sock, *link, was->mtu));
-    }
-    // A primary interface that is gone took its rp_filter with it: nothing to restore.
-    CNI_TRY_ASSIGN(auto primary, nl::find_link(n.sock, f.primary_interface));
-    if (recorded && primary) CNI_TRY(os::sysctl_set(rp_filter_name(f), recorded->rp_filter));
-    n.state.remove(kBackupName);
+    CNI_TRY(teardown(n, recorded));
     return 0;
+}
+
+Status setup_node_or_undo(NodeFile file, const std::optional<NodeFile>& previous) {
+    std::optional<Backup> before;  // the record before this setup: what a failure goes back to
+    {
+        CNI_TRY_ASSIGN(auto n, open_node(file));
+        CNI_TRY_ASSIGN(before, read_backup(n));
+    }
+    auto done = setup_node(file);
+    if (done) return done;
+    if (auto undone = undo_setup(std::move(file), before, previous); !undone)
+        return fail(done.error().msg + "; undoing what it did failed too: " + undone.error().msg);
+    return done;
 }
 
 }  // namespace cni::vpc_eni

@@ -5,6 +5,7 @@
 // stateDir, which teardown restores, so a node goes back to how it was.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 
@@ -17,6 +18,10 @@ namespace cni::vpc_eni {
 Result<int> node_setup(std::span<const std::string> args);
 // Sets the node up as `file` describes it.
 Status setup_node(NodeFile file);
+// The same; when it fails partway, what it changed is undone: on a node no setup had recorded,
+// all of it; else the ENIs it set up first go back as they were and `previous` (the node file the
+// node was set up by, when there is one) is set up again. The error is setup's.
+Status setup_node_or_undo(NodeFile file, const std::optional<NodeFile>& previous);
 // `node-setup --imds ...` (node_imds.cpp).
 Result<int> node_setup_from_metadata(std::span<const std::string> args);
 Result<int> node_teardown(std::span<const std::string> args);

@@ -2,10 +2,13 @@
 // `cni-all vpc-eni node-setup --imds [URL] [--imds-v1] [--interval SECONDS] FILE` (docs/vpc-eni.md,
 // The node from the instance metadata service): the node file's ENIs, primary interface and VPC
 // CIDRs learned from the metadata service (imds.hpp), each ENI's interface the link with its
-// MAC, the file's other keys kept as root wrote them; the node set up as that file says, and
-// only then the file replaced (keeping its mode), atomically, so a concurrent ADD reads the old file or the new one
-// and a failure anywhere before leaves both the file and the node as they were. With
-// --interval it runs again every so many seconds, reporting a failed round and carrying on.
+// MAC, the file's other keys kept as root wrote them. Before the node changes, the new file is
+// known to fit (kNodeFileLimit) and is written in full under a temporary name in its folder
+// (made 0755 when missing, reached through no symbolic link); the node is then set up as it
+// says (what a failure partway changed is undone, setup_node_or_undo), and only then the file
+// renamed into place (keeping its mode), so a concurrent ADD reads the old file or the new one
+// and a failed round leaves the file and the node as they were. With --interval it runs again
+// every so many seconds, reporting a failed round and carrying on.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -20,8 +23,6 @@
 
 namespace cni::vpc_eni {
 namespace {
-
-constexpr std::size_t kNodeFileRead = std::size_t(4) << 20;
 
 struct Options {
     ImdsOptions imds;
@@ -93,10 +94,24 @@ Result<NodeFile> learned_node(const InstanceMetadata& m, NodeFile settings, cons
 
 // The mode the node file keeps: the one it has (but never writable by others than root), else
 // 0644, readable by all as a node file outside /etc/cni/vpc-eni/ must be (docs/vpc-eni.md).
-mode_t mode_of(const std::string& path) {
-    struct stat st{};
-    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return st.st_mode & 0755;
-    return 0644;
+mode_t mode_of(const os::Dir& folder, const std::string& name) {
+    auto st = folder.stat(name);
+    return st && S_ISREG(st->st_mode) ? st->st_mode & 0755 : 0644;
+}
+
+// The node file's folder, each missing folder on its way made 0755 (/etc/cni/vpc-eni/ on a fresh
+// node), every one reached from "/" through no symbolic link and changeable by root alone
+// (os::Dir::open_trusted).
+Result<os::Dir> node_file_folder(const std::string& file) {
+    const std::string absolute = os::absolute_path(file);
+    const auto names = os::path_names(absolute.substr(0, absolute.rfind('/')));
+    std::string at;
+    for (auto& name : names) {
+        at += "/" + name;
+        CNI_TRY_ASSIGN(auto folder, os::Dir::open_trusted(at, 0755));
+        if (&name == &names.back()) return folder;
+    }
+    return os::Dir::open_trusted("/");
 }
 
 // One round: true when the node file changed.
@@ -108,10 +123,23 @@ Result<bool> learn_and_set_up(const Options& o) {
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
     CNI_TRY_ASSIGN(auto node, learned_node(metadata, std::move(base), sock));
     const std::string text = encode_node_file(node);
-    CNI_TRY(setup_node(node));
-    CNI_TRY_ASSIGN(auto old, os::read_state_file(o.file, kNodeFileRead));
-    if (old && *old == text) return false;
-    CNI_TRY(os::write_file_atomic(o.file, text, mode_of(o.file)));
+    if (text.size() > kNodeFileLimit)
+        return fail("the node as the metadata service describes it: its node file would take " + std::to_string(text.size()) +
+                    " bytes, more than the " + std::to_string(kNodeFileLimit >> 20) + " MiB a node file may hold (" +
+                    std::to_string(node.address_count()) + " addresses on " + std::to_string(node.enis.size()) + " ENIs)");
+    CNI_TRY_ASSIGN(auto folder, node_file_folder(o.file));
+    const std::string name = o.file.substr(o.file.rfind('/') + 1);
+    CNI_TRY_ASSIGN(auto old, folder.read_if_exists(name, kNodeFileLimit));
+    std::optional<NodeFile> previous;  // what the node was set up by, for an undo
+    if (old)
+        if (auto was = load_node_file(o.file)) previous = std::move(*was);
+    if (old && *old == text) {
+        CNI_TRY(setup_node_or_undo(std::move(node), previous));
+        return false;
+    }
+    CNI_TRY_ASSIGN(auto pending, folder.write_pending(name, text, mode_of(folder, name)));
+    CNI_TRY(setup_node_or_undo(std::move(node), previous));
+    CNI_TRY(pending.commit());
     return true;
 }
 
