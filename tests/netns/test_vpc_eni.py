@@ -12,7 +12,9 @@ other and the node reaches both. Routes, rules, neighbour entries and sysctls ar
 documented ones (docs/vpc-eni.md). DEL removes everything, a second DEL succeeds, and
 node-teardown leaves the node as it was, without a table of the other iptables variant. In
 prefix mode, a pod on a /28 prefix of each ENI is routed as a secondary address, with the same
-traffic, on both variants. DEL acts
+traffic, on both variants. node-teardown goes by its record: the primary interface setup
+recorded, not one the file names since, and never an empty base chain another program set to
+drop. DEL acts
 only on what vpc-eni-ipam holds for its container (another program's route and rules, and a live
 pod's, survive a DEL whose prevResult names their addresses), also with neither prevResult nor a
 namespace, and a DEL cut short is finished by the next; with another IPAM it finds the state
@@ -256,7 +258,8 @@ def node_port(vpc, node, pb, variant, backend, path, setup):
     as kube-proxy's, in a table of the test's own. With nodePortSupport the primary ENI's
     connmark sends B's reply out of eth0, where the DNAT is undone, and the client gets it;
     without it the reply leaves through eth1 with the primary's address and the VPC's source
-    check drops it. Then nodePortSupport is on again, its rule there once."""
+    check drops it. Then nodePortSupport is on again, its rule there once, and first in mangle
+    PREROUTING (iptables) even when another program's ACCEPT was first and the rule after it."""
     in_ns(node, "nft", "-f", "-", input=(
         "table ip sx_kube {\n chain pre {\n  type nat hook prerouting priority dstnat;\n"
         f"  ip daddr {PRIMARY_IP} tcp dport 30080 dnat to 10.80.2.20:7100\n }}\n}}\n"))
@@ -266,6 +269,10 @@ def node_port(vpc, node, pb, variant, backend, path, setup):
             return in_ns(node, "nft", "list", "chain", "ip", "cni_vpc_eni", "prerouting").stdout.count(PRIMARY_ENI_NFT)
         return in_ns(node, f"iptables-{variant}-save", "-t", "mangle").stdout.count(PRIMARY_ENI_MARK)
 
+    def prerouting():
+        return [line for line in in_ns(node, f"iptables-{variant}-save", "-t", "mangle").stdout.splitlines()
+                if line.startswith("-A PREROUTING ")]
+
     def node_port_support(on):
         with open(path) as f:
             content = json.load(f)
@@ -274,6 +281,8 @@ def node_port(vpc, node, pb, variant, backend, path, setup):
         setup("node-setup")
 
     eq(marks(), 1)
+    if backend != "nftables":  # first in mangle PREROUTING
+        eq(prerouting()[0], PRIMARY_ENI_MARK)
     eq(node_port_reply(vpc, pb, 7100), INTERNET)
     dropped = vpc_counters(vpc)["r1 dropped"]
     eq(dropped, 0)
@@ -282,8 +291,18 @@ def node_port(vpc, node, pb, variant, backend, path, setup):
     check("fwmark 0x80" not in sh("ip", "-n", node, "rule").stdout)
     eq(node_port_reply(vpc, pb, 7101, timeout=0.5), None)  # the drop below is the evidence, not the wait
     check(vpc_counters(vpc)["r1 dropped"] > dropped, "the reply was not dropped by the VPC's source check")
+    if backend != "nftables":
+        # Another program's ACCEPT first in mangle PREROUTING, and the mark appended after it (as an
+        # earlier version did): setup puts the mark first again, in one commit.
+        iptables = ["ip", "netns", "exec", node, f"iptables-{variant}", "-t", "mangle"]
+        sh(*iptables, "-I", "PREROUTING", "1", "-i", "sxother", "-j", "ACCEPT")
+        sh(*iptables, "-A", "PREROUTING", "-i", "eth0", "-m", "comment", "--comment", "AWS, primary ENI", "-m", "addrtype",
+           "--dst-type", "LOCAL", "--limit-iface-in", "-j", "CONNMARK", "--set-xmark", "0x80/0x80")
     node_port_support(True)
     eq(marks(), 1)
+    if backend != "nftables":
+        eq(prerouting()[0], PRIMARY_ENI_MARK, prerouting())
+        sh(*iptables, "-D", "PREROUTING", "-i", "sxother", "-j", "ACCEPT")
     in_ns(node, "nft", "delete", "table", "ip", "sx_kube")
 
 
@@ -429,6 +448,48 @@ def simulated_vpc_legacy():
 def simulated_vpc_nftables_driver():
     """vpc-eni with firewallBackend nftables: the SNAT and connmark in a native table, the same traffic"""
     scenario("nft", "nftables")
+
+
+@test
+def teardown_goes_by_its_record():
+    """vpc-eni node-teardown on iptables-nft: the recorded primary interface's NodePort rule and rp_filter though the file names another now; a base chain set to drop since stays"""
+    path_env = {"PATH": VARIANTS["nft"] + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+    with node_and_data() as (state, _), netns("vpc") as vpc, netns("node") as node:
+        build_vpc(vpc, node)
+        path = write_node_file(state, node_file(os.path.join(state, "run")))
+        dad_done(node)
+        before = node_state(node)
+
+        def run(verb):
+            in_ns(node, "env", f"PATH={path_env['PATH']}", os.path.join(BIN, "vpc-eni"), verb, path)
+
+        run("node-setup")
+        eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), "2")
+        eq(read_json(os.path.join(state, "run", "node-backup.json"))["primaryInterface"], "eth0")
+        # Another program sets mangle PREROUTING, which setup made, to drop: its chain now.
+        in_ns(node, "iptables-nft", "-t", "mangle", "-P", "PREROUTING", "DROP")
+        # The file now names another primary interface (renamed, say).
+        f = node_file(os.path.join(state, "run"), primaryInterface="eth9")
+        f["enis"][0]["interface"] = "eth9"
+        write_node_file(state, f)
+        run("node-teardown")
+        eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), before[3].split("=")[1].strip())
+        check("AWS" not in in_ns(node, "iptables-nft-save").stdout, in_ns(node, "iptables-nft-save").stdout)
+        check("policy drop" in in_ns(node, "nft", "list", "chain", "ip", "mangle", "PREROUTING").stdout, "the chain set to drop went")
+        check("table ip nat" not in nft_ruleset(node), nft_ruleset(node))
+        in_ns(node, "iptables-nft", "-t", "mangle", "-P", "PREROUTING", "ACCEPT")
+        # A record naming no interface name is refused, naming the record.
+        write_node_file(state, node_file(os.path.join(state, "run")))
+        run("node-setup")
+        record = os.path.join(state, "run", "node-backup.json")
+        write_node_file(os.path.dirname(record), dict(read_json(record), primaryInterface="../eth0"), name="node-backup.json", mode=0o600)
+        r = in_ns(node, os.path.join(BIN, "vpc-eni"), "node-teardown", path, check_rc=False)
+        check(r.returncode == 1 and f"{record}: primaryInterface" in r.stderr, r.stderr)
+
+
+def read_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 def prefix_scenario(variant):

@@ -5,7 +5,7 @@
 // AWS-CONNMARK-CHAIN-0 (which returns for the VPC CIDRs and marks the rest), then restores the
 // connection's mark onto the packet; with node-port support, a connection arriving on the primary
 // interface for a local address (-m addrtype --dst-type LOCAL --limit-iface-in) gets connmark
-// 0x80 first ("AWS, primary ENI"). Both tables, IPv4, in the node's variant; teardown sweeps both
+// 0x80 first ("AWS, primary ENI", the chain's first rule). Both tables, IPv4, in the node's variant; teardown sweeps both
 // variants, and on an nft node removes the tables and built-in chains setup made once they hold
 // nothing (SnatSpec::nft_made), so nf_tables is left as it was.
 #include <linux/netfilter/nf_conntrack_common.h>
@@ -109,6 +109,18 @@ Status ensure_chain(IptTable& t, const std::string& chain, const std::vector<Ipt
     return {};
 }
 
+// The primary ENI's connmark first in mangle PREROUTING (docs/vpc-eni.md), so that no other
+// program's ACCEPT before it skips it: inserted at the top, or moved there in the same commit
+// when it is elsewhere (appended by an earlier version), so no packet meets the chain without it.
+Status primary_eni_mark_first(IptTable& mangle, const IptRule& mark) {
+    if (mangle.has_chain("PREROUTING")) {
+        CNI_TRY_ASSIGN(auto listed, mangle.rules("PREROUTING"));
+        if (!listed.empty() && !listed.front().foreign && listed.front().rule == mark) return {};
+        CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == mark; }));
+    }
+    return mangle.insert_unique("PREROUTING", mark);
+}
+
 Status require_rule(const IptTable& t, const std::string& chain, const IptRule& r, const std::string& what) {
     CNI_TRY_ASSIGN(bool there, t.has_rule(chain, r));
     if (!there) return fail("vpc-eni: " + what + " is missing from " + chain);
@@ -133,7 +145,7 @@ public:
         }));
         return IptTable::update(fw::Family::v4, "mangle", [&](IptTable& mangle) -> Status {
             CNI_TRY(ensure_chain(mangle, kConnmarkChain, connmark_rules(s)));
-            if (s.node_port) CNI_TRY(mangle.append_unique("PREROUTING", primary_eni_mark(s)));
+            if (s.node_port) CNI_TRY(primary_eni_mark_first(mangle, primary_eni_mark(s)));
             else if (mangle.has_chain("PREROUTING"))
                 CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == primary_eni_mark(s); }));
             CNI_TRY(mangle.append_unique("PREROUTING", connmark_jump(s)));
