@@ -11,6 +11,7 @@ packages=(
   meson ninja-build pkg-config g++            # build
   libnl-3-dev libnl-route-3-dev libiptc-dev   # netlink and iptables
   rapidjson-dev                               # JSON
+  libmbedtls-dev                              # TLS (core/http: cluster-ipam's etcd)
   python3 iproute2 iputils-ping iptables      # the demo (and the tests): namespaces, traffic, rule dumps
 )
 [ "${1:-}" = "--demo" ] || packages+=(
@@ -29,6 +30,7 @@ packages=(
   containerd python3-grpcio                   # kubelet's path: containerd's CRI plugin and our CRI client (cri suite)
   strace                                      # the static suite's syscall trace; bench: processes a call starts
   golang-go                                   # Go's regexp package, the oracle of tuning's allowlist regexps
+  etcd-server etcd-client                     # a real etcd cluster for cluster-ipam's tests (no system service)
   dbus-daemon python3-dbus python3-gi libglib2.0-bin  # firewall tests: a private bus, a stand-in firewalld
 )
 [ "${1:-}" = "--bench" ] && packages+=(python3-matplotlib linux-perf)  # the bench report's plots and profiles
@@ -46,5 +48,9 @@ if ((${#missing[@]})); then
   # The cri suite runs its own containerd; the package's service is not wanted on a test machine.
   if [[ " ${missing[*]} " == *" containerd "* ]] && command -v systemctl >/dev/null; then
     $sudo systemctl disable --now containerd.service >/dev/null 2>&1 || true
+  fi
+  # Nor etcd's: the tests start their own clusters (tests/lib/etcd_cluster.py).
+  if [[ " ${missing[*]} " == *" etcd-server "* ]] && command -v systemctl >/dev/null; then
+    $sudo systemctl disable --now etcd.service >/dev/null 2>&1 || true
   fi
 fi

@@ -4,16 +4,16 @@
 // passes 64 KiB, and what a parser takes is what the node file may hold: MACs in one form, at
 // most 251 of them, device numbers up to 999, ENI ids, IPv4 addresses and masked IPv4 CIDRs (a
 // prefix list, as written: each already masked).
-#include "applets/vpc_eni/http.hpp"
+#include "core/http/answer.hpp"
 #include "applets/vpc_eni/imds.hpp"
 #include "fuzz_check.hpp"
 
 using namespace cni;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-    auto r = vpc_eni::parse_http_answer(text_of(data, size), "GET http://169.254.169.254/latest/meta-data/mac");
+    auto r = http::parse_answer(text_of(data, size), "GET http://169.254.169.254/latest/meta-data/mac");
     if (!r) return 0;
-    property(r->body.size() <= vpc_eni::kHttpAnswerLimit, "a body past 64 KiB");
+    property(r->body.size() <= http::kAnswerLimit, "a body past 64 KiB");
     const std::string_view body = r->body;
     if (auto macs = vpc_eni::metadata_macs(body)) {
         property(!macs->empty() && macs->size() <= vpc_eni::kMostEnis, "a MAC list of 0 or more than 251");

@@ -13,8 +13,8 @@
 
 #include <thread>
 
-#include "applets/vpc_eni/http.hpp"
 #include "applets/vpc_eni/imds.hpp"
+#include "core/http/connection.hpp"
 #include "applets/vpc_eni/node_file.hpp"
 #include "temp_dir.hpp"
 
@@ -22,10 +22,10 @@ using namespace cni;
 using namespace std::chrono_literals;
 
 TEST_CASE("the metadata URL is an address literal over http", "[vpc-eni]") {
-    auto e = vpc_eni::parse_http_url("http://169.254.169.254/");
+    auto e = vpc_eni::parse_imds_url("http://169.254.169.254/");
     REQUIRE(e);
     CHECK((e->address == "169.254.169.254" && e->port == 80 && e->url == "http://169.254.169.254"));
-    auto v6 = vpc_eni::parse_http_url("http://[fd00:ec2::254]:8080");
+    auto v6 = vpc_eni::parse_imds_url("http://[fd00:ec2::254]:8080");
     REQUIRE(v6);
     CHECK((v6->address == "fd00:ec2::254" && v6->port == 8080 && v6->host == "[fd00:ec2::254]:8080"));
     for (auto [url, why] : {std::pair{"https://169.254.169.254", "not an http:// URL"},
@@ -36,7 +36,7 @@ TEST_CASE("the metadata URL is an address literal over http", "[vpc-eni]") {
                             {"http://[fd00::1", "no ]"},
                             {"http://user@169.254.169.254", "a path or more"},
                             {"http://[169.254.169.254]", "not an IPv6 address"}}) {
-        auto r = vpc_eni::parse_http_url(url);
+        auto r = vpc_eni::parse_imds_url(url);
         REQUIRE_FALSE(r);
         INFO(r.error().msg);
         CHECK(r.error().msg.find(why) != std::string::npos);
@@ -74,9 +74,9 @@ struct OneAnswer {
         t.join();
         ::close(fd);
     }
-    Result<vpc_eni::HttpResponse> get() const {
-        auto e = vpc_eni::parse_http_url("http://127.0.0.1:" + std::to_string(port));
-        return vpc_eni::http_request(*e, "GET", "/x", {}, 200ms);
+    Result<http::Response> get() const {
+        auto e = vpc_eni::parse_imds_url("http://127.0.0.1:" + std::to_string(port));
+        return http::request(*e, "GET", "/x", {}, 200ms);
     }
 };
 

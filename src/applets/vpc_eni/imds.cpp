@@ -82,17 +82,17 @@ public:
     }
 
 private:
-    Result<HttpResponse> authorized_get(const std::string& full) {
-        HttpHeaders h;
+    Result<http::Response> authorized_get(const std::string& full) {
+        http::Headers h;
         if (token_) h.emplace_back("X-aws-ec2-metadata-token", *token_);
         return request("GET", full, h);
     }
 
     // One request, retried while it fails in a way that may pass.
-    Result<HttpResponse> request(std::string_view method, std::string_view path, const HttpHeaders& headers) {
+    Result<http::Response> request(std::string_view method, std::string_view path, const http::Headers& headers) {
         auto wait = o_.backoff;
         for (int attempt = 1;; ++attempt) {
-            auto r = http_request(o_.endpoint, method, path, headers, o_.timeout);
+            auto r = http::request(o_.endpoint, method, path, headers, o_.timeout);
             const bool again = r ? passing(r->status) : r.error().code == code::try_again_later;
             if (!again) return r;
             if (attempt >= o_.attempts) {

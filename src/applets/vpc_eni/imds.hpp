@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "applets/vpc_eni/http.hpp"
+#include "core/http/connection.hpp"
 #include "core/net/ip.hpp"
 #include "core/result.hpp"
 
@@ -25,8 +25,11 @@ namespace cni::vpc_eni {
 
 inline constexpr std::string_view kDefaultImdsUrl = "http://169.254.169.254";
 
+// The metadata service's URL: http:// to an address literal, never a name (no resolver is asked).
+inline Result<http::Endpoint> parse_imds_url(std::string_view url) { return http::parse_url(url, {.what = "metadata URL"}); }
+
 struct ImdsOptions {
-    HttpEndpoint endpoint;
+    http::Endpoint endpoint;
     bool allow_v1 = false;  // --imds-v1: GETs without a token when no session is offered
     std::chrono::milliseconds timeout{1000};  // per request
     int attempts = 4;                         // per request, retries included

@@ -62,7 +62,7 @@ Result<Options> parse_options(std::span<const std::string> args) {
     }
     if (!imds) return usage("--imds-v1 and --interval go with --imds");
     if (o.file.empty()) return usage("no node file");
-    CNI_TRY_ASSIGN(o.imds.endpoint, parse_http_url(url.value_or(std::string(kDefaultImdsUrl))));
+    CNI_TRY_ASSIGN(o.imds.endpoint, parse_imds_url(url.value_or(std::string(kDefaultImdsUrl))));
     return o;
 }
 

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// TLS for the HTTP client (docs/design.md, The HTTP client), over mbedTLS: the CA that signs the
+// servers' certificates, and optionally a client certificate and key, loaded once and shared by
+// every connection; per connection, a TLS 1.2 session whose handshake verifies the server's
+// certificate against the CA and the endpoint's host name or address (a subjectAltName IP entry
+// for an address literal). mbedTLS's types stay inside tls.cpp.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "core/http/url.hpp"
+#include "core/result.hpp"
+
+namespace cni::http {
+
+struct TlsFiles {
+    std::string ca_file;    // PEM: the certificates that sign the servers'
+    std::string cert_file;  // PEM: this client's certificate (empty: none), with key_file
+    std::string key_file;   // PEM: its private key, unencrypted
+};
+
+class TlsConfig {
+public:
+    // The files read and parsed; an error names the file and what is wrong with it.
+    static Result<std::shared_ptr<const TlsConfig>> load(const TlsFiles& files);
+    ~TlsConfig();
+    struct Impl;
+    const Impl& impl() const { return *impl_; }
+
+private:
+    explicit TlsConfig(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+// What one non-blocking step did: moved `bytes`, or needs the socket ready for `wait` (POLLIN or
+// POLLOUT) before it is tried again. A read of 0 bytes with nothing to wait for is the close.
+struct Step {
+    std::size_t bytes = 0;
+    short wait = 0;
+};
+
+// One connection's TLS session over a connected non-blocking socket it does not own; the caller
+// polls the socket as each step asks.
+class TlsSession {
+public:
+    TlsSession(const TlsConfig& config, int fd, const Endpoint& to);
+    ~TlsSession();
+    TlsSession(const TlsSession&) = delete;
+    TlsSession& operator=(const TlsSession&) = delete;
+    // The handshake, then (wait 0) the server's certificate checked against the CA and the
+    // endpoint's name or address; an error says why it was refused.
+    Result<Step> handshake();
+    Result<Step> write(std::string_view data);
+    Result<Step> read(char* buf, std::size_t size);
+    struct Impl;
+
+private:
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace cni::http
