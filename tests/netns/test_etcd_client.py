@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""cluster-ipam's etcd client (src/applets/cluster_ipam/etcd_client.hpp; docs/design.md,
+The HTTP client) against a 3-member Debian etcd with TLS and client-certificate auth
+(tests/lib/etcd_cluster.py), through tests/etcd/etcd_kv.cpp (ETCD_KV), one client per process
+and one call per line: range and prefix reads, a txn's compare-and-swap that holds and one that
+does not, a lease, one round trip per call; a host name endpoint verified by name; failover when
+the member the client talks to (the leader) is killed between calls; code 11 naming every
+endpoint within the dial timeout when none answers; and TLS refused without a client
+certificate, with another CA's client certificate, and against a CA that did not sign the
+servers'. No namespaces: the cluster listens on loopback ports of its own."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import check, eq, run_all, test  # noqa: E402
+from etcd_cluster import EtcdCluster  # noqa: E402
+
+ETCD_KV = os.environ.get("ETCD_KV", "")
+_cluster = []
+
+
+def cluster():
+    if not _cluster:
+        _cluster.append(EtcdCluster())
+    return _cluster[0]
+
+
+class Client:
+    """One etcd-kv process: one EtcdClient for every call sent to it."""
+
+    def __init__(self, endpoints=None, ca=True, cert=True, key=True, timeout_ms=3000, files=None):
+        c = cluster()
+        ca_f, cert_f, key_f = files or (c.ca, c.cert, c.key)
+        args = [ETCD_KV, "--endpoints", ",".join(endpoints or c.endpoints()), "--timeout-ms", str(timeout_ms)]
+        if ca:
+            args += ["--ca", ca_f]
+        if cert:
+            args += ["--cert", cert_f]
+        if key:
+            args += ["--key", key_f]
+        self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, line):
+        self.p.stdin.write(line + "\n")
+        self.p.stdin.flush()
+        return json.loads(self.p.stdout.readline())
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=30)
+
+
+def ok(answer, what=""):
+    check(answer.get("ok"), f"{what}: {answer}")
+    return answer
+
+
+@test
+def test_range_txn_lease():
+    """range, prefix, a txn's compare-and-swap held and not, a lease: one round trip per call"""
+    c = Client()
+    try:
+        eq(ok(c("range /t1/a"))["kvs"], [], "an absent key")
+        created = ok(c("create /t1/a one"))
+        check(created["succeeded"] and created["kvs"][0]["value"] == "one", created)
+        eq(created["roundTrips"], 2, "one round trip per call")
+        again = ok(c("create /t1/a two"))
+        check(not again["succeeded"] and again["kvs"][0]["value"] == "one", f"created twice: {again}")
+        mod = again["kvs"][0]["modRevision"]
+        check(ok(c(f"cas /t1/a {mod} three"))["succeeded"], "a CAS on the current revision")
+        check(not ok(c(f"cas /t1/a {mod} four"))["succeeded"], "a CAS on a stale revision")
+        ok(c("create /t1/b x"))
+        ok(c("create /t10 y"))  # past the prefix /t1/
+        kvs = ok(c("prefix /t1/"))["kvs"]
+        eq([(k["key"], k["value"]) for k in kvs], [("/t1/a", "three"), ("/t1/b", "x")], "the prefix's keys")
+        check(ok(c("lease 30"))["lease"] > 0)
+        eq(ok(c("range /t1/a"))["roundTrips"], 10, "one round trip per call")
+    finally:
+        c.close()
+
+
+@test
+def test_host_name():
+    """a host name endpoint is resolved and verified by the certificate's DNS name"""
+    port = cluster().client_ports[1]
+    c = Client(endpoints=[f"https://localhost:{port}"])
+    try:
+        ok(c("create /t2/a one"))
+    finally:
+        c.close()
+
+
+@test
+def test_failover():
+    """the member the client talks to, the leader, killed between calls: the next call succeeds"""
+    cl = cluster()
+    leader = cl.leader()
+    endpoints = cl.endpoints()
+    endpoints = [endpoints[leader]] + [e for i, e in enumerate(endpoints) if i != leader]
+    c = Client(endpoints=endpoints, timeout_ms=5000)
+    try:
+        ok(c("create /t3/a one"))
+        cl.kill(leader)
+        start = time.monotonic()
+        for n in range(5):
+            check(ok(c(f"create /t3/b{n} x"), "after the leader's kill")["succeeded"])
+        print(f"# 5 calls after the leader's kill: {time.monotonic() - start:.2f} s", flush=True)
+        eq(len(ok(c("prefix /t3/"))["kvs"]), 6)
+    finally:
+        c.close()
+        cl.restart(leader)
+        cl.wait_healthy()
+
+
+@test
+def test_tls_refused():
+    """no client certificate, another CA's client certificate, a CA that did not sign the servers'"""
+    cl = cluster()
+    for what, kw in [("no client certificate", {"cert": False, "key": False}),
+                     ("another CA's client", {"files": (cl.ca, cl.wrong_cert, cl.wrong_key)}),
+                     ("another CA", {"files": (cl.wrong_ca, cl.cert, cl.key)})]:
+        c = Client(timeout_ms=600, **kw)
+        try:
+            r = c("range /t4")
+            check(not r["ok"] and r["code"] == 11, f"{what}: {r}")
+            print(f"# {what}: {r['msg']}", flush=True)
+            if what == "another CA":
+                check("certificate is refused" in r["msg"], r)
+        finally:
+            c.close()
+
+
+@test
+def test_all_down():
+    """every member down: code 11 naming every endpoint, within the dial timeout"""
+    cl = cluster()
+    c = Client(timeout_ms=1000)
+    try:
+        ok(c("range /t5"))
+        cl.stop_all()
+        start = time.monotonic()
+        r = c("range /t5")
+        took = time.monotonic() - start
+        check(not r["ok"] and r["code"] == 11, r)
+        for e in cl.endpoints():
+            check(e in r["msg"], f"{e} not named: {r}")
+        check(0.9 < took < 1.6, f"answered in {took:.2f} s, not within the 1 s dial timeout")
+    finally:
+        c.close()
+
+
+if __name__ == "__main__":
+    try:
+        run_all()
+    finally:
+        for cl in _cluster:
+            cl.close()
