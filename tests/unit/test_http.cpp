@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/http/connection.hpp"
+#include "loopback_listener.hpp"
 
 using namespace cni;
 using namespace std::chrono_literals;
@@ -70,15 +71,7 @@ struct KeepAliveServer {
     std::uint16_t port = 0;
     std::thread t;
     explicit KeepAliveServer(int answers) {
-        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-        ::listen(fd, 4);
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-        port = ntohs(a.sin_port);
+        fd = listen_loopback(port);
         t = std::thread([this, answers] {
             for (int conn = 0; conn < 2; ++conn) {
                 int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);

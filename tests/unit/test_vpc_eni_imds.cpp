@@ -15,6 +15,7 @@
 
 #include "applets/vpc_eni/imds.hpp"
 #include "core/http/connection.hpp"
+#include "loopback_listener.hpp"
 #include "applets/vpc_eni/node_file.hpp"
 #include "temp_dir.hpp"
 
@@ -52,15 +53,7 @@ struct OneAnswer {
     std::uint16_t port = 0;
     std::thread t;
     OneAnswer(std::string answer, bool hold = false) {
-        fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        sockaddr_in a{};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        ::bind(fd, reinterpret_cast<sockaddr*>(&a), len);
-        ::listen(fd, 1);
-        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-        port = ntohs(a.sin_port);
+        fd = listen_loopback(port);
         t = std::thread([this, answer, hold] {
             int c = ::accept4(fd, nullptr, nullptr, SOCK_CLOEXEC);
             char buf[4096];
