@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // cluster-ipam's etcd client (see etcd_client.hpp): each call one POST to the JSON gateway
-// (etcd_json.hpp), tried member after member until one answers or the call's time is up, and
-// prefix_end() of kv.hpp.
+// (etcd_json.hpp), tried member after member until one answers or the call's time is up.
 #include "applets/cluster_ipam/etcd_client.hpp"
 
 #include <algorithm>
@@ -22,14 +21,6 @@ constexpr milliseconds kRoundPause{100};
 constexpr milliseconds kLeastAttempt{500};
 
 }  // namespace
-
-std::string prefix_end(const std::string& prefix) {
-    std::string end = prefix;
-    while (!end.empty() && std::uint8_t(end.back()) == 0xff) end.pop_back();
-    if (end.empty()) return std::string(1, '\0');
-    end.back() = char(std::uint8_t(end.back()) + 1);
-    return end;
-}
 
 Result<std::unique_ptr<EtcdClient>> EtcdClient::open(const EtcdOptions& o) {
     if (o.endpoints.empty()) return fail(code::invalid_config, "etcd: no endpoints");

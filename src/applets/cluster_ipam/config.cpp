@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+// cluster-ipam's keys (config.hpp): host-local's range sets and routes, its own keys and the
+// etcd section, checked where a tenant could otherwise make root read or act as something it
+// is not (docs/cluster-ipam.md, Security).
+#include "applets/cluster_ipam/config.hpp"
+
+#include <unistd.h>
+
+#include <charconv>
+
+#include "core/os/fs.hpp"
+#include "core/strings.hpp"
+
+namespace cni::cluster_ipam {
+namespace {
+
+constexpr std::string_view kTrustedDir = "/etc/cni/";
+constexpr std::string_view kDedicatedDir = "/etc/cni/cluster-ipam/";
+constexpr const char* kNodeFile = "/etc/cni/cluster-ipam/node";
+constexpr std::size_t kPemLimit = 256 * 1024;
+
+// dialTimeout: a number of seconds, or a duration string of ms, s or m ("500ms", "5s", "1m").
+Status decode_timeout(const json::Value& v, std::int64_t& out, const json::Where& w) {
+    auto bad = [&] {
+        return fail(code::invalid_config, "cluster-ipam: " + w.path + " must be a positive number of seconds or a duration "
+                                          "such as \"500ms\", \"5s\" or \"1m\"");
+    };
+    double ms = 0;
+    if (v.IsNumber()) {
+        ms = v.GetDouble() * 1000;
+    } else if (v.IsString()) {
+        std::string_view s(v.GetString(), v.GetStringLength());
+        double n = 0;
+        auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
+        std::string_view unit(p, std::size_t(s.data() + s.size() - p));
+        if (ec != std::errc() || !(unit == "ms" || unit == "s" || unit == "m")) return bad();
+        ms = unit == "ms" ? n : unit == "s" ? n * 1000 : n * 60000;
+    } else {
+        return bad();
+    }
+    if (!(ms >= 1 && ms <= 3600000)) return bad();
+    out = std::int64_t(ms);
+    return {};
+}
+
+constexpr std::array kEtcdKeys{
+    key<&EtcdConf::endpoints>("endpoints", "etcd: the members' client URLs, https://host:port (http:// for a test cluster)"),
+    key<&EtcdConf::ca_file>("caFile", "etcd: the CA bundle the members' certificates chain to; a file under /etc/cni/ only root writes"),
+    key<&EtcdConf::cert_file>("certFile", "etcd: the client certificate, under /etc/cni/ as caFile"),
+    key<&EtcdConf::key_file>("keyFile", "etcd: the client key, in /etc/cni/cluster-ipam/ (root-only) or readable by all under /etc/cni/"),
+    key<&EtcdConf::prefix>("prefix", "etcd: the prefix of every key, ending in /; default /cni-all/ipam/"),
+    key_with<&EtcdConf::dial_timeout_ms, decode_timeout>("dialTimeout", "string or number",
+                                                         "etcd: how long to wait for a member, as \"5s\", \"500ms\" or seconds; default 5s"),
+};
+
+Status decode_etcd(const json::Value& v, EtcdConf& out, const json::Where& w) {
+    CNI_TRY(json::expect_object(v, w, "EtcdConfig"));
+    return read_keys(v, kEtcdKeys, out, w.in("EtcdConfig"));
+}
+
+constexpr std::array kClusterKeys{
+    key<&ClusterConf::ranges>("ranges", "[]allocator.RangeSet", "range sets: [[{subnet, rangeStart, rangeEnd, gateway}]], one address from each"),
+    key<&ClusterConf::exclude>("exclude", "[]string", "CIDRs never handed out"),
+    key<&ClusterConf::block_size>("blockSize", "the prefix length of an IPv4 block a node claims; default 26"),
+    key<&ClusterConf::block_size_v6>("blockSizeV6", "the prefix length of an IPv6 block; default 122"),
+    key<&ClusterConf::node>("node", "this node's name; may only restate it (default: /etc/cni/cluster-ipam/node, else the host name)"),
+    key<&ClusterConf::grace>("blockGracePeriod", "seconds an emptied block stays its node's before it returns to the pool; default 300"),
+    key_with<&ClusterConf::etcd, decode_etcd>("etcd", "object", "the store: {endpoints, caFile, certFile, keyFile, prefix, dialTimeout}"),
+    key_with<&ClusterConf::routes, decode_routes>("routes", "[]*types.Route", "[{\"dst\": CIDR, \"gw\": IP}], copied into the result"),
+};
+
+constexpr auto kClusterKeyDocs = join(join(docs_of(kClusterKeys), docs_of(kEtcdKeys)), docs_of(ipam::kRangeKeys));
+
+Status check(ClusterConf& c) {
+    auto bad = [](std::string what) { return fail(code::invalid_config, "cluster-ipam: " + what); };
+    if (c.grace < 0) return bad("ipam.blockGracePeriod " + std::to_string(c.grace) + " is negative");
+    if (c.etcd.endpoints.empty()) return bad("ipam.etcd.endpoints is missing: name at least one etcd member");
+    for (const auto& e : c.etcd.endpoints)
+        if (!e.starts_with("https://") && !e.starts_with("http://"))
+            return bad("ipam.etcd.endpoints: \"" + e + "\" is not an http:// or https:// URL");
+    if (c.etcd.prefix.empty() || c.etcd.prefix.front() != '/' || c.etcd.prefix.back() != '/')
+        return bad("ipam.etcd.prefix \"" + c.etcd.prefix + "\" must start and end with /");
+    for (auto& e : c.exclude) e = e.masked();
+    for (const auto& set : c.pool.ranges) {
+        CNI_TRY_ASSIGN(auto pools, geometry(set, int(std::clamp<std::int64_t>(c.block_size, -1, 129)),
+                                            int(std::clamp<std::int64_t>(c.block_size_v6, -1, 129)), c.exclude));
+        c.sets.push_back(SetPlan{ipam::str(set), std::move(pools)});
+    }
+    return {};
+}
+
+Result<ClusterConf> parse_text(const Request& req) {
+    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
+    json::Where top{"Net", ""};
+    const json::Value* ipam = json::find(nc.root(), "ipam");
+    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
+    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
+    ipam::Range legacy;
+    CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
+    ClusterConf c;
+    CNI_TRY(read_keys(*ipam, kClusterKeys, c, top.at("ipam").in("IPAMConfig")));
+    CNI_TRY_ASSIGN(c.pool, ipam::request_pool(req, nc));
+    if (legacy.subnet) c.pool.ranges.push_back(ipam::RangeSet{legacy});
+    c.pool.ranges.insert(c.pool.ranges.end(), c.ranges.begin(), c.ranges.end());
+    CNI_TRY(ipam::check_ranges(c.pool));
+    CNI_TRY(check(c));
+    return c;
+}
+
+Result<std::optional<std::string>> read_credential(std::string_view key, const std::string& path) {
+    if (path.empty()) return std::optional<std::string>();
+    auto refused = [&] {
+        return fail(code::invalid_config, "cluster-ipam: ipam.etcd." + std::string(key) + " \"" + path +
+                                              "\" is not usable: a network config may name only a regular file under /etc/cni/ "
+                                              "that only root may write, in /etc/cni/cluster-ipam/ or readable by all "
+                                              "(docs/cluster-ipam.md, Security)");
+    };
+    if (!path.starts_with(kTrustedDir) || path.find("/../") != std::string::npos) return refused();
+    auto text = os::read_trusted_file(path, kPemLimit, !path.starts_with(kDedicatedDir));
+    if (!text || !*text) return refused();
+    return text;
+}
+
+}  // namespace
+
+Result<ClusterConf> parse_conf(const Request& req) { return parse_text(req); }
+
+Result<ClusterConf> parse_operator_file(const std::string& text) {
+    CNI_TRY_ASSIGN(auto d, json::parse(text));
+    if (!d.IsObject()) return fail(code::invalid_config, "cluster-ipam: the config file is not a JSON object");
+    const json::Value* found = nullptr;
+    auto consider = [&](const json::Value& plugin) {
+        const auto* ipam = plugin.IsObject() ? json::find(plugin, "ipam") : nullptr;
+        const auto* type = ipam && ipam->IsObject() ? json::find(*ipam, "type") : nullptr;
+        if (!found && type && type->IsString() && std::string_view(type->GetString()) == "cluster-ipam") found = ipam;
+    };
+    if (const auto* plugins = json::find(d, "plugins"); plugins && plugins->IsArray())
+        for (const auto& p : plugins->GetArray()) consider(p);
+    consider(d);
+    if (const auto* type = json::find(d, "type"); !found && type && type->IsString() && std::string_view(type->GetString()) == "cluster-ipam")
+        found = &d;
+    if (!found) return fail(code::invalid_config, "cluster-ipam: the config file holds no ipam section of type cluster-ipam");
+    Request req;
+    req.config = "{\"cniVersion\":\"1.0.0\",\"name\":\"operator\",\"ipam\":" + json::write(*found, json::Style::compact, false) + "}";
+    return parse_text(req);
+}
+
+Result<EtcdSettings> etcd_settings(const EtcdConf& e) {
+    EtcdSettings s{e.endpoints, e.ca_file, e.cert_file, e.key_file, {}, {}, {}, e.prefix, e.dial_timeout_ms};
+    CNI_TRY_ASSIGN(auto ca, read_credential("caFile", e.ca_file));
+    CNI_TRY_ASSIGN(auto cert, read_credential("certFile", e.cert_file));
+    CNI_TRY_ASSIGN(auto key, read_credential("keyFile", e.key_file));
+    s.ca_pem = ca.value_or("");
+    s.cert_pem = cert.value_or("");
+    s.key_pem = key.value_or("");
+    if (s.cert_pem.empty() != s.key_pem.empty())
+        return fail(code::invalid_config, "cluster-ipam: ipam.etcd.certFile and keyFile go together: give both or neither");
+    return s;
+}
+
+Result<std::string> node_name(const std::string& configured) {
+    std::string name;
+    auto file = os::read_trusted_file(kNodeFile, 256);
+    if (file && *file) name = std::string(trim_space(**file));
+    if (name.empty()) {
+        char host[256] = {};
+        if (::gethostname(host, sizeof host - 1) != 0 || !*host) return fail("cluster-ipam: cannot read the host name");
+        name = host;
+    }
+    if (!configured.empty() && configured != name)
+        return fail(code::invalid_config, "cluster-ipam: ipam.node \"" + configured + "\" is not this node's name \"" + name +
+                                              "\": a network config may only restate it (docs/cluster-ipam.md, Security)");
+    return name;
+}
+
+std::span<const KeyDoc> key_docs() { return kClusterKeyDocs; }
+
+}  // namespace cni::cluster_ipam

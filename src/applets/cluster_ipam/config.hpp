@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// cluster-ipam's configuration (docs/cluster-ipam.md, Configuration): host-local's range sets
+// (core/ipam/range.hpp) plus exclude, the block sizes, the node and the etcd section, read from
+// a CNI request or from the operator's file, and the store's settings with the client's
+// credentials read from where a tenant's config may name them (docs/cluster-ipam.md, Security).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "applets/cluster_ipam/allocator.hpp"
+#include "applets/cluster_ipam/store.hpp"
+#include "core/applet.hpp"
+#include "core/cni/cni_result.hpp"
+#include "core/ipam/pool.hpp"
+
+namespace cni::cluster_ipam {
+
+// The etcd section as written.
+struct EtcdConf {
+    std::vector<std::string> endpoints;
+    std::string ca_file, cert_file, key_file;
+    std::string prefix = "/cni-all/ipam/";
+    std::int64_t dial_timeout_ms = 5000;
+};
+
+struct ClusterConf {
+    std::vector<ipam::RangeSet> ranges;
+    std::vector<net::IpNet> exclude;
+    std::int64_t block_size = 26;
+    std::int64_t block_size_v6 = 122;
+    std::string node;
+    std::int64_t grace = 300;
+    EtcdConf etcd;
+    std::vector<Route> routes;
+    ipam::Pool pool;           // the network's name, version, range sets (runtimeConfig's first)
+    std::vector<SetPlan> sets;  // each range set's pools
+};
+
+Result<ClusterConf> parse_conf(const Request& req);
+// The ipam section of cluster-ipam in an operator's file: a conflist, a network config or the
+// ipam object alone.
+Result<ClusterConf> parse_operator_file(const std::string& text);
+
+// The store's settings, with the credentials read: each file must be a regular file under
+// /etc/cni/ that only root may write, in /etc/cni/cluster-ipam/ or readable by all; one refusal
+// names the key and path and never what the file holds.
+Result<EtcdSettings> etcd_settings(const EtcdConf& e);
+
+// This node's name: /etc/cni/cluster-ipam/node when it exists (root's), else the host name. A
+// config's `node` may only restate it.
+Result<std::string> node_name(const std::string& configured);
+
+std::span<const KeyDoc> key_docs();
+
+}  // namespace cni::cluster_ipam

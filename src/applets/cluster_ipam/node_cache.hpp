@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// What this node last knew of its own blocks (docs/cluster-ipam.md, Round trips): each block
+// key with its value and mod_revision, in one file the node's calls rewrite whole (O_EXCL
+// temporary, rename) after each write they make. It is only a guess: an ADD compares each
+// block's cached mod_revision in its one txn, and a stale entry only makes that txn fail and
+// return the block's current value. Only root writes the folder (no config key chooses it).
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "applets/cluster_ipam/kv.hpp"
+#include "core/os/fs.hpp"
+
+namespace cni::cluster_ipam {
+
+inline constexpr const char* kCacheDir = "/var/lib/cni/cluster-ipam";
+
+class NodeCache {
+public:
+    // The cache of one store (its endpoints and prefix) and node, in `dir`.
+    NodeCache(os::Dir dir, const std::string& store_id, const std::string& node);
+    // In kCacheDir (made 0700 when missing): nothing when it cannot be opened safely.
+    static std::optional<NodeCache> open_default(const std::string& store_id, const std::string& node);
+
+    std::map<std::string, KeyValue> load() const;  // empty when missing or unreadable
+    void save(const std::map<std::string, KeyValue>& blocks) const;  // best effort
+
+private:
+    os::Dir dir_;
+    std::string file_;
+};
+
+}  // namespace cni::cluster_ipam
