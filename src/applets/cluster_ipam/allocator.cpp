@@ -437,13 +437,16 @@ Status collect(const Call& c, const std::string& network, const std::vector<SetP
     CNI_TRY_ASSIGN(auto r, c.kv.txn({}, ops, {}));
     std::set<std::string> valid_ids, handles;
     for (const auto& a : valid) valid_ids.insert(handle_id(network, a.container_id, a.ifname));
+    bool released = false;
     for (const auto& kv : r.ranges.at(0)) {
         const std::string id = kv.key.substr(c.keys.handles().size());
-        handles.insert(id);
         auto h = decode_handle(kv.value);
         if (!h || h->node != c.node || valid_ids.contains(id)) continue;
         CNI_TRY(release_read(c, id, *h, kv.mod_revision));
+        released = true;
     }
+    if (released) CNI_TRY_ASSIGN(r, c.kv.txn({}, ops, {}));  // the blocks as the releases left them
+    for (const auto& kv : r.ranges.at(0)) handles.insert(kv.key.substr(c.keys.handles().size()));
     // This node's blocks: allocations of this network without a handle (the read was one
     // revision, so an ADD's handle and allocation are both in it or both not), and blocks empty
     // for longer than the grace period. A txn that finds the block changed leaves it to the next GC.
