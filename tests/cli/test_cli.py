@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import CNI_ALL, LAUNCHER_TAG, check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
 
 BUILD_ROOT = os.environ["BUILD_ROOT"]
-APPLETS = ["bandwidth", "bridge", "dhcp", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vpc-eni", "vpc-eni-ipam", "vrf"]
+APPLETS = ["bandwidth", "bridge", "cluster-ipam", "dhcp", "dummy", "firewall", "flannel", "host-device", "host-local", "ipvlan", "loopback", "macvlan", "portmap", "ptp", "sbr", "static", "tap", "tuning", "vlan", "vpc-eni", "vpc-eni-ipam", "vrf"]
 
 
 def cli(*args, argv0=None, env=None):

@@ -65,11 +65,13 @@ constexpr std::array kClusterKeys{
     key<&ClusterConf::block_size_v6>("blockSizeV6", "the prefix length of an IPv6 block; default 122"),
     key<&ClusterConf::node>("node", "this node's name; may only restate it (default: /etc/cni/cluster-ipam/node, else the host name)"),
     key<&ClusterConf::grace>("blockGracePeriod", "seconds an emptied block stays its node's before it returns to the pool; default 300"),
-    key_with<&ClusterConf::etcd, decode_etcd>("etcd", "object", "the store: {endpoints, caFile, certFile, keyFile, prefix, dialTimeout}"),
+    key_with<&ClusterConf::etcd, decode_etcd>("etcd", "EtcdConfig",
+                                              "the store: {endpoints: [URL], caFile, certFile, keyFile, prefix (default /cni-all/ipam/), "
+                                              "dialTimeout (\"5s\", \"500ms\" or seconds; default 5s)}; docs/cluster-ipam.md"),
     key_with<&ClusterConf::routes, decode_routes>("routes", "[]*types.Route", "[{\"dst\": CIDR, \"gw\": IP}], copied into the result"),
 };
 
-constexpr auto kClusterKeyDocs = join(join(docs_of(kClusterKeys), docs_of(kEtcdKeys)), docs_of(ipam::kRangeKeys));
+constexpr auto kClusterKeyDocs = join(docs_of(kClusterKeys), docs_of(ipam::kRangeKeys));
 
 Status check(ClusterConf& c) {
     auto bad = [](std::string what) { return fail(code::invalid_config, "cluster-ipam: " + what); };
@@ -80,29 +82,26 @@ Status check(ClusterConf& c) {
             return bad("ipam.etcd.endpoints: \"" + e + "\" is not an http:// or https:// URL");
     if (c.etcd.prefix.empty() || c.etcd.prefix.front() != '/' || c.etcd.prefix.back() != '/')
         return bad("ipam.etcd.prefix \"" + c.etcd.prefix + "\" must start and end with /");
-    for (auto& e : c.exclude) e = e.masked();
+    std::vector<net::IpNet> exclude;
+    for (const auto& e : c.exclude) {
+        auto n = net::IpNet::parse(e);
+        if (!n) return bad("ipam.exclude: \"" + e + "\" is not a CIDR");
+        exclude.push_back(n->masked());
+    }
     for (const auto& set : c.pool.ranges) {
         CNI_TRY_ASSIGN(auto pools, geometry(set, int(std::clamp<std::int64_t>(c.block_size, -1, 129)),
-                                            int(std::clamp<std::int64_t>(c.block_size_v6, -1, 129)), c.exclude));
+                                            int(std::clamp<std::int64_t>(c.block_size_v6, -1, 129)), exclude));
         c.sets.push_back(SetPlan{ipam::str(set), std::move(pools)});
     }
     return {};
 }
 
 Result<ClusterConf> parse_text(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
-    json::Where top{"Net", ""};
-    const json::Value* ipam = json::find(nc.root(), "ipam");
-    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
-    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
-    ipam::Range legacy;
-    CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
     ClusterConf c;
-    CNI_TRY(read_keys(*ipam, kClusterKeys, c, top.at("ipam").in("IPAMConfig")));
-    CNI_TRY_ASSIGN(c.pool, ipam::request_pool(req, nc));
-    if (legacy.subnet) c.pool.ranges.push_back(ipam::RangeSet{legacy});
-    c.pool.ranges.insert(c.pool.ranges.end(), c.ranges.begin(), c.ranges.end());
-    CNI_TRY(ipam::check_ranges(c.pool));
+    CNI_TRY_ASSIGN(c.pool, ipam::read_range_pool(req, [&](const json::Value& ipam, const json::Where& w) -> Result<std::vector<ipam::RangeSet>> {
+        CNI_TRY(read_keys(ipam, kClusterKeys, c, w));
+        return c.ranges;
+    }));
     CNI_TRY(check(c));
     return c;
 }

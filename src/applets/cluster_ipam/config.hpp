@@ -28,7 +28,7 @@ struct EtcdConf {
 
 struct ClusterConf {
     std::vector<ipam::RangeSet> ranges;
-    std::vector<net::IpNet> exclude;
+    std::vector<std::string> exclude;  // CIDRs, parsed by parse_conf
     std::int64_t block_size = 26;
     std::int64_t block_size_v6 = 122;
     std::string node;

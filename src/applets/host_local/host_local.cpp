@@ -29,22 +29,12 @@ constexpr std::array kHostLocalKeys{
 };
 
 Result<HostLocalConf> parse_host_local_conf(const Request& req) {
-    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
-    json::Where top{"Net", ""};
-    const json::Value* ipam = json::find(nc.root(), "ipam");
-    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
-    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
-    ipam::Range legacy;
-    CNI_TRY(ipam::decode(*ipam, legacy, top.at("ipam")));
     HostLocalConf c;
-    CNI_TRY(read_keys(*ipam, kHostLocalKeys, c, top.at("ipam").in("IPAMConfig")));
-    CNI_TRY_ASSIGN(c.pool, ipam::request_pool(req, nc));
-    // Range sets: runtimeConfig ipRanges, then the legacy ipam-level range, then ipam.ranges.
-    auto& ranges = c.pool.ranges;
-    if (legacy.subnet) ranges.push_back(ipam::RangeSet{legacy});
-    ranges.insert(ranges.end(), c.ranges.begin(), c.ranges.end());
+    CNI_TRY_ASSIGN(c.pool, ipam::read_range_pool(req, [&](const json::Value& ipam, const json::Where& w) -> Result<std::vector<ipam::RangeSet>> {
+        CNI_TRY(read_keys(ipam, kHostLocalKeys, c, w));
+        return c.ranges;
+    }));
     c.pool.data_dir = std::move(c.data_dir);
-    CNI_TRY(ipam::check_ranges(c.pool));
     return c;
 }
 

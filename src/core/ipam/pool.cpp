@@ -54,6 +54,22 @@ Result<Pool> request_pool(const Request& req, NetConf& nc) {
     return p;
 }
 
+Result<Pool> read_range_pool(const Request& req, const OwnKeys& own) {
+    CNI_TRY_ASSIGN(auto nc, parse_ipam_netconf(req.config, "allocator.Net", "allocator.IPAMConfig"));
+    json::Where top{"Net", ""};
+    const json::Value* ipam = json::find(nc.root(), "ipam");
+    if (!ipam || ipam->IsNull()) return fail("IPAM config missing 'ipam' key");
+    CNI_TRY(json::expect_object(*ipam, top.at("ipam"), "allocator.IPAMConfig"));
+    Range legacy;
+    CNI_TRY(decode(*ipam, legacy, top.at("ipam")));
+    CNI_TRY_ASSIGN(auto ranges, own(*ipam, top.at("ipam").in("IPAMConfig")));
+    CNI_TRY_ASSIGN(auto p, request_pool(req, nc));
+    if (legacy.subnet) p.ranges.push_back(RangeSet{legacy});
+    p.ranges.insert(p.ranges.end(), ranges.begin(), ranges.end());
+    CNI_TRY(check_ranges(p));
+    return p;
+}
+
 Status check_ranges(Pool& p, std::size_t canonical) {
     if (p.ranges.empty()) return fail("no IP ranges specified");
     int v4 = 0, v6 = 0;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +35,13 @@ struct Pool {
 // version and valid attachments from `nc`, runtimeConfig's ipRanges as the first range sets
 // (an ipam section's own follow them), and the requested addresses.
 Result<Pool> request_pool(const Request& req, NetConf& nc);
+
+// A host-local-style ipam section (host-local, cluster-ipam): the request's pool whose range
+// sets are runtimeConfig's ipRanges, then the legacy ipam-level range, then the ranges `own`
+// returns after decoding the applet's own keys from the ipam object (at `w`), checked by
+// check_ranges.
+using OwnKeys = std::function<Result<std::vector<RangeSet>>(const json::Value& ipam, const json::Where& w)>;
+Result<Pool> read_range_pool(const Request& req, const OwnKeys& own);
 
 // Canonicalises every range set and refuses none at all, more than one per family before CNI
 // 0.3.0, and overlapping sets; in n log n of the ranges. The sets from `canonical` on were built
