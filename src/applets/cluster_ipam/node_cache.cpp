@@ -34,7 +34,8 @@ std::map<std::string, KeyValue> NodeCache::load() const {
     if (!text || !*text) return out;
     auto d = json::parse(**text);
     if (!d || !d->IsObject()) return out;
-    for (const auto& m : d->GetObject()) {
+    const json::Value& root = *d;
+    for (const auto& m : root.GetObject()) {
         const auto& v = m.value;
         if (!v.IsArray() || v.Size() != 2 || !v[0].IsInt64() || !v[1].IsString()) return {};
         KeyValue kv{std::string(m.name.GetString(), m.name.GetStringLength()),
