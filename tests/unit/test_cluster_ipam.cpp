@@ -105,6 +105,11 @@ TEST_CASE("cluster-ipam: one node claims a block, ADD twice gives the same addre
 TEST_CASE("cluster-ipam: 8 nodes x 4 threads allocating at once never share an address", "[cluster-ipam]") {
     FakeKv kv;
     auto c = conf(R"("blockSize":28,)", R"([[{"subnet":"10.2.0.0/22"}]])");
+    // Half the runs with each node's cache file shared by its threads (as a node's processes share it).
+    const bool cached = GENERATE(false, true);
+    TempDir tmp;
+    std::vector<NodeCache> caches;
+    for (int n = 0; n < 8; ++n) caches.emplace_back(*os::Dir::open(tmp.path), "store", "node" + std::to_string(n));
     std::mutex mu;
     std::vector<std::string> got;
     std::vector<std::thread> threads;
@@ -112,7 +117,7 @@ TEST_CASE("cluster-ipam: 8 nodes x 4 threads allocating at once never share an a
         threads.emplace_back([&, t] {
             const std::string node = "node" + std::to_string(t % 8);
             for (int i = 0; i < 25; ++i) {
-                auto ips = allocate(call(kv, node), c.sets, handle_id("net1", "c" + std::to_string(t) + "-" + std::to_string(i), "eth0"));
+                auto ips = allocate(call(kv, node, 1000, cached ? &caches[std::size_t(t % 8)] : nullptr), c.sets, handle_id("net1", "c" + std::to_string(t) + "-" + std::to_string(i), "eth0"));
                 std::lock_guard l(mu);
                 got.push_back(ips ? (*ips)[0].address.str() : "error: " + ips.error().msg);
             }
