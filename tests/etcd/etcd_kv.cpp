@@ -8,6 +8,7 @@
 // Each answer: {"ok": true, ...what the call returned..., "roundTrips": N} or
 // {"ok": false, "code": N, "msg": "..."}.
 #include <iostream>
+#include <fstream>
 #include <sstream>
 #include <string>
 
@@ -62,6 +63,12 @@ std::string run(EtcdClient& c, const std::string& line) {
     return failed(Error{code::invalid_config, "unknown command \"" + verb + "\"", {}});
 }
 
+// A credential file's text (the applet reads its own through config.cpp's checks).
+std::string read_all(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -71,9 +78,9 @@ int main(int argc, char** argv) {
         if (flag == "--endpoints") {
             std::istringstream in(value);
             for (std::string e; std::getline(in, e, ',');) o.endpoints.push_back(e);
-        } else if (flag == "--ca") o.ca_file = value;
-        else if (flag == "--cert") o.cert_file = value;
-        else if (flag == "--key") o.key_file = value;
+        } else if (flag == "--ca") o.tls.ca_pem = read_all(o.tls.ca_name = value);
+        else if (flag == "--cert") o.tls.cert_pem = read_all(o.tls.cert_name = value);
+        else if (flag == "--key") o.tls.key_pem = read_all(o.tls.key_name = value);
         else if (flag == "--timeout-ms") o.dial_timeout = std::chrono::milliseconds(std::stoll(value));
         else {
             std::cerr << "etcd-kv: unknown option " << flag << "\n";

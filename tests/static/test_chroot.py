@@ -25,18 +25,18 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import addrs, check, eq, iptables_save, is_launcher_of, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
 STATIC = os.environ.get("CNI_ALL_STATIC", "")
-SIZE_LIMIT = 3 * 1024 * 1024
+SIZE_LIMIT = 3_500_000  # docs/design.md: 3.5 MB with mbedTLS (cluster-ipam's etcd client)
 
 
 @test
 def static_binary_is_static_and_small():
-    """static: `file` says statically linked, `ldd` says not dynamic, at most 3 MB stripped"""
+    """static: `file` says statically linked, `ldd` says not dynamic, at most 3.5 MB stripped"""
     check(STATIC and os.path.exists(STATIC), f"CNI_ALL_STATIC must name the static build, got {STATIC!r}")
     check("statically linked" in sh("file", STATIC).stdout, sh("file", STATIC).stdout)
     r = sh("ldd", STATIC, check_rc=False)
     check("not a dynamic executable" in r.stdout + r.stderr, r.stdout + r.stderr)
     size = os.path.getsize(STATIC)
-    check(size <= SIZE_LIMIT, f"{size} bytes > 3 MB")
+    check(size <= SIZE_LIMIT, f"{size} bytes > 3.5 MB")
 
 
 @test

@@ -10,7 +10,7 @@
 using namespace cni;
 using namespace cni::cluster_ipam;
 
-TEST_CASE("base64 both ways, one text per byte string", "[http]") {
+TEST_CASE("base64 both ways, one text per byte string", "[cluster-ipam]") {
     for (std::string s : {std::string(), std::string("f"), std::string("fo"), std::string("foo"), std::string("foob"),
                           std::string("fooba"), std::string("foobar"), std::string("\0\xff\x80", 3)})
         CHECK(base64_decode(base64_encode(s)) == s);
@@ -20,13 +20,13 @@ TEST_CASE("base64 both ways, one text per byte string", "[http]") {
         CHECK_FALSE(base64_decode(bad));
 }
 
-TEST_CASE("prefix_end is etcd's range end of a prefix", "[http]") {
+TEST_CASE("prefix_end is etcd's range end of a prefix", "[cluster-ipam]") {
     CHECK(prefix_end("/cni-all/ipam/") == "/cni-all/ipam0");
     CHECK(prefix_end("a\xff") == "b");
     CHECK(prefix_end("\xff\xff") == std::string(1, '\0'));
 }
 
-TEST_CASE("requests are etcd's JSON gateway bodies", "[http]") {
+TEST_CASE("requests are etcd's JSON gateway bodies", "[cluster-ipam]") {
     CHECK(range_request("/k", "/l", 0) == R"({"key":"L2s=","range_end":"L2w="})");
     CHECK(range_request("/k", "", 5) == R"({"key":"L2s=","limit":"5"})");
     CHECK(txn_request({Compare{"/k", Compare::Target::mod_revision, 0, {}}}, {Op{Op::Kind::put, "/k", "v", {}, 7}},
@@ -39,7 +39,7 @@ TEST_CASE("requests are etcd's JSON gateway bodies", "[http]") {
     CHECK(lease_grant_request(30) == R"({"TTL":"30"})");
 }
 
-TEST_CASE("answers are read as etcd 3.4 writes them", "[http]") {
+TEST_CASE("answers are read as etcd 3.4 writes them", "[cluster-ipam]") {
     auto kvs = parse_range_answer(
         R"({"header":{"cluster_id":"1","member_id":"2","revision":"12","raft_term":"3"},)"
         R"("kvs":[{"key":"L2s=","create_revision":"5","mod_revision":"11","version":"2","value":"dg=="},)"
@@ -63,7 +63,7 @@ TEST_CASE("answers are read as etcd 3.4 writes them", "[http]") {
     CHECK(parse_lease_grant_answer(R"({"header":{"revision":"13"},"ID":"7587883","TTL":"30"})") == std::int64_t(7587883));
 }
 
-TEST_CASE("etcd's errors, those that may pass, and answers that are not etcd's", "[http]") {
+TEST_CASE("etcd's errors, those that may pass, and answers that are not etcd's", "[cluster-ipam]") {
     auto e = parse_etcd_error(R"({"error":"etcdserver: leader changed","code":14,"message":"etcdserver: leader changed"})");
     REQUIRE(e);
     CHECK((e->grpc_code == 14 && e->message == "etcdserver: leader changed" && etcd_error_may_pass(*e)));

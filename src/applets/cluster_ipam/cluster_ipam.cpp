@@ -52,7 +52,9 @@ Result<CniResult> add(const Context& ctx, const ClusterConf& c) {
 
 Status del(const Context& ctx, const ClusterConf& c) {
     CNI_TRY_ASSIGN(auto s, open_session(c, true));
-    return release(s.call(c), handle_of(ctx.req, c));
+    CNI_TRY(release(s.call(c), handle_of(ctx.req, c)));
+    ctx.step("cluster-ipam: " + std::to_string(s.kv->round_trips()) + " round trips");
+    return {};
 }
 
 Status check(const Context& ctx, const ClusterConf& c) {

@@ -35,8 +35,8 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::open(const EtcdOptions& o) {
     }
     const bool any_tls = std::any_of(endpoints.begin(), endpoints.end(), [](auto& e) { return e.tls; });
     if (any_tls) {
-        if (o.ca_file.empty()) return fail(code::invalid_config, "etcd: https:// endpoints without a CA file");
-        auto loaded = http::TlsConfig::load({o.ca_file, o.cert_file, o.key_file});
+        if (o.tls.ca_pem.empty()) return fail(code::invalid_config, "etcd: https:// endpoints without a CA file");
+        auto loaded = http::TlsConfig::load(o.tls);
         if (!loaded) return fail(code::invalid_config, "etcd TLS: " + loaded.error().msg);
         tls = *loaded;
     }

@@ -24,9 +24,7 @@ namespace cni::cluster_ipam {
 
 struct EtcdOptions {
     std::vector<std::string> endpoints;  // http:// or https:// URLs, a host name or an address each
-    std::string ca_file;                 // https:// endpoints: all three, or ca_file alone
-    std::string cert_file;
-    std::string key_file;
+    http::TlsCredentials tls;            // https:// endpoints: the CA, and a client certificate and key or none
     std::chrono::milliseconds dial_timeout{5000};
 };
 
@@ -35,8 +33,8 @@ inline constexpr std::size_t kEtcdAnswerLimit = std::size_t(16) << 20;
 
 class EtcdClient : public Kv {
 public:
-    // The endpoints parsed and the TLS files read; nothing is connected yet. Errors name the
-    // endpoint or file (code::invalid_config).
+    // The endpoints parsed and the TLS credentials with them; nothing is connected yet. Errors
+    // name the endpoint or credential (code::invalid_config).
     static Result<std::unique_ptr<EtcdClient>> open(const EtcdOptions& o);
 
     Result<std::vector<KeyValue>> range(const std::string& key, const std::string& range_end, std::int64_t limit = 0) override;

@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// open_store (store.hpp) until the etcd client (etcd_client.*) is built in: a clear error.
+// open_store (store.hpp): etcd's client (etcd_client.hpp) over the settings, its TLS from the
+// credentials' contents config.cpp read, so the client opens no file a tenant named.
+#include "applets/cluster_ipam/etcd_client.hpp"
 #include "applets/cluster_ipam/store.hpp"
 
 namespace cni::cluster_ipam {
 
-Result<std::unique_ptr<Kv>> open_store(const EtcdSettings&) {
-    return fail(code::plugin_not_available, "cluster-ipam: etcd client not built");
+Result<std::unique_ptr<Kv>> open_store(const EtcdSettings& s) {
+    EtcdOptions o{s.endpoints,
+                  {s.ca_file, s.ca_pem, s.cert_file, s.cert_pem, s.key_file, s.key_pem},
+                  std::chrono::milliseconds(s.dial_timeout_ms)};
+    CNI_TRY_ASSIGN(auto client, EtcdClient::open(o));
+    return std::unique_ptr<Kv>(std::move(client));
 }
 
 }  // namespace cni::cluster_ipam

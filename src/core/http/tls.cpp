@@ -111,22 +111,24 @@ bool has_ip(const mbedtls_x509_crt& crt, const std::string& address) {
 TlsConfig::TlsConfig(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TlsConfig::~TlsConfig() = default;
 
-Result<std::shared_ptr<const TlsConfig>> TlsConfig::load(const TlsFiles& files) {
+Result<std::shared_ptr<const TlsConfig>> TlsConfig::load(const TlsCredentials& in) {
     auto c = std::make_unique<Impl>();
-    auto bad = [](std::string_view what, const std::string& path, int ret) {
-        return fail(code::invalid_config, std::string(what) + " \"" + path + "\": " + mbedtls_text(ret));
+    auto bad = [](std::string_view what, const std::string& name, int ret) {
+        return fail(code::invalid_config, std::string(what) + " \"" + name + "\": " + mbedtls_text(ret));
     };
-    if (files.cert_file.empty() != files.key_file.empty())
+    // mbedTLS reads PEM text up to and with its NUL.
+    auto pem = [](const std::string& text) { return std::pair(reinterpret_cast<const unsigned char*>(text.c_str()), text.size() + 1); };
+    if (in.cert_pem.empty() != in.key_pem.empty())
         return fail(code::invalid_config, "a client certificate and its key go together");
-    if (int r = mbedtls_x509_crt_parse_file(&c->ca, files.ca_file.c_str()); r != 0) return bad("CA file", files.ca_file, r);
-    if (!files.cert_file.empty()) {
-        if (int r = mbedtls_x509_crt_parse_file(&c->cert, files.cert_file.c_str()); r != 0)
-            return bad("certificate file", files.cert_file, r);
-        if (int r = mbedtls_pk_parse_keyfile(&c->key, files.key_file.c_str(), nullptr); r != 0)
-            return bad("key file", files.key_file, r);
+    if (auto [p, n] = pem(in.ca_pem); int r = mbedtls_x509_crt_parse(&c->ca, p, n)) return bad("CA file", in.ca_name, r);
+    if (!in.cert_pem.empty()) {
+        if (auto [p, n] = pem(in.cert_pem); int r = mbedtls_x509_crt_parse(&c->cert, p, n))
+            return bad("certificate file", in.cert_name, r);
+        if (auto [p, n] = pem(in.key_pem); int r = mbedtls_pk_parse_key(&c->key, p, n, nullptr, 0))
+            return bad("key file", in.key_name, r);
         if (int r = mbedtls_pk_check_pair(&c->cert.pk, &c->key); r != 0)
-            return fail(code::invalid_config, "key file \"" + files.key_file + "\" is not the key of certificate \"" +
-                                                  files.cert_file + "\": " + mbedtls_text(r));
+            return fail(code::invalid_config, "key file \"" + in.key_name + "\" is not the key of certificate \"" +
+                                                  in.cert_name + "\": " + mbedtls_text(r));
     }
     static const char personalization[] = "cni-all http";
     if (int r = mbedtls_ctr_drbg_seed(&c->drbg, mbedtls_entropy_func, &c->entropy,
@@ -140,8 +142,8 @@ Result<std::shared_ptr<const TlsConfig>> TlsConfig::load(const TlsFiles& files) 
     mbedtls_ssl_conf_authmode(&c->conf, MBEDTLS_SSL_VERIFY_REQUIRED);
     mbedtls_ssl_conf_ca_chain(&c->conf, &c->ca, nullptr);
     mbedtls_ssl_conf_rng(&c->conf, mbedtls_ctr_drbg_random, &c->drbg);
-    if (!files.cert_file.empty())
-        if (int r = mbedtls_ssl_conf_own_cert(&c->conf, &c->cert, &c->key); r != 0) return bad("certificate file", files.cert_file, r);
+    if (!in.cert_pem.empty())
+        if (int r = mbedtls_ssl_conf_own_cert(&c->conf, &c->cert, &c->key); r != 0) return bad("certificate file", in.cert_name, r);
     return std::shared_ptr<const TlsConfig>(new TlsConfig(std::move(c)));
 }
 

@@ -15,16 +15,19 @@
 
 namespace cni::http {
 
-struct TlsFiles {
-    std::string ca_file;    // PEM: the certificates that sign the servers'
-    std::string cert_file;  // PEM: this client's certificate (empty: none), with key_file
-    std::string key_file;   // PEM: its private key, unencrypted
+// The credentials as PEM text (read by the caller from where it trusts), each with the name it
+// was read from, for messages only.
+struct TlsCredentials {
+    std::string ca_name, ca_pem;      // the certificates that sign the servers'
+    std::string cert_name, cert_pem;  // this client's certificate (empty: none), with the key
+    std::string key_name, key_pem;    // its private key, unencrypted
 };
 
 class TlsConfig {
 public:
-    // The files read and parsed; an error names the file and what is wrong with it.
-    static Result<std::shared_ptr<const TlsConfig>> load(const TlsFiles& files);
+    // The credentials parsed; an error names the credential and what is wrong with it, never
+    // what it holds.
+    static Result<std::shared_ptr<const TlsConfig>> load(const TlsCredentials& c);
     ~TlsConfig();
     struct Impl;
     const Impl& impl() const { return *impl_; }
