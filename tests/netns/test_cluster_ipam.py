@@ -1,0 +1,302 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""cluster-ipam (docs/cluster-ipam.md) against a real 3-member etcd with TLS and client
+certificates (tests/lib/etcd_cluster.py). Each node is a process in a UTS namespace of its own
+whose host name is the node's name (the applet's node name when /etc/cni/cluster-ipam/node is
+absent); the credentials sit in /etc/cni/cluster-ipam/ on a tmpfs of this run's mount namespace
+(tests/lib/private_state.py), as a network config may name them. Each test has an etcd prefix
+and a network of its own and asserts on etcd's keys (every handle's address is its block's
+allocation, none twice):
+dual stack, exclude, the same ADD twice, DEL without prevResult and twice; 8 nodes racing
+(CNI_TEST_CIPAM_ADDS, default 400); a /28 exhausted by two nodes, then borrowing; and kill -9 of
+the etcd leader in the middle of a run."""
+import concurrent.futures
+import ctypes
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
+from cnitest import BIN, CNI_ALL, check, eq, run_all, sh, test  # noqa: E402
+from etcd_cluster import EtcdCluster  # noqa: E402
+
+CLONE_NEWUTS = 0x04000000
+CRED_DIR = "/etc/cni/cluster-ipam"
+ADDS = int(os.environ.get("CNI_TEST_CIPAM_ADDS") or "400")
+_libc = ctypes.CDLL(None, use_errno=True)
+_state = {}
+
+
+def setup():
+    """The cluster and the credentials, made by the first test that needs them."""
+    if "cluster" in _state:
+        return _state["cluster"]
+    with open("/proc/self/mountinfo") as f:
+        private = any(line.split()[4] == "/run/cni" for line in f)
+    check(private, "run under tests/lib/private_state.py: the test mounts a tmpfs on /etc/cni")
+    os.makedirs("/etc/cni", exist_ok=True)
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/cni")
+    os.mkdir(CRED_DIR, 0o700)
+    c = EtcdCluster()
+    _state["cluster"] = c
+    for name, src in (("ca.pem", c.ca), ("client.pem", c.cert), ("client-key.pem", c.key)):
+        with open(src) as f, open(os.path.join(CRED_DIR, name), "w", opener=lambda p, fl: os.open(p, fl, 0o600)) as g:
+            g.write(f.read())
+    return c
+
+
+def conf(prefix, ranges, version="1.0.0", name=None, **ipam):
+    c = setup()
+    body = {"type": "cluster-ipam", "ranges": ranges,
+            "etcd": {"endpoints": c.endpoints(), "caFile": f"{CRED_DIR}/ca.pem", "certFile": f"{CRED_DIR}/client.pem",
+                     "keyFile": f"{CRED_DIR}/client-key.pem", "prefix": prefix, "dialTimeout": "3s"}}
+    body.update(ipam)
+    return {"cniVersion": version, "name": name or prefix.strip("/"), "ipam": body}
+
+
+def new_prefix(what):
+    return f"/{what}-{uuid.uuid4().hex[:6]}/"
+
+
+def _enter_node(node):
+    """In the child, before exec: a UTS namespace whose host name is the node's name."""
+    def enter():
+        if _libc.unshare(CLONE_NEWUTS) != 0:
+            os._exit(120)
+        name = node.encode()
+        if _libc.sethostname(name, len(name)) != 0:
+            os._exit(121)
+    return enter
+
+
+def call(node, command, cfg, ctr="c1", ifname="eth0", applet="cluster-ipam", netns="/proc/1/ns/net", host_ns=None):
+    """One CNI call of `applet` as `node`: (rc, parsed stdout or None)."""
+    env = {"CNI_COMMAND": command, "CNI_CONTAINERID": ctr, "CNI_NETNS": netns, "CNI_IFNAME": ifname,
+           "CNI_PATH": BIN, "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+    cmd = [applet]
+    exe = CNI_ALL
+    if host_ns:
+        cmd, exe = ["ip", "netns", "exec", host_ns, os.path.join(BIN, applet)], None
+    r = subprocess.run(cmd, executable=exe, input=json.dumps(cfg), env=env, capture_output=True, text=True,
+                       timeout=60, preexec_fn=_enter_node(node))
+    try:
+        out = json.loads(r.stdout) if r.stdout.strip() else None
+    except ValueError:
+        out = {"raw": r.stdout, "stderr": r.stderr}
+    return r.returncode, out
+
+
+def add_ok(node, cfg, ctr, ifname="eth0"):
+    rc, out = call(node, "ADD", cfg, ctr, ifname)
+    check(rc == 0, f"ADD {node}/{ctr}: rc {rc} {out}")
+    return [ip["address"] for ip in out["ips"]]
+
+
+def etcd_kvs(prefix):
+    """{key past the prefix: parsed value} of every key under the prefix, read from etcd."""
+    import base64
+    c = setup()
+    b64 = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    for i in c.running():
+        a = c._post(i, "/v3/kv/range", {"key": b64(prefix), "range_end": b64(end)}, timeout=5)
+        if a is not None:
+            return {base64.b64decode(kv["key"]).decode()[len(prefix):]: json.loads(base64.b64decode(kv["value"]))
+                    for kv in a.get("kvs", [])}
+    raise AssertionError("no etcd member answered the range")
+
+
+def consistent(prefix):
+    """etcd's keys under the prefix are one picture: each handle's address is its block's
+    allocation of that ordinal naming the handle, no allocation is without its handle, no address
+    is held twice. {handle name: [addresses]} and the blocks."""
+    kvs = etcd_kvs(prefix)
+    blocks = {k: v for k, v in kvs.items() if "/blocks/" in k}
+    handles = {k[len("handles/"):]: v for k, v in kvs.items() if k.startswith("handles/")}
+    held, seen = {}, set()
+    for name, h in handles.items():
+        for a in h["addresses"]:
+            b = blocks.get(a["block"][len(prefix):] if a["block"].startswith(prefix) else a["block"])
+            check(b is not None, f"handle {name}: block {a['block']} missing")
+            eq(b["allocations"].get(str(a["ordinal"])), name, f"block {a['block']} ordinal {a['ordinal']}")
+            first = ipaddress.ip_address(a["block"].rstrip("/").split("/")[-1].split("-")[0])
+            eq(str(first + a["ordinal"]), a["address"].split("/")[0], f"handle {name}'s address and ordinal")
+            check(a["address"] not in seen, f"{a['address']} held twice")
+            seen.add(a["address"])
+            held.setdefault(name, []).append(a["address"])
+    for k, b in blocks.items():
+        for o, name in b["allocations"].items():
+            check(name in handles, f"block {k} ordinal {o} names {name}, which has no handle")
+    return held, blocks
+
+
+@test
+def test_dual_stack_exclude_idempotent_del():
+    """dual stack and exclude; the same ADD twice gives the same addresses; DEL without prevResult, twice"""
+    p = new_prefix("cipam-d")
+    cfg = conf(p, [[{"subnet": "10.71.0.0/27", "gateway": "10.71.0.1"}], [{"subnet": "fd71::/120"}]],
+               exclude=["10.71.0.0/29", "fd71::/125"], blockSize=29)
+    first = add_ok("d-node", cfg, "ctr-a")
+    eq(len(first), 2, "one address per range set")
+    v4, v6 = (ipaddress.ip_interface(a) for a in first)
+    check(v4.version == 4 and v6.version == 6, first)
+    check(v4.ip not in ipaddress.ip_network("10.71.0.0/29") and v6.ip not in ipaddress.ip_network("fd71::/125"),
+          f"an excluded address handed out: {first}")
+    eq(add_ok("d-node", cfg, "ctr-a"), first, "the same ADD twice")
+    second = add_ok("d-node", cfg, "ctr-b")
+    check(not set(second) & set(first), f"{second} and {first}")
+    held, _ = consistent(p)
+    eq(sorted(held), [f"{cfg['name']}/ctr-a/eth0", f"{cfg['name']}/ctr-b/eth0"])
+    for _ in range(2):  # DEL twice, no prevResult
+        rc, out = call("d-node", "DEL", cfg, "ctr-a")
+        eq(rc, 0, f"DEL: {out}")
+    held, _ = consistent(p)
+    eq(sorted(held), [f"{cfg['name']}/ctr-b/eth0"])
+    rc, out = call("d-node", "CHECK", dict(cfg, prevResult={"cniVersion": "1.0.0", "ips": []}), "ctr-a")
+    check(rc != 0, "CHECK of a released attachment passes")
+    # Excluding all of a small range set: every ADD but what is left is refused.
+    tiny = conf(new_prefix("cipam-x"), [[{"subnet": "10.72.0.0/29"}]], exclude=["10.72.0.0/30"], blockSize=30)
+    got = []
+    for i in range(5):
+        rc, out = call("x-node", "ADD", tiny, f"t{i}")
+        if rc != 0:
+            break
+        got.append(out["ips"][0]["address"])
+    eq(sorted(got), ["10.72.0.4/29", "10.72.0.5/29", "10.72.0.6/29"], "only the range's addresses outside exclude")
+    check("no IP addresses available" in out["msg"], out)
+
+
+def race(cfg, nodes, adds, workers=2, command="ADD"):
+    """`adds` calls spread over `nodes`, `workers` at a time per node: [(node, ctr, rc, out)]."""
+    jobs = [(nodes[i % len(nodes)], f"r{i}") for i in range(adds)]
+    with concurrent.futures.ThreadPoolExecutor(len(nodes) * workers) as pool:
+        futures = [pool.submit(lambda n=n, ctr=ctr: (n, ctr, *call(n, command, cfg, ctr))) for n, ctr in jobs]
+        return [f.result() for f in futures]
+
+
+def gc_node(node, cfg):
+    gc = dict(cfg, cniVersion="1.1.0")
+    gc["cni.dev/valid-attachments"] = []
+    rc, out = call(node, "GC", gc, ctr="")
+    eq(rc, 0, f"GC on {node}: {out}")
+
+
+@test
+def test_eight_nodes_race():
+    """8 nodes race ADDs: no address twice, every handle in its block; after every DEL and the grace period, GC empties the pool"""
+    p = new_prefix("cipam-r")
+    nodes = [f"rnode{i}" for i in range(8)]
+    cfg = conf(p, [[{"subnet": "10.73.0.0/21"}]], blockSize=27, blockGracePeriod=2)
+    cfg["ipam"]["etcd"]["dialTimeout"] = "20s"  # 16 TLS handshakes at once on a loaded 2-core CI machine
+    start = time.monotonic()
+    results = race(cfg, nodes, ADDS)
+    took = time.monotonic() - start
+    failed = [r for r in results if r[2] != 0]
+    eq(failed, [], "every ADD succeeds")
+    addresses = [r[3]["ips"][0]["address"] for r in results]
+    eq(len(set(addresses)), ADDS, "no address handed out twice")
+    held, blocks = consistent(p)
+    eq(len(held), ADDS, "one handle per ADD")
+    for node, ctr, _, out in results:
+        eq(held[f"{cfg['name']}/{ctr}/eth0"], [out["ips"][0]["address"]], f"{ctr}'s handle")
+    owners = {b["node"] for b in blocks.values()}
+    eq(owners, set(nodes), "every node claimed blocks of its own")
+    print(f"# {ADDS} ADDs on 8 nodes in {took:.1f} s ({ADDS / took:.0f}/s), {len(blocks)} blocks", flush=True)
+    results = race(cfg, nodes, ADDS, command="DEL")
+    eq([r for r in results if r[2] != 0], [], "every DEL succeeds")
+    held, blocks = consistent(p)
+    eq(held, {}, "no handle left")
+    check(all(not b["allocations"] for b in blocks.values()), "an allocation left")
+    check(blocks, "blocks are kept through the grace period")
+    time.sleep(2.2)  # the grace period
+    for n in nodes:
+        gc_node(n, cfg)
+    eq([k for k in etcd_kvs(p) if "/blocks/" in k], [], "the pool is empty after the grace period")
+
+
+@test
+def test_exhaustion_and_borrowing():
+    """a /28 shared by two nodes: exactly its 13 addresses, then an error naming the range; a node whose neighbour holds every block borrows"""
+    p = new_prefix("cipam-e")
+    cfg = conf(p, [[{"subnet": "10.74.0.0/28"}]], blockSize=30)
+    got = []
+    for i in range(20):
+        rc, out = call("enode-a" if i % 2 else "enode-b", "ADD", cfg, f"e{i}")
+        if rc != 0:
+            break
+        got.append(out["ips"][0]["address"])
+    eq(sorted(got, key=lambda a: ipaddress.ip_interface(a)),
+       [f"10.74.0.{i}/28" for i in range(2, 15)], "every address of the range once (.1 the gateway)")
+    check("no IP addresses available in range set: 10.74.0.1-10.74.0.14" in out["msg"], out)
+    rc, st = call("enode-a", "STATUS", dict(cfg, cniVersion="1.1.0"), ctr="")
+    check(rc != 0 and st["code"] == 50, f"STATUS of an exhausted pool: {st}")
+    # enode-a gives back three addresses; its blocks stay its own (the grace period): enode-c,
+    # which holds no block, borrows those three, then finds nothing.
+    held, blocks = consistent(p)
+    mine = [name for name in held if any(b["node"] == "enode-a" and name in b["allocations"].values()
+                                         for b in blocks.values())][:3]
+    for name in mine:
+        eq(call("enode-a", "DEL", cfg, name.split("/")[1])[0], 0)
+    freed = sorted(a for name in mine for a in held[name])
+    borrowed = sorted(add_ok("enode-c", cfg, f"b{i}")[0] for i in range(3))
+    eq(borrowed, freed, "the borrower gets the neighbour's free addresses")
+    rc, out = call("enode-c", "ADD", cfg, "b9")
+    check(rc != 0 and "no IP addresses available" in out["msg"], out)
+    held, blocks = consistent(p)
+    check(all(b["node"] != "enode-c" for b in blocks.values()), "the borrower claimed a block")
+    kvs = etcd_kvs(p)
+    for i in range(3):
+        h = kvs[f"handles/{cfg['name']}/b{i}/eth0"]
+        eq(h["node"], "enode-c", "a borrowed address's handle is the borrower's")
+        eq(kvs[h["addresses"][0]["block"][len(p):]]["node"], "enode-a", "in the neighbour's block")
+    for i in range(3):
+        eq(call("enode-c", "DEL", cfg, f"b{i}")[0], 0, "the borrower's DEL")
+    held, _ = consistent(p)
+    check(not set(freed) & {a for v in held.values() for a in v}, "a borrowed address still held after DEL")
+
+
+@test
+def test_leader_killed_mid_run():
+    """kill -9 of the etcd leader mid-run: each ADD succeeds or fails with code 11; after its return no address twice and GC leaks nothing"""
+    c = setup()
+    p = new_prefix("cipam-k")
+    nodes = [f"knode{i}" for i in range(4)]
+    cfg = conf(p, [[{"subnet": "10.76.0.0/22"}]], blockSize=27)
+    with concurrent.futures.ThreadPoolExecutor(1) as killer:
+        def kill_later():
+            time.sleep(0.4)
+            return c.kill_leader()
+        killed = killer.submit(kill_later)
+        results = race(cfg, nodes, 120)
+        member = killed.result()
+    codes = {r[3]["code"] for r in results if r[2] != 0}
+    check(codes <= {11}, f"failures other than code 11: {[r for r in results if r[2] != 0][:3]}")
+    c.restart(member)
+    c.wait_healthy()
+    ok = {f"{cfg['name']}/{r[1]}/eth0": r[3]["ips"][0]["address"] for r in results if r[2] == 0}
+    held, _ = consistent(p)
+    for name, a in ok.items():
+        eq(held.get(name), [a], f"{name}: the address ADD returned")
+    # GC with the successful ADDs as the valid list: what failed ADDs may have written goes.
+    for n in nodes:
+        gc = dict(cfg, cniVersion="1.1.0")
+        gc["cni.dev/valid-attachments"] = [{"containerID": r[1], "ifname": "eth0"} for r in results
+                                           if r[2] == 0 and r[0] == n]
+        rc, out = call(n, "GC", gc, ctr="")
+        eq(rc, 0, f"GC on {n}: {out}")
+    held, _ = consistent(p)
+    eq(sorted(held), sorted(ok), "GC leaves exactly the successful ADDs")
+    print(f"# {len(ok)} of {len(results)} ADDs succeeded around the kill of member {member}", flush=True)
+
+
+if __name__ == "__main__":
+    try:
+        run_all()
+    finally:
+        if "cluster" in _state:
+            _state["cluster"].close()
+        subprocess.run(["umount", "/etc/cni"], capture_output=True)
