@@ -8,7 +8,7 @@ absent); the credentials sit in /etc/cni/cluster-ipam/ on a tmpfs of this run's 
 and a network of its own and asserts on etcd's keys (every handle's address is its block's
 allocation, none twice):
 dual stack, exclude, the same ADD twice, DEL without prevResult and twice; 8 nodes racing
-(CNI_TEST_CIPAM_ADDS, default 400); a /28 exhausted by two nodes, then borrowing; and kill -9 of
+(CNI_TEST_CIPAM_ADDS, default 200); a /28 exhausted by two nodes, then borrowing; and kill -9 of
 the etcd leader in the middle of a run."""
 import concurrent.futures
 import ctypes
@@ -26,7 +26,7 @@ from etcd_cluster import EtcdCluster  # noqa: E402
 
 CLONE_NEWUTS = 0x04000000
 CRED_DIR = "/etc/cni/cluster-ipam"
-ADDS = int(os.environ.get("CNI_TEST_CIPAM_ADDS") or "400")
+ADDS = int(os.environ.get("CNI_TEST_CIPAM_ADDS") or "200")
 _libc = ctypes.CDLL(None, use_errno=True)
 _state = {}
 
