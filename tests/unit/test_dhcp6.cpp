@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+// DHCPv6 without sockets: the client's messages against literal bytes, a server's ADVERTISE and
+// REPLY decoded (IA_NA, IAADDR, status codes, DNS servers, domain search list), malformed options
+// refused, what a reply grants and the lease's times with their floors.
+#include <catch2/catch.hpp>
+
+#include "applets/dhcp/message6.hpp"
+
+using namespace cni;
+using cni::dhcp::Bytes;
+using cni::dhcp::Mac;
+using namespace cni::dhcp::v6;
+
+namespace {
+
+net::IpAddr ip(std::string_view s) { return *net::IpAddr::parse(s); }
+
+Bytes hex(std::string_view s) {
+    Bytes b;
+    for (std::size_t i = 0; i + 1 < s.size(); i += 2) {
+        if (s[i] == ' ') {
+            --i;
+            continue;
+        }
+        b.push_back(std::uint8_t(std::stoul(std::string(s.substr(i, 2)), nullptr, 16)));
+    }
+    return b;
+}
+
+const Mac kMac{0x02, 0, 0, 0, 0, 0x01};
+
+Message reply_with_address() {
+    Message m;
+    m.type = Type::reply;
+    m.xid = 0xabcdef;
+    m.client_id = duid_ll(kMac);
+    m.server_id = {0, 1, 0, 1, 9, 9, 9, 9};
+    m.ia_na.push_back(IaNa{7, 30, 48, {IaAddress{ip("fd00:55::10"), 60, 120, std::nullopt}}, std::nullopt});
+    m.dns_servers = {ip("fd00:55::1"), ip("fd00:55::2")};
+    m.search = {"example.com", "pods.local"};
+    return m;
+}
+
+}  // namespace
+
+TEST_CASE("dhcp6 client messages: SOLICIT on the wire, byte for byte", "[dhcp]") {
+    Exchange x{0x123456, duid_ll(kMac), {}, 7, {}, 0, true};
+    Bytes wire = encode(client_message(Type::solicit, x));
+    CHECK(wire == hex("01123456"
+                      "0001000a 0003 0001 020000000001"   // client id: DUID-LL
+                      "0003000c 00000007 00000000 00000000"  // IA_NA, IAID 7, no addresses
+                      "000e0000"                          // rapid commit
+                      "00080002 0000"                     // elapsed time
+                      "00060004 0017 0018"));             // ORO: 23, 24
+}
+
+TEST_CASE("dhcp6 client messages: server id in REQUEST/RENEW/RELEASE, not in REBIND; no IA in INFORMATION-REQUEST", "[dhcp]") {
+    Exchange x{1, duid_ll(kMac), {0, 1, 2, 3}, 7, {ip("fd00:55::10")}, 150, true};
+    for (Type t : {Type::request, Type::renew, Type::rebind, Type::release, Type::information_request}) {
+        INFO(type_name(t));
+        auto m = decode(encode(client_message(t, x)));
+        REQUIRE(m);
+        CHECK(m->type == t);
+        CHECK(m->elapsed == 150);
+        CHECK(!m->rapid_commit);
+        CHECK(m->client_id == x.duid);
+        CHECK(m->server_id.empty() == (t == Type::rebind || t == Type::information_request));
+        CHECK(m->ia_na.empty() == (t == Type::information_request));
+        if (!m->ia_na.empty()) CHECK(m->ia_na[0].addresses.at(0).address == ip("fd00:55::10"));
+        CHECK(m->requested.empty() == (t == Type::release));
+    }
+}
+
+TEST_CASE("dhcp6 server messages: a REPLY round trips; what it grants and the lease's times", "[dhcp]") {
+    Message m = reply_with_address();
+    m.rapid_commit = true;
+    m.preference = 255;
+    auto back = decode(encode(m));
+    REQUIRE(back);
+    CHECK(*back == m);
+    CHECK(answers(*back, 0xabcdef, duid_ll(kMac)).code == status::success);
+    CHECK(answers(*back, 0xabcdee, duid_ll(kMac)).code != status::success);
+    CHECK(answers(*back, 0xabcdef, duid_ll(Mac{})).code != status::success);
+    auto g = granted(*back, 7);
+    REQUIRE(g.address);
+    CHECK(g.address->address == ip("fd00:55::10"));
+    auto t = lease_times(g);
+    CHECK((t.lease == 120 && t.t1 == 30 && t.t2 == 48 && !t.degenerate));
+    CHECK(!granted(*back, 8).address);
+}
+
+TEST_CASE("dhcp6 lease times: T1/T2 of 0 are 0.5 and 0.8 of the preferred lifetime; floors under zeros", "[dhcp]") {
+    Granted g{IaAddress{ip("fd00::1"), 100, 200, std::nullopt}, 0, 0, {}};
+    auto t = lease_times(g);
+    CHECK((t.lease == 200 && t.t1 == 50 && t.t2 == 80));
+    g.address->preferred = g.address->valid = 1;
+    t = lease_times(g);
+    CHECK((t.lease == 10 && t.t1 == 5 && t.t2 == 8 && t.degenerate));
+    g.t1 = 500, g.t2 = 1;  // nonsense: T1 past the lease, T2 before T1
+    g.address->valid = 100;
+    t = lease_times(g);
+    CHECK((t.t1 == 50 && t.t2 == 80));
+}
+
+TEST_CASE("dhcp6 grants: status codes of the message, the IA and the address; zero and inverted lifetimes skipped", "[dhcp]") {
+    Message m = reply_with_address();
+    m.status = StatusCode{status::no_addrs_avail, "full"};
+    CHECK(granted(m, 7).status.code == status::no_addrs_avail);
+    m = reply_with_address();
+    m.ia_na[0].status = StatusCode{status::no_binding, ""};
+    CHECK(granted(m, 7).status.code == status::no_binding);
+    m = reply_with_address();
+    m.ia_na[0].addresses[0].status = StatusCode{status::not_on_link, "moved"};
+    auto g = granted(decode(encode(m)).value(), 7);
+    CHECK(!g.address);
+    CHECK((g.status.code == status::not_on_link && g.status.message == "moved"));
+    m = reply_with_address();
+    m.ia_na[0].addresses[0].valid = 0;
+    CHECK(!granted(m, 7).address);
+    m.ia_na[0].addresses[0] = IaAddress{ip("fd00::1"), 200, 100, std::nullopt};
+    CHECK(!granted(m, 7).address);
+    for (auto bad : {"::", "::1", "fe80::1", "febf::1", "ff02::1:2"}) {
+        m.ia_na[0].addresses[0] = IaAddress{ip(bad), 100, 200, std::nullopt};
+        CHECK(!granted(m, 7).address);
+    }
+    m.ia_na[0].addresses[0] = IaAddress{ip("fec0::1"), 100, 200, std::nullopt};
+    CHECK(granted(m, 7).address);
+}
+
+TEST_CASE("dhcp6 domain search list: names decoded bounded; compression, bad bytes and long names refused", "[dhcp]") {
+    auto root = decode_names(hex("076578616d706c6503636f6d00 00"));
+    REQUIRE(!root);
+    CHECK(root.error().msg.find("empty (root)") != std::string::npos);
+    auto n = decode_names(hex("076578616d706c6503636f6d00 016100"));
+    REQUIRE(n);
+    CHECK(*n == std::vector<std::string>{"example.com", "a"});
+    CHECK(!decode_names(hex("c00c")));             // a compression pointer
+    CHECK(!decode_names(hex("03616263")));         // no final empty label
+    CHECK(!decode_names(hex("0561")));             // a label past the option
+    CHECK(!decode_names(hex("03612e6300")));       // a dot inside a label
+    CHECK(!decode_names(hex("0361206300")));       // a space
+    Bytes longname;
+    for (int i = 0; i < 5; ++i) {
+        longname.push_back(60);
+        longname.insert(longname.end(), 60, 'a');
+    }
+    longname.push_back(0);
+    auto too_long = decode_names(longname);
+    REQUIRE(!too_long);
+    CHECK(too_long.error().msg.find("over 255") != std::string::npos);
+    CHECK(encode_name("example.com").value() == hex("076578616d706c6503636f6d00"));
+    CHECK(!encode_name("a..b"));
+    CHECK(!encode_name(std::string(64, 'a')));
+}
+
+TEST_CASE("dhcp6 decode: truncated, relayed and malformed options are decoding errors; unknown options skipped", "[dhcp]") {
+    Bytes wire = encode(reply_with_address());
+    CHECK(!decode(std::span(wire.data(), 3)));
+    for (std::size_t cut = 5; cut < wire.size(); ++cut)  // every truncation inside an option fails
+        if (auto m = decode(std::span(wire.data(), cut))) CHECK(encode(*m).size() <= cut);
+    Bytes relay = wire;
+    relay[0] = 12;
+    CHECK(!decode(relay));
+    auto odd = decode(hex("07000001 00170003 000000"));
+    REQUIRE(!odd);
+    CHECK(odd.error().msg.find("multiple of 16") != std::string::npos);
+    CHECK(!decode(hex("07000001 000e0001 00")));        // rapid commit with data
+    CHECK(!decode(hex("07000001 00070002 0000")));      // preference of 2 bytes
+    CHECK(!decode(hex("07000001 00020001 00")));        // a 1-byte DUID
+    CHECK(!decode(hex("07000001 0003000b 0000000000000000000000")));  // IA_NA under 12 bytes
+    CHECK(!decode(hex("07000001 000d0001 00")));        // status under 2 bytes
+    CHECK(!decode(hex("07000001 00170010 00000000000000000000ffff0a000001")));  // mapped IPv4
+    auto m = decode(hex("07000001 00200002 abcd 00070001 05"));  // option 32 skipped
+    REQUIRE(m);
+    CHECK(m->preference == 5);
+}
