@@ -17,7 +17,7 @@ constexpr std::size_t kMaxNameBytes = 255, kMaxLabelBytes = 63;
 constexpr std::size_t kMaxIas = 16, kMaxAddressesPerIa = 16, kMaxDnsServers = 16, kMaxSearch = 16,
                       kMaxRequested = 32;
 
-Result<Message> bad(std::string what) { return fail(code::decoding_failure, "DHCPv6 message: " + what); }
+cni::Unexpected<Error> bad(std::string what) { return fail(code::decoding_failure, "DHCPv6 message: " + what); }
 
 void put_option(Bytes& b, std::uint16_t code, const Bytes& data) {
     std::uint8_t h[4];
@@ -43,23 +43,21 @@ Bytes status_bytes(const StatusCode& s) {
     return b;
 }
 
-// Options one after the other, each {code, length, data}; `f` gets each and may fail.
+// Options one after the other, each {code, length, data}, in `where`; `f` takes each and may
+// refuse it, which ends the walk.
 template <typename F>
-void each_option(std::span<const std::uint8_t> w, F&& f, std::string& error) {
+cni::Status each_option(std::span<const std::uint8_t> w, std::string_view where, F&& f) {
     for (std::size_t i = 0; i < w.size();) {
-        if (w.size() - i < 4) {
-            error = "truncated option header";
-            return;
-        }
+        if (w.size() - i < 4) return fail(code::decoding_failure, "DHCPv6 message: " + std::string(where) + ": truncated option header");
         std::uint16_t code = get16(&w[i]), len = get16(&w[i + 2]);
         i += 4;
-        if (len > w.size() - i) {
-            error = "option " + std::to_string(code) + " runs past its container";
-            return;
-        }
-        if (!f(code, w.subspan(i, len))) return;
+        if (len > w.size() - i)
+            return fail(code::decoding_failure,
+                        "DHCPv6 message: " + std::string(where) + ": option " + std::to_string(code) + " runs past its container");
+        CNI_TRY(f(code, w.subspan(i, len)));
         i += len;
     }
+    return {};
 }
 
 Result<StatusCode> read_status(std::span<const std::uint8_t> d) {
@@ -76,39 +74,25 @@ Result<IaAddress> read_iaaddr(std::span<const std::uint8_t> d) {
     std::copy(d.begin(), d.begin() + 16, a.begin());
     IaAddress r{net::IpAddr::from_bytes(a), get32(&d[16]), get32(&d[20]), std::nullopt};
     if (r.address.is_v4()) return fail(code::decoding_failure, "DHCPv6 message: IAADDR holds an IPv4-mapped address");
-    std::string error;
-    std::optional<Error> err;
-    each_option(d.subspan(24), [&](std::uint16_t code, std::span<const std::uint8_t> o) {
-        if (code != opt::status_code || r.status) return true;
-        auto s = read_status(o);
-        if (!s) return err = s.error(), false;
-        r.status = *s;
-        return true;
-    }, error);
-    if (err) return cni::Unexpected(*err);
-    if (!error.empty()) return fail(code::decoding_failure, "DHCPv6 message: IAADDR: " + error);
+    CNI_TRY(each_option(d.subspan(24), "IAADDR", [&](std::uint16_t code, std::span<const std::uint8_t> o) -> cni::Status {
+        if (code == opt::status_code && !r.status) CNI_TRY_ASSIGN(r.status, read_status(o));
+        return {};
+    }));
     return r;
 }
 
 Result<IaNa> read_ia_na(std::span<const std::uint8_t> d) {
     if (d.size() < 12) return fail(code::decoding_failure, "DHCPv6 message: IA_NA option shorter than 12 bytes");
     IaNa ia{get32(&d[0]), get32(&d[4]), get32(&d[8]), {}, std::nullopt};
-    std::string error;
-    std::optional<Error> err;
-    each_option(d.subspan(12), [&](std::uint16_t code, std::span<const std::uint8_t> o) {
+    CNI_TRY(each_option(d.subspan(12), "IA_NA", [&](std::uint16_t code, std::span<const std::uint8_t> o) -> cni::Status {
         if (code == opt::iaaddr) {
-            auto a = read_iaaddr(o);
-            if (!a) return err = a.error(), false;
-            if (ia.addresses.size() < kMaxAddressesPerIa) ia.addresses.push_back(*a);
+            CNI_TRY_ASSIGN(auto a, read_iaaddr(o));
+            if (ia.addresses.size() < kMaxAddressesPerIa) ia.addresses.push_back(a);
         } else if (code == opt::status_code && !ia.status) {
-            auto s = read_status(o);
-            if (!s) return err = s.error(), false;
-            ia.status = *s;
+            CNI_TRY_ASSIGN(ia.status, read_status(o));
         }
-        return true;
-    }, error);
-    if (err) return cni::Unexpected(*err);
-    if (!error.empty()) return fail(code::decoding_failure, "DHCPv6 message: IA_NA: " + error);
+        return {};
+    }));
     return ia;
 }
 
@@ -244,72 +228,59 @@ Result<Message> decode(std::span<const std::uint8_t> w) {
     Message m;
     m.type = Type(w[0]);
     m.xid = get32(w.data()) & 0xffffff;
-    std::string error;
-    std::optional<Error> err;
-    auto take = [&](auto r) {
-        if (!r) err = r.error();
-        return bool(r);
-    };
-    each_option(w.subspan(4), [&](std::uint16_t code, std::span<const std::uint8_t> d) -> bool {
+    CNI_TRY(each_option(w.subspan(4), "top level", [&](std::uint16_t code, std::span<const std::uint8_t> d) -> cni::Status {
         switch (code) {
         case opt::client_id:
         case opt::server_id: {
             Bytes& id = code == opt::client_id ? m.client_id : m.server_id;
-            if (d.size() < 2 || d.size() > kMaxDuidBytes) return error = "a DUID of " + std::to_string(d.size()) + " bytes", false;
+            if (d.size() < 2 || d.size() > kMaxDuidBytes) return bad("a DUID of " + std::to_string(d.size()) + " bytes");
             if (id.empty()) id.assign(d.begin(), d.end());
-            return true;
+            return {};
         }
         case opt::ia_na: {
-            auto ia = read_ia_na(d);
-            if (!take(ia)) return false;
-            if (m.ia_na.size() < kMaxIas && !m.find_ia(ia->iaid)) m.ia_na.push_back(std::move(*ia));
-            return true;
+            CNI_TRY_ASSIGN(auto ia, read_ia_na(d));
+            if (m.ia_na.size() < kMaxIas && !m.find_ia(ia.iaid)) m.ia_na.push_back(std::move(ia));
+            return {};
         }
         case opt::rapid_commit:
-            if (!d.empty()) return error = "a rapid commit option with data", false;
+            if (!d.empty()) return bad("a rapid commit option with data");
             m.rapid_commit = true;
-            return true;
+            return {};
         case opt::preference:
-            if (d.size() != 1) return error = "a preference option of " + std::to_string(d.size()) + " bytes", false;
+            if (d.size() != 1) return bad("a preference option of " + std::to_string(d.size()) + " bytes");
             if (!m.preference) m.preference = d[0];
-            return true;
+            return {};
         case opt::elapsed_time:
-            if (d.size() != 2) return error = "an elapsed time option of " + std::to_string(d.size()) + " bytes", false;
+            if (d.size() != 2) return bad("an elapsed time option of " + std::to_string(d.size()) + " bytes");
             if (!m.elapsed) m.elapsed = get16(d.data());
-            return true;
+            return {};
         case opt::oro:
-            if (d.size() % 2) return error = "an option request option of odd length", false;
+            if (d.size() % 2) return bad("an option request option of odd length");
             for (std::size_t i = 0; i < d.size() && m.requested.size() < kMaxRequested; i += 2) m.requested.push_back(get16(&d[i]));
-            return true;
-        case opt::status_code: {
-            auto s = read_status(d);
-            if (!take(s)) return false;
-            if (!m.status) m.status = *s;
-            return true;
-        }
+            return {};
+        case opt::status_code:
+            if (!m.status) CNI_TRY_ASSIGN(m.status, read_status(d));
+            return {};
         case opt::dns_servers:
-            if (d.size() % 16) return error = "a DNS servers option whose length is not a multiple of 16", false;
+            if (d.size() % 16) return bad("a DNS servers option whose length is not a multiple of 16");
             for (std::size_t i = 0; i < d.size() && m.dns_servers.size() < kMaxDnsServers; i += 16) {
                 std::array<std::uint8_t, 16> a;
                 std::copy(d.begin() + long(i), d.begin() + long(i + 16), a.begin());
                 auto ip = net::IpAddr::from_bytes(a);
-                if (ip.is_v4()) return error = "an IPv4-mapped DNS server", false;
+                if (ip.is_v4()) return bad("an IPv4-mapped DNS server");
                 m.dns_servers.push_back(ip);
             }
-            return true;
+            return {};
         case opt::domain_list: {
-            auto names = decode_names(d);
-            if (!take(names)) return false;
-            for (auto& n : *names)
+            CNI_TRY_ASSIGN(auto names, decode_names(d));
+            for (auto& n : names)
                 if (m.search.size() < kMaxSearch) m.search.push_back(std::move(n));
-            return true;
+            return {};
         }
         default:
-            return true;  // options the client does not use
+            return {};  // options the client does not use
         }
-    }, error);
-    if (err) return cni::Unexpected(*err);
-    if (!error.empty()) return bad(error);
+    }));
     return m;
 }
 
