@@ -302,8 +302,10 @@ Message client_message(Type type, const Exchange& x) {
 }
 
 Bytes duid_ll(const Mac& mac) {
-    Bytes b{0, 3, 0, 1};
-    b.insert(b.end(), mac.begin(), mac.end());
+    Bytes b(4 + mac.size());  // sized first: GCC 12 reports bogus -Warray-bounds for a range insert here
+    b[1] = 3;
+    b[3] = 1;
+    std::copy(mac.begin(), mac.end(), b.begin() + 4);
     return b;
 }
 
