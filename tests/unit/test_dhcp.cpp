@@ -157,7 +157,7 @@ TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding
 
 TEST_CASE("dhcp lease record: JSON round trip", "[dhcp]") {
     LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "K=V",
-                  Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}};
+                  Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}, false, {}};
     auto back = decode_record(encode_record(r));
     REQUIRE(back);
     CHECK((back->key == r.key && back->netns == r.netns && back->lease.ack == r.lease.ack));
@@ -184,7 +184,7 @@ TEST_CASE("dhcp network digest: the config but the keys a runtime sets per call;
 TEST_CASE("dhcp lease record: the fields earlier versions write and read, nothing more; the digest comes from its config", "[dhcp]") {
     const std::string config = R"({"cniVersion":"1.0.0","name":"n","type":"macvlan","ipam":{"type":"dhcp"}})";
     LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", config, "",
-                  Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}};
+                  Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}, false, {}};
     auto doc = json::parse(encode_record(r));
     REQUIRE(doc);
     std::vector<std::string> keys;

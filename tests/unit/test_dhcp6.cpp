@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // DHCPv6 without sockets: the client's messages against literal bytes, a server's ADVERTISE and
 // REPLY decoded (IA_NA, IAADDR, status codes, DNS servers, domain search list), malformed options
-// refused, what a reply grants and the lease's times with their floors.
+// refused, what a reply grants and the lease's times with their floors; the `protocol` key, a
+// DHCPv6 lease as a CNI result and as a lease record.
 #include <catch2/catch.hpp>
 
+#include "applets/dhcp/config.hpp"
+#include "applets/dhcp/lease_store.hpp"
 #include "applets/dhcp/message6.hpp"
 
 using namespace cni;
@@ -173,4 +176,48 @@ TEST_CASE("dhcp6 decode: truncated, relayed and malformed options are decoding e
     auto m = decode(hex("07000001 00200002 abcd 00070001 05"));  // option 32 skipped
     REQUIRE(m);
     CHECK(m->preference == 5);
+}
+
+TEST_CASE("dhcp6 protocol key: ipv4 by default, ipv6 and dual; anything else names the key and the value", "[dhcp]") {
+    auto conf = [](std::string_view protocol) {
+        return dhcp::parse_dhcp_conf(R"({"name":"n","ipam":{"type":"dhcp","protocol":")" + std::string(protocol) + "\"}}", "");
+    };
+    CHECK(dhcp::parse_dhcp_conf(R"({"name":"n","ipam":{"type":"dhcp"}})", "")->protocol == dhcp::Protocol::ipv4);
+    CHECK(conf("ipv4")->protocol == dhcp::Protocol::ipv4);
+    CHECK(conf("ipv6")->protocol == dhcp::Protocol::ipv6);
+    CHECK(conf("dual")->protocol == dhcp::Protocol::dual);
+    auto bad = conf("IPv6");
+    REQUIRE(!bad);
+    CHECK(bad.error().code == code::invalid_config);
+    CHECK(bad.error().msg == R"(invalid ipam.protocol "IPv6": must be "ipv4", "ipv6" or "dual")");
+    CHECK(!dhcp::parse_dhcp_conf(R"({"name":"n","ipam":{"type":"dhcp","protocol":6}})", ""));
+}
+
+TEST_CASE("dhcp6 lease: a /128 with the DNS servers and search list as the result; its times from the REPLY", "[dhcp]") {
+    dhcp::Lease6 l{reply_with_address(), 7, 1000};
+    CHECK(l.address_text() == "fd00:55::10");
+    CHECK((l.t1() == 1030 && l.t2() == 1048 && l.expiry() == 1120 && !l.degenerate()));
+    auto r = l.result(0);
+    REQUIRE(r);
+    REQUIRE(r->ips.size() == 1);
+    CHECK(r->ips[0].address.ip == ip("fd00:55::10"));
+    CHECK(r->ips[0].address.prefix == 128);
+    CHECK(!r->ips[0].gateway);
+    CHECK(r->routes.empty());
+    CHECK(r->dns.nameservers == std::vector<std::string>{"fd00:55::1", "fd00:55::2"});
+    CHECK(r->dns.search == std::vector<std::string>{"example.com", "pods.local"});
+    CHECK(!dhcp::Lease6{reply_with_address(), 8, 1000}.result(0));  // another IA's
+}
+
+TEST_CASE("dhcp6 lease record: the REPLY, IAID and time round trip; a record whose reply leases nothing is refused", "[dhcp]") {
+    dhcp::LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "", {}, true, dhcp::Lease6{reply_with_address(), 7, 1700000000}};
+    auto text = dhcp::encode_record(r);
+    CHECK(text.find("\"family\": \"ipv6\"") != std::string::npos);
+    auto back = dhcp::decode_record(text);
+    REQUIRE(back);
+    CHECK((back->v6 && back->key == r.key && back->lease6.reply == r.lease6.reply && back->lease6.iaid == 7));
+    CHECK(back->lease6.bound_at == 1700000000);
+    r.lease6.iaid = 8;
+    CHECK(!dhcp::decode_record(dhcp::encode_record(r)));
+    CHECK(!dhcp::decode_record(R"({"key":"k","family":"ipv7"})"));
 }

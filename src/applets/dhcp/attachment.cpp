@@ -2,9 +2,13 @@
 // One lease's thread (see attachment.hpp).
 #include "applets/dhcp/attachment.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
-#include "applets/dhcp/lease_result.hpp"
+#include "applets/dhcp/client6.hpp"
 #include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/netns.hpp"
@@ -22,17 +26,134 @@ std::int64_t retry_at(std::int64_t now, std::int64_t until) {
     return now + std::clamp((until - now) / 2, kMinRetrySeconds, kMaxRetrySeconds);
 }
 
+
+// One lease of an attachment, DHCPv4's or DHCPv6's (C: Client or Client6), and its thread.
+template <class C>
+class Keeper final : public Attachment {
+public:
+    using L = typename C::Lease;
+    Keeper(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, std::optional<L> resumed);
+    ~Keeper() override { stop(false); }
+    Keeper(const Keeper&) = delete;
+    Keeper& operator=(const Keeper&) = delete;
+
+    std::optional<Result<CniResult>> wait_bound(const std::function<bool()>& hung_up) override;
+    bool unwaited() override;
+    Status check() override;
+    void stop(bool release) override;
+    const LeaseRecord& identity() const override { return record_; }
+    const DhcpConf& conf() const override { return conf_; }
+
+private:
+    void run();
+    Status bind_link(int& ifindex, Mac& mac);
+    // The lease ADD waits for: the resumed one, or one acquired now. False, settled with the
+    // error, when there is none.
+    bool first_lease(C& client);
+    // Renewals, rebinds and new acquisitions until stopped, or until the link is gone.
+    void maintain(C& client, const os::Netns& ns, int ifindex);
+    // The link is still the one the lease is for (its namespace and index); if not, the lease
+    // is forgotten.
+    bool link_still_there(const os::Netns& ns, int ifindex);
+    // Renewing `cur` at `now` (from T2: rebinding): when to try next, or nullopt when the server
+    // refused and a new lease is wanted.
+    std::optional<std::int64_t> renew(C& client, L cur, std::int64_t now);
+    // A new lease, asking for `cur`'s address again: when to renew it, or to try again.
+    std::int64_t reacquire(C& client, const L& cur);
+    void settle(std::optional<Error> failure);
+    void persist(const L& lease);
+    bool sleep_until(std::int64_t wall_seconds);  // false when stopping
+    // When to renew `l`: its T1, or for a degenerate lease (lease_times) 2, 4, 8 ... 60 s after
+    // now, doubling with each degenerate lease in a row.
+    std::int64_t next_renewal(const L& l);
+
+    const LeaseRecord record_;
+    const std::string shown_key_;  // record_.key as log lines and errors show it (config.hpp: shown)
+    const DhcpConf conf_;
+    const Timing timing_;
+    const LeaseStore& store_;
+    Logger log_;
+    const std::optional<L> resumed_;
+    int degenerate_streak_ = 0;
+
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::atomic<bool> stopping_{false};
+    bool release_ = false;
+    bool wake_ = false;
+    bool settled_ = false;
+    int waiters_ = 0;  // ADDs in wait_bound
+    std::optional<Error> failure_;
+    std::optional<L> lease_;
+    std::thread thread_;
+};
+
+// A dual-stack attachment: its DHCPv4 and DHCPv6 leases, one result.
+class Dual final : public Attachment {
+public:
+    Dual(std::shared_ptr<Attachment> v4, std::shared_ptr<Attachment> v6) : v4_(std::move(v4)), v6_(std::move(v6)) {}
+    std::optional<Result<CniResult>> wait_bound(const std::function<bool()>& hung_up) override;
+    bool unwaited() override { return waiters_ == 0 && (v4_->unwaited() || v6_->unwaited()); }
+    Status check() override {
+        CNI_TRY(v4_->check());
+        return v6_->check();
+    }
+    void stop(bool release) override {
+        v4_->stop(release);
+        v6_->stop(release);
+    }
+    const LeaseRecord& identity() const override { return v4_->identity(); }
+    const DhcpConf& conf() const override { return v4_->conf(); }
+
+private:
+    std::shared_ptr<Attachment> v4_, v6_;
+    std::atomic<int> waiters_{0};
+};
+
 }  // namespace
 
-Attachment::Attachment(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, bool resume)
+std::optional<Result<CniResult>> Dual::wait_bound(const std::function<bool()>& hung_up) {
+    ++waiters_;
+    auto r4 = v4_->wait_bound(hung_up);
+    auto r6 = r4 ? v6_->wait_bound(hung_up) : std::nullopt;
+    --waiters_;
+    if (!r4 || !r6) return std::nullopt;
+    if (!*r4) return r4;
+    if (!*r6) return r6;
+    CniResult r = std::move(**r4);
+    for (auto& ip : (*r6)->ips) r.ips.push_back(ip);
+    r.dns = (*r6)->dns;
+    return Result<CniResult>(std::move(r));
+}
+
+std::shared_ptr<Attachment> start_attachment(const LeaseRecord& identity, const DhcpConf& conf, Timing timing,
+                                             const LeaseStore& store, Logger log, std::optional<Lease> v4_lease,
+                                             std::optional<Lease6> v6_lease) {
+    LeaseRecord id = identity;
+    id.v6 = false;
+    std::shared_ptr<Attachment> v4, v6;
+    if (wants_v4(conf.protocol)) v4 = std::make_shared<Keeper<Client>>(id, conf, timing, store, log, v4_lease);
+    if (wants_v6(conf.protocol)) {
+        id.v6 = true;
+        v6 = std::make_shared<Keeper<Client6>>(id, conf, timing, store, log, v6_lease);
+    }
+    if (v4 && v6) return std::make_shared<Dual>(std::move(v4), std::move(v6));
+    return v4 ? v4 : v6;
+}
+
+namespace {
+
+}  // namespace
+
+template <class C>
+Keeper<C>::Keeper(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, std::optional<L> resumed)
     : record_(std::move(record)), shown_key_(shown(record_.key)), conf_(std::move(conf)), timing_(timing), store_(store),
-      log_(std::move(log)), resume_(resume) {
+      log_(std::move(log)), resumed_(std::move(resumed)) {
     thread_ = std::thread([this] { run(); });
 }
 
-Attachment::~Attachment() { stop(false); }
-
-void Attachment::stop(bool release) {
+template <class C>
+void Keeper<C>::stop(bool release) {
     {
         std::lock_guard lock(mu_);
         if (!stopping_) release_ = release;
@@ -42,7 +163,8 @@ void Attachment::stop(bool release) {
     if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-void Attachment::settle(std::optional<Error> failure) {
+template <class C>
+void Keeper<C>::settle(std::optional<Error> failure) {
     {
         std::lock_guard lock(mu_);
         settled_ = true;
@@ -51,7 +173,8 @@ void Attachment::settle(std::optional<Error> failure) {
     cv_.notify_all();
 }
 
-std::optional<Result<CniResult>> Attachment::wait_bound(const std::function<bool()>& hung_up) {
+template <class C>
+std::optional<Result<CniResult>> Keeper<C>::wait_bound(const std::function<bool()>& hung_up) {
     std::unique_lock lock(mu_);
     ++waiters_;
     while (!cv_.wait_for(lock, kHangUpPoll, [this] { return settled_; }))
@@ -62,15 +185,17 @@ std::optional<Result<CniResult>> Attachment::wait_bound(const std::function<bool
     --waiters_;
     if (failure_) return Result<CniResult>(cni::Unexpected(*failure_));
     if (!lease_) return Result<CniResult>(fail("no DHCP lease for " + shown_key_));
-    return lease_result(lease_->ack, conf_.priority);
+    return lease_->result(conf_.priority);
 }
 
-bool Attachment::unwaited() {
+template <class C>
+bool Keeper<C>::unwaited() {
     std::lock_guard lock(mu_);
     return waiters_ == 0 && !settled_;
 }
 
-Status Attachment::check() {
+template <class C>
+Status Keeper<C>::check() {
     std::unique_lock lock(mu_);
     wake_ = true;
     cv_.notify_all();
@@ -81,8 +206,9 @@ Status Attachment::check() {
     return {};
 }
 
-std::int64_t Attachment::next_renewal(const Lease& l) {
-    if (!lease_times(l.ack).degenerate) {
+template <class C>
+std::int64_t Keeper<C>::next_renewal(const L& l) {
+    if (!l.degenerate()) {
         degenerate_streak_ = 0;
         return l.t1();
     }
@@ -91,22 +217,25 @@ std::int64_t Attachment::next_renewal(const Lease& l) {
     return std::max(l.t1(), wall_seconds() + delay);
 }
 
-bool Attachment::sleep_until(std::int64_t wall) {
+template <class C>
+bool Keeper<C>::sleep_until(std::int64_t wall) {
     std::unique_lock lock(mu_);
     cv_.wait_until(lock, std::chrono::system_clock::from_time_t(wall), [this] { return stopping_.load() || wake_; });
     wake_ = false;
     return !stopping_;
 }
 
-void Attachment::persist(const Lease& lease) {
+template <class C>
+void Keeper<C>::persist(const L& lease) {
     LeaseRecord r = record_;
-    r.lease = lease;
+    put_lease(r, lease);
     if (auto st = store_.save(r); !st) log_("saving the lease of " + shown_key_ + ": " + st.error().msg);
     std::lock_guard lock(mu_);
     lease_ = lease;
 }
 
-Status Attachment::bind_link(int& ifindex, Mac& mac) {
+template <class C>
+Status Keeper<C>::bind_link(int& ifindex, Mac& mac) {
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
     CNI_TRY_ASSIGN(auto link, nl::require_link(sock, record_.ifname));
     if (!link.up()) CNI_TRY(nl::set_link_up(sock, link, true));
@@ -119,9 +248,10 @@ Status Attachment::bind_link(int& ifindex, Mac& mac) {
     return {};
 }
 
-void Attachment::run() {
+template <class C>
+void Keeper<C>::run() {
     auto give_up = [this](const Error& e) {
-        if (resume_) {  // a lease from before a restart whose container is gone
+        if (resumed_) {  // a lease from before a restart whose container is gone
             log_("dropping the lease of " + shown_key_ + ": " + e.msg);
             store_.remove(record_.key);
         }
@@ -134,54 +264,57 @@ void Attachment::run() {
     int ifindex = 0;
     Mac mac{};
     if (auto st = bind_link(ifindex, mac); !st) return give_up(st.error());
-    auto socket = PacketSocket::open(ifindex, mac);
-    if (!socket) return give_up(socket.error());
-    Client client(*socket, Identity{mac, client_id_for(record_.key), conf_.request_list, conf_.provide}, timing_,
-                  [this] { return stopping_.load(); }, [this](const std::string& m) { log_("no lease yet for " + shown_key_ + ", " + m); });
-    if (!first_lease(client)) return;
-    maintain(client, *ns, ifindex);
+    auto client = C::open(ifindex, mac, record_.key, conf_, timing_, [this] { return stopping_.load(); },
+                          [this](const std::string& m) { log_("no lease yet for " + shown_key_ + ", " + m); });
+    if (!client) return give_up(client.error());
+    if (!first_lease(*client)) return;
+    maintain(*client, *ns, ifindex);
     std::lock_guard lock(mu_);
     if (release_ && lease_) {
-        if (auto st = client.release(*lease_); !st) log_("releasing the lease of " + shown_key_ + ": " + st.error().msg);
+        if (auto st = client->release(*lease_); !st) log_("releasing the lease of " + shown_key_ + ": " + st.error().msg);
         else log_("released the lease of " + shown_key_);
     }
 }
 
-bool Attachment::first_lease(Client& client) {
-    if (resume_) {
+template <class C>
+bool Keeper<C>::first_lease(C& client) {
+    if (resumed_) {
         std::lock_guard lock(mu_);
-        lease_ = record_.lease;
+        lease_ = resumed_;
     } else {
         auto lease = client.acquire();
         if (!lease) {
-            settle(lease.error().context("error acquiring a DHCP lease on " + record_.ifname));
+            const char* what = record_.v6 ? "error acquiring a DHCPv6 lease on " : "error acquiring a DHCP lease on ";
+            settle(lease.error().context(what + record_.ifname));
             return false;
         }
         persist(*lease);
     }
     settle(std::nullopt);
-    log_("lease of " + shown_key_ + ": " + v4(lease_->address()).str());
+    log_("lease of " + shown_key_ + ": " + lease_->address_text());
     return true;
 }
 
-void Attachment::maintain(Client& client, const os::Netns& ns, int ifindex) {
+template <class C>
+void Keeper<C>::maintain(C& client, const os::Netns& ns, int ifindex) {
     std::int64_t next_attempt = next_renewal(*lease_);
     while (sleep_until(next_attempt)) {
         std::int64_t now = wall_seconds();
         if (now < next_attempt) continue;  // woken by a CHECK
         if (!link_still_there(ns, ifindex)) return;
-        Lease cur;
+        std::optional<L> cur;
         {
             std::lock_guard lock(mu_);
-            cur = *lease_;
+            cur = lease_;
         }
         std::optional<std::int64_t> renewed;
-        if (now < cur.expiry()) renewed = renew(client, cur, now);
-        next_attempt = renewed ? *renewed : reacquire(client, cur);
+        if (now < cur->expiry()) renewed = renew(client, *cur, now);
+        next_attempt = renewed ? *renewed : reacquire(client, *cur);
     }
 }
 
-bool Attachment::link_still_there(const os::Netns& ns, int ifindex) {
+template <class C>
+bool Keeper<C>::link_still_there(const os::Netns& ns, int ifindex) {
     auto now_ns = os::Netns::open(record_.netns);
     int idx = 0;
     Mac m{};
@@ -193,12 +326,13 @@ bool Attachment::link_still_there(const os::Netns& ns, int ifindex) {
     return false;
 }
 
-std::optional<std::int64_t> Attachment::renew(Client& client, Lease cur, std::int64_t now) {
+template <class C>
+std::optional<std::int64_t> Keeper<C>::renew(C& client, L cur, std::int64_t now) {
     bool rebinding = now >= cur.t2();
     auto outcome = client.renew(cur, rebinding);
     if (!outcome && stopping_) return now;  // the loop's sleep ends it
     if (outcome && *outcome == RenewOutcome::acked) {
-        if (rebinding) log_("rebound the lease of " + shown_key_ + " (" + v4(cur.address()).str() + ")");
+        if (rebinding) log_("rebound the lease of " + shown_key_ + " (" + cur.address_text() + ")");
         persist(cur);
         return next_renewal(cur);
     }
@@ -211,14 +345,15 @@ std::optional<std::int64_t> Attachment::renew(Client& client, Lease cur, std::in
     return std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
 }
 
-std::int64_t Attachment::reacquire(Client& client, const Lease& cur) {
+template <class C>
+std::int64_t Keeper<C>::reacquire(C& client, const L& cur) {
     auto fresh = client.acquire(cur.address());
     if (!fresh) {
         if (!stopping_) log_("re-acquiring the lease of " + shown_key_ + ": " + fresh.error().msg);
         return wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end (the loop's sleep ends a stop)
     }
     if (fresh->address() != cur.address())
-        log_("the lease of " + shown_key_ + " moved from " + v4(cur.address()).str() + " to " + v4(fresh->address()).str() +
+        log_("the lease of " + shown_key_ + " moved from " + cur.address_text() + " to " + fresh->address_text() +
              "; the container keeps the old address until it is re-created");
     persist(*fresh);
     return next_renewal(*fresh);

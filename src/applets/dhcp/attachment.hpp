@@ -7,19 +7,17 @@
 // after it ended; client.hpp backs off within one). Every ACK is persisted. The link disappearing (the
 // container went away without a DEL) ends the thread and drops the record. stop(release) ends
 // it, sending a DHCPRELEASE first when asked (DEL, GC) and keeping the record otherwise (daemon
-// shutdown, so a restarted daemon resumes).
+// shutdown, so a restarted daemon resumes). DHCPv4 (client.hpp) and DHCPv6 (client6.hpp) leases
+// run the same loop, one thread each; a dual-stack attachment is both, its ADD's result holding
+// both addresses (and the DHCPv6 DNS servers).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
+#include <memory>
 
 #include "applets/dhcp/client.hpp"
 #include "applets/dhcp/config.hpp"
 #include "applets/dhcp/lease_store.hpp"
 #include "core/cni/cni_result.hpp"
-#include "core/os/netns.hpp"
 
 namespace cni::dhcp {
 
@@ -27,69 +25,27 @@ using Logger = std::function<void(const std::string&)>;
 
 class Attachment {
 public:
-    // `record.lease` is used when `resume` is set (a record loaded at daemon start).
-    Attachment(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, bool resume);
-    ~Attachment();  // stop(false)
-    Attachment(const Attachment&) = delete;
-    Attachment& operator=(const Attachment&) = delete;
-
+    virtual ~Attachment() = default;
     // Waits for the first lease (ADD) and returns it as a CNI result, or why there is none;
     // nothing when `hung_up` (asked every 200 ms) says the ADD's client went away first.
-    std::optional<Result<CniResult>> wait_bound(const std::function<bool()>& hung_up);
+    virtual std::optional<Result<CniResult>> wait_bound(const std::function<bool()>& hung_up) = 0;
     // After a wait that ended in a hang-up: no other ADD waits for this acquisition still in
     // flight, so it may stop.
-    bool unwaited();
+    virtual bool unwaited() = 0;
     // CHECK: wakes the loop and reports whether a lease is held right now; an acquisition in flight
     // (its ADD's, or a resumed lease's first seconds) is waited for at most 5 s, so a CHECK holds
     // none of the daemon's connections for long.
-    Status check();
-    void stop(bool release);
-
-    const LeaseRecord& identity() const { return record_; }  // the fields set at construction
-    const DhcpConf& conf() const { return conf_; }
-
-private:
-    void run();
-    Status bind_link(int& ifindex, Mac& mac);
-    // The lease ADD waits for: the resumed one, or one acquired now. False, settled with the
-    // error, when there is none.
-    bool first_lease(Client& client);
-    // Renewals, rebinds and new acquisitions until stopped, or until the link is gone.
-    void maintain(Client& client, const os::Netns& ns, int ifindex);
-    // The link is still the one the lease is for (its namespace and index); if not, the lease
-    // is forgotten.
-    bool link_still_there(const os::Netns& ns, int ifindex);
-    // Renewing `cur` at `now` (from T2: rebinding): when to try next, or nullopt when the server
-    // refused and a new lease is wanted.
-    std::optional<std::int64_t> renew(Client& client, Lease cur, std::int64_t now);
-    // A new lease, asking for `cur`'s address again: when to renew it, or to try again.
-    std::int64_t reacquire(Client& client, const Lease& cur);
-    void settle(std::optional<Error> failure);
-    void persist(const Lease& lease);
-    bool sleep_until(std::int64_t wall_seconds);  // false when stopping
-    // When to renew `l`: its T1, or for a degenerate lease (lease_times) 2, 4, 8 ... 60 s after
-    // now, doubling with each degenerate lease in a row.
-    std::int64_t next_renewal(const Lease& l);
-
-    const LeaseRecord record_;
-    const std::string shown_key_;  // record_.key as log lines and errors show it (config.hpp: shown)
-    const DhcpConf conf_;
-    const Timing timing_;
-    const LeaseStore& store_;
-    Logger log_;
-    const bool resume_;
-    int degenerate_streak_ = 0;
-
-    std::mutex mu_;
-    std::condition_variable cv_;
-    std::atomic<bool> stopping_{false};
-    bool release_ = false;
-    bool wake_ = false;
-    bool settled_ = false;
-    int waiters_ = 0;  // ADDs in wait_bound
-    std::optional<Error> failure_;
-    std::optional<Lease> lease_;
-    std::thread thread_;
+    virtual Status check() = 0;
+    virtual void stop(bool release) = 0;
+    virtual const LeaseRecord& identity() const = 0;  // the fields set at construction
+    virtual const DhcpConf& conf() const = 0;
 };
+
+// The leases `conf.protocol` asks for, each resuming the one given (records loaded at daemon
+// start; a family without one acquires anew) or acquiring its first. Throws std::system_error
+// when a thread cannot start.
+std::shared_ptr<Attachment> start_attachment(const LeaseRecord& identity, const DhcpConf& conf, Timing timing,
+                                             const LeaseStore& store, Logger log, std::optional<Lease> v4_lease,
+                                             std::optional<Lease6> v6_lease);
 
 }  // namespace cni::dhcp

@@ -2,6 +2,8 @@
 // RFC 2131 client exchanges (see client.hpp).
 #include "applets/dhcp/client.hpp"
 
+#include "applets/dhcp/lease_result.hpp"
+
 #include <time.h>
 
 #include <algorithm>
@@ -17,8 +19,6 @@ using Clock = std::chrono::steady_clock;
 constexpr std::uint32_t kAnyAddress = 0, kBroadcastAddress = 0xffffffff;
 constexpr auto kPollSlice = 200ms;  // how often a wait looks at the stop predicate
 
-Error stopped() { return Error{code::try_again_later, "DHCP client stopped (the lease was released)", {}}; }
-
 std::string seconds(Clock::duration d) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f s", std::chrono::duration<double>(d).count());
@@ -26,6 +26,18 @@ std::string seconds(Clock::duration d) {
 }
 
 }  // namespace
+
+Error stopped_error() { return Error{code::try_again_later, "DHCP client stopped (the lease was released)", {}}; }
+
+bool sleep_polling(Clock::time_point t, const std::function<bool()>& stopping) {
+    for (auto now = Clock::now(); now < t; now = Clock::now()) {
+        if (stopping()) return false;
+        std::this_thread::sleep_for(std::min<Clock::duration>(t - now, kPollSlice));
+    }
+    return !stopping();
+}
+
+Result<CniResult> Lease::result(std::int64_t priority) const { return lease_result(ack, priority); }
 
 std::uint32_t Lease::server() const { return ack.address_option(opt::server_id).value_or(ack.siaddr); }
 
@@ -35,9 +47,9 @@ std::int64_t wall_seconds() {
     return ts.tv_sec;
 }
 
-Client::Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping,
+Client::Client(PacketSocket socket, Identity id, Timing timing, std::function<bool()> stopping,
                std::function<void(const std::string&)> note)
-    : socket_(socket), id_(std::move(id)), timing_(timing), stopping_(std::move(stopping)), note_(std::move(note)),
+    : socket_(std::move(socket)), id_(std::move(id)), timing_(timing), stopping_(std::move(stopping)), note_(std::move(note)),
       rng_(std::random_device{}()) {}
 
 Message Client::request_base(MessageType type) const {
@@ -53,17 +65,18 @@ Message Client::request_base(MessageType type) const {
     return m;
 }
 
-bool Client::sleep_until(Clock::time_point t) {
-    for (auto now = Clock::now(); now < t; now = Clock::now()) {
-        if (stopping_()) return false;
-        std::this_thread::sleep_for(std::min<Clock::duration>(t - now, kPollSlice));
-    }
-    return !stopping_();
+bool Client::sleep_until(Clock::time_point t) { return sleep_polling(t, stopping_); }
+
+Result<Client> Client::open(int ifindex, const Mac& mac, const std::string& key, const DhcpConf& conf, Timing timing,
+                            std::function<bool()> stopping, std::function<void(const std::string&)> note) {
+    CNI_TRY_ASSIGN(auto socket, PacketSocket::open(ifindex, mac));
+    return Client(std::move(socket), Identity{mac, client_id_for(key), conf.request_list, conf.provide}, timing,
+                  std::move(stopping), std::move(note));
 }
 
 Result<std::optional<Reply>> Client::exchange(const Message& request, std::uint32_t src, std::uint32_t dst, const Mac& to,
                                               Clock::time_point deadline) {
-    if (stopping_()) return cni::Unexpected(stopped());
+    if (stopping_()) return cni::Unexpected(stopped_error());
     Message m = request;
     m.xid = std::uniform_int_distribution<std::uint32_t>()(rng_);
     CNI_TRY(socket_.listen(m.xid));
@@ -71,7 +84,7 @@ Result<std::optional<Reply>> Client::exchange(const Message& request, std::uint3
     deadline = std::min(deadline, Clock::now() + timing_.timeout);
     std::optional<Reply> reply;
     while (!reply && Clock::now() < deadline) {
-        if (stopping_()) return cni::Unexpected(stopped());
+        if (stopping_()) return cni::Unexpected(stopped_error());
         CNI_TRY_ASSIGN(reply, socket_.receive(m.xid, std::min(deadline, Clock::now() + kPollSlice)));
     }
     CNI_TRY(socket_.listen(std::nullopt));
@@ -120,7 +133,7 @@ Result<Lease> Client::acquire(std::optional<std::uint32_t> previous) {
         if (tally.refusals() >= kMaxRefusals || next >= give_up) break;
         note_("attempt " + std::to_string(tally.attempts()) + ": " + tally.last() + "; retrying in " +
               seconds(std::max<Clock::duration>(next - Clock::now(), Clock::duration::zero())));
-        if (!sleep_until(next)) return cni::Unexpected(stopped());
+        if (!sleep_until(next)) return cni::Unexpected(stopped_error());
     }
     return fail("no DHCP lease after " + std::to_string(tally.attempts()) + (tally.attempts() == 1 ? " attempt" : " attempts") +
                 " in " + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - started).count()) +

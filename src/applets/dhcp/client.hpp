@@ -12,8 +12,10 @@
 #include <functional>
 #include <random>
 
+#include "applets/dhcp/config.hpp"
 #include "applets/dhcp/packet_socket.hpp"
 #include "applets/dhcp/retry.hpp"
+#include "core/cni/cni_result.hpp"
 
 namespace cni::dhcp {
 
@@ -42,17 +44,29 @@ struct Lease {
     std::int64_t t1() const { return bound_at + lease_times(ack).t1; }
     std::int64_t t2() const { return bound_at + lease_times(ack).t2; }
     std::int64_t expiry() const { return bound_at + lease_times(ack).lease; }
+    std::string address_text() const { return v4(address()).str(); }
+    bool degenerate() const { return lease_times(ack).degenerate; }
+    Result<CniResult> result(std::int64_t priority) const;  // lease_result.hpp
 };
 
 std::int64_t wall_seconds();
+// The error of an exchange cut short by the stop predicate.
+Error stopped_error();
+// Sleeps until `t`, polling `stopping`; false when it said stop.
+bool sleep_polling(std::chrono::steady_clock::time_point t, const std::function<bool()>& stopping);
 
 enum class RenewOutcome { acked, refused, silent };  // ACK, NAK, no answer within the timeout
 
 class Client {
 public:
+    using Lease = dhcp::Lease;
     // `note` hears of each attempt that got no lease and when the next one starts.
-    Client(PacketSocket& socket, Identity id, Timing timing, std::function<bool()> stopping,
+    Client(PacketSocket socket, Identity id, Timing timing, std::function<bool()> stopping,
            std::function<void(const std::string&)> note);
+    // On interface `ifindex` (whose address is `mac`) of the calling thread's namespace, for
+    // the attachment of lease key `key`.
+    static Result<Client> open(int ifindex, const Mac& mac, const std::string& key, const DhcpConf& conf, Timing timing,
+                               std::function<bool()> stopping, std::function<void(const std::string&)> note);
 
     // A new lease, preferring `previous` (option 50) when given.
     Result<Lease> acquire(std::optional<std::uint32_t> previous = std::nullopt);
@@ -71,7 +85,7 @@ private:
                                          std::chrono::steady_clock::time_point give_up, RetryTally& tally);
     bool sleep_until(std::chrono::steady_clock::time_point t);  // false when stopping
 
-    PacketSocket& socket_;
+    PacketSocket socket_;
     Identity id_;
     Timing timing_;
     std::function<bool()> stopping_;

@@ -105,6 +105,10 @@ Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_a
     CNI_TRY(read_keys(*ipam, kDhcpKeys, keys, w));
     if (!keys.socket_path.empty()) c.socket_path = keys.socket_path;
     c.priority = keys.priority;
+    if (keys.protocol == "ipv6") c.protocol = Protocol::ipv6;
+    else if (keys.protocol == "dual") c.protocol = Protocol::dual;
+    else if (!keys.protocol.empty() && keys.protocol != "ipv4")
+        return fail(code::invalid_config, "invalid ipam.protocol \"" + shown(keys.protocol) + "\": must be \"ipv4\", \"ipv6\" or \"dual\"");
 
     bool skip_default = false;
     Bytes extra;

@@ -18,6 +18,11 @@ namespace cni::dhcp {
 
 inline constexpr std::string_view kDefaultSocketPath = "/run/cni/dhcp.sock";
 
+// Which protocols lease the attachment's addresses (the `protocol` key, docs/dhcp.md: DHCPv6).
+enum class Protocol { ipv4, ipv6, dual };
+inline bool wants_v4(Protocol p) { return p != Protocol::ipv6; }
+inline bool wants_v6(Protocol p) { return p != Protocol::ipv4; }
+
 struct DhcpConf {
     std::string name;  // the network name (part of the lease key)
     std::string network_digest;  // network_digest() of the config: which network of that name
@@ -25,6 +30,7 @@ struct DhcpConf {
     Bytes request_list;           // option 55
     std::vector<Option> provide;  // sent in DISCOVER/REQUEST; a provided client id replaces ours
     std::int64_t priority = 0;  // a Go int: the metric of the routes (configure_iface checks it)
+    Protocol protocol = Protocol::ipv4;
 };
 
 // The "request" and "provide" entries as written (Go's main.RequestOption and main.ProvideOption).
@@ -57,6 +63,7 @@ struct DhcpKeys {
     std::int64_t priority = 0;
     std::vector<RequestOption> request;
     std::vector<ProvideOption> provide;
+    std::string protocol;
 };
 
 inline constexpr std::array kDhcpKeys{
@@ -64,6 +71,7 @@ inline constexpr std::array kDhcpKeys{
     key<&DhcpKeys::priority>("priority", "the metric of the routes the lease gives"),
     key<&DhcpKeys::request>("request", "options to ask for: [{\"option\": a name or code 0-255, \"skipDefault\": bool}]"),
     key<&DhcpKeys::provide>("provide", "options to send: [{\"option\", \"value\" or \"fromArg\" (a CNI_ARGS key)}]"),
+    key<&DhcpKeys::protocol>("protocol", "\"ipv4\" (DHCPv4, the default), \"ipv6\" (DHCPv6) or \"dual\" (both, one result)"),
 };
 
 // `config` is the plugin's stdin, `cni_args` CNI_ARGS (for fromArg).

@@ -73,18 +73,30 @@ public:
     Daemon(const DaemonOptions& o, const DaemonLog& log) : opts_(o), store_(o.hostprefix + o.lease_dir), log_(log) {}
     const DaemonLog& log() const { return log_; }
 
+    // The records on disk, an attachment's DHCPv4 and DHCPv6 ones together, each resumed.
     void resume() {
+        std::map<std::string, std::pair<std::optional<LeaseRecord>, std::optional<LeaseRecord>>> by_key;
         for (auto& rec : store_.load_all(log_.info())) {
+            auto& slot = by_key[rec.key];
+            (rec.v6 ? slot.second : slot.first) = std::move(rec);
+        }
+        for (auto& [key, recs] : by_key) {
+            const LeaseRecord& rec = recs.first ? *recs.first : *recs.second;
             auto conf = parse_dhcp_conf(rec.config, rec.args);
             if (!conf) {
-                log_(log::Level::error, "dropping the lease of " + shown(rec.key) + ": " + conf.error().msg);
-                store_.remove(rec.key);
+                log_(log::Level::error, "dropping the lease of " + shown(key) + ": " + conf.error().msg);
+                store_.remove(key);
                 continue;
             }
-            log_(log::Level::info, "resuming the lease of " + shown(rec.key) + " (" + v4(rec.lease.address()).str() + ")");
-            std::string key = rec.key;
+            std::optional<Lease> v4_lease;
+            std::optional<Lease6> v6_lease;
+            std::string addresses;
+            if (recs.first && wants_v4(conf->protocol)) v4_lease = recs.first->lease, addresses = v4_lease->address_text();
+            if (recs.second && wants_v6(conf->protocol))
+                v6_lease = recs.second->lease6, addresses += (addresses.empty() ? "" : ", ") + v6_lease->address_text();
+            log_(log::Level::info, "resuming the lease of " + shown(key) + " (" + addresses + ")");
             try {
-                leases_[key] = std::make_shared<Attachment>(std::move(rec), std::move(*conf), opts_.timing, store_, log_.info(), true);
+                leases_[key] = start_attachment(rec, *conf, opts_.timing, store_, log_.info(), v4_lease, v6_lease);
             } catch (const std::system_error& e) {  // kept on record: the next start resumes it
                 leases_.erase(key);
                 log_(log::Level::error, "cannot resume the lease of " + shown(key) + " now: " + e.what());
@@ -157,9 +169,9 @@ private:
             if (slot && slot->identity().netns == netns) {
                 att = slot;
             } else {
-                LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}};
+                LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}, false, {}};
                 try {
-                    att = std::make_shared<Attachment>(std::move(rec), conf, opts_.timing, store_, log_.info(), false);
+                    att = start_attachment(rec, conf, opts_.timing, store_, log_.info(), std::nullopt, std::nullopt);
                 } catch (const std::system_error& e) {
                     if (!slot) leases_.erase(key);
                     return fail(code::try_again_later, std::string("dhcp daemon: cannot start the lease's thread: ") + e.what());

@@ -38,19 +38,38 @@ std::optional<Bytes> from_hex(std::string_view s) {
     return out;
 }
 
+// The DHCPv6 half of decode_record: the REPLY, the IAID and when it came.
+Result<LeaseRecord> decode_v6(const json::Value& d, LeaseRecord r, const json::Where& w) {
+    std::string reply;
+    std::uint32_t iaid = 0;
+    CNI_TRY(json::field(d, "reply", reply, w));
+    CNI_TRY(json::field(d, "iaid", iaid, w));
+    CNI_TRY(json::field(d, "boundAt", r.lease6.bound_at, w));
+    auto wire = from_hex(reply);
+    if (!wire || r.key.empty()) return fail(code::decoding_failure, "lease record without a valid reply or key");
+    CNI_TRY_ASSIGN(r.lease6.reply, v6::decode(*wire));
+    r.v6 = true;
+    r.lease6.iaid = iaid;
+    if (!r.lease6.grant().address) return fail(code::decoding_failure, "lease record whose reply leases no address");
+    return r;
+}
+
 }  // namespace
 
-std::string LeaseStore::path_for(const std::string& key) const {
+std::string LeaseStore::path_for(const std::string& key, bool v6) const {
     // The key holds '/' and arbitrary container ids: name the file by its hash.
-    return dir_ + "/" + fw::sha512_hex(key).substr(0, 32) + std::string(kSuffix);
+    return dir_ + "/" + fw::sha512_hex(v6 ? key + "\nipv6" : key).substr(0, 32) + std::string(kSuffix);
 }
 
 Status LeaseStore::save(const LeaseRecord& r) const {
     CNI_TRY(os::mkdir_all(dir_, 0700));
-    return os::write_file_atomic(path_for(r.key), encode_record(r), 0600);
+    return os::write_file_atomic(path_for(r.key, r.v6), encode_record(r), 0600);
 }
 
-void LeaseStore::remove(const std::string& key) const { ::unlink(path_for(key).c_str()); }
+void LeaseStore::remove(const std::string& key) const {
+    ::unlink(path_for(key, false).c_str());
+    ::unlink(path_for(key, true).c_str());
+}
 
 std::vector<LeaseRecord> LeaseStore::load_all(const std::function<void(const std::string&)>& bad) const {
     std::vector<LeaseRecord> out;
@@ -82,9 +101,16 @@ std::string encode_record(const LeaseRecord& r) {
     put("netns", r.netns);
     put("config", r.config);
     put("args", r.args);
-    put("ack", to_hex(encode(r.lease.ack)));
-    put("serverMac", net::mac_text(r.lease.server_mac));
-    json::set(d, "boundAt", json::Value(std::int64_t(r.lease.bound_at)), a);
+    if (r.v6) {
+        put("family", "ipv6");
+        put("reply", to_hex(v6::encode(r.lease6.reply)));
+        json::set(d, "iaid", json::Value(std::uint64_t(r.lease6.iaid)), a);
+        json::set(d, "boundAt", json::Value(std::int64_t(r.lease6.bound_at)), a);
+    } else {
+        put("ack", to_hex(encode(r.lease.ack)));
+        put("serverMac", net::mac_text(r.lease.server_mac));
+        json::set(d, "boundAt", json::Value(std::int64_t(r.lease.bound_at)), a);
+    }
     return json::write(d, json::Style::indented, false);
 }
 
@@ -101,6 +127,10 @@ Result<LeaseRecord> decode_record(std::string_view text) {
     CNI_TRY(json::field(d, "netns", r.netns, w));
     CNI_TRY(json::field(d, "config", r.config, w));
     CNI_TRY(json::field(d, "args", r.args, w));
+    std::string family;
+    CNI_TRY(json::field(d, "family", family, w));
+    if (family == "ipv6") return decode_v6(d, std::move(r), w);
+    if (!family.empty()) return fail(code::decoding_failure, "lease record of an unknown family");
     CNI_TRY(json::field(d, "ack", ack, w));
     CNI_TRY(json::field(d, "serverMac", server_mac, w));
     CNI_TRY(json::field(d, "boundAt", r.lease.bound_at, w));

@@ -4,7 +4,9 @@
 // attachment under the lease directory (default /run/cni/dhcp: tmpfs, so a reboot - which also
 // ends every pod - starts clean), written atomically after every ACK and removed on release.
 // A record holds what is needed to resume: the attachment's identity and netns, the plugin
-// config (for the options), CNI_ARGS, and the last ACK with the server's link address.
+// config (for the options), CNI_ARGS, and the last ACK with the server's link address. A DHCPv6
+// lease is a record of its own (its file named from the key and "ipv6"), holding the last REPLY
+// and the IAID, so a dual-stack attachment's two lease threads never write one file.
 #pragma once
 
 #include <functional>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "applets/dhcp/client.hpp"
+#include "applets/dhcp/client6.hpp"
 
 namespace cni::dhcp {
 
@@ -19,19 +22,27 @@ struct LeaseRecord {
     std::string key;  // containerID/netName/ifName
     std::string container_id, net_name, ifname, netns, config, args;
     Lease lease;
+    bool v6 = false;  // which of the two leases the record holds: lease or lease6
+    Lease6 lease6;
 };
+
+inline void put_lease(LeaseRecord& r, const Lease& l) { r.lease = l; }
+inline void put_lease(LeaseRecord& r, const Lease6& l) {
+    r.v6 = true;
+    r.lease6 = l;
+}
 
 class LeaseStore {
 public:
     explicit LeaseStore(std::string dir) : dir_(std::move(dir)) {}
     Status save(const LeaseRecord& r) const;
-    void remove(const std::string& key) const;
+    void remove(const std::string& key) const;  // both leases of the attachment
     // Every readable record; unreadable files are reported through `bad` and removed.
     std::vector<LeaseRecord> load_all(const std::function<void(const std::string&)>& bad) const;
     const std::string& dir() const { return dir_; }
 
 private:
-    std::string path_for(const std::string& key) const;
+    std::string path_for(const std::string& key, bool v6) const;
     std::string dir_;
 };
 

@@ -17,15 +17,14 @@ std::string counted(int n, std::string_view one, std::string_view many) {
     return std::to_string(n) + " " + std::string(n == 1 ? one : many);
 }
 
-// A server's text as one printable line (it reaches the log and the CNI error).
+}  // namespace
+
 std::string printable(std::string text) {
     for (char& c : text)
         if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') c = '?';
     if (text.size() > kMaxNakText) text = text.substr(0, kMaxNakText) + "...";
     return text;
 }
-
-}  // namespace
 
 std::chrono::milliseconds retry_delay(int attempt, std::chrono::milliseconds resend_max, std::chrono::milliseconds jitter) {
     std::chrono::milliseconds base = 2s;

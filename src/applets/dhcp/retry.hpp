@@ -27,6 +27,9 @@ std::chrono::milliseconds retry_delay(int attempt, std::chrono::milliseconds res
 // How an attempt that got no lease ended.
 enum class Miss { no_offer, odd_reply, no_answer_to_request, nak };
 
+// A server's text as one printable line (it reaches the log and the CNI error), cut short.
+std::string printable(std::string text);
+
 // What one acquisition's attempts met, for the log and for the error when it gives up.
 class RetryTally {
 public:
