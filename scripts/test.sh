@@ -73,7 +73,7 @@ if [ $# -eq 0 ]; then
   # costs several times more, and the release pass's set took both cores for over half an hour.
   $sudo env CNI_FUZZ_SAMPLE=12 CNI_FUZZ_MULTI=2 \
     meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 --num-processes "$side_by_side" \
-    fuzz-1 fuzz-2 unit regexp-diff cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp exec vpc-eni vpc-eni-imds etcd-client cluster-ipam \
+    fuzz-1 fuzz-2 unit regexp-diff cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp dhcp6 exec vpc-eni vpc-eni-imds etcd-client cluster-ipam \
     os sanitizer-reports
   [ $? -eq 0 ] || rc=1
   set -e
