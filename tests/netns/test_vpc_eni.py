@@ -28,6 +28,7 @@ The suite mounts an empty tmpfs over /etc/cni in a mount namespace of its own.""
 import atexit
 import contextlib
 import ctypes
+import fcntl
 import functools
 import hashlib
 import json
@@ -472,7 +473,17 @@ def teardown_goes_by_its_record():
         f = node_file(os.path.join(state, "run"), primaryInterface="eth9")
         f["enis"][0]["interface"] = "eth9"
         write_node_file(state, f)
-        run("node-teardown")
+        # While another node-setup or teardown holds the node's lock, teardown waits for it.
+        with open(os.path.join(state, "run", "node.lock"), "a") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            waiting = subprocess.Popen(["ip", "netns", "exec", node, "env", f"PATH={path_env['PATH']}",
+                                        os.path.join(BIN, "vpc-eni"), "node-teardown", path],
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            time.sleep(1)
+            check(waiting.poll() is None, "node-teardown ran while another held the node's lock")
+            check("AWS" in in_ns(node, "iptables-nft-save").stdout, "node-teardown changed the node while waiting")
+        _, err = waiting.communicate(timeout=60)
+        eq((waiting.returncode, err), (0, ""))
         eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), before[3].split("=")[1].strip())
         check("AWS" not in in_ns(node, "iptables-nft-save").stdout, in_ns(node, "iptables-nft-save").stdout)
         check("policy drop" in in_ns(node, "nft", "list", "chain", "ip", "mangle", "PREROUTING").stdout, "the chain set to drop went")

@@ -347,8 +347,14 @@ Result<int> node_setup(std::span<const std::string> args) {
     if (std::ranges::any_of(args, [](const std::string& a) { return a.starts_with("--"); })) return node_setup_from_metadata(args);
     if (args.size() != 1) return fail("usage: cni-all vpc-eni node-setup [--imds [URL] [--imds-v1] [--interval SECONDS]] FILE (docs/vpc-eni.md)");
     CNI_TRY_ASSIGN(auto file, load_node_file(args[0]));
+    CNI_TRY_ASSIGN(auto lock, lock_node(file.state_dir));
     CNI_TRY(setup_node(std::move(file)));
     return 0;
+}
+
+Result<os::FileLock> lock_node(const std::string& state_dir) {
+    CNI_TRY_ASSIGN(auto state, os::Dir::create(state_dir, 0700));
+    return os::FileLock::acquire_in(state, "node.lock");
 }
 
 Status setup_node(NodeFile file) {
@@ -392,6 +398,7 @@ Status setup_node(NodeFile file) {
 
 Result<int> node_teardown(std::span<const std::string> args) {
     CNI_TRY_ASSIGN(auto n, open_node(args, "node-teardown"));
+    CNI_TRY_ASSIGN(auto lock, lock_node(n.file.state_dir));
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
     CNI_TRY(teardown(n, recorded));
     return 0;

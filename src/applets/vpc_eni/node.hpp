@@ -10,10 +10,15 @@
 #include <string>
 
 #include "applets/vpc_eni/node_file.hpp"
+#include "core/os/file_lock.hpp"
 #include "core/result.hpp"
 
 namespace cni::vpc_eni {
 
+// node-setup, each of its --imds rounds and node-teardown hold this lock, <stateDir>/node.lock,
+// while they read the record, change the node and write the record: one at a time on a node
+// (an operator's run beside the --interval service, say), so none undoes another's half-done work.
+Result<os::FileLock> lock_node(const std::string& state_dir);
 // `node-setup FILE`, or with --imds the node learned from the metadata service.
 Result<int> node_setup(std::span<const std::string> args);
 // Sets the node up as `file` describes it.

@@ -127,6 +127,7 @@ Result<bool> learn_and_set_up(const Options& o) {
         return fail("the node as the metadata service describes it: its node file would take " + std::to_string(text.size()) +
                     " bytes, more than the " + std::to_string(kNodeFileLimit >> 20) + " MiB a node file may hold (" +
                     std::to_string(node.address_count()) + " addresses on " + std::to_string(node.enis.size()) + " ENIs)");
+    CNI_TRY_ASSIGN(auto lock, lock_node(node.state_dir));
     CNI_TRY_ASSIGN(auto folder, node_file_folder(o.file));
     const std::string name = o.file.substr(o.file.rfind('/') + 1);
     CNI_TRY_ASSIGN(auto old, folder.read_if_exists(name, kNodeFileLimit));
