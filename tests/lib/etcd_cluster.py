@@ -9,6 +9,11 @@ certificate, which the cluster refuses. Short heartbeat and election timeouts ma
 in well under a second after kill_leader(). `with EtcdCluster() as c:` stops every member and
 removes the directory even when the test fails.
 
+EtcdCluster(netns=NS, address=A) runs the members inside the named network namespace NS, client
+and peer URLs on A (an address of NS that other namespaces reach, a bridge's say), which the
+server certificate also names; its own requests (health, put, range) go from a thread that
+entered NS.
+
     with EtcdCluster() as c:
         c.endpoints()          # ["https://127.0.0.1:P1", ...]
         c.ca, c.cert, c.key    # the client's files; c.wrong_ca, c.wrong_cert, c.wrong_key
@@ -26,8 +31,36 @@ import tempfile
 import time
 import http.client
 import base64
+import ctypes
+import threading
 
 ETCD = shutil.which("etcd") or "/usr/bin/etcd"
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def in_netns(ns, fn):
+    """fn() called from a new thread that entered the named network namespace (only that thread
+    moves: the sockets fn makes are NS's); its result, or its exception raised here."""
+    out = {}
+
+    def run():
+        try:
+            fd = os.open(f"/run/netns/{ns}", os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into {ns}")
+            finally:
+                os.close(fd)
+            out["value"] = fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the caller
+            out["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def free_ports(n):
@@ -69,11 +102,13 @@ def make_cert(d, ca, name, san=None, usage="clientAuth"):
 
 
 class EtcdCluster:
-    def __init__(self, members=3, tls=True):
-        self.n, self.tls = members, tls
+    def __init__(self, members=3, tls=True, netns=None, address="127.0.0.1"):
+        self.n, self.tls, self.netns, self.address = members, tls, netns, address
         self.dir = tempfile.mkdtemp(prefix="etcd-cluster.")
         self.procs = [None] * members
         try:
+            if netns:  # the members reach each other, and this process reaches them, over NS's lo
+                subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=True, capture_output=True)
             self._certs()
             ports = free_ports(2 * members)
             self.client_ports, self.peer_ports = ports[:members], ports[members:]
@@ -94,8 +129,8 @@ class EtcdCluster:
     def _certs(self):
         d = self.dir
         self.ca, _ = make_ca(d, "ca")
-        self.server_cert, self.server_key = make_cert(d, "ca", "server", "IP:127.0.0.1,DNS:localhost",
-                                                      "serverAuth,clientAuth")
+        san = "IP:127.0.0.1,DNS:localhost" + (f",IP:{self.address}" if self.address != "127.0.0.1" else "")
+        self.server_cert, self.server_key = make_cert(d, "ca", "server", san, "serverAuth,clientAuth")
         self.cert, self.key = make_cert(d, "ca", "client")
         self.wrong_ca, _ = make_ca(d, "wrongca")
         self.wrong_cert, self.wrong_key = make_cert(d, "wrongca", "wrongclient")
@@ -104,10 +139,10 @@ class EtcdCluster:
         return "https" if self.tls else "http"
 
     def endpoints(self):
-        return [f"{self.scheme()}://127.0.0.1:{p}" for p in self.client_ports]
+        return [f"{self.scheme()}://{self.address}:{p}" for p in self.client_ports]
 
     def _peer(self, i):
-        return f"{self.scheme()}://127.0.0.1:{self.peer_ports[i]}"
+        return f"{self.scheme()}://{self.address}:{self.peer_ports[i]}"
 
     def start(self, i, new=False):
         """Starts member i (after a kill, on its kept data: new=False)."""
@@ -123,6 +158,8 @@ class EtcdCluster:
             cmd += ["--cert-file", self.server_cert, "--key-file", self.server_key, "--client-cert-auth",
                     "--trusted-ca-file", self.ca, "--peer-cert-file", self.server_cert, "--peer-key-file",
                     self.server_key, "--peer-client-cert-auth", "--peer-trusted-ca-file", self.ca]
+        if self.netns:
+            cmd = ["ip", "netns", "exec", self.netns, *cmd]
         log = open(os.path.join(self.dir, f"m{i}.log"), "a")
         self.procs[i] = subprocess.Popen(cmd, stdout=log, stderr=log, stdin=subprocess.DEVNULL,
                                          start_new_session=True)
@@ -132,14 +169,19 @@ class EtcdCluster:
 
     def _post(self, i, path, body, timeout=1.0):
         """The member's JSON gateway answer to POST `path` (a dict), or None."""
+        if self.netns:
+            return in_netns(self.netns, lambda: self._post_here(i, path, body, timeout))
+        return self._post_here(i, path, body, timeout)
+
+    def _post_here(self, i, path, body, timeout):
         port = self.client_ports[i]
         try:
             if self.tls:
                 ctx = ssl.create_default_context(cafile=self.ca)
                 ctx.load_cert_chain(self.cert, self.key)
-                c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=timeout)
+                c = http.client.HTTPSConnection(self.address, port, context=ctx, timeout=timeout)
             else:
-                c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+                c = http.client.HTTPConnection(self.address, port, timeout=timeout)
             c.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
             r = c.getresponse()
             data = r.read()

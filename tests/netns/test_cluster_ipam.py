@@ -8,20 +8,25 @@ absent); the credentials sit in /etc/cni/cluster-ipam/ on a tmpfs of this run's 
 and a network of its own and asserts on etcd's keys (every handle's address is its block's
 allocation, none twice):
 dual stack, exclude, the same ADD twice, DEL without prevResult and twice; 8 nodes racing
-(CNI_TEST_CIPAM_ADDS, default 200); a /28 exhausted by two nodes, then borrowing; and kill -9 of
-the etcd leader in the middle of a run."""
+(CNI_TEST_CIPAM_ADDS, default 200); a /28 exhausted by two nodes, then borrowing; kill -9 of
+the etcd leader in the middle of a run; and end to end, macvlan with cluster-ipam on two node
+namespaces sharing one layer-2 segment, reaching a second etcd cluster that runs in a "lan"
+namespace (kernel state: the pods' addresses and traffic between them), called as a runtime
+calls the plugin and through `cni-all exec`."""
 import concurrent.futures
+import contextlib
 import ctypes
 import ipaddress
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import BIN, CNI_ALL, check, eq, run_all, sh, test  # noqa: E402
+from cnitest import BIN, CNI_ALL, addrs, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
 from etcd_cluster import EtcdCluster  # noqa: E402
 
 CLONE_NEWUTS = 0x04000000
@@ -31,29 +36,38 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _state = {}
 
 
-def setup():
-    """The cluster and the credentials, made by the first test that needs them."""
-    if "cluster" in _state:
-        return _state["cluster"]
-    with open("/proc/self/mountinfo") as f:
-        private = any(line.split()[4] == "/run/cni" for line in f)
-    check(private, "run under tests/lib/private_state.py: the test mounts a tmpfs on /etc/cni")
-    os.makedirs("/etc/cni", exist_ok=True)
-    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/cni")
-    os.mkdir(CRED_DIR, 0o700)
-    c = EtcdCluster()
-    _state["cluster"] = c
+def credentials(c, stem=""):
+    """Copies cluster c's client credentials to CRED_DIR as STEMca.pem, STEMclient.pem and
+    STEMclient-key.pem (the first call mounts the tmpfs on /etc/cni); the config's etcd section
+    naming them, without a prefix."""
+    if "creds" not in _state:
+        with open("/proc/self/mountinfo") as f:
+            private = any(line.split()[4] == "/run/cni" for line in f)
+        check(private, "run under tests/lib/private_state.py: the test mounts a tmpfs on /etc/cni")
+        os.makedirs("/etc/cni", exist_ok=True)
+        sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", "/etc/cni")
+        os.mkdir(CRED_DIR, 0o700)
+        _state["creds"] = True
     for name, src in (("ca.pem", c.ca), ("client.pem", c.cert), ("client-key.pem", c.key)):
-        with open(src) as f, open(os.path.join(CRED_DIR, name), "w", opener=lambda p, fl: os.open(p, fl, 0o600)) as g:
+        with open(src) as f, open(os.path.join(CRED_DIR, stem + name), "w",
+                                  opener=lambda p, fl: os.open(p, fl, 0o600)) as g:
             g.write(f.read())
-    return c
+    return {"endpoints": c.endpoints(), "caFile": f"{CRED_DIR}/{stem}ca.pem",
+            "certFile": f"{CRED_DIR}/{stem}client.pem", "keyFile": f"{CRED_DIR}/{stem}client-key.pem",
+            "dialTimeout": "3s"}
+
+
+def setup():
+    """The cluster on loopback and its credentials, made by the first test that needs them."""
+    if "cluster" not in _state:
+        _state["cluster"] = EtcdCluster()
+        _state["etcd"] = credentials(_state["cluster"])
+    return _state["cluster"]
 
 
 def conf(prefix, ranges, version="1.0.0", name=None, **ipam):
-    c = setup()
-    body = {"type": "cluster-ipam", "ranges": ranges,
-            "etcd": {"endpoints": c.endpoints(), "caFile": f"{CRED_DIR}/ca.pem", "certFile": f"{CRED_DIR}/client.pem",
-                     "keyFile": f"{CRED_DIR}/client-key.pem", "prefix": prefix, "dialTimeout": "3s"}}
+    setup()
+    body = {"type": "cluster-ipam", "ranges": ranges, "etcd": dict(_state["etcd"], prefix=prefix)}
     body.update(ipam)
     return {"cniVersion": version, "name": name or prefix.strip("/"), "ipam": body}
 
@@ -96,10 +110,11 @@ def add_ok(node, cfg, ctr, ifname="eth0"):
     return [ip["address"] for ip in out["ips"]]
 
 
-def etcd_kvs(prefix):
-    """{key past the prefix: parsed value} of every key under the prefix, read from etcd."""
+def etcd_kvs(prefix, c=None):
+    """{key past the prefix: parsed value} of every key under the prefix, read from etcd (the
+    loopback cluster, or c)."""
     import base64
-    c = setup()
+    c = c or setup()
     b64 = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
     end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
     for i in c.running():
@@ -110,11 +125,11 @@ def etcd_kvs(prefix):
     raise AssertionError("no etcd member answered the range")
 
 
-def consistent(prefix):
+def consistent(prefix, c=None):
     """etcd's keys under the prefix are one picture: each handle's address is its block's
     allocation of that ordinal naming the handle, no allocation is without its handle, no address
     is held twice. {handle name: [addresses]} and the blocks."""
-    kvs = etcd_kvs(prefix)
+    kvs = etcd_kvs(prefix, c)
     blocks = {k: v for k, v in kvs.items() if "/blocks/" in k}
     handles = {k[len("handles/"):]: v for k, v in kvs.items() if k.startswith("handles/")}
     held, seen = {}, set()
@@ -291,6 +306,86 @@ def test_leader_killed_mid_run():
     held, _ = consistent(p)
     eq(sorted(held), sorted(ok), "GC leaves exactly the successful ADDs")
     print(f"# {len(ok)} of {len(results)} ADDs succeeded around the kill of member {member}", flush=True)
+
+
+E2E_ETCD = "10.78.0"  # the lan namespace's etcd bridge: .1 etcd, .1N node N
+
+
+@contextlib.contextmanager
+def two_node_lab():
+    """Two node namespaces, each with two legs into a "lan" namespace: eth1 on one layer-2
+    segment (a bridge there; the macvlan master) and etcd0 on another bridge, where a 3-member
+    etcd (TLS, client certificates) listens on 10.78.0.1; and a pod namespace per node.
+    (cluster, [(node, pod)]); everything goes on exit."""
+    with contextlib.ExitStack() as stack:
+        lan = stack.enter_context(netns("cilan"))
+        for br in ("etcdbr", "l2br"):
+            sh("ip", "-n", lan, "link", "add", br, "type", "bridge")
+            sh("ip", "-n", lan, "link", "set", br, "up")
+        sh("ip", "-n", lan, "addr", "add", f"{E2E_ETCD}.1/24", "dev", "etcdbr")
+        nodes = []
+        for i in range(2):
+            node, pod = stack.enter_context(netns("cinode")), stack.enter_context(netns("cipod"))
+            for leg, br in (("etcd0", "etcdbr"), ("eth1", "l2br")):
+                sh("ip", "-n", lan, "link", "add", f"{br}-{i}", "type", "veth", "peer", "name", leg, "netns", node)
+                sh("ip", "-n", lan, "link", "set", f"{br}-{i}", "master", br, "up")
+                sh("ip", "-n", node, "link", "set", leg, "up")
+            sh("ip", "-n", node, "addr", "add", f"{E2E_ETCD}.1{i}/24", "dev", "etcd0")
+            nodes.append((node, pod))
+        yield stack.enter_context(EtcdCluster(netns=lan, address=f"{E2E_ETCD}.1")), nodes
+
+
+@test
+def test_macvlan_two_nodes_and_exec():
+    """end to end: macvlan + cluster-ipam on two node namespaces sharing one layer-2 segment, a pod each: one pool, traffic, DEL; the same conflist through `cni-all exec`"""
+    with two_node_lab() as (c, nodes), tempfile.TemporaryDirectory() as work:
+        p = new_prefix("cipam-m")
+        net, names, subnet = p.strip("/"), ["m-node0", "m-node1"], ipaddress.ip_network("10.77.0.0/24")
+        ipam = {"type": "cluster-ipam", "ranges": [[{"subnet": str(subnet)}]], "blockSize": 28,
+                "etcd": dict(credentials(c, "e2e-"), prefix=p, dialTimeout="20s")}  # a loaded CI machine
+        conflist = {"cniVersion": "1.1.0", "name": net,
+                    "plugins": [{"type": "macvlan", "master": "eth1", "mode": "bridge", "ipam": ipam}]}
+        os.mkdir(f"{work}/net.d")
+        with open(f"{work}/net.d/10-{net}.conflist", "w") as f:
+            json.dump(conflist, f)
+        plugin = dict(conflist["plugins"][0], cniVersion=conflist["cniVersion"], name=net)
+
+        def direct(i, command):  # the runtime's call of macvlan, in node i
+            return call(names[i], command, plugin, ctr=f"pod{i}", applet="macvlan", netns=ns_path(nodes[i][1]),
+                        host_ns=nodes[i][0])
+
+        def via_exec(i, command):  # `cni-all exec` as node i, of the conflist
+            r = subprocess.run(["ip", "netns", "exec", nodes[i][0], os.path.join(BIN, "cni-all"), "exec",
+                                command.lower(), net, ns_path(nodes[i][1]), "--container-id", f"xpod{i}",
+                                "--conf-dir", f"{work}/net.d", "--cache-dir", f"{work}/cache"],
+                               env={"PATH": os.environ["PATH"]}, capture_output=True, text=True, timeout=60,
+                               preexec_fn=_enter_node(names[i]))
+            return r.returncode, json.loads(r.stdout) if r.stdout.strip() else r.stderr
+
+        for run, ctr in ((direct, "pod"), (via_exec, "xpod")):
+            got = []
+            for i in range(2):
+                rc, out = run(i, "ADD")
+                check(rc == 0, f"{run.__name__} ADD on {names[i]}: rc {rc} {out}")
+                got.append(out["ips"][0]["address"])
+            check(got[0] != got[1] and all(ipaddress.ip_interface(a).ip in subnet for a in got), got)
+            kvs = etcd_kvs(p, c)
+            for i, (node, pod) in enumerate(nodes):
+                eq([a for a in addrs(pod, "eth0") if not a.startswith("fe80:")], [got[i]], f"pod {i}'s eth0")
+                h = kvs[f"handles/{net}/{ctr}{i}/eth0"]
+                eq((h["node"], kvs[h["addresses"][0]["block"][len(p):]]["node"]), (names[i], names[i]),
+                   f"{run.__name__}: pod {i}'s handle and block are its node's")
+            held, _ = consistent(p, c)
+            eq(held, {f"{net}/{ctr}{i}/eth0": [got[i]] for i in range(2)}, f"{run.__name__}: etcd's handles")
+            for i in range(2):
+                sh("ip", "netns", "exec", nodes[i][1], "ping", "-c1", "-W5", got[1 - i].split("/")[0])
+            for i in range(2):
+                rc, out = run(i, "DEL")
+                eq(rc, 0, f"{run.__name__} DEL on {names[i]}: {out}")
+                check(link(nodes[i][1], "eth0") is None, f"pod {i}'s eth0 is gone")
+            held, blocks = consistent(p, c)
+            eq(held, {}, f"{run.__name__}: no handle left")
+            check(blocks and all(not b["allocations"] for b in blocks.values()), f"{run.__name__}: {blocks}")
 
 
 if __name__ == "__main__":
