@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Root tests of STATUS on every applet (CNI spec 1.1.0): in a fresh namespace each answers
 success where it can work, and code 50 with the reason where it cannot (the dhcp daemon down,
-flannel's subnet.env or vpc-eni's node file missing); portmap, and bridge and ptp with ipMasq,
+flannel's subnet.env or vpc-eni's node file missing, cluster-ipam's etcd unreachable); portmap, and bridge and ptp with ipMasq,
 answer code 50 where no firewall backend works (run in a user namespace of their own, where
 neither nf_tables nor the legacy tables answer), and success there without ipMasq. Also vrf's GC,
 which has nothing on the node to collect."""
@@ -43,6 +43,8 @@ def configs(data):
         "vpc-eni": ({"nodeFile": os.path.join(data, "no-node.json"),
                      "ipam": {"type": "vpc-eni-ipam", "nodeFile": os.path.join(data, "no-node.json")}}, NOT_AVAILABLE),
         "vpc-eni-ipam": ({"ipam": {"type": "vpc-eni-ipam", "nodeFile": os.path.join(data, "no-node.json")}}, NOT_AVAILABLE),
+        "cluster-ipam": ({"ipam": {"type": "cluster-ipam", "subnet": "10.66.0.0/24",
+                                   "etcd": {"endpoints": ["http://127.0.0.1:1"], "dialTimeout": "2s"}}}, NOT_AVAILABLE),
     }
 
 
