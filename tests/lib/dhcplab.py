@@ -78,7 +78,19 @@ class Lab:
             return f.read()
 
     def leases(self):
-        """dnsmasq's leases: {ip: (expiry, mac or IAID, hostname, client id or DUID)}."""
+        """dnsmasq's leases: {ip: (expiry, mac or IAID, hostname, client id or DUID)}, read until
+        two reads 50 ms apart agree: dnsmasq rewrites the file in place, so one read may land in
+        the moment it is empty or half written."""
+        before = None
+        for _ in range(40):
+            now = self._leases_once()
+            if now == before:
+                break
+            before = now
+            time.sleep(0.05)
+        return now
+
+    def _leases_once(self):
         out = {}
         with contextlib.suppress(FileNotFoundError), open(f"{self.work}/dnsmasq.leases") as f:
             for line in f:
