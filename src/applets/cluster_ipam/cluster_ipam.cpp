@@ -130,7 +130,7 @@ extern const Applet cluster_ipam_applet{
     .name = "cluster-ipam",
     .kind = AppletKind::ipam,
     .summary = "addresses unique across a cluster, in per-node blocks kept in etcd",
-    .keys = key_docs(),
+    .keys = kKeyDocTable,
     .help = "Hands out host-local's ranges across every node of a cluster: each node claims blocks of blockSize in etcd and "
             "allocates inside them with one compare-and-swap txn (the handle network/containerID/ifname written in the same "
             "txn), borrowing from other nodes' blocks when none is free. DEL needs no prevResult. GC releases this node's "

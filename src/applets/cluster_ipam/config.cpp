@@ -172,6 +172,6 @@ Result<std::string> node_name(const std::string& configured) {
     return name;
 }
 
-std::span<const KeyDoc> key_docs() { return kClusterKeyDocs; }
+constexpr std::array<KeyDoc, kKeyDocCount> kKeyDocTable = kClusterKeyDocs;
 
 }  // namespace cni::cluster_ipam

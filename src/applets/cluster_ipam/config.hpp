@@ -5,6 +5,8 @@
 // credentials read from where a tenant's config may name them (docs/cluster-ipam.md, Security).
 #pragma once
 
+#include <array>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,6 +55,9 @@ Result<EtcdSettings> etcd_settings(const EtcdConf& e);
 // config's `node` may only restate it.
 Result<std::string> node_name(const std::string& configured);
 
-std::span<const KeyDoc> key_docs();
+// The keys --help lists: a table of known size, so that the applet's entry is constant-initialised
+// (src/early_version.cpp reads the applet table before any initialiser runs).
+inline constexpr std::size_t kKeyDocCount = 12;
+extern const std::array<KeyDoc, kKeyDocCount> kKeyDocTable;
 
 }  // namespace cni::cluster_ipam
