@@ -105,7 +105,7 @@ TEST_CASE("dhcp6 lease times: T1/T2 of 0 are 0.5 and 0.8 of the preferred lifeti
     CHECK((t.t1 == 50 && t.t2 == 80));
 }
 
-TEST_CASE("dhcp6 grants: status codes of the message, the IA and the address; zero and inverted lifetimes skipped", "[dhcp]") {
+TEST_CASE("dhcp6 grants: status codes of the message, the IA and the address; zero and inverted lifetimes ignored", "[dhcp]") {
     Message m = reply_with_address();
     m.status = StatusCode{status::no_addrs_avail, "full"};
     CHECK(granted(m, 7).status.code == status::no_addrs_avail);
@@ -156,7 +156,7 @@ TEST_CASE("dhcp6 domain search list: names decoded bounded; compression, bad byt
     CHECK(!encode_name(std::string(64, 'a')));
 }
 
-TEST_CASE("dhcp6 decode: truncated, relayed and malformed options are decoding errors; unknown options skipped", "[dhcp]") {
+TEST_CASE("dhcp6 decode: truncated, relayed and malformed options are decoding errors; unknown options ignored", "[dhcp]") {
     Bytes wire = encode(reply_with_address());
     CHECK(!decode(std::span(wire.data(), 3)));
     for (std::size_t cut = 5; cut < wire.size(); ++cut)  // every truncation inside an option fails
@@ -173,7 +173,7 @@ TEST_CASE("dhcp6 decode: truncated, relayed and malformed options are decoding e
     CHECK(!decode(hex("07000001 0003000b 0000000000000000000000")));  // IA_NA under 12 bytes
     CHECK(!decode(hex("07000001 000d0001 00")));        // status under 2 bytes
     CHECK(!decode(hex("07000001 00170010 00000000000000000000ffff0a000001")));  // mapped IPv4
-    auto m = decode(hex("07000001 00200002 abcd 00070001 05"));  // option 32 skipped
+    auto m = decode(hex("07000001 00200002 abcd 00070001 05"));  // option 32 ignored
     REQUIRE(m);
     CHECK(m->preference == 5);
 }

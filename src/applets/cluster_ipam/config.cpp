@@ -45,7 +45,7 @@ Status decode_timeout(const json::Value& v, std::int64_t& out, const json::Where
 
 constexpr std::array kEtcdKeys{
     key<&EtcdConf::endpoints>("endpoints", "etcd: the members' client URLs, https://host:port (http:// for a test cluster)"),
-    key<&EtcdConf::ca_file>("caFile", "etcd: the CA bundle the members' certificates chain to; a file under /etc/cni/ only root writes"),
+    key<&EtcdConf::ca_file>("caFile", "etcd: the CA bundle the members' certificates chain to; any config (a tenant's too) may name one, but only a file under /etc/cni/ only root writes, and it is only read"),
     key<&EtcdConf::cert_file>("certFile", "etcd: the client certificate, under /etc/cni/ as caFile"),
     key<&EtcdConf::key_file>("keyFile", "etcd: the client key, in /etc/cni/cluster-ipam/ (root-only) or readable by all under /etc/cni/"),
     key<&EtcdConf::prefix>("prefix", "etcd: the prefix of every key, ending in /; default /cni-all/ipam/"),
