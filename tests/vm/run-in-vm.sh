@@ -19,7 +19,7 @@ echo "$work" > "$run/kernel-dir"
 timeout "$limit" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -nographic -no-reboot \
   -kernel "$work/kernel/vmlinuz" -initrd "$work/kernel/initrd.gz" \
   -append "console=ttyS0 quiet loglevel=2 panic=-1 cniall.init=$here/guest-init.sh cniall.job=$run/job.sh ${CNI_VM_APPEND:-}" \
-  -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hostroot > "$run/console" 2>&1 || true
+  -virtfs local,path=/,mount_tag=hostroot,security_model=passthrough,id=hostroot,multidevs=remap > "$run/console" 2>&1 || true
 if [ ! -f "$run/rc" ]; then
   { echo "# the test VM did not finish in $limit s; its console:"; sed 's/^/# /' "$run/console" | tail -40
     echo "# the job's output so far:"; sed 's/^/# /' "$run/out" 2>/dev/null | tail -60

@@ -44,7 +44,8 @@ def netlink_layer_vm_cases():
 
 # The fuzz suite's hostile variants for the applets whose links only this kernel can make (on
 # the host they stop at link creation); few per applet: under emulation a variant takes about
-# 25 s (12 each took two thirds of the VMs' time). The host runs each applet's 60 up to the link.
+# 5 s (25 s before the guest cached its root: tests/vm/prepare-kernel.sh). The host runs each
+# applet's sample up to the link.
 for applet in ("dummy", "vlan", "ipvlan", "vrf"):
     test_fuzz.register(applet, BIN, sample=int(os.environ.get("CNI_FUZZ_SAMPLE", "4")), vm=True, multi=1)
 
