@@ -69,8 +69,8 @@ if [ $# -eq 0 ]; then
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
   set +e
   # The hostile-input shards try 12 single-key and 2 multi-key variants per applet (the release
-  # pass: 60 and 8; tests/netns/test_fuzz.py) and every hostile path: under the sanitizers a call
-  # costs several times more, and the release pass's set took both cores for over half an hour.
+  # pass: 24 and 4; tests/netns/test_fuzz.py) and every hostile path: under the sanitizers a call
+  # costs several times more.
   $sudo env CNI_FUZZ_SAMPLE=12 CNI_FUZZ_MULTI=2 \
     meson test -C build-sanitize --no-rebuild --print-errorlogs --timeout-multiplier 3 --num-processes "$side_by_side" \
     fuzz-1 fuzz-2 unit regexp-diff cli logging e2e loopback host-local static-ipam ptp bridge macvlan tap tuning sbr portmap firewall bandwidth flannel dhcp dhcp6 exec vpc-eni vpc-eni-imds etcd-client cluster-ipam \

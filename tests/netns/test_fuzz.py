@@ -12,8 +12,10 @@ successful ADD's DEL, nothing of the attachment may remain: no extra link, addre
 rule (any table) in the container, no veth, macvlan, tap or ifb left on the host, no
 iptables/nftables rule naming the container or a test address, no host-local allocation, saved
 state or flannel file (also under /var/lib/cni and /run/cni, private tmpfs mounts for the run). One TAP test per applet; the
-failing variants are listed. CNI_FUZZ_SAMPLE=N tries N variants per applet (default 60, always
-the same ones; 0: all). Beyond those, every applet gets MULTI_KEY (CNI_FUZZ_MULTI, default 8) variants that mutate two or
+failing variants are listed. CNI_FUZZ_SAMPLE=N tries N variants per applet (default 24; 0: all),
+drawn with the seed CNI_FUZZ_SEED (default: the day's number, so each day's runs try others; the
+output names it, and setting it repeats a run's draw). Beyond those, every applet gets MULTI_KEY
+(CNI_FUZZ_MULTI, default 4) variants that mutate two or
 three keys at once, and every key naming a file or folder (dataDir, subnetFile, resolvConf,
 daemonSocketPath) is set in turn to a hostile path: a link to a folder elsewhere, /proc, /sys, a
 file where a folder belongs, a path below a file, a folder owned by someone else, /dev/zero and
@@ -29,14 +31,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import BIN, check, netns, ns_path, run_all, sh, test  # noqa: E402
 
-SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "60"))
-# Variants per applet that mutate several keys at once (CNI_FUZZ_MULTI; the VM's: 2).
-MULTI_KEY = int(os.environ.get("CNI_FUZZ_MULTI", "8"))
+SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "24"))
+# Variants per applet that mutate several keys at once (CNI_FUZZ_MULTI; the VM's: 1).
+MULTI_KEY = int(os.environ.get("CNI_FUZZ_MULTI", "4"))
+# The draw of the sampled variants: a day's runs try the same ones, the next day's others.
+SEED = int(os.environ.get("CNI_FUZZ_SEED", str(int(time.time()) // 86400)))
 CONTAINER_ID = "fuzz" + uuid.uuid4().hex[:8]  # per run: tuning and others keep state per container ID
 CALL_TIMEOUT = 20  # a plugin call that takes longer is a hang
 
@@ -150,10 +155,12 @@ def label_of(path, value, remove):
     return f"{name} removed" if remove else f"{name}={json.dumps(value)[:40]}"
 
 
-def variants(conf, sample, hostile_paths=(), multi=0):
+def variants(conf, sample, hostile_paths=(), multi=0, seed=None):
     """(label, config, env overrides) for one seed: every key removed or replaced, then the
     environment mutations, `sample` of them (all when 0); then `multi` variants changing two or
-    three keys at once; then every path key set to each hostile path. Always the same ones."""
+    three keys at once; then every path key set to each hostile path. The same `seed`, the same
+    variants; without one, always the same (fuzz-reference's, whose differences from Go's are
+    each accounted for)."""
     changes = []
     for path in key_paths(conf):
         changes.append((path, None, True))
@@ -162,7 +169,7 @@ def variants(conf, sample, hostile_paths=(), multi=0):
     single += [(f"CNI_IFNAME={n!r}", conf, {"CNI_IFNAME": n}) for n in IFNAMES]
     single += [(f"CNI_ARGS={a[:40]!r}", conf, {"CNI_ARGS": a}) for a in CNI_ARGS]
     single += [(f"CNI_CONTAINERID={c[:40]!r}", conf, {"CNI_CONTAINERID": c}) for c in CONTAINER_IDS]
-    rng = random.Random(len(single))
+    rng = random.Random(len(single) if seed is None else f"{seed}/{len(single)}")
     if sample and len(single) > sample:
         single = rng.sample(single, sample)
     combined = []
@@ -332,7 +339,7 @@ def fuzz(applet, bin_dir, sample, multi):
             att.call("DEL", conf, {})
             baseline = att.snapshot(CONTAINER_ID)
             failures = []
-            tried = variants(conf, sample, hostile, multi)
+            tried = variants(conf, sample, hostile, multi, SEED)
             for label, c, env in tried:
                 cid = env.get("CNI_CONTAINERID", CONTAINER_ID)
                 added, msg = att.call("ADD", c, env)
@@ -370,7 +377,7 @@ def fuzz(applet, bin_dir, sample, multi):
                     if done is None:
                         failures.append(f"{label}: {why}")
                 baseline = att.snapshot(CONTAINER_ID)
-            print(f"# {applet}: {len(tried)} variants, {len(failures)} failing", flush=True)
+            print(f"# {applet}: {len(tried)} variants (CNI_FUZZ_SEED={SEED}), {len(failures)} failing", flush=True)
             check(not failures, f"{len(failures)} of {len(tried)} variants:\n" + "\n".join(failures[:40]))
     finally:
         shutil.rmtree(data, ignore_errors=True)
