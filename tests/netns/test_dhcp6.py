@@ -6,12 +6,15 @@ container, dnsmasq's lease for our DUID-LL, DNS servers and search list in the r
 default route from the RA via the router's link-local address, traffic to the server), RELEASE
 on DEL, a daemon restart whose resumed lease is past T1 and so renewed at once (dnsmasq's
 shortest lease is 2 minutes, T1 one minute: the record's time is moved back rather than waited
-out), dual stack (one result with both addresses), 8 concurrent ADDs, and a bad protocol."""
+out), dual stack (one result with both addresses), 8 concurrent ADDs, a server that moves the
+lease at RENEW (tests/lib/fake_dhcp6.py instead of dnsmasq), and a bad protocol."""
 import concurrent.futures
 import contextlib
 import json
 import os
+import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -133,6 +136,35 @@ def dhcp6_concurrent_adds():
                 r.ok()
         wait_for(lambda: not any(ip.split("/")[0] in lb.leases() for ip in ips), 5, "every lease released: " + lb.log())
         eq(lease_files(lb), [])
+
+
+FAKE_DHCP6 = os.path.join(os.path.dirname(__file__), "..", "lib", "fake_dhcp6.py")
+
+
+@test
+def dhcp6_renew_reply_moving_the_address():
+    """dhcp6: a REPLY to RENEW that ends the pod's address (lifetime 0) and offers another is a refusal, logged with both addresses; the new SOLICIT asks for the old one, the move is logged, DEL releases the lease the daemon holds; a REPLY to SOLICIT without Rapid Commit and one to RENEW from another server are discarded"""
+    old, new = "2001:db8:213::a1", "2001:db8:213::a2"
+    with lab(dnsmasq=False) as lb, netns("dhc") as ctr:
+        server = subprocess.Popen(["ip", "netns", "exec", lb.server, sys.executable, FAKE_DHCP6, "dhs0", old, new],
+                                  stdout=subprocess.PIPE, text=True)
+        heard = []
+        try:
+            eq(server.stdout.readline().strip(), "ready")
+            threading.Thread(target=lambda: heard.extend(line.split() for line in server.stdout), daemon=True).start()
+            eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [old + "/128"])
+            wait_for(lambda: "re-created" in lb.log(), 10, lambda: f"the move is logged: {lb.log()} {heard}")
+            log = lb.log()
+            check(f"the DHCP server refused to renew the lease of c1/dhnet/eth0 ({old}): the REPLY lists {old} with "
+                  f"preferred lifetime 0 and valid lifetime 0 and offers {new}; acquiring a new one" in log, log)
+            check(f"the lease of c1/dhnet/eth0 moved from {old} to {new}; the container keeps the old address" in log, log)
+            eq(heard[:3], [["1"], ["5", old], ["1", old]], "SOLICIT, RENEW of the old address, SOLICIT asking for it")
+            check(old + "/128" in addrs(ctr, "eth0"), "the container keeps its address")
+            lb.delete(ctr, conf=conf6(lb)).ok()
+            wait_for(lambda: heard[-1:] == [["8", new]], 3, lambda: f"DEL releases the lease held: {heard}")
+        finally:
+            server.kill()
+            server.wait()
 
 
 @test

@@ -5,6 +5,10 @@
 // DHCPv6 lease as a CNI result and as a lease record.
 #include <catch2/catch.hpp>
 
+#include <time.h>
+
+#include <climits>
+
 #include "applets/dhcp/config.hpp"
 #include "applets/dhcp/lease_store.hpp"
 #include "applets/dhcp/message6.hpp"
@@ -194,7 +198,7 @@ TEST_CASE("dhcp6 protocol key: ipv4 by default, ipv6 and dual; anything else nam
 }
 
 TEST_CASE("dhcp6 lease: a /128 with the DNS servers and search list as the result; its times from the REPLY", "[dhcp]") {
-    dhcp::Lease6 l{reply_with_address(), 7, 1000};
+    dhcp::Lease6 l{reply_with_address(), 7, 1000, ip("fd00:55::10")};
     CHECK(l.address_text() == "fd00:55::10");
     CHECK((l.t1() == 1030 && l.t2() == 1048 && l.expiry() == 1120 && !l.degenerate()));
     auto r = l.result(0);
@@ -206,18 +210,62 @@ TEST_CASE("dhcp6 lease: a /128 with the DNS servers and search list as the resul
     CHECK(r->routes.empty());
     CHECK(r->dns.nameservers == std::vector<std::string>{"fd00:55::1", "fd00:55::2"});
     CHECK(r->dns.search == std::vector<std::string>{"example.com", "pods.local"});
-    CHECK(!dhcp::Lease6{reply_with_address(), 8, 1000}.result(0));  // another IA's
+    CHECK(!dhcp::Lease6{reply_with_address(), 8, 1000, ip("fd00:55::10")}.result(0));  // another IA's
+    CHECK(!dhcp::Lease6{reply_with_address(), 7, 1000, ip("fd00:55::11")}.result(0));  // another address
 }
 
 TEST_CASE("dhcp6 lease record: the REPLY, IAID and time round trip; a record whose reply leases nothing is refused", "[dhcp]") {
-    dhcp::LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "", {}, true, dhcp::Lease6{reply_with_address(), 7, 1700000000}};
+    dhcp::LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "", {}, true, dhcp::Lease6{reply_with_address(), 7, 1700000000, ip("fd00:55::10")}};
     auto text = dhcp::encode_record(r);
     CHECK(text.find("\"family\": \"ipv6\"") != std::string::npos);
     auto back = dhcp::decode_record(text);
     REQUIRE(back);
     CHECK((back->v6 && back->key == r.key && back->lease6.reply == r.lease6.reply && back->lease6.iaid == 7));
-    CHECK(back->lease6.bound_at == 1700000000);
+    CHECK((back->lease6.bound_at == 1700000000 && back->lease6.leased == ip("fd00:55::10")));
     r.lease6.iaid = 8;
     CHECK(!dhcp::decode_record(dhcp::encode_record(r)));
+    r.lease6.iaid = 7;
+    r.lease6.leased = ip("fd00:55::11");  // not in the REPLY
+    CHECK(!dhcp::decode_record(dhcp::encode_record(r)));
     CHECK(!dhcp::decode_record(R"({"key":"k","family":"ipv7"})"));
+}
+
+TEST_CASE("dhcp6 renewal: only the lease's own address counts; ended (lifetime 0) or left out, it is not granted", "[dhcp]") {
+    Message m = reply_with_address();
+    auto& ia = m.ia_na[0];
+    ia.addresses.insert(ia.addresses.begin(), IaAddress{ip("fd00:55::20"), 100, 200, std::nullopt});
+    CHECK(granted(m, 7).address->address == ip("fd00:55::20"));  // a SOLICIT's answer: the first usable one
+    auto g = granted(m, 7, ip("fd00:55::10"));
+    REQUIRE(g.address);
+    CHECK((g.address->address == ip("fd00:55::10") && g.address->valid == 120 && g.t1 == 30));
+    dhcp::Lease6 l{m, 7, 1000, ip("fd00:55::10")};
+    CHECK(l.address_text() == "fd00:55::10");
+    CHECK(l.expiry() == 1120);
+    ia.addresses[1].preferred = ia.addresses[1].valid = 0;  // the server moves the lease to ::20
+    CHECK(!granted(m, 7, ip("fd00:55::10")).address);
+    CHECK(!dhcp::Lease6{m, 7, 1000, ip("fd00:55::10")}.grant().address);
+    ia.addresses.pop_back();
+    g = granted(m, 7, ip("fd00:55::10"));
+    CHECK((!g.address && g.status.code == status::no_addrs_avail));
+}
+
+TEST_CASE("dhcp6 lease record: a boundAt before 1970 or more than a day ahead is refused", "[dhcp]") {
+    dhcp::LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "", {}, true, dhcp::Lease6{reply_with_address(), 7, 0, ip("fd00:55::10")}};
+    CHECK(dhcp::decode_record(dhcp::encode_record(r)));
+    r.lease6.bound_at = std::int64_t(::time(nullptr)) + 3600;  // a clock set back an hour
+    CHECK(dhcp::decode_record(dhcp::encode_record(r)));
+    for (std::int64_t bad : {std::int64_t(-1), std::int64_t(::time(nullptr)) + 2 * 86400, INT64_MAX, INT64_MIN}) {
+        r.lease6.bound_at = bad;
+        auto back = dhcp::decode_record(dhcp::encode_record(r));
+        REQUIRE(!back);
+        CHECK(back.error().msg == "lease record: boundAt " + std::to_string(bad) + " out of range");
+    }
+}
+
+TEST_CASE("dhcp6 DNS servers: unspecified, loopback, multicast and link-local ones are left out", "[dhcp]") {
+    Message m = reply_with_address();
+    m.dns_servers = {ip("::"), ip("::1"), ip("ff02::1"), ip("fe80::1"), ip("fd00:55::1")};
+    auto back = decode(encode(m));
+    REQUIRE(back);
+    CHECK(back->dns_servers == std::vector<net::IpAddr>{ip("fd00:55::1")});
 }

@@ -329,7 +329,8 @@ bool Keeper<C>::link_still_there(const os::Netns& ns, int ifindex) {
 template <class C>
 std::optional<std::int64_t> Keeper<C>::renew(C& client, L cur, std::int64_t now) {
     bool rebinding = now >= cur.t2();
-    auto outcome = client.renew(cur, rebinding);
+    std::string why;
+    auto outcome = client.renew(cur, rebinding, why);
     if (!outcome && stopping_) return now;  // the loop's sleep ends it
     if (outcome && *outcome == RenewOutcome::acked) {
         if (rebinding) log_("rebound the lease of " + shown_key_ + " (" + cur.address_text() + ")");
@@ -337,10 +338,12 @@ std::optional<std::int64_t> Keeper<C>::renew(C& client, L cur, std::int64_t now)
         return next_renewal(cur);
     }
     if (outcome && *outcome == RenewOutcome::refused) {
-        log_("the DHCP server refused to renew the lease of " + shown_key_ + "; acquiring a new one");
+        log_("the DHCP server refused to renew the lease of " + shown_key_ + " (" + cur.address_text() + ")" +
+             (why.empty() ? "" : ": " + why) + "; acquiring a new one");
         return std::nullopt;
     }
     if (!outcome) log_("renewing the lease of " + shown_key_ + ": " + outcome.error().msg);
+    else if (!why.empty()) log_(std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + shown_key_ + ": " + why);
     else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + shown_key_);
     return std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
 }

@@ -140,7 +140,7 @@ Result<Lease> Client::acquire(std::optional<std::uint32_t> previous) {
                 " s: " + tally.summary());
 }
 
-Result<RenewOutcome> Client::renew(Lease& lease, bool rebinding) {
+Result<RenewOutcome> Client::renew(Lease& lease, bool rebinding, std::string& why) {
     Message request = request_base(MessageType::request);
     request.ciaddr = lease.address();
     if (rebinding && timing_.broadcast) request.flags = kBroadcastFlag;
@@ -148,7 +148,11 @@ Result<RenewOutcome> Client::renew(Lease& lease, bool rebinding) {
     const Mac& to = rebinding ? kBroadcastMac : lease.server_mac;
     CNI_TRY_ASSIGN(auto reply, exchange(request, lease.address(), dst, to, Clock::now() + timing_.timeout));
     if (!reply) return RenewOutcome::silent;
-    if (reply->msg.type() == MessageType::nak) return RenewOutcome::refused;
+    if (reply->msg.type() == MessageType::nak) {
+        const Bytes* text = reply->msg.find(opt::message);
+        why = "NAK" + (text ? " (\"" + printable(std::string(text->begin(), text->end())) + "\")" : std::string());
+        return RenewOutcome::refused;
+    }
     if (reply->msg.type() != MessageType::ack) return RenewOutcome::silent;
     lease = Lease{std::move(reply->msg), reply->from, wall_seconds()};
     return RenewOutcome::acked;

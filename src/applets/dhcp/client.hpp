@@ -70,8 +70,9 @@ public:
 
     // A new lease, preferring `previous` (option 50) when given.
     Result<Lease> acquire(std::optional<std::uint32_t> previous = std::nullopt);
-    // One renewal (unicast) or rebinding (broadcast) exchange; `lease` is updated on ACK.
-    Result<RenewOutcome> renew(Lease& lease, bool rebinding);
+    // One renewal (unicast) or rebinding (broadcast) exchange; `lease` is updated on ACK, `why`
+    // names a NAK and its message.
+    Result<RenewOutcome> renew(Lease& lease, bool rebinding, std::string& why);
     Status release(const Lease& lease);
 
 private:

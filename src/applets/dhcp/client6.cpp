@@ -54,12 +54,23 @@ std::string status_text(const v6::StatusCode& s) {
     return "status " + std::to_string(s.code) + (s.message.empty() ? "" : " (\"" + printable(s.message) + "\")");
 }
 
-}  // namespace
-
-net::IpAddr Lease6::address() const {
-    auto g = grant();
-    return g.address ? g.address->address : net::IpAddr{};
+// What a REPLY to RENEW/REBIND says of the lease's address `ours` in our IA_NA `ia`, for the log.
+std::string said_of(const v6::IaNa& ia, const net::IpAddr& ours) {
+    std::string said = "the REPLY leaves " + ours.str() + " out", offers;
+    if (ia.status && ia.status->code != v6::status::success) said = "the REPLY's IA_NA has " + status_text(*ia.status);
+    for (const auto& a : ia.addresses) {
+        if (a.address == ours)
+            said = "the REPLY lists " + ours.str() +
+                   (a.status && a.status->code != v6::status::success
+                        ? " with " + status_text(*a.status)
+                        : " with preferred lifetime " + std::to_string(a.preferred) + " and valid lifetime " + std::to_string(a.valid));
+        else if (a.valid != 0)
+            offers += (offers.empty() ? "" : ", ") + a.address.str();
+    }
+    return offers.empty() ? said : said + " and offers " + offers;
 }
+
+}  // namespace
 
 Result<CniResult> Lease6::result(std::int64_t) const {
     auto g = grant();
@@ -120,6 +131,10 @@ Result<std::optional<v6::Message>> Client6::exchange(v6::Type type, v6::Exchange
         if (n <= 0) continue;
         auto m = v6::decode(std::span<const std::uint8_t>(buf, std::size_t(n)));
         if (!m || v6::answers(*m, x.xid, duid_).code != v6::status::success) continue;  // not ours, or malformed: discarded
+        // RFC 8415 section 18.2.10: a REPLY to SOLICIT without Rapid Commit, or one from another
+        // server than the one a REQUEST or RENEW names, is discarded.
+        if (type == v6::Type::solicit && m->type == v6::Type::reply && !m->rapid_commit) continue;
+        if (!x.server_id.empty() && m->server_id != x.server_id) continue;
         if (std::find(wanted.begin(), wanted.end(), m->type) != wanted.end()) return std::optional<v6::Message>(std::move(*m));
     }
     return std::optional<v6::Message>{};
@@ -142,7 +157,7 @@ Result<std::optional<Lease6>> Client6::attempt(std::optional<net::IpAddr> previo
               status_text(g.status);
         return std::nullopt;
     }
-    if (first->type == v6::Type::reply) return Lease6{std::move(*first), iaid_, wall_seconds()};  // rapid commit
+    if (first->type == v6::Type::reply) return Lease6{std::move(*first), iaid_, wall_seconds(), g.address->address};  // rapid commit
     x.rapid_commit = false;
     x.server_id = first->server_id;
     x.addresses = {g.address->address};
@@ -151,12 +166,13 @@ Result<std::optional<Lease6>> Client6::attempt(std::optional<net::IpAddr> previo
         why = "no answer to the REQUEST for the advertised address " + g.address->address.str();
         return std::nullopt;
     }
-    if (auto got = v6::granted(*reply, iaid_); !got.address) {
+    auto got = v6::granted(*reply, iaid_);
+    if (!got.address) {
         refused = true;
         why = "the DHCPv6 server refused the REQUEST for " + g.address->address.str() + ": " + status_text(got.status);
         return std::nullopt;
     }
-    return Lease6{std::move(*reply), iaid_, wall_seconds()};
+    return Lease6{std::move(*reply), iaid_, wall_seconds(), got.address->address};
 }
 
 Result<Lease6> Client6::acquire(std::optional<net::IpAddr> previous) {
@@ -182,21 +198,31 @@ Result<Lease6> Client6::acquire(std::optional<net::IpAddr> previous) {
                 " s: " + why);
 }
 
-Result<RenewOutcome> Client6::renew(Lease6& lease, bool rebinding) {
+Result<RenewOutcome> Client6::renew(Lease6& lease, bool rebinding, std::string& why) {
     began_ = Clock::now();
     v6::Exchange x;
     if (!rebinding) x.server_id = lease.reply.server_id;
-    x.addresses = {lease.address()};
+    x.addresses = {lease.leased};
     CNI_TRY_ASSIGN(auto reply, exchange(rebinding ? v6::Type::rebind : v6::Type::renew, x, {v6::Type::reply},
                                         Clock::now() + timing_.timeout));
     if (!reply) return RenewOutcome::silent;
-    auto g = v6::granted(*reply, iaid_);
-    if (!g.address) {
-        if (g.status.code == v6::status::use_multicast || g.status.code == v6::status::unspec_fail) return RenewOutcome::silent;
-        return RenewOutcome::refused;  // NoBinding, NotOnLink, NoAddrsAvail: the lease is gone
+    auto g = v6::granted(*reply, iaid_, lease.leased);
+    if (g.address) {  // other addresses in the IA are not ours: the pod has only `leased`
+        lease = Lease6{std::move(*reply), iaid_, wall_seconds(), lease.leased};
+        return RenewOutcome::acked;
     }
-    lease = Lease6{std::move(*reply), iaid_, wall_seconds()};
-    return RenewOutcome::acked;
+    if (g.status.code == v6::status::use_multicast || g.status.code == v6::status::unspec_fail) {
+        why = "the DHCPv6 server answered " + status_text(g.status);
+        return RenewOutcome::silent;
+    }
+    const v6::IaNa* ia = reply->find_ia(iaid_);
+    bool top_level = reply->status && reply->status->code != v6::status::success;
+    if (!ia && !top_level) {
+        why = "the DHCPv6 server's REPLY holds no IA_NA for it; keeping it";
+        return RenewOutcome::silent;
+    }
+    why = ia && !top_level ? said_of(*ia, lease.leased) : status_text(g.status);
+    return RenewOutcome::refused;  // NoBinding, NotOnLink, NoAddrsAvail, the address ended or left out: it is gone
 }
 
 Status Client6::release(const Lease6& lease) {
@@ -205,7 +231,7 @@ Status Client6::release(const Lease6& lease) {
     x.duid = duid_;
     x.iaid = iaid_;
     x.server_id = lease.reply.server_id;
-    x.addresses = {lease.address()};
+    x.addresses = {lease.leased};
     return send(v6::client_message(v6::Type::release, x));
 }
 

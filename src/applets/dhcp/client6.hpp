@@ -4,7 +4,8 @@
 // most kDadWait), talking to ff02::1:2 port 547. acquire: SOLICIT (asking for Rapid Commit) then
 // REQUEST to the server of the first usable ADVERTISE, or the REPLY at once when the server commits
 // rapidly; attempts on the schedule of retry.hpp, as DHCPv4's, given up after kMaxRefusals refusals
-// or at -resendtimeout. renew: RENEW to the lease's server at T1, REBIND to any from T2. release:
+// or at -resendtimeout. renew: RENEW to the lease's server at T1, REBIND to any from T2, keeping
+// only the address the pod got (a server moving it is a refusal: a new SOLICIT asks for it). release:
 // RELEASE, not waited for. The identity is DUID-LL from the interface's MAC and an IAID from the
 // lease key, both stable per attachment. DNS servers (23) and the search list (24) are asked for
 // in every message and go into the result's dns; no routes (the default route comes from router
@@ -29,10 +30,12 @@ struct Lease6 {
     v6::Message reply;   // the REPLY that bound it
     std::uint32_t iaid = 0;
     std::int64_t bound_at = 0;  // wall-clock seconds when the REPLY arrived
+    net::IpAddr leased;         // the address the pod got; its renewals keep only this one
 
-    v6::Granted grant() const { return v6::granted(reply, iaid); }
-    net::IpAddr address() const;
-    std::string address_text() const { return address().str(); }
+    // `leased` as `reply` grants it: its lifetimes and the IA's T1/T2.
+    v6::Granted grant() const { return v6::granted(reply, iaid, leased); }
+    net::IpAddr address() const { return leased; }
+    std::string address_text() const { return leased.str(); }
     bool degenerate() const { return v6::lease_times(grant()).degenerate; }
     std::int64_t t1() const { return bound_at + v6::lease_times(grant()).t1; }
     std::int64_t t2() const { return bound_at + v6::lease_times(grant()).t2; }
@@ -49,7 +52,10 @@ public:
                                 std::function<bool()> stopping, std::function<void(const std::string&)> note);
 
     Result<Lease6> acquire(std::optional<net::IpAddr> previous = std::nullopt);
-    Result<RenewOutcome> renew(Lease6& lease, bool rebinding);
+    // A REPLY that ends the lease's address (absent or valid lifetime 0) is a refusal even when it
+    // offers another; one without our IA_NA counts as no answer (RFC 8415 section 18.2.10.1: the
+    // lease is kept). `why` says what the server said when it refused or its answer counted as none.
+    Result<RenewOutcome> renew(Lease6& lease, bool rebinding, std::string& why);
     Status release(const Lease6& lease);
 
 private:

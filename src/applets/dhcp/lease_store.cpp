@@ -3,6 +3,7 @@
 #include "applets/dhcp/lease_store.hpp"
 
 #include <dirent.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/cni/json.hpp"
@@ -38,19 +39,35 @@ std::optional<Bytes> from_hex(std::string_view s) {
     return out;
 }
 
-// The DHCPv6 half of decode_record: the REPLY, the IAID and when it came.
+// The longest a record's boundAt may lie ahead of the clock (a clock set back since it was written).
+constexpr std::int64_t kMaxBoundAhead = 24 * 3600;
+
+// boundAt from 1970 to a day from now, so a lease's times (boundAt plus at most 2^32 s) and the
+// wall-clock time points slept until cannot overflow.
+Status check_bound_at(std::int64_t bound_at) {
+    if (bound_at < 0 || bound_at > std::int64_t(::time(nullptr)) + kMaxBoundAhead)
+        return fail(code::decoding_failure, "lease record: boundAt " + std::to_string(bound_at) + " out of range");
+    return {};
+}
+
+// The DHCPv6 half of decode_record: the REPLY, the IAID, the pod's address and when it came.
 Result<LeaseRecord> decode_v6(const json::Value& d, LeaseRecord r, const json::Where& w) {
-    std::string reply;
+    std::string reply, address;
     std::uint32_t iaid = 0;
     CNI_TRY(json::field(d, "reply", reply, w));
     CNI_TRY(json::field(d, "iaid", iaid, w));
+    CNI_TRY(json::field(d, "address", address, w));
     CNI_TRY(json::field(d, "boundAt", r.lease6.bound_at, w));
+    CNI_TRY(check_bound_at(r.lease6.bound_at));
     auto wire = from_hex(reply);
-    if (!wire || r.key.empty()) return fail(code::decoding_failure, "lease record without a valid reply or key");
+    auto leased = net::IpAddr::parse(address);
+    if (!wire || !leased || r.key.empty())
+        return fail(code::decoding_failure, "lease record without a valid reply, address or key");
     CNI_TRY_ASSIGN(r.lease6.reply, v6::decode(*wire));
     r.v6 = true;
     r.lease6.iaid = iaid;
-    if (!r.lease6.grant().address) return fail(code::decoding_failure, "lease record whose reply leases no address");
+    r.lease6.leased = *leased;
+    if (!r.lease6.grant().address) return fail(code::decoding_failure, "lease record whose reply does not lease its address");
     return r;
 }
 
@@ -105,6 +122,7 @@ std::string encode_record(const LeaseRecord& r) {
         put("family", "ipv6");
         put("reply", to_hex(v6::encode(r.lease6.reply)));
         json::set(d, "iaid", json::Value(std::uint64_t(r.lease6.iaid)), a);
+        put("address", r.lease6.leased.str());
         json::set(d, "boundAt", json::Value(std::int64_t(r.lease6.bound_at)), a);
     } else {
         put("ack", to_hex(encode(r.lease.ack)));
@@ -134,6 +152,7 @@ Result<LeaseRecord> decode_record(std::string_view text) {
     CNI_TRY(json::field(d, "ack", ack, w));
     CNI_TRY(json::field(d, "serverMac", server_mac, w));
     CNI_TRY(json::field(d, "boundAt", r.lease.bound_at, w));
+    CNI_TRY(check_bound_at(r.lease.bound_at));
     auto wire = from_hex(ack);
     auto mac = net::mac_bytes(server_mac);
     if (!wire || !mac || r.key.empty()) return fail(code::decoding_failure, "lease record without a valid ack, serverMac or key");

@@ -5,8 +5,8 @@
 // ends every pod - starts clean), written atomically after every ACK and removed on release.
 // A record holds what is needed to resume: the attachment's identity and netns, the plugin
 // config (for the options), CNI_ARGS, and the last ACK with the server's link address. A DHCPv6
-// lease is a record of its own (its file named from the key and "ipv6"), holding the last REPLY
-// and the IAID, so a dual-stack attachment's two lease threads never write one file.
+// lease is a record of its own (its file named from the key and "ipv6"), holding the last REPLY,
+// the IAID and the pod's address, so a dual-stack attachment's two lease threads never write one file.
 #pragma once
 
 #include <functional>
@@ -47,6 +47,7 @@ private:
 };
 
 std::string encode_record(const LeaseRecord& r);
+// Refuses a record whose boundAt is before 1970 or more than a day ahead of the clock.
 Result<LeaseRecord> decode_record(std::string_view text);
 
 }  // namespace cni::dhcp

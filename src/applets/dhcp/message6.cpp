@@ -96,7 +96,8 @@ Result<IaNa> read_ia_na(std::span<const std::uint8_t> d) {
     return ia;
 }
 
-// An address a server may lease: not unspecified, loopback, link-local or multicast.
+// An address a server may lease or name as a DNS server: not unspecified, loopback, link-local
+// or multicast.
 bool leasable(const net::IpAddr& a) {
     const auto& b = a.bytes();
     bool zero_prefix = std::all_of(b.begin(), b.end() - 1, [](std::uint8_t c) { return c == 0; });
@@ -268,7 +269,9 @@ Result<Message> decode(std::span<const std::uint8_t> w) {
                 std::copy(d.begin() + long(i), d.begin() + long(i + 16), a.begin());
                 auto ip = net::IpAddr::from_bytes(a);
                 if (ip.is_v4()) return bad("an IPv4-mapped DNS server");
-                m.dns_servers.push_back(ip);
+                // Unspecified, loopback, multicast or link-local (no zone in a resolv.conf line)
+                // name no server the pod can reach: left out.
+                if (leasable(ip)) m.dns_servers.push_back(ip);
             }
             return {};
         case opt::domain_list: {
@@ -321,7 +324,7 @@ StatusCode answers(const Message& reply, std::uint32_t xid, const Bytes& duid) {
     return {};
 }
 
-Granted granted(const Message& m, std::uint32_t iaid) {
+Granted granted(const Message& m, std::uint32_t iaid, std::optional<net::IpAddr> only) {
     Granted g;
     if (m.status && m.status->code != status::success) {
         g.status = *m.status;
@@ -337,6 +340,7 @@ Granted granted(const Message& m, std::uint32_t iaid) {
         return g;
     }
     for (const auto& a : ia->addresses) {
+        if (only && a.address != *only) continue;
         if (a.status && a.status->code != status::success) {
             g.status = *a.status;
             continue;

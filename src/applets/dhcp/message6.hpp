@@ -109,13 +109,15 @@ std::uint32_t iaid_of(std::string_view lease_key);
 // A server's message is an answer to ours: its transaction ID, our DUID, a server DUID.
 StatusCode answers(const Message& reply, std::uint32_t xid, const Bytes& duid);
 
-// The address an ADVERTISE or REPLY leases to IA `iaid`, if any, with a status explaining why not.
+// The address an ADVERTISE or REPLY leases to IA `iaid`, if any, with a status explaining why not:
+// its first usable one, or only `only` when given (a REPLY to RENEW/REBIND, which may end the
+// lease's address with lifetime 0 and offer another: docs/dhcp.md, DHCPv6).
 struct Granted {
     std::optional<IaAddress> address;
     std::uint32_t t1 = 0, t2 = 0;
     StatusCode status;  // success when address is set
 };
-Granted granted(const Message& m, std::uint32_t iaid);
+Granted granted(const Message& m, std::uint32_t iaid, std::optional<net::IpAddr> only = std::nullopt);
 
 // Lease times with floors, as DHCPv4's (message.hpp): valid lifetime at least 10 s, T1 at least
 // 2 s; T1 and T2 of 0 are the client's choice (RFC 8415 section 21.4): 0.5 and 0.8 times the
