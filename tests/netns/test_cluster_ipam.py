@@ -9,7 +9,8 @@ and a network of its own and asserts on etcd's keys (every handle's address is i
 allocation, none twice):
 dual stack, exclude, the same ADD twice, DEL without prevResult and twice; 8 nodes racing
 (CNI_TEST_CIPAM_ADDS, default 200); a /28 exhausted by two nodes, then borrowing; kill -9 of
-the etcd leader in the middle of a run; and end to end, macvlan with cluster-ipam on two node
+the etcd leader in the middle of a run; ADD, DEL and GC killed after each of their etcd writes
+(CNI_ALL_TEST_KILL_AFTER_WRITE), then GC; and end to end, macvlan with cluster-ipam on two node
 namespaces sharing one layer-2 segment, reaching a second etcd cluster that runs in a "lan"
 namespace (kernel state: the pods' addresses and traffic between them), called as a runtime
 calls the plugin and through `cni-all exec`."""
@@ -87,10 +88,14 @@ def _enter_node(node):
     return enter
 
 
-def call(node, command, cfg, ctr="c1", ifname="eth0", applet="cluster-ipam", netns="/proc/1/ns/net", host_ns=None):
-    """One CNI call of `applet` as `node`: (rc, parsed stdout or None)."""
+def call(node, command, cfg, ctr="c1", ifname="eth0", applet="cluster-ipam", netns="/proc/1/ns/net", host_ns=None,
+         kill_after_write=None):
+    """One CNI call of `applet` as `node`: (rc, parsed stdout or None). kill_after_write=N: the
+    plugin kills itself after its N-th etcd write (CNI_ALL_TEST_KILL_AFTER_WRITE, rc -9)."""
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": ctr, "CNI_NETNS": netns, "CNI_IFNAME": ifname,
            "CNI_PATH": BIN, "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
+    if kill_after_write:
+        env["CNI_ALL_TEST_KILL_AFTER_WRITE"] = str(kill_after_write)
     cmd = [applet]
     exe = CNI_ALL
     if host_ns:
@@ -125,10 +130,10 @@ def etcd_kvs(prefix, c=None):
     raise AssertionError("no etcd member answered the range")
 
 
-def consistent(prefix, c=None):
+def consistent(prefix, c=None, orphans=()):
     """etcd's keys under the prefix are one picture: each handle's address is its block's
-    allocation of that ordinal naming the handle, no allocation is without its handle, no address
-    is held twice. {handle name: [addresses]} and the blocks."""
+    allocation of that ordinal naming the handle, no allocation is without its handle (but those
+    naming `orphans`), no address is held twice. {handle name: [addresses]} and the blocks."""
     kvs = etcd_kvs(prefix, c)
     blocks = {k: v for k, v in kvs.items() if "/blocks/" in k}
     handles = {k[len("handles/"):]: v for k, v in kvs.items() if k.startswith("handles/")}
@@ -144,8 +149,10 @@ def consistent(prefix, c=None):
             seen.add(a["address"])
             held.setdefault(name, []).append(a["address"])
     for k, b in blocks.items():
+        size = ipaddress.ip_network(k.split("/")[-1].replace("-", "/")).num_addresses
         for o, name in b["allocations"].items():
-            check(name in handles, f"block {k} ordinal {o} names {name}, which has no handle")
+            check(name in handles or name in orphans, f"block {k} ordinal {o} names {name}, which has no handle")
+            check(0 <= int(o) < size, f"block {k}: ordinal {o} outside its {size} addresses")
     return held, blocks
 
 
@@ -193,11 +200,17 @@ def race(cfg, nodes, adds, workers=2, command="ADD"):
         return [f.result() for f in futures]
 
 
-def gc_node(node, cfg):
+def gc_call(node, cfg, valid=(), kill_after_write=None):
+    """CNI GC as `node` with the containers in `valid` (interface eth0) as the valid list: (rc, out)."""
     gc = dict(cfg, cniVersion="1.1.0")
-    gc["cni.dev/valid-attachments"] = []
-    rc, out = call(node, "GC", gc, ctr="")
+    gc["cni.dev/valid-attachments"] = [{"containerID": ctr, "ifname": "eth0"} for ctr in valid]
+    return call(node, "GC", gc, ctr="", kill_after_write=kill_after_write)
+
+
+def gc_node(node, cfg, valid=()):
+    rc, out = gc_call(node, cfg, valid)
     eq(rc, 0, f"GC on {node}: {out}")
+
 
 
 @test
@@ -297,14 +310,62 @@ def test_leader_killed_mid_run():
         eq(held.get(name), [a], f"{name}: the address ADD returned")
     # GC with the successful ADDs as the valid list: what failed ADDs may have written goes.
     for n in nodes:
-        gc = dict(cfg, cniVersion="1.1.0")
-        gc["cni.dev/valid-attachments"] = [{"containerID": r[1], "ifname": "eth0"} for r in results
-                                           if r[2] == 0 and r[0] == n]
-        rc, out = call(n, "GC", gc, ctr="")
-        eq(rc, 0, f"GC on {n}: {out}")
+        gc_node(n, cfg, [r[1] for r in results if r[2] == 0 and r[0] == n])
     held, _ = consistent(p)
     eq(sorted(held), sorted(ok), "GC leaves exactly the successful ADDs")
     print(f"# {len(ok)} of {len(results)} ADDs succeeded around the kill of member {member}", flush=True)
+
+
+def killed(node, command, cfg, ctr, n):
+    """A CNI call killed after its n-th etcd write (the test hook): asserts the SIGKILL."""
+    rc, out = call(node, command, cfg, ctr, kill_after_write=n)
+    eq(rc, -9, f"{command} {ctr} with the hook at write {n}: {out}")
+
+
+@test
+def test_killed_between_writes():
+    """a plugin killed after each of its etcd writes (CNI_ALL_TEST_KILL_AFTER_WRITE), ADD, DEL and GC: etcd stays one picture, GC leaks nothing, a fresh ADD works"""
+    p = new_prefix("cipam-w")
+    cfg = conf(p, [[{"subnet": "10.79.0.0/24"}], [{"subnet": "fd79::/120"}]], blockSize=28, blockSizeV6=124)
+    node, net = "w-node", cfg["name"]
+    handles = lambda *orphans: sorted(consistent(p, orphans=orphans)[0])  # noqa: E731 - asserts the picture
+    # ADD makes one write (claim or allocation, address and handle, both families): killed after
+    # it, the runtime saw a failure but etcd holds the attachment whole.
+    killed(node, "ADD", cfg, "k1", 1)  # the blocks claimed in the same txn
+    eq(handles(), [f"{net}/k1/eth0"], "the killed ADD's txn committed whole")
+    rc, out = call(node, "ADD", cfg, "ok", kill_after_write=2)
+    eq(rc, 0, f"an ADD with the hook at its 2nd write is not killed (ADD writes once): {out}")
+    killed(node, "ADD", cfg, "k2", 1)  # in a block held
+    # The runtime retries k1's ADD (same addresses), gives up on k2: GC with k1 valid keeps it.
+    first = consistent(p)[0][f"{net}/k1/eth0"]
+    eq(add_ok(node, cfg, "k1"), first, "the retried ADD finds the killed one's addresses")
+    gc_node(node, cfg, ["k1", "ok"])
+    eq(handles(), [f"{net}/k1/eth0", f"{net}/ok/eth0"], "GC released the killed ADD outside the valid list")
+    # DEL makes one write: killed after it, the addresses are gone; the retried DEL succeeds.
+    killed(node, "DEL", cfg, "k1", 1)
+    eq(handles(), [f"{net}/ok/eth0"], "the killed DEL's txn committed whole")
+    eq(call(node, "DEL", cfg, "k1")[0], 0, "the retried DEL")
+    # GC writes once per released handle, then once per block it repairs: killed after each.
+    for ctr in ("s1", "s2"):
+        add_ok(node, cfg, ctr)
+    _, blocks = consistent(p)
+    key, b = next((k, b) for k, b in blocks.items() if "10.79" in k)
+    ghost = f"{net}/ghost/eth0"  # an allocation without a handle, as a hand's (or an older version's) write leaves
+    setup().put(p + key, json.dumps(dict(b, allocations=dict(b["allocations"], **{"15": ghost}))))
+    rc, _ = gc_call(node, cfg, ["ok"], kill_after_write=1)
+    eq(rc, -9, "GC killed after its first release")
+    eq(len(handles(ghost)), 2, "GC killed after one of two releases")
+    rc, _ = gc_call(node, cfg, ["ok"], kill_after_write=2)
+    eq(rc, -9, "GC killed after its second release and the block's repair")
+    gc_node(node, cfg, ["ok"])
+    held, blocks = consistent(p)
+    eq(sorted(held), [f"{net}/ok/eth0"], "nothing leaked")
+    eq(sum(len(b["allocations"]) for b in blocks.values()), 2, "only ok's two allocations left")
+    check({b["node"] for b in blocks.values()} == {node}, blocks)
+    add_ok(node, cfg, "fresh")
+    gc_node(node, cfg)
+    held, blocks = consistent(p)
+    eq((held, [b["allocations"] for b in blocks.values() if b["allocations"]]), ({}, []), "GC of every attachment")
 
 
 E2E_ETCD = "10.78.0"  # the lan namespace's etcd bridge: .1 etcd, .1N node N

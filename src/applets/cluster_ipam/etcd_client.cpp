@@ -4,6 +4,8 @@
 #include "applets/cluster_ipam/etcd_client.hpp"
 
 #include <algorithm>
+#include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include "applets/cluster_ipam/etcd_json.hpp"
@@ -42,6 +44,7 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::open(const EtcdOptions& o) {
     }
     for (auto& e : endpoints) c->members_.emplace_back(std::move(e), tls, kEtcdAnswerLimit);
     c->dial_timeout_ = o.dial_timeout;
+    if (const char* n = std::getenv("CNI_ALL_TEST_KILL_AFTER_WRITE")) c->kill_after_write_ = std::strtoull(n, nullptr, 10);
     return c;
 }
 
@@ -95,6 +98,8 @@ Result<TxnResult> EtcdClient::txn(const std::vector<Compare>& compares, const st
     CNI_TRY_ASSIGN(auto body, call("/v3/kv/txn", txn_request(compares, success, failure)));
     auto t = parse_txn_answer(body, ranges(success), ranges(failure));
     if (!t) return cni::Unexpected(t.error().context("etcd"));
+    const auto& ran = t->succeeded ? success : failure;
+    if (kill_after_write_ && ranges(ran) < ran.size() && ++writes_ == kill_after_write_) std::raise(SIGKILL);  // the test hook
     return t;
 }
 

@@ -8,6 +8,12 @@
 // code::try_again_later naming every endpoint and the last failure. A txn whose answer was lost
 // may have been applied; retried, its compares then fail, which the caller's compare-and-swap
 // reads as a lost race. One object serves one thread.
+//
+// A test hook, in the one place cluster-ipam writes to etcd: with CNI_ALL_TEST_KILL_AFTER_WRITE=N
+// in the environment, the process kills itself (SIGKILL) right after the answer to its N-th txn
+// that wrote (a put or delete in the branch that ran), so a test can stop a plugin between its
+// writes (docs/cluster-ipam.md, Failure behaviour). Only the runtime (root) sets a plugin's
+// environment; no network config key reaches it.
 #pragma once
 
 #include <chrono>
@@ -56,6 +62,7 @@ private:
     std::size_t current_ = 0;  // the member that answered last
     std::chrono::milliseconds dial_timeout_{};
     std::uint64_t round_trips_ = 0;
+    std::uint64_t writes_ = 0, kill_after_write_ = 0;  // the test hook (0: none)
     std::string endpoints_text_;
 };
 
