@@ -288,6 +288,20 @@ TEST_CASE("cluster-ipam: the config's keys are checked and name what is wrong", 
     CHECK(mixed.error().msg.find("every network on one subnet must use one block size") != std::string::npos);
 }
 
+TEST_CASE("cluster-ipam: blockGracePeriod below the node's floor of 30 s is refused with code 7 naming it", "[cluster-ipam]") {
+    for (const char* grace : {"29", "0", "-1"}) {
+        Request req;
+        req.config = conf_json(std::string(R"("blockGracePeriod":)") + grace + ",", R"([[{"subnet":"10.1.0.0/24"}]])");
+        auto c = parse_conf(req);
+        REQUIRE(!c);
+        CHECK(c.error().code == code::invalid_config);
+        CHECK(c.error().msg.find(std::string("ipam.blockGracePeriod ") + grace + " is below the least a node allows, 30 seconds") !=
+              std::string::npos);
+    }
+    CHECK(conf(R"("blockGracePeriod":30,)", R"([[{"subnet":"10.1.0.0/24"}]])").grace == 30);
+    CHECK(conf("", R"([[{"subnet":"10.1.0.0/24"}]])").grace == 300);
+}
+
 TEST_CASE("cluster-ipam: show lists blocks per node; release --node refuses a recent writer unless forced", "[cluster-ipam]") {
     FakeKv kv;
     auto c = conf(R"("blockSize":28,)", R"([[{"subnet":"10.7.0.0/24"}]])");

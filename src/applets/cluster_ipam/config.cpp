@@ -18,6 +18,9 @@ constexpr std::string_view kTrustedDir = "/etc/cni/";
 constexpr std::string_view kDedicatedDir = "/etc/cni/cluster-ipam/";
 constexpr const char* kNodeFile = "/etc/cni/cluster-ipam/node";
 constexpr std::size_t kPemLimit = 256 * 1024;
+// The least blockGracePeriod a config may ask (docs/cluster-ipam.md, Configuration): a tenant's
+// config could otherwise take a churning node's emptied blocks from under it at once.
+constexpr std::int64_t kMinGrace = 30;
 
 // dialTimeout: a number of seconds, or a duration string of ms, s or m ("500ms", "5s", "1m").
 Status decode_timeout(const json::Value& v, std::int64_t& out, const json::Where& w) {
@@ -64,7 +67,7 @@ constexpr std::array kClusterKeys{
     key<&ClusterConf::block_size>("blockSize", "the prefix length of an IPv4 block a node claims; default 26"),
     key<&ClusterConf::block_size_v6>("blockSizeV6", "the prefix length of an IPv6 block; default 122"),
     key<&ClusterConf::node>("node", "this node's name; may only restate it (default: /etc/cni/cluster-ipam/node, else the host name)"),
-    key<&ClusterConf::grace>("blockGracePeriod", "seconds an emptied block stays its node's before it returns to the pool; default 300"),
+    key<&ClusterConf::grace>("blockGracePeriod", "seconds an emptied block stays its node's before it returns to the pool; default 300, at least 30"),
     key_with<&ClusterConf::etcd, decode_etcd>("etcd", "EtcdConfig",
                                               "the store: {endpoints: [URL], caFile, certFile, keyFile, prefix (default /cni-all/ipam/), "
                                               "dialTimeout (\"5s\", \"500ms\" or seconds; default 5s)}; docs/cluster-ipam.md"),
@@ -75,7 +78,9 @@ constexpr auto kClusterKeyDocs = join(docs_of(kClusterKeys), docs_of(ipam::kRang
 
 Status check(ClusterConf& c) {
     auto bad = [](std::string what) { return fail(code::invalid_config, "cluster-ipam: " + what); };
-    if (c.grace < 0) return bad("ipam.blockGracePeriod " + std::to_string(c.grace) + " is negative");
+    if (c.grace < kMinGrace)
+        return bad("ipam.blockGracePeriod " + std::to_string(c.grace) + " is below the least a node allows, " +
+                   std::to_string(kMinGrace) + " seconds (docs/cluster-ipam.md, Configuration)");
     if (c.etcd.endpoints.empty()) return bad("ipam.etcd.endpoints is missing: name at least one etcd member");
     for (const auto& e : c.etcd.endpoints)
         if (!e.starts_with("https://") && !e.starts_with("http://"))
