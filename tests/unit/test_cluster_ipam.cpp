@@ -317,8 +317,28 @@ TEST_CASE("cluster-ipam: show lists blocks per node; release --node refuses a re
     auto forced = release_node(call(kv, "operator", 1100), "gone", true);
     REQUIRE(forced);
     CHECK(*forced == "node gone: 3 handles and 1 blocks released\n");
+    // The operator's release wrote gone's block, but that is not gone writing: run again later, it is not refused.
+    auto again = release_node(call(kv, "operator", 1400), "gone", false);
+    REQUIRE(again);
+    CHECK(*again == "node gone: 0 handles and 0 blocks released\n");
     auto later = release_node(call(kv, "operator", 5000), "alive", false);
     REQUIRE(later);
     CHECK(later->find("1 handles") != std::string::npos);
     CHECK(kv.dump().size() == 1);  // the pool's meta alone
+}
+
+TEST_CASE("cluster-ipam: another node's borrow and release leave a block's lastWrite, which is its node's", "[cluster-ipam]") {
+    FakeKv kv;
+    auto c = conf(R"("blockSize":28,)", R"([[{"subnet":"10.8.0.0/28"}]])");  // one block: the pool
+    add_one(kv, c, "gone", "g0", 1000);
+    const auto borrowed = add_one(kv, c, "n2", "b0", 1400);  // no block free: borrowed from gone's
+    auto released = release_node(call(kv, "operator", 1400), "gone", false);
+    REQUIRE(released);  // gone last wrote at 1000: n2's borrow does not make it look alive
+    CHECK(*released == "node gone: 1 handles and 0 blocks released\n");  // its block holds n2's address
+    REQUIRE(release(call(kv, "n2", 1400), handle_id("net1", "b0", "eth0")));
+    CHECK(add_one(kv, c, "n3", "c0", 1400) != "");  // emptied and past gone's grace period: n3 claims it
+    for (const auto& [key, v] : kv.dump())
+        if (key.find("/blocks/") != std::string::npos) CHECK(decode_block(v.value)->node == "n3");
+    check_consistent(kv);
+    CHECK(borrowed == "10.8.0.3/28");
 }

@@ -187,7 +187,7 @@ private:
         }
         b.allocations[ord] = id_;
         b.last = ord;
-        b.last_write = c_.now;
+        if (b.node == c_.node) b.last_write = c_.now;
         const auto& r = *std::ranges::find_if(g.ranges, [&](const ipam::Range& r) { return r.contains(g.address(idx, ord)); });
         plan.held.push_back(Held{key, ord, IpConfig{std::nullopt, r.with_prefix(g.address(idx, ord)), r.gateway}});
     }
@@ -366,7 +366,7 @@ Status release_read(const Call& c, const std::string& id, const Handle& h, std::
             CNI_TRY_ASSIGN(auto b, decode_block_at(values[i]->value, blocks[i]));
             for (const auto& a : h.addresses)
                 if (a.block == blocks[i] && b.allocations.contains(a.ordinal) && b.allocations[a.ordinal] == id) b.allocations.erase(a.ordinal);
-            b.last_write = c.now;
+            if (b.node == c.node) b.last_write = c.now;
             ok.push_back(put_op(blocks[i], encode(b)));
             written.emplace_back(blocks[i], std::move(b));
         }

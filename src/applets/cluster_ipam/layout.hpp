@@ -20,8 +20,9 @@
 namespace cni::cluster_ipam {
 
 // A block's value: the node that claimed it, its allocations by ordinal (offset from the block's
-// first address), the last ordinal handed out (the next search starts after it) and when it
-// was last written (unix seconds).
+// first address), the last ordinal handed out (the next search starts after it) and when its
+// node last wrote it (unix seconds; another node's borrow or release leaves it, so that it says
+// whether the node is alive and when the block, emptied, goes back to the pool).
 struct Block {
     std::string node;
     std::map<std::uint32_t, std::string> allocations;
