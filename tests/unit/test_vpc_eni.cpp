@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Unit tests of vpc-eni's pieces that need no namespace: SHA-1 (the veth names) against FIPS 180
 // vectors; the node file: defaults, the ENI lookup, the examples in docs/, each validation's
-// message naming the key and value, errors that name where the file is wrong and never what it
-// holds there, and the paths a network config may name; prefix mode's /28s, their checks and the
+// message naming the key and value (an address AWS reserves among them), errors that name where
+// the file is wrong and never what it holds there, and the paths a network config may name;
+// prefix mode's /28s, their checks and the
 // order vpc-eni-ipam hands their addresses out in; vpc-eni-ipam's one store per node file
 // shared by networks that each act only on their own; and vpc-eni-ipam's ADD on a node with
 // 16,000 addresses (its cost was once quadratic in them).
@@ -240,6 +241,32 @@ TEST_CASE("the node file: no ENI's secondary or prefix address is any ENI's prim
     CHECK(err(R"("secondaryIps": ["10.0.1.41"]}, {"interface": "eth2", "deviceNumber": 2, "subnet": "10.0.1.0/24",
                  "primaryIp": "10.0.1.40")") == in + "enis[2]: primaryIp 10.0.1.40 is also enis[1]'s primaryIp");
     CHECK(load(d, text(R"("secondaryIps": ["10.0.1.41"], "ipv4Prefixes": ["10.0.1.48/28"])")));
+}
+
+TEST_CASE("the node file: no primaryIp or secondary address is one AWS reserves in its subnet", "[vpc-eni]") {
+    TempDir d;
+    const std::string in = "vpc-eni: node file " + d / "node.json" + ": ";
+    const std::string reserved = " (its first four addresses and its last)";
+    // ENI 0 as in kEnis, ENI 1 (an IPv4 /24 or an IPv6 /64) with the keys given.
+    auto err = [&](const std::string& subnet, const std::string& eni1) {
+        return load_error(d, R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [
+            {"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.10", "secondaryIps": ["10.0.1.20"]},
+            {"interface": "eth1", "deviceNumber": 1, "subnet": ")" + subnet + "\", " + eni1 + "}]}");
+    };
+    for (const char* ip : {"10.0.2.0", "10.0.2.2", "10.0.2.3", "10.0.2.255"}) {
+        INFO(ip);
+        CHECK(err("10.0.2.0/24", std::string(R"("primaryIp": "10.0.2.10", "secondaryIps": ["10.0.2.20", ")") + ip + "\"]") ==
+              in + "enis[1]: secondaryIps: " + ip + " is an address AWS reserves in subnet 10.0.2.0/24" + reserved);
+        CHECK(err("10.0.2.0/24", std::string(R"("primaryIp": ")") + ip + R"(", "secondaryIps": ["10.0.2.20"])") ==
+              in + "enis[1]: primaryIp " + ip + " is an address AWS reserves in subnet 10.0.2.0/24" + reserved);
+    }
+    CHECK(err("fd00:2::/64", R"("primaryIp": "fd00:2::10", "secondaryIps": ["fd00:2::ffff:ffff:ffff:ffff"])") ==
+          in + "enis[1]: secondaryIps: fd00:2::ffff:ffff:ffff:ffff is an address AWS reserves in subnet fd00:2::/64" + reserved);
+    CHECK(err("fd00:2::/64", R"("primaryIp": "fd00:2::3")") ==
+          in + "enis[1]: primaryIp fd00:2::3 is an address AWS reserves in subnet fd00:2::/64" + reserved);
+    // The addresses next to them are an ENI's and pods'.
+    CHECK(load(d, R"({"primaryInterface": "eth0", "vpcCidrs": ["10.0.0.0/16"], "enis": [
+        {"interface": "eth0", "deviceNumber": 0, "subnet": "10.0.1.0/24", "primaryIp": "10.0.1.4", "secondaryIps": ["10.0.1.254"]}]})"));
 }
 
 TEST_CASE("vpc-eni-ipam in prefix mode: an ENI's secondary addresses, then its prefixes', all 16, then exhaustion", "[vpc-eni]") {

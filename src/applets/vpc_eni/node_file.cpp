@@ -105,14 +105,24 @@ std::string listed_in(const NodeFile& n, std::vector<T> Eni::*list, const T& ite
     return std::string(key);
 }
 
-// What of `subnet` a prefix may not hold: AWS reserves its first four addresses (the network's,
-// the VPC router's, the DNS server's and one for later) and its last, in every subnet.
+// What of `subnet` a prefix (or one address, as a /32 or /128) may not hold: AWS reserves its
+// first four addresses (the network's, the VPC router's, the DNS server's and one for later) and
+// its last, in every subnet.
 std::optional<net::IpAddr> reserved_in(const net::IpNet& prefix, const net::IpNet& subnet) {
     net::IpAddr a = subnet.network();
     for (int k = 0; k < 4; ++k, a = a.next())
         if (prefix.contains(a)) return a;
     if (prefix.contains(subnet.last())) return subnet.last();
     return std::nullopt;
+}
+
+std::string aws_reserves(const net::IpNet& subnet) {
+    return "AWS reserves in subnet " + subnet.str() + " (its first four addresses and its last)";
+}
+
+// `ip` when it is one of the addresses AWS reserves in `subnet` (reserved_in).
+std::optional<net::IpAddr> reserved_address(const net::IpAddr& ip, const net::IpNet& subnet) {
+    return reserved_in(net::IpNet{ip, ip.bits(), ip.bits()}, subnet);
 }
 
 // The ENI whose primaryIp is `ip`, as an error names it: "enis[K]'s primaryIp", or "".
@@ -142,9 +152,7 @@ Status validate_prefixes(const NodeFile& n, const AddressSet& taken, const std::
             if (!e.subnet->contains(p.ip) || !e.subnet->contains(p.last())) return fail(at + " is not in subnet " + e.subnet->str());
             if (p.contains(*e.primary_ip)) return fail(at + " holds the ENI's own address " + e.primary_ip->str());
             if (p.contains(e.gateway())) return fail(at + " holds the ENI's gateway " + e.gateway().str());
-            if (auto r = reserved_in(p, *e.subnet))
-                return fail(at + " holds " + r->str() + ", which AWS reserves in subnet " + e.subnet->str() +
-                            " (its first four addresses and its last)");
+            if (auto r = reserved_in(p, *e.subnet)) return fail(at + " holds " + r->str() + ", which " + aws_reserves(*e.subnet));
             if (!firsts.insert(p.ip, p.ip.value()))
                 return fail(at + " is listed twice (also in " + listed_in(n, &Eni::ipv4_prefixes, p, "ipv4Prefixes") + ")");
             for (net::IpAddr a = p.ip;; a = a.next()) {
@@ -189,6 +197,8 @@ Status validate(const NodeFile& n) {
         if (!e.primary_ip) return fail(at + "primaryIp is missing");
         if (!e.subnet->contains(*e.primary_ip))
             return fail(at + "primaryIp " + e.primary_ip->str() + " is not in subnet " + e.subnet->str());
+        if (reserved_address(*e.primary_ip, *e.subnet))
+            return fail(at + "primaryIp " + e.primary_ip->str() + " is an address " + aws_reserves(*e.subnet));
         for (std::size_t j = 0; j < i; ++j) {
             if (n.enis[j].device_number == e.device_number)
                 return fail(at + "deviceNumber " + std::to_string(e.device_number) + " is also enis[" + std::to_string(j) + "]'s");
@@ -203,6 +213,8 @@ Status validate(const NodeFile& n) {
                 return fail(at + "secondaryIps: " + ip.str() + " is not in subnet " + e.subnet->str());
             if (v == own || v == gateway || !seen.insert(ip, v))
                 return fail(at + "secondaryIps: " + ip.str() + " is listed twice, or is an ENI's primaryIp or its gateway");
+            if (reserved_address(ip, *e.subnet))
+                return fail(at + "secondaryIps: " + ip.str() + " is an address " + aws_reserves(*e.subnet));
         }
     }
     CNI_TRY(validate_prefixes(n, seen, in));
