@@ -173,6 +173,9 @@ Result<std::optional<Backup>> read_backup(const Node& n) {
     if (!b.primary_interface.empty())
         if (auto st = validate_ifname(b.primary_interface); !st)
             return fail("vpc-eni: " + n.state.path_of(kBackupName) + ": primaryInterface: " + st.error().msg);
+    // Written back to the primary interface's rp_filter by teardown: one of its three values.
+    if (b.rp_filter != "0" && b.rp_filter != "1" && b.rp_filter != "2")
+        return fail("vpc-eni: " + n.state.path_of(kBackupName) + ": rpFilter is not \"0\", \"1\" or \"2\"");
     return std::optional<Backup>{std::move(b)};
 }
 
