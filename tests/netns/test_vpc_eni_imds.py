@@ -14,7 +14,11 @@ stays reserved, with its pod's rules, until the pod's DEL. node-teardown then le
 it was. Every failure (no route, no token offered, 401, a missing path, garbage, no answer, a 5xx
 to the end of the retries, an ENI with no link, a node file past 4 MiB, a folder it cannot write)
 is an error naming it, and leaves the node file and the node as they were; a setup that fails
-partway (an ENI refusing its MTU) is undone, on a fresh node and on one set up before."""
+partway (an ENI refusing its MTU), or whose file cannot then be renamed into place (a bind mount
+over it; ENI 1 moved to device 3 too), is undone, on a fresh node and on one set up before. A
+FILE naming no file, and on a node set up before a node file that no longer loads, are refused
+before anything changes."""
+import contextlib
 import json
 import os
 import subprocess
@@ -102,6 +106,18 @@ def add_eni2(vpc_ns, node):
 
 def node_setup(node, *args, check_rc=True, ns=None):
     return sh("ip", "netns", "exec", ns or node, os.path.join(BIN, "vpc-eni"), "node-setup", *args, check_rc=check_rc)
+
+
+def settled(node):
+    """The node as node_state() sees it once eth1, set up just now, has its carrier and its
+    link-local address has passed duplicate detection."""
+    for _ in range(100):
+        if "NO-CARRIER" not in sh("ip", "-n", node, "link", "show", "eth1").stdout:
+            break
+        time.sleep(0.05)
+    time.sleep(0.1)
+    vpc.dad_done(node)
+    return vpc.node_state(node)
 
 
 def read(path):
@@ -306,6 +322,16 @@ def failures_leave_the_node_file_and_the_node():
             sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
 
 
+def unchanged(node, path, written, before, fresh=False):
+    """After a failed round: the node file's bytes as `written`, the node as `before` (fresh: set up
+    by no one) and no temporary file left beside the node file."""
+    with open(path, "rb") as f:
+        eq(f.read(), written, "the node file changed")
+    eq(vpc.node_state(node), before, f"{'a fresh' if fresh else 'a set-up'} node changed")
+    folder = os.path.dirname(path)
+    check(not any(n.endswith(".tmp") for n in os.listdir(folder)), os.listdir(folder))
+
+
 @test
 def a_failed_setup_is_undone():
     """vpc-eni node-setup --imds: a setup that fails partway (an ENI refusing its MTU) is undone, on a fresh node and on one set up before"""
@@ -327,24 +353,92 @@ def a_failed_setup_is_undone():
                 md.set(answers(node, refused))
                 r = node_setup(node, "--imds", path, check_rc=False)
                 check(r.returncode == 1 and "eth2" in r.stderr and "undoing" not in r.stderr, r.stderr)
-                with open(path, "rb") as f:
-                    eq(f.read(), written, "the node file changed")
-                eq(vpc.node_state(node), before, f"{'a fresh' if fresh else 'a set-up'} node changed")
-                check(not any(n.endswith(".tmp") for n in os.listdir(state)), os.listdir(state))
+                unchanged(node, path, written, before, fresh)
                 if fresh:
                     check(not os.path.exists(record), "a record of a setup undone")
                     md.set(answers(node, FIRST))
                     node_setup(node, "--imds", path)
-                    for _ in range(100):  # eth1, up now, gets its carrier and then its link-local address
-                        if "NO-CARRIER" not in sh("ip", "-n", node, "link", "show", "eth1").stdout:
-                            break
-                        time.sleep(0.05)
-                    time.sleep(0.1)
-                    vpc.dad_done(node)
-                    before = vpc.node_state(node)
+                    before = settled(node)
                 else:
                     eq([link["name"] for link in read(record)["links"]], ["eth0", "eth1"])
             sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+
+
+@contextlib.contextmanager
+def vpc_with_eni2():
+    """The simulated VPC with eth2 (add_eni2), a node file of settings() and the metadata service
+    answering FIRST, duplicate detection done: (state, node, the file's path, the record's, md)."""
+    with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
+        vpc.build_vpc(vpc_ns, node)
+        add_eni2(vpc_ns, node)
+        path = vpc.write_node_file(state, settings(state))
+        with Metadata(node, state) as md:
+            vpc.dad_done(node)
+            md.set(answers(node, FIRST))
+            yield state, node, path, os.path.join(state, "run", "node-backup.json"), md
+
+
+@test
+def a_file_it_cannot_replace_undoes_the_setup():
+    """vpc-eni node-setup --imds: a node file that cannot be replaced after the setup (a mount point) has the setup undone, on a fresh node and on one whose ENI 1 moved to device 3 (table 4), which a round that can moves; a FILE naming no file is refused first"""
+    moved = [FIRST[0], ("eth2", 2, "eni-0c2", "10.80.3.0/24", ["10.80.3.10", "10.80.3.20"]), ("eth1", 3) + FIRST[1][2:]]
+    with vpc_with_eni2() as (state, node, path, record, md):
+        before = initial = vpc.node_state(node)
+        for arg in (state + "/", path + "/.", path + "/.."):
+            r = node_setup(node, "--imds", arg, check_rc=False)
+            eq((r.returncode, r.stderr.strip()), (1, f'vpc-eni node-setup: node file "{arg}" names a folder, not a file in one'))
+        check(not os.path.exists(os.path.join(state, "run")), "node-setup made its stateDir")
+        eq(vpc.node_state(node), before, "a FILE naming no file changed the node")
+        for fresh in (True, False):
+            with open(path, "rb") as f:
+                written = f.read()
+            md.set(answers(node, FIRST if fresh else moved))
+            sh("mount", "--bind", path, path)  # renaming over a mount point fails: EBUSY
+            try:
+                r = node_setup(node, "--imds", path, check_rc=False)
+            finally:
+                sh("umount", path)
+            check(r.returncode == 1 and f"rename {state}/.node.json." in r.stderr and "device or resource busy" in r.stderr
+                  and "undoing" not in r.stderr, r.stderr)
+            unchanged(node, path, written, before, fresh)
+            if fresh:
+                check(not os.path.exists(record), "a record of a setup undone")
+                node_setup(node, "--imds", path)
+                before = settled(node)
+            else:
+                eq([link["name"] for link in read(record)["links"]], ["eth0", "eth1"])
+        # The same round, the file free: ENI 1's routes move from table 2 to table 4.
+        node_setup(node, "--imds", path)
+        eq(read(path), learned(state, moved))
+        eq(sh("ip", "-n", node, "route", "show", "table", "4").stdout.splitlines(),
+           ["default via 10.80.2.1 dev eth1 ", "10.80.2.1 dev eth1 scope link "])
+        eq(sh("ip", "-n", node, "route", "show", "table", "2").stdout, "")
+        sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+        eq(vpc.node_state(node), initial)
+
+
+@test
+def a_node_file_that_does_not_load_is_refused_first():
+    """vpc-eni node-setup --imds: on a node set up before, a node file that no longer loads (what a failed round would set up again) is refused, naming it, before anything changes"""
+    with vpc_with_eni2() as (state, node, path, record, md):
+        node_setup(node, "--imds", path)
+        before = settled(node)
+        recorded = read(record)
+        edited = read(path)
+        edited["enis"][1]["deviceNumber"] = 300  # read as a setting would be, refused by the node file's checks
+        vpc.write_node_file(state, edited)
+        with open(path, "rb") as f:
+            written = f.read()
+        md.set(answers(node, SECOND))  # eth2 and a prefix more: a round that would change the node
+        r = node_setup(node, "--imds", path, check_rc=False)
+        eq((r.returncode, r.stderr.strip()),
+           (1, f"vpc-eni node-setup: vpc-eni: node file {path}: enis[1]: deviceNumber 300 is not within 0..250; {record} "
+               "records a setup, which a failed round goes back to by setting this file up again: correct the file, or run "
+               "node-teardown first"))
+        unchanged(node, path, written, before)
+        eq(read(record), recorded, "the record changed")
+        vpc.write_node_file(state, learned(state, FIRST))
+        sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
 
 
 @test

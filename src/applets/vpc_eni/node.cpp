@@ -325,23 +325,45 @@ Status teardown(const Node& n, const std::optional<Backup>& recorded) {
     return {};
 }
 
-// What a setup of `file` that failed partway changed, undone: nothing when it recorded nothing
-// (the record comes before any change); on a node no setup had recorded (`before`), all of it,
-// as teardown does; else the ENIs it recorded first go back as they were, the record as it was,
-// and the node file the node was set up by (`previous`) is set up again.
-Status undo_setup(NodeFile file, const std::optional<Backup>& before, const std::optional<NodeFile>& previous) {
+// Whether `f` has `eni`'s interface with the same device number and subnet: the same table and routes.
+bool routed_alike(const NodeFile& f, const Eni& eni) {
+    return std::ranges::any_of(f.enis, [&](const Eni& e) {
+        return e.interface == eni.interface && e.device_number == eni.device_number && e.subnet == eni.subnet;
+    });
+}
+
+// The routes of the table `previous` gave an ENI that `file` routes otherwise (its device number
+// or subnet changed): setup_node made the new table's, and the old one's go before the new file
+// is committed (an undo sets `previous` up again, and with it them).
+Status drop_moved_routes(const NodeFile& file, const NodeFile& previous) {
+    CNI_TRY_ASSIGN(auto n, open_node(file));
+    for (auto& was : previous.enis)
+        if (std::ranges::any_of(file.enis, [&](const Eni& e) { return e.interface == was.interface; }) && !routed_alike(file, was))
+            CNI_TRY(restore_eni(n, was, nullptr));
+    return {};
+}
+
+// What a setup of `file` changed, undone (it failed partway, or what was to follow it did):
+// nothing when it recorded nothing (the record comes before any change); on a node no setup had
+// recorded (`before`), all of it, as teardown does; else (`previous` loaded, setup_node_or_undo
+// made sure) the ENIs it recorded first go back as
+// they were, an ENI recorded before loses the routes of its table when the node file the node
+// was set up by (`previous`) routes it otherwise (its device number changed), the record is as
+// it was, and `previous` is set up again.
+Status undo_setup(NodeFile file, const std::optional<Backup>& before, const Result<NodeFile>& previous) {
     CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
     CNI_TRY_ASSIGN(auto after, read_backup(n));
     if (!after) return {};
     if (!before) return teardown(n, after);
-    for (auto& l : after->links) {
-        if (recorded_link(before, l.name)) continue;
-        auto eni = std::ranges::find_if(n.file.enis, [&](const Eni& e) { return e.interface == l.name; });
-        if (eni != n.file.enis.end()) CNI_TRY(restore_eni(n, *eni, &l));
+    for (auto& eni : n.file.enis) {
+        if (!recorded_link(before, eni.interface)) {
+            if (auto* was = recorded_link(after, eni.interface)) CNI_TRY(restore_eni(n, eni, was));
+        } else if (!routed_alike(*previous, eni)) {
+            CNI_TRY(restore_eni(n, eni, nullptr));
+        }
     }
     CNI_TRY(n.state.write_atomic(kBackupName, encode(*before), 0600));
-    if (previous) CNI_TRY(setup_node(*previous));
-    return {};
+    return setup_node(*previous);
 }
 
 }  // namespace
@@ -407,13 +429,19 @@ Result<int> node_teardown(std::span<const std::string> args) {
     return 0;
 }
 
-Status setup_node_or_undo(NodeFile file, const std::optional<NodeFile>& previous) {
+Status setup_node_or_undo(NodeFile file, const Result<NodeFile>& previous, const std::function<Status()>& commit) {
     std::optional<Backup> before;  // the record before this setup: what a failure goes back to
     {
         CNI_TRY_ASSIGN(auto n, open_node(file));
         CNI_TRY_ASSIGN(before, read_backup(n));
+        if (before && !previous)
+            return fail(code::invalid_config, previous.error().msg + "; " + n.state.path_of(kBackupName) +
+                                                  " records a setup, which a failed round goes back to by setting this file up "
+                                                  "again: correct the file, or run node-teardown first");
     }
     auto done = setup_node(file);
+    if (done && previous) done = drop_moved_routes(file, *previous);
+    if (done) done = commit();
     if (done) return done;
     if (auto undone = undo_setup(std::move(file), before, previous); !undone)
         return fail(done.error().msg + "; undoing what it did failed too: " + undone.error().msg);

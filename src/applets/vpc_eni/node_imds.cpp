@@ -5,10 +5,11 @@
 // MAC, the file's other keys kept as root wrote them. Before the node changes, the new file is
 // known to fit (kNodeFileLimit) and is written in full under a temporary name in its folder
 // (made 0755 when missing, reached through no symbolic link); the node is then set up as it
-// says (what a failure partway changed is undone, setup_node_or_undo), and only then the file
-// renamed into place (keeping its mode), so a concurrent ADD reads the old file or the new one
-// and a failed round leaves the file and the node as they were. With --interval it runs again
-// every so many seconds, reporting a failed round and carrying on.
+// says, and only then the file renamed into place (keeping its mode), so a concurrent ADD reads
+// the old file or the new one. When the setup fails partway or the rename fails, what the setup
+// changed is undone (setup_node_or_undo), so a failed round leaves the file and the node as they
+// were. With --interval it runs again every so many seconds, reporting a failed round and
+// carrying on.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -27,6 +28,7 @@ namespace {
 struct Options {
     ImdsOptions imds;
     std::string file;
+    std::string name;  // the file's name in its folder
     std::optional<std::chrono::seconds> interval;
 };
 
@@ -62,6 +64,10 @@ Result<Options> parse_options(std::span<const std::string> args) {
     }
     if (!imds) return usage("--imds-v1 and --interval go with --imds");
     if (o.file.empty()) return usage("no node file");
+    // Its name in its folder, which the new file is renamed to: checked before the node changes.
+    o.name = o.file.substr(o.file.rfind('/') + 1);
+    if (o.name.empty() || o.name == "." || o.name == "..")
+        return fail(code::invalid_config, "node file \"" + o.file + "\" names a folder, not a file in one");
     CNI_TRY_ASSIGN(o.imds.endpoint, parse_imds_url(url.value_or(std::string(kDefaultImdsUrl))));
     return o;
 }
@@ -129,18 +135,14 @@ Result<bool> learn_and_set_up(const Options& o) {
                     std::to_string(node.address_count()) + " addresses on " + std::to_string(node.enis.size()) + " ENIs)");
     CNI_TRY_ASSIGN(auto lock, lock_node(node.state_dir));
     CNI_TRY_ASSIGN(auto folder, node_file_folder(o.file));
-    const std::string name = o.file.substr(o.file.rfind('/') + 1);
-    CNI_TRY_ASSIGN(auto old, folder.read_if_exists(name, kNodeFileLimit));
-    std::optional<NodeFile> previous;  // what the node was set up by, for an undo
-    if (old)
-        if (auto was = load_node_file(o.file)) previous = std::move(*was);
+    CNI_TRY_ASSIGN(auto old, folder.read_if_exists(o.name, kNodeFileLimit));
+    const auto previous = load_node_file(o.file);  // what the node was set up by, for an undo
     if (old && *old == text) {
-        CNI_TRY(setup_node_or_undo(std::move(node), previous));
+        CNI_TRY(setup_node_or_undo(std::move(node), previous, [] { return Status{}; }));
         return false;
     }
-    CNI_TRY_ASSIGN(auto pending, folder.write_pending(name, text, mode_of(folder, name)));
-    CNI_TRY(setup_node_or_undo(std::move(node), previous));
-    CNI_TRY(pending.commit());
+    CNI_TRY_ASSIGN(auto pending, folder.write_pending(o.name, text, mode_of(folder, o.name)));
+    CNI_TRY(setup_node_or_undo(std::move(node), previous, [&] { return pending.commit(); }));
     return true;
 }
 
