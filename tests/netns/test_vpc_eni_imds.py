@@ -17,7 +17,8 @@ is an error naming it, and leaves the node file and the node as they were; a set
 partway (an ENI refusing its MTU), or whose file cannot then be renamed into place (a bind mount
 over it; ENI 1 moved to device 3 too), is undone, on a fresh node and on one set up before. A
 FILE naming no file, and on a node set up before a node file that no longer loads, are refused
-before anything changes."""
+before anything changes. On both iptables variants, another program's rules kept first in mangle
+PREROUTING stay first through the next round."""
 import contextlib
 import json
 import os
@@ -104,8 +105,10 @@ def add_eni2(vpc_ns, node):
               "counter", "drop", "comment", '"r2 dropped"')
 
 
-def node_setup(node, *args, check_rc=True, ns=None):
-    return sh("ip", "netns", "exec", ns or node, os.path.join(BIN, "vpc-eni"), "node-setup", *args, check_rc=check_rc)
+def node_setup(node, *args, check_rc=True, ns=None, variant=None):
+    """vpc-eni node-setup in `node` (or `ns`), on the node's iptables or on `variant`'s."""
+    path = ["env", f"PATH={vpc.VARIANTS[variant]}:{os.environ.get('PATH', '/usr/sbin:/usr/bin')}"] if variant else []
+    return sh("ip", "netns", "exec", ns or node, *path, os.path.join(BIN, "vpc-eni"), "node-setup", *args, check_rc=check_rc)
 
 
 def settled(node):
@@ -439,6 +442,46 @@ def a_node_file_that_does_not_load_is_refused_first():
         eq(read(record), recorded, "the record changed")
         vpc.write_node_file(state, learned(state, FIRST))
         sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+
+
+@test
+def another_program_s_rule_first_is_left_first():
+    """vpc-eni node-setup --imds on both iptables variants: another program's rules kept first in mangle PREROUTING (a MARK, a jump to a chain that marks and returns) stay first through the next round, the table unchanged; an ACCEPT first has the NodePort mark put before it, once"""
+    for variant in ("nft", "legacy"):
+        with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
+            vpc.build_vpc(vpc_ns, node)
+            path = vpc.write_node_file(state, settings(state))
+            iptables = ["ip", "netns", "exec", node, f"iptables-{variant}", "-t", "mangle"]
+
+            def mangle():  # without counters
+                return vpc.iptables_tables(vpc.in_ns(node, f"iptables-{variant}-save", "-t", "mangle").stdout).get("mangle", [])
+
+            with Metadata(node, state) as md:
+                md.set(answers(node, FIRST))
+                node_setup(node, "--imds", path, variant=variant)
+                eq([line for line in mangle() if line.startswith("-A PREROUTING")][0], vpc.PRIMARY_ENI_MARK, variant)
+                # Another agent's, first: a jump to its chain (a RETURN and a MARK there), and a MARK.
+                sh(*iptables, "-N", "SX-AGENT")
+                sh(*iptables, "-A", "SX-AGENT", "-i", "sxother", "-j", "RETURN")
+                sh(*iptables, "-A", "SX-AGENT", "-j", "MARK", "--set-xmark", "0x4/0x4")
+                sh(*iptables, "-I", "PREROUTING", "1", "-j", "SX-AGENT")
+                sh(*iptables, "-I", "PREROUTING", "1", "-i", "sxother", "-j", "MARK", "--set-xmark", "0x2/0x2")
+                table = mangle()
+                prerouting = [line for line in table if line.startswith("-A PREROUTING")]
+                eq(prerouting.index(vpc.PRIMARY_ENI_MARK), 2, prerouting)
+                node_setup(node, "--imds", path, variant=variant)
+                eq(mangle(), table, f"{variant}: the round changed mangle")
+                # An ACCEPT first: the mark goes before it, and the next round leaves it there.
+                sh(*iptables, "-I", "PREROUTING", "1", "-i", "sxother", "-j", "ACCEPT")
+                node_setup(node, "--imds", path, variant=variant)
+                table = mangle()
+                prerouting = [line for line in table if line.startswith("-A PREROUTING")]
+                eq(prerouting[:2], [vpc.PRIMARY_ENI_MARK, "-A PREROUTING -i sxother -j ACCEPT"], prerouting)
+                eq(prerouting.count(vpc.PRIMARY_ENI_MARK), 1, prerouting)
+                node_setup(node, "--imds", path, variant=variant)
+                eq(mangle(), table, f"{variant}: the round changed mangle")
+                sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+                check("AWS" not in "\n".join(mangle()), mangle())
 
 
 @test

@@ -5,12 +5,17 @@
 // AWS-CONNMARK-CHAIN-0 (which returns for the VPC CIDRs and marks the rest), then restores the
 // connection's mark onto the packet; with node-port support, a connection arriving on the primary
 // interface for a local address (-m addrtype --dst-type LOCAL --limit-iface-in) gets connmark
-// 0x80 first ("AWS, primary ENI", the chain's first rule). Both tables, IPv4, in the node's variant; teardown sweeps both
-// variants, and on an nft node removes the tables and built-in chains setup made once they hold
-// nothing (SnatSpec::nft_made), so nf_tables is left as it was.
+// 0x80 first ("AWS, primary ENI", before any rule that may end the chain). Both tables, IPv4, in
+// the node's variant; teardown sweeps both variants, and on an nft node removes the tables and
+// built-in chains setup made once they hold nothing (SnatSpec::nft_made), so nf_tables is left
+// as it was.
 #include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_conntrack.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
 
 #include "applets/vpc_eni/snat.hpp"
 #include "core/fw/iptables.hpp"
@@ -109,13 +114,44 @@ Status ensure_chain(IptTable& t, const std::string& chain, const std::vector<Ipt
     return {};
 }
 
-// The primary ENI's connmark first in mangle PREROUTING (docs/vpc-eni.md), so that no other
-// program's ACCEPT before it skips it: inserted at the top, or moved there in the same commit
-// when it is elsewhere (appended by an earlier version), so no packet meets the chain without it.
-Status primary_eni_mark_first(IptTable& mangle, const IptRule& mark) {
+// Targets after which a packet goes on to the chain's next rule: they only set or log something
+// (or there is no -j at all).
+constexpr std::array<std::string_view, 15> kGoingOn{"", "MARK", "CONNMARK", "LOG", "NFLOG", "TOS", "DSCP", "TTL",
+                                                    "HL", "CLASSIFY", "CHECKSUM", "TCPMSS", "SECMARK", "CONNSECMARK", "TEE"};
+
+// Whether `rule` of a chain of `t` may end a packet's way through the built-in chain it was
+// reached from (`top`: it is in that chain), so that a rule after it is not met: any target
+// but those of kGoingOn (ACCEPT, DROP, REJECT, QUEUE, ... and RETURN in the built-in chain), or
+// a jump to a chain one of whose rules may (RETURN there goes back), looked into 8 chains deep.
+// A rule that is more than IptRule can say and names no target (nftables' own statements) may.
+Result<bool> may_end(const IptTable& t, const IptTable::Listed& rule, bool top, int depth = 0) {
+    const std::string& target = rule.rule.target;
+    if (target.empty() && rule.foreign) return true;
+    if (std::ranges::find(kGoingOn, target) != kGoingOn.end()) return false;
+    if (target == "RETURN") return top;
+    if (!t.has_chain(target) || depth == 8) return true;  // a verdict, or a chain too deep to look into
+    CNI_TRY_ASSIGN(auto listed, t.rules(target));
+    for (auto& r : listed) {
+        CNI_TRY_ASSIGN(bool ends, may_end(t, r, false, depth + 1));
+        if (ends) return true;
+    }
+    return false;
+}
+
+// The primary ENI's connmark in mangle PREROUTING before any rule that may end a packet's way
+// through it (may_end; docs/vpc-eni.md), so that no other program's ACCEPT skips it. Where it
+// is before them all it stays, so another program that keeps its own rule first (MARK, say)
+// and this one do not move theirs in turn; else it is inserted at the top, moved there in the
+// same commit when it is further down (as an earlier version appended it), so no packet meets
+// the chain without it.
+Status primary_eni_mark_early(IptTable& mangle, const IptRule& mark) {
     if (mangle.has_chain("PREROUTING")) {
         CNI_TRY_ASSIGN(auto listed, mangle.rules("PREROUTING"));
-        if (!listed.empty() && !listed.front().foreign && listed.front().rule == mark) return {};
+        for (auto& r : listed) {
+            if (!r.foreign && r.rule == mark) return {};
+            CNI_TRY_ASSIGN(bool ends, may_end(mangle, r, true));
+            if (ends) break;
+        }
         CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == mark; }));
     }
     return mangle.insert_unique("PREROUTING", mark);
@@ -145,7 +181,7 @@ public:
         }));
         return IptTable::update(fw::Family::v4, "mangle", [&](IptTable& mangle) -> Status {
             CNI_TRY(ensure_chain(mangle, kConnmarkChain, connmark_rules(s)));
-            if (s.node_port) CNI_TRY(primary_eni_mark_first(mangle, primary_eni_mark(s)));
+            if (s.node_port) CNI_TRY(primary_eni_mark_early(mangle, primary_eni_mark(s)));
             else if (mangle.has_chain("PREROUTING"))
                 CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == primary_eni_mark(s); }));
             CNI_TRY(mangle.append_unique("PREROUTING", connmark_jump(s)));
