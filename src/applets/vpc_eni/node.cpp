@@ -325,7 +325,7 @@ Status teardown(const Node& n, const std::optional<Backup>& recorded) {
     return {};
 }
 
-// Whether `f` has `eni`'s interface with the same device number and subnet: the same table and routes.
+// Whether `f` has `eni`'s interface with its device number and subnet: the same table and routes.
 bool routed_alike(const NodeFile& f, const Eni& eni) {
     return std::ranges::any_of(f.enis, [&](const Eni& e) {
         return e.interface == eni.interface && e.device_number == eni.device_number && e.subnet == eni.subnet;
@@ -338,18 +338,18 @@ bool routed_alike(const NodeFile& f, const Eni& eni) {
 Status drop_moved_routes(const NodeFile& file, const NodeFile& previous) {
     CNI_TRY_ASSIGN(auto n, open_node(file));
     for (auto& was : previous.enis)
-        if (std::ranges::any_of(file.enis, [&](const Eni& e) { return e.interface == was.interface; }) && !routed_alike(file, was))
+        if (std::ranges::any_of(file.enis, [&](const Eni& e) { return e.interface == was.interface; }) &&
+            !routed_alike(file, was))
             CNI_TRY(restore_eni(n, was, nullptr));
     return {};
 }
 
 // What a setup of `file` changed, undone (it failed partway, or what was to follow it did):
 // nothing when it recorded nothing (the record comes before any change); on a node no setup had
-// recorded (`before`), all of it, as teardown does; else (`previous` loaded, setup_node_or_undo
-// made sure) the ENIs it recorded first go back as
-// they were, an ENI recorded before loses the routes of its table when the node file the node
-// was set up by (`previous`) routes it otherwise (its device number changed), the record is as
-// it was, and `previous` is set up again.
+// recorded (`before`), all of it, as teardown does; else (`previous` loaded: setup_node_or_undo
+// made sure) the ENIs it recorded first go back as they were, an ENI recorded before loses the
+// routes of its table when the node file the node was set up by (`previous`) routes it otherwise
+// (its device number changed), the record is as it was, and `previous` is set up again.
 Status undo_setup(NodeFile file, const std::optional<Backup>& before, const Result<NodeFile>& previous) {
     CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
     CNI_TRY_ASSIGN(auto after, read_backup(n));

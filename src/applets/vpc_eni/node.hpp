@@ -24,13 +24,13 @@ Result<os::FileLock> lock_node(const std::string& state_dir);
 Result<int> node_setup(std::span<const std::string> args);
 // Sets the node up as `file` describes it.
 Status setup_node(NodeFile file);
-// The same, then the routes of the table `previous` gave an ENI whose device number (or subnet)
-// `file` changes removed, then `commit` (node-setup --imds: the new node file renamed into place).
-// When any fails, what setup changed is undone: on a node no setup had recorded, all of it; else the ENIs
-// it set up first go back as they were, the routes of an ENI that `previous` (the node file the
-// node was set up by) routes otherwise are removed, and `previous` is set up again. The error is
-// setup's (or commit's). On a node set up before, `previous` must have loaded, or nothing is done
-// and the error names it: an undo could not go back.
+// The same, then the routes of the table `previous` (the node file the node was set up by) gave
+// an ENI whose device number or subnet `file` changes removed, then `commit` (node-setup --imds:
+// the new node file renamed into place). When any fails, what setup changed is undone: on a node
+// no setup had recorded, all of it; else the ENIs it set up first go back as they were, the
+// routes of an ENI that `previous` routes otherwise are removed, and `previous` is set up again.
+// The error is the step's. On a node set up before, `previous` must have loaded, or nothing is
+// done and the error names it: an undo could not go back.
 Status setup_node_or_undo(NodeFile file, const Result<NodeFile>& previous, const std::function<Status()>& commit);
 // `node-setup --imds ...` (node_imds.cpp).
 Result<int> node_setup_from_metadata(std::span<const std::string> args);
