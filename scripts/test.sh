@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 # Runs every test suite on a Debian 12 machine: installs the dependencies, builds into
 # build-test/, runs `meson test` (unit, root, e2e; the root suite needs root, so meson runs
-# under sudo when this script is not root), then the suites that run our code once more on a
-# sanitizer build in build-sanitize/, and ends with one line "N passed, N failed" that counts
-# individual tests of both. Extra arguments go to `meson test` (e.g. --suite unit) and skip the
-# sanitizer pass.
+# under sudo when this script is not root) while scripts/build-later.sh builds the static
+# binary, the arm64 one, the Debian package and the sanitizer build beside it at the lowest
+# priority (the suites that use them wait for them), then the suites that run our code once
+# more on the sanitizer build in build-sanitize/, and ends with one line "N passed, N failed"
+# that counts individual tests of both. Extra arguments go to `meson test` (e.g. --suite unit)
+# and skip the sanitizer pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each phase's wall time, printed at the end (before the summary line).
@@ -20,17 +22,16 @@ tests/vm/prepare-kernel.sh build-test/tests/vm/kernel > build-test/vm-kernel.log
 kernel_job=$!
 ninja -C build-test
 phase_done "build (release, tests)"
-# The binary that ships, for the `static` suite (a chroot with nothing else in it).
-CNI_ALL_STATIC=$(packaging/build-static.sh)
-phase_done "build (static, LTO)"
-# The arm64 binary and its unit tests, cross-built, for the `arm64` suite (qemu-user).
-CNI_ALL_STATIC_ARM64=$(packaging/build-static.sh --arch arm64 --unit-tests)
-CNI_ALL_ARM64_UNIT_TESTS=$(dirname "$CNI_ALL_STATIC_ARM64")/tests/unit-tests
-phase_done "build (static arm64, cross)"
-# The Debian package, for the `deb` suite (lintian, install, purge).
-CNI_ALL_DEB=$(packaging/build-deb.sh build-test/deb)
-phase_done "build (Debian package)"
-export CNI_ALL_STATIC CNI_ALL_DEB CNI_ALL_STATIC_ARM64 CNI_ALL_ARM64_UNIT_TESTS
+# The static binary (the `static` suite's chroot, podman's image), the arm64 one and its unit
+# tests (the `arm64` suite, under qemu-user), the Debian package (`deb`: lintian, install,
+# purge) and, for a full run, the sanitizer build: built beside the tests, in the CPU time they
+# leave idle, each suite waiting for its own (tests/lib/cnitest.py, artifact()).
+artifacts=build-test/artifacts
+rm -rf "$artifacts" && mkdir -p "$artifacts"
+later=("$artifacts")
+[ $# -gt 0 ] || later+=(--sanitizer)
+setsid -w scripts/build-later.sh "${later[@]}" > "$artifacts/build-later.log" 2>&1 &
+later_job=$!
 wait "$kernel_job" || { cat build-test/vm-kernel.log >&2; exit 1; }
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo=sudo
@@ -46,12 +47,13 @@ trap 'for d in "${made_run_dirs[@]}"; do $sudo rmdir "$d" 2>/dev/null || true; d
 # VM and fuzz suites, which keep the cores busy (tests/meson.build).
 side_by_side=$(($(nproc) + 1))
 set +e
-$sudo env "CNI_ALL_STATIC=$CNI_ALL_STATIC" "CNI_ALL_DEB=$CNI_ALL_DEB" "CNI_ALL_STATIC_ARM64=$CNI_ALL_STATIC_ARM64" \
-  "CNI_ALL_ARM64_UNIT_TESTS=$CNI_ALL_ARM64_UNIT_TESTS" meson test -C build-test --no-rebuild --print-errorlogs \
+$sudo env "CNI_TEST_ARTIFACTS=$(realpath "$artifacts")" meson test -C build-test --no-rebuild --print-errorlogs \
   --num-processes "$side_by_side" "$@"
 rc=$?
+phase_done "tests (builds beside them)"
+wait "$later_job" || { rc=1; for f in "$artifacts"/*.failed; do [ -e "$f" ] && tail -40 "$(cat "$f")" >&2; done; }
 set -e
-phase_done "tests"
+phase_done "builds left after the tests"
 logs=(build-test/meson-logs/testlog.json)
 # A full run (no extra arguments) repeats the suites that run our code on its own (not the
 # packaging, podman and VM ones, nor the three that mostly run Go's plugins) on a build with
@@ -59,13 +61,7 @@ logs=(build-test/meson-logs/testlog.json)
 # report a plugin, the daemon or a test binary wrote (src/sanitizer_options.cpp.in). Named suites
 # run in the order named (not by priority): the two fuzz shards, the slowest, first, with the
 # others beside them; os, which runs alone, last.
-if [ $# -eq 0 ]; then
-  # Unoptimised, with line tables only (-g1): a quarter of the compile time of -O1 -g, and
-  # nothing the sanitizers check is lost (an unoptimised build hides no access from them).
-  [ -f build-sanitize/build.ninja ] ||
-    meson setup build-sanitize -Doptimization=0 -Ddebug=false -Dcpp_args=-g1 -Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-  ninja -C build-sanitize
-  phase_done "build (sanitizers)"
+if [ $# -eq 0 ] && [ -f "$artifacts/SANITIZER" ]; then
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
   set +e
   # The hostile-input shards try 12 single-key and 2 multi-key variants per applet (the release
@@ -82,5 +78,6 @@ if [ $# -eq 0 ]; then
 fi
 echo "phase times (total $SECONDS s):"
 printf '  %s\n' "${phases[@]}"
+sed 's/^/    /' "$artifacts/times" 2>/dev/null || true
 python3 scripts/test_summary.py "${logs[@]}"
 exit $rc

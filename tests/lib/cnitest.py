@@ -356,6 +356,31 @@ def reference_dir():
     return d if os.path.exists(os.path.join(d, "host-local")) else None
 
 
+def artifact(name):
+    """The path the environment variable `name` names: the static binary (CNI_ALL_STATIC), the
+    arm64 one and its unit tests (CNI_ALL_STATIC_ARM64, CNI_ALL_ARM64_UNIT_TESTS), the Debian
+    package (CNI_ALL_DEB). In a run of scripts/test.sh they are built beside the tests
+    (scripts/build-later.sh): CNI_TEST_ARTIFACTS names the folder where each build notes, once
+    done, the path (a file named `name`) or its failure (`name`.failed, holding the build log's
+    path, whose end is printed); this waits for that note, at most an hour. "" when none."""
+    pending = os.environ.get("CNI_TEST_ARTIFACTS")
+    if not pending:
+        return os.environ.get(name, "")
+    done, failed = os.path.join(pending, name), os.path.join(pending, name + ".failed")
+    deadline = time.monotonic() + 3600
+    while time.monotonic() < deadline:
+        if os.path.exists(done):
+            return open(done).read().strip()
+        if os.path.exists(failed):
+            log = open(failed).read().strip()
+            tail = open(log, errors="replace").read()[-3000:] if os.path.exists(log) else ""
+            print(f"# the build of {name} failed ({log}):\n" + "\n".join("# " + line for line in tail.splitlines()), flush=True)
+            return ""
+        time.sleep(2)
+    print(f"# the build of {name} did not finish within an hour", flush=True)
+    return ""
+
+
 # What the tests run, made when a test file first imports the name and shared by every module
 # of the process (the VM suite imports several applets' files): CNI_ALL, the cni-all binary
 # under test (meson passes it in the environment); BIN, a plugin folder `cni-all install` laid

@@ -15,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import BIN, check, eq, is_launcher_of, netns, ns_path, run_all, test  # noqa: E402
+from cnitest import BIN, artifact, check, eq, is_launcher_of, netns, ns_path, run_all, test  # noqa: E402
 
 SCENARIO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scenario.sh")
 
@@ -55,7 +55,7 @@ def podman_runs_a_container_on_our_plugins():
 @test
 def installer_image_runs_under_podman():
     """podman: the installer image (packaging/build-oci.py from the static binaries, amd64 and arm64) loads, and its entrypoint installs cni-all and the launchers into the mounted plugin dir"""
-    static = os.environ.get("CNI_ALL_STATIC", "")
+    static = artifact("CNI_ALL_STATIC")
     check(static and os.path.exists(static), f"CNI_ALL_STATIC must name the static build, got {static!r}")
     work = tempfile.mkdtemp(prefix="cni-all-image.")
     try:
@@ -67,7 +67,7 @@ def installer_image_runs_under_podman():
         env = dict(os.environ, CONTAINERS_STORAGE_CONF=f"{work}/storage.conf", CONTAINERS_CONF=f"{work}/containers.conf")
         tool = os.path.join(os.path.dirname(__file__), "..", "..", "packaging", "build-oci.py")
         # With the arm64 build beside it, the image is a two-platform index: podman takes amd64's.
-        arm64 = os.environ.get("CNI_ALL_STATIC_ARM64", "")
+        arm64 = artifact("CNI_ALL_STATIC_ARM64")
         binaries = [static] + ([arm64] if arm64 and os.path.exists(arm64) else [])
         subprocess.run(["python3", tool, *binaries, f"{work}/image.tar", "--tag", "localhost/cni-all:test"], check=True,
                        capture_output=True)

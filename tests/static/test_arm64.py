@@ -16,11 +16,11 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import addrs, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import addrs, artifact, check, eq, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
-ARM64 = os.environ.get("CNI_ALL_STATIC_ARM64", "")
-UNIT_TESTS = os.environ.get("CNI_ALL_ARM64_UNIT_TESTS", "")
-AMD64 = os.environ.get("CNI_ALL_STATIC", "")
+ARM64 = artifact("CNI_ALL_STATIC_ARM64")
+UNIT_TESTS = artifact("CNI_ALL_ARM64_UNIT_TESTS")
+AMD64 = artifact("CNI_ALL_STATIC")
 QEMU = shutil.which("qemu-aarch64") or "qemu-aarch64"
 
 

@@ -22,9 +22,9 @@ import tarfile
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import addrs, check, eq, iptables_save, is_launcher_of, link, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import addrs, artifact, check, eq, iptables_save, is_launcher_of, link, netns, ns_path, run_all, sh, test  # noqa: E402
 
-STATIC = os.environ.get("CNI_ALL_STATIC", "")
+STATIC = artifact("CNI_ALL_STATIC")
 SIZE_LIMIT = 3_500_000  # docs/design.md: 3.5 MB with mbedTLS (cluster-ipam's etcd client)
 
 

@@ -12,9 +12,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
+from cnitest import artifact, check, eq, is_launcher_of, run_all, sh, test  # noqa: E402
 
-DEB = os.environ.get("CNI_ALL_DEB", "")
+DEB = artifact("CNI_ALL_DEB")
 DIR = "/usr/lib/cni-all"
 
 
