@@ -6,15 +6,17 @@ with a block held, one node calling one at a time; the etcd round trips of each 
 cni-all's debug call log, docs/logging.md); allocations per second with 1, 8 and 32 concurrent
 callers spread over 8 nodes (each a UTS namespace with its own host name, the applet's node
 name); duplicates in every run (must be 0); and host-local's ADD and DEL timed the same way
-beside it. Every call is a process started from this script (fork, exec, wait), for both
-plugins alike. Run as root, in a private mount namespace (credentials go in a tmpfs on
-/etc/cni, where a config may name them; the node caches in a private /var/lib/cni):
+beside it, and its allocations per second at the same concurrency. Every call is started and
+timed by bench/spawn-timer (wall time and the call's CPU time from wait4), for both plugins
+alike; where an ADD's time goes is shown per concurrency point as CPU milliseconds per ADD: the
+plugin's, the three etcd members' (from /proc) and the machine's (from /proc/stat, everything
+that ran, the harness too). Run as root, in a private mount namespace (credentials go in a
+tmpfs on /etc/cni, where a config may name them; the node caches in a private /var/lib/cni):
 
     python3 tests/lib/private_state.py bench/cluster_ipam.py --cni-all build-test/cni-all [--calls 200]
 """
 import argparse
 import concurrent.futures
-import ctypes
 import json
 import os
 import re
@@ -33,30 +35,60 @@ p.add_argument("--cni-all", required=True)
 p.add_argument("--calls", type=int, default=200, help="sequential ADDs (and DELs) for the latency rows")
 p.add_argument("--allocations", type=int, default=320, help="ADDs per concurrency point")
 p.add_argument("--callers", default="1,8,32")
+p.add_argument("--spawn-timer", help="bench/spawn-timer (default: next to --cni-all, in bench/)")
 opts = p.parse_args()
+SPAWN_TIMER = opts.spawn_timer or os.path.join(os.path.dirname(os.path.abspath(opts.cni_all)), "bench", "spawn-timer")
 
-CLONE_NEWUTS = 0x04000000
 CRED = "/etc/cni/cluster-ipam"
-libc = ctypes.CDLL(None, use_errno=True)
-
-
-def enter(node):
-    def f():
-        libc.unshare(CLONE_NEWUTS)
-        libc.sethostname(node.encode(), len(node))
-    return f
+TICK = os.sysconf("SC_CLK_TCK")
+APPLETS = tempfile.mkdtemp(prefix="cipam-bench-bin.")  # cluster-ipam and host-local, links to --cni-all
+for applet in ("cluster-ipam", "host-local"):
+    os.symlink(os.path.abspath(opts.cni_all), os.path.join(APPLETS, applet))
 
 
 def call(applet, command, cfg, ctr, node="bnode", env_extra=None):
+    """(wall s, CPU s, result) of one call, started by spawn-timer as node `node` (a UTS
+    namespace with that host name: the applet's node name)."""
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": ctr, "CNI_NETNS": "/proc/1/ns/net", "CNI_IFNAME": "eth0",
            "CNI_PATH": "/nonexistent", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin", **(env_extra or {})}
-    start = time.perf_counter()
-    r = subprocess.run([applet], executable=opts.cni_all, input=json.dumps(cfg), env=env, capture_output=True,
-                       text=True, preexec_fn=enter(node))
-    took = time.perf_counter() - start
-    if r.returncode != 0:
+    r = subprocess.run([SPAWN_TIMER, "--hostname", node, os.path.join(APPLETS, applet)], input=json.dumps(cfg),
+                       env=env, capture_output=True, text=True)
+    timer = r.stderr.strip().splitlines()[-1].split() if r.stderr.strip() else []
+    if len(timer) != 5 or timer[0] != "spawn-timer" or timer[1] != "0":
         raise RuntimeError(f"{applet} {command} {ctr} on {node}: {r.stdout} {r.stderr}")
-    return took, (json.loads(r.stdout) if r.stdout.strip() else None)
+    return int(timer[2]) / 1e9, int(timer[3]) / 1e9, (json.loads(r.stdout) if r.stdout.strip() else None)
+
+
+def process_cpu(pids):
+    """CPU seconds the processes used so far (utime + stime)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / TICK
+
+
+def machine_cpu():
+    """(busy, all) CPU seconds of the machine so far, every core; busy leaves out niced processes
+    (other work the machine does at the lowest priority while the bench runs)."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:9]]
+    return (sum(v) - v[1] - v[3] - v[4]) / TICK, sum(v) / TICK
+
+
+def rate(callers, jobs, run, etcd_pids=()):
+    """Calls per second, latencies, and CPU ms per call: the plugin's, etcd's, the machine's."""
+    etcd0, (busy0, all0) = process_cpu(etcd_pids), machine_cpu()
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(callers) as pool:
+        got = list(pool.map(run, jobs))
+    took = time.perf_counter() - start
+    (busy1, all1), etcd1 = machine_cpu(), process_cpu(etcd_pids)
+    per = 1000 / len(jobs)
+    return {"rate": len(jobs) / took, "lat": [w for w, _, _ in got], "results": [o for _, _, o in got],
+            "plugin_ms": sum(c for _, c, _ in got) * per, "etcd_ms": (etcd1 - etcd0) * per,
+            "machine_ms": (busy1 - busy0) * per, "busy": (busy1 - busy0) / (all1 - all0)}
 
 
 def pct(xs, q):
@@ -101,13 +133,13 @@ def main():
         cfg = cipam("/bench-lat/")
         call("cluster-ipam", "ADD", cfg, "warm")
         logged = {"CNI_ALL_LOG_CONFIG": settings}
-        add_t, del_t, hl_add, hl_del = [], [], [], []
+        add_t, del_t, hl_add, hl_del = [], [], [], []  # (wall, CPU) of each call
         for i in range(opts.calls):
-            add_t.append(call("cluster-ipam", "ADD", cfg, f"l{i}")[0])
-            hl_add.append(call("host-local", "ADD", hl, f"l{i}")[0])
+            add_t.append(call("cluster-ipam", "ADD", cfg, f"l{i}")[:2])
+            hl_add.append(call("host-local", "ADD", hl, f"l{i}")[:2])
         for i in range(opts.calls):
-            del_t.append(call("cluster-ipam", "DEL", cfg, f"l{i}")[0])
-            hl_del.append(call("host-local", "DEL", hl, f"l{i}")[0])
+            del_t.append(call("cluster-ipam", "DEL", cfg, f"l{i}")[:2])
+            hl_del.append(call("host-local", "DEL", hl, f"l{i}")[:2])
         # Round trips: a few calls again with the debug log on (its cost stays out of the times).
         for i in range(20):
             call("cluster-ipam", "ADD", cfg, f"rt{i}", env_extra=logged)
@@ -123,7 +155,7 @@ def main():
             pcfg = cipam("/bench-plain/")
             pcfg["ipam"]["etcd"] = {"endpoints": plain.endpoints(), "prefix": "/bench-plain/"}
             call("cluster-ipam", "ADD", pcfg, "warm")
-            plain_add = [call("cluster-ipam", "ADD", pcfg, f"p{i}")[0] for i in range(opts.calls)]
+            plain_add = [call("cluster-ipam", "ADD", pcfg, f"p{i}")[:2] for i in range(opts.calls)]
         finally:
             plain.close()
         rows.append(("cluster-ipam ADD (block held)", add_t, add_rt))
@@ -132,32 +164,39 @@ def main():
         rows.append(("host-local ADD", hl_add, None))
         rows.append(("host-local DEL", hl_del, None))
 
-        print("| call | p50 ms | p99 ms | etcd round trips per call |")
-        print("|---|---|---|---|")
+        print("| call | p50 ms | p99 ms | CPU p50 ms (the plugin's) | etcd round trips per call |")
+        print("|---|---|---|---|---|")
         for name, t, rt in rows:
             trips = "-" if rt is None else (f"{min(rt)}-{max(rt)} (median {statistics.median(rt):g})" if rt else "?")
-            print(f"| {name} | {ms(pct(t, .5))} | {ms(pct(t, .99))} | {trips} |")
-        print(f"\nADD p50 ratio cluster-ipam / host-local: {pct(add_t, .5) / pct(hl_add, .5):.2f} (target <= 2)\n")
+            wall, cpu = [w for w, _ in t], [c for _, c in t]
+            print(f"| {name} | {ms(pct(wall, .5))} | {ms(pct(wall, .99))} | {ms(pct(cpu, .5))} | {trips} |")
+        ratio = pct([w for w, _ in add_t], .5) / pct([w for w, _ in hl_add], .5)
+        print(f"\nADD p50 ratio cluster-ipam / host-local: {ratio:.2f} (target <= 2)\n")
 
-        print("| concurrent callers | allocations/s | ADD p50 ms | ADD p99 ms | duplicates |")
-        print("|---|---|---|---|---|")
+        print("| plugin | concurrent callers | allocations/s | ADD p50 ms | ADD p99 ms | CPU ms per ADD: plugin / etcd / "
+              "machine | machine busy | duplicates |")
+        print("|---|---|---|---|---|---|---|---|")
         nodes = [f"bn{i}" for i in range(8)]
+        etcd_pids = [proc.pid for proc in cluster.procs]
         for callers in [int(x) for x in opts.callers.split(",")]:
             cfg = cipam(f"/bench-c{callers}/")
             for n in nodes:  # each node holds a block before the clock starts
                 call("cluster-ipam", "ADD", cfg, f"w-{n}", node=n)
             jobs = [(nodes[i % len(nodes)], f"c{i}") for i in range(opts.allocations)]
-            start = time.perf_counter()
-            with concurrent.futures.ThreadPoolExecutor(callers) as pool:
-                got = list(pool.map(lambda j: call("cluster-ipam", "ADD", cfg, j[1], node=j[0]), jobs))
-            took = time.perf_counter() - start
-            addresses = [o["ips"][0]["address"] for _, o in got]
-            dups = len(addresses) - len(set(addresses))
-            lat = [t for t, _ in got]
-            print(f"| {callers} | {len(jobs) / took:.0f} | {ms(pct(lat, .5))} | {ms(pct(lat, .99))} | {dups} |", flush=True)
+            hcfg = {**hl, "ipam": {**hl["ipam"], "dataDir": os.path.join(work, f"hl-c{callers}")}}
+            for name, run, pids in (
+                    ("cluster-ipam", lambda j: call("cluster-ipam", "ADD", cfg, j[1], node=j[0]), etcd_pids),
+                    ("host-local", lambda j: call("host-local", "ADD", hcfg, j[1], node=j[0]), ())):
+                r = rate(callers, jobs, run, pids)
+                addresses = [o["ips"][0]["address"] for o in r["results"]]
+                dups = len(addresses) - len(set(addresses))
+                etcd_ms = f"{r['etcd_ms']:.1f}" if pids else "-"
+                print(f"| {name} | {callers} | {r['rate']:.0f} | {ms(pct(r['lat'], .5))} | {ms(pct(r['lat'], .99))} | "
+                      f"{r['plugin_ms']:.1f} / {etcd_ms} / {r['machine_ms']:.1f} | {r['busy']:.0%} | {dups} |", flush=True)
     finally:
         cluster.close()
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(APPLETS, ignore_errors=True)
         subprocess.run(["umount", "/etc/cni"])
 
 

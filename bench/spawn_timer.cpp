@@ -2,25 +2,59 @@
 // Measures one plugin run precisely, without the harness's own overhead: posix_spawn()s the
 // program given as argv[1] (argv[0] of the child = argv[1], so applet symlinks dispatch) with
 // this process's environment, stdin, stdout and stderr, waits with wait4(), and prints one line
-// to stderr: "spawn-timer <exit status> <wall ns> <cpu ns> <max rss KiB>".
+// to stderr: "spawn-timer <exit status> <wall ns> <cpu ns> <max rss KiB>". With `--hostname
+// NAME` first, the child runs in a UTS namespace of its own named NAME (a node of its own for
+// cluster-ipam's bench): then it is fork()ed, since posix_spawn cannot unshare.
+#include <sched.h>
 #include <spawn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 
 extern char** environ;
 
+namespace {
+
+// The child of `--hostname`: its own UTS namespace and host name, then the program.
+pid_t fork_as_node(const char* hostname, char** argv) {
+    pid_t pid = fork();
+    if (pid != 0) return pid;
+    if (unshare(CLONE_NEWUTS) != 0 || sethostname(hostname, std::strlen(hostname)) != 0) {
+        std::perror("spawn-timer: unshare/sethostname");
+        _exit(127);
+    }
+    execve(argv[0], argv, environ);
+    std::perror("spawn-timer: execve");
+    _exit(127);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    const char* hostname = nullptr;
+    if (argc >= 3 && std::strcmp(argv[1], "--hostname") == 0) {
+        hostname = argv[2];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc < 2) {
-        std::fputs("usage: spawn-timer PROGRAM [ARGS...]\n", stderr);
+        std::fputs("usage: spawn-timer [--hostname NAME] PROGRAM [ARGS...]\n", stderr);
         return 2;
     }
     timespec t0{}, t1{};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pid_t pid = 0;
-    if (posix_spawn(&pid, argv[1], nullptr, nullptr, argv + 1, environ) != 0) {
+    if (hostname) {
+        pid = fork_as_node(hostname, argv + 1);
+        if (pid < 0) {
+            std::perror("fork");
+            return 2;
+        }
+    } else if (posix_spawn(&pid, argv[1], nullptr, nullptr, argv + 1, environ) != 0) {
         std::perror("posix_spawn");
         return 2;
     }
