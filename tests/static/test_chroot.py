@@ -175,6 +175,8 @@ def installer_image_is_a_valid_oci_layout():
 def release_tarballs_are_the_install_layout_with_sums():
     """static: scripts/release.sh makes reproducible amd64 and arm64 tarballs of cni-all and a launcher per applet, with sums files, and the multi-architecture installer image; extracted as root into an existing plugin directory, a tarball leaves its mode and owner alone"""
     root = os.path.join(os.path.dirname(__file__), "..", "..")
+    # release.sh runs ninja in build-static-arm64 too: not while scripts/build-later.sh does.
+    check(artifact("CNI_ALL_STATIC_ARM64"), "the arm64 build, which release.sh reuses")
     outs = [tempfile.mkdtemp(prefix="cni-release.") for _ in range(2)]
     try:
         made = [sh(os.path.join(root, "scripts", "release.sh"), out, cwd=root, timeout=900).stdout.split() for out in outs]
