@@ -53,24 +53,7 @@ Result<std::uint8_t> option_named(std::string_view name, const json::Where& w) {
 
 }  // namespace
 
-namespace {
-
-bool set_per_call(std::string_view key) {
-    return key == "cniVersion" || key == "prevResult" || key == "runtimeConfig" || key == "args" || key.starts_with("cni.dev/");
-}
-
-}  // namespace
-
-std::string network_digest(const json::Value& config) {
-    json::Document kept(rapidjson::kObjectType);
-    auto& a = kept.GetAllocator();
-    if (config.IsObject())
-        for (const auto& m : config.GetObject()) {
-            std::string_view key(m.name.GetString(), m.name.GetStringLength());
-            if (!set_per_call(key)) json::set(kept, key, json::copy(m.value, a), a);
-        }
-    return fw::sha512_hex(json::write(kept, json::Style::compact, true)).substr(0, 32);
-}
+std::string network_digest(const json::Value& config) { return fw::sha512_hex(network_identity(config)).substr(0, 32); }
 
 std::optional<std::uint8_t> option_code(std::string_view name) {
     for (auto& n : kOptionNames)

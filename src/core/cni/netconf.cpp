@@ -153,4 +153,18 @@ Result<std::string> layered_mac(std::string_view cni_args, const NetConf& conf, 
     return rc_mac.value_or(env_mac.value_or(std::move(config_mac)));
 }
 
+std::string network_identity(const json::Value& config) {
+    auto per_call = [](std::string_view key) {
+        return key == "cniVersion" || key == "prevResult" || key == "runtimeConfig" || key == "args" || key.starts_with("cni.dev/");
+    };
+    json::Document kept(rapidjson::kObjectType);
+    auto& a = kept.GetAllocator();
+    if (config.IsObject())
+        for (const auto& m : config.GetObject()) {
+            std::string_view key(m.name.GetString(), m.name.GetStringLength());
+            if (!per_call(key)) json::set(kept, key, json::copy(m.value, a), a);
+        }
+    return json::write(kept, json::Style::compact, true);
+}
+
 }  // namespace cni

@@ -82,4 +82,10 @@ Result<std::optional<CniResult>> parse_prev_result(const NetConf& conf, std::str
 Result<CniResult> require_prev_result(const NetConf& conf, std::string_view missing, std::string_view error_prefix = "",
                                       PrevResultVersion version = PrevResultVersion::config_if_missing);
 
+// Which network a config describes among networks of one name, as text (docs/dhcp.md, Networks
+// of one name): its keys sorted, compact, without those a runtime sets per call (cniVersion,
+// prevResult, runtimeConfig, args, cni.dev/...), so that an ADD's config and its GC's agree.
+// Applets keep a digest of it with what an ADD made (dhcp's leases, cluster-ipam's handles).
+std::string network_identity(const json::Value& config);
+
 }  // namespace cni
