@@ -4,7 +4,8 @@
 The HTTP client) against a 3-member Debian etcd with TLS and client-certificate auth
 (tests/lib/etcd_cluster.py), through tests/etcd/etcd_kv.cpp (ETCD_KV), one client per process
 and one call per line: range and prefix reads, a txn's compare-and-swap that holds and one that
-does not, a lease, one round trip per call; a host name endpoint verified by name; failover when
+does not, a lease, one round trip per call; a host name endpoint verified by name; a host name
+whose DNS server is silent, answered within the dial timeout; failover when
 the member the client talks to (the leader) is killed between calls; code 11 naming every
 endpoint within the dial timeout when none answers; and TLS refused without a client
 certificate, with another CA's client certificate, and against a CA that did not sign the
@@ -13,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
@@ -32,10 +34,10 @@ def cluster():
 class Client:
     """One etcd-kv process: one EtcdClient for every call sent to it."""
 
-    def __init__(self, endpoints=None, ca=True, cert=True, key=True, timeout_ms=3000, files=None):
+    def __init__(self, endpoints=None, ca=True, cert=True, key=True, timeout_ms=3000, files=None, wrap=()):
         c = cluster()
         ca_f, cert_f, key_f = files or (c.ca, c.cert, c.key)
-        args = [ETCD_KV, "--endpoints", ",".join(endpoints or c.endpoints()), "--timeout-ms", str(timeout_ms)]
+        args = [*wrap, ETCD_KV, "--endpoints", ",".join(endpoints or c.endpoints()), "--timeout-ms", str(timeout_ms)]
         if ca:
             args += ["--ca", ca_f]
         if cert:
@@ -92,6 +94,31 @@ def test_host_name():
         ok(c("create /t2/a one"))
     finally:
         c.close()
+
+
+@test
+def test_silent_resolver():
+    """a host name whose DNS server never answers: code 11 naming the name within the dial timeout, not the resolver's 10 s"""
+    with tempfile.TemporaryDirectory() as work:
+        conf = os.path.join(work, "resolv.conf")
+        with open(conf, "w") as f:
+            f.write("nameserver 127.0.0.1\noptions timeout:5 attempts:2\n")
+        # In a network and mount namespace of its own: lo up, a DNS server that reads and never
+        # answers, and that server in /etc/resolv.conf; then etcd-kv.
+        silent = "import socket, time; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(('127.0.0.1', 53)); time.sleep(8)"
+        script = (f"ip link set lo up && mount --bind {conf} /etc/resolv.conf && "
+                  f"(python3 -c \"{silent}\" &) && sleep 0.3 && exec \"$@\"")
+        c = Client(endpoints=["https://cipam-silent.example:2379"], timeout_ms=1000,
+                   wrap=["unshare", "--mount", "--net", "sh", "-c", script, "sh"])
+        try:
+            start = time.monotonic()
+            r = c("range /t6")
+            took = time.monotonic() - start
+            check(not r["ok"] and r["code"] == 11 and "resolving cipam-silent.example: no answer in time" in r["msg"], r)
+            check(took < 1.6, f"answered in {took:.2f} s, not within the 1 s dial timeout")
+            print(f"# a silent resolver: code 11 in {took:.2f} s", flush=True)
+        finally:
+            c.close()
 
 
 @test

@@ -12,7 +12,12 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
 
 #include "core/os/errno_error.hpp"
 
@@ -56,27 +61,55 @@ Sockaddr sockaddr_of(const std::string& address, std::uint16_t port) {
     return s;
 }
 
-// The addresses of `to`: its literal, or what the resolver answers for its name.
-Result<std::vector<Sockaddr>> addresses_of(const Endpoint& to, const std::string& where) {
+// What the resolver answered for a name: getaddrinfo's status and the addresses.
+struct Lookup {
+    std::mutex mu;
+    std::condition_variable done;
+    bool finished = false;
+    int status = 0;
+    std::vector<Sockaddr> addresses;
+};
+
+// The addresses of `to`: its literal, or what the resolver answers for its name by the
+// deadline. The resolver (resolv.conf's timeouts and attempts, 30 s and more by default) runs in
+// a thread of its own, which shares the Lookup: when the deadline passes first, the call goes on
+// (code 11) and the thread finishes alone.
+Result<std::vector<Sockaddr>> addresses_of(const Endpoint& to, const std::string& where, Clock::time_point deadline) {
     if (to.literal) return std::vector<Sockaddr>{sockaddr_of(to.address, to.port)};
-    addrinfo hints{};
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_NUMERICSERV;
-    addrinfo* list = nullptr;
-    const std::string port = std::to_string(to.port);
-    if (int r = ::getaddrinfo(to.address.c_str(), port.c_str(), &hints, &list); r != 0)
-        return fail(code::try_again_later, where + ": resolving " + to.address + ": " + ::gai_strerror(r));
-    std::vector<Sockaddr> out;
-    for (addrinfo* a = list; a; a = a->ai_next) {
-        if (a->ai_addrlen > sizeof(sockaddr_storage)) continue;
-        Sockaddr s;
-        std::memcpy(&s.storage, a->ai_addr, a->ai_addrlen);
-        s.length = a->ai_addrlen;
-        out.push_back(s);
+    auto lookup = std::make_shared<Lookup>();
+    auto resolve = [lookup, host = to.address, port = std::to_string(to.port)] {
+        addrinfo hints{};
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        hints.ai_flags = AI_NUMERICSERV;
+        addrinfo* list = nullptr;
+        const int r = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &list);
+        std::vector<Sockaddr> out;
+        for (addrinfo* a = r == 0 ? list : nullptr; a; a = a->ai_next) {
+            if (a->ai_addrlen > sizeof(sockaddr_storage)) continue;
+            Sockaddr s;
+            std::memcpy(&s.storage, a->ai_addr, a->ai_addrlen);
+            s.length = a->ai_addrlen;
+            out.push_back(s);
+        }
+        if (list) ::freeaddrinfo(list);
+        std::lock_guard hold(lookup->mu);
+        lookup->status = r;
+        lookup->addresses = std::move(out);
+        lookup->finished = true;
+        lookup->done.notify_all();
+    };
+    try {
+        std::thread(std::move(resolve)).detach();
+    } catch (const std::system_error& e) {
+        return fail(code::try_again_later, where + ": resolving " + to.address + ": cannot start a thread: " + e.what());
     }
-    ::freeaddrinfo(list);
-    return out;
+    std::unique_lock hold(lookup->mu);
+    if (!lookup->done.wait_until(hold, deadline, [&] { return lookup->finished; }))
+        return fail(code::try_again_later, where + ": resolving " + to.address + ": no answer in time");
+    if (lookup->status != 0)
+        return fail(code::try_again_later, where + ": resolving " + to.address + ": " + ::gai_strerror(lookup->status));
+    return std::move(lookup->addresses);
 }
 
 // One step of I/O on the plain socket, as a TLS session's steps are.
@@ -112,7 +145,7 @@ void Connection::close() {
 Status Connection::connect(const std::string& where, Clock::time_point deadline, const std::string& late) {
     close();
     if (to_.tls && !tls_config_) return fail(code::invalid_config, where + ": an https:// URL without TLS settings");
-    CNI_TRY_ASSIGN(auto addresses, addresses_of(to_, where));
+    CNI_TRY_ASSIGN(auto addresses, addresses_of(to_, where, deadline));
     std::string why = "no address";
     for (const Sockaddr& sa : addresses) {
         os::UniqueFd fd(::socket(sa.storage.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));

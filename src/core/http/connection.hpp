@@ -3,7 +3,8 @@
 // alive between requests (one request at a time; a connection the peer closed is opened again),
 // plain or TLS, each request with a timeout for connecting, sending and reading, and an answer
 // of bounded size; and a one-request call on a connection of its own ("Connection: close").
-// A host name is resolved (getaddrinfo) when connecting, each of its addresses tried in turn.
+// A host name is resolved (getaddrinfo) when connecting, within the request's timeout (the
+// resolver in a thread of its own), each of its addresses tried in turn.
 // What the answer means is the caller's.
 #pragma once
 
