@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "core/os/fs.hpp"
@@ -17,16 +18,22 @@ namespace {
 constexpr std::string_view kTrustedDir = "/etc/cni/";
 constexpr std::string_view kDedicatedDir = "/etc/cni/cluster-ipam/";
 constexpr const char* kNodeFile = "/etc/cni/cluster-ipam/node";
+constexpr const char* kPrefixFile = "/etc/cni/cluster-ipam/prefix";
+constexpr const char* kEndpointsFile = "/etc/cni/cluster-ipam/endpoints";
 constexpr std::size_t kPemLimit = 256 * 1024;
 // The least blockGracePeriod a config may ask (docs/cluster-ipam.md, Configuration): a tenant's
 // config could otherwise take a churning node's emptied blocks from under it at once.
 constexpr std::int64_t kMinGrace = 30;
 
+// The longest dialTimeout: a tenant's config could otherwise hold a DEL, which the runtime retries,
+// for an hour against a silent address.
+constexpr std::int64_t kMaxDialMs = 60000;
+
 // dialTimeout: a number of seconds, or a duration string of ms, s or m ("500ms", "5s", "1m").
 Status decode_timeout(const json::Value& v, std::int64_t& out, const json::Where& w) {
     auto bad = [&] {
         return fail(code::invalid_config, "cluster-ipam: " + w.path + " must be a positive number of seconds or a duration "
-                                          "such as \"500ms\", \"5s\" or \"1m\"");
+                                          "such as \"500ms\", \"5s\" or \"1m\", at most 1m");
     };
     double ms = 0;
     if (v.IsNumber()) {
@@ -41,19 +48,21 @@ Status decode_timeout(const json::Value& v, std::int64_t& out, const json::Where
     } else {
         return bad();
     }
-    if (!(ms >= 1 && ms <= 3600000)) return bad();
+    if (!(ms >= 1 && ms <= double(kMaxDialMs))) return bad();
     out = std::int64_t(ms);
     return {};
 }
 
 constexpr std::array kEtcdKeys{
-    key<&EtcdConf::endpoints>("endpoints", "etcd: the members' client URLs, https://host:port (http:// for a test cluster)"),
+    key<&EtcdConf::endpoints>("endpoints", "etcd: the members' client URLs, https://host:port (http:// for a test cluster); "
+                                           "each must be listed in /etc/cni/cluster-ipam/endpoints when root wrote that file"),
     key<&EtcdConf::ca_file>("caFile", "etcd: the CA bundle the members' certificates chain to; any config (a tenant's too) may name one, but only a file under /etc/cni/ only root writes, and it is only read"),
     key<&EtcdConf::cert_file>("certFile", "etcd: the client certificate, under /etc/cni/ as caFile"),
     key<&EtcdConf::key_file>("keyFile", "etcd: the client key, in /etc/cni/cluster-ipam/ (root-only) or readable by all under /etc/cni/"),
-    key<&EtcdConf::prefix>("prefix", "etcd: the prefix of every key, ending in /; default /cni-all/ipam/"),
+    key<&EtcdConf::prefix>("prefix", "etcd: the prefix of every key, ending in /, under the node's base prefix (/cni-all/, or "
+                                     "root's /etc/cni/cluster-ipam/prefix); default /cni-all/ipam/"),
     key_with<&EtcdConf::dial_timeout_ms, decode_timeout>("dialTimeout", "string or number",
-                                                         "etcd: how long to wait for a member, as \"5s\", \"500ms\" or seconds; default 5s"),
+                                                         "etcd: how long to wait for a member, as \"5s\", \"500ms\" or seconds; default 5s, at most 1m"),
 };
 
 Status decode_etcd(const json::Value& v, EtcdConf& out, const json::Where& w) {
@@ -87,6 +96,8 @@ Status check(ClusterConf& c) {
             return bad("ipam.etcd.endpoints: \"" + e + "\" is not an http:// or https:// URL");
     if (c.etcd.prefix.empty() || c.etcd.prefix.front() != '/' || c.etcd.prefix.back() != '/')
         return bad("ipam.etcd.prefix \"" + c.etcd.prefix + "\" must start and end with /");
+    if (c.etcd.prefix.find("/pools/") != std::string::npos || c.etcd.prefix.find("/handles/") != std::string::npos)
+        return bad("ipam.etcd.prefix \"" + c.etcd.prefix + "\" holds /pools/ or /handles/: it would lie inside another prefix's keys");
     std::vector<net::IpNet> exclude;
     for (const auto& e : c.exclude) {
         auto n = net::IpNet::parse(e);
@@ -149,7 +160,45 @@ Result<ClusterConf> parse_operator_file(const std::string& text) {
     return parse_text(req);
 }
 
+Result<NodeStore> node_store() {
+    NodeStore n;
+    auto bad = [](const char* file, const std::string& what) {
+        return fail(code::invalid_config, "cluster-ipam: " + std::string(file) + ": " + what);
+    };
+    CNI_TRY_ASSIGN(auto prefix, os::read_trusted_file(kPrefixFile, 4096));
+    if (prefix && !trim_space(*prefix).empty()) {
+        n.base_prefix = std::string(trim_space(*prefix));
+        if (n.base_prefix.front() != '/' || n.base_prefix.back() != '/')
+            return bad(kPrefixFile, "\"" + n.base_prefix + "\" must start and end with /");
+    }
+    CNI_TRY_ASSIGN(auto endpoints, os::read_trusted_file(kEndpointsFile, 64 * 1024));
+    if (endpoints) {
+        n.endpoints.emplace();
+        for (auto line : split(*endpoints, '\n')) {
+            line = trim_space(line);
+            if (line.empty() || line.starts_with('#')) continue;
+            if (!line.starts_with("https://") && !line.starts_with("http://"))
+                return bad(kEndpointsFile, "\"" + std::string(line) + "\" is not an http:// or https:// URL");
+            n.endpoints->emplace_back(line);
+        }
+    }
+    return n;
+}
+
+Status check_store(const EtcdConf& e, const NodeStore& n) {
+    if (!e.prefix.starts_with(n.base_prefix))
+        return fail(code::invalid_config, "cluster-ipam: ipam.etcd.prefix \"" + e.prefix + "\" is not under this node's base prefix \"" +
+                                              n.base_prefix + "\" (" + kPrefixFile + ", default /cni-all/; docs/cluster-ipam.md, Security)");
+    for (const auto& url : e.endpoints)
+        if (n.endpoints && std::ranges::find(*n.endpoints, url) == n.endpoints->end())
+            return fail(code::invalid_config, "cluster-ipam: ipam.etcd.endpoints: \"" + url + "\" is not one of this node's etcd endpoints (" +
+                                                  kEndpointsFile + "; docs/cluster-ipam.md, Security)");
+    return {};
+}
+
 Result<EtcdSettings> etcd_settings(const EtcdConf& e) {
+    CNI_TRY_ASSIGN(auto n, node_store());
+    CNI_TRY(check_store(e, n));
     EtcdSettings s{e.endpoints, e.ca_file, e.cert_file, e.key_file, {}, {}, {}, e.prefix, e.dial_timeout_ms};
     CNI_TRY_ASSIGN(auto ca, read_credential("caFile", e.ca_file));
     CNI_TRY_ASSIGN(auto cert, read_credential("certFile", e.cert_file));

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,20 @@ Result<ClusterConf> parse_conf(const Request& req);
 // ipam object alone.
 Result<ClusterConf> parse_operator_file(const std::string& text);
 
-// The store's settings, with the credentials read: each file must be a regular file under
-// /etc/cni/ that only root may write, in /etc/cni/cluster-ipam/ or readable by all; one refusal
-// names the key and path and never what the file holds.
+// What root chose for every config of this node (docs/cluster-ipam.md, Security): the base every
+// etcd.prefix must lie under (/etc/cni/cluster-ipam/prefix, default /cni-all/) and, when
+// /etc/cni/cluster-ipam/endpoints exists (one URL a line), the only endpoints a config may name.
+struct NodeStore {
+    std::string base_prefix = "/cni-all/";
+    std::optional<std::vector<std::string>> endpoints;
+};
+Result<NodeStore> node_store();
+// The etcd section within root's choices: code 7 naming the key and value otherwise.
+Status check_store(const EtcdConf& e, const NodeStore& n);
+
+// The store's settings, within node_store() and with the credentials read: each file must be a
+// regular file under /etc/cni/ that only root may write, in /etc/cni/cluster-ipam/ or readable by
+// all; one refusal names the key and path and never what the file holds.
 Result<EtcdSettings> etcd_settings(const EtcdConf& e);
 
 // This node's name: /etc/cni/cluster-ipam/node when it exists (root's), else the host name. A
