@@ -1,26 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// The node's block cache file (node_cache.hpp): JSON {key: [mod_revision, value]}, named by a
-// hash of the store and the node so two stores or node names never share one.
+// The node's block cache file (node_cache.hpp): JSON {"store": S, "node": N, "blocks": {key:
+// [mod_revision, value]}}, named by a SHA-512 of the store and the node, so two stores or node
+// names never share one, and read only when its store and node are this call's.
 #include "applets/cluster_ipam/node_cache.hpp"
 
 #include "core/cni/json.hpp"
+#include "core/fw/sha512.hpp"
 
 namespace cni::cluster_ipam {
-namespace {
-
-std::string fnv64_hex(const std::string& s) {
-    std::uint64_t h = 14695981039346656037ull;
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-    char buf[17];
-    for (int i = 15; i >= 0; --i, h >>= 4) buf[i] = "0123456789abcdef"[h & 15];
-    buf[16] = 0;
-    return buf;
-}
-
-}  // namespace
 
 NodeCache::NodeCache(os::Dir dir, const std::string& store_id, const std::string& node)
-    : dir_(std::move(dir)), file_("blocks-" + fnv64_hex(store_id + '\0' + node) + ".json") {}
+    : dir_(std::move(dir)), store_id_(store_id), node_(node),
+      file_("blocks-" + fw::sha512_hex(store_id + '\0' + node).substr(0, 64) + ".json") {}
 
 std::optional<NodeCache> NodeCache::open_default(const std::string& store_id, const std::string& node) {
     auto dir = os::Dir::open_trusted(kCacheDir, 0700);
@@ -34,8 +25,13 @@ std::map<std::string, KeyValue> NodeCache::load() const {
     if (!text || !*text) return out;
     auto d = json::parse(**text);
     if (!d || !d->IsObject()) return out;
-    const json::Value& root = *d;
-    for (const auto& m : root.GetObject()) {
+    auto text_of = [&](const char* key) {
+        const auto* v = json::find_exact(*d, key);
+        return v && v->IsString() ? std::string(v->GetString(), v->GetStringLength()) : std::string();
+    };
+    const auto* blocks = json::find_exact(*d, "blocks");
+    if (text_of("store") != store_id_ || text_of("node") != node_ || !blocks || !blocks->IsObject()) return out;
+    for (const auto& m : blocks->GetObject()) {
         const auto& v = m.value;
         if (!v.IsArray() || v.Size() != 2 || !v[0].IsInt64() || !v[1].IsString()) return {};
         KeyValue kv{std::string(m.name.GetString(), m.name.GetStringLength()),
@@ -48,12 +44,16 @@ std::map<std::string, KeyValue> NodeCache::load() const {
 void NodeCache::save(const std::map<std::string, KeyValue>& blocks) const {
     json::Document d(rapidjson::kObjectType);
     auto& a = d.GetAllocator();
+    json::set(d, "store", json::str(store_id_, a), a);
+    json::set(d, "node", json::str(node_, a), a);
+    json::Value list(rapidjson::kObjectType);
     for (const auto& [key, kv] : blocks) {
         json::Value e(rapidjson::kArrayType);
         e.PushBack(json::Value(kv.mod_revision), a);
         e.PushBack(json::str(kv.value, a), a);
-        json::set(d, key, std::move(e), a);
+        json::set(list, key, std::move(e), a);
     }
+    json::set(d, "blocks", std::move(list), a);
     (void)dir_.write_atomic(file_, json::write(d, json::Style::compact, false), 0600);
 }
 

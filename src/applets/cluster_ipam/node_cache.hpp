@@ -3,7 +3,9 @@
 // key with its value and mod_revision, in one file the node's calls rewrite whole (O_EXCL
 // temporary, rename) after each write they make. It is only a guess: an ADD compares each
 // block's cached mod_revision in its one txn, and a stale entry only makes that txn fail and
-// return the block's current value. Only root writes the folder (no config key chooses it).
+// return the block's current value. Only root writes the folder (no config key chooses it), but
+// a tenant's config chooses the store, so the file is named by a SHA-512 of the store and node
+// and holds them whole: a file of another store is never read as this one's.
 #pragma once
 
 #include <map>
@@ -19,17 +21,18 @@ inline constexpr const char* kCacheDir = "/var/lib/cni/cluster-ipam";
 
 class NodeCache {
 public:
-    // The cache of one store (its endpoints and prefix) and node, in `dir`.
+    // The cache of one store (its endpoints and prefix, as text) and node, in `dir`.
     NodeCache(os::Dir dir, const std::string& store_id, const std::string& node);
     // In kCacheDir (made 0700 when missing): nothing when it cannot be opened safely.
     static std::optional<NodeCache> open_default(const std::string& store_id, const std::string& node);
 
-    std::map<std::string, KeyValue> load() const;  // empty when missing or unreadable
+    // Empty when missing, unreadable, or of another store or node; the caller checks each entry.
+    std::map<std::string, KeyValue> load() const;
     void save(const std::map<std::string, KeyValue>& blocks) const;  // best effort
 
 private:
     os::Dir dir_;
-    std::string file_;
+    std::string store_id_, node_, file_;
 };
 
 }  // namespace cni::cluster_ipam
