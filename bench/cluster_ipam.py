@@ -130,7 +130,7 @@ def main():
 
         rows = []
         # Latency, one node, a block held (the first ADD claims it and is left out).
-        cfg = cipam("/bench-lat/")
+        cfg = cipam("/cni-all/bench-lat/")
         call("cluster-ipam", "ADD", cfg, "warm")
         logged = {"CNI_ALL_LOG_CONFIG": settings}
         add_t, del_t, hl_add, hl_del = [], [], [], []  # (wall, CPU) of each call
@@ -152,8 +152,8 @@ def main():
         # handshake) against a plain cluster of its own.
         plain = EtcdCluster(tls=False)
         try:
-            pcfg = cipam("/bench-plain/")
-            pcfg["ipam"]["etcd"] = {"endpoints": plain.endpoints(), "prefix": "/bench-plain/"}
+            pcfg = cipam("/cni-all/bench-plain/")
+            pcfg["ipam"]["etcd"] = {"endpoints": plain.endpoints(), "prefix": "/cni-all/bench-plain/"}
             call("cluster-ipam", "ADD", pcfg, "warm")
             plain_add = [call("cluster-ipam", "ADD", pcfg, f"p{i}")[:2] for i in range(opts.calls)]
         finally:
@@ -179,7 +179,7 @@ def main():
         nodes = [f"bn{i}" for i in range(8)]
         etcd_pids = [proc.pid for proc in cluster.procs]
         for callers in [int(x) for x in opts.callers.split(",")]:
-            cfg = cipam(f"/bench-c{callers}/")
+            cfg = cipam(f"/cni-all/bench-c{callers}/")
             for n in nodes:  # each node holds a block before the clock starts
                 call("cluster-ipam", "ADD", cfg, f"w-{n}", node=n)
             jobs = [(nodes[i % len(nodes)], f"c{i}") for i in range(opts.allocations)]

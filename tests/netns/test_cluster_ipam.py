@@ -7,7 +7,9 @@ absent); the credentials sit in /etc/cni/cluster-ipam/ on a tmpfs of this run's 
 (tests/lib/private_state.py), as a network config may name them. Each test has an etcd prefix
 and a network of its own and asserts on etcd's keys (every handle's address is its block's
 allocation, none twice):
-dual stack, exclude, the same ADD twice, DEL without prevResult and twice; 8 nodes racing
+dual stack, exclude, the same ADD twice, DEL without prevResult and twice; two configs of one
+name, whose GCs release only their own; one container ID on two nodes; the prefix and endpoints
+root's files allow; 8 nodes racing
 (CNI_TEST_CIPAM_ADDS, default 200); a /28 exhausted by two nodes, then borrowing; kill -9 of
 the etcd leader in the middle of a run; ADD, DEL and GC killed after each of their etcd writes
 (CNI_ALL_TEST_KILL_AFTER_WRITE), then GC; and end to end, macvlan with cluster-ipam on two node
@@ -17,6 +19,7 @@ calls the plugin and through `cni-all exec`."""
 import concurrent.futures
 import contextlib
 import ctypes
+import hashlib
 import ipaddress
 import json
 import os
@@ -70,11 +73,17 @@ def conf(prefix, ranges, version="1.0.0", name=None, **ipam):
     setup()
     body = {"type": "cluster-ipam", "ranges": ranges, "etcd": dict(_state["etcd"], prefix=prefix)}
     body.update(ipam)
-    return {"cniVersion": version, "name": name or prefix.strip("/"), "ipam": body}
+    return {"cniVersion": version, "name": name or prefix.strip("/").split("/")[-1], "ipam": body}
 
 
 def new_prefix(what):
-    return f"/{what}-{uuid.uuid4().hex[:6]}/"
+    """A prefix of one test under the node's default base prefix /cni-all/."""
+    return f"/cni-all/{what}-{uuid.uuid4().hex[:6]}/"
+
+
+def hname(node, net, ctr, ifname="eth0"):
+    """A handle's name (docs/cluster-ipam.md, Data layout): node/network/containerID/ifname."""
+    return f"{node}/{net}/{ctr}/{ifname}"
 
 
 def _enter_node(node):
@@ -139,6 +148,7 @@ def consistent(prefix, c=None, orphans=()):
     handles = {k[len("handles/"):]: v for k, v in kvs.items() if k.startswith("handles/")}
     held, seen = {}, set()
     for name, h in handles.items():
+        eq(name.split("/")[0], h["node"], f"handle {name}: the node in its key and its value")
         for a in h["addresses"]:
             b = blocks.get(a["block"][len(prefix):] if a["block"].startswith(prefix) else a["block"])
             check(b is not None, f"handle {name}: block {a['block']} missing")
@@ -172,12 +182,12 @@ def test_dual_stack_exclude_idempotent_del():
     second = add_ok("d-node", cfg, "ctr-b")
     check(not set(second) & set(first), f"{second} and {first}")
     held, _ = consistent(p)
-    eq(sorted(held), [f"{cfg['name']}/ctr-a/eth0", f"{cfg['name']}/ctr-b/eth0"])
+    eq(sorted(held), [hname("d-node", cfg['name'], "ctr-a"), hname("d-node", cfg['name'], "ctr-b")])
     for _ in range(2):  # DEL twice, no prevResult
         rc, out = call("d-node", "DEL", cfg, "ctr-a")
         eq(rc, 0, f"DEL: {out}")
     held, _ = consistent(p)
-    eq(sorted(held), [f"{cfg['name']}/ctr-b/eth0"])
+    eq(sorted(held), [hname("d-node", cfg['name'], "ctr-b")])
     rc, out = call("d-node", "CHECK", dict(cfg, prevResult={"cniVersion": "1.0.0", "ips": []}), "ctr-a")
     check(rc != 0, "CHECK of a released attachment passes")
     # Excluding all of a small range set: every ADD but what is left is refused.
@@ -237,7 +247,7 @@ def test_eight_nodes_race():
     held, blocks = consistent(p)
     eq(len(held), ADDS, "one handle per ADD")
     for node, ctr, _, out in results:
-        eq(held[f"{cfg['name']}/{ctr}/eth0"], [out["ips"][0]["address"]], f"{ctr}'s handle")
+        eq(held[hname(node, cfg['name'], ctr)], [out["ips"][0]["address"]], f"{ctr}'s handle")
     owners = {b["node"] for b in blocks.values()}
     eq(owners, set(nodes), "every node claimed blocks of its own")
     print(f"# {ADDS} ADDs on 8 nodes in {took:.1f} s ({ADDS / took:.0f}/s), {len(blocks)} blocks", flush=True)
@@ -276,7 +286,7 @@ def test_exhaustion_and_borrowing():
     mine = [name for name in held if any(b["node"] == "enode-a" and name in b["allocations"].values()
                                          for b in blocks.values())][:3]
     for name in mine:
-        eq(call("enode-a", "DEL", cfg, name.split("/")[1])[0], 0)
+        eq(call("enode-a", "DEL", cfg, name.split("/")[2])[0], 0)
     freed = sorted(a for name in mine for a in held[name])
     borrowed = sorted(add_ok("enode-c", cfg, f"b{i}")[0] for i in range(3))
     eq(borrowed, freed, "the borrower gets the neighbour's free addresses")
@@ -286,7 +296,7 @@ def test_exhaustion_and_borrowing():
     check(all(b["node"] != "enode-c" for b in blocks.values()), "the borrower claimed a block")
     kvs = etcd_kvs(p)
     for i in range(3):
-        h = kvs[f"handles/{cfg['name']}/b{i}/eth0"]
+        h = kvs["handles/" + hname("enode-c", cfg['name'], f"b{i}")]
         eq(h["node"], "enode-c", "a borrowed address's handle is the borrower's")
         eq(kvs[h["addresses"][0]["block"][len(p):]]["node"], "enode-a", "in the neighbour's block")
     for i in range(3):
@@ -313,7 +323,7 @@ def test_leader_killed_mid_run():
     check(codes <= {11}, f"failures other than code 11: {[r for r in results if r[2] != 0][:3]}")
     c.restart(member)
     c.wait_healthy()
-    ok = {f"{cfg['name']}/{r[1]}/eth0": r[3]["ips"][0]["address"] for r in results if r[2] == 0}
+    ok = {hname(r[0], cfg['name'], r[1]): r[3]["ips"][0]["address"] for r in results if r[2] == 0}
     held, _ = consistent(p)
     for name, a in ok.items():
         eq(held.get(name), [a], f"{name}: the address ADD returned")
@@ -341,25 +351,25 @@ def test_killed_between_writes():
     # ADD makes one write (claim or allocation, address and handle, both families): killed after
     # it, the runtime saw a failure but etcd holds the attachment whole.
     killed(node, "ADD", cfg, "k1", 1)  # the blocks claimed in the same txn
-    eq(handles(), [f"{net}/k1/eth0"], "the killed ADD's txn committed whole")
+    eq(handles(), [hname(node, net, "k1")], "the killed ADD's txn committed whole")
     rc, out = call(node, "ADD", cfg, "ok", kill_after_write=2)
     eq(rc, 0, f"an ADD with the hook at its 2nd write is not killed (ADD writes once): {out}")
     killed(node, "ADD", cfg, "k2", 1)  # in a block held
     # The runtime retries k1's ADD (same addresses), gives up on k2: GC with k1 valid keeps it.
-    first = consistent(p)[0][f"{net}/k1/eth0"]
+    first = consistent(p)[0][hname(node, net, "k1")]
     eq(add_ok(node, cfg, "k1"), first, "the retried ADD finds the killed one's addresses")
     gc_node(node, cfg, ["k1", "ok"])
-    eq(handles(), [f"{net}/k1/eth0", f"{net}/ok/eth0"], "GC released the killed ADD outside the valid list")
+    eq(handles(), [hname(node, net, "k1"), hname(node, net, "ok")], "GC released the killed ADD outside the valid list")
     # DEL makes one write: killed after it, the addresses are gone; the retried DEL succeeds.
     killed(node, "DEL", cfg, "k1", 1)
-    eq(handles(), [f"{net}/ok/eth0"], "the killed DEL's txn committed whole")
+    eq(handles(), [hname(node, net, "ok")], "the killed DEL's txn committed whole")
     eq(call(node, "DEL", cfg, "k1")[0], 0, "the retried DEL")
     # GC writes once per released handle, then once per block it repairs: killed after each.
     for ctr in ("s1", "s2"):
         add_ok(node, cfg, ctr)
     _, blocks = consistent(p)
     key, b = next((k, b) for k, b in blocks.items() if "10.79" in k)
-    ghost = f"{net}/ghost/eth0"  # an allocation without a handle, as a hand's (or an older version's) write leaves
+    ghost = hname(node, net, "ghost")  # an allocation without a handle, as a hand's (or an older version's) write leaves
     setup().put(p + key, json.dumps(dict(b, allocations=dict(b["allocations"], **{"15": ghost}))))
     rc, _ = gc_call(node, cfg, ["ok"], kill_after_write=1)
     eq(rc, -9, "GC killed after its first release")
@@ -368,13 +378,89 @@ def test_killed_between_writes():
     eq(rc, -9, "GC killed after its second release and the block's repair")
     gc_node(node, cfg, ["ok"])
     held, blocks = consistent(p)
-    eq(sorted(held), [f"{net}/ok/eth0"], "nothing leaked")
+    eq(sorted(held), [hname(node, net, "ok")], "nothing leaked")
     eq(sum(len(b["allocations"]) for b in blocks.values()), 2, "only ok's two allocations left")
     check({b["node"] for b in blocks.values()} == {node}, blocks)
     add_ok(node, cfg, "fresh")
     gc_node(node, cfg)
     held, blocks = consistent(p)
     eq((held, [b["allocations"] for b in blocks.values() if b["allocations"]]), ({}, []), "GC of every attachment")
+
+
+@test
+def test_networks_of_one_name():
+    """two configs of one name (two tenants' NADs) on other subnets, an ADD in each: GC of one with an empty valid list leaves the other's handle and address in etcd"""
+    p = new_prefix("cipam-n")
+    a = conf(p, [[{"subnet": "10.80.0.0/24"}]], name="same-name")
+    b = conf(p, [[{"subnet": "10.81.0.0/24"}]], name="same-name")
+    a_addr, b_addr = add_ok("n-node", a, "pod-a"), add_ok("n-node", b, "pod-b")
+    held, _ = consistent(p)
+    eq(held, {hname("n-node", "same-name", "pod-a"): a_addr, hname("n-node", "same-name", "pod-b"): b_addr})
+    kvs = etcd_kvs(p)
+    check(kvs["handles/" + hname("n-node", "same-name", "pod-a")]["config"] !=
+          kvs["handles/" + hname("n-node", "same-name", "pod-b")]["config"], "each handle names its config")
+    gc_node("n-node", a)
+    held, blocks = consistent(p)
+    eq(held, {hname("n-node", "same-name", "pod-b"): b_addr}, "A's GC released A's handle only")
+    b_block = next(v for k, v in blocks.items() if "10.81" in k)
+    eq(list(b_block["allocations"].values()), [hname("n-node", "same-name", "pod-b")], "B's address stays allocated")
+    gc_node("n-node", b)
+    eq(consistent(p)[0], {}, "B's own GC releases it")
+
+
+@test
+def test_one_container_id_on_two_nodes():
+    """the same network, container ID and interface on two nodes: two handles and two addresses; DEL on one and GC on the other leave the other's; the node's cache file is named by SHA-512 and names its store"""
+    p = new_prefix("cipam-2")
+    cfg = conf(p, [[{"subnet": "10.82.0.0/24"}]], blockSize=28)
+    net = cfg["name"]
+    first, second = add_ok("two-a", cfg, "dup"), add_ok("two-b", cfg, "dup")
+    check(first != second, f"one address on two nodes: {first}")
+    eq(consistent(p)[0], {hname("two-a", net, "dup"): first, hname("two-b", net, "dup"): second})
+    eq(call("two-b", "DEL", cfg, "dup")[0], 0)
+    eq(consistent(p)[0], {hname("two-a", net, "dup"): first}, "two-b's DEL left two-a's")
+    eq(add_ok("two-b", cfg, "dup"), second, "the address comes back to two-b")
+    gc_node("two-a", cfg)
+    eq(consistent(p)[0], {hname("two-b", net, "dup"): second}, "two-a's GC left two-b's")
+    store = p + "".join("\n" + e for e in cfg["ipam"]["etcd"]["endpoints"])
+    name = "blocks-" + hashlib.sha512((store + "\0two-b").encode()).hexdigest()[:64] + ".json"
+    with open(os.path.join("/var/lib/cni/cluster-ipam", name)) as f:
+        cached = json.load(f)
+    eq((cached["store"], cached["node"]), (store, "two-b"), "the cache file names its store and node")
+
+
+@test
+def test_root_chooses_prefix_and_endpoints():
+    """a prefix outside root's base (/cni-all/, or /etc/cni/cluster-ipam/prefix) and endpoints root's /etc/cni/cluster-ipam/endpoints does not list are refused with code 7 naming key and value"""
+    c = setup()
+
+    def refused(cfg, what):
+        rc, out = call("r-node", "ADD", cfg, "r0")
+        check(rc != 0 and out["code"] == 7 and what in out["msg"], out)
+
+    refused(conf("/registry/", [[{"subnet": "10.83.0.0/24"}]]), 'ipam.etcd.prefix "/registry/" is not under')
+    files = [f"{CRED_DIR}/prefix", f"{CRED_DIR}/endpoints"]
+    try:
+        with open(files[0], "w") as f:
+            f.write("/cipam-root/\n")
+        refused(conf(new_prefix("cipam-p"), [[{"subnet": "10.83.0.0/24"}]]), 'is not under this node\'s base prefix "/cipam-root/"')
+        add_ok("r-node", conf("/cipam-root/a/", [[{"subnet": "10.83.0.0/24"}]]), "r1")
+        os.unlink(files[0])
+        with open(files[1], "w") as f:
+            f.write("# root's etcd\n" + "\n".join(c.endpoints()[:2]) + "\n")
+        p = new_prefix("cipam-p")
+        listed = conf(p, [[{"subnet": "10.84.0.0/24"}]])
+        listed["ipam"]["etcd"]["endpoints"] = c.endpoints()[:2]
+        add_ok("r-node", listed, "r2")
+        wide = conf(p, [[{"subnet": "10.84.0.0/24"}]])
+        refused(wide, f'ipam.etcd.endpoints: "{c.endpoints()[2]}" is not one of this node\'s etcd endpoints')
+        probe = conf(p, [[{"subnet": "10.84.0.0/24"}]])
+        probe["ipam"]["etcd"]["endpoints"] = ["http://169.254.169.254:80"]
+        refused(probe, '"http://169.254.169.254:80" is not one of')
+    finally:
+        for f in files:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f)
 
 
 E2E_ETCD = "10.78.0"  # the lan namespace's etcd bridge: .1 etcd, .1N node N
@@ -409,7 +495,7 @@ def test_macvlan_two_nodes_and_exec():
     """end to end: macvlan + cluster-ipam on two node namespaces sharing one layer-2 segment, a pod each: one pool, traffic, DEL; the same conflist through `cni-all exec`"""
     with two_node_lab() as (c, nodes), tempfile.TemporaryDirectory() as work:
         p = new_prefix("cipam-m")
-        net, names, subnet = p.strip("/"), ["m-node0", "m-node1"], ipaddress.ip_network("10.77.0.0/24")
+        net, names, subnet = p.strip("/").split("/")[-1], ["m-node0", "m-node1"], ipaddress.ip_network("10.77.0.0/24")
         ipam = {"type": "cluster-ipam", "ranges": [[{"subnet": str(subnet)}]], "blockSize": 28,
                 "etcd": dict(credentials(c, "e2e-"), prefix=p)}
         conflist = {"cniVersion": "1.1.0", "name": net,
@@ -441,11 +527,11 @@ def test_macvlan_two_nodes_and_exec():
             kvs = etcd_kvs(p, c)
             for i, (node, pod) in enumerate(nodes):
                 eq([a for a in addrs(pod, "eth0") if not a.startswith("fe80:")], [got[i]], f"pod {i}'s eth0")
-                h = kvs[f"handles/{net}/{ctr}{i}/eth0"]
+                h = kvs["handles/" + hname(names[i], net, f"{ctr}{i}")]
                 eq((h["node"], kvs[h["addresses"][0]["block"][len(p):]]["node"]), (names[i], names[i]),
                    f"{run.__name__}: pod {i}'s handle and block are its node's")
             held, _ = consistent(p, c)
-            eq(held, {f"{net}/{ctr}{i}/eth0": [got[i]] for i in range(2)}, f"{run.__name__}: etcd's handles")
+            eq(held, {hname(names[i], net, f"{ctr}{i}"): [got[i]] for i in range(2)}, f"{run.__name__}: etcd's handles")
             for i in range(2):
                 sh("ip", "netns", "exec", nodes[i][1], "ping", "-c1", "-W5", got[1 - i].split("/")[0])
             for i in range(2):

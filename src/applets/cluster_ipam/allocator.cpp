@@ -31,13 +31,25 @@ Op put_op(const std::string& key, const std::string& value) { return Op{Op::Kind
 Op del_op(const std::string& key) { return Op{Op::Kind::del, key, {}, {}, 0}; }
 Compare rev_is(const std::string& key, std::int64_t rev) { return Compare{key, Compare::Target::mod_revision, rev, {}}; }
 
-// The pool id and block id of a block key, when it is one.
+// The pool id and block id of a block key, when it is one: `pools/<pool>/blocks/<block>` right
+// under the prefix, neither id holding a '/' (a config whose prefix lies inside this one's pools
+// puts longer keys there, which are not this prefix's blocks).
 std::optional<std::pair<std::string, std::string>> split_block_key(const Keys& k, std::string_view key) {
     if (!key.starts_with(k.pools())) return std::nullopt;
     key.remove_prefix(k.pools().size());
     auto slash = key.find("/blocks/");
     if (slash == std::string_view::npos) return std::nullopt;
-    return std::pair{std::string(key.substr(0, slash)), std::string(key.substr(slash + 8))};
+    auto pool = key.substr(0, slash), block = key.substr(slash + 8);
+    if (pool.empty() || block.empty() || pool.find('/') != std::string_view::npos || block.find('/') != std::string_view::npos)
+        return std::nullopt;
+    return std::pair{std::string(pool), std::string(block)};
+}
+
+// The block index of a key of pool `g`, when it is one of its blocks.
+std::optional<net::U128> block_index(const Keys& k, const PoolGeometry& g, std::string_view key) {
+    auto ids = split_block_key(k, key);
+    if (!ids || ids->first != g.id) return std::nullopt;
+    return g.parse_block_id(ids->second);
 }
 
 // A block's value, an error naming its key when it cannot be read.
@@ -68,8 +80,7 @@ Result<PoolView> read_view(const Call& c, const PoolGeometry& g, const std::vect
                                                       "}: every network on one subnet must use one block size");
             continue;
         }
-        auto ids = split_block_key(c.keys, kv.key);
-        auto idx = ids ? g.parse_block_id(ids->second) : std::nullopt;
+        auto idx = block_index(c.keys, g, kv.key);
         if (!idx) continue;
         CNI_TRY_ASSIGN(auto b, decode_block_at(kv.value, kv.key));
         v.blocks[*idx] = BlockView{kv.mod_revision, std::move(b)};
@@ -90,6 +101,25 @@ std::optional<std::uint32_t> free_ordinal(const PoolGeometry& g, net::U128 idx, 
 }
 
 bool expired(const Call& c, const Block& b) { return b.allocations.empty() && b.last_write + c.grace <= c.now; }
+
+// The block a key-value under the prefix holds, when its key is a block's and its value reads.
+std::optional<Block> block_of(const Keys& k, const KeyValue& kv) {
+    if (!split_block_key(k, kv.key)) return std::nullopt;
+    auto b = decode_block(kv.value);
+    return b ? std::optional<Block>(std::move(*b)) : std::nullopt;
+}
+
+// The node cache's entries a call may plan on: keys of this prefix's blocks whose value is a block
+// of this node. The file is only a hint, and what it holds is read again as a stranger's.
+std::map<std::string, KeyValue> cached_blocks(const Call& c) {
+    std::map<std::string, KeyValue> out;
+    if (!c.cache) return out;
+    for (auto& [key, kv] : c.cache->load()) {
+        auto b = block_of(c.keys, kv);
+        if (b && b->node == c.node && kv.key == key) out.emplace(key, std::move(kv));
+    }
+    return out;
+}
 
 std::uint64_t node_hash(const std::string& s) {
     std::uint64_t h = 14695981039346656037ull;
@@ -136,7 +166,7 @@ public:
             if (need_read) CNI_TRY_ASSIGN(existing, read_all());
             else CNI_TRY_ASSIGN(existing, commit(plan));
             if (existing) return ips_of(*existing);
-            if (!need_read && committed_) return ips_of(Handle{c_.node, plan.held});
+            if (!need_read && committed_) return ips_of(Handle{c_.node, plan.held, c_.config});
         }
         return fail(code::try_again_later, "cluster-ipam: the pool's blocks changed under " + std::to_string(kAttempts) +
                                                " attempts in a row; try again");
@@ -152,14 +182,10 @@ private:
     void load_cache() {
         for (const auto& s : sets_)
             for (const auto& g : s.pools) views_[g.id];
-        if (!c_.cache) return;
-        for (const auto& [key, kv] : c_.cache->load()) {
-            auto ids = split_block_key(c_.keys, key);
-            if (!ids || !views_.contains(ids->first)) continue;
-            const auto* g = find_pool(sets_, ids->first);
-            auto idx = g->parse_block_id(ids->second);
-            auto b = decode_block(kv.value);
-            if (idx && b && b->node == c_.node) views_[ids->first].blocks[*idx] = BlockView{kv.mod_revision, std::move(*b)};
+        for (const auto& [key, kv] : cached_blocks(c_)) {
+            const auto* g = find_pool(sets_, split_block_key(c_.keys, key)->first);
+            auto idx = g ? block_index(c_.keys, *g, key) : std::nullopt;
+            if (idx) views_[g->id].blocks[*idx] = BlockView{kv.mod_revision, *block_of(c_.keys, kv)};
         }
     }
 
@@ -278,7 +304,7 @@ private:
             }
             no.push_back(range_op(c_.keys.meta(pool)));
         }
-        ok.push_back(put_op(handle_key_, encode(Handle{c_.node, plan.held})));
+        ok.push_back(put_op(handle_key_, encode(Handle{c_.node, plan.held, c_.config})));
         CNI_TRY_ASSIGN(auto r, c_.kv.txn(cmp, ok, no));
         if (r.succeeded) {
             for (const auto& [key, ch] : plan.changes) views_[ch.pool].blocks[ch.index] = BlockView{r.revision, ch.block};
@@ -346,8 +372,7 @@ Status release_read(const Call& c, const std::string& id, const Handle& h, std::
     std::vector<std::string> blocks;
     for (const auto& a : h.addresses)
         if (std::ranges::find(blocks, a.block) == blocks.end()) blocks.push_back(a.block);
-    std::map<std::string, KeyValue> known;
-    if (c.cache) known = c.cache->load();
+    std::map<std::string, KeyValue> known = cached_blocks(c);
     std::vector<std::optional<KeyValue>> values;
     if (std::ranges::all_of(blocks, [&](const std::string& b) { return known.contains(b); })) {
         for (const auto& b : blocks) values.push_back(known[b]);
@@ -408,6 +433,23 @@ std::vector<std::string> pool_ids(const std::vector<SetPlan>& sets) {
     return ids;
 }
 
+// May GC of this config release the handle? Only one this config made: its digest, and each
+// address in a block of this config's pools, at its ordinal, in one of its ranges
+// (docs/cluster-ipam.md, Networks of one name).
+bool made_here(const Call& c, const std::vector<SetPlan>& sets, const Handle& h) {
+    auto in_ranges = [&](const Held& a) {
+        for (const auto& s : sets)
+            for (const auto& g : s.pools) {
+                auto idx = block_index(c.keys, g, a.block);
+                if (idx && a.ordinal < g.block_size() && g.address(*idx, a.ordinal) == a.ip.address.ip &&
+                    std::ranges::any_of(g.ranges, [&](const ipam::Range& r) { return r.contains(a.ip.address.ip); }))
+                    return true;
+            }
+        return false;
+    };
+    return h.config == c.config && std::ranges::all_of(h.addresses, in_ranges);
+}
+
 }  // namespace
 
 Result<std::vector<IpConfig>> allocate(const Call& c, const std::vector<SetPlan>& sets, const std::string& handle) {
@@ -428,38 +470,47 @@ Status release(const Call& c, const std::string& handle) {
     return release_read(c, handle, h, got[0]->mod_revision);
 }
 
-Status collect(const Call& c, const std::string& network, const std::vector<SetPlan>& sets,
-               const std::vector<net::Attachment>& valid) {
-    const std::string mine = c.keys.handles() + escape(network) + "/";
+Result<Collected> collect(const Call& c, const std::string& network, const std::vector<SetPlan>& sets,
+                          const std::vector<net::Attachment>& valid) {
+    const std::string names = handles_of(c.node, network), mine = c.keys.handles() + names;
     const auto ids = pool_ids(sets);
     std::vector<Op> ops{range_op(mine, prefix_end(mine))};
     for (const auto& id : ids) ops.push_back(range_op(c.keys.pool(id), prefix_end(c.keys.pool(id))));
     CNI_TRY_ASSIGN(auto r, c.kv.txn({}, ops, {}));
     std::set<std::string> valid_ids, handles;
-    for (const auto& a : valid) valid_ids.insert(handle_id(network, a.container_id, a.ifname));
-    bool released = false;
+    for (const auto& a : valid) valid_ids.insert(handle_id(c.node, network, a.container_id, a.ifname));
+    // A handle's name is names + "containerID/ifname"; a longer key is another prefix's (nested in this one).
+    auto name_of = [&](const KeyValue& kv) {
+        std::string id = kv.key.substr(c.keys.handles().size());
+        return std::ranges::count(std::string_view(id).substr(names.size()), '/') == 1 ? id : std::string();
+    };
+    Collected done;
     for (const auto& kv : r.ranges.at(0)) {
-        const std::string id = kv.key.substr(c.keys.handles().size());
+        const std::string id = name_of(kv);
         auto h = decode_handle(kv.value);
-        if (!h || h->node != c.node || valid_ids.contains(id)) continue;
+        if (id.empty() || !h || h->node != c.node || valid_ids.contains(id)) continue;
+        if (!made_here(c, sets, *h)) {
+            ++done.others;
+            continue;
+        }
         CNI_TRY(release_read(c, id, *h, kv.mod_revision));
-        released = true;
+        ++done.released;
     }
-    if (released) CNI_TRY_ASSIGN(r, c.kv.txn({}, ops, {}));  // the blocks as the releases left them
+    if (done.released) CNI_TRY_ASSIGN(r, c.kv.txn({}, ops, {}));  // the blocks as the releases left them
     for (const auto& kv : r.ranges.at(0)) handles.insert(kv.key.substr(c.keys.handles().size()));
-    // This node's blocks: allocations of this network without a handle (the read was one
-    // revision, so an ADD's handle and allocation are both in it or both not), and blocks empty
-    // for longer than the grace period. A txn that finds the block changed leaves it to the next GC.
+    // This node's blocks: allocations of this node's and network's handles without their handle
+    // (the read was one revision, so an ADD's handle and allocation are both in it or both not),
+    // and blocks empty for longer than the grace period. A txn that finds the block changed leaves
+    // it to the next GC.
     for (std::size_t i = 0; i < ids.size(); ++i) {
         const auto* g = find_pool(sets, ids[i]);
         for (const auto& kv : r.ranges.at(i + 1)) {
-            auto split = split_block_key(c.keys, kv.key);
-            if (!split || !g->parse_block_id(split->second)) continue;
+            if (!block_index(c.keys, *g, kv.key)) continue;
             auto b = decode_block(kv.value);
             if (!b || b->node != c.node) continue;
             bool orphans = false;
             for (auto it = b->allocations.begin(); it != b->allocations.end();) {
-                const bool orphan = it->second.starts_with(escape(network) + "/") && !handles.contains(it->second);
+                const bool orphan = it->second.starts_with(names) && !handles.contains(it->second);
                 orphans = orphans || orphan;
                 it = orphan ? b->allocations.erase(it) : std::next(it);
             }
@@ -469,7 +520,7 @@ Status collect(const Call& c, const std::string& network, const std::vector<SetP
                 CNI_TRY(c.kv.txn({rev_is(kv.key, kv.mod_revision)}, {put_op(kv.key, encode(*b))}, {}));
         }
     }
-    return {};
+    return done;
 }
 
 Status check_free(const Call& c, const std::vector<SetPlan>& sets) {
@@ -521,14 +572,12 @@ Result<std::string> show(const Call& c) {
 }
 
 Result<std::string> release_node(const Call& c, const std::string& node, bool force) {
-    std::vector<Op> ops{range_op(c.keys.handles(), prefix_end(c.keys.handles())),
-                        range_op(c.keys.pools(), prefix_end(c.keys.pools()))};
+    const std::string theirs = c.keys.node_handles(node);
+    std::vector<Op> ops{range_op(theirs, prefix_end(theirs)), range_op(c.keys.pools(), prefix_end(c.keys.pools()))};
     CNI_TRY_ASSIGN(auto r, c.kv.txn({}, ops, {}));
     std::int64_t last = 0;
-    for (const auto& kv : r.ranges.at(1)) {
-        auto b = split_block_key(c.keys, kv.key) ? decode_block(kv.value) : Result<Block>(fail(""));
-        if (b && b->node == node) last = std::max(last, b->last_write);
-    }
+    for (const auto& kv : r.ranges.at(1))
+        if (auto b = block_of(c.keys, kv); b && b->node == node) last = std::max(last, b->last_write);
     if (!force && last + c.grace > c.now)
         return fail("cluster-ipam: node " + node + " wrote " + std::to_string(c.now - last) + " s ago, within the grace period of " +
                     std::to_string(c.grace) + " s: is it gone? --force releases it anyway");
@@ -541,7 +590,7 @@ Result<std::string> release_node(const Call& c, const std::string& node, bool fo
     }
     CNI_TRY_ASSIGN(auto now, c.kv.range(c.keys.pools(), prefix_end(c.keys.pools())));
     for (const auto& kv : now) {
-        auto b = split_block_key(c.keys, kv.key) ? decode_block(kv.value) : Result<Block>(fail(""));
+        auto b = block_of(c.keys, kv);
         if (!b || b->node != node || !b->allocations.empty()) continue;
         CNI_TRY_ASSIGN(auto t, c.kv.txn({rev_is(kv.key, kv.mod_revision)}, {del_op(kv.key)}, {}));
         blocks += t.succeeded;

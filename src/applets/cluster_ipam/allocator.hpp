@@ -25,7 +25,8 @@ struct SetPlan {
 };
 
 // What one call works with: the store, its keys, this node, the time, the grace period of an
-// empty block (seconds) and the node's cache (null: none).
+// empty block (seconds), the node's cache (null: none) and the network digest of the call's
+// config (network_digest), which the handles it makes keep.
 struct Call {
     Kv& kv;
     Keys keys;
@@ -33,6 +34,7 @@ struct Call {
     std::int64_t now = 0;
     std::int64_t grace = 300;
     const NodeCache* cache = nullptr;
+    std::string config;
 };
 
 // One address from each set for the handle, or the ones it already holds.
@@ -41,10 +43,17 @@ Result<std::vector<IpConfig>> allocate(const Call& c, const std::vector<SetPlan>
 Status release(const Call& c, const std::string& handle);
 // The handle's addresses, when it holds any.
 Result<std::optional<Handle>> lookup(const Call& c, const std::string& handle);
-// GC of one network on this node: its handles of attachments not in `valid`, its allocations
-// in this node's blocks without a handle, and this node's blocks empty for the grace period.
-Status collect(const Call& c, const std::string& network, const std::vector<SetPlan>& sets,
-               const std::vector<net::Attachment>& valid);
+// What a GC did: the handles it released, and those of this node and network it left because
+// another network config of the same name made them (docs/cluster-ipam.md, Networks of one name).
+struct Collected {
+    int released = 0;
+    int others = 0;
+};
+// GC of one network on this node: its handles of attachments not in `valid` that this config
+// made (its digest, every address in its ranges), its allocations in this node's blocks without
+// a handle, and this node's blocks empty for the grace period.
+Result<Collected> collect(const Call& c, const std::string& network, const std::vector<SetPlan>& sets,
+                          const std::vector<net::Attachment>& valid);
 // STATUS: an error (code 50) naming the first set with no address left to hand out.
 Status check_free(const Call& c, const std::vector<SetPlan>& sets);
 

@@ -19,7 +19,7 @@ struct Session {
     std::string node;
     std::optional<NodeCache> cache;
     Call call(const ClusterConf& c) const {
-        return Call{*kv, Keys{c.etcd.prefix}, node, std::int64_t(std::time(nullptr)), c.grace, cache ? &*cache : nullptr};
+        return Call{*kv, Keys{c.etcd.prefix}, node, std::int64_t(std::time(nullptr)), c.grace, cache ? &*cache : nullptr, c.digest};
     }
 };
 
@@ -34,7 +34,9 @@ Result<Session> open_session(const ClusterConf& c, bool with_cache) {
     return s;
 }
 
-std::string handle_of(const Request& req, const ClusterConf& c) { return handle_id(c.pool.name, req.container_id, req.ifname); }
+std::string handle_of(const Request& req, const ClusterConf& c, const Session& s) {
+    return handle_id(s.node, c.pool.name, req.container_id, req.ifname);
+}
 
 Result<CniResult> add(const Context& ctx, const ClusterConf& c) {
     CNI_TRY(require_route_dsts(c.routes));
@@ -42,7 +44,7 @@ Result<CniResult> add(const Context& ctx, const ClusterConf& c) {
         return fail(code::invalid_config, "cluster-ipam: requested addresses (CNI_ARGS IP, args.cni.ips, runtimeConfig.ips) "
                                           "are not supported");
     CNI_TRY_ASSIGN(auto s, open_session(c, true));
-    CNI_TRY_ASSIGN(auto ips, allocate(s.call(c), c.sets, handle_of(ctx.req, c)));
+    CNI_TRY_ASSIGN(auto ips, allocate(s.call(c), c.sets, handle_of(ctx.req, c, s)));
     ctx.step("cluster-ipam: " + std::to_string(s.kv->round_trips()) + " round trips");
     CniResult r;
     r.ips = std::move(ips);
@@ -52,14 +54,14 @@ Result<CniResult> add(const Context& ctx, const ClusterConf& c) {
 
 Status del(const Context& ctx, const ClusterConf& c) {
     CNI_TRY_ASSIGN(auto s, open_session(c, true));
-    CNI_TRY(release(s.call(c), handle_of(ctx.req, c)));
+    CNI_TRY(release(s.call(c), handle_of(ctx.req, c, s)));
     ctx.step("cluster-ipam: " + std::to_string(s.kv->round_trips()) + " round trips");
     return {};
 }
 
 Status check(const Context& ctx, const ClusterConf& c) {
     CNI_TRY_ASSIGN(auto s, open_session(c, false));
-    CNI_TRY_ASSIGN(auto h, lookup(s.call(c), handle_of(ctx.req, c)));
+    CNI_TRY_ASSIGN(auto h, lookup(s.call(c), handle_of(ctx.req, c, s)));
     if (!h) return fail("cluster-ipam: no address held for container " + ctx.req.container_id + " interface " + ctx.req.ifname);
     return {};
 }
@@ -80,7 +82,12 @@ Status gc(const Context& ctx, const ClusterConf& c) {
         return {};
     }
     CNI_TRY_ASSIGN(auto s, open_session(c, true));
-    return collect(s.call(c), c.pool.name, c.sets, *c.pool.valid_attachments);
+    CNI_TRY_ASSIGN(auto done, collect(s.call(c), c.pool.name, c.sets, *c.pool.valid_attachments));
+    ctx.step("cluster-ipam: GC released " + std::to_string(done.released) + " handles");
+    if (done.others)
+        ctx.warn("cluster-ipam: GC left " + std::to_string(done.others) + " handles of this node alone: another network config "
+                 "of the same name made them (docs/cluster-ipam.md, Networks of one name)");
+    return {};
 }
 
 // The operator's commands: [--config FILE] (default /etc/cni/cluster-ipam/config.json).
@@ -132,7 +139,7 @@ extern const Applet cluster_ipam_applet{
     .summary = "addresses unique across a cluster, in per-node blocks kept in etcd",
     .keys = kKeyDocTable,
     .help = "Hands out host-local's ranges across every node of a cluster: each node claims blocks of blockSize in etcd and "
-            "allocates inside them with one compare-and-swap txn (the handle network/containerID/ifname written in the same "
+            "allocates inside them with one compare-and-swap txn (the handle node/network/containerID/ifname written in the same "
             "txn), borrowing from other nodes' blocks when none is free. DEL needs no prevResult. GC releases this node's "
             "addresses whose attachments are not in cni.dev/valid-attachments; STATUS fails with code 50 when etcd cannot be "
             "reached or a range set is exhausted. `cni-all cluster-ipam show [--config FILE]` lists pools and blocks per node; "

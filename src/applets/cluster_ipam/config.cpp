@@ -119,6 +119,7 @@ Result<ClusterConf> parse_text(const Request& req) {
         return c.ranges;
     }));
     CNI_TRY(check(c));
+    c.digest = network_digest(req.config);
     return c;
 }
 

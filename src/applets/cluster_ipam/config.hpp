@@ -40,6 +40,7 @@ struct ClusterConf {
     std::vector<Route> routes;
     ipam::Pool pool;           // the network's name, version, range sets (runtimeConfig's first)
     std::vector<SetPlan> sets;  // each range set's pools
+    std::string digest;         // network_digest of the config (layout.hpp)
 };
 
 Result<ClusterConf> parse_conf(const Request& req);

@@ -7,6 +7,8 @@
 #include <charconv>
 
 #include "core/cni/json.hpp"
+#include "core/cni/netconf.hpp"
+#include "core/fw/sha512.hpp"
 
 namespace cni::cluster_ipam {
 namespace {
@@ -70,6 +72,7 @@ std::string encode(const Handle& h) {
         list.PushBack(e, a);
     }
     json::set(d, "addresses", std::move(list), a);
+    if (!h.config.empty()) json::set(d, "config", json::str(h.config, a), a);
     return json::write(d, json::Style::compact, false);
 }
 
@@ -78,6 +81,7 @@ Result<Handle> decode_handle(const std::string& text) {
     if (!d || !d->IsObject()) return corrupt("handle");
     Handle h;
     h.node = as_string(json::find_exact(*d, "node"));
+    h.config = as_string(json::find_exact(*d, "config"));
     const auto* list = json::find_exact(*d, "addresses");
     if (!list || !list->IsArray()) return corrupt("handle");
     for (const auto& e : list->GetArray()) {
@@ -108,8 +112,15 @@ std::string escape(std::string_view component) {
     return out;
 }
 
-std::string handle_id(std::string_view network, std::string_view container_id, std::string_view ifname) {
-    return escape(network) + "/" + escape(container_id) + "/" + escape(ifname);
+std::string handles_of(std::string_view node, std::string_view network) { return escape(node) + "/" + escape(network) + "/"; }
+
+std::string handle_id(std::string_view node, std::string_view network, std::string_view container_id, std::string_view ifname) {
+    return handles_of(node, network) + escape(container_id) + "/" + escape(ifname);
+}
+
+std::string network_digest(const std::string& config_text) {
+    auto d = json::parse(config_text);
+    return fw::sha512_hex(d ? network_identity(*d) : std::string()).substr(0, 32);
 }
 
 net::IpAddr PoolGeometry::address(net::U128 block, std::uint32_t ordinal) const {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // How cluster-ipam lays its state out in the store (docs/cluster-ipam.md, Data layout): a pool
 // per range subnet, cut into blocks of blockSize; a block's key holds its node and its
-// allocations (ordinal -> handle), a handle's key (network, container ID, interface) holds the
-// addresses it was given. The key names, the JSON of each value, and a range set's geometry:
+// allocations (ordinal -> handle), a handle's key (node, network, container ID, interface) holds
+// the addresses it was given and which network config made it. The key names, the JSON of each value, and a range set's geometry:
 // which blocks its ranges touch and which ordinals of a block it may hand out.
 #pragma once
 
@@ -41,13 +41,22 @@ struct Held {
 struct Handle {
     std::string node;
     std::vector<Held> addresses;
+    std::string config;  // the network digest of the config whose ADD made it (network_digest)
 };
 std::string encode(const Handle& h);
 Result<Handle> decode_handle(const std::string& text);
 
-// The pieces of a handle's name ("network/containerID/ifname"), each with '%' and '/' escaped.
-std::string handle_id(std::string_view network, std::string_view container_id, std::string_view ifname);
+// A handle's name ("node/network/containerID/ifname"), each piece with '%' and '/' escaped: the
+// node is part of it, so the same container ID on two nodes makes two handles (docs/cluster-ipam.md,
+// Data layout).
+std::string handle_id(std::string_view node, std::string_view network, std::string_view container_id, std::string_view ifname);
 std::string escape(std::string_view component);
+// The start of the names of one node's handles of one network: "node/network/".
+std::string handles_of(std::string_view node, std::string_view network);
+
+// Which network config made a handle, among networks of one name: 32 hex digits of the SHA-512
+// of network_identity (core/cni/netconf.hpp), as dhcp's leases keep it.
+std::string network_digest(const std::string& config_text);
 
 // Key names under the configured prefix.
 struct Keys {
@@ -57,6 +66,7 @@ struct Keys {
     std::string meta(const std::string& pool_id) const { return pool(pool_id) + "meta"; }
     std::string blocks(const std::string& pool_id) const { return pool(pool_id) + "blocks/"; }
     std::string handles() const { return prefix + "handles/"; }
+    std::string node_handles(std::string_view node) const { return handles() + escape(node) + "/"; }
     std::string handle(const std::string& id) const { return handles() + id; }
 };
 
