@@ -141,7 +141,7 @@ extern const Applet cluster_ipam_applet{
     .help = "Hands out host-local's ranges across every node of a cluster: each node claims blocks of blockSize in etcd and "
             "allocates inside them with one compare-and-swap txn (the handle node/network/containerID/ifname written in the same "
             "txn), borrowing from other nodes' blocks when none is free. DEL needs no prevResult. GC releases this node's "
-            "addresses whose attachments are not in cni.dev/valid-attachments; STATUS fails with code 50 when etcd cannot be "
+            "addresses that this network config made whose attachments are not in cni.dev/valid-attachments; STATUS fails with code 50 when etcd cannot be "
             "reached or a range set is exhausted. `cni-all cluster-ipam show [--config FILE]` lists pools and blocks per node; "
             "`cni-all cluster-ipam release --node NODE [--force] [--config FILE]` releases a node that is gone (FILE: a conflist, "
             "network config or ipam object naming the store; default /etc/cni/cluster-ipam/config.json).",

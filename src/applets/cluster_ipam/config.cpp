@@ -78,8 +78,10 @@ constexpr std::array kClusterKeys{
     key<&ClusterConf::node>("node", "this node's name; may only restate it (default: /etc/cni/cluster-ipam/node, else the host name)"),
     key<&ClusterConf::grace>("blockGracePeriod", "seconds an emptied block stays its node's before it returns to the pool; default 300, at least 30"),
     key_with<&ClusterConf::etcd, decode_etcd>("etcd", "EtcdConfig",
-                                              "the store: {endpoints: [URL], caFile, certFile, keyFile, prefix (default /cni-all/ipam/), "
-                                              "dialTimeout (\"5s\", \"500ms\" or seconds; default 5s)}; docs/cluster-ipam.md"),
+                                              "the store: {endpoints: [URL] (each listed in /etc/cni/cluster-ipam/endpoints when root wrote it), "
+                                              "caFile, certFile, keyFile, prefix (default /cni-all/ipam/; under the node's base prefix, "
+                                              "/cni-all/ or /etc/cni/cluster-ipam/prefix), dialTimeout (\"5s\", \"500ms\" or seconds; "
+                                              "default 5s, at most 1m)}; docs/cluster-ipam.md"),
     key_with<&ClusterConf::routes, decode_routes>("routes", "[]*types.Route", "[{\"dst\": CIDR, \"gw\": IP}], copied into the result"),
 };
 
