@@ -115,7 +115,7 @@ def test_silent_resolver():
             r = c("range /t6")
             took = time.monotonic() - start
             check(not r["ok"] and r["code"] == 11 and "resolving cipam-silent.example: no answer in time" in r["msg"], r)
-            check(took < 1.6, f"answered in {took:.2f} s, not within the 1 s dial timeout")
+            check(took < 3, f"answered in {took:.2f} s: the 1 s dial timeout (and a loaded machine's slack) passed, as if waiting out the resolver's 10 s")
             print(f"# a silent resolver: code 11 in {took:.2f} s", flush=True)
         finally:
             c.close()
