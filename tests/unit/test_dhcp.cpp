@@ -159,7 +159,7 @@ TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding
     CHECK((err.error().code == 8 && err.error().msg == "bad ns"));
 }
 
-TEST_CASE("dhcp lease record: JSON round trip; a boundAt before 1970 or more than a day ahead is refused", "[dhcp]") {
+TEST_CASE("dhcp lease record: JSON round trip, with the given address; a boundAt before 1970 or more than a day ahead is refused", "[dhcp]") {
     LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "K=V",
                   Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}, false, {}};
     auto back = decode_record(encode_record(r));
@@ -167,6 +167,11 @@ TEST_CASE("dhcp lease record: JSON round trip; a boundAt before 1970 or more tha
     CHECK((back->key == r.key && back->netns == r.netns && back->lease.ack == r.lease.ack));
     CHECK((back->lease.server_mac == r.lease.server_mac && back->lease.bound_at == 1700000000));
     CHECK(!decode_record("{\"key\":\"k\",\"ack\":\"zz\"}"));
+    r.given = net::IpAddr::parse("10.0.0.9");  // the pod's address, the lease having moved from it
+    CHECK(decode_record(encode_record(r))->given == r.given);
+    r.given = net::IpAddr::parse("fd00::9");
+    CHECK(!decode_record(encode_record(r)));
+    r.given.reset();
     for (std::int64_t bad : {std::int64_t(-1), std::int64_t(::time(nullptr)) + 2 * 86400, INT64_MAX}) {
         r.lease.bound_at = bad;  // out of range: the lease's times would overflow
         auto refused = decode_record(encode_record(r));

@@ -269,3 +269,53 @@ TEST_CASE("dhcp6 DNS servers: unspecified, loopback, multicast and link-local on
     REQUIRE(back);
     CHECK(back->dns_servers == std::vector<net::IpAddr>{ip("fd00:55::1")});
 }
+
+TEST_CASE("dhcp6 Information-request: asked for when the REPLY has no DNS options; its DNS goes into the result", "[dhcp]") {
+    Message bare = reply_with_address();
+    bare.dns_servers.clear();
+    bare.search.clear();
+    dhcp::Lease6 l{bare, 7, 1000, ip("fd00:55::10")};
+    CHECK(l.wants_information());
+    CHECK(!dhcp::Lease6{reply_with_address(), 7, 1000, ip("fd00:55::10")}.wants_information());
+    CHECK(l.result(0)->dns.nameservers.empty());
+    Message info;
+    info.type = Type::reply;
+    info.server_id = {0, 1, 0, 1, 9, 9, 9, 9};
+    info.dns_servers = {ip("fd00:55::53")};
+    info.search = {"info.test"};
+    l.info = info;
+    auto r = l.result(0);
+    REQUIRE(r);
+    CHECK(r->dns.nameservers == std::vector<std::string>{"fd00:55::53"});
+    CHECK(r->dns.search == std::vector<std::string>{"info.test"});
+    dhcp::Lease6 with_own{reply_with_address(), 7, 1000, ip("fd00:55::10"), info};
+    CHECK(with_own.result(0)->dns.nameservers == std::vector<std::string>{"fd00:55::1", "fd00:55::2"});  // the REPLY's own
+    auto m = client_message(Type::information_request, Exchange{0x123456, duid_ll(kMac), {}, 7, {ip("fd00:55::10")}, 0, true});
+    CHECK((m.ia_na.empty() && m.server_id.empty() && !m.rapid_commit));
+    CHECK(m.requested == std::vector<std::uint16_t>{opt::dns_servers, opt::domain_list});
+}
+
+TEST_CASE("dhcp6 lease record: the Information-request's REPLY and the given address round trip; a given address of the other family is refused", "[dhcp]") {
+    Message info;
+    info.type = Type::reply;
+    info.server_id = {0, 1, 0, 1, 9, 9, 9, 9};
+    info.dns_servers = {ip("fd00:55::53")};
+    dhcp::LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "", {}, true,
+                        dhcp::Lease6{reply_with_address(), 7, 1700000000, ip("fd00:55::10"), info}, ip("fd00:55::9")};
+    auto back = dhcp::decode_record(dhcp::encode_record(r));
+    REQUIRE(back);
+    CHECK((back->lease6.info == info && back->given == ip("fd00:55::9")));
+    r.lease6.info.reset();
+    r.given.reset();
+    auto text = dhcp::encode_record(r);
+    CHECK((text.find("information") == std::string::npos && text.find("given") == std::string::npos));
+    back = dhcp::decode_record(text);
+    REQUIRE(back);
+    CHECK((!back->lease6.info && !back->given));
+    r.given = ip("10.0.0.9");
+    CHECK(dhcp::decode_record(dhcp::encode_record(r)).error().msg == "lease record whose given address is not one of its family");
+    r.given.reset();
+    auto bad = dhcp::encode_record(r);
+    bad.insert(bad.rfind('}'), ", \"information\": \"zz\"");
+    CHECK(dhcp::decode_record(bad).error().msg == "lease record with a DHCPv6 message that is not hex");
+}

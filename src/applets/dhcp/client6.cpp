@@ -77,8 +77,9 @@ Result<CniResult> Lease6::result(std::int64_t) const {
     if (!g.address) return fail("the DHCPv6 REPLY leases no address: " + status_text(g.status));
     CniResult r;
     r.ips.push_back(IpConfig{std::nullopt, net::IpNet{g.address->address, 128, 128}, std::nullopt});
-    for (const auto& s : reply.dns_servers) r.dns.nameservers.push_back(s.str());
-    r.dns.search = reply.search;
+    const v6::Message& dns = wants_information() && info ? *info : reply;
+    for (const auto& s : dns.dns_servers) r.dns.nameservers.push_back(s.str());
+    r.dns.search = dns.search;
     return r;
 }
 
@@ -95,6 +96,9 @@ Result<Client6> Client6::open(int ifindex, const Mac& mac, const std::string& ke
     unsigned idx = unsigned(ifindex);
     if (::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_MULTICAST_IF, &idx, sizeof idx) != 0)
         return os::sys_fail("setsockopt", "IPV6_MULTICAST_IF");
+    int loop = 0;  // the pod's processes in the namespace must not read our xid, DUID and IAID
+    if (::setsockopt(fd.get(), IPPROTO_IPV6, IPV6_MULTICAST_LOOP, &loop, sizeof loop) != 0)
+        return os::sys_fail("setsockopt", "IPV6_MULTICAST_LOOP");
     auto sa = endpoint(local, v6::kClientPort, ifindex);
     if (::bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0)
         return os::sys_fail("bind", "[" + local.str() + "]:546");
@@ -208,7 +212,7 @@ Result<RenewOutcome> Client6::renew(Lease6& lease, bool rebinding, std::string& 
     if (!reply) return RenewOutcome::silent;
     auto g = v6::granted(*reply, iaid_, lease.leased);
     if (g.address) {  // other addresses in the IA are not ours: the pod has only `leased`
-        lease = Lease6{std::move(*reply), iaid_, wall_seconds(), lease.leased};
+        lease = Lease6{std::move(*reply), iaid_, wall_seconds(), lease.leased, std::move(lease.info)};
         return RenewOutcome::acked;
     }
     if (g.status.code == v6::status::use_multicast || g.status.code == v6::status::unspec_fail) {
@@ -223,6 +227,25 @@ Result<RenewOutcome> Client6::renew(Lease6& lease, bool rebinding, std::string& 
     }
     why = ia && !top_level ? said_of(*ia, lease.leased) : status_text(g.status);
     return RenewOutcome::refused;  // NoBinding, NotOnLink, NoAddrsAvail, the address ended or left out: it is gone
+}
+
+Status Client6::inform(Lease6& lease) {
+    began_ = Clock::now();
+    const auto give_up = began_ + kInformationWait;
+    std::uniform_int_distribution<int> jitter(-int(kMaxJitter.count()), int(kMaxJitter.count()));
+    int attempts = 0;
+    while (Clock::now() < give_up) {
+        auto slot_end = std::min(Clock::now() + retry_delay(attempts++, timing_.resend_max, std::chrono::milliseconds(jitter(rng_))),
+                                 give_up);
+        CNI_TRY_ASSIGN(auto reply, exchange(v6::Type::information_request, v6::Exchange{}, {v6::Type::reply}, slot_end));
+        if (reply) {
+            lease.info = std::move(*reply);
+            return {};
+        }
+        if (!sleep_until(slot_end)) return cni::Unexpected(stopped_error());
+    }
+    return fail("no answer to " + std::to_string(attempts) + " INFORMATION-REQUEST" + (attempts == 1 ? "" : "s") + " in " +
+                std::to_string(kInformationWait.count() / 1000) + " s");
 }
 
 Status Client6::release(const Lease6& lease) {

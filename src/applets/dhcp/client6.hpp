@@ -8,8 +8,10 @@
 // only the address the pod got (a server moving it is a refusal: a new SOLICIT asks for it). release:
 // RELEASE, not waited for. The identity is DUID-LL from the interface's MAC and an IAID from the
 // lease key, both stable per attachment. DNS servers (23) and the search list (24) are asked for
-// in every message and go into the result's dns; no routes (the default route comes from router
-// advertisements) and each address is a /128 (on-link prefixes come from them too).
+// in every message and go into the result's dns; inform asks for them with an Information-request
+// when the lease's REPLY carried neither. No routes (the default route comes from router
+// advertisements) and each address is a /128 (on-link prefixes come from them too). The socket
+// does not loop its multicast back: the pod's own processes never see the exchange.
 #pragma once
 
 #include <chrono>
@@ -25,12 +27,16 @@
 namespace cni::dhcp {
 
 inline constexpr std::chrono::milliseconds kDadWait{8000};
+inline constexpr std::chrono::milliseconds kInformationWait{4000};
 
 struct Lease6 {
     v6::Message reply;   // the REPLY that bound it
     std::uint32_t iaid = 0;
     std::int64_t bound_at = 0;  // wall-clock seconds when the REPLY arrived
     net::IpAddr leased;         // the address the pod got; its renewals keep only this one
+    // The REPLY to an Information-request (RFC 8415 section 18.2.6), asked for when `reply`
+    // carried no DNS options; kept across renewals.
+    std::optional<v6::Message> info = std::nullopt;
 
     // `leased` as `reply` grants it: its lifetimes and the IA's T1/T2.
     v6::Granted grant() const { return v6::granted(reply, iaid, leased); }
@@ -40,7 +46,8 @@ struct Lease6 {
     std::int64_t t1() const { return bound_at + v6::lease_times(grant()).t1; }
     std::int64_t t2() const { return bound_at + v6::lease_times(grant()).t2; }
     std::int64_t expiry() const { return bound_at + v6::lease_times(grant()).lease; }
-    // The address as a /128, the DNS servers and search list; no routes.
+    bool wants_information() const { return reply.dns_servers.empty() && reply.search.empty(); }
+    // The address as a /128, the DNS servers and search list (the REPLY's, else `info`'s); no routes.
     Result<CniResult> result(std::int64_t priority) const;
 };
 
@@ -57,6 +64,9 @@ public:
     // lease is kept). `why` says what the server said when it refused or its answer counted as none.
     Result<RenewOutcome> renew(Lease6& lease, bool rebinding, std::string& why);
     Status release(const Lease6& lease);
+    // One Information-request for the DNS options, to any server, on acquire's schedule for at
+    // most kInformationWait; its REPLY goes into `lease.info`. An error when none came.
+    Status inform(Lease6& lease);
 
 private:
     Client6(os::UniqueFd fd, int ifindex, const Mac& mac, const std::string& key, Timing timing,

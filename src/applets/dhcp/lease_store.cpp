@@ -50,20 +50,28 @@ Status check_bound_at(std::int64_t bound_at) {
     return {};
 }
 
+// A DHCPv6 message in hex, as the record holds it.
+Result<v6::Message> decode_message6(const std::string& text) {
+    auto wire = from_hex(text);
+    if (!wire) return fail(code::decoding_failure, "lease record with a DHCPv6 message that is not hex");
+    return v6::decode(*wire);
+}
+
 // The DHCPv6 half of decode_record: the REPLY, the IAID, the pod's address and when it came.
 Result<LeaseRecord> decode_v6(const json::Value& d, LeaseRecord r, const json::Where& w) {
-    std::string reply, address;
+    std::string reply, address, info;
     std::uint32_t iaid = 0;
     CNI_TRY(json::field(d, "reply", reply, w));
+    CNI_TRY(json::field(d, "information", info, w));
     CNI_TRY(json::field(d, "iaid", iaid, w));
     CNI_TRY(json::field(d, "address", address, w));
     CNI_TRY(json::field(d, "boundAt", r.lease6.bound_at, w));
     CNI_TRY(check_bound_at(r.lease6.bound_at));
-    auto wire = from_hex(reply);
     auto leased = net::IpAddr::parse(address);
-    if (!wire || !leased || r.key.empty())
+    if (!leased || leased->is_v4() || r.key.empty())
         return fail(code::decoding_failure, "lease record without a valid reply, address or key");
-    CNI_TRY_ASSIGN(r.lease6.reply, v6::decode(*wire));
+    CNI_TRY_ASSIGN(r.lease6.reply, decode_message6(reply));
+    if (!info.empty()) CNI_TRY_ASSIGN(r.lease6.info, decode_message6(info));
     r.v6 = true;
     r.lease6.iaid = iaid;
     r.lease6.leased = *leased;
@@ -124,11 +132,13 @@ std::string encode_record(const LeaseRecord& r) {
         json::set(d, "iaid", json::Value(std::uint64_t(r.lease6.iaid)), a);
         put("address", r.lease6.leased.str());
         json::set(d, "boundAt", json::Value(std::int64_t(r.lease6.bound_at)), a);
+        if (r.lease6.info) put("information", to_hex(v6::encode(*r.lease6.info)));
     } else {
         put("ack", to_hex(encode(r.lease.ack)));
         put("serverMac", net::mac_text(r.lease.server_mac));
         json::set(d, "boundAt", json::Value(std::int64_t(r.lease.bound_at)), a);
     }
+    if (r.given) put("given", r.given->str());
     return json::write(d, json::Style::indented, false);
 }
 
@@ -145,8 +155,14 @@ Result<LeaseRecord> decode_record(std::string_view text) {
     CNI_TRY(json::field(d, "netns", r.netns, w));
     CNI_TRY(json::field(d, "config", r.config, w));
     CNI_TRY(json::field(d, "args", r.args, w));
-    std::string family;
+    std::string family, given;
     CNI_TRY(json::field(d, "family", family, w));
+    CNI_TRY(json::field(d, "given", given, w));
+    if (!given.empty()) {
+        r.given = net::IpAddr::parse(given);
+        if (!r.given || r.given->is_v4() != (family != "ipv6"))
+            return fail(code::decoding_failure, "lease record whose given address is not one of its family");
+    }
     if (family == "ipv6") return decode_v6(d, std::move(r), w);
     if (!family.empty()) return fail(code::decoding_failure, "lease record of an unknown family");
     CNI_TRY(json::field(d, "ack", ack, w));

@@ -6,7 +6,10 @@
 // A record holds what is needed to resume: the attachment's identity and netns, the plugin
 // config (for the options), CNI_ARGS, and the last ACK with the server's link address. A DHCPv6
 // lease is a record of its own (its file named from the key and "ipv6"), holding the last REPLY,
-// the IAID and the pod's address, so a dual-stack attachment's two lease threads never write one file.
+// the IAID and the pod's address (and the REPLY to an Information-request, when one was sent), so
+// a dual-stack attachment's two lease threads never write one file. A lease that moved to another
+// address than the one its ADD gave the pod also holds that one ("given"), so a restarted daemon's
+// CHECK still fails.
 #pragma once
 
 #include <functional>
@@ -24,6 +27,7 @@ struct LeaseRecord {
     Lease lease;
     bool v6 = false;  // which of the two leases the record holds: lease or lease6
     Lease6 lease6;
+    std::optional<net::IpAddr> given = std::nullopt;  // the pod's address, when the lease moved from it
 };
 
 inline void put_lease(LeaseRecord& r, const Lease& l) { r.lease = l; }
