@@ -6,8 +6,13 @@ container, dnsmasq's lease for our DUID-LL, DNS servers and search list in the r
 default route from the RA via the router's link-local address, traffic to the server), RELEASE
 on DEL, a daemon restart whose resumed lease is past T1 and so renewed at once (dnsmasq's
 shortest lease is 2 minutes, T1 one minute: the record's time is moved back rather than waited
-out), dual stack (one result with both addresses), 8 concurrent ADDs, a server that moves the
-lease at RENEW (tests/lib/fake_dhcp6.py instead of dnsmasq), and a bad protocol."""
+out) and one whose record is dated ahead of the clock, dual stack (one result with both
+addresses), 8 concurrent ADDs, and a bad protocol.
+Against tests/lib/fake_dhcp6.py instead of dnsmasq: a server that moves the lease at RENEW (CHECK
+then fails, across a restart too), one that gives DNS only to an Information-request, one that
+ADVERTISEs (the REQUEST's answer pinned to its server), one whose REPLY to RENEW lacks our IA_NA
+(a process of the pod listening on ff02::1:2 hears none of it), and a restart while a process of
+the pod holds port 546."""
 import concurrent.futures
 import contextlib
 import json
@@ -48,17 +53,42 @@ def dnsmasq_log(lb):
         return f.read()
 
 
+def ipam(lb, command, protocol="ipv6", **kw):
+    """The dhcp IPAM itself (the daemon's result, not macvlan's)."""
+    return dhcp().run(command, dict(conf6(lb, protocol), **kw), host_ns=lb.host, netns=ns_path(lb.ctr))
+
+
+def record6(lb):
+    """The one DHCPv6 lease record: its path and its JSON."""
+    found = []
+    for name in lease_files(lb):
+        with open(f"{lb.leasedir}/{name}") as f:
+            rec = json.load(f)
+        if rec.get("family") == "ipv6":
+            found.append((f"{lb.leasedir}/{name}", rec))
+    eq(len(found), 1, "one DHCPv6 record")
+    return found[0]
+
+
+def rewrite_record6(lb, change):
+    path, rec = record6(lb)
+    change(rec)
+    with open(path, "w") as f:
+        json.dump(rec, f)
+
+
 @test
 def dhcp6_lease_ra_route_and_release():
     """dhcp6: ADD gets a DHCPv6 lease (a /128 for our DUID-LL, DNS from options 23 and 24), the RA gives the default route, DEL releases it"""
     with lab(dnsmasq_args=V6) as lb, netns("dhc") as ctr:
+        lb.ctr = ctr
         r = lb.add(ctr, conf=conf6(lb)).ok().json()
         eq(len(r["ips"]), 1, r)
         ip = r["ips"][0]["address"]
         check(ip.startswith("2001:db8:213::") and ip.endswith("/128"), ip)
         # macvlan's result has the network config's dns, as the reference's; the IPAM's has the lease's
-        ipam = dhcp().run("ADD", conf6(lb), host_ns=lb.host, netns=ns_path(ctr)).ok().json()
-        eq((ipam["ips"][0]["address"], ipam.get("dns")), (ip, {"nameservers": ["2001:db8:213::53"], "search": ["pods.test"]}))
+        own = ipam(lb, "ADD").ok().json()
+        eq((own["ips"][0]["address"], own.get("dns")), (ip, {"nameservers": ["2001:db8:213::53"], "search": ["pods.test"]}))
         check(ip in addrs(ctr, "eth0"), f"{ip} in {addrs(ctr, 'eth0')}")
         bare = ip.split("/")[0]
         mac = link(ctr, "eth0")["address"]
@@ -75,28 +105,31 @@ def dhcp6_lease_ra_route_and_release():
         eq(lease_files(lb), [], "the record is removed")
 
 
+def restart_with(lb, change):
+    """Stops the daemon, changes the DHCPv6 record, starts the daemon."""
+    lb.stop_daemon()
+    rewrite_record6(lb, change)
+    lb.start_daemon()
+
+
 @test
 def dhcp6_restart_resumes_and_renews_at_t1():
-    """dhcp6: a restarted daemon resumes the DHCPv6 lease from its record and, T1 being past, RENEWs it at once; dnsmasq moves the lease"""
+    """dhcp6: a restarted daemon resumes the DHCPv6 lease from its record and, T1 being past, RENEWs it at once; dnsmasq moves the lease; a record dated an hour ahead of the clock is renewed at once too"""
     with lab(dnsmasq_args=V6) as lb, netns("dhc") as ctr:
+        lb.ctr = ctr
         bare = v6_of(lb.add(ctr, conf=conf6(lb)).ok().json())[0].split("/")[0]
-        lb.stop_daemon()
-        check(bare in lb.leases(), "shutdown does not release")
-        [name] = lease_files(lb)
-        path = f"{lb.leasedir}/{name}"
-        with open(path) as f:
-            rec = json.load(f)
-        eq(rec["family"], "ipv6")
-        rec["boundAt"] -= 70  # dnsmasq's T1 is half its 2 minute lease
-        with open(path, "w") as f:
-            json.dump(rec, f)
-        expiry = lb.lease(bare)[0]
-        time.sleep(1)  # dnsmasq's expiry times are in whole seconds
-        lb.start_daemon()
-        wait_for(lambda: lb.leases()[bare][0] > expiry, 8, lambda: "the restarted daemon renews: " + lb.log())
+        eq(record6(lb)[1]["family"], "ipv6")
+        for shift, said in [(-70, f"resuming the lease of c1/dhnet/eth0 ({bare})"),  # dnsmasq's T1 is half its 2 minute lease
+                            (3600, "the lease of c1/dhnet/eth0 is dated")]:
+            expiry = lb.lease(bare)[0]
+            time.sleep(1)  # dnsmasq's expiry times are in whole seconds
+            restart_with(lb, lambda rec: rec.update(boundAt=rec["boundAt"] + shift))
+            check(bare in lb.leases(), "shutdown does not release")
+            wait_for(lambda: lb.leases()[bare][0] > expiry, 8, lambda: "the restarted daemon renews: " + lb.log())
+            check(said in lb.log(), lb.log())
         check("DHCPRENEW" in dnsmasq_log(lb), "dnsmasq saw a RENEW")
-        check(f"resuming the lease of c1/dhnet/eth0 ({bare})" in lb.log(), lb.log())
-        dhcp().run("CHECK", dict(conf6(lb), prevResult={"cniVersion": "1.1.0"}), host_ns=lb.host, netns=ns_path(ctr)).ok()
+        wait_for(lambda: record6(lb)[1]["boundAt"] <= time.time(), 3, "the renewal's time is recorded")
+        ipam(lb, "CHECK", prevResult={"cniVersion": "1.1.0"}).ok()
         lb.delete(ctr, conf=conf6(lb)).ok()
         wait_for(lambda: bare not in lb.leases(), 3, "the resumed lease is released on DEL")
 
@@ -109,8 +142,9 @@ def dhcp6_dual_stack():
         got = [ip["address"] for ip in r["ips"]]
         eq(len(got), 2, got)
         check(got[0].startswith("10.213.0.") and got[1].startswith("2001:db8:213::"), got)
-        eq(dhcp().run("ADD", conf6(lb, "dual"), host_ns=lb.host, netns=ns_path(ctr)).ok().json()["dns"]["nameservers"],
-           ["2001:db8:213::53"], "the IPAM's result has the DHCPv6 DNS servers")
+        lb.ctr = ctr
+        eq(ipam(lb, "ADD", "dual").ok().json()["dns"]["nameservers"], ["2001:db8:213::53"],
+           "the IPAM's result has the DHCPv6 DNS servers")
         for ip in got:
             check(ip in addrs(ctr, "eth0"), f"{ip} in {addrs(ctr, 'eth0')}")
             lb.lease(ip.split("/")[0])
@@ -139,32 +173,120 @@ def dhcp6_concurrent_adds():
 
 
 FAKE_DHCP6 = os.path.join(os.path.dirname(__file__), "..", "lib", "fake_dhcp6.py")
+OLD, NEW = "2001:db8:213::a1", "2001:db8:213::a2"
+
+
+@contextlib.contextmanager
+def fake_server(ns, ifname, mode):
+    """tests/lib/fake_dhcp6.py in namespace `ns`; yields the list of what it hears, [type, addresses...]."""
+    proc = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, FAKE_DHCP6, ifname, OLD, NEW, mode],
+                            stdout=subprocess.PIPE, text=True)
+    heard = []
+    try:
+        eq(proc.stdout.readline().strip(), "ready")
+        threading.Thread(target=lambda: heard.extend(line.split() for line in proc.stdout), daemon=True).start()
+        yield heard
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@contextlib.contextmanager
+def fake_lab(mode):
+    with lab(dnsmasq=False) as lb, netns("dhc") as ctr, fake_server(lb.server, "dhs0", mode) as heard:
+        lb.ctr = ctr
+        yield lb, ctr, heard
 
 
 @test
 def dhcp6_renew_reply_moving_the_address():
-    """dhcp6: a REPLY to RENEW that ends the pod's address (lifetime 0) and offers another is a refusal, logged with both addresses; the new SOLICIT asks for the old one, the move is logged, DEL releases the lease the daemon holds; a REPLY to SOLICIT without Rapid Commit and one to RENEW from another server are discarded"""
-    old, new = "2001:db8:213::a1", "2001:db8:213::a2"
-    with lab(dnsmasq=False) as lb, netns("dhc") as ctr:
-        server = subprocess.Popen(["ip", "netns", "exec", lb.server, sys.executable, FAKE_DHCP6, "dhs0", old, new],
-                                  stdout=subprocess.PIPE, text=True)
-        heard = []
+    """dhcp6: a REPLY to RENEW that ends the pod's address (lifetime 0) and offers another is a refusal, logged with both addresses; 2 s later the new SOLICIT asks for the old one, the move is logged, CHECK fails naming both (after a restart too), the new lease is renewed at its T1, DEL releases it; a REPLY to SOLICIT without Rapid Commit and one to RENEW from another server are discarded"""
+    with fake_lab("move") as (lb, ctr, heard):
+        eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [OLD + "/128"])
+        wait_for(lambda: "re-created" in lb.log(), 10, lambda: f"the move is logged: {lb.log()} {heard}")
+        log = lb.log()
+        check(f"the DHCP server refused to renew the lease of c1/dhnet/eth0 ({OLD}): the REPLY lists {OLD} with "
+              f"preferred lifetime 0 and valid lifetime 0 and offers {NEW}; acquiring a new one in 2 s" in log, log)
+        check(f"the lease of c1/dhnet/eth0 moved from {OLD} to {NEW}; the container keeps the old address" in log, log)
+        eq(heard[:3], [["1"], ["5", OLD], ["1", OLD]], "SOLICIT, RENEW of the old address, SOLICIT asking for it")
+        check(OLD + "/128" in addrs(ctr, "eth0"), "the container keeps its address")
+        moved = f"the lease of c1/dhnet/eth0 moved from {OLD} to {NEW}: the container's address is no longer leased; " \
+                "re-create the container"
+        eq(ipam(lb, "CHECK", prevResult={"cniVersion": "1.1.0"}).error()["msg"], moved)
+        bound = record6(lb)[1]["boundAt"]
+        wait_for(lambda: ["5", NEW] in heard and record6(lb)[1]["boundAt"] > bound, 6,
+                 lambda: f"the new lease is renewed at its T1: {heard}")
+        eq(lb.log().count("refused to renew"), 1, "the renewal of the new lease is no refusal")
+        lb.stop_daemon()
+        lb.start_daemon()
+        eq(ipam(lb, "CHECK", prevResult={"cniVersion": "1.1.0"}).error()["msg"], moved, "CHECK fails after a restart")
+        lb.delete(ctr, conf=conf6(lb)).ok()
+        wait_for(lambda: heard[-1:] == [["8", NEW]], 3, lambda: f"DEL releases the lease held: {heard}")
+
+
+@test
+def dhcp6_information_request_for_dns():
+    """dhcp6: a lease whose REPLY has no DNS options is followed by one INFORMATION-REQUEST, whose REPLY's DNS servers and search list go into the result and stay there across renewals and a restart"""
+    with fake_lab("info") as (lb, ctr, heard):
+        eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [OLD + "/128"])
+        dns = {"nameservers": ["2001:db8:213::53"], "search": ["pods.test"]}
+        eq(ipam(lb, "ADD").ok().json().get("dns"), dns)
+        eq(heard[:2], [["1"], ["11"]], "SOLICIT, then INFORMATION-REQUEST")
+        check("information" in record6(lb)[1], "the Information-request's REPLY is on record")
+        renewals = heard.count(["5", OLD])
+        lb.stop_daemon()
+        lb.start_daemon()
+        wait_for(lambda: heard.count(["5", OLD]) > renewals, 5, lambda: f"the resumed lease is renewed: {heard}")
+        eq(ipam(lb, "ADD").ok().json().get("dns"), dns, "after a restart and a renewal")
+        eq(heard.count(["11"]), 1, "one INFORMATION-REQUEST")
+
+
+@test
+def dhcp6_advertise_then_request_pinned_to_its_server():
+    """dhcp6: a server without Rapid Commit ADVERTISEs; the REQUEST for its address is answered by a decoy REPLY from another server, which is discarded, then by its own"""
+    with fake_lab("advertise") as (lb, ctr, heard):
+        eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [OLD + "/128"])
+        eq(heard[:2], [["1"], ["3", OLD]], "SOLICIT, REQUEST of the advertised address")
+
+
+@test
+def dhcp6_renew_reply_without_our_ia_keeps_the_lease():
+    """dhcp6: a REPLY to RENEW without our IA_NA keeps the lease: the next RENEW asks for the same address, no SOLICIT; a process of the pod listening on ff02::1:2 hears none of the daemon's multicast"""
+    with fake_lab("no-ia") as (lb, ctr, heard):
+        eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [OLD + "/128"])
+        with fake_server(ctr, "eth0", "listen") as pod_heard:
+            seen = len(heard)
+            wait_for(lambda: heard.count(["5", OLD]) >= 2 and len(heard) > seen, 8,
+                     lambda: f"two RENEWs, one since the pod's listener started: {heard}")
+            eq(pod_heard, [], "the pod's own listener hears nothing (IPV6_MULTICAST_LOOP off)")
+        eq(heard[:3], [["1"], ["5", OLD], ["5", OLD]], "SOLICIT, then RENEWs of the same address")
+        check("the DHCPv6 server's REPLY holds no IA_NA for it; keeping it" in lb.log(), lb.log())
+
+
+@test
+def dhcp6_restart_with_port_546_taken_in_the_pod():
+    """dhcp6: a restarted daemon whose bind to [link-local]:546 fails (a process of the pod holds [::]:546) keeps the lease record, logs it, and binds on its renewal schedule once the port is free"""
+    with fake_lab("info") as (lb, ctr, heard):
+        lb.add(ctr, conf=conf6(lb)).ok()
+        lb.stop_daemon()
+        holder = subprocess.Popen(["ip", "netns", "exec", ctr, sys.executable, "-c",
+                                   "import socket, sys; s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); "
+                                   "s.bind(('::', 546)); print('bound', flush=True); sys.stdin.read()"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         try:
-            eq(server.stdout.readline().strip(), "ready")
-            threading.Thread(target=lambda: heard.extend(line.split() for line in server.stdout), daemon=True).start()
-            eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [old + "/128"])
-            wait_for(lambda: "re-created" in lb.log(), 10, lambda: f"the move is logged: {lb.log()} {heard}")
-            log = lb.log()
-            check(f"the DHCP server refused to renew the lease of c1/dhnet/eth0 ({old}): the REPLY lists {old} with "
-                  f"preferred lifetime 0 and valid lifetime 0 and offers {new}; acquiring a new one" in log, log)
-            check(f"the lease of c1/dhnet/eth0 moved from {old} to {new}; the container keeps the old address" in log, log)
-            eq(heard[:3], [["1"], ["5", old], ["1", old]], "SOLICIT, RENEW of the old address, SOLICIT asking for it")
-            check(old + "/128" in addrs(ctr, "eth0"), "the container keeps its address")
-            lb.delete(ctr, conf=conf6(lb)).ok()
-            wait_for(lambda: heard[-1:] == [["8", new]], 3, lambda: f"DEL releases the lease held: {heard}")
+            eq(holder.stdout.readline().strip(), "bound")
+            # Expiry in 6 s, past T2: the start is tried again in 3 s (half the time left).
+            rewrite_record6(lb, lambda rec: rec.update(boundAt=int(time.time()) - 54))
+            lb.start_daemon()
+            wait_for(lambda: "still cannot start" in lb.log(), 5, lambda: "the bind is refused: " + lb.log())
+            check("keeping the lease of c1/dhnet/eth0, whose client cannot start: bind [fe80::" in lb.log(), lb.log())
+            record6(lb)
         finally:
-            server.kill()
-            server.wait()
+            holder.kill()
+            holder.wait()
+        wait_for(lambda: ["6", OLD] in heard, 8, lambda: f"the lease is rebound once the port is free: {heard} {lb.log()}")
+        wait_for(lambda: record6(lb)[1]["boundAt"] > time.time() - 5, 3, "the rebound lease is recorded")
+        lb.delete(ctr, conf=conf6(lb)).ok()
 
 
 @test

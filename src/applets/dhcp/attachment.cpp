@@ -26,13 +26,24 @@ std::int64_t retry_at(std::int64_t now, std::int64_t until) {
     return now + std::clamp((until - now) / 2, kMinRetrySeconds, kMaxRetrySeconds);
 }
 
+// 2, 4, 8 ... 60 s, doubling with `streak`, which it counts up.
+std::int64_t back_off(int& streak) { return std::min(kMinRetrySeconds << std::min(streak++, 5), kMaxRetrySeconds); }
+
+// The lease a record holds for client C's family.
+template <class L>
+std::optional<L> lease_in(const std::optional<LeaseRecord>& r) {
+    if (!r) return std::nullopt;
+    if constexpr (std::is_same_v<L, Lease6>) return r->lease6;
+    else return r->lease;
+}
 
 // One lease of an attachment, DHCPv4's or DHCPv6's (C: Client or Client6), and its thread.
 template <class C>
 class Keeper final : public Attachment {
 public:
     using L = typename C::Lease;
-    Keeper(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, std::optional<L> resumed);
+    Keeper(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log,
+           const std::optional<LeaseRecord>& resumed);
     ~Keeper() override { stop(false); }
     Keeper(const Keeper&) = delete;
     Keeper& operator=(const Keeper&) = delete;
@@ -45,19 +56,29 @@ public:
     const DhcpConf& conf() const override { return conf_; }
 
 private:
+    // When to try next; `reacquire`: with a new acquisition (the server refused the lease).
+    struct Next {
+        std::int64_t at;
+        bool reacquire = false;
+    };
+    using Opener = std::function<Result<C>()>;
+
     void run();
     Status bind_link(int& ifindex, Mac& mac);
-    // The lease ADD waits for: the resumed one, or one acquired now. False, settled with the
-    // error, when there is none.
-    bool first_lease(C& client);
-    // Renewals, rebinds and new acquisitions until stopped, or until the link is gone.
-    void maintain(C& client, const os::Netns& ns, int ifindex);
+    // The lease ADD waits for: the resumed one, or one acquired now with `client`. False, settled
+    // with the error, when there is none.
+    bool first_lease(std::optional<C>& client);
+    // A lease just acquired: DHCPv6's without DNS options asks for them (client6.hpp: inform).
+    void complete(C& client, L& lease);
+    // Renewals, rebinds and new acquisitions until stopped, or until the link is gone; `client`
+    // is opened with `open` first when it is not (a resumed lease whose client could not start).
+    void maintain(std::optional<C>& client, const Opener& open, const os::Netns& ns, int ifindex);
     // The link is still the one the lease is for (its namespace and index); if not, the lease
     // is forgotten.
     bool link_still_there(const os::Netns& ns, int ifindex);
-    // Renewing `cur` at `now` (from T2: rebinding): when to try next, or nullopt when the server
-    // refused and a new lease is wanted.
-    std::optional<std::int64_t> renew(C& client, L cur, std::int64_t now);
+    // Renewing `cur` at `now` (from T2: rebinding): when to try next, or when to acquire anew
+    // once the server refused.
+    Next renew(C& client, L cur, std::int64_t now);
     // A new lease, asking for `cur`'s address again: when to renew it, or to try again.
     std::int64_t reacquire(C& client, const L& cur);
     void settle(std::optional<Error> failure);
@@ -66,6 +87,9 @@ private:
     // When to renew `l`: its T1, or for a degenerate lease (lease_times) 2, 4, 8 ... 60 s after
     // now, doubling with each degenerate lease in a row.
     std::int64_t next_renewal(const L& l);
+    // When to try again after a renewal without an answer at `now` (`l` not yet expired): half
+    // the time to T2 (to expiry once past it), 2 to 60 s; an expired `l`, a minute later.
+    static std::int64_t retry_renewal(const L& l, std::int64_t now);
 
     const LeaseRecord record_;
     const std::string shown_key_;  // record_.key as log lines and errors show it (config.hpp: shown)
@@ -74,7 +98,9 @@ private:
     const LeaseStore& store_;
     Logger log_;
     const std::optional<L> resumed_;
+    const std::optional<net::IpAddr> resumed_given_;  // the record's "given", when it moved
     int degenerate_streak_ = 0;
+    int refusal_streak_ = 0;  // renewals refused in a row
 
     std::mutex mu_;
     std::condition_variable cv_;
@@ -85,6 +111,7 @@ private:
     int waiters_ = 0;  // ADDs in wait_bound
     std::optional<Error> failure_;
     std::optional<L> lease_;
+    std::string given_;  // the address the pod got (ADD's result, or the resumed record's)
     std::thread thread_;
 };
 
@@ -127,28 +154,26 @@ std::optional<Result<CniResult>> Dual::wait_bound(const std::function<bool()>& h
 }
 
 std::shared_ptr<Attachment> start_attachment(const LeaseRecord& identity, const DhcpConf& conf, Timing timing,
-                                             const LeaseStore& store, Logger log, std::optional<Lease> v4_lease,
-                                             std::optional<Lease6> v6_lease) {
+                                             const LeaseStore& store, Logger log, const std::optional<LeaseRecord>& v4_rec,
+                                             const std::optional<LeaseRecord>& v6_rec) {
     LeaseRecord id = identity;
     id.v6 = false;
+    id.given.reset();
     std::shared_ptr<Attachment> v4, v6;
-    if (wants_v4(conf.protocol)) v4 = std::make_shared<Keeper<Client>>(id, conf, timing, store, log, v4_lease);
+    if (wants_v4(conf.protocol)) v4 = std::make_shared<Keeper<Client>>(id, conf, timing, store, log, v4_rec);
     if (wants_v6(conf.protocol)) {
         id.v6 = true;
-        v6 = std::make_shared<Keeper<Client6>>(id, conf, timing, store, log, v6_lease);
+        v6 = std::make_shared<Keeper<Client6>>(id, conf, timing, store, log, v6_rec);
     }
     if (v4 && v6) return std::make_shared<Dual>(std::move(v4), std::move(v6));
     return v4 ? v4 : v6;
 }
 
-namespace {
-
-}  // namespace
-
 template <class C>
-Keeper<C>::Keeper(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log, std::optional<L> resumed)
+Keeper<C>::Keeper(LeaseRecord record, DhcpConf conf, Timing timing, const LeaseStore& store, Logger log,
+                  const std::optional<LeaseRecord>& resumed)
     : record_(std::move(record)), shown_key_(shown(record_.key)), conf_(std::move(conf)), timing_(timing), store_(store),
-      log_(std::move(log)), resumed_(std::move(resumed)) {
+      log_(std::move(log)), resumed_(lease_in<L>(resumed)), resumed_given_(resumed ? resumed->given : std::nullopt) {
     thread_ = std::thread([this] { run(); });
 }
 
@@ -203,6 +228,9 @@ Status Keeper<C>::check() {
         return fail(code::try_again_later, "the DHCP daemon is still acquiring a lease for " + shown_key_);
     if (failure_) return cni::Unexpected(*failure_);
     if (!lease_) return fail("no DHCP lease held for " + shown_key_);
+    if (lease_->address_text() != given_)
+        return fail("the lease of " + shown_key_ + " moved from " + given_ + " to " + lease_->address_text() +
+                    ": the container's address is no longer leased; re-create the container");
     return {};
 }
 
@@ -212,9 +240,15 @@ std::int64_t Keeper<C>::next_renewal(const L& l) {
         degenerate_streak_ = 0;
         return l.t1();
     }
-    std::int64_t delay = std::min(kMinRetrySeconds << std::min(degenerate_streak_++, 5), kMaxRetrySeconds);
+    std::int64_t delay = back_off(degenerate_streak_);
     log_("the DHCP server gave " + shown_key_ + " a lease too short to renew at its T1; renewing in " + std::to_string(delay) + " s");
     return std::max(l.t1(), wall_seconds() + delay);
+}
+
+template <class C>
+std::int64_t Keeper<C>::retry_renewal(const L& l, std::int64_t now) {
+    if (now >= l.expiry()) return now + kMaxRetrySeconds;
+    return std::min(retry_at(now, now < l.t2() ? l.t2() : l.expiry()), l.expiry());
 }
 
 template <class C>
@@ -229,6 +263,7 @@ template <class C>
 void Keeper<C>::persist(const L& lease) {
     LeaseRecord r = record_;
     put_lease(r, lease);
+    if (lease.address_text() != given_) r.given = net::IpAddr::parse(given_);
     if (auto st = store_.save(r); !st) log_("saving the lease of " + shown_key_ + ": " + st.error().msg);
     std::lock_guard lock(mu_);
     lease_ = lease;
@@ -264,29 +299,41 @@ void Keeper<C>::run() {
     int ifindex = 0;
     Mac mac{};
     if (auto st = bind_link(ifindex, mac); !st) return give_up(st.error());
-    auto client = C::open(ifindex, mac, record_.key, conf_, timing_, [this] { return stopping_.load(); },
-                          [this](const std::string& m) { log_("no lease yet for " + shown_key_ + ", " + m); });
-    if (!client) return give_up(client.error());
-    if (!first_lease(*client)) return;
-    maintain(*client, *ns, ifindex);
+    Opener open = [&] {
+        return C::open(ifindex, mac, record_.key, conf_, timing_, [this] { return stopping_.load(); },
+                       [this](const std::string& m) { log_("no lease yet for " + shown_key_ + ", " + m); });
+    };
+    std::optional<C> client;
+    if (auto c = open()) client.emplace(std::move(*c));
+    else if (!resumed_) return give_up(c.error());
+    else log_("keeping the lease of " + shown_key_ + ", whose client cannot start: " + c.error().msg +
+              "; trying again on its renewal schedule");
+    if (!first_lease(client)) return;
+    maintain(client, open, *ns, ifindex);
     std::lock_guard lock(mu_);
-    if (release_ && lease_) {
-        if (auto st = client->release(*lease_); !st) log_("releasing the lease of " + shown_key_ + ": " + st.error().msg);
-        else log_("released the lease of " + shown_key_);
-    }
+    if (!release_ || !lease_) return;
+    if (!client) log_("not releasing the lease of " + shown_key_ + ": its client never started");
+    else if (auto st = client->release(*lease_); !st) log_("releasing the lease of " + shown_key_ + ": " + st.error().msg);
+    else log_("released the lease of " + shown_key_);
 }
 
 template <class C>
-bool Keeper<C>::first_lease(C& client) {
+bool Keeper<C>::first_lease(std::optional<C>& client) {
     if (resumed_) {
         std::lock_guard lock(mu_);
         lease_ = resumed_;
+        given_ = resumed_given_ ? resumed_given_->str() : resumed_->address_text();
     } else {
-        auto lease = client.acquire();
+        auto lease = client->acquire();
         if (!lease) {
             const char* what = record_.v6 ? "error acquiring a DHCPv6 lease on " : "error acquiring a DHCP lease on ";
             settle(lease.error().context(what + record_.ifname));
             return false;
+        }
+        complete(*client, *lease);
+        {
+            std::lock_guard lock(mu_);
+            given_ = lease->address_text();
         }
         persist(*lease);
     }
@@ -296,20 +343,47 @@ bool Keeper<C>::first_lease(C& client) {
 }
 
 template <class C>
-void Keeper<C>::maintain(C& client, const os::Netns& ns, int ifindex) {
-    std::int64_t next_attempt = next_renewal(*lease_);
-    while (sleep_until(next_attempt)) {
+void Keeper<C>::complete(C& client, L& lease) {
+    if constexpr (std::is_same_v<C, Client6>) {
+        if (!lease.wants_information()) return;
+        if (auto st = client.inform(lease); !st && !stopping_)
+            log_("the DHCPv6 lease of " + shown_key_ + " came without DNS servers, and an Information-request got none: " +
+                 st.error().msg);
+    }
+}
+
+template <class C>
+void Keeper<C>::maintain(std::optional<C>& client, const Opener& open, const os::Netns& ns, int ifindex) {
+    Next next{next_renewal(*lease_)};
+    if (std::int64_t now = wall_seconds(); lease_->bound_at > now) {
+        // A record dated ahead of the clock (set back since): renewed now, not that much later.
+        log_("the lease of " + shown_key_ + " is dated " + std::to_string(lease_->bound_at - now) +
+             " s ahead of the clock; renewing it now");
+        std::lock_guard lock(mu_);
+        lease_->bound_at = now;
+        next.at = now;
+    }
+    while (sleep_until(next.at)) {
         std::int64_t now = wall_seconds();
-        if (now < next_attempt) continue;  // woken by a CHECK
+        if (now < next.at) continue;  // woken by a CHECK
         if (!link_still_there(ns, ifindex)) return;
         std::optional<L> cur;
         {
             std::lock_guard lock(mu_);
             cur = lease_;
         }
-        std::optional<std::int64_t> renewed;
-        if (now < cur->expiry()) renewed = renew(client, *cur, now);
-        next_attempt = renewed ? *renewed : reacquire(client, *cur);
+        if (!client) {
+            auto c = open();
+            if (!c) {
+                next = {retry_renewal(*cur, now)};
+                log_("the client of " + shown_key_ + " still cannot start: " + c.error().msg + "; trying again in " +
+                     std::to_string(next.at - now) + " s");
+                continue;
+            }
+            client.emplace(std::move(*c));
+        }
+        if (!next.reacquire && now < cur->expiry()) next = renew(*client, *cur, now);
+        else next = {reacquire(*client, *cur)};
     }
 }
 
@@ -327,25 +401,29 @@ bool Keeper<C>::link_still_there(const os::Netns& ns, int ifindex) {
 }
 
 template <class C>
-std::optional<std::int64_t> Keeper<C>::renew(C& client, L cur, std::int64_t now) {
+typename Keeper<C>::Next Keeper<C>::renew(C& client, L cur, std::int64_t now) {
     bool rebinding = now >= cur.t2();
     std::string why;
     auto outcome = client.renew(cur, rebinding, why);
-    if (!outcome && stopping_) return now;  // the loop's sleep ends it
+    if (!outcome && stopping_) return {now};  // the loop's sleep ends it
     if (outcome && *outcome == RenewOutcome::acked) {
         if (rebinding) log_("rebound the lease of " + shown_key_ + " (" + cur.address_text() + ")");
+        refusal_streak_ = 0;
         persist(cur);
-        return next_renewal(cur);
+        return {next_renewal(cur)};
     }
     if (outcome && *outcome == RenewOutcome::refused) {
+        // Waited for, growing with refusals in a row: a server (or a forger on the link) that
+        // refuses every renewal and grants every SOLICIT does not cycle the lease at the T1 floor.
+        std::int64_t delay = back_off(refusal_streak_);
         log_("the DHCP server refused to renew the lease of " + shown_key_ + " (" + cur.address_text() + ")" +
-             (why.empty() ? "" : ": " + why) + "; acquiring a new one");
-        return std::nullopt;
+             (why.empty() ? "" : ": " + why) + "; acquiring a new one in " + std::to_string(delay) + " s");
+        return {now + delay, true};
     }
     if (!outcome) log_("renewing the lease of " + shown_key_ + ": " + outcome.error().msg);
     else if (!why.empty()) log_(std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + shown_key_ + ": " + why);
     else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + shown_key_);
-    return std::min(retry_at(now, now < cur.t2() ? cur.t2() : cur.expiry()), cur.expiry());
+    return {retry_renewal(cur, now)};
 }
 
 template <class C>
@@ -355,9 +433,10 @@ std::int64_t Keeper<C>::reacquire(C& client, const L& cur) {
         if (!stopping_) log_("re-acquiring the lease of " + shown_key_ + ": " + fresh.error().msg);
         return wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end (the loop's sleep ends a stop)
     }
+    complete(client, *fresh);
     if (fresh->address() != cur.address())
         log_("the lease of " + shown_key_ + " moved from " + cur.address_text() + " to " + fresh->address_text() +
-             "; the container keeps the old address until it is re-created");
+             "; the container keeps the old address until it is re-created, and CHECK fails");
     persist(*fresh);
     return next_renewal(*fresh);
 }

@@ -88,15 +88,14 @@ public:
                 store_.remove(key);
                 continue;
             }
-            std::optional<Lease> v4_lease;
-            std::optional<Lease6> v6_lease;
+            std::optional<LeaseRecord> v4, v6;
             std::string addresses;
-            if (recs.first && wants_v4(conf->protocol)) v4_lease = recs.first->lease, addresses = v4_lease->address_text();
+            if (recs.first && wants_v4(conf->protocol)) v4 = recs.first, addresses = v4->lease.address_text();
             if (recs.second && wants_v6(conf->protocol))
-                v6_lease = recs.second->lease6, addresses += (addresses.empty() ? "" : ", ") + v6_lease->address_text();
+                v6 = recs.second, addresses += (addresses.empty() ? "" : ", ") + v6->lease6.address_text();
             log_(log::Level::info, "resuming the lease of " + shown(key) + " (" + addresses + ")");
             try {
-                leases_[key] = start_attachment(rec, *conf, opts_.timing, store_, log_.info(), v4_lease, v6_lease);
+                leases_[key] = start_attachment(rec, *conf, opts_.timing, store_, log_.info(), v4, v6);
             } catch (const std::system_error& e) {  // kept on record: the next start resumes it
                 leases_.erase(key);
                 log_(log::Level::error, "cannot resume the lease of " + shown(key) + " now: " + e.what());
