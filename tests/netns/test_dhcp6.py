@@ -7,7 +7,7 @@ default route from the RA via the router's link-local address, traffic to the se
 on DEL, a daemon restart whose resumed lease is past T1 and so renewed at once (dnsmasq's
 shortest lease is 2 minutes, T1 one minute: the record's time is moved back rather than waited
 out) and one whose record is dated ahead of the clock, dual stack (one result with both
-addresses), 8 concurrent ADDs, and a bad protocol.
+addresses; a re-ADD asking for another protocol refused), 8 concurrent ADDs, and a bad protocol.
 Against tests/lib/fake_dhcp6.py instead of dnsmasq: a server that moves the lease at RENEW (CHECK
 then fails, across a restart too), one that gives DNS only to an Information-request, one that
 ADVERTISEs (the REQUEST's answer pinned to its server), one whose REPLY to RENEW lacks our IA_NA
@@ -136,7 +136,7 @@ def dhcp6_restart_resumes_and_renews_at_t1():
 
 @test
 def dhcp6_dual_stack():
-    """dhcp6: protocol "dual" gets a DHCPv4 and a DHCPv6 lease in one result; DEL releases both"""
+    """dhcp6: protocol "dual" gets a DHCPv4 and a DHCPv6 lease in one result; a re-ADD with protocol "ipv4" is refused (code 7); DEL releases both"""
     with lab(dnsmasq_args=V6) as lb, netns("dhc") as ctr:
         r = lb.add(ctr, conf=conf6(lb, "dual")).ok().json()
         got = [ip["address"] for ip in r["ips"]]
@@ -145,6 +145,9 @@ def dhcp6_dual_stack():
         lb.ctr = ctr
         eq(ipam(lb, "ADD", "dual").ok().json()["dns"]["nameservers"], ["2001:db8:213::53"],
            "the IPAM's result has the DHCPv6 DNS servers")
+        other = ipam(lb, "ADD", "ipv4").error()
+        eq((other["code"], other["msg"]), (7, 'ipam.protocol "ipv4" differs from "dual" of the leases held for '
+                                              'c1/dhnet/eth0; DEL the attachment first'))
         for ip in got:
             check(ip in addrs(ctr, "eth0"), f"{ip} in {addrs(ctr, 'eth0')}")
             lb.lease(ip.split("/")[0])

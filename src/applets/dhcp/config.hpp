@@ -22,6 +22,7 @@ inline constexpr std::string_view kDefaultSocketPath = "/run/cni/dhcp.sock";
 enum class Protocol { ipv4, ipv6, dual };
 inline bool wants_v4(Protocol p) { return p != Protocol::ipv6; }
 inline bool wants_v6(Protocol p) { return p != Protocol::ipv4; }
+inline std::string_view protocol_name(Protocol p) { return p == Protocol::ipv4 ? "ipv4" : p == Protocol::ipv6 ? "ipv6" : "dual"; }
 
 struct DhcpConf {
     std::string name;  // the network name (part of the lease key)

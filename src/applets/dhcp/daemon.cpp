@@ -166,6 +166,10 @@ private:
             std::lock_guard lock(mu_);
             auto& slot = leases_[key];
             if (slot && slot->identity().netns == netns) {
+                if (slot->conf().protocol != conf.protocol)  // its leases are not the ones this config asks for
+                    return fail(code::invalid_config, "ipam.protocol \"" + std::string(protocol_name(conf.protocol)) +
+                                                          "\" differs from \"" + std::string(protocol_name(slot->conf().protocol)) +
+                                                          "\" of the leases held for " + shown(key) + "; DEL the attachment first");
                 att = slot;
             } else {
                 LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}, false, {}};
