@@ -74,6 +74,11 @@ TEST_CASE("Dir: writes never go through a planted link or FIFO; atomic writes le
     CHECK(own);
     CHECK_FALSE(std::filesystem::is_symlink(dir / "inplace"));
     CHECK(elsewhere.read("victim") == "original");
+
+    const auto before = d->names().size();
+    REQUIRE(d->write_atomic("state.json", "[]", 0600, true));  // synced: the same file, no temporary left
+    CHECK(dir.read("state.json") == "[]");
+    CHECK(d->names().size() == before);
 }
 
 TEST_CASE("read_trusted_file: root's own file in a folder only root can change; readable by all when asked", "[os]") {

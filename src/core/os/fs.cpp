@@ -236,23 +236,24 @@ Status Dir::write(std::string_view name, std::string_view data, mode_t mode) con
     return write_all(fd.get(), data, path_of(name));
 }
 
-Status Dir::write_atomic(std::string_view name, std::string_view data, mode_t mode) const {
-    CNI_TRY_ASSIGN(auto pending, write_pending(name, data, mode));
+Status Dir::write_atomic(std::string_view name, std::string_view data, mode_t mode, bool durable) const {
+    CNI_TRY_ASSIGN(auto pending, write_pending(name, data, mode, durable));
     return pending.commit();
 }
 
-Result<PendingFile> Dir::write_pending(std::string_view name, std::string_view data, mode_t mode) const {
+Result<PendingFile> Dir::write_pending(std::string_view name, std::string_view data, mode_t mode, bool durable) const {
     std::string tmp = "." + std::string(name) + "." + random_hex() + ".tmp";
     UniqueFd fd(::openat(fd_.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode));
     if (!fd) return sys_fail("open", path_of(tmp));
-    PendingFile pending(*this, tmp, std::string(name));  // removes the temporary unless committed
+    PendingFile pending(*this, tmp, std::string(name), durable);  // removes the temporary unless committed
     CNI_TRY(write_all(fd.get(), data, path_of(tmp)));
     if (::fchmod(fd.get(), mode) != 0) return sys_fail("chmod", path_of(tmp));  // `mode` whatever the umask
+    if (durable && ::fsync(fd.get()) != 0) return sys_fail("fsync", path_of(tmp));
     return pending;
 }
 
 PendingFile::PendingFile(PendingFile&& other) noexcept
-    : dir_(other.dir_), tmp_(std::exchange(other.tmp_, {})), name_(std::move(other.name_)) {}
+    : dir_(other.dir_), tmp_(std::exchange(other.tmp_, {})), name_(std::move(other.name_)), durable_(other.durable_) {}
 
 PendingFile::~PendingFile() {
     if (!tmp_.empty()) ::unlinkat(dir_->fd(), tmp_.c_str(), 0);
@@ -261,6 +262,9 @@ PendingFile::~PendingFile() {
 Status PendingFile::commit() {
     if (::renameat(dir_->fd(), tmp_.c_str(), dir_->fd(), name_.c_str()) != 0) return sys_fail("rename", dir_->path_of(tmp_));
     tmp_.clear();
+    // The rename on disk too. Best effort: it is done, and an error now could not undo it (a crash
+    // before the folder reaches the disk leaves the old file, which is whole).
+    if (durable_) (void)::fsync(dir_->fd());
     return {};
 }
 

@@ -92,11 +92,14 @@ public:
     UniqueFd open_own(std::string_view name, int flags, mode_t mode) const;
     Result<std::optional<std::string>> read_if_exists(std::string_view name, std::size_t limit = kStateFileLimit) const;
     Status write(std::string_view name, std::string_view data, mode_t mode) const;  // in place, truncates
-    Status write_atomic(std::string_view name, std::string_view data, mode_t mode) const;
+    // `durable`: the file is synced before its rename and the folder after it, so that a crash
+    // leaves the old file or the new one on disk, never an empty one (a node's own files, written
+    // once in a while; an attachment's records, written on every ADD, go without).
+    Status write_atomic(std::string_view name, std::string_view data, mode_t mode, bool durable = false) const;
     // write_atomic in two steps: `data` written in full now, under an exclusive temporary name,
     // put in place as `name` by PendingFile::commit, so a caller learns that the write works
     // before it does what the file is to record.
-    Result<PendingFile> write_pending(std::string_view name, std::string_view data, mode_t mode) const;
+    Result<PendingFile> write_pending(std::string_view name, std::string_view data, mode_t mode, bool durable = false) const;
     bool remove(std::string_view name) const;  // false when it was not there or could not go
     bool remove_dir(std::string_view name) const;  // an empty directory; false otherwise
     std::optional<struct stat> stat(std::string_view name) const;  // of `name` itself, never through a link
@@ -121,10 +124,12 @@ public:
 
 private:
     friend class Dir;
-    PendingFile(const Dir& dir, std::string tmp, std::string name) : dir_(&dir), tmp_(std::move(tmp)), name_(std::move(name)) {}
+    PendingFile(const Dir& dir, std::string tmp, std::string name, bool durable)
+        : dir_(&dir), tmp_(std::move(tmp)), name_(std::move(name)), durable_(durable) {}
     const Dir* dir_;
     std::string tmp_;  // empty once committed
     std::string name_;
+    bool durable_;  // the folder synced after the rename
 };
 
 // An applet's records of its attachments, /run/cni/<applet> (root's, 0700; no config key

@@ -28,7 +28,7 @@ std::optional<std::string> marker_in(int fd) {
 
 Status mark_node_folder(const Dir& dir, std::string_view whose) {
     if (marker_in(dir.fd())) return {};
-    return dir.write_atomic(kNodeFolderMarker, whose, 0644);
+    return dir.write_atomic(kNodeFolderMarker, whose, 0644, true);  // once per node: durable
 }
 
 std::optional<std::string> node_folder_around(int dir_fd) {
