@@ -3,7 +3,8 @@
 // plugins write read back as themselves in both families, and an entry that only resembles one
 // (a mask that is no prefix, address bits outside the mask, a wildcard mask on a plain name) or
 // that is malformed (truncated, a match size below its header, a comment without terminator)
-// reads as foreign. tests/fuzz/iptables_rule drives the same decoder with any bytes.
+// reads as foreign, and so does a goto (-g), with go_to set. tests/fuzz/iptables_rule drives the
+// same decoder with any bytes.
 #include <catch2/catch.hpp>
 
 #include "core/fw/iptables_impl.hpp"  // first: net/if.h before the kernel headers
@@ -11,6 +12,7 @@
 #include <linux/netfilter/xt_addrtype.h>
 #include <linux/netfilter/xt_conntrack.h>
 #include <linux/netfilter_ipv4/ip_tables.h>
+#include <linux/netfilter_ipv6/ip6_tables.h>
 #include <netinet/in.h>
 
 using namespace cni;
@@ -93,6 +95,24 @@ TEST_CASE("iptables entries: a header that only resembles ours reads as foreign"
     CHECK(changed(src + 3, 0x01).foreign);            // 10.22.0.1/16: a host bit set
     CHECK(changed(in_mask + 7, 0xff).foreign);        // a mask longer than "cni0" + NUL
     CHECK(changed(in_mask + 4, 0x00).foreign);        // "cni0" without its NUL masked: a wildcard in disguise
+}
+
+TEST_CASE("iptables entries: a goto (-g) reads as one, and as foreign, in both families", "[fw]") {
+    IptRule rule;
+    rule.in_iface = "sxother";
+    rule.target = "SX-AGENT";
+    for (bool v6 : {false, true}) {
+        auto bytes = codec(v6).build(rule, kNewest);
+        auto jump = codec(v6).describe(bytes, rule.target);
+        CHECK_FALSE(jump.foreign);
+        CHECK_FALSE(jump.go_to);
+        if (v6) reinterpret_cast<ip6t_entry*>(bytes.data())->ipv6.flags |= IP6T_F_GOTO;
+        else reinterpret_cast<ipt_entry*>(bytes.data())->ip.flags |= IPT_F_GOTO;
+        auto go_to = codec(v6).describe(bytes, rule.target);
+        CHECK(go_to.go_to);
+        CHECK(go_to.foreign);  // never taken for our jump to the same chain
+        CHECK(go_to.rule.target == "SX-AGENT");
+    }
 }
 
 TEST_CASE("iptables entries: malformed entries read as foreign without reading past them", "[fw]") {

@@ -153,6 +153,9 @@ public:
     struct Listed {
         IptRule rule;
         bool foreign = false;
+        // -g: its target a chain gone to, not jumped to, so that chain's end (or RETURN) ends the
+        // chain the goto is in, as that chain's own end would (also foreign: IptRule has no goto).
+        bool go_to = false;
     };
     Result<std::vector<Listed>> rules(const std::string& chain) const;
     // Whether the chain holds a rule identical to `want`; false when there is no such chain.

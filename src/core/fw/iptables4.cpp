@@ -54,6 +54,7 @@ struct V4 {
     static const unsigned char* dmsk(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ip.dmsk); }
     static std::uint8_t& invflags(Entry* e) { return e->ip.invflags; }
     static std::uint8_t invflags(const Entry* e) { return e->ip.invflags; }
+    static bool go_to(const Entry* e) { return (e->ip.flags & IPT_F_GOTO) != 0; }
     static void set_proto(Entry* e, int p) { e->ip.proto = static_cast<std::uint16_t>(p); }
     static int proto(const Entry* e) { return e->ip.proto; }
     static char* iniface(Entry* e) { return e->ip.iniface; }

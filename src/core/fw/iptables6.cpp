@@ -58,6 +58,7 @@ struct V6 {
     static const unsigned char* dmsk(const Entry* e) { return reinterpret_cast<const unsigned char*>(&e->ipv6.dmsk); }
     static std::uint8_t& invflags(Entry* e) { return e->ipv6.invflags; }
     static std::uint8_t invflags(const Entry* e) { return e->ipv6.invflags; }
+    static bool go_to(const Entry* e) { return (e->ipv6.flags & IP6T_F_GOTO) != 0; }
     // ip6tables marks a rule that names a protocol with IP6T_F_PROTO.
     static void set_proto(Entry* e, int p) {
         e->ipv6.proto = static_cast<std::uint16_t>(p);

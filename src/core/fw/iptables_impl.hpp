@@ -49,9 +49,9 @@ inline int prefix_of(const unsigned char* mask, int bytes) {
 
 // Trait T provides: Handle, Entry, kBytes (4/16), init/free/commit/is_chain/create_chain/
 // flush/delete_chain/first/next/get_target/append/insert/delete_num/strerror, address,
-// protocol and interface accessors, the inverse flags, the header's bytes (header, kHeaderSize),
-// the MASQUERADE payload, and the socket family/level/options that ask the kernel which match
-// and target revisions it has.
+// protocol and interface accessors, the inverse flags, the goto flag (go_to), the header's
+// bytes (header, kHeaderSize), the MASQUERADE payload, and the socket family/level/options that
+// ask the kernel which match and target revisions it has.
 // Asks the kernel whether it has revision `rev` of the xtables target (or match) `name`.
 using RevisionProbe = std::function<bool(bool target, const char* name, std::uint8_t rev)>;
 
@@ -174,6 +174,7 @@ struct Table {
         std::memset(&canonical, 0, sizeof canonical);
         write_header(out.rule, &canonical);
         if (std::memcmp(T::header(&canonical), T::header(e), T::kHeaderSize) != 0) out.foreign = true;
+        out.go_to = T::go_to(e);  // its flag is in the header: foreign too
         out.rule.target = target;
         const std::size_t target_off = e->target_offset;
         if (target_off < sizeof(Entry) || target_off > len || XT_ALIGN(target_off) != target_off) {

@@ -203,6 +203,7 @@ struct ListedRule {
     std::uint64_t handle = 0;
     std::string comment;   // nft's userdata comment, or the text of iptables-nft's comment match
     std::string jumps_to;  // the chain of its jump or goto verdict, if any
+    bool go_to = false;    // that verdict is a goto
     // Decoded as iptables-nft reads it back (nftables_decode.hpp): the verdict (ACCEPT, DROP,
     // RETURN, a chain) or xtables target (MASQUERADE, DNAT, ...) with its payload, the address
     // comparisons in order, the `meta l4proto` equality, the interface comparisons (a name

@@ -163,9 +163,10 @@ void immediate(nlattr* data, ListedRule& r) {
         nla_parse_nested(verdict, NFTA_VERDICT_MAX, value[NFTA_DATA_VERDICT], nullptr) < 0 || !verdict[NFTA_VERDICT_CODE])
         return void(r.unknown = true);
     auto code = static_cast<std::int32_t>(be32(verdict[NFTA_VERDICT_CODE]));
-    if ((code == NFT_JUMP || code == NFT_GOTO) && verdict[NFTA_VERDICT_CHAIN])
+    if ((code == NFT_JUMP || code == NFT_GOTO) && verdict[NFTA_VERDICT_CHAIN]) {
         r.jumps_to = r.target = libnl::attr_string(verdict[NFTA_VERDICT_CHAIN]);
-    else if (code == NF_ACCEPT)
+        r.go_to = code == NFT_GOTO;
+    } else if (code == NF_ACCEPT)
         r.target = "ACCEPT";
     else if (code == NF_DROP)
         r.target = "DROP";

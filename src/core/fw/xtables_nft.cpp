@@ -124,7 +124,8 @@ nft::Exprs expressions(const detail::XtCodec& codec, const IptRule& r, const det
 IptTable::Listed describe(const detail::XtCodec& codec, const nft::ListedRule& d) {
     IptTable::Listed out;
     IptRule& r = out.rule;
-    out.foreign = d.unknown || d.target.empty();
+    out.foreign = d.unknown || d.target.empty() || d.go_to;  // IptRule has no goto, as a legacy rule's flag says
+    out.go_to = d.go_to;
     for (auto& a : d.addresses) {
         auto& net = a.source ? r.src : r.dst;
         if (net) out.foreign = true;
