@@ -121,12 +121,15 @@ constexpr std::array<std::string_view, 15> kGoingOn{"", "MARK", "CONNMARK", "LOG
 
 // Whether `rule` of a chain of `t` may end a packet's way through the built-in chain it was
 // reached from (`top`: it is in that chain), so that a rule after it is not met: any target
-// but those of kGoingOn (ACCEPT, DROP, REJECT, QUEUE, ... and RETURN in the built-in chain), or
-// a jump to a chain one of whose rules may (RETURN there goes back), looked into 8 chains deep.
-// A rule that is more than IptRule can say and names no target (nftables' own statements) may.
+// but those of kGoingOn (ACCEPT, DROP, REJECT, QUEUE, ... and RETURN in the built-in chain), a
+// goto in the built-in chain (-g: where the chain gone to ends, so does the built-in chain), or
+// a jump (or a goto further down, which comes back to the built-in chain as that jump would) to
+// a chain one of whose rules may (RETURN there goes back), looked into 8 chains deep. A rule
+// that is more than IptRule can say and names no target (nftables' own statements) may.
 Result<bool> may_end(const IptTable& t, const IptTable::Listed& rule, bool top, int depth = 0) {
     const std::string& target = rule.rule.target;
     if (target.empty() && rule.foreign) return true;
+    if (rule.go_to && top) return true;
     if (std::ranges::find(kGoingOn, target) != kGoingOn.end()) return false;
     if (target == "RETURN") return top;
     if (!t.has_chain(target) || depth == 8) return true;  // a verdict, or a chain too deep to look into
