@@ -995,6 +995,25 @@ def del_without_prev_result_or_namespace():
 
 
 @test
+def del_after_a_device_number_change():
+    """vpc-eni DEL removes the pod's rule 1536 from the table its ENI had at ADD when the ENI's device number changed since (table 2 then, 4 now), with no warning"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as ns:
+            f = node_file(os.path.join(state, "run"))
+            c = conf(write_node_file(state, f))
+            plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id="moved", args=pod_args("moved", "10.80.2.20")).ok()
+            check("1536:\tfrom 10.80.2.20 lookup 2" in sh("ip", "-n", node, "rule").stdout)
+            f["enis"][1]["deviceNumber"] = 3  # detached and attached again at another index
+            write_node_file(state, f)
+            out = plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id="moved", args=pod_args("moved")).ok()
+            check("is left" not in out.err, out)
+            rules = sh("ip", "-n", node, "rule").stdout
+            check("10.80.2.20" not in rules, rules)
+            eq(held(state), [])
+
+
+@test
 def del_with_another_ipam_finds_the_state_through_node_file():
     """vpc-eni DEL with an ipam type other than vpc-eni-ipam succeeds with a warning: through nodeFile it removes the container's rules, its veth and the pod's end and releases its address; another sandbox's veth stays, and no IPAM runs"""
     with node_and_data() as (state, data):

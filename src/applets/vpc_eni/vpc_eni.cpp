@@ -183,20 +183,19 @@ Status configure_host(const Context& ctx, const nl::Socket& s, const nl::LinkInf
 }
 
 // Removes the host's rules of `ip` that vpc-eni sets, exactly as it sets them: to it, lookup main,
-// at 512; from it at 1536, into its ENI's table (none for the primary ENI), or into any ENI's
-// table when the ENI is not known (the node file no longer lists it, or cannot be read). A rule of
-// another priority or table stays, and so does one with a selector of its own (an input
-// interface, a mark...): when such a rule comes before ours, ours is left too, with a warning
-// (the kernel would delete that one in its place).
-Status remove_rules(const Context& ctx, const nl::Socket& s, const net::IpAddr& ip, const Eni* eni) {
+// at 512; from it at 1536 into any ENI's table (2..251), not only the one its ENI has now: the
+// ENI's device number may have changed since ADD (or the address moved to another ENI, or the
+// node file no longer lists it), and the old table's rule would send the address's next holder
+// out of the wrong ENI. A rule of another priority or table stays, and so does one with a
+// selector of its own (an input interface, a mark...): when such a rule comes before ours, ours
+// is left too, with a warning (the kernel would delete that one in its place).
+Status remove_rules(const Context& ctx, const nl::Socket& s, const net::IpAddr& ip) {
     std::vector<nl::RuleSpec> ours{to_pod_rule(ip)};
-    if (eni && eni->device_number > 0) ours.push_back(from_pod_rule(ip, *eni));
-    if (!eni) {
-        CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
-        for (auto& r : rules)
-            if (r.priority == kFromPodPriority && r.src == host_prefix(ip) && r.table >= kFirstEniTable && r.table <= kLastEniTable)
-                ours.push_back(from_pod_rule(ip, r.table));
-    }
+    CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
+    for (auto& r : rules)
+        if (r.priority == kFromPodPriority && r.src == host_prefix(ip) && r.table >= kFirstEniTable && r.table <= kLastEniTable &&
+            std::ranges::none_of(ours, [&](const nl::RuleSpec& o) { return o.table == r.table; }))
+            ours.push_back(from_pod_rule(ip, r.table));
     for (auto& rule : ours) {
         CNI_TRY_ASSIGN(bool gone, nl::del_rules(s, rule));
         if (!gone)
@@ -206,13 +205,6 @@ Status remove_rules(const Context& ctx, const nl::Socket& s, const net::IpAddr& 
     return {};
 }
 
-// The ENI of one of the node's addresses: the one listing it, else the one whose subnet holds it
-// (an address removed from an ENI stays its pod's until DEL).
-const Eni* eni_holding(const NodeFile& node, const net::IpAddr& ip) {
-    if (const Eni* e = node.eni_of(ip)) return e;
-    auto e = std::ranges::find_if(node.enis, [&](const Eni& x) { return x.subnet->contains(ip); });
-    return e != node.enis.end() ? &*e : nullptr;
-}
 
 // The ENI of each of the IPAM's addresses: every one must be an ENI's secondary or prefix address.
 Result<std::vector<const Eni*>> enis_of(const NodeFile& node, const std::vector<IpConfig>& ips) {
@@ -302,10 +294,10 @@ Status vpc_eni_del(const Context& ctx) {
     if (!eni_ipam) ctx.warn(not_eni_ipam(c) + ": DEL finds the container's addresses through nodeFile, releases them itself "
                             "and runs no IPAM");
     CNI_TRY_ASSIGN(auto file, del_node_file(ctx, c, eni_ipam));
-    auto node = load_configured_node_file(file);  // each address's ENI table and the veths' prefix; DEL goes on without it
+    auto node = load_configured_node_file(file);  // the veths' prefix; DEL goes on without it
     CNI_TRY_ASSIGN(auto ips, reserved_for(ctx, file, c.net.name));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
-    for (auto& ip : ips) CNI_TRY(remove_rules(ctx, host, ip, node ? eni_holding(*node, ip) : nullptr));
+    for (auto& ip : ips) CNI_TRY(remove_rules(ctx, host, ip));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, node ? node->veth_prefix : c.veth_prefix));
     CNI_TRY(remove_host_veth(ctx, host, host_name));
     CNI_TRY(iface::remove_container_link(ctx));
@@ -384,11 +376,11 @@ Status vpc_eni_status(const Context& ctx) {
 // them. Another network's addresses are not this GC's.
 Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
+    CNI_TRY(load_configured_node_file(c.node_file));  // refused as by ADD and CHECK
     CNI_TRY_ASSIGN(auto stale, stale_addresses(ctx));
     CNI_TRY_ASSIGN(auto host, nl::Socket::open());
     Failures failures;
-    for (auto& ip : stale) failures.add(remove_rules(ctx, host, ip, eni_holding(node, ip)));
+    for (auto& ip : stale) failures.add(remove_rules(ctx, host, ip));
     CNI_TRY(failures.status("vpc-eni GC: "));
     return ipam::delegate_gc(ctx, c.net.ipam_type, ctx.req.config);
 }
