@@ -49,7 +49,7 @@ def help_texts():
     check(b.stdout.startswith("static (ipam)"), b.stdout)
     v = cli("vpc-eni", "--help").stdout  # its commands, and the node file's keys with each ENI's
     for want in ("cni-all vpc-eni node-setup [--imds [URL] [--imds-v1] [--interval SECONDS]] FILE",
-                 "cni-all vpc-eni node-teardown FILE", "Keys of the node file", "nodePortSupport", "secondaryIps"):
+                 "cni-all vpc-eni node-teardown [FILE]", "Keys of the node file", "nodePortSupport", "secondaryIps"):
         check(want in v, f"{want!r} in {v}")
 
 

@@ -453,7 +453,7 @@ def simulated_vpc_nftables_driver():
 
 @test
 def teardown_goes_by_its_record():
-    """vpc-eni node-teardown on iptables-nft: the recorded primary interface's NodePort rule and rp_filter though the file names another now; a base chain set to drop since stays; a record's primaryInterface or rpFilter forged is refused"""
+    """vpc-eni node-teardown on iptables-nft: the recorded primary interface's NodePort rule and rp_filter though the file names another now; a base chain set to drop since stays; a record's primaryInterface, rpFilter or links forged is refused"""
     path_env = {"PATH": VARIANTS["nft"] + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
     with node_and_data() as (state, _), netns("vpc") as vpc, netns("node") as node:
         build_vpc(vpc, node)
@@ -505,7 +505,16 @@ def teardown_goes_by_its_record():
             eq((r.returncode, r.stderr.strip()), (1, f'vpc-eni node-teardown: vpc-eni: {record}: rpFilter is not "0", "1" or "2"'))
             eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), "2")
             check("AWS" in in_ns(node, "iptables-nft-save").stdout, "a refused teardown removed the rules")
-        write_node_file(os.path.dirname(record), dict(read_json(record), rpFilter=was), name="node-backup.json", mode=0o600)
+        # And one whose links (written back to the node) are no interface names or MTUs a link has.
+        good = dict(read_json(record), rpFilter=was)
+        for key, value, said in (("name", "../eth1", "links[1].name: "), ("mtu", 70000, "links[1].mtu 70000 is not within 68..65535")):
+            links = [dict(link) for link in good["links"]]
+            links[1][key] = value
+            write_node_file(os.path.dirname(record), dict(good, links=links), name="node-backup.json", mode=0o600)
+            r = in_ns(node, os.path.join(BIN, "vpc-eni"), "node-teardown", path, check_rc=False)
+            check(r.returncode == 1 and f"vpc-eni node-teardown: vpc-eni: {record}: {said}" in r.stderr, r.stderr)
+            check("AWS" in in_ns(node, "iptables-nft-save").stdout, "a refused teardown removed the rules")
+        write_node_file(os.path.dirname(record), good, name="node-backup.json", mode=0o600)
         run("node-teardown")
         eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), was)
 

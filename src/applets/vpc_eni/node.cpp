@@ -7,13 +7,19 @@
 // restores that record (removing those tables and chains when they hold nothing), then deletes
 // it; the NodePort rule and rp_filter it restores are the recorded primary interface's, whatever
 // the node file says now. A setup that fails partway can be undone from the record as well.
+// Beside the record, <stateDir>/node-applied.json keeps the node file the node is set up by, so
+// that teardown, and a round of --imds that must go back, can go by it when the node file itself
+// is gone or no longer loads. Both are synced to disk before they are renamed into place.
 #include "applets/vpc_eni/node.hpp"
 
 #include <linux/rtnetlink.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstdio>
 
 #include "applets/vpc_eni/node_file.hpp"
 #include "applets/vpc_eni/reservations.hpp"
@@ -34,6 +40,8 @@ namespace {
 constexpr std::uint32_t kFwmarkPriority = 1024;
 constexpr std::uint32_t kLocalPriorityPodEni = 20;
 constexpr const char* kBackupName = "node-backup.json";
+constexpr const char* kAppliedName = "node-applied.json";
+constexpr std::size_t kMaxLinks = 251;  // ENIs: device numbers 0..250
 
 struct LinkBackup {
     std::string name;
@@ -104,12 +112,6 @@ Result<Node> open_node(NodeFile file) {
     return Node{std::move(file), std::move(sock), std::move(state)};
 }
 
-Result<Node> open_node(std::span<const std::string> args, std::string_view verb) {
-    if (args.size() != 1) return fail("usage: cni-all vpc-eni " + std::string(verb) + " FILE (the node file, docs/vpc-eni.md)");
-    CNI_TRY_ASSIGN(auto file, load_node_file(args[0]));
-    return open_node(std::move(file));
-}
-
 std::string rp_filter_name(const std::string& interface) { return "net/ipv4/conf/" + interface + "/rp_filter"; }
 
 // The link a node file's key names, or an error naming the key, the file and the link.
@@ -161,6 +163,19 @@ Result<Backup> snapshot(const Node& n, fw::Driver driver) {
     return b;
 }
 
+// The record's links, which teardown writes back to the node: each an interface name, an MTU a
+// link can have, at most 251 of them (a record in stateDir is re-checked, as any state file).
+Status check_links(const Node& n, const std::vector<LinkBackup>& links) {
+    const std::string in = "vpc-eni: " + n.state.path_of(kBackupName) + ": ";
+    if (links.size() > kMaxLinks) return fail(in + "links: more than " + std::to_string(kMaxLinks));
+    for (std::size_t i = 0; i < links.size(); ++i) {
+        const std::string at = in + "links[" + std::to_string(i) + "].";
+        if (auto st = validate_ifname(links[i].name); !st) return fail(at + "name: " + st.error().msg);
+        if (links[i].mtu < 68 || links[i].mtu > 65535) return fail(at + "mtu " + std::to_string(links[i].mtu) + " is not within 68..65535");
+    }
+    return {};
+}
+
 Result<std::optional<Backup>> read_backup(const Node& n) {
     CNI_TRY_ASSIGN(auto text, n.state.read_if_exists(kBackupName));
     if (!text) return std::optional<Backup>{};
@@ -176,7 +191,29 @@ Result<std::optional<Backup>> read_backup(const Node& n) {
     // Written back to the primary interface's rp_filter by teardown: one of its three values.
     if (b.rp_filter != "0" && b.rp_filter != "1" && b.rp_filter != "2")
         return fail("vpc-eni: " + n.state.path_of(kBackupName) + ": rpFilter is not \"0\", \"1\" or \"2\"");
+    CNI_TRY(check_links(n, b.links));
     return std::optional<Backup>{std::move(b)};
+}
+
+// Setup's record, written so that a crash leaves the old one or the new one.
+Status write_backup(const Node& n, const Backup& b) { return n.state.write_atomic(kBackupName, encode(b), 0600, true); }
+
+// The node file the node is set up by, kept in stateDir (when it changed) before setup changes
+// anything, so that what setup may have done is always known.
+Status keep_applied(const Node& n) {
+    const std::string text = encode_node_file(n.file);
+    CNI_TRY_ASSIGN(auto kept, n.state.read_if_exists(kAppliedName, kNodeFileLimit));
+    if (kept && *kept == text) return {};
+    return n.state.write_atomic(kAppliedName, text, 0600, true);
+}
+
+// The node file keep_applied kept in `state` (the stateDir `state_dir`), checked as any node file
+// is; nothing when there is none.
+Result<std::optional<NodeFile>> load_applied(const os::Dir& state, const std::string& state_dir) {
+    if (!state.stat(kAppliedName)) return std::optional<NodeFile>{};
+    CNI_TRY_ASSIGN(auto file, load_node_file(state.path_of(kAppliedName)));
+    file.state_dir = state_dir;  // the record beside it, wherever the copy says it is
+    return std::optional<NodeFile>{std::move(file)};
 }
 
 nl::RuleSpec fwmark_rule() {
@@ -322,6 +359,7 @@ Status teardown(const Node& n, const std::optional<Backup>& recorded) {
     CNI_TRY_ASSIGN(auto primary, nl::find_link(n.sock, primary_name));
     if (recorded && primary) CNI_TRY(os::sysctl_set(rp_filter_name(primary_name), recorded->rp_filter));
     n.state.remove(kBackupName);
+    n.state.remove(kAppliedName);
     return {};
 }
 
@@ -346,11 +384,11 @@ Status drop_moved_routes(const NodeFile& file, const NodeFile& previous) {
 
 // What a setup of `file` changed, undone (it failed partway, or what was to follow it did):
 // nothing when it recorded nothing (the record comes before any change); on a node no setup had
-// recorded (`before`), all of it, as teardown does; else (`previous` loaded: setup_node_or_undo
+// recorded (`before`), all of it, as teardown does; else (`previous` is there: setup_node_or_undo
 // made sure) the ENIs it recorded first go back as they were, an ENI recorded before loses the
 // routes of its table when the node file the node was set up by (`previous`) routes it otherwise
 // (its device number changed), the record is as it was, and `previous` is set up again.
-Status undo_setup(NodeFile file, const std::optional<Backup>& before, const Result<NodeFile>& previous) {
+Status undo_setup(NodeFile file, const std::optional<Backup>& before, const std::optional<NodeFile>& previous) {
     CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
     CNI_TRY_ASSIGN(auto after, read_backup(n));
     if (!after) return {};
@@ -362,8 +400,62 @@ Status undo_setup(NodeFile file, const std::optional<Backup>& before, const Resu
             CNI_TRY(restore_eni(n, eni, nullptr));
         }
     }
-    CNI_TRY(n.state.write_atomic(kBackupName, encode(*before), 0600));
+    CNI_TRY(write_backup(n, *before));
     return setup_node(*previous);
+}
+
+// What a failed round goes back to on a node set up before: the node file the node is set up by,
+// as stateDir keeps it, else (a record of an earlier version, which kept none, or a copy that
+// does not load) the node file at `path` when that loads. The error says what to do.
+Result<NodeFile> set_up_by(const Node& n, const std::string& path) {
+    auto applied = load_applied(n.state, n.file.state_dir);
+    if (applied && *applied) return std::move(**applied);
+    auto file = load_node_file(path);
+    if (file) return file;
+    const std::string kept = applied ? n.state.path_of(kAppliedName) + ", the node file it was set up by, is missing (a setup by an "
+                                                                       "earlier version)"
+                                     : applied.error().msg;
+    return fail(code::invalid_config, file.error().msg + "; " + n.state.path_of(kBackupName) +
+                                          " records a setup, which a failed round goes back to, but " + kept +
+                                          ": put back the node file the node was set up by (or correct this one), or run "
+                                          "node-teardown with it first");
+}
+
+// node-teardown by a node file that loads.
+Result<int> teardown_by(NodeFile file) {
+    CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
+    CNI_TRY_ASSIGN(auto lock, lock_node(n.file.state_dir));
+    CNI_TRY_ASSIGN(auto recorded, read_backup(n));
+    CNI_TRY(teardown(n, recorded));
+    return 0;
+}
+
+// node-teardown without a node file that loads (`why`: FILE's error; none: no FILE given): by
+// the node file the node was set up by, as `state_dir` keeps it (keep_applied), saying so. With
+// no setup recorded there, nothing is to be undone: an error when FILE was given.
+Result<int> teardown_by_copy(const std::string& state_dir, const std::optional<Error>& why) {
+    const std::string what = why ? why->msg + "; " : std::string("no node file given; ");
+    auto nothing = [&]() -> Result<int> {
+        if (why) return fail(why->code, what + state_dir + " records no setup either");
+        std::fprintf(stderr, "vpc-eni node-teardown: %s%s records no setup: nothing to undo\n", what.c_str(), state_dir.c_str());
+        return 0;
+    };
+    if (struct stat st{}; ::lstat(state_dir.c_str(), &st) != 0 && errno == ENOENT) return nothing();
+    CNI_TRY_ASSIGN(auto lock, lock_node(state_dir));
+    CNI_TRY_ASSIGN(auto state, os::Dir::open(state_dir));
+    CNI_TRY_ASSIGN(auto applied, load_applied(state, state_dir));
+    if (!applied) {
+        if (!state.stat(kBackupName)) return nothing();
+        return fail(code::invalid_config, what + state.path_of(kBackupName) + " records a setup, but " + state.path_of(kAppliedName) +
+                                              ", the node file it was set up by, is missing (a setup by an earlier version): run "
+                                              "node-teardown with that node file");
+    }
+    std::fprintf(stderr, "vpc-eni node-teardown: %sgoing by %s, the node file the node was set up by\n", what.c_str(),
+                 state.path_of(kAppliedName).c_str());
+    CNI_TRY_ASSIGN(auto n, open_node(std::move(*applied)));
+    CNI_TRY_ASSIGN(auto recorded, read_backup(n));
+    CNI_TRY(teardown(n, recorded));
+    return 0;
 }
 
 }  // namespace
@@ -391,14 +483,15 @@ Status setup_node(NodeFile file) {
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
     if (!recorded) {
         CNI_TRY_ASSIGN(auto b, snapshot(n, driver));
-        CNI_TRY(n.state.write_atomic(kBackupName, encode(b), 0600));
+        CNI_TRY(write_backup(n, b));
     } else {
         const std::size_t known = recorded->links.size();
         CNI_TRY(snapshot_links(n, *recorded));  // ENIs attached since the first setup
         const bool unnamed = recorded->primary_interface.empty();  // an older version's record
         if (unnamed) recorded->primary_interface = n.file.primary_interface;
-        if (recorded->links.size() != known || unnamed) CNI_TRY(n.state.write_atomic(kBackupName, encode(*recorded), 0600));
+        if (recorded->links.size() != known || unnamed) CNI_TRY(write_backup(n, *recorded));
     }
+    CNI_TRY(keep_applied(n));
     const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto primary, node_link(n, f.primary_interface, "primaryInterface"));
     if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f.primary_interface), "2"));
@@ -422,22 +515,25 @@ Status setup_node(NodeFile file) {
 }
 
 Result<int> node_teardown(std::span<const std::string> args) {
-    CNI_TRY_ASSIGN(auto n, open_node(args, "node-teardown"));
-    CNI_TRY_ASSIGN(auto lock, lock_node(n.file.state_dir));
-    CNI_TRY_ASSIGN(auto recorded, read_backup(n));
-    CNI_TRY(teardown(n, recorded));
-    return 0;
+    if (args.size() > 1 || (args.size() == 1 && args[0].starts_with("-")))
+        return fail("usage: cni-all vpc-eni node-teardown [FILE] (the node file; without it, the one stateDir keeps, docs/vpc-eni.md)");
+    if (args.empty()) return teardown_by_copy(NodeFile{}.state_dir, std::nullopt);
+    auto file = load_node_file(args[0]);
+    if (file) return teardown_by(std::move(*file));
+    // Its stateDir as written, when that much of it reads (an absolute path); else the default.
+    std::string state_dir = NodeFile{}.state_dir;
+    if (auto settings = load_node_settings(args[0]); settings && *settings && (*settings)->state_dir.starts_with("/"))
+        state_dir = (*settings)->state_dir;
+    return teardown_by_copy(state_dir, file.error());
 }
 
-Status setup_node_or_undo(NodeFile file, const Result<NodeFile>& previous, const std::function<Status()>& commit) {
+Status setup_node_or_undo(NodeFile file, const std::function<Status()>& commit) {
     std::optional<Backup> before;  // the record before this setup: what a failure goes back to
+    std::optional<NodeFile> previous;  // with it, the node file the node was set up by
     {
         CNI_TRY_ASSIGN(auto n, open_node(file));
         CNI_TRY_ASSIGN(before, read_backup(n));
-        if (before && !previous)
-            return fail(code::invalid_config, previous.error().msg + "; " + n.state.path_of(kBackupName) +
-                                                  " records a setup, which a failed round goes back to by setting this file up "
-                                                  "again: correct the file, or run node-teardown first");
+        if (before) CNI_TRY_ASSIGN(previous, set_up_by(n, file.path));
     }
     auto done = setup_node(file);
     if (done && previous) done = drop_moved_routes(file, *previous);

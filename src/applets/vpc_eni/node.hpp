@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// `cni-all vpc-eni node-setup FILE` and `node-teardown FILE`: the node's part of the AWS VPC
+// `cni-all vpc-eni node-setup FILE` and `node-teardown [FILE]`: the node's part of the AWS VPC
 // CNI's datapath, as its agent sets it up at start-up (docs/vpc-eni.md). Setup is idempotent and
-// first records what it changes (rp_filter, MTUs, link states, addresses, the local rule) in
-// stateDir, which teardown restores, so a node goes back to how it was.
+// first records what it changes (rp_filter, MTUs, link states, addresses, the local rule) and the
+// node file it goes by in stateDir, which teardown restores, so a node goes back to how it was.
 #pragma once
 
 #include <functional>
@@ -24,14 +24,15 @@ Result<os::FileLock> lock_node(const std::string& state_dir);
 Result<int> node_setup(std::span<const std::string> args);
 // Sets the node up as `file` describes it.
 Status setup_node(NodeFile file);
-// The same, then the routes of the table `previous` (the node file the node was set up by) gave
-// an ENI whose device number or subnet `file` changes removed, then `commit` (node-setup --imds:
-// the new node file renamed into place). When any fails, what setup changed is undone: on a node
-// no setup had recorded, all of it; else the ENIs it set up first go back as they were, the
-// routes of an ENI that `previous` routes otherwise are removed, and `previous` is set up again.
-// The error is the step's. On a node set up before, `previous` must have loaded, or nothing is
-// done and the error names it: an undo could not go back.
-Status setup_node_or_undo(NodeFile file, const Result<NodeFile>& previous, const std::function<Status()>& commit);
+// The same, then the routes of the table the node file the node was set up by (`previous`: the
+// one stateDir keeps, else the one at file.path) gave an ENI whose device number or subnet `file`
+// changes removed, then `commit` (node-setup --imds: the new node file renamed into place). When
+// any fails, what setup changed is undone: on a node no setup had recorded, all of it; else the
+// ENIs it set up first go back as they were, the routes of an ENI that `previous` routes
+// otherwise are removed, and `previous` is set up again. The error is the step's. On a node set
+// up before, `previous` must load, or nothing is done and the error names it: an undo could not
+// go back.
+Status setup_node_or_undo(NodeFile file, const std::function<Status()>& commit);
 // `node-setup --imds ...` (node_imds.cpp).
 Result<int> node_setup_from_metadata(std::span<const std::string> args);
 Result<int> node_teardown(std::span<const std::string> args);

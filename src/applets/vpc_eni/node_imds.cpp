@@ -8,8 +8,9 @@
 // says, and only then the file renamed into place (keeping its mode), so a concurrent ADD reads
 // the old file or the new one. When the setup fails partway or the rename fails, what the setup
 // changed is undone (setup_node_or_undo), so a failed round leaves the file and the node as they
-// were. With --interval it runs again every so many seconds, reporting a failed round and
-// carrying on.
+// were (the file is synced before its rename, so a crash leaves the old file or the new one, and
+// a temporary that a killed round left is removed by the next). With --interval it runs again
+// every so many seconds, reporting a failed round and carrying on.
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -120,6 +121,14 @@ Result<os::Dir> node_file_folder(const std::string& file) {
     return os::Dir::open_trusted("/");
 }
 
+// The temporaries of `name` in `folder` (".<name>.<random>.tmp") that a round killed between
+// writing and renaming one left: removed under node.lock, which every round writes its own under.
+void remove_temporaries(const os::Dir& folder, const std::string& name) {
+    const std::string prefix = "." + name + ".";
+    for (auto& entry : folder.names())
+        if (entry.starts_with(prefix) && entry.ends_with(".tmp") && entry.size() > prefix.size() + 4) folder.remove(entry);
+}
+
 // One round: true when the node file changed.
 Result<bool> learn_and_set_up(const Options& o) {
     CNI_TRY_ASSIGN(auto settings, load_node_settings(o.file));
@@ -135,14 +144,14 @@ Result<bool> learn_and_set_up(const Options& o) {
                     std::to_string(node.address_count()) + " addresses on " + std::to_string(node.enis.size()) + " ENIs)");
     CNI_TRY_ASSIGN(auto lock, lock_node(node.state_dir));
     CNI_TRY_ASSIGN(auto folder, node_file_folder(o.file));
+    remove_temporaries(folder, o.name);
     CNI_TRY_ASSIGN(auto old, folder.read_if_exists(o.name, kNodeFileLimit));
-    const auto previous = load_node_file(o.file);  // what the node was set up by, for an undo
     if (old && *old == text) {
-        CNI_TRY(setup_node_or_undo(std::move(node), previous, [] { return Status{}; }));
+        CNI_TRY(setup_node_or_undo(std::move(node), [] { return Status{}; }));
         return false;
     }
-    CNI_TRY_ASSIGN(auto pending, folder.write_pending(o.name, text, mode_of(folder, o.name)));
-    CNI_TRY(setup_node_or_undo(std::move(node), previous, [&] { return pending.commit(); }));
+    CNI_TRY_ASSIGN(auto pending, folder.write_pending(o.name, text, mode_of(folder, o.name), true));
+    CNI_TRY(setup_node_or_undo(std::move(node), [&] { return pending.commit(); }));
     return true;
 }
 

@@ -16,7 +16,7 @@
 // namespace or the veth is gone. ADD and DEL remove a host link of the veth's name only when it
 // is a veth into the pod's namespace. CHECK verifies every piece; STATUS goes to the IPAM; GC removes
 // the rules of the network's addresses whose attachments are gone, then the IPAM releases them.
-// `vpc-eni node-setup FILE` / `node-teardown FILE` prepare the node (node.cpp).
+// `vpc-eni node-setup FILE` / `node-teardown [FILE]` prepare the node (node.cpp).
 #include <linux/fib_rules.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
@@ -392,8 +392,10 @@ constexpr std::array kNodeCommands{
                "first). With --imds it learns the ENIs, primary interface and VPC CIDRs from the instance metadata "
                "service at URL (default http://169.254.169.254, IMDSv2; --imds-v1 allows IMDSv1) and writes FILE, "
                "keeping its other keys; with --interval it does so again every SECONDS."},
-    Subcommand{"node-teardown", node_teardown, "FILE",
-               "removes what node-setup added and restores what it recorded, so the node is as it was."},
+    Subcommand{"node-teardown", node_teardown, "[FILE]",
+               "removes what node-setup added and restores what it recorded, so the node is as it was. Without FILE, or "
+               "when it does not load, it goes by the node file the node was set up by, which node-setup keeps in "
+               "stateDir (the default one, or the one FILE names)."},
 };
 constexpr auto kNodeFileKeyDocs = docs_of(kNodeFileKeys);
 constexpr auto kEniKeyDocs = docs_of(kEniKeys);
