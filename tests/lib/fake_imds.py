@@ -6,7 +6,8 @@ file holds, read again whenever the file changed (parsed once, however big) so a
 a 404, as EC2 answers an ENI's ipv4-prefix when no prefix is delegated to it), with IMDSv2's
 session: PUT /latest/api/token with X-aws-ec2-metadata-token-ttl-seconds gives a token, and a GET
 without an issued token in X-aws-ec2-metadata-token is answered 401. The file's "mode" plays a
-broken service: "no-token" answers the PUT with 403 (no IMDSv2 session offered), "hang" accepts
+broken service: "no-token" answers the PUT with 403 (no IMDSv2 session offered), "v1" does too
+but answers GETs without a token (an instance that allows IMDSv1 only), "hang" accepts
 and never answers, "expire" forgets every token issued so far at the first GET (once); "status" maps a path to the status it gets instead. Every request is logged
 as a JSON line to ANSWERS.log (method, path, the token header, the TTL header). Run it inside
 the test's own namespace only.
@@ -69,7 +70,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path in a.get("status", {}):
             return self.reply(a["status"][self.path])
         if self.command == "PUT" and self.path == TOKEN_PATH:
-            if a.get("mode") == "no-token" or not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
+            if a.get("mode") in ("no-token", "v1") or not self.headers.get("X-aws-ec2-metadata-token-ttl-seconds"):
                 return self.reply(403)
             token = secrets.token_urlsafe(24)
             with self.lock:
@@ -81,7 +82,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             with self.lock:
                 Handler.expired = True
                 self.tokens.clear()
-        if self.headers.get("X-aws-ec2-metadata-token") not in self.tokens:
+        if a.get("mode") != "v1" and self.headers.get("X-aws-ec2-metadata-token") not in self.tokens:
             return self.reply(401)
         if self.path not in a["paths"]:
             return self.reply(404)

@@ -15,10 +15,14 @@ it was. Every failure (no route, no token offered, 401, a missing path, garbage,
 to the end of the retries, an ENI with no link, a node file past 4 MiB, a folder it cannot write)
 is an error naming it, and leaves the node file and the node as they were; a setup that fails
 partway (an ENI refusing its MTU), or whose file cannot then be renamed into place (a bind mount
-over it; ENI 1 moved to device 3 too), is undone, on a fresh node and on one set up before. A
-FILE naming no file, and on a node set up before a node file that no longer loads, are refused
-before anything changes. On both iptables variants, another program's rules kept first in mangle
-PREROUTING stay first through the next round."""
+over it; ENI 1 moved to device 3 too), is undone, on a fresh node and on one set up before, also
+when the node file no longer loads (it goes back to the node file kept in stateDir). A FILE
+naming no file, and a node file that no longer loads beside a record that kept no node file, are
+refused before anything changes; node-teardown goes by the kept node file when its own is gone
+or not given (the default stateDir, on a tmpfs of the run's own). An IMDSv1-only service is read
+with --imds-v1 alone. On both iptables variants, another program's rules kept first in mangle
+PREROUTING stay first through the next round, unless they may end it (an ACCEPT, a goto)."""
+import atexit
 import contextlib
 import json
 import os
@@ -112,10 +116,10 @@ def node_setup(node, *args, check_rc=True, ns=None, variant=None):
 
 
 def settled(node):
-    """The node as node_state() sees it once eth1, set up just now, has its carrier and its
-    link-local address has passed duplicate detection."""
+    """The node as node_state() sees it once the ENIs set up just now (eth1, eth2) have their
+    carrier and their link-local addresses have passed duplicate detection."""
     for _ in range(100):
-        if "NO-CARRIER" not in sh("ip", "-n", node, "link", "show", "eth1").stdout:
+        if "NO-CARRIER" not in sh("ip", "-n", node, "link", "show", "up").stdout:
             break
         time.sleep(0.05)
     time.sleep(0.1)
@@ -245,7 +249,7 @@ def learns_the_node_and_follows_its_enis():
 
 @test
 def failures_leave_the_node_file_and_the_node():
-    """vpc-eni node-setup --imds: no route, no token, 401, a missing path, garbage, too long, no answer, 5xx, a MAC with no link, a link: clear errors, nothing changed"""
+    """vpc-eni node-setup --imds: no route, no token, 401, a missing path, garbage, too long, no answer, 5xx, a MAC with no link, a link: clear errors, nothing changed; an IMDSv1-only service is read only with --imds-v1"""
     with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node, netns("bare") as bare:
         vpc.build_vpc(vpc_ns, node)
         path = vpc.write_node_file(state, settings(state))
@@ -307,6 +311,21 @@ def failures_leave_the_node_file_and_the_node():
                 if name == "5xx":
                     eq([e["path"] for e in md.log()].count(META + "mac"), 4, "a 5xx is tried 4 times, no more")
             eq(sorted(os.listdir(state)), sorted(["node.json", "run", "answers.json", "answers.json.log"]), "no temporary left")
+            # A service that offers IMDSv1 only: refused without --imds-v1, read with it.
+            v1 = answers(node, [FIRST[0], FIRST[1][:4] + (FIRST[1][4] + ["10.80.2.22"],)])
+            md.set(dict(v1, mode="v1"))
+            r = node_setup(node, "--imds", path, check_rc=False)
+            eq((r.returncode, r.stderr.strip()), (1, f"vpc-eni node-setup: PUT {url}/latest/api/token: HTTP 403: the metadata service "
+                                                     "gave no IMDSv2 session token (node-setup falls back to IMDSv1 only with --imds-v1)"))
+            with open(path, "rb") as f:
+                eq(f.read(), written, "v1 without --imds-v1: the node file changed")
+            open(md.path + ".log", "w").close()
+            node_setup(node, "--imds", "--imds-v1", path)
+            eq(read(path)["enis"][1]["secondaryIps"], ["10.80.2.20", "10.80.2.21", "10.80.2.22"])
+            gets = [e for e in md.log() if e["method"] == "GET"]
+            check(gets and all(e["token"] is None for e in gets), md.log())
+            with open(path, "rb") as f:
+                written = f.read()
             md.set(good)
             link = os.path.join(state, "link.json")
             os.symlink(path, link)
@@ -421,32 +440,120 @@ def a_file_it_cannot_replace_undoes_the_setup():
 
 
 @test
-def a_node_file_that_does_not_load_is_refused_first():
-    """vpc-eni node-setup --imds: on a node set up before, a node file that no longer loads (what a failed round would set up again) is refused, naming it, before anything changes"""
+def a_node_file_that_does_not_load_goes_by_the_kept_one():
+    """vpc-eni node-setup --imds: on a node set up before, a node file that no longer loads does not stop the rounds: a failed one (its file cannot be renamed into place) goes back to the node file kept in stateDir, the next writes the file anew; without that copy (an earlier version's record) a round is refused, naming it, before anything changes, and node-teardown with the file put back works"""
     with vpc_with_eni2() as (state, node, path, record, md):
+        initial = vpc.node_state(node)
+        applied = os.path.join(state, "run", "node-applied.json")
         node_setup(node, "--imds", path)
         before = settled(node)
         recorded = read(record)
-        edited = read(path)
-        edited["enis"][1]["deviceNumber"] = 300  # read as a setting would be, refused by the node file's checks
-        vpc.write_node_file(state, edited)
-        with open(path, "rb") as f:
-            written = f.read()
-        md.set(answers(node, SECOND))  # eth2 and a prefix more: a round that would change the node
+        eq(read(applied), read(path), "the node file kept")
+
+        def edited():  # read as a setting would be, refused by the node file's checks
+            e = read(path)
+            e["enis"][1]["deviceNumber"] = 300
+            vpc.write_node_file(state, e)
+            with open(path, "rb") as f:
+                return f.read()
+
+        written = edited()
+        md.set(answers(node, SECOND))  # eth2 and a prefix more: a round that changes the node
+        sh("mount", "--bind", path, path)  # renaming over a mount point fails: EBUSY
+        try:
+            r = node_setup(node, "--imds", path, check_rc=False)
+        finally:
+            sh("umount", path)
+        check(r.returncode == 1 and "device or resource busy" in r.stderr and "undoing" not in r.stderr, r.stderr)
+        unchanged(node, path, written, before)
+        eq(read(record), recorded, "the record changed")
+        eq(read(applied), learned(state, FIRST), "the node file kept changed")
+        node_setup(node, "--imds", path)
+        eq(read(path), learned(state, SECOND))
+        eq(read(applied), learned(state, SECOND))
+        before = settled(node)
+        recorded = read(record)
+        written = edited()
+        os.unlink(applied)  # as an earlier version's record, which kept no node file
+        md.set(answers(node, FIRST))
         r = node_setup(node, "--imds", path, check_rc=False)
         eq((r.returncode, r.stderr.strip()),
            (1, f"vpc-eni node-setup: vpc-eni: node file {path}: enis[1]: deviceNumber 300 is not within 0..250; {record} "
-               "records a setup, which a failed round goes back to by setting this file up again: correct the file, or run "
-               "node-teardown first"))
+               f"records a setup, which a failed round goes back to, but {applied}, the node file it was set up by, is missing "
+               "(a setup by an earlier version): put back the node file the node was set up by (or correct this one), or run "
+               "node-teardown with it first"))
         unchanged(node, path, written, before)
         eq(read(record), recorded, "the record changed")
-        vpc.write_node_file(state, learned(state, FIRST))
+        vpc.write_node_file(state, learned(state, SECOND))
         sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
+        eq(vpc.node_state(node), initial)
+
+
+RUN_CNI_ALL = "/run/cni-all"  # above vpc-eni's default stateDir
+
+
+def private_run_cni_all():
+    """An empty tmpfs over /run/cni-all in this process's mount namespace (vpc.private_etc_cni made
+    it): the default stateDir, which node-teardown without FILE goes by, is the run's own."""
+    made = not os.path.isdir(RUN_CNI_ALL)
+    os.makedirs(RUN_CNI_ALL, exist_ok=True)
+    sh("mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", RUN_CNI_ALL)
+
+    def undo():
+        sh("umount", RUN_CNI_ALL, check_rc=False)
+        if made:
+            with contextlib.suppress(OSError):  # another run made something there meanwhile
+                os.rmdir(RUN_CNI_ALL)
+    atexit.register(undo)
+
+
+def teardown(node, *args):
+    return sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", *args, check_rc=False)
+
+
+@test
+def node_teardown_without_its_node_file():
+    """vpc-eni node-teardown with the node file gone, or with no FILE (the default stateDir), goes by the node file kept in stateDir, saying so, and leaves the node as it was; --imds after the file was removed writes it anew; with nothing recorded there is nothing to undo"""
+    with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
+        vpc.build_vpc(vpc_ns, node)
+        mine = {"mtu": 1500, "ipamDir": os.path.join(state, "ipam")}  # the default stateDir
+        path = vpc.write_node_file(state, mine)
+        kept = os.path.join(RUN_CNI_ALL, "vpc-eni", "node-applied.json")
+        going_by = f"going by {kept}, the node file the node was set up by"
+        with Metadata(node, state) as md:
+            vpc.dad_done(node)
+            initial = vpc.node_state(node)
+            md.set(answers(node, FIRST))
+            node_setup(node, "--imds", path)
+            os.unlink(path)
+            r = teardown(node, path)
+            eq((r.returncode, r.stderr.strip()),
+               (0, f"vpc-eni node-teardown: vpc-eni: node file {path} does not exist; {going_by}"))
+            eq(vpc.node_state(node), initial)
+            check(not os.path.exists(kept), "the node file kept outlived the teardown")
+            # Removed between two rounds: the next writes it anew (the default settings), and
+            # node-teardown without FILE restores the node.
+            vpc.write_node_file(state, mine)
+            node_setup(node, "--imds", path)
+            os.unlink(path)
+            node_setup(node, "--imds", path)
+            eq(read(path)["mtu"], 9001)
+            r = teardown(node)
+            eq((r.returncode, r.stderr.strip()), (0, f"vpc-eni node-teardown: no node file given; {going_by}"))
+            eq(vpc.node_state(node), initial)
+            r = teardown(node)
+            eq((r.returncode, r.stderr.strip()),
+               (0, f"vpc-eni node-teardown: no node file given; {RUN_CNI_ALL}/vpc-eni records no setup: nothing to undo"))
+            gone = path + ".gone"
+            r = teardown(node, gone)
+            eq((r.returncode, r.stderr.strip()),
+               (1, f"vpc-eni node-teardown: vpc-eni: node file {gone} does not exist; {RUN_CNI_ALL}/vpc-eni records no setup either"))
+            eq(vpc.node_state(node), initial)
 
 
 @test
 def another_program_s_rule_first_is_left_first():
-    """vpc-eni node-setup --imds on both iptables variants: another program's rules kept first in mangle PREROUTING (a MARK, a jump to a chain that marks and returns) stay first through the next round, the table unchanged; an ACCEPT first has the NodePort mark put before it, once"""
+    """vpc-eni node-setup --imds on both iptables variants: another program's rules kept first in mangle PREROUTING (a MARK, a jump to a chain that marks and returns) stay first through the next round, the table unchanged; an ACCEPT first, and a goto to that chain, have the NodePort mark put before them, once"""
     for variant in ("nft", "legacy"):
         with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
             vpc.build_vpc(vpc_ns, node)
@@ -471,15 +578,18 @@ def another_program_s_rule_first_is_left_first():
                 eq(prerouting.index(vpc.PRIMARY_ENI_MARK), 2, prerouting)
                 node_setup(node, "--imds", path, variant=variant)
                 eq(mangle(), table, f"{variant}: the round changed mangle")
-                # An ACCEPT first: the mark goes before it, and the next round leaves it there.
-                sh(*iptables, "-I", "PREROUTING", "1", "-i", "sxother", "-j", "ACCEPT")
-                node_setup(node, "--imds", path, variant=variant)
-                table = mangle()
-                prerouting = [line for line in table if line.startswith("-A PREROUTING")]
-                eq(prerouting[:2], [vpc.PRIMARY_ENI_MARK, "-A PREROUTING -i sxother -j ACCEPT"], prerouting)
-                eq(prerouting.count(vpc.PRIMARY_ENI_MARK), 1, prerouting)
-                node_setup(node, "--imds", path, variant=variant)
-                eq(mangle(), table, f"{variant}: the round changed mangle")
+                # An ACCEPT first, then a goto to the chain a jump goes on from (where that chain
+                # ends, PREROUTING ends, and the mark after it would be skipped): each time the
+                # mark goes before it, and the next round leaves it there.
+                for verdict in (["-j", "ACCEPT"], ["-g", "SX-AGENT"]):
+                    sh(*iptables, "-I", "PREROUTING", "1", "-i", "sxother", *verdict)
+                    node_setup(node, "--imds", path, variant=variant)
+                    table = mangle()
+                    prerouting = [line for line in table if line.startswith("-A PREROUTING")]
+                    eq(prerouting[:2], [vpc.PRIMARY_ENI_MARK, "-A PREROUTING -i sxother " + " ".join(verdict)], prerouting)
+                    eq(prerouting.count(vpc.PRIMARY_ENI_MARK), 1, prerouting)
+                    node_setup(node, "--imds", path, variant=variant)
+                    eq(mangle(), table, f"{variant}: the round changed mangle")
                 sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
                 check("AWS" not in "\n".join(mangle()), mangle())
 
@@ -538,4 +648,5 @@ def a_node_file_past_its_limit_changes_nothing():
 
 if __name__ == "__main__":
     vpc.private_etc_cni()
+    private_run_cni_all()
     run_all(cleanup=[BIN, *vpc.VARIANTS.values()])
