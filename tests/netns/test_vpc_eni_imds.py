@@ -579,7 +579,7 @@ def another_program_s_rule_first_is_left_first():
                 node_setup(node, "--imds", path, variant=variant)
                 eq(mangle(), table, f"{variant}: the round changed mangle")
                 # An ACCEPT first, then a goto to the chain a jump goes on from (where that chain
-                # ends, PREROUTING ends, and the mark after it would be skipped): each time the
+                # ends, PREROUTING ends, and the mark after it would never be reached): each time the
                 # mark goes before it, and the next round leaves it there.
                 for verdict in (["-j", "ACCEPT"], ["-g", "SX-AGENT"]):
                     sh(*iptables, "-I", "PREROUTING", "1", "-i", "sxother", *verdict)

@@ -76,7 +76,7 @@ inline constexpr std::array kNodeFileKeys{
     key<&NodeFile::enis>("enis", "[]vpc.ENI", "[{interface, deviceNumber, subnet, primaryIp, secondaryIps, ipv4Prefixes}]"),
     key<&NodeFile::veth_prefix>("vethPrefix", "the pods' host veths' prefix, as the applet's vethPrefix; default eni"),
     key<&NodeFile::firewall_backend>("firewallBackend", "iptables or nftables for the SNAT; default: iptables where it works"),
-    key<&NodeFile::state_dir>("stateDir", "where node-setup records what it changes and keeps the node file it goes by; default /run/cni-all/vpc-eni"),
+    key<&NodeFile::state_dir>("stateDir", "where node-setup records what it changes and keeps the node file it goes by (a key of root's node file only: no network config sets it); default /run/cni-all/vpc-eni"),
     key<&NodeFile::max_per_namespace>("maxAddressesPerNamespace", "the most addresses the pods of one K8S_POD_NAMESPACE may hold, over every network; default 0, no cap"),
     key<&NodeFile::ipam_dir>("ipamDir", "where vpc-eni-ipam keeps the node's reservations, for every network naming this file; default /var/lib/cni/vpc-eni"),
 };
