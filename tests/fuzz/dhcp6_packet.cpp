@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // DHCPv6 messages from a server: a message that decodes encodes to what decodes to the same
-// message (decode, encode, decode); what it grants any of its IAs has lifetimes within the floors;
-// the domain search list's names decode or fail cleanly on their own.
+// message (decode, encode, decode); what it grants any of its IAs has lifetimes within the floors
+// and T1/T2 under their ceilings; the domain search list's names decode or fail cleanly on their
+// own.
 #include "applets/dhcp/message6.hpp"
 #include "fuzz_check.hpp"
 
@@ -24,6 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         auto t = lease_times(g);
         property(t.lease >= cni::dhcp::kMinLeaseSeconds && t.t1 >= cni::dhcp::kMinRenewSeconds && t.t1 <= t.t2 && t.t2 <= t.lease,
                  "lease times out of order or under the floors");
+        property(t.t1 <= kMaxRenewSeconds && t.t2 <= kMaxRebindSeconds, "T1 or T2 over its ceiling");
     }
     return 0;
 }

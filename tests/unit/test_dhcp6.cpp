@@ -109,6 +109,21 @@ TEST_CASE("dhcp6 lease times: T1/T2 of 0 are 0.5 and 0.8 of the preferred lifeti
     CHECK((t.t1 == 50 && t.t2 == 80));
 }
 
+TEST_CASE("dhcp6 lease times: infinite lifetimes and T1/T2 are renewed within the hour (T1 <= 1 h, T2 <= 1.6 h)", "[dhcp]") {
+    constexpr std::uint32_t inf = 0xffffffff;
+    for (std::uint32_t t1 : {0u, inf, 100000u}) {
+        Granted g{IaAddress{ip("fd00::1"), inf, inf, std::nullopt}, t1, t1 == 100000u ? 200000u : t1, {}};
+        auto t = lease_times(g);
+        CHECK((t.lease == inf && t.t1 == kMaxRenewSeconds && t.t2 == kMaxRebindSeconds && !t.degenerate));
+    }
+    Granted short_lease{IaAddress{ip("fd00::1"), 3000, 4000, std::nullopt}, 0, 0, {}};
+    auto t = lease_times(short_lease);  // under the ceilings: the server's pace
+    CHECK((t.t1 == 1500 && t.t2 == 2400));
+    Granted given{IaAddress{ip("fd00::1"), 9000, 10000, std::nullopt}, 1000, 7000, {}};
+    t = lease_times(given);  // T2 capped, T1 not
+    CHECK((t.t1 == 1000 && t.t2 == kMaxRebindSeconds));
+}
+
 TEST_CASE("dhcp6 grants: status codes of the message, the IA and the address; zero and inverted lifetimes ignored", "[dhcp]") {
     Message m = reply_with_address();
     m.status = StatusCode{status::no_addrs_avail, "full"};

@@ -368,6 +368,8 @@ LeaseTimes lease_times(const Granted& g) {
     if (t.t1 > t.lease) t.t1 = t.lease / 2;
     t.t1 = std::max(t.t1, kMinRenewSeconds);
     if (t.t2 > t.lease || t.t2 < t.t1) t.t2 = std::max(t.t1, std::uint32_t(t.lease * 0.8));
+    t.t1 = std::min(t.t1, kMaxRenewSeconds);  // still at most T2 and the lease: both are at least T1 here
+    t.t2 = std::min(t.t2, kMaxRebindSeconds);
     return t;
 }
 

@@ -121,7 +121,10 @@ Granted granted(const Message& m, std::uint32_t iaid, std::optional<net::IpAddr>
 
 // Lease times with floors, as DHCPv4's (message.hpp): valid lifetime at least 10 s, T1 at least
 // 2 s; T1 and T2 of 0 are the client's choice (RFC 8415 section 21.4): 0.5 and 0.8 times the
-// preferred lifetime.
+// preferred lifetime. And ceilings: T1 at most kMaxRenewSeconds, T2 at most kMaxRebindSeconds,
+// so a forged REPLY with infinite lifetimes (anyone on the link reads the multicast RENEW) cannot
+// end renewals; the real server is asked again within the hour (docs/dhcp.md, DHCPv6: Floors).
+inline constexpr std::uint32_t kMaxRenewSeconds = 3600, kMaxRebindSeconds = 5760;
 LeaseTimes lease_times(const Granted& g);
 
 // A DNS name from its uncompressed wire form; every name in `data` (option 24).
