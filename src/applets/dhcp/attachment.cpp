@@ -56,11 +56,6 @@ public:
     const DhcpConf& conf() const override { return conf_; }
 
 private:
-    // When to try next; `reacquire`: with a new acquisition (the server refused the lease).
-    struct Next {
-        std::int64_t at;
-        bool reacquire = false;
-    };
     using Opener = std::function<Result<C>()>;
 
     void run();
@@ -76,11 +71,14 @@ private:
     // The link is still the one the lease is for (its namespace and index); if not, the lease
     // is forgotten.
     bool link_still_there(const os::Netns& ns, int ifindex);
-    // Renewing `cur` at `now` (from T2: rebinding): when to try next, or when to acquire anew
-    // once the server refused.
-    Next renew(C& client, L cur, std::int64_t now);
-    // A new lease, asking for `cur`'s address again: when to renew it, or to try again.
+    // Renewing `cur` at `now` (from T2: rebinding): when to try next; a refusal sets `ended_`,
+    // and the next try acquires anew.
+    std::int64_t renew(C& client, L cur, std::int64_t now);
+    // A new lease, asking for `cur`'s address again: when to renew it, or to try again (still
+    // acquiring: `ended_` stays).
     std::int64_t reacquire(C& client, const L& cur);
+    // Logs `what` + `then` and keeps `what` as the last miss, which CHECK names once the lease expired.
+    void missed(const std::string& what, const std::string& then = "");
     void settle(std::optional<Error> failure);
     void persist(const L& lease);
     bool sleep_until(std::int64_t wall_seconds);  // false when stopping
@@ -111,6 +109,8 @@ private:
     int waiters_ = 0;  // ADDs in wait_bound
     std::optional<Error> failure_;
     std::optional<L> lease_;
+    std::string ended_;   // why the server ended lease_ (a refusal), until a lease is granted again
+    std::string missed_;  // the last renewal or acquisition that failed, until one succeeds
     std::string given_;  // the address the pod got (ADD's result, or the resumed record's)
     std::thread thread_;
 };
@@ -228,6 +228,10 @@ Status Keeper<C>::check() {
         return fail(code::try_again_later, "the DHCP daemon is still acquiring a lease for " + shown_key_);
     if (failure_) return cni::Unexpected(*failure_);
     if (!lease_) return fail("no DHCP lease held for " + shown_key_);
+    if (!ended_.empty()) return fail(ended_ + "; acquiring a new one");
+    if (std::int64_t late = wall_seconds() - lease_->expiry(); late >= 0)
+        return fail("the lease of " + shown_key_ + " (" + lease_->address_text() + ") expired " + std::to_string(late) +
+                    " s ago" + (missed_.empty() ? "" : "; not renewed: " + missed_));
     if (lease_->address_text() != given_)
         return fail("the lease of " + shown_key_ + " moved from " + given_ + " to " + lease_->address_text() +
                     ": the container's address is no longer leased; re-create the container");
@@ -267,6 +271,15 @@ void Keeper<C>::persist(const L& lease) {
     if (auto st = store_.save(r); !st) log_("saving the lease of " + shown_key_ + ": " + st.error().msg);
     std::lock_guard lock(mu_);
     lease_ = lease;
+    ended_.clear();
+    missed_.clear();
+}
+
+template <class C>
+void Keeper<C>::missed(const std::string& what, const std::string& then) {
+    log_(what + then);
+    std::lock_guard lock(mu_);
+    missed_ = what;
 }
 
 template <class C>
@@ -310,10 +323,18 @@ void Keeper<C>::run() {
               "; trying again on its renewal schedule");
     if (!first_lease(client)) return;
     maintain(client, open, *ns, ifindex);
-    std::lock_guard lock(mu_);
-    if (!release_ || !lease_) return;
-    if (!client) log_("not releasing the lease of " + shown_key_ + ": its client never started");
-    else if (auto st = client->release(*lease_); !st) log_("releasing the lease of " + shown_key_ + ": " + st.error().msg);
+    std::optional<L> held;
+    {
+        std::lock_guard lock(mu_);
+        if (!release_ || !lease_) return;
+        held = lease_;
+    }
+    if (!client) {  // a resumed lease whose client could not start: by DEL, the port is usually free
+        auto c = open();
+        if (!c) return log_("not releasing the lease of " + shown_key_ + ": its client cannot start: " + c.error().msg);
+        client.emplace(std::move(*c));
+    }
+    if (auto st = client->release(*held); !st) log_("releasing the lease of " + shown_key_ + ": " + st.error().msg);
     else log_("released the lease of " + shown_key_);
 }
 
@@ -354,36 +375,37 @@ void Keeper<C>::complete(C& client, L& lease) {
 
 template <class C>
 void Keeper<C>::maintain(std::optional<C>& client, const Opener& open, const os::Netns& ns, int ifindex) {
-    Next next{next_renewal(*lease_)};
+    std::int64_t next = next_renewal(*lease_);
     if (std::int64_t now = wall_seconds(); lease_->bound_at > now) {
         // A record dated ahead of the clock (set back since): renewed now, not that much later.
         log_("the lease of " + shown_key_ + " is dated " + std::to_string(lease_->bound_at - now) +
              " s ahead of the clock; renewing it now");
         std::lock_guard lock(mu_);
         lease_->bound_at = now;
-        next.at = now;
+        next = now;
     }
-    while (sleep_until(next.at)) {
+    while (sleep_until(next)) {
         std::int64_t now = wall_seconds();
-        if (now < next.at) continue;  // woken by a CHECK
+        if (now < next) continue;  // woken by a CHECK
         if (!link_still_there(ns, ifindex)) return;
         std::optional<L> cur;
+        bool ended = false;
         {
             std::lock_guard lock(mu_);
             cur = lease_;
+            ended = !ended_.empty();
         }
         if (!client) {
             auto c = open();
             if (!c) {
-                next = {retry_renewal(*cur, now)};
-                log_("the client of " + shown_key_ + " still cannot start: " + c.error().msg + "; trying again in " +
-                     std::to_string(next.at - now) + " s");
+                next = retry_renewal(*cur, now);
+                missed("the client of " + shown_key_ + " still cannot start: " + c.error().msg,
+                       "; trying again in " + std::to_string(next - now) + " s");
                 continue;
             }
             client.emplace(std::move(*c));
         }
-        if (!next.reacquire && now < cur->expiry()) next = renew(*client, *cur, now);
-        else next = {reacquire(*client, *cur)};
+        next = !ended && now < cur->expiry() ? renew(*client, *cur, now) : reacquire(*client, *cur);
     }
 }
 
@@ -401,36 +423,41 @@ bool Keeper<C>::link_still_there(const os::Netns& ns, int ifindex) {
 }
 
 template <class C>
-typename Keeper<C>::Next Keeper<C>::renew(C& client, L cur, std::int64_t now) {
+std::int64_t Keeper<C>::renew(C& client, L cur, std::int64_t now) {
     bool rebinding = now >= cur.t2();
     std::string why;
     auto outcome = client.renew(cur, rebinding, why);
-    if (!outcome && stopping_) return {now};  // the loop's sleep ends it
+    if (!outcome && stopping_) return now;  // the loop's sleep ends it
     if (outcome && *outcome == RenewOutcome::acked) {
         if (rebinding) log_("rebound the lease of " + shown_key_ + " (" + cur.address_text() + ")");
         refusal_streak_ = 0;
         persist(cur);
-        return {next_renewal(cur)};
+        return next_renewal(cur);
     }
     if (outcome && *outcome == RenewOutcome::refused) {
         // Waited for, growing with refusals in a row: a server (or a forger on the link) that
         // refuses every renewal and grants every SOLICIT does not cycle the lease at the T1 floor.
         std::int64_t delay = back_off(refusal_streak_);
+        {
+            std::lock_guard lock(mu_);
+            ended_ = "the DHCP server ended the lease of " + shown_key_ + " (" + cur.address_text() + ")" + (why.empty() ? "" : ": " + why);
+        }
         log_("the DHCP server refused to renew the lease of " + shown_key_ + " (" + cur.address_text() + ")" +
              (why.empty() ? "" : ": " + why) + "; acquiring a new one in " + std::to_string(delay) + " s");
-        return {now + delay, true};
+        return now + delay;
     }
-    if (!outcome) log_("renewing the lease of " + shown_key_ + ": " + outcome.error().msg);
-    else if (!why.empty()) log_(std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + shown_key_ + ": " + why);
-    else log_("no answer to " + std::string(rebinding ? "rebinding" : "renewing") + " the lease of " + shown_key_);
-    return {retry_renewal(cur, now)};
+    const std::string verb = rebinding ? "rebinding" : "renewing";
+    if (!outcome) missed(verb + " the lease of " + shown_key_ + ": " + outcome.error().msg);
+    else if (!why.empty()) missed(verb + " the lease of " + shown_key_ + ": " + why);
+    else missed("no answer to " + verb + " the lease of " + shown_key_);
+    return retry_renewal(cur, now);
 }
 
 template <class C>
 std::int64_t Keeper<C>::reacquire(C& client, const L& cur) {
     auto fresh = client.acquire(cur.address());
     if (!fresh) {
-        if (!stopping_) log_("re-acquiring the lease of " + shown_key_ + ": " + fresh.error().msg);
+        if (!stopping_) missed("re-acquiring the lease of " + shown_key_ + ": " + fresh.error().msg);
         return wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end (the loop's sleep ends a stop)
     }
     complete(client, *fresh);

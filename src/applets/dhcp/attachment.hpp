@@ -4,14 +4,14 @@
 // switches) and stays there: it sets the link up, acquires a lease (or resumes a persisted one),
 // then sleeps until T1 and renews (unicast), rebinds from T2 (broadcast), and acquires again if
 // the lease expired or the server refused it (a refusal waits 2, 4 ... 60 s first, growing with
-// refusals in a row; an acquisition that fails is tried again a minute after it ended;
-// client.hpp backs off within one). Every ACK is persisted. A resumed record dated ahead of the
+// refusals in a row; an acquisition that fails is tried again, again as an acquisition, a
+// minute after it ended; client.hpp backs off within one). Every ACK is persisted. A resumed record dated ahead of the
 // clock is renewed at once. A resumed lease whose client cannot start (its socket's bind refused,
-// say) is kept and the start tried again on the renewal schedule. The link disappearing (the
+// say) is kept and the start tried again on the renewal schedule, and once more to release it. The link disappearing (the
 // container went away without a DEL) ends the thread and drops the record. stop(release) ends
 // it, sending a DHCPRELEASE first when asked (DEL, GC) and keeping the record otherwise (daemon
-// shutdown, so a restarted daemon resumes). A lease that moved to another address than the pod's
-// fails CHECK. DHCPv4 (client.hpp) and DHCPv6 (client6.hpp) leases run the same loop, one thread
+// shutdown, so a restarted daemon resumes). A lease that moved to another address than the pod's,
+// one the server ended and one past its expiry fail CHECK. DHCPv4 (client.hpp) and DHCPv6 (client6.hpp) leases run the same loop, one thread
 // each; a dual-stack attachment is both, its ADD's result holding both addresses (and the DHCPv6
 // DNS servers).
 #pragma once
@@ -37,8 +37,10 @@ public:
     // flight, so it may stop.
     virtual bool unwaited() = 0;
     // CHECK: wakes the loop and reports whether a lease is held right now for the address the pod
-    // got; an acquisition in flight (its ADD's, or a resumed lease's first seconds) is waited for
-    // at most 5 s, so a CHECK holds none of the daemon's connections for long.
+    // got; one the server ended (refused a renewal of) and that no acquisition has granted again,
+    // or one past its expiry, fails it, naming why. An acquisition in flight (its ADD's, or a
+    // resumed lease's first seconds) is waited for at most 5 s, so a CHECK holds none of the
+    // daemon's connections for long.
     virtual Status check() = 0;
     virtual void stop(bool release) = 0;
     virtual const LeaseRecord& identity() const = 0;  // the fields set at construction
