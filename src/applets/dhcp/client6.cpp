@@ -116,7 +116,7 @@ Status Client6::send(const v6::Message& m) const {
 }
 
 Result<std::optional<v6::Message>> Client6::exchange(v6::Type type, v6::Exchange x, std::initializer_list<v6::Type> wanted,
-                                                     Clock::time_point deadline) {
+                                                     Clock::time_point deadline, const Taker& takes) {
     if (stopping_()) return cni::Unexpected(stopped_error());
     x.xid = std::uniform_int_distribution<std::uint32_t>(0, 0xffffff)(rng_);
     x.duid = duid_;
@@ -139,7 +139,8 @@ Result<std::optional<v6::Message>> Client6::exchange(v6::Type type, v6::Exchange
         // server than the one a REQUEST or RENEW names, is discarded.
         if (type == v6::Type::solicit && m->type == v6::Type::reply && !m->rapid_commit) continue;
         if (!x.server_id.empty() && m->server_id != x.server_id) continue;
-        if (std::find(wanted.begin(), wanted.end(), m->type) != wanted.end()) return std::optional<v6::Message>(std::move(*m));
+        if (std::find(wanted.begin(), wanted.end(), m->type) == wanted.end() || (takes && !takes(*m))) continue;
+        return std::optional<v6::Message>(std::move(*m));
     }
     return std::optional<v6::Message>{};
 }
@@ -149,18 +150,24 @@ Result<std::optional<Lease6>> Client6::attempt(std::optional<net::IpAddr> previo
     v6::Exchange x;
     x.rapid_commit = true;
     if (previous) x.addresses = {*previous};
-    CNI_TRY_ASSIGN(auto first, exchange(v6::Type::solicit, x, {v6::Type::advertise, v6::Type::reply}, until));
+    // RFC 8415 section 18.2.9: an answer granting no address is passed over (a full server, or
+    // anyone on the link, must not end the attempt); it is the attempt's refusal only when
+    // nothing better came before its deadline.
+    std::string empty;
+    auto grants = [&](const v6::Message& m) {
+        auto granting = v6::granted(m, iaid_);
+        if (!granting.address)
+            empty = "the DHCPv6 server " + std::string(m.type == v6::Type::reply ? "replied" : "advertised") + " no address: " +
+                    status_text(granting.status);
+        return granting.address.has_value();
+    };
+    CNI_TRY_ASSIGN(auto first, exchange(v6::Type::solicit, x, {v6::Type::advertise, v6::Type::reply}, until, grants));
     if (!first) {
-        why = "no DHCPv6 server answered the SOLICIT";
+        refused = !empty.empty();
+        why = refused ? empty : "no DHCPv6 server answered the SOLICIT";
         return std::nullopt;
     }
     auto g = v6::granted(*first, iaid_);
-    if (!g.address) {
-        refused = true;
-        why = "the DHCPv6 server " + std::string(first->type == v6::Type::reply ? "replied" : "advertised") + " no address: " +
-              status_text(g.status);
-        return std::nullopt;
-    }
     if (first->type == v6::Type::reply) return Lease6{std::move(*first), iaid_, wall_seconds(), g.address->address};  // rapid commit
     x.rapid_commit = false;
     x.server_id = first->server_id;
@@ -234,15 +241,27 @@ Status Client6::inform(Lease6& lease) {
     const auto give_up = began_ + kInformationWait;
     std::uniform_int_distribution<int> jitter(-int(kMaxJitter.count()), int(kMaxJitter.count()));
     int attempts = 0;
+    std::optional<v6::Message> other;  // the first REPLY with DNS options from another server
+    auto of_lease_server = [&](const v6::Message& m) {
+        if (m.status && m.status->code != v6::status::success) return false;
+        if (m.server_id == lease.reply.server_id) return true;
+        if (!other && (!m.dns_servers.empty() || !m.search.empty())) other = m;
+        return false;
+    };
     while (Clock::now() < give_up) {
         auto slot_end = std::min(Clock::now() + retry_delay(attempts++, timing_.resend_max, std::chrono::milliseconds(jitter(rng_))),
                                  give_up);
-        CNI_TRY_ASSIGN(auto reply, exchange(v6::Type::information_request, v6::Exchange{}, {v6::Type::reply}, slot_end));
+        CNI_TRY_ASSIGN(auto reply,
+                       exchange(v6::Type::information_request, v6::Exchange{}, {v6::Type::reply}, slot_end, of_lease_server));
         if (reply) {
             lease.info = std::move(*reply);
             return {};
         }
         if (!sleep_until(slot_end)) return cni::Unexpected(stopped_error());
+    }
+    if (other) {
+        lease.info = std::move(*other);
+        return {};
     }
     return fail("no answer to " + std::to_string(attempts) + " INFORMATION-REQUEST" + (attempts == 1 ? "" : "s") + " in " +
                 std::to_string(kInformationWait.count() / 1000) + " s");

@@ -2,14 +2,15 @@
 // The DHCPv6 client side of RFC 8415 for one interface (docs/dhcp.md: DHCPv6): a UDP socket bound
 // to the interface's link-local address, port 546 (opened once DAD has finished on it, waiting at
 // most kDadWait), talking to ff02::1:2 port 547. acquire: SOLICIT (asking for Rapid Commit) then
-// REQUEST to the server of the first usable ADVERTISE, or the REPLY at once when the server commits
-// rapidly; attempts on the schedule of retry.hpp, as DHCPv4's, given up after kMaxRefusals refusals
+// REQUEST to the server of the first ADVERTISE granting an address, or the REPLY at once when the
+// server commits rapidly (answers granting none are passed over, and are the attempt's refusal
+// only when nothing better came by its deadline); attempts on the schedule of retry.hpp, as DHCPv4's, given up after kMaxRefusals refusals
 // or at -resendtimeout. renew: RENEW to the lease's server at T1, REBIND to any from T2, keeping
 // only the address the pod got (a server moving it is a refusal: a new SOLICIT asks for it). release:
 // RELEASE, not waited for. The identity is DUID-LL from the interface's MAC and an IAID from the
 // lease key, both stable per attachment. DNS servers (23) and the search list (24) are asked for
 // in every message and go into the result's dns; inform asks for them with an Information-request
-// when the lease's REPLY carried neither. No routes (the default route comes from router
+// when the lease's REPLY carried neither, preferring the lease's server's REPLY. No routes (the default route comes from router
 // advertisements) and each address is a /128 (on-link prefixes come from them too). The socket
 // does not loop its multicast back: the pod's own processes never see the exchange.
 #pragma once
@@ -64,17 +65,21 @@ public:
     // lease is kept). `why` says what the server said when it refused or its answer counted as none.
     Result<RenewOutcome> renew(Lease6& lease, bool rebinding, std::string& why);
     Status release(const Lease6& lease);
-    // One Information-request for the DNS options, to any server, on acquire's schedule for at
-    // most kInformationWait; its REPLY goes into `lease.info`. An error when none came.
+    // One Information-request for the DNS options, on acquire's schedule for at most
+    // kInformationWait, waiting that long for the REPLY of the lease's server; another server's
+    // (one with DNS options) is taken only if that one never came. The REPLY goes into
+    // `lease.info`; an error when none came.
     Status inform(Lease6& lease);
 
 private:
     Client6(os::UniqueFd fd, int ifindex, const Mac& mac, const std::string& key, Timing timing,
             std::function<bool()> stopping, std::function<void(const std::string&)> note);
     // Sends a `type` message and waits for an answer until `deadline`, at most -timeout: the
-    // first one for us whose type is in `wanted`.
+    // first one for us whose type is in `wanted` and that `takes` (when given) accepts; one it
+    // refuses is passed over (it may keep a copy) and the wait goes on.
+    using Taker = std::function<bool(const v6::Message&)>;
     Result<std::optional<v6::Message>> exchange(v6::Type type, v6::Exchange x, std::initializer_list<v6::Type> wanted,
-                                                std::chrono::steady_clock::time_point deadline);
+                                                std::chrono::steady_clock::time_point deadline, const Taker& takes = {});
     Status send(const v6::Message& m) const;
     // One SOLICIT/ADVERTISE/REQUEST/REPLY round; nothing when it got no lease, `why` says why.
     Result<std::optional<Lease6>> attempt(std::optional<net::IpAddr> previous, std::chrono::steady_clock::time_point until,
