@@ -161,28 +161,34 @@ private:
             return cni::Unexpected(ticket.error().context("dhcp daemon"));
         }
         std::string netns = opts_.hostprefix + r.netns;
-        std::shared_ptr<Attachment> att, replaced;
-        {
-            std::lock_guard lock(mu_);
-            auto& slot = leases_[key];
-            if (slot && slot->identity().netns == netns) {
-                if (slot->conf().protocol != conf.protocol)  // its leases are not the ones this config asks for
-                    return fail(code::invalid_config, "ipam.protocol \"" + std::string(protocol_name(conf.protocol)) +
-                                                          "\" differs from \"" + std::string(protocol_name(slot->conf().protocol)) +
-                                                          "\" of the leases held for " + shown(key) + "; DEL the attachment first");
-                att = slot;
-            } else {
-                LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}, false, {}};
-                try {
-                    att = start_attachment(rec, conf, opts_.timing, store_, log_.info(), std::nullopt, std::nullopt);
-                } catch (const std::system_error& e) {
-                    if (!slot) leases_.erase(key);
-                    return fail(code::try_again_later, std::string("dhcp daemon: cannot start the lease's thread: ") + e.what());
+        std::shared_ptr<Attachment> att;
+        while (!att) {
+            std::shared_ptr<Attachment> stale;
+            {
+                std::lock_guard lock(mu_);
+                auto& slot = leases_[key];
+                if (slot && slot->identity().netns != netns) {
+                    stale = slot;
+                } else if (slot) {
+                    CNI_TRY(same_protocol(conf, *slot, key));
+                    att = slot;
+                } else {
+                    LeaseRecord rec{key, r.container_id, conf.name, r.ifname, netns, r.config, r.args, {}, false, {}};
+                    try {
+                        att = start_attachment(rec, conf, opts_.timing, store_, log_.info(), std::nullopt, std::nullopt);
+                    } catch (const std::system_error& e) {
+                        leases_.erase(key);
+                        return fail(code::try_again_later, std::string("dhcp daemon: cannot start the lease's thread: ") + e.what());
+                    }
+                    slot = att;
                 }
-                replaced = std::exchange(slot, att);
+            }
+            if (stale) {  // the same attachment in a new namespace: the old one's leases and records end first
+                log_(log::Level::info, "ADD of " + shown(key) + " in another network namespace; releasing its leases in " +
+                                           shown(stale->identity().netns));
+                release(key, stale.get());
             }
         }
-        if (replaced) replaced->stop(false);  // same attachment in a new namespace: the old thread is stale
         auto result = att->wait_bound(hung_up);
         if (!result) return abandoned(key, *att, std::move(*ticket));
         if (!*result) {
@@ -190,6 +196,15 @@ private:
             return cni::Unexpected(result->error());
         }
         return std::optional<CniResult>(std::move(**result));
+    }
+
+    // The attachment `held` of `key` leases what `conf` asks for; if not, the error ADD and CHECK
+    // give (code 7).
+    static Status same_protocol(const DhcpConf& conf, const Attachment& held, const std::string& key) {
+        if (held.conf().protocol == conf.protocol) return {};
+        return fail(code::invalid_config, "ipam.protocol \"" + std::string(protocol_name(conf.protocol)) + "\" differs from \"" +
+                                              std::string(protocol_name(held.conf().protocol)) + "\" of the leases held for " +
+                                              shown(key) + "; DEL the attachment first");
     }
 
     // An ADD whose client hung up while it waited: its acquisition stops, unless another ADD of
@@ -235,6 +250,7 @@ private:
             if (auto it = leases_.find(key); it != leases_.end()) att = it->second;
         }
         if (!att) return fail("the DHCP daemon holds no lease for " + shown(key));
+        CNI_TRY(same_protocol(conf, *att, key));
         return att->check();
     }
 
