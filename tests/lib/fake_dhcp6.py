@@ -6,11 +6,17 @@ throwaway namespace with `ip netns exec`). Leases last 60 s with T1 2 s and T2 3
   of OLD gets OLD with lifetimes 0 and NEW offered (RFC 8415 section 18.3.4 allows it); later
   SOLICITs get NEW, and a RENEW of NEW keeps it.
 - info: leases OLD, and its REPLYs carry no DNS options; it answers an INFORMATION-REQUEST with
-  them (RFC 8415 section 18.2.6).
+  them (RFC 8415 section 18.2.6), after a decoy REPLY from another server with other DNS options
+  (2001:db8:213::dd, decoy.test), which the client must not prefer to the lease's server's.
 - advertise: no Rapid Commit: a SOLICIT gets an ADVERTISE of OLD, and the REQUEST a REPLY.
 - no-ia: leases OLD with T2 6 s (an unanswered RENEW is retried 2 s later, still a RENEW); its first REPLY to RENEW holds no IA_NA (RFC 8415 section
   18.2.10.1: the client keeps the lease), later ones renew OLD.
 - listen: answers nothing (a process of the pod listening for the daemon's multicast).
+- refuse: leases OLD to the first SOLICIT; a RENEW or REBIND gets its IA_NA with status NoBinding
+  ("gone"), and later SOLICITs an ADVERTISE whose IA_NA has status NoAddrsAvail ("full").
+- full: leases OLD as the default mode does, but each SOLICIT is first answered by another server
+  whose pool is full: an ADVERTISE with IA_NA status NoAddrsAvail, which the client must pass over
+  (RFC 8415 section 18.2.9).
 Every lease REPLY but in mode info carries DNS server 2001:db8:213::53 and search list pods.test.
 Before its answer to SOLICIT, REQUEST and RENEW it sends a decoy the client must discard (RFC 8415
 section 18.2.10): a REPLY to SOLICIT without Rapid Commit, a REPLY to REQUEST or RENEW from
@@ -30,6 +36,10 @@ SOLICIT, ADVERTISE, REQUEST, RENEW, REBIND, REPLY, RELEASE, INFORMATION_REQUEST 
 
 def option(code, data):
     return struct.pack("!HH", code, len(data)) + data
+
+
+def status(code, text):
+    return option(13, struct.pack("!H", code) + text)
 
 
 DNS = option(23, socket.inet_pton(socket.AF_INET6, "2001:db8:213::53")) + option(24, b"\x04pods\x04test\x00")
@@ -75,17 +85,24 @@ def main():
         ia_of = lambda addrs: option(3, ia[:4] + struct.pack("!II", 2, t2) + addrs)  # noqa: E731
         reply_type, extra = REPLY, b""
         if kind == INFORMATION_REQUEST and mode == "info":
+            s.sendto(bytes([REPLY]) + head + option(2, OTHER_DUID) + option(23, DECOY) + option(24, b"\x05decoy\x04test\x00"), peer)
             s.sendto(bytes([REPLY]) + head + option(2, SERVER_DUID) + DNS, peer)
             continue
+        if kind == SOLICIT and mode == "full":
+            s.sendto(bytes([ADVERTISE]) + head + option(2, OTHER_DUID) + ia_of(status(2, b"full")), peer)
         if kind == SOLICIT:
             solicits += 1
             addrs = iaaddr(new if mode == "move" and solicits > 1 else old, 30, 60)
-            if mode == "advertise":
+            if mode == "refuse" and solicits > 1:
+                reply_type, addrs = ADVERTISE, status(2, b"full")
+            elif mode == "advertise":
                 reply_type = ADVERTISE
             else:
                 extra = option(14, b"")
         elif kind == REQUEST:
             addrs = iaaddr(old, 30, 60)
+        elif kind in (RENEW, REBIND) and mode == "refuse":
+            addrs = status(3, b"gone")
         elif kind in (RENEW, REBIND) and mode == "move":
             addrs = iaaddr(old, 0, 0) + iaaddr(new, 30, 60) if socket.inet_ntop(socket.AF_INET6, old) in asked \
                 else iaaddr(new, 30, 60)

@@ -11,8 +11,9 @@ addresses; a re-ADD asking for another protocol refused), 8 concurrent ADDs, and
 Against tests/lib/fake_dhcp6.py instead of dnsmasq: a server that moves the lease at RENEW (CHECK
 then fails, across a restart too), one that gives DNS only to an Information-request, one that
 ADVERTISEs (the REQUEST's answer pinned to its server), one whose REPLY to RENEW lacks our IA_NA
-(a process of the pod listening on ff02::1:2 hears none of it), and a restart while a process of
-the pod holds port 546."""
+(a process of the pod listening on ff02::1:2 hears none of it), a restart while a process of
+the pod holds port 546, one that ends the lease at RENEW and is then full (CHECK fails), a full
+server answering before the real one, and a re-ADD in another network namespace."""
 import concurrent.futures
 import contextlib
 import json
@@ -136,7 +137,7 @@ def dhcp6_restart_resumes_and_renews_at_t1():
 
 @test
 def dhcp6_dual_stack():
-    """dhcp6: protocol "dual" gets a DHCPv4 and a DHCPv6 lease in one result; a re-ADD with protocol "ipv4" is refused (code 7); DEL releases both"""
+    """dhcp6: protocol "dual" gets a DHCPv4 and a DHCPv6 lease in one result; a re-ADD or a CHECK with protocol "ipv4" is refused (code 7); DEL releases both"""
     with lab(dnsmasq_args=V6) as lb, netns("dhc") as ctr:
         r = lb.add(ctr, conf=conf6(lb, "dual")).ok().json()
         got = [ip["address"] for ip in r["ips"]]
@@ -145,9 +146,12 @@ def dhcp6_dual_stack():
         lb.ctr = ctr
         eq(ipam(lb, "ADD", "dual").ok().json()["dns"]["nameservers"], ["2001:db8:213::53"],
            "the IPAM's result has the DHCPv6 DNS servers")
+        differs = (7, 'ipam.protocol "ipv4" differs from "dual" of the leases held for c1/dhnet/eth0; DEL the attachment first')
         other = ipam(lb, "ADD", "ipv4").error()
-        eq((other["code"], other["msg"]), (7, 'ipam.protocol "ipv4" differs from "dual" of the leases held for '
-                                              'c1/dhnet/eth0; DEL the attachment first'))
+        eq((other["code"], other["msg"]), differs)
+        other = ipam(lb, "CHECK", "ipv4", prevResult={"cniVersion": "1.1.0"}).error()
+        eq((other["code"], other["msg"]), differs, "CHECK compares the protocol as ADD does")
+        ipam(lb, "CHECK", "dual", prevResult={"cniVersion": "1.1.0"}).ok()
         for ip in got:
             check(ip in addrs(ctr, "eth0"), f"{ip} in {addrs(ctr, 'eth0')}")
             lb.lease(ip.split("/")[0])
@@ -236,11 +240,11 @@ def dhcp6_renew_reply_moving_the_address():
 
 @test
 def dhcp6_information_request_for_dns():
-    """dhcp6: a lease whose REPLY has no DNS options is followed by one INFORMATION-REQUEST, whose REPLY's DNS servers and search list go into the result and stay there across renewals and a restart"""
+    """dhcp6: a lease whose REPLY has no DNS options is followed by one INFORMATION-REQUEST, whose REPLY from the lease's server (not another's, which came first) has the DNS servers and search list of the result; they stay there across renewals and a restart"""
     with fake_lab("info") as (lb, ctr, heard):
         eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [OLD + "/128"])
         dns = {"nameservers": ["2001:db8:213::53"], "search": ["pods.test"]}
-        eq(ipam(lb, "ADD").ok().json().get("dns"), dns)
+        eq(ipam(lb, "ADD").ok().json().get("dns"), dns, "the lease's server's DNS options, not the other's")
         eq(first_heard(heard, 2), [["1"], ["11"]], "SOLICIT, then INFORMATION-REQUEST")
         check("information" in record6(lb)[1], "the Information-request's REPLY is on record")
         renewals = heard.count(["5", OLD])
@@ -273,30 +277,97 @@ def dhcp6_renew_reply_without_our_ia_keeps_the_lease():
         check("the DHCPv6 server's REPLY holds no IA_NA for it; keeping it" in lb.log(), lb.log())
 
 
+@contextlib.contextmanager
+def port_546_held(ctr):
+    """A process of the pod holding [::]:546 while the daemon is down, until the block ends."""
+    holder = subprocess.Popen(["ip", "netns", "exec", ctr, sys.executable, "-c",
+                               "import socket, sys; s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); "
+                               "s.bind(('::', 546)); print('bound', flush=True); sys.stdin.read()"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        eq(holder.stdout.readline().strip(), "bound")
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 @test
 def dhcp6_restart_with_port_546_taken_in_the_pod():
     """dhcp6: a restarted daemon whose bind to [link-local]:546 fails (a process of the pod holds [::]:546) keeps the lease record, logs it, and binds on its renewal schedule once the port is free"""
     with fake_lab("info") as (lb, ctr, heard):
         lb.add(ctr, conf=conf6(lb)).ok()
         lb.stop_daemon()
-        holder = subprocess.Popen(["ip", "netns", "exec", ctr, sys.executable, "-c",
-                                   "import socket, sys; s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); "
-                                   "s.bind(('::', 546)); print('bound', flush=True); sys.stdin.read()"],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        try:
-            eq(holder.stdout.readline().strip(), "bound")
+        with port_546_held(ctr):
             # Expiry in 6 s, past T2: the start is tried again in 3 s (half the time left).
             rewrite_record6(lb, lambda rec: rec.update(boundAt=int(time.time()) - 54))
             lb.start_daemon()
             wait_for(lambda: "still cannot start" in lb.log(), 5, lambda: "the bind is refused: " + lb.log())
             check("keeping the lease of c1/dhnet/eth0, whose client cannot start: bind [fe80::" in lb.log(), lb.log())
             record6(lb)
-        finally:
-            holder.kill()
-            holder.wait()
         wait_for(lambda: ["6", OLD] in heard, 8, lambda: f"the lease is rebound once the port is free: {heard} {lb.log()}")
         wait_for(lambda: record6(lb)[1]["boundAt"] > time.time() - 5, 3, "the rebound lease is recorded")
         lb.delete(ctr, conf=conf6(lb)).ok()
+
+
+@test
+def dhcp6_refused_renewal_fails_check():
+    """dhcp6: a RENEW answered NoBinding fails CHECK naming the server's words, and still after the new SOLICITs met a full server (NoAddrsAvail, named in the log); a resumed lease past its expiry fails CHECK"""
+    with fake_lab("refuse") as (lb, ctr, heard):
+        eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [OLD + "/128"])
+        wait_for(lambda: "refused to renew" in lb.log(), 6, lambda: f"the RENEW is refused: {lb.log()} {heard}")
+        ended = f"the DHCP server ended the lease of c1/dhnet/eth0 ({OLD}): the REPLY's IA_NA has status 3 (\"gone\"); " \
+                "acquiring a new one"
+        eq(ipam(lb, "CHECK", prevResult={"cniVersion": "1.1.0"}).error()["msg"], ended)
+        wait_for(lambda: "re-acquiring the lease of c1/dhnet/eth0: " in lb.log(), 12, lambda: "the acquisition fails: " + lb.log())
+        check('the DHCPv6 server advertised no address: status 2 ("full")' in lb.log(), lb.log())
+        eq(ipam(lb, "CHECK", prevResult={"cniVersion": "1.1.0"}).error()["msg"], ended, "still ended after the failed acquisition")
+        lb.stop_daemon()
+        rewrite_record6(lb, lambda rec: rec.update(boundAt=int(time.time()) - 100))  # 60 s lease: expired 40 s ago
+        lb.start_daemon()
+        expired = ipam(lb, "CHECK", prevResult={"cniVersion": "1.1.0"}).error()["msg"]
+        check(expired.startswith(f"the lease of c1/dhnet/eth0 ({OLD}) expired 4") and expired.endswith(" s ago"), expired)
+        lb.delete(ctr, conf=conf6(lb)).ok()
+
+
+@test
+def dhcp6_full_server_answering_first_is_passed_over():
+    """dhcp6: an ADVERTISE granting nothing (NoAddrsAvail, from a full server answering first) does not end the attempt: the real server's REPLY, which follows, leases the address at the first SOLICIT"""
+    with fake_lab("full") as (lb, ctr, heard):
+        eq(v6_of(lb.add(ctr, conf=conf6(lb)).ok().json()), [OLD + "/128"])
+        eq(first_heard(heard, 1), [["1"]])
+        check("no lease yet" not in lb.log(), lb.log())
+
+
+@test
+def dhcp6_readd_in_another_netns_releases_the_old_lease():
+    """dhcp6: an ADD of an attachment the daemon holds in another network namespace RELEASEs the old lease and removes its record before the new one SOLICITs"""
+    with fake_lab("advertise") as (lb, ctr, heard), netns("dhc") as ctr2:
+        lb.add(ctr, conf=conf6(lb)).ok()
+        eq(v6_of(lb.add(ctr2, conf=conf6(lb)).ok().json()), [OLD + "/128"])
+        wait_for(lambda: ["8", OLD] in heard and heard.count(["1"]) == 2, 5, lambda: f"a RELEASE and two SOLICITs: {heard}")
+        solicits = [i for i, m in enumerate(heard) if m == ["1"]]
+        check(solicits[0] < heard.index(["8", OLD]) < solicits[1], f"the RELEASE comes before the new SOLICIT: {heard}")
+        check(record6(lb)[1]["netns"].endswith(ctr2), "the record is the new namespace's")
+        lb.delete(ctr2, conf=conf6(lb)).ok()
+
+
+@test
+def dhcp6_expired_lease_whose_client_never_started():
+    """dhcp6: a resumed lease past its expiry whose client cannot start (port 546 held) fails CHECK naming why; once the port is free, DEL starts the client to send the RELEASE"""
+    with fake_lab("advertise") as (lb, ctr, heard):
+        lb.add(ctr, conf=conf6(lb)).ok()
+        lb.stop_daemon()
+        with port_546_held(ctr):
+            rewrite_record6(lb, lambda rec: rec.update(boundAt=int(time.time()) - 100))  # expired: the next try in 60 s
+            lb.start_daemon()
+            wait_for(lambda: "still cannot start" in lb.log(), 5, lambda: "the bind is refused: " + lb.log())
+            err = ipam(lb, "CHECK", prevResult={"cniVersion": "1.1.0"}).error()["msg"]
+            check(err.startswith(f"the lease of c1/dhnet/eth0 ({OLD}) expired 4") and
+                  "s ago; not renewed: the client of c1/dhnet/eth0 still cannot start: bind [fe80::" in err, err)
+        lb.delete(ctr, conf=conf6(lb)).ok()
+        wait_for(lambda: ["8", OLD] in heard, 3, lambda: f"DEL releases the lease: {heard} {lb.log()}")
+        check("released the lease of c1/dhnet/eth0" in lb.log(), lb.log())
 
 
 @test
