@@ -212,6 +212,22 @@ TEST_CASE("dhcp6 protocol key: ipv4 by default, ipv6 and dual; anything else nam
     CHECK(!dhcp::parse_dhcp_conf(R"({"name":"n","ipam":{"type":"dhcp","protocol":6}})", ""));
 }
 
+TEST_CASE("dhcp6 protocol key: request and provide (DHCPv4 options) are refused with ipv6, kept with dual", "[dhcp]") {
+    auto conf = [](std::string_view protocol, std::string_view key) {
+        return dhcp::parse_dhcp_conf(R"({"name":"n","ipam":{"type":"dhcp","protocol":")" + std::string(protocol) + "\",\"" +
+                                         std::string(key) + R"(":[{"option":"host-name","value":"h"}]}})",
+                                     "");
+    };
+    for (std::string key : {"request", "provide"}) {
+        auto bad = conf("ipv6", key);
+        REQUIRE(!bad);
+        CHECK(bad.error().code == code::invalid_config);
+        CHECK(bad.error().msg == "ipam." + key + R"( names DHCPv4 options, and ipam.protocol "ipv6" leases by DHCPv6 only)");
+        CHECK(conf("dual", key));
+    }
+    CHECK(conf("dual", "provide")->provide.size() == 1);
+}
+
 TEST_CASE("dhcp6 lease: a /128 with the DNS servers and search list as the result; its times from the REPLY", "[dhcp]") {
     dhcp::Lease6 l{reply_with_address(), 7, 1000, ip("fd00:55::10")};
     CHECK(l.address_text() == "fd00:55::10");

@@ -92,6 +92,9 @@ Result<DhcpConf> parse_dhcp_conf(std::string_view config, std::string_view cni_a
     else if (keys.protocol == "dual") c.protocol = Protocol::dual;
     else if (!keys.protocol.empty() && keys.protocol != "ipv4")
         return fail(code::invalid_config, "invalid ipam.protocol \"" + shown(keys.protocol) + "\": must be \"ipv4\", \"ipv6\" or \"dual\"");
+    if (c.protocol == Protocol::ipv6 && (!keys.request.empty() || !keys.provide.empty()))  // DHCPv4 options: nothing would send them
+        return fail(code::invalid_config, std::string("ipam.") + (keys.request.empty() ? "provide" : "request") +
+                                              " names DHCPv4 options, and ipam.protocol \"ipv6\" leases by DHCPv6 only");
 
     bool skip_default = false;
     Bytes extra;

@@ -70,8 +70,8 @@ struct DhcpKeys {
 inline constexpr std::array kDhcpKeys{
     key<&DhcpKeys::socket_path>("daemonSocketPath", "the daemon's socket; default /run/cni/dhcp.sock"),
     key<&DhcpKeys::priority>("priority", "the metric of the routes the lease gives"),
-    key<&DhcpKeys::request>("request", "options to ask for: [{\"option\": a name or code 0-255, \"skipDefault\": bool}]"),
-    key<&DhcpKeys::provide>("provide", "options to send: [{\"option\", \"value\" or \"fromArg\" (a CNI_ARGS key)}]"),
+    key<&DhcpKeys::request>("request", "DHCPv4 options to ask for: [{\"option\": a name or code 0-255, \"skipDefault\": bool}]; not with \"ipv6\""),
+    key<&DhcpKeys::provide>("provide", "DHCPv4 options to send: [{\"option\", \"value\" or \"fromArg\" (a CNI_ARGS key)}]; not with \"ipv6\""),
     key<&DhcpKeys::protocol>("protocol", "\"ipv4\" (DHCPv4, the default), \"ipv6\" (DHCPv6) or \"dual\" (both, one result)"),
 };
 
