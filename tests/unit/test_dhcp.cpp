@@ -159,7 +159,7 @@ TEST_CASE("dhcp protocol: requests and replies round trip; garbage is a decoding
     CHECK((err.error().code == 8 && err.error().msg == "bad ns"));
 }
 
-TEST_CASE("dhcp lease record: JSON round trip, with the given address; a boundAt before 1970 or more than a day ahead is refused", "[dhcp]") {
+TEST_CASE("dhcp lease record: JSON round trip, with the given address; a boundAt before 1970 or after 2099 is refused, one days ahead of the clock taken", "[dhcp]") {
     LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "K=V",
                   Lease{ack_with({{opt::subnet_mask, u32_bytes(0xffffff00)}}), {2, 0, 0, 0, 0, 9}, 1700000000}, false, {}};
     auto back = decode_record(encode_record(r));
@@ -172,7 +172,9 @@ TEST_CASE("dhcp lease record: JSON round trip, with the given address; a boundAt
     r.given = net::IpAddr::parse("fd00::9");
     CHECK(!decode_record(encode_record(r)));
     r.given.reset();
-    for (std::int64_t bad : {std::int64_t(-1), std::int64_t(::time(nullptr)) + 2 * 86400, INT64_MAX}) {
+    r.lease.bound_at = std::int64_t(::time(nullptr)) + 2 * 86400;  // a clock set back two days: renewed at once
+    CHECK(decode_record(encode_record(r)));
+    for (std::int64_t bad : {std::int64_t(-1), std::int64_t(4102444801), INT64_MAX}) {
         r.lease.bound_at = bad;  // out of range: the lease's times would overflow
         auto refused = decode_record(encode_record(r));
         REQUIRE(!refused);
@@ -256,6 +258,15 @@ TEST_CASE("dhcp retry schedule: four slots of 2 s, then 4 s doubling up to -rese
     int attempts = 0;
     for (milliseconds at{0}; at < milliseconds(208'000); at += retry_delay(attempts++, max, none)) {}
     CHECK(attempts == 11);
+}
+
+TEST_CASE("dhcp clock set back: the wall clock's step against the steady clock, small ones (rounding) ignored", "[dhcp]") {
+    using std::chrono::seconds;
+    CHECK(clock_set_back(1000, 1060, seconds(60)) == 0);   // in step
+    CHECK(clock_set_back(1000, 1100, seconds(60)) == 0);   // set forward: the lease's times come early, no harm
+    CHECK(clock_set_back(1000, 1058, seconds(60)) == 0);   // within kClockSlack
+    CHECK(clock_set_back(1000, 1000 - 3600, seconds(60)) == 3660);
+    CHECK(clock_set_back(1000, 1054, seconds(60)) == 6);
 }
 
 TEST_CASE("dhcp retry tally: what the servers did, in the log line and in the error", "[dhcp]") {

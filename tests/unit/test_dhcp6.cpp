@@ -280,12 +280,12 @@ TEST_CASE("dhcp6 renewal: only the lease's own address counts; ended (lifetime 0
     CHECK((!g.address && g.status.code == status::no_addrs_avail));
 }
 
-TEST_CASE("dhcp6 lease record: a boundAt before 1970 or more than a day ahead is refused", "[dhcp]") {
+TEST_CASE("dhcp6 lease record: a boundAt before 1970 or after 2099 is refused, one days ahead of the clock taken", "[dhcp]") {
     dhcp::LeaseRecord r{"c1/n/eth0", "c1", "n", "eth0", "/run/netns/x", "{}", "", {}, true, dhcp::Lease6{reply_with_address(), 7, 0, ip("fd00:55::10")}};
     CHECK(dhcp::decode_record(dhcp::encode_record(r)));
-    r.lease6.bound_at = std::int64_t(::time(nullptr)) + 3600;  // a clock set back an hour
+    r.lease6.bound_at = std::int64_t(::time(nullptr)) + 3 * 86400;  // a clock set back three days
     CHECK(dhcp::decode_record(dhcp::encode_record(r)));
-    for (std::int64_t bad : {std::int64_t(-1), std::int64_t(::time(nullptr)) + 2 * 86400, INT64_MAX, INT64_MIN}) {
+    for (std::int64_t bad : {std::int64_t(-1), std::int64_t(4102444801), INT64_MAX, INT64_MIN}) {
         r.lease6.bound_at = bad;
         auto back = dhcp::decode_record(dhcp::encode_record(r));
         REQUIRE(!back);

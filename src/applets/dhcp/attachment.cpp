@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "applets/dhcp/client6.hpp"
+#include "applets/dhcp/retry.hpp"
 #include "core/net/mac.hpp"
 #include "core/nl/link.hpp"
 #include "core/os/netns.hpp"
@@ -17,6 +18,7 @@ namespace cni::dhcp {
 namespace {
 
 constexpr std::int64_t kMinRetrySeconds = 2, kMaxRetrySeconds = 60;
+constexpr std::int64_t kClockCheckSeconds = 60;  // the longest a lease's thread sleeps without looking at the clock
 constexpr std::chrono::milliseconds kRunningWait{3000};  // how long a raised link may take to run
 constexpr std::chrono::milliseconds kCheckWait{5000};    // a CHECK's wait for an acquisition in flight
 constexpr std::chrono::milliseconds kHangUpPoll{200};    // how often a waiting ADD asks whether its client hung up
@@ -384,9 +386,21 @@ void Keeper<C>::maintain(std::optional<C>& client, const Opener& open, const os:
         lease_->bound_at = now;
         next = now;
     }
-    while (sleep_until(next)) {
+    std::int64_t wall = wall_seconds();
+    auto steady = std::chrono::steady_clock::now();
+    while (sleep_until(std::min(next, wall_seconds() + kClockCheckSeconds))) {
         std::int64_t now = wall_seconds();
-        if (now < next) continue;  // woken by a CHECK
+        auto steady_now = std::chrono::steady_clock::now();
+        if (std::int64_t back = clock_set_back(wall, now, steady_now - steady); back > 0) {
+            // The lease's times are wall-clock ones: set back with the clock, or every renewal waits the step.
+            log_("the clock was set back " + std::to_string(back) + " s; the times of the lease of " + shown_key_ + " move with it");
+            std::lock_guard lock(mu_);
+            lease_->bound_at -= back;
+            next -= back;
+        }
+        wall = now;
+        steady = steady_now;
+        if (now < next) continue;  // woken by a CHECK, or to look at the clock
         if (!link_still_there(ns, ifindex)) return;
         std::optional<L> cur;
         bool ended = false;
@@ -461,10 +475,10 @@ std::int64_t Keeper<C>::reacquire(C& client, const L& cur) {
         return wall_seconds() + kMaxRetrySeconds;  // the acquisition took its time: from its end (the loop's sleep ends a stop)
     }
     complete(client, *fresh);
+    persist(*fresh);  // first: once the line below is logged, CHECK names the move
     if (fresh->address() != cur.address())
         log_("the lease of " + shown_key_ + " moved from " + cur.address_text() + " to " + fresh->address_text() +
              "; the container keeps the old address until it is re-created, and CHECK fails");
-    persist(*fresh);
     return next_renewal(*fresh);
 }
 

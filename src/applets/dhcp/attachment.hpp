@@ -2,18 +2,20 @@
 // One attachment's DHCP lease, kept alive by its own thread. The thread enters the container's
 // network namespace once (the netns guard's rule for threaded code: only a dedicated thread
 // switches) and stays there: it sets the link up, acquires a lease (or resumes a persisted one),
-// then sleeps until T1 and renews (unicast), rebinds from T2 (broadcast), and acquires again if
-// the lease expired or the server refused it (a refusal waits 2, 4 ... 60 s first, growing with
-// refusals in a row; an acquisition that fails is tried again, again as an acquisition, a
-// minute after it ended; client.hpp backs off within one). Every ACK is persisted. A resumed record dated ahead of the
-// clock is renewed at once. A resumed lease whose client cannot start (its socket's bind refused,
-// say) is kept and the start tried again on the renewal schedule, and once more to release it. The link disappearing (the
-// container went away without a DEL) ends the thread and drops the record. stop(release) ends
-// it, sending a DHCPRELEASE first when asked (DEL, GC) and keeping the record otherwise (daemon
+// then sleeps until T1 and renews (unicast), rebinds from T2 (broadcast), and acquires again if the
+// lease expired or the server refused it (a refusal waits 2, 4 ... 60 s first, growing with
+// refusals in a row; an acquisition that fails is tried again, again as an acquisition, a minute
+// after it ended; client.hpp backs off within one). Every ACK is persisted. The thread looks at the
+// clock at least every minute, and a clock set back moves the lease's times back with it
+// (retry.hpp: clock_set_back); a resumed record dated ahead of the clock is renewed at once. A
+// resumed lease whose client cannot start (its socket's bind refused, say) is kept and the start
+// tried again on the renewal schedule, and once more to release it. The link disappearing (the
+// container went away without a DEL) ends the thread and drops the record. stop(release) ends it,
+// sending a DHCPRELEASE first when asked (DEL, GC) and keeping the record otherwise (daemon
 // shutdown, so a restarted daemon resumes). A lease that moved to another address than the pod's,
-// one the server ended and one past its expiry fail CHECK. DHCPv4 (client.hpp) and DHCPv6 (client6.hpp) leases run the same loop, one thread
-// each; a dual-stack attachment is both, its ADD's result holding both addresses (and the DHCPv6
-// DNS servers).
+// one the server ended and one past its expiry fail CHECK. DHCPv4 (client.hpp) and DHCPv6
+// (client6.hpp) leases run the same loop, one thread each; a dual-stack attachment is both, its
+// ADD's result holding both addresses (and the DHCPv6 DNS servers).
 #pragma once
 
 #include <memory>

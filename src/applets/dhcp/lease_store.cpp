@@ -3,7 +3,6 @@
 #include "applets/dhcp/lease_store.hpp"
 
 #include <dirent.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "core/cni/json.hpp"
@@ -39,13 +38,13 @@ std::optional<Bytes> from_hex(std::string_view s) {
     return out;
 }
 
-// The longest a record's boundAt may lie ahead of the clock (a clock set back since it was written).
-constexpr std::int64_t kMaxBoundAhead = 24 * 3600;
+// The latest boundAt taken (2100-01-01): a lease's times (boundAt plus at most 2^32 s) and the
+// wall-clock time points slept until (nanoseconds since 1970, good to 2262) cannot overflow. A
+// record ahead of the clock (set back since it was written) is renewed at once (attachment.hpp).
+constexpr std::int64_t kMaxBoundAt = 4102444800;
 
-// boundAt from 1970 to a day from now, so a lease's times (boundAt plus at most 2^32 s) and the
-// wall-clock time points slept until cannot overflow.
 Status check_bound_at(std::int64_t bound_at) {
-    if (bound_at < 0 || bound_at > std::int64_t(::time(nullptr)) + kMaxBoundAhead)
+    if (bound_at < 0 || bound_at > kMaxBoundAt)
         return fail(code::decoding_failure, "lease record: boundAt " + std::to_string(bound_at) + " out of range");
     return {};
 }

@@ -51,7 +51,7 @@ private:
 };
 
 std::string encode_record(const LeaseRecord& r);
-// Refuses a record whose boundAt is before 1970 or more than a day ahead of the clock.
+// Refuses a record whose boundAt is before 1970 or after 2099.
 Result<LeaseRecord> decode_record(std::string_view text);
 
 }  // namespace cni::dhcp

@@ -32,6 +32,11 @@ std::chrono::milliseconds retry_delay(int attempt, std::chrono::milliseconds res
     return std::max(base + std::clamp(jitter, -kMaxJitter, kMaxJitter), kMinRetryDelay);
 }
 
+std::int64_t clock_set_back(std::int64_t wall_before, std::int64_t wall_now, std::chrono::steady_clock::duration steady_elapsed) {
+    std::int64_t back = wall_before + std::chrono::duration_cast<std::chrono::seconds>(steady_elapsed).count() - wall_now;
+    return back > kClockSlack ? back : 0;
+}
+
 void RetryTally::record(Miss m, std::uint32_t offered, std::string nak_message) {
     last_ = m;
     if (offered) offered_ = offered;

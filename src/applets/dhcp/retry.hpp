@@ -6,7 +6,8 @@
 // waits out the rest of it, so a server that refuses at once gets one DISCOVER and one REQUEST
 // per slot, not a tight loop. An acquisition gives up after kMaxRefusals refused attempts, or
 // when -resendtimeout leaves no room for the next slot; its error names what the servers did.
-// Neither reads the clock or touches the network, so the unit tests check both.
+// Also how far the wall clock was set back between two wakes of a lease's thread. None reads the
+// clock or touches the network, so the unit tests check them.
 #pragma once
 
 #include <chrono>
@@ -23,6 +24,12 @@ inline constexpr std::chrono::milliseconds kMaxJitter{1000}, kMinRetryDelay{500}
 // 2 s for the first kFastRetries, then 4 s doubling, at most `resend_max`; plus `jitter`
 // (clamped to +-kMaxJitter, drawn by the caller); never under kMinRetryDelay.
 std::chrono::milliseconds retry_delay(int attempt, std::chrono::milliseconds resend_max, std::chrono::milliseconds jitter);
+
+// The wall clock read `wall_before` and then, `steady_elapsed` later by the steady clock,
+// `wall_now`: by how many seconds it was set back meanwhile (NTP stepping a clock that ran
+// ahead), or 0 when it went back by no more than kClockSlack (rounding, slewing).
+inline constexpr std::int64_t kClockSlack = 5;
+std::int64_t clock_set_back(std::int64_t wall_before, std::int64_t wall_now, std::chrono::steady_clock::duration steady_elapsed);
 
 // How an attempt that got no lease ended.
 enum class Miss { no_offer, odd_reply, no_answer_to_request, nak };
