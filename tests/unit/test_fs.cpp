@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The file helpers of core/os: whole-file reads, the optional read that tells a file which
 // does not exist apart from one that cannot be read, state-directory writes that never follow a
-// planted link, a node's file read only from a folder only root can change, and the /proc/sys/net
-// path check.
+// planted link, a node's file read only from a folder only root can change, a node's folder
+// made and opened as root's, and the /proc/sys/net path check.
 #include <catch2/catch.hpp>
 
 #include <fcntl.h>
@@ -119,4 +119,22 @@ TEST_CASE("is_net_sysctl_path: only canonical paths under /proc/sys/net", "[os]"
 TEST_CASE("record_name: one name per attachment, even where the IDs hold underscores", "[os]") {
     CHECK(os::record_name("c1", "eth0") == "c1:eth0.json");
     CHECK(os::record_name("a_b", "c") != os::record_name("a", "b_c"));
+}
+
+TEST_CASE("Dir::make_trusted: every missing folder made, no link followed, none others may write", "[os]") {
+    TempDir dir;  // under /tmp, which is sticky: others cannot rename what is ours
+    auto err = [](const Result<os::Dir>& r) { return r ? std::string("opened") : r.error().msg; };
+    REQUIRE(os::Dir::make_trusted(dir / "a/b/state", 0755, 0700));
+    struct stat st{};
+    REQUIRE(::stat((dir / "a/b").c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0755);
+    REQUIRE(::stat((dir / "a/b/state").c_str(), &st) == 0);
+    CHECK((st.st_mode & 07777) == 0700);
+    CHECK(os::Dir::make_trusted(dir / "a/b/state", 0755, 0700));  // there already
+    std::filesystem::create_symlink(dir / "a", dir / "link");
+    CHECK(err(os::Dir::make_trusted(dir / "link/b/state", 0755, 0700)) == "open " + (dir / "link") + ": a symbolic link");
+    CHECK(!std::filesystem::exists(dir / "a/b/state/x"));
+    std::filesystem::permissions(dir / "a/b/state", std::filesystem::perms(0770));
+    CHECK(err(os::Dir::make_trusted(dir / "a/b/state", 0755, 0700)) == "open " + (dir / "a/b/state") + ": others may write it");
+    CHECK(err(os::Dir::make_trusted("relative/state", 0755, 0700)) == "open relative/state: not an absolute path");
 }

@@ -111,14 +111,8 @@ mode_t mode_of(const os::Dir& folder, const std::string& name) {
 // (os::Dir::open_trusted).
 Result<os::Dir> node_file_folder(const std::string& file) {
     const std::string absolute = os::absolute_path(file);
-    const auto names = os::path_names(absolute.substr(0, absolute.rfind('/')));
-    std::string at;
-    for (auto& name : names) {
-        at += "/" + name;
-        CNI_TRY_ASSIGN(auto folder, os::Dir::open_trusted(at, 0755));
-        if (&name == &names.back()) return folder;
-    }
-    return os::Dir::open_trusted("/");
+    const std::string folder = absolute.substr(0, absolute.rfind('/'));
+    return os::Dir::make_trusted(folder.empty() ? "/" : folder, 0755, 0755);
 }
 
 // The temporaries of `name` in `folder` (".<name>.<random>.tmp") that a round killed between

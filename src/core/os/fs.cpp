@@ -177,6 +177,17 @@ Result<Dir> Dir::open_trusted(const std::string& path, std::optional<mode_t> mod
     return Dir(std::move(fd), path);
 }
 
+Result<Dir> Dir::make_trusted(const std::string& path, mode_t folders, mode_t mode) {
+    if (!path.starts_with('/') || has_dot_name(path)) return open_trusted(path);  // its error
+    const std::vector<std::string> names = path_names(path);
+    std::string at;
+    for (std::size_t i = 0; i + 1 < names.size(); ++i) {
+        at += "/" + names[i];
+        CNI_TRY(open_trusted(at, folders));
+    }
+    return open_trusted(path, mode);
+}
+
 Result<Dir> Dir::subdir(std::string_view name, mode_t mode) const {
     std::string n(name);
     if (::mkdirat(fd_.get(), n.c_str(), mode) != 0 && errno != EEXIST) return sys_fail("mkdir", path_of(name));

@@ -74,6 +74,9 @@ public:
     // itself passes only_we_write. Made (`mode`, when given) when it is the last component that is
     // missing.
     static Result<Dir> open_trusted(const std::string& path, std::optional<mode_t> mode = std::nullopt);
+    // open_trusted with every missing folder on the way made: the last `mode`, those before it
+    // `folders` (a node's own folder whose parents a fresh node may lack, /run/cni-all/vpc-eni).
+    static Result<Dir> make_trusted(const std::string& path, mode_t folders, mode_t mode);
     // The directory `name` in this one, made when missing; never through a link.
     Result<Dir> subdir(std::string_view name, mode_t mode) const;
     // The same, never made: nothing when it is missing.
