@@ -182,6 +182,18 @@ Status configure_host(const Context& ctx, const nl::Socket& s, const nl::LinkInf
     return {};
 }
 
+// The host's rules of each family, dumped once per call when first needed: a DEL or GC of many
+// addresses deletes their rules from that one dump (nl::del_rules_from), not a dump per rule.
+struct HostRules {
+    nl::Socket sock;
+    std::optional<nl::RuleDump> v4, v6;
+    Result<nl::RuleDump*> of(int family) {
+        auto& dump = family == AF_INET ? v4 : v6;
+        if (!dump) CNI_TRY_ASSIGN(dump, nl::dump_rules(sock, family));
+        return &*dump;
+    }
+};
+
 // Removes the host's rules of `ip` that vpc-eni sets, exactly as it sets them: to it, lookup main,
 // at 512; from it at 1536 into any ENI's table (2..251), not only the one its ENI has now: the
 // ENI's device number may have changed since ADD (or the address moved to another ENI, or the
@@ -189,15 +201,15 @@ Status configure_host(const Context& ctx, const nl::Socket& s, const nl::LinkInf
 // out of the wrong ENI. A rule of another priority or table stays, and so does one with a
 // selector of its own (an input interface, a mark...): when such a rule comes before ours, ours
 // is left too, with a warning (the kernel would delete that one in its place).
-Status remove_rules(const Context& ctx, const nl::Socket& s, const net::IpAddr& ip) {
+Status remove_rules(const Context& ctx, HostRules& host, const net::IpAddr& ip) {
     std::vector<nl::RuleSpec> ours{to_pod_rule(ip)};
-    CNI_TRY_ASSIGN(auto rules, nl::list_rules(s, family_of(ip)));
-    for (auto& r : rules)
+    CNI_TRY_ASSIGN(auto* dump, host.of(family_of(ip)));
+    for (auto& r : nl::lookups(*dump))
         if (r.priority == kFromPodPriority && r.src == host_prefix(ip) && r.table >= kFirstEniTable && r.table <= kLastEniTable &&
             std::ranges::none_of(ours, [&](const nl::RuleSpec& o) { return o.table == r.table; }))
             ours.push_back(from_pod_rule(ip, r.table));
     for (auto& rule : ours) {
-        CNI_TRY_ASSIGN(bool gone, nl::del_rules(s, rule));
+        CNI_TRY_ASSIGN(bool gone, nl::del_rules_from(host.sock, *dump, rule));
         if (!gone)
             ctx.warn("vpc-eni: the rule " + nl::describe(rule) + " is left: another program's rule with more selectors "
                      "comes first, and the kernel would delete that one instead");
@@ -296,10 +308,11 @@ Status vpc_eni_del(const Context& ctx) {
     CNI_TRY_ASSIGN(auto file, del_node_file(ctx, c, eni_ipam));
     auto node = load_configured_node_file(file);  // the veths' prefix; DEL goes on without it
     CNI_TRY_ASSIGN(auto ips, reserved_for(ctx, file, c.net.name));
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
+    HostRules host{std::move(sock), {}, {}};
     for (auto& ip : ips) CNI_TRY(remove_rules(ctx, host, ip));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, node ? node->veth_prefix : c.veth_prefix));
-    CNI_TRY(remove_host_veth(ctx, host, host_name));
+    CNI_TRY(remove_host_veth(ctx, host.sock, host_name));
     CNI_TRY(iface::remove_container_link(ctx));
     if (eni_ipam) return ipam::delegate_del(ctx, c.net.ipam_type, ctx.req.config);
     return release_for(ctx, file, c.net.name);
@@ -378,7 +391,8 @@ Status vpc_eni_gc(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
     CNI_TRY(load_configured_node_file(c.node_file));  // refused as by ADD and CHECK
     CNI_TRY_ASSIGN(auto stale, stale_addresses(ctx));
-    CNI_TRY_ASSIGN(auto host, nl::Socket::open());
+    CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
+    HostRules host{std::move(sock), {}, {}};
     Failures failures;
     for (auto& ip : stale) failures.add(remove_rules(ctx, host, ip));
     CNI_TRY(failures.status("vpc-eni GC: "));

@@ -87,12 +87,6 @@ namespace {
 // TOS, realms, an inverted match, ports, an IP protocol, a UID range, l3mdev, suppressions, a
 // tunnel id, a goto, or one newer than these headers, such as a DSCP) or an action other than a
 // table lookup.
-struct DumpedRule {
-    RuleSpec spec;
-    std::uint8_t action = FR_ACT_UNSPEC;
-    bool more = false;
-};
-
 std::optional<net::IpNet> selector(const nlattr* a, int family, int len) {
     if (!a || len == 0) return std::nullopt;
     const auto* b = static_cast<const std::uint8_t*>(nla_data(a));
@@ -168,30 +162,42 @@ auto exactly(const RuleSpec& r) {
     return [exact](const DumpedRule& d) { return !d.more && d.spec == exact; };
 }
 
-// Every rule of `family`, in the kernel's order (the order a delete's match is looked for in).
-Result<std::vector<DumpedRule>> dump_rules(const Socket& s, int family) {
-    std::vector<DumpedRule> out;
+}  // namespace
+
+// In the kernel's order: the order a delete's match is looked for in.
+Result<RuleDump> dump_rules(const Socket& s, int family) {
+    RuleDump out{family, {}};
     fib_rule_hdr req{};
     req.family = static_cast<std::uint8_t>(family);
     CNI_TRY(s.dump_messages(RTM_GETRULE, &req, sizeof req, [&](const nlmsghdr* h) {
-        if (auto d = parse_rule(h); d && d->spec.family == family) out.push_back(std::move(*d));
+        if (auto d = parse_rule(h); d && d->spec.family == family) out.rules.push_back(std::move(*d));
     }, "listing rules"));
     return out;
 }
 
-}  // namespace
-
 Result<bool> del_rules(const Socket& s, const RuleSpec& r) {
+    CNI_TRY_ASSIGN(auto dump, dump_rules(s, family_of(r)));
+    return del_rules_from(s, dump, r);
+}
+
+Result<bool> del_rules_from(const Socket& s, RuleDump& dump, const RuleSpec& r) {
     const auto is_exact = exactly(r);
-    for (int i = 0; i < 1024; ++i) {  // bounded: a kernel that keeps saying "deleted" cannot loop us
-        CNI_TRY_ASSIGN(auto rules, dump_rules(s, family_of(r)));
+    auto& rules = dump.rules;
+    for (;;) {  // bounded by the dump: each delete takes one rule off it
         auto first = std::ranges::find_if(rules, [&](const DumpedRule& d) { return delete_matches(r, d); });
         if (first == rules.end()) return true;
         if (!is_exact(*first)) return std::ranges::none_of(rules, is_exact);  // a delete would take that one, not ours
         CNI_TRY_ASSIGN(bool gone, del_rule(s, r));
         if (!gone) return true;
+        rules.erase(first);
     }
-    return fail("deleting rule " + describe(r) + ": still there after 1024 deletions");
+}
+
+std::vector<RuleSpec> lookups(const RuleDump& dump) {
+    std::vector<RuleSpec> out;
+    for (auto& d : dump.rules)
+        if (d.action == FR_ACT_TO_TBL) out.push_back(d.spec);
+    return out;
 }
 
 Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r) {
@@ -209,16 +215,13 @@ Result<bool> add_rule_if_absent(const Socket& s, const RuleSpec& r) {
 }
 
 Result<bool> has_rule(const Socket& s, const RuleSpec& r) {
-    CNI_TRY_ASSIGN(auto rules, dump_rules(s, family_of(r)));
-    return std::ranges::any_of(rules, exactly(r));
+    CNI_TRY_ASSIGN(auto dump, dump_rules(s, family_of(r)));
+    return std::ranges::any_of(dump.rules, exactly(r));
 }
 
 Result<std::vector<RuleSpec>> list_rules(const Socket& s, int family) {
-    CNI_TRY_ASSIGN(auto rules, dump_rules(s, family));
-    std::vector<RuleSpec> out;
-    for (auto& d : rules)
-        if (d.action == FR_ACT_TO_TBL) out.push_back(std::move(d.spec));
-    return out;
+    CNI_TRY_ASSIGN(auto dump, dump_rules(s, family));
+    return lookups(dump);
 }
 
 }  // namespace cni::nl

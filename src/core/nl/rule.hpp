@@ -26,6 +26,22 @@ struct RuleSpec {
     bool operator==(const RuleSpec&) const = default;
 };
 
+// A rule as a dump gave it: its selectors and table, what else it has (`more`: a selector or
+// action RuleSpec cannot say, so it is never exactly a RuleSpec).
+struct DumpedRule {
+    RuleSpec spec;
+    std::uint8_t action = 0;  // FR_ACT_*
+    bool more = false;
+};
+// Every rule of one family as one dump gave it, in the kernel's order: del_rules_from deletes
+// from it without a dump of its own (a caller deleting the rules of many addresses dumps once),
+// keeping it as the kernel has it after each delete.
+struct RuleDump {
+    int family = 0;
+    std::vector<DumpedRule> rules;
+};
+Result<RuleDump> dump_rules(const Socket& s, int family);
+
 Status add_rule(const Socket& s, const RuleSpec& r);
 // The same; false, and nothing changed, when the very same rule is there already. A rule the
 // kernel takes for it (its "exists" test ignores a source, destination or TOS that the new rule
@@ -37,9 +53,14 @@ Result<bool> del_rule(const Socket& s, const RuleSpec& r);
 // Deletes every rule that is exactly `r` (a leftover may have doubled one): no selector but r's
 // (another program's rule that adds an input interface, a mark, a TOS, a UID range... to r's
 // stays). The kernel deletes the first rule whose selectors include a request's, so each delete
-// is sent only when that first rule, in a fresh dump, is exactly `r`. False when a rule not `r`
+// is sent only when that first rule, in one dump taken first (and kept as the deletes change
+// it), is exactly `r`. False when a rule not `r`
 // comes first: a delete would take it, so the copies of `r` after it are left.
 Result<bool> del_rules(const Socket& s, const RuleSpec& r);
+// The same, the first rule told by `dump` (of r's family) rather than by a fresh dump.
+Result<bool> del_rules_from(const Socket& s, RuleDump& dump, const RuleSpec& r);
+// The rules of `dump` that look up a table, as list_rules.
+std::vector<RuleSpec> lookups(const RuleDump& dump);
 // Whether the rule `r` is there exactly: its selectors and no other.
 Result<bool> has_rule(const Socket& s, const RuleSpec& r);
 // The rules of `family` that look up a table (the kernel's default rules included).
