@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <string_view>
+#include <utility>
 
 #include "applets/vpc_eni/snat.hpp"
 #include "core/fw/iptables.hpp"
@@ -125,20 +127,26 @@ constexpr std::array<std::string_view, 15> kGoingOn{"", "MARK", "CONNMARK", "LOG
 // goto in the built-in chain (-g: where the chain gone to ends, so does the built-in chain), or
 // a jump (or a goto further down, which comes back to the built-in chain as that jump would) to
 // a chain one of whose rules may (RETURN there goes back), looked into 8 chains deep. A rule
-// that is more than IptRule can say and names no target (nftables' own statements) may.
-Result<bool> may_end(const IptTable& t, const IptTable::Listed& rule, bool top, int depth = 0) {
+// that is more than IptRule can say and names no target (nftables' own statements) may. What a
+// chain looked into at a depth gave is kept in `seen` for the call, so that chains many rules jump
+// to are looked into once a depth, not once a path (the table's lock is held meanwhile).
+using SeenChains = std::map<std::pair<std::string, int>, bool>;
+Result<bool> may_end(const IptTable& t, const IptTable::Listed& rule, bool top, SeenChains& seen, int depth = 0) {
     const std::string& target = rule.rule.target;
     if (target.empty() && rule.foreign) return true;
     if (rule.go_to && top) return true;
     if (std::ranges::find(kGoingOn, target) != kGoingOn.end()) return false;
     if (target == "RETURN") return top;
     if (!t.has_chain(target) || depth == 8) return true;  // a verdict, or a chain too deep to look into
+    if (auto known = seen.find({target, depth}); known != seen.end()) return known->second;
     CNI_TRY_ASSIGN(auto listed, t.rules(target));
+    bool ends = false;
     for (auto& r : listed) {
-        CNI_TRY_ASSIGN(bool ends, may_end(t, r, false, depth + 1));
-        if (ends) return true;
+        CNI_TRY_ASSIGN(ends, may_end(t, r, false, seen, depth + 1));
+        if (ends) break;
     }
-    return false;
+    seen[{target, depth}] = ends;
+    return ends;
 }
 
 // The primary ENI's connmark in mangle PREROUTING before any rule that may end a packet's way
@@ -150,9 +158,10 @@ Result<bool> may_end(const IptTable& t, const IptTable::Listed& rule, bool top, 
 Status primary_eni_mark_early(IptTable& mangle, const IptRule& mark) {
     if (mangle.has_chain("PREROUTING")) {
         CNI_TRY_ASSIGN(auto listed, mangle.rules("PREROUTING"));
+        SeenChains seen;
         for (auto& r : listed) {
             if (!r.foreign && r.rule == mark) return {};
-            CNI_TRY_ASSIGN(bool ends, may_end(mangle, r, true));
+            CNI_TRY_ASSIGN(bool ends, may_end(mangle, r, true, seen));
             if (ends) break;
         }
         CNI_TRY(mangle.delete_if("PREROUTING", "CONNMARK", [&](const IptRule& r) { return r == mark; }));
