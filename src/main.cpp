@@ -133,9 +133,12 @@ std::optional<int> run_subcommand(const cni::Applet& a, int argc, char** argv, i
     for (const auto& sub : a.subcommands) {
         if (sub.name != argv[at]) continue;
         std::vector<std::string> args(argv + at + 1, argv + argc);
-        auto rc = sub.run(args);
+        const std::string who = std::string(a.name) + " " + argv[at];
+        auto rc = sub.run(args, [&](std::string_view line) {
+            std::fprintf(stderr, "%s: %.*s\n", who.c_str(), int(line.size()), line.data());
+        });
         if (rc) return *rc;
-        std::fprintf(stderr, "%s %s: %s\n", std::string(a.name).c_str(), argv[at], rc.error().msg.c_str());
+        std::fprintf(stderr, "%s: %s\n", who.c_str(), rc.error().msg.c_str());
         return 1;
     }
     return std::nullopt;

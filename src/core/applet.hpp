@@ -4,8 +4,8 @@
 // keep globals (docs/design.md, principle 3), which is what lets one applet run another in-process.
 // A null verb means "not implemented": the dispatcher answers it the way skel does. An applet
 // may also own subcommands (`dhcp daemon`, `vpc-eni node-setup`), which main() runs instead of a
-// CNI verb when one follows the applet's name; it gets the remaining arguments and returns the
-// exit code, or an error main() prints on stderr (exit code 1).
+// CNI verb when one follows the applet's name; it gets the remaining arguments and a warn
+// callback, and returns the exit code, or an error main() prints on stderr (exit code 1).
 #pragma once
 
 #include <functional>
@@ -57,9 +57,13 @@ Result<std::optional<os::Netns>> container_netns_if_exists(const Context& ctx);
 using AddVerb = Result<CniResult> (*)(const Context&);
 using Verb = Status (*)(const Context&);
 
+// A subcommand's line for stderr that is not its error (a warning, a daemon's report): main()
+// prints it as "<applet> <subcommand>: <line>", so the subcommand itself never prints.
+using SubcommandWarn = std::function<void(std::string_view)>;
+
 struct Subcommand {
     std::string_view name;
-    Result<int> (*run)(std::span<const std::string> args) = nullptr;
+    Result<int> (*run)(std::span<const std::string> args, const SubcommandWarn& warn) = nullptr;
     std::string_view usage{};  // its arguments, for --help ("[--imds [URL]] FILE"); --help lists those with a doc
     std::string_view doc{};    // what it does, for --help
 };

@@ -126,8 +126,8 @@ Result<int> run_command(std::span<const std::string> args, bool release) {
     return 0;
 }
 
-Result<int> show_command(std::span<const std::string> args) { return run_command(args, false); }
-Result<int> release_command(std::span<const std::string> args) { return run_command(args, true); }
+Result<int> show_command(std::span<const std::string> args, const SubcommandWarn&) { return run_command(args, false); }
+Result<int> release_command(std::span<const std::string> args, const SubcommandWarn&) { return run_command(args, true); }
 
 constexpr std::array kCommands{Subcommand{"show", show_command}, Subcommand{"release", release_command}};
 

@@ -39,7 +39,7 @@ Status dhcp_check(const Context& ctx) { return done(ask(ctx, dhcp::Op::check)); 
 Status dhcp_gc(const Context& ctx) { return done(ask(ctx, dhcp::Op::gc)); }
 Status dhcp_status(const Context& ctx) { return done(ask(ctx, dhcp::Op::status, code::plugin_not_available)); }
 
-Result<int> dhcp_daemon(std::span<const std::string> args) { return dhcp::run_daemon(args); }
+Result<int> dhcp_daemon(std::span<const std::string> args, const SubcommandWarn&) { return dhcp::run_daemon(args); }
 constexpr std::array kDhcpCommands{Subcommand{"daemon", dhcp_daemon}};
 
 constexpr auto kDhcpKeyDocs = docs_of(dhcp::kDhcpKeys);

@@ -9,10 +9,13 @@
 // the node file says now. A setup that fails partway can be undone from the record as well.
 // Beside the record, <stateDir>/node-applied.json keeps the node file the node is set up by, so
 // that teardown, and a round of --imds that must go back, can go by it when the node file itself
-// is gone or no longer loads. Both are synced to disk before they are renamed into place.
+// is gone or no longer loads. Both are synced to disk before they are renamed into place. stateDir
+// is opened as a folder of root's (reached through no link, written by no one else), and both
+// files are read through it and refused unless they are root's and 0600, then re-checked.
 #include "applets/vpc_eni/node.hpp"
 
 #include <linux/rtnetlink.h>
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -30,9 +33,11 @@
 #include "core/nl/link.hpp"
 #include "core/nl/route.hpp"
 #include "core/nl/rule.hpp"
+#include "core/os/errno_error.hpp"
 #include "core/os/fs.hpp"
 #include "core/os/node_folder.hpp"
 #include "core/os/sysctl.hpp"
+#include "core/os/unique_fd.hpp"
 
 namespace cni::vpc_eni {
 namespace {
@@ -42,6 +47,8 @@ constexpr std::uint32_t kLocalPriorityPodEni = 20;
 constexpr const char* kBackupName = "node-backup.json";
 constexpr const char* kAppliedName = "node-applied.json";
 constexpr std::size_t kMaxLinks = 251;  // ENIs: device numbers 0..250
+constexpr std::size_t kMaxLinkAddresses = 256;  // a link's addresses before setup, as recorded
+constexpr const char* kDocumentedNodeFile = "/etc/cni/vpc-eni/node.json";  // docs/vpc-eni.md
 
 struct LinkBackup {
     std::string name;
@@ -106,10 +113,31 @@ struct Node {
     os::Dir state;
 };
 
+// stateDir, a folder of root's: made (its missing parents 0755) when missing.
+Result<os::Dir> open_state(const std::string& state_dir) { return os::Dir::make_trusted(state_dir, 0755, 0700); }
+
 Result<Node> open_node(NodeFile file) {
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
-    CNI_TRY_ASSIGN(auto state, os::Dir::create(file.state_dir, 0700));
+    CNI_TRY_ASSIGN(auto state, open_state(file.state_dir));
     return Node{std::move(file), std::move(sock), std::move(state)};
+}
+
+// A file of stateDir's (the record, the kept node file), as node-setup writes it: a regular file,
+// never through a link, root's and 0600; nothing when it is missing.
+Result<std::optional<std::string>> read_own(const os::Dir& state, const char* name, std::size_t limit) {
+    os::UniqueFd fd = state.open_regular(name, O_RDONLY);
+    if (!fd && errno == ENOENT) return std::optional<std::string>{};
+    if (!fd) return state.open_failed(name, errno);
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0) return os::sys_fail("stat", state.path_of(name));
+    if (st.st_uid != 0 || (st.st_mode & 07777) != 0600) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+        return fail("vpc-eni: " + state.path_of(name) + ": refused: owned by uid " + std::to_string(st.st_uid) + " with mode " + mode +
+                    ", not root's with mode 0600 as node-setup writes it");
+    }
+    CNI_TRY_ASSIGN(auto text, os::read_all(fd.get(), limit, state.path_of(name)));
+    return std::optional<std::string>{std::move(text)};
 }
 
 std::string rp_filter_name(const std::string& interface) { return "net/ipv4/conf/" + interface + "/rp_filter"; }
@@ -164,7 +192,8 @@ Result<Backup> snapshot(const Node& n, fw::Driver driver) {
 }
 
 // The record's links, which teardown writes back to the node: each an interface name, an MTU a
-// link can have, at most 251 of them (a record in stateDir is re-checked, as any state file).
+// link can have, at most 251 of them, each with at most 256 addresses, of its ENI's family when
+// the node file has it (a record in stateDir is re-checked, as any state file).
 Status check_links(const Node& n, const std::vector<LinkBackup>& links) {
     const std::string in = "vpc-eni: " + n.state.path_of(kBackupName) + ": ";
     if (links.size() > kMaxLinks) return fail(in + "links: more than " + std::to_string(kMaxLinks));
@@ -172,12 +201,18 @@ Status check_links(const Node& n, const std::vector<LinkBackup>& links) {
         const std::string at = in + "links[" + std::to_string(i) + "].";
         if (auto st = validate_ifname(links[i].name); !st) return fail(at + "name: " + st.error().msg);
         if (links[i].mtu < 68 || links[i].mtu > 65535) return fail(at + "mtu " + std::to_string(links[i].mtu) + " is not within 68..65535");
+        if (links[i].addresses.size() > kMaxLinkAddresses) return fail(at + "addresses: more than " + std::to_string(kMaxLinkAddresses));
+        auto eni = std::ranges::find(n.file.enis, links[i].name, &Eni::interface);
+        if (eni == n.file.enis.end()) continue;
+        for (auto& a : links[i].addresses)
+            if (a.ip.is_v4() != eni->subnet->ip.is_v4())
+                return fail(at + "addresses: " + a.str() + " is not of the family of " + eni->interface + "'s subnet " + eni->subnet->str());
     }
     return {};
 }
 
 Result<std::optional<Backup>> read_backup(const Node& n) {
-    CNI_TRY_ASSIGN(auto text, n.state.read_if_exists(kBackupName));
+    CNI_TRY_ASSIGN(auto text, read_own(n.state, kBackupName, os::kStateFileLimit));
     if (!text) return std::optional<Backup>{};
     CNI_TRY_ASSIGN(auto doc, json::parse(*text));
     Backup b;
@@ -198,22 +233,29 @@ Result<std::optional<Backup>> read_backup(const Node& n) {
 // Setup's record, written so that a crash leaves the old one or the new one.
 Status write_backup(const Node& n, const Backup& b) { return n.state.write_atomic(kBackupName, encode(b), 0600, true); }
 
-// The node file the node is set up by, kept in stateDir (when it changed) before setup changes
-// anything, so that what setup may have done is always known.
+// The node file the node is set up by, kept in stateDir (when it changed, or is not as
+// node-setup writes it) before setup changes anything, so that what setup may have done is
+// always known.
 Status keep_applied(const Node& n) {
     const std::string text = encode_node_file(n.file);
-    CNI_TRY_ASSIGN(auto kept, n.state.read_if_exists(kAppliedName, kNodeFileLimit));
-    if (kept && *kept == text) return {};
+    if (auto kept = read_own(n.state, kAppliedName, kNodeFileLimit); kept && *kept && **kept == text) return {};
     return n.state.write_atomic(kAppliedName, text, 0600, true);
 }
 
 // The node file keep_applied kept in `state` (the stateDir `state_dir`), checked as any node file
 // is; nothing when there is none.
 Result<std::optional<NodeFile>> load_applied(const os::Dir& state, const std::string& state_dir) {
-    if (!state.stat(kAppliedName)) return std::optional<NodeFile>{};
-    CNI_TRY_ASSIGN(auto file, load_node_file(state.path_of(kAppliedName)));
+    CNI_TRY_ASSIGN(auto text, read_own(state, kAppliedName, kNodeFileLimit));
+    if (!text) return std::optional<NodeFile>{};
+    CNI_TRY_ASSIGN(auto file, parse_node_file(state.path_of(kAppliedName), *text));
     file.state_dir = state_dir;  // the record beside it, wherever the copy says it is
     return std::optional<NodeFile>{std::move(file)};
+}
+
+// "<record> records a setup, but <copy>, the node file it was set up by, is missing".
+std::string copy_missing(const os::Dir& state) {
+    return state.path_of(kBackupName) + " records a setup, but " + state.path_of(kAppliedName) +
+           ", the node file it was set up by, is missing";
 }
 
 nl::RuleSpec fwmark_rule() {
@@ -421,47 +463,50 @@ Result<NodeFile> set_up_by(const Node& n, const std::string& path) {
                                           "node-teardown with it first");
 }
 
-// node-teardown by a node file that loads.
-Result<int> teardown_by(NodeFile file) {
-    CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
+// Removes what the setup `n` records made and restores the node, under node.lock.
+Result<int> teardown_node(const Node& n) {
     CNI_TRY_ASSIGN(auto lock, lock_node(n.file.state_dir));
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
     CNI_TRY(teardown(n, recorded));
     return 0;
 }
 
+// node-teardown by a node file that loads: by the node file its stateDir keeps when that loads
+// and says otherwise (a setting edited since the setup: the node is as the kept one made it),
+// with a warning; else by `file`.
+Result<int> teardown_by(NodeFile file, const SubcommandWarn& warn) {
+    CNI_TRY_ASSIGN(auto state, open_state(file.state_dir));
+    auto applied = load_applied(state, file.state_dir);
+    if (!applied) warn(applied.error().msg + "; going by " + file.path);
+    if (applied && *applied && encode_node_file(**applied) != encode_node_file(file)) {
+        warn("going by " + state.path_of(kAppliedName) + ", the node file the node was set up by, not " + file.path + ", which differs");
+        file = std::move(**applied);
+    }
+    CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
+    return teardown_node(n);
+}
+
 // node-teardown without a node file that loads (`why`: FILE's error; none: no FILE given): by
 // the node file the node was set up by, as `state_dir` keeps it (keep_applied), saying so. With
 // no setup recorded there, nothing is to be undone: an error when FILE was given.
-Result<int> teardown_by_copy(const std::string& state_dir, const std::optional<Error>& why) {
+Result<int> teardown_by_copy(const std::string& state_dir, const std::optional<Error>& why, const SubcommandWarn& warn) {
     const std::string what = why ? why->msg + "; " : std::string("no node file given; ");
-    auto nothing = [&]() -> Result<int> {
+    auto applied = kept_node_file(state_dir);
+    if (!applied) return fail(applied.error().code, what + applied.error().msg);
+    if (!*applied) {
         if (why) return fail(why->code, what + state_dir + " records no setup either");
-        std::fprintf(stderr, "vpc-eni node-teardown: %s%s records no setup: nothing to undo\n", what.c_str(), state_dir.c_str());
+        warn(what + state_dir + " records no setup: nothing to undo");
         return 0;
-    };
-    if (struct stat st{}; ::lstat(state_dir.c_str(), &st) != 0 && errno == ENOENT) return nothing();
-    CNI_TRY_ASSIGN(auto lock, lock_node(state_dir));
-    CNI_TRY_ASSIGN(auto state, os::Dir::open(state_dir));
-    CNI_TRY_ASSIGN(auto applied, load_applied(state, state_dir));
-    if (!applied) {
-        if (!state.stat(kBackupName)) return nothing();
-        return fail(code::invalid_config, what + state.path_of(kBackupName) + " records a setup, but " + state.path_of(kAppliedName) +
-                                              ", the node file it was set up by, is missing (a setup by an earlier version): run "
-                                              "node-teardown with that node file");
     }
-    std::fprintf(stderr, "vpc-eni node-teardown: %sgoing by %s, the node file the node was set up by\n", what.c_str(),
-                 state.path_of(kAppliedName).c_str());
-    CNI_TRY_ASSIGN(auto n, open_node(std::move(*applied)));
-    CNI_TRY_ASSIGN(auto recorded, read_backup(n));
-    CNI_TRY(teardown(n, recorded));
-    return 0;
+    warn(what + "going by " + state_dir + "/" + kAppliedName + ", the node file the node was set up by");
+    CNI_TRY_ASSIGN(auto n, open_node(std::move(**applied)));
+    return teardown_node(n);
 }
 
 }  // namespace
 
-Result<int> node_setup(std::span<const std::string> args) {
-    if (std::ranges::any_of(args, [](const std::string& a) { return a.starts_with("--"); })) return node_setup_from_metadata(args);
+Result<int> node_setup(std::span<const std::string> args, const SubcommandWarn& warn) {
+    if (std::ranges::any_of(args, [](const std::string& a) { return a.starts_with("--"); })) return node_setup_from_metadata(args, warn);
     if (args.size() != 1) return fail("usage: cni-all vpc-eni node-setup [--imds [URL] [--imds-v1] [--interval SECONDS]] FILE (docs/vpc-eni.md)");
     CNI_TRY_ASSIGN(auto file, load_node_file(args[0]));
     CNI_TRY_ASSIGN(auto lock, lock_node(file.state_dir));
@@ -470,8 +515,27 @@ Result<int> node_setup(std::span<const std::string> args) {
 }
 
 Result<os::FileLock> lock_node(const std::string& state_dir) {
-    CNI_TRY_ASSIGN(auto state, os::Dir::create(state_dir, 0700));
+    CNI_TRY_ASSIGN(auto state, open_state(state_dir));
     return os::FileLock::acquire_in(state, "node.lock");
+}
+
+Status node_is_set_up(const NodeFile& f) {
+    const std::string record = f.state_dir + "/" + kBackupName;
+    if (struct stat st{}; ::lstat(f.state_dir.c_str(), &st) == 0) {
+        CNI_TRY_ASSIGN(auto state, os::Dir::open_trusted(f.state_dir));
+        if (state.stat(kBackupName)) return {};
+    }
+    return fail(code::try_again_later, "vpc-eni: the node is not set up: " + record + ", node-setup's record, is missing (node-setup " +
+                                           "has not run since boot, or node-teardown ran since): try again once it has");
+}
+
+Result<std::optional<NodeFile>> kept_node_file(const std::string& state_dir) {
+    if (struct stat st{}; ::lstat(state_dir.c_str(), &st) != 0 && errno == ENOENT) return std::optional<NodeFile>{};
+    CNI_TRY_ASSIGN(auto state, os::Dir::open_trusted(state_dir));
+    CNI_TRY_ASSIGN(auto applied, load_applied(state, state_dir));
+    if (!applied && state.stat(kBackupName))
+        return fail(code::invalid_config, copy_missing(state) + ": run node-teardown with the node file the node was set up by");
+    return applied;
 }
 
 Status setup_node(NodeFile file) {
@@ -481,6 +545,8 @@ Status setup_node(NodeFile file) {
     CNI_TRY(open_ipam_dir(n.file, true));
     CNI_TRY_ASSIGN(auto driver, firewall_driver(n.file));
     CNI_TRY_ASSIGN(auto recorded, read_backup(n));
+    // The node file first: a record never stands without it, even when a kill comes between.
+    CNI_TRY(keep_applied(n));
     if (!recorded) {
         CNI_TRY_ASSIGN(auto b, snapshot(n, driver));
         CNI_TRY(write_backup(n, b));
@@ -491,7 +557,6 @@ Status setup_node(NodeFile file) {
         if (unnamed) recorded->primary_interface = n.file.primary_interface;
         if (recorded->links.size() != known || unnamed) CNI_TRY(write_backup(n, *recorded));
     }
-    CNI_TRY(keep_applied(n));
     const NodeFile& f = n.file;
     CNI_TRY_ASSIGN(auto primary, node_link(n, f.primary_interface, "primaryInterface"));
     if (f.node_port_support) CNI_TRY(os::sysctl_set(rp_filter_name(f.primary_interface), "2"));
@@ -514,17 +579,22 @@ Status setup_node(NodeFile file) {
     return {};
 }
 
-Result<int> node_teardown(std::span<const std::string> args) {
+Result<int> node_teardown(std::span<const std::string> args, const SubcommandWarn& warn) {
     if (args.size() > 1 || (args.size() == 1 && args[0].starts_with("-")))
         return fail("usage: cni-all vpc-eni node-teardown [FILE] (the node file; without it, the one stateDir keeps, docs/vpc-eni.md)");
-    if (args.empty()) return teardown_by_copy(NodeFile{}.state_dir, std::nullopt);
-    auto file = load_node_file(args[0]);
-    if (file) return teardown_by(std::move(*file));
+    // Without FILE, the documented node file names the stateDir when it is there.
+    const std::string path = args.empty() ? kDocumentedNodeFile : args[0];
+    std::optional<Error> why;  // FILE's error
+    if (!args.empty()) {
+        auto file = load_node_file(path);
+        if (file) return teardown_by(std::move(*file), warn);
+        why = file.error();
+    }
     // Its stateDir as written, when that much of it reads (an absolute path); else the default.
     std::string state_dir = NodeFile{}.state_dir;
-    if (auto settings = load_node_settings(args[0]); settings && *settings && (*settings)->state_dir.starts_with("/"))
+    if (auto settings = load_node_settings(path); settings && *settings && (*settings)->state_dir.starts_with("/"))
         state_dir = (*settings)->state_dir;
-    return teardown_by_copy(state_dir, file.error());
+    return teardown_by_copy(state_dir, why, warn);
 }
 
 Status setup_node_or_undo(NodeFile file, const std::function<Status()>& commit) {

@@ -296,7 +296,9 @@ Status read_node_keys(const std::string& path, const json::Value& doc, NodeFile&
     return {};
 }
 
-Result<NodeFile> parse_node_file(const std::string& path, std::string_view text, bool validated = true) {
+}  // namespace
+
+Result<NodeFile> parse_node_file(const std::string& path, std::string_view text, bool validated) {
     std::string buffer;  // the document's strings
     auto doc = json::parse_large(text, buffer);
     if (!doc) {
@@ -311,8 +313,6 @@ Result<NodeFile> parse_node_file(const std::string& path, std::string_view text,
     if (validated) CNI_TRY(validate(n));
     return n;
 }
-
-}  // namespace
 
 Result<NodeFile> load_node_file(const std::string& path) {
     if (path.empty()) return fail(missing());

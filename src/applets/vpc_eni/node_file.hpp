@@ -89,6 +89,10 @@ Status decode(const json::Value& v, Eni& out, const json::Where& w);
 // wrong (an MTU out of range) is named with its value.
 Result<NodeFile> load_node_file(const std::string& path);
 
+// A node file's `text`, read from `path` by the caller: as load_node_file, or with its keys
+// unvalidated (`validated` false) as load_node_settings.
+Result<NodeFile> parse_node_file(const std::string& path, std::string_view text, bool validated = true);
+
 // The keys of the node file at `path` as they are written, unvalidated: what node-setup --imds
 // keeps of a file it rewrites (its settings; docs/vpc-eni.md). Nothing when there is no file.
 Result<std::optional<NodeFile>> load_node_settings(const std::string& path);

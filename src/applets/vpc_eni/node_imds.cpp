@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <thread>
 
 #include "applets/vpc_eni/imds.hpp"
@@ -123,10 +122,25 @@ void remove_temporaries(const os::Dir& folder, const std::string& name) {
         if (entry.starts_with(prefix) && entry.ends_with(".tmp") && entry.size() > prefix.size() + 4) folder.remove(entry);
 }
 
-// One round: true when the node file changed.
-Result<bool> learn_and_set_up(const Options& o) {
+// The settings a round keeps (the keys it does not learn): the node file's; when it is missing,
+// those of the node file the node was set up by, which the default stateDir keeps, with a
+// warning naming it; the defaults on a node no setup recorded there.
+Result<NodeFile> settings_of(const Options& o, const SubcommandWarn& warn) {
     CNI_TRY_ASSIGN(auto settings, load_node_settings(o.file));
-    NodeFile base = settings ? std::move(*settings) : NodeFile{};
+    if (settings) return std::move(*settings);
+    const std::string state_dir = NodeFile{}.state_dir;
+    auto kept = kept_node_file(state_dir);
+    if (!kept)
+        return fail(kept.error().code, "node file " + o.file + " does not exist, and its settings cannot be taken from " + state_dir +
+                                           ": " + kept.error().msg);
+    if (!*kept) return NodeFile{};
+    warn("node file " + o.file + " does not exist: its settings taken from " + state_dir + "/node-applied.json, the node file the node was set up by");
+    return std::move(**kept);
+}
+
+// One round: true when the node file changed.
+Result<bool> learn_and_set_up(const Options& o, const SubcommandWarn& warn) {
+    CNI_TRY_ASSIGN(auto base, settings_of(o, warn));
     base.path = o.file;
     CNI_TRY_ASSIGN(auto metadata, read_instance_metadata(o.imds));
     CNI_TRY_ASSIGN(auto sock, nl::Socket::open());
@@ -151,16 +165,16 @@ Result<bool> learn_and_set_up(const Options& o) {
 
 }  // namespace
 
-Result<int> node_setup_from_metadata(std::span<const std::string> args) {
+Result<int> node_setup_from_metadata(std::span<const std::string> args, const SubcommandWarn& warn) {
     CNI_TRY_ASSIGN(auto o, parse_options(args));
     if (!o.interval) {
-        CNI_TRY(learn_and_set_up(o));
+        CNI_TRY(learn_and_set_up(o, warn));
         return 0;
     }
     for (;;) {  // a daemon: a failed round is reported and the next one tried
-        auto changed = learn_and_set_up(o);
-        if (!changed) std::fprintf(stderr, "vpc-eni node-setup: %s\n", changed.error().msg.c_str());
-        else if (*changed) std::fprintf(stderr, "vpc-eni node-setup: %s written from %s\n", o.file.c_str(), o.imds.endpoint.url.c_str());
+        auto changed = learn_and_set_up(o, warn);
+        if (!changed) warn(changed.error().msg);
+        else if (*changed) warn(o.file + " written from " + o.imds.endpoint.url);
         std::this_thread::sleep_for(*o.interval);
     }
 }

@@ -245,6 +245,7 @@ void route_result(CniResult& result, const iface::VethPair& pair, const Request&
 Result<CniResult> vpc_eni_add(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
     CNI_TRY_ASSIGN(auto node, load_configured_node_file(c.node_file));
+    CNI_TRY(node_is_set_up(node));
     CNI_TRY(same_veth_prefix(c, node));
     CNI_TRY_ASSIGN(auto host_name, host_veth_name(ctx.req, c.veth_prefix));
     const Request& r = ctx.req;
@@ -407,9 +408,10 @@ constexpr std::array kNodeCommands{
                "service at URL (default http://169.254.169.254, IMDSv2; --imds-v1 allows IMDSv1) and writes FILE, "
                "keeping its other keys; with --interval it does so again every SECONDS."},
     Subcommand{"node-teardown", node_teardown, "[FILE]",
-               "removes what node-setup added and restores what it recorded, so the node is as it was. Without FILE, or "
-               "when it does not load, it goes by the node file the node was set up by, which node-setup keeps in "
-               "stateDir (the default one, or the one FILE names)."},
+               "removes what node-setup added and restores what it recorded, so the node is as it was. It goes by the "
+               "node file the node was set up by, which node-setup keeps in stateDir, when that loads (FILE giving the "
+               "stateDir), else by FILE; without FILE, or when it does not load, by that kept file in the default "
+               "stateDir, or the one FILE names (without FILE, the one /etc/cni/vpc-eni/node.json names)."},
 };
 constexpr auto kNodeFileKeyDocs = docs_of(kNodeFileKeys);
 constexpr auto kEniKeyDocs = docs_of(kEniKeys);
@@ -426,7 +428,8 @@ extern const Applet vpc_eni_applet{
     .summary = "the AWS VPC CNI's routed datapath: pod addresses from the node's ENIs",
     .keys = kVpcEniKeyDocs,
     .help = "Needs ipam type vpc-eni-ipam (it hands out the node file's secondary and prefix addresses): DEL acts only "
-            "on the addresses it holds for the container's interface, never on a prevResult's. node-setup and node-teardown "
+            "on the addresses it holds for the container's interface, never on a prevResult's. ADD refuses with code 11 "
+            "(try again later) until node-setup has recorded the node in stateDir since boot. node-setup and node-teardown "
             "(above) prepare the node: rp_filter, MTUs, the ENIs' addresses and route tables, the fwmark and local "
             "rules, the SNAT of pod traffic leaving the VPC and, with nodePortSupport, the connmark that sends a "
             "NodePort's replies back through the primary ENI (docs/vpc-eni.md).",
