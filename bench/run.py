@@ -395,8 +395,13 @@ def vpc_eni_node_file(data):
 
 
 def vpc_eni_setup(impl):
-    """ptp_setup plus a vpc-eni node file (ENI 1's addresses) under NODE_FILES."""
+    """ptp_setup plus a vpc-eni node file (ENI 1's addresses) under NODE_FILES, and in its stateDir
+    a record as node-setup leaves it (ADD refuses on a node not set up since boot)."""
     host, ctr, data = ptp_setup(impl)
+    os.makedirs(data + "/state", mode=0o700)
+    record = os.open(data + "/state/node-backup.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(record, "w") as f:
+        json.dump({"primaryInterface": "eth0", "rpFilter": "1", "localRuleAt0": True, "links": [], "iptablesNftMade": []}, f)
     with open(vpc_eni_node_file(data), "w") as f:
         json.dump({"primaryInterface": "eth0", "vpcCidrs": ["10.208.0.0/16"], "stateDir": data + "/state", "ipamDir": data + "/ipam",
                    "enis": [{"interface": "eth0", "deviceNumber": 0, "subnet": "10.208.1.0/24", "primaryIp": "10.208.1.10"},

@@ -24,6 +24,7 @@ address, and one's ADD, GC and DEL (nor a same-named config's GC) leave the othe
 was; only ADD makes folders, and the node file's caps refuse past them; an ADD leaves an address
 routed over another link alone. A node file's errors show where it is wrong and none of its
 bytes, and a network config may name only root's own under /etc/cni (every refusal the same).
+ADD on a node with no setup record is refused with code 11; DEL dumps the rules once.
 The suite mounts an empty tmpfs over /etc/cni in a mount namespace of its own."""
 import atexit
 import contextlib
@@ -75,10 +76,24 @@ def node_dir():
     return tempfile.mkdtemp(dir=NODE_FILES)
 
 
+def pretend_set_up(state_dir):
+    """A record in `state_dir` as node-setup leaves it on a node with no ENI to change: ADD refuses
+    (code 11) on a node not set up since boot. For the tests of ADD, DEL and GC in a bare "node"
+    namespace, which node-setup could not prepare."""
+    os.makedirs(state_dir, mode=0o700, exist_ok=True)
+    record = {"primaryInterface": "eth0", "rpFilter": "1", "localRuleAt0": True, "links": [], "iptablesNftMade": []}
+    fd = os.open(os.path.join(state_dir, "node-backup.json"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(record, f)
+
+
 @contextlib.contextmanager
-def node_and_data():
-    """node_dir() and a folder for the reservations, both removed after the test, pass or fail."""
+def node_and_data(set_up=False):
+    """node_dir() and a folder for the reservations, both removed after the test, pass or fail;
+    with `set_up`, node_dir()/run (node_file's stateDir in the tests) as set up (pretend_set_up)."""
     state, data = node_dir(), tempfile.mkdtemp()
+    if set_up:
+        pretend_set_up(os.path.join(state, "run"))
     try:
         yield state, data
     finally:
@@ -453,7 +468,7 @@ def simulated_vpc_nftables_driver():
 
 @test
 def teardown_goes_by_its_record():
-    """vpc-eni node-teardown on iptables-nft: the recorded primary interface's NodePort rule and rp_filter though the file names another now; a base chain set to drop since stays; a record's primaryInterface, rpFilter or links forged is refused"""
+    """vpc-eni node-teardown on iptables-nft: the recorded primary interface's NodePort rule and rp_filter though the file names another now; a base chain set to drop since stays; it goes by the node file kept in stateDir, not the file edited since, saying so; a record's primaryInterface, rpFilter or links (names, MTUs, addresses' family and count) forged, or the record or the kept node file not root's with mode 0600, is refused"""
     path_env = {"PATH": VARIANTS["nft"] + ":" + os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
     with node_and_data() as (state, _), netns("vpc") as vpc, netns("node") as node:
         build_vpc(vpc, node)
@@ -483,7 +498,10 @@ def teardown_goes_by_its_record():
             check(waiting.poll() is None, "node-teardown ran while another held the node's lock")
             check("AWS" in in_ns(node, "iptables-nft-save").stdout, "node-teardown changed the node while waiting")
         _, err = waiting.communicate(timeout=60)
-        eq((waiting.returncode, err), (0, ""))
+        # It goes by the node file the node was set up by, which stateDir keeps, not the edited one.
+        kept = os.path.join(state, "run", "node-applied.json")
+        eq((waiting.returncode, err),
+           (0, f"vpc-eni node-teardown: going by {kept}, the node file the node was set up by, not {path}, which differs\n"))
         eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), before[3].split("=")[1].strip())
         check("AWS" not in in_ns(node, "iptables-nft-save").stdout, in_ns(node, "iptables-nft-save").stdout)
         check("policy drop" in in_ns(node, "nft", "list", "chain", "ip", "mangle", "PREROUTING").stdout, "the chain set to drop went")
@@ -507,7 +525,9 @@ def teardown_goes_by_its_record():
             check("AWS" in in_ns(node, "iptables-nft-save").stdout, "a refused teardown removed the rules")
         # And one whose links (written back to the node) are no interface names or MTUs a link has.
         good = dict(read_json(record), rpFilter=was)
-        for key, value, said in (("name", "../eth1", "links[1].name: "), ("mtu", 70000, "links[1].mtu 70000 is not within 68..65535")):
+        for key, value, said in (("name", "../eth1", "links[1].name: "), ("mtu", 70000, "links[1].mtu 70000 is not within 68..65535"),
+                                 ("addresses", ["fd00::7/64"], "links[1].addresses: fd00::7/64 is not of the family of eth1's subnet 10.80.2.0/24"),
+                                 ("addresses", [f"10.80.2.{i % 250}/24" for i in range(257)], "links[1].addresses: more than 256")):
             links = [dict(link) for link in good["links"]]
             links[1][key] = value
             write_node_file(os.path.dirname(record), dict(good, links=links), name="node-backup.json", mode=0o600)
@@ -515,6 +535,17 @@ def teardown_goes_by_its_record():
             check(r.returncode == 1 and f"vpc-eni node-teardown: vpc-eni: {record}: {said}" in r.stderr, r.stderr)
             check("AWS" in in_ns(node, "iptables-nft-save").stdout, "a refused teardown removed the rules")
         write_node_file(os.path.dirname(record), good, name="node-backup.json", mode=0o600)
+        # And one that is not root's with mode 0600, as node-setup writes it; so is the node file
+        # kept there, which a node-teardown whose FILE does not load goes by.
+        broken = write_node_file(state, {"stateDir": os.path.join(state, "run")}, name="broken.json")
+        for name, mode, file in (("node-backup.json", 0o644, path), ("node-applied.json", 0o640, broken)):
+            at = os.path.join(state, "run", name)
+            os.chmod(at, mode)
+            r = in_ns(node, os.path.join(BIN, "vpc-eni"), "node-teardown", file, check_rc=False)
+            check(r.returncode == 1 and f"vpc-eni: {at}: refused: owned by uid 0 with mode 0{mode:o}, not root's with mode 0600 as "
+                  "node-setup writes it" in r.stderr, r.stderr)
+            check("AWS" in in_ns(node, "iptables-nft-save").stdout, "a refused teardown removed the rules")
+            os.chmod(at, 0o600)
         run("node-teardown")
         eq(in_ns(node, "sysctl", "-n", "net.ipv4.conf.eth0.rp_filter").stdout.strip(), was)
 
@@ -664,7 +695,7 @@ def simulated_vpc_ipv6():
 @test
 def del_and_gc_when_the_pod_is_gone():
     """vpc-eni: DEL of a pod whose namespace is gone, and GC of a vanished pod, remove its rules and address"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node:
             path = os.path.join(state, "node.json")
@@ -768,7 +799,7 @@ def add_foreign(node, *route_options):
 @test
 def del_acts_only_on_its_own_addresses():
     """vpc-eni DEL: a prevResult naming addresses the container does not hold, or another sandbox of the same pod, deletes nothing"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod:
             c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
@@ -815,7 +846,7 @@ def wider_rules(node):
 @test
 def del_removes_only_its_exact_rules():
     """vpc-eni DEL: rules of another program with the pod's address, vpc-eni's priorities and tables, and a selector more (iif, oif, fwmark, src, dst, ipproto, uidrange) survive; made after the pod's, the pod's own go (and CHECK does not take theirs for the pod's); made before them, the pod's are left with a warning, since the kernel would delete the other's in their place; one the kernel takes for the pod's makes ADD fail (fails before the fix: DEL deleted them)"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         ours = ("512:\tfrom all to 10.80.2.20 lookup main", "1536:\tfrom 10.80.2.20 lookup 2")
         with netns("node") as node, netns("pod") as pod:
@@ -881,7 +912,7 @@ def digest(c):
 @test
 def two_networks_on_one_node_file():
     """vpc-eni: two networks naming one node file (their names and dataDirs apart) never get one address; one's ADD, GC and DEL leave the other's reservation, route, rules and veth"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pa, netns("pod") as pb, netns("pod") as pc:
             path = write_node_file(state, node_file(os.path.join(state, "run")))
@@ -951,7 +982,7 @@ def two_networks_on_one_node_file():
 @test
 def add_leaves_an_address_routed_elsewhere():
     """vpc-eni ADD of an address the node routes over another link is refused, and the other link's route and rules stay; a rule of vpc-eni's shape already there is kept, once"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod:
             c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
@@ -971,9 +1002,32 @@ def add_leaves_an_address_routed_elsewhere():
 
 
 @test
+def add_waits_for_node_setup():
+    """vpc-eni ADD on a node not set up since boot (no record in stateDir, which a reboot empties) is refused with code 11, try again later, naming the record, and changes nothing; once the record is there it works (fails before the fix: the pod was added, routed through ENI tables not there yet)"""
+    with node_and_data() as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as ns:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
+            before = host_state(node)
+            record = os.path.join(state, "run", "node-backup.json")
+            for _ in range(2):  # no stateDir, then a stateDir without the record
+                err = plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id="early", args=pod_args("early")).error()
+                eq((err["code"], err["msg"]),
+                   (11, f"vpc-eni: the node is not set up: {record}, node-setup's record, is missing (node-setup has not run "
+                        "since boot, or node-teardown ran since): try again once it has"))
+                eq(host_state(node), before)
+                eq(held(state), [])
+                os.makedirs(os.path.dirname(record), mode=0o700, exist_ok=True)
+            pretend_set_up(os.path.dirname(record))
+            plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id="early", args=pod_args("early")).ok()
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id="early", args=pod_args("early")).ok()
+            eq(held(state), [])
+
+
+@test
 def del_without_prev_result_or_namespace():
     """vpc-eni DEL with neither prevResult nor a namespace removes the pod's rules 512 and 1536; one cut short before the release is finished by the next"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         no_ipam = Plugin(os.path.join(BIN, "vpc-eni"), cni_path=tempfile.mkdtemp())  # vpc-eni-ipam cannot be found
         with netns("node") as node:
@@ -1004,9 +1058,27 @@ def del_without_prev_result_or_namespace():
 
 
 @test
+def del_dumps_the_rules_once():
+    """vpc-eni DEL of a pod on ENI 1 (rules 512 and 1536) dumps the host's rules once and deletes both from that dump (fails before the fix: five dumps, each of every rule on the node)"""
+    with node_and_data(set_up=True) as (state, data):
+        plugin = Plugin(os.path.join(BIN, "vpc-eni"))
+        with netns("node") as node, netns("pod") as ns:
+            c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
+            plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id="once", args=pod_args("once", "10.80.2.20")).ok()
+            trace = os.path.join(data, "strace.log")
+            plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id="once", args=pod_args("once"),
+                       wrap=["strace", "-f", "-qq", "-e", "trace=sendto,sendmsg", "-o", trace]).ok()
+            with open(trace) as f:
+                sent = f.read()
+            eq(sent.count("RTM_GETRULE"), 1, sent)
+            check("10.80.2.20" not in sh("ip", "-n", node, "rule").stdout)
+            eq(held(state), [])
+
+
+@test
 def del_after_a_device_number_change():
     """vpc-eni DEL removes the pod's rule 1536 from the table its ENI had at ADD when the ENI's device number changed since (table 2 then, 4 now), with no warning"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as ns:
             f = node_file(os.path.join(state, "run"))
@@ -1025,7 +1097,7 @@ def del_after_a_device_number_change():
 @test
 def del_with_another_ipam_finds_the_state_through_node_file():
     """vpc-eni DEL with an ipam type other than vpc-eni-ipam succeeds with a warning: through nodeFile it removes the container's rules, its veth and the pod's end and releases its address; another sandbox's veth stays, and no IPAM runs"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod, netns("pod") as bare:
             c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
@@ -1059,7 +1131,7 @@ def link_index(ns, name):
 @test
 def add_and_del_act_only_on_a_veth_into_the_pod():
     """vpc-eni: a host link of the pod's veth name that is not a veth to CNI_IFNAME in the pod's namespace (both ends on the host, another pod's, or the same pod's other attachment's) stays: ADD refuses, DEL warns; one to the pod's own interface is replaced; vethPrefix must be the node file's (the second attachment's part fails before the fix: its DEL deleted the first's veth)"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod, netns("pod") as other:
             c = conf(write_node_file(state, node_file(os.path.join(state, "run"))))
@@ -1102,7 +1174,7 @@ def add_and_del_act_only_on_a_veth_into_the_pod():
 @test
 def node_file_and_ipam_node_file_are_one():
     """vpc-eni: a config whose nodeFile is not its ipam.nodeFile is refused, naming both, before anything changes"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod:
             path = write_node_file(state, node_file(os.path.join(state, "run")))
@@ -1119,7 +1191,7 @@ def node_file_and_ipam_node_file_are_one():
 @test
 def no_folders_but_add_s_and_caps():
     """vpc-eni: DEL, CHECK and GC of what holds nothing make no folder in ipamDir, and a network's folder goes with its last address; maxAddressesPerNamespace refuses the next pod of a namespace, naming the cap"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as pod, netns("pod") as second:
             path = write_node_file(state, node_file(os.path.join(state, "run"), maxAddressesPerNamespace=1))
@@ -1156,7 +1228,7 @@ def node_file_errors_show_no_content():
               ["Xs3cr3t", "'X'"]),
              ('{"primaryInterface": "eth0", "vpcCidrs": ["10.80.0.0/16"], ' + enis + "}", "enis[0].subnet: not a valid string",
               ["s3cr3t"])]
-    with node_and_data() as (state, data), netns("node") as node, netns("pod") as pod:
+    with node_and_data(set_up=True) as (state, data), netns("node") as node, netns("pod") as pod:
         for content, where, secrets in cases:
             path = write_node_file(state, content, mode=0o600)  # root's alone
             c = conf(path)
@@ -1174,7 +1246,7 @@ def node_file_errors_show_no_content():
 @test
 def exhaustion_is_one_short_line():
     """vpc-eni-ipam: with every node address reserved, ADD and STATUS say "no free address on ENIs eth0, eth1 (4 addresses, all reserved)", not every one-address range"""
-    with node_and_data() as (state, data):
+    with node_and_data(set_up=True) as (state, data):
         ipam = Plugin(os.path.join(BIN, "vpc-eni-ipam"))
         c = dict(conf(write_node_file(state, node_file(os.path.join(state, "run")))), cniVersion="1.1.0")
         for i in range(4):
@@ -1202,7 +1274,7 @@ def unusable(path):
 @test
 def node_file_only_roots_under_etc_cni():
     """vpc-eni: a network config's nodeFile is read only when it is root's own file in a folder of root's under /etc/cni, in /etc/cni/vpc-eni or readable by all; every refusal is the same"""
-    with node_and_data() as (state, data), netns("node") as node, netns("pod") as pod:
+    with node_and_data(set_up=True) as (state, data), netns("node") as node, netns("pod") as pod:
         valid = node_file(os.path.join(state, "run"))
         good = write_node_file(state, valid, mode=0o600)  # in /etc/cni/vpc-eni: root's alone is enough
         outside = write_node_file(tempfile.mkdtemp(), valid)

@@ -21,7 +21,11 @@ naming no file, and a node file that no longer loads beside a record that kept n
 refused before anything changes; node-teardown goes by the kept node file when its own is gone
 or not given (the default stateDir, on a tmpfs of the run's own). An IMDSv1-only service is read
 with --imds-v1 alone. On both iptables variants, another program's rules kept first in mangle
-PREROUTING stay first through the next round, unless they may end it (an ACCEPT, a goto)."""
+PREROUTING stay first through the next round, unless they may end it (an ACCEPT, a goto), and
+a fan of chains is looked into once per chain. A removed node file's settings come from the kept
+one; a stateDir that is a link or that others may write is refused; a fresh setup keeps the node
+file before its record; node-teardown without FILE finds the stateDir /etc/cni/vpc-eni/node.json
+names; a killed round's temporary is removed by the next."""
 import atexit
 import contextlib
 import json
@@ -513,7 +517,7 @@ def teardown(node, *args):
 
 @test
 def node_teardown_without_its_node_file():
-    """vpc-eni node-teardown with the node file gone, or with no FILE (the default stateDir), goes by the node file kept in stateDir, saying so, and leaves the node as it was; --imds after the file was removed writes it anew; with nothing recorded there is nothing to undo"""
+    """vpc-eni node-teardown with the node file gone, or with no FILE (the default stateDir), goes by the node file kept in stateDir, saying so, and leaves the node as it was; --imds after the file was removed writes it anew with the kept file's settings, saying so, and is refused when the record is there without the kept file; with nothing recorded there is nothing to undo"""
     with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
         vpc.build_vpc(vpc_ns, node)
         mine = {"mtu": 1500, "ipamDir": os.path.join(state, "ipam")}  # the default stateDir
@@ -531,13 +535,31 @@ def node_teardown_without_its_node_file():
                (0, f"vpc-eni node-teardown: vpc-eni: node file {path} does not exist; {going_by}"))
             eq(vpc.node_state(node), initial)
             check(not os.path.exists(kept), "the node file kept outlived the teardown")
-            # Removed between two rounds: the next writes it anew (the default settings), and
-            # node-teardown without FILE restores the node.
+            # Removed between two rounds: the next writes it anew with the settings of the node
+            # file kept in stateDir, saying so (fails before the fix: mtu 9001 and the default
+            # ipamDir), and node-teardown without FILE restores the node.
             vpc.write_node_file(state, mine)
             node_setup(node, "--imds", path)
             os.unlink(path)
-            node_setup(node, "--imds", path)
-            eq(read(path)["mtu"], 9001)
+            r = node_setup(node, "--imds", path)
+            eq(r.stderr.strip(), f"vpc-eni node-setup: node file {path} does not exist: its settings taken from {kept}, "
+                                 "the node file the node was set up by")
+            eq((read(path)["mtu"], read(path)["ipamDir"]), (1500, mine["ipamDir"]))
+            eq(read(kept), read(path))
+            # A record without the kept node file (an earlier version's): a round with the node
+            # file gone is refused, naming them, rather than going by the defaults.
+            before = settled(node)
+            os.unlink(path)
+            os.rename(kept, kept + ".away")
+            r = node_setup(node, "--imds", path, check_rc=False)
+            state_dir = os.path.dirname(kept)
+            eq((r.returncode, r.stderr.strip()),
+               (1, f"vpc-eni node-setup: node file {path} does not exist, and its settings cannot be taken from {state_dir}: "
+                   f"{state_dir}/node-backup.json records a setup, but {kept}, the node file it was set up by, is missing: run "
+                   "node-teardown with the node file the node was set up by"))
+            check(not os.path.exists(path), "the node file was written")
+            eq(vpc.node_state(node), before)
+            os.rename(kept + ".away", kept)
             r = teardown(node)
             eq((r.returncode, r.stderr.strip()), (0, f"vpc-eni node-teardown: no node file given; {going_by}"))
             eq(vpc.node_state(node), initial)
@@ -549,6 +571,92 @@ def node_teardown_without_its_node_file():
             eq((r.returncode, r.stderr.strip()),
                (1, f"vpc-eni node-teardown: vpc-eni: node file {gone} does not exist; {RUN_CNI_ALL}/vpc-eni records no setup either"))
             eq(vpc.node_state(node), initial)
+
+
+@test
+def a_state_dir_others_could_change_is_refused():
+    """vpc-eni node-setup --imds: a stateDir that is a symbolic link, or that others may write, is refused, naming it, before the node changes (fails before the fix: the link was followed, and what others planted there went by)"""
+    with vpc_with_eni2() as (state, node, path, record, md):
+        initial = vpc.node_state(node)
+        with open(path, "rb") as f:
+            written = f.read()
+        at, elsewhere = os.path.dirname(record), os.path.join(state, "elsewhere")
+        os.mkdir(elsewhere, 0o700)
+        os.symlink(elsewhere, at)
+        r = node_setup(node, "--imds", path, check_rc=False)
+        eq((r.returncode, r.stderr.strip()), (1, f"vpc-eni node-setup: open {at}: a symbolic link"))
+        unchanged(node, path, written, initial, fresh=True)
+        eq(os.listdir(elsewhere), [])
+        os.unlink(at)
+        os.mkdir(at)
+        os.chmod(at, 0o770)
+        r = node_setup(node, "--imds", path, check_rc=False)
+        eq((r.returncode, r.stderr.strip()), (1, f"vpc-eni node-setup: open {at}: others may write it"))
+        unchanged(node, path, written, initial, fresh=True)
+        eq(os.listdir(at), [])
+        os.chmod(at, 0o700)
+        node_setup(node, "--imds", path)
+        eq(teardown(node, path).returncode, 0)
+        eq(vpc.node_state(node), initial)
+
+
+@test
+def a_fresh_setup_keeps_its_node_file_before_its_record():
+    """vpc-eni node-setup --imds on a fresh node renames the kept node file into place before the record, so that a round killed between them leaves no record without it (fails before the fix: the record came first, and such a node refused every round); each, and the node file, is synced before its rename and its folder after it"""
+    with vpc_with_eni2() as (state, node, path, record, md):
+        initial = vpc.node_state(node)
+        r = sh("ip", "netns", "exec", node, "strace", "-f", "-qq", "-e", "trace=openat,fsync,rename,renameat,renameat2",
+               os.path.join(BIN, "vpc-eni"), "node-setup", "--imds", path)
+        calls = [line.split("] ", 1)[-1] for line in r.stderr.splitlines()]
+        names = ("node-applied.json", "node-backup.json", os.path.basename(path))
+        renamed = [name for call in calls if call.startswith("rename") for name in names if f', "{name}"' in call]
+        eq(renamed, list(names), r.stderr)
+        for name in names:
+            opened = next(i for i, call in enumerate(calls) if call.startswith("openat(") and f'"{"." + name}.' in call)
+            fd = calls[opened].rsplit("= ", 1)[1]
+            at = next(i for i, call in enumerate(calls) if call.startswith("rename") and f', "{name}"' in call)
+            check(f"fsync({fd})" in [call.split(" =")[0] for call in calls[opened:at]], f"{name}: no fsync({fd}) before its rename")
+            check(calls[at + 1].startswith("fsync("), f"{name}: no fsync of its folder after its rename: {calls[at + 1]}")
+        eq(teardown(node, path).returncode, 0)
+        eq(vpc.node_state(node), initial)
+
+
+@test
+def a_killed_round_s_temporary_is_removed():
+    """vpc-eni node-setup --imds: a temporary of the node file that a killed round left beside it is removed by the next round; a folder of such a name stays"""
+    with vpc_with_eni2() as (state, node, path, record, md):
+        initial = vpc.node_state(node)
+        folder, name = os.path.split(path)
+        left, other = os.path.join(folder, f".{name}.0123456789abcdef.tmp"), os.path.join(folder, f".{name}.x.tmp")
+        with open(left, "w") as f:
+            f.write("{")
+        os.mkdir(other)
+        node_setup(node, "--imds", path)
+        check(not os.path.exists(left) and os.path.isdir(other), os.listdir(folder))
+        os.rmdir(other)
+        eq(teardown(node, path).returncode, 0)
+        eq(vpc.node_state(node), initial)
+
+
+DOCUMENTED = "/etc/cni/vpc-eni/node.json"  # in the suite's own /etc/cni (vpc.private_etc_cni)
+
+
+@test
+def node_teardown_without_file_goes_by_the_documented_one_s_state_dir():
+    """vpc-eni node-teardown without FILE goes by the stateDir that /etc/cni/vpc-eni/node.json names, saying so, and leaves the node as it was (fails before the fix: "records no setup: nothing to undo", exit 0, the node still set up)"""
+    with vpc_with_eni2() as (state, node, path, record, md):
+        initial = vpc.node_state(node)
+        node_setup(node, "--imds", path)
+        os.rename(path, DOCUMENTED)
+        try:
+            r = teardown(node)
+            kept = os.path.join(os.path.dirname(record), "node-applied.json")
+            eq((r.returncode, r.stderr.strip()),
+               (0, f"vpc-eni node-teardown: no node file given; going by {kept}, the node file the node was set up by"))
+            eq(vpc.node_state(node), initial)
+            check(not os.path.exists(record), "the record outlived the teardown")
+        finally:
+            os.unlink(DOCUMENTED)
 
 
 @test
@@ -592,6 +700,27 @@ def another_program_s_rule_first_is_left_first():
                     eq(mangle(), table, f"{variant}: the round changed mangle")
                 sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
                 check("AWS" not in "\n".join(mangle()), mangle())
+
+
+@test
+def a_fan_of_chains_is_looked_into_once():
+    """vpc-eni node-setup --imds: another program's chains in mangle PREROUTING that fan out (12 jumps from each of 7 chains into the next, none ending) are looked into once per chain, so the round takes seconds, not 12^7 visits under the xtables lock (fails before the fix: it ran for minutes)"""
+    with vpc.node_and_data() as (state, _), netns("vpc") as vpc_ns, netns("node") as node:
+        vpc.build_vpc(vpc_ns, node)
+        path = vpc.write_node_file(state, settings(state))
+        chains = [f"SX-FAN{k}" for k in range(1, 8)]
+        rules = [f":{c} - [0:0]" for c in chains] + ["-I PREROUTING 1 -j SX-FAN1"]
+        for c, after in zip(chains, chains[1:]):
+            rules += [f"-A {c} -m mark --mark {i} -j {after}" for i in range(12)]
+        rules += [f"-A {chains[-1]} -j MARK --set-xmark 0x4/0x4"]
+        vpc.in_ns(node, "iptables-restore", "--noflush", input="*mangle\n" + "\n".join(rules) + "\nCOMMIT\n")
+        with Metadata(node, state) as md:
+            md.set(answers(node, FIRST))
+            started = time.monotonic()
+            node_setup(node, "--imds", path)
+            took = time.monotonic() - started
+            check(took < 15, f"the round took {took:.1f} s")
+            sh("ip", "netns", "exec", node, os.path.join(BIN, "vpc-eni"), "node-teardown", path)
 
 
 @test
