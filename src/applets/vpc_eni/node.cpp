@@ -425,7 +425,8 @@ Status drop_moved_routes(const NodeFile& file, const NodeFile& previous) {
 }
 
 // What a setup of `file` changed, undone (it failed partway, or what was to follow it did):
-// nothing when it recorded nothing (the record comes before any change); on a node no setup had
+// nothing when it recorded nothing (the record comes before any change), but on a fresh node
+// the node file it kept (which comes before the record) removed; on a node no setup had
 // recorded (`before`), all of it, as teardown does; else (`previous` is there: setup_node_or_undo
 // made sure) the ENIs it recorded first go back as they were, an ENI recorded before loses the
 // routes of its table when the node file the node was set up by (`previous`) routes it otherwise
@@ -433,7 +434,10 @@ Status drop_moved_routes(const NodeFile& file, const NodeFile& previous) {
 Status undo_setup(NodeFile file, const std::optional<Backup>& before, const std::optional<NodeFile>& previous) {
     CNI_TRY_ASSIGN(auto n, open_node(std::move(file)));
     CNI_TRY_ASSIGN(auto after, read_backup(n));
-    if (!after) return {};
+    if (!after) {
+        if (!before) n.state.remove(kAppliedName);
+        return {};
+    }
     if (!before) return teardown(n, after);
     for (auto& eni : n.file.enis) {
         if (!recorded_link(before, eni.interface)) {
