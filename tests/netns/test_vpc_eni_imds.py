@@ -711,7 +711,7 @@ def a_fan_of_chains_is_looked_into_once():
         chains = [f"SX-FAN{k}" for k in range(1, 8)]
         rules = [f":{c} - [0:0]" for c in chains] + ["-I PREROUTING 1 -j SX-FAN1"]
         for c, after in zip(chains, chains[1:]):
-            rules += [f"-A {c} -m mark --mark {i} -j {after}" for i in range(12)]
+            rules += [f"-A {c} -s 192.0.2.{i}/32 -j {after}" for i in range(12)]
         rules += [f"-A {chains[-1]} -j MARK --set-xmark 0x4/0x4"]
         vpc.in_ns(node, "iptables-restore", "--noflush", input="*mangle\n" + "\n".join(rules) + "\nCOMMIT\n")
         with Metadata(node, state) as md:
