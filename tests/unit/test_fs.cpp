@@ -133,7 +133,6 @@ TEST_CASE("Dir::make_trusted: every missing folder made, no link followed, none 
     CHECK(os::Dir::make_trusted(dir / "a/b/state", 0755, 0700));  // there already
     std::filesystem::create_symlink(dir / "a", dir / "link");
     CHECK(err(os::Dir::make_trusted(dir / "link/b/state", 0755, 0700)) == "open " + (dir / "link") + ": a symbolic link");
-    CHECK(!std::filesystem::exists(dir / "a/b/state/x"));
     std::filesystem::permissions(dir / "a/b/state", std::filesystem::perms(0770));
     CHECK(err(os::Dir::make_trusted(dir / "a/b/state", 0755, 0700)) == "open " + (dir / "a/b/state") + ": others may write it");
     CHECK(err(os::Dir::make_trusted("relative/state", 0755, 0700)) == "open relative/state: not an absolute path");
