@@ -573,6 +573,12 @@ def node_teardown_without_its_node_file():
             eq(vpc.node_state(node), initial)
 
 
+def torn_down(node, path, initial):
+    """node-teardown of `path` succeeds and leaves the node as `initial` was."""
+    eq(teardown(node, path).returncode, 0)
+    eq(vpc.node_state(node), initial)
+
+
 @test
 def a_state_dir_others_could_change_is_refused():
     """vpc-eni node-setup --imds: a stateDir that is a symbolic link, or that others may write, is refused, naming it, before the node changes (fails before the fix: the link was followed, and what others planted there went by)"""
@@ -596,8 +602,7 @@ def a_state_dir_others_could_change_is_refused():
         eq(os.listdir(at), [])
         os.chmod(at, 0o700)
         node_setup(node, "--imds", path)
-        eq(teardown(node, path).returncode, 0)
-        eq(vpc.node_state(node), initial)
+        torn_down(node, path, initial)
 
 
 @test
@@ -617,8 +622,7 @@ def a_fresh_setup_keeps_its_node_file_before_its_record():
             at = next(i for i, call in enumerate(calls) if call.startswith("rename") and f', "{name}"' in call)
             check(f"fsync({fd})" in [call.split(" =")[0] for call in calls[opened:at]], f"{name}: no fsync({fd}) before its rename")
             check(calls[at + 1].startswith("fsync("), f"{name}: no fsync of its folder after its rename: {calls[at + 1]}")
-        eq(teardown(node, path).returncode, 0)
-        eq(vpc.node_state(node), initial)
+        torn_down(node, path, initial)
 
 
 @test
@@ -634,8 +638,7 @@ def a_killed_round_s_temporary_is_removed():
         node_setup(node, "--imds", path)
         check(not os.path.exists(left) and os.path.isdir(other), os.listdir(folder))
         os.rmdir(other)
-        eq(teardown(node, path).returncode, 0)
-        eq(vpc.node_state(node), initial)
+        torn_down(node, path, initial)
 
 
 DOCUMENTED = "/etc/cni/vpc-eni/node.json"  # in the suite's own /etc/cni (vpc.private_etc_cni)
