@@ -620,7 +620,7 @@ def a_fresh_setup_keeps_its_node_file_before_its_record():
             opened = next(i for i, call in enumerate(calls) if call.startswith("openat(") and f'"{"." + name}.' in call)
             fd = calls[opened].rsplit("= ", 1)[1]
             at = next(i for i, call in enumerate(calls) if call.startswith("rename") and f', "{name}"' in call)
-            check(f"fsync({fd})" in [call.split(" =")[0] for call in calls[opened:at]], f"{name}: no fsync({fd}) before its rename")
+            check(f"fsync({fd})" in [call.split(" =")[0].rstrip() for call in calls[opened:at]], f"{name}: no fsync({fd}) before its rename: {calls[opened:at + 1]}")
             check(calls[at + 1].startswith("fsync("), f"{name}: no fsync of its folder after its rename: {calls[at + 1]}")
         torn_down(node, path, initial)
 
