@@ -181,11 +181,11 @@ Result<Dir> Dir::make_trusted(const std::string& path, mode_t folders, mode_t mo
     if (!path.starts_with('/') || has_dot_name(path)) return open_trusted(path);  // its error
     const std::vector<std::string> names = path_names(path);
     std::string at;
-    for (std::size_t i = 0; i + 1 < names.size(); ++i) {
+    for (std::size_t i = 0; i + 1 < names.size(); ++i) {  // only a missing one is made here
         at += "/" + names[i];
-        CNI_TRY(open_trusted(at, folders));
+        if (struct stat st{}; ::lstat(at.c_str(), &st) != 0 && errno == ENOENT) CNI_TRY(open_trusted(at, folders));
     }
-    return open_trusted(path, mode);
+    return open_trusted(path, mode);  // every folder on the way checked as one on the way (/tmp's sticky bit)
 }
 
 Result<Dir> Dir::subdir(std::string_view name, mode_t mode) const {
