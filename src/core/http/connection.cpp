@@ -142,7 +142,7 @@ void Connection::close() {
     buffered_.clear();
 }
 
-Status Connection::connect(const std::string& where, Clock::time_point deadline, const std::string& late) {
+Status Connection::connect(const std::string& where, Clock::time_point deadline, const std::string& late, bool resume) {
     close();
     if (to_.tls && !tls_config_) return fail(code::invalid_config, where + ": an https:// URL without TLS settings");
     CNI_TRY_ASSIGN(auto addresses, addresses_of(to_, where, deadline));
@@ -174,11 +174,14 @@ Status Connection::connect(const std::string& where, Clock::time_point deadline,
     if (!fd_) return fail(code::try_again_later, where + ": connecting: " + why);
     ++connects_;
     if (to_.tls) {
-        tls_ = std::make_unique<TlsSession>(*tls_config_, fd_.get(), to_);
+        tls_ = std::make_unique<TlsSession>(*tls_config_, fd_.get(), to_, resume);
         for (;;) {
             auto s = tls_->handshake();
             if (!s) {
+                // A saved session the server would not resume is gone: once more, a full handshake.
+                const bool again = tls_->offered();
                 close();
+                if (again) return connect(where, deadline, late, false);
                 return fail(s.error().code, where + ": " + s.error().msg);
             }
             if (s->wait == 0) break;
@@ -187,6 +190,7 @@ Status Connection::connect(const std::string& where, Clock::time_point deadline,
                 return fail(code::try_again_later, late + " (TLS handshake)");
             }
         }
+        ++(tls_->resumed() ? resumed_ : full_handshakes_);
     }
     return {};
 }

@@ -4,7 +4,9 @@
 // plain or TLS, each request with a timeout for connecting, sending and reading, and an answer
 // of bounded size; and a one-request call on a connection of its own ("Connection: close").
 // A host name is resolved (getaddrinfo) when connecting, within the request's timeout (the
-// resolver in a thread of its own), each of its addresses tried in turn.
+// resolver in a thread of its own), each of its addresses tried in turn. A TLS connection
+// resumes the session its TlsConfig's TicketStore kept for the endpoint when the server takes
+// it, and otherwise makes a full handshake.
 // What the answer means is the caller's.
 #pragma once
 
@@ -48,10 +50,13 @@ public:
     void close();
     bool open() const { return bool(fd_); }
     std::uint64_t connects() const { return connects_; }  // connections opened so far
+    // TLS handshakes so far: full ones (the server's certificate verified) and resumed ones.
+    std::uint64_t full_handshakes() const { return full_handshakes_; }
+    std::uint64_t resumed() const { return resumed_; }
 
 private:
     using Clock = std::chrono::steady_clock;
-    Status connect(const std::string& where, Clock::time_point deadline, const std::string& late);
+    Status connect(const std::string& where, Clock::time_point deadline, const std::string& late, bool resume = true);
     Result<Response> exchange(const Request& r, const std::string& where, Clock::time_point deadline,
                               const std::string& late, bool& nothing_read);
 
@@ -61,7 +66,7 @@ private:
     os::UniqueFd fd_;
     std::unique_ptr<TlsSession> tls_;
     std::string buffered_;  // what arrived past the last answer
-    std::uint64_t connects_ = 0;
+    std::uint64_t connects_ = 0, full_handshakes_ = 0, resumed_ = 0;
 };
 
 // `method` `path` on `to` (plain http) on a connection of its own, closed after, within

@@ -4,7 +4,11 @@
 // required), and the session driven over the caller's non-blocking socket by callbacks that
 // turn EAGAIN into mbedTLS's want-read/want-write. mbedTLS checks a host name against the
 // certificate; an address literal is checked here against the certificate's subjectAltName IP
-// entries, which mbedTLS 2.28 lists but does not compare.
+// entries, which mbedTLS 2.28 lists but does not compare. A saved session (tls_tickets.hpp) is
+// named by the SHA-256 of the endpoint and the credentials' contents, offered only while it is
+// younger than kSessionMaxAge and its server certificate has not expired, and watched through
+// the handshake's states: a resumed handshake goes from the server's hello to its
+// ChangeCipherSpec without the server's certificate.
 #include "core/http/tls.hpp"
 
 #include <arpa/inet.h>
@@ -13,12 +17,14 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 
 #include <mbedtls/ctr_drbg.h>
 #include <mbedtls/entropy.h>
 #include <mbedtls/error.h>
 #include <mbedtls/net_sockets.h>
 #include <mbedtls/pk.h>
+#include <mbedtls/sha256.h>
 #include <mbedtls/ssl.h>
 #include <mbedtls/x509_crt.h>
 
@@ -31,7 +37,10 @@ struct TlsConfig::Impl {
     mbedtls_x509_crt cert;
     mbedtls_pk_context key;
     mbedtls_ssl_config conf;
+    std::optional<TicketStore> tickets;
+    mbedtls_sha256_context credentials;  // fed the CA, certificate and key; each session's name goes on from it
     Impl() {
+        mbedtls_sha256_init(&credentials);
         mbedtls_entropy_init(&entropy);
         mbedtls_ctr_drbg_init(&drbg);
         mbedtls_x509_crt_init(&ca);
@@ -40,6 +49,7 @@ struct TlsConfig::Impl {
         mbedtls_ssl_config_init(&conf);
     }
     ~Impl() {
+        mbedtls_sha256_free(&credentials);
         mbedtls_ssl_config_free(&conf);
         mbedtls_pk_free(&key);
         mbedtls_x509_crt_free(&cert);
@@ -55,14 +65,21 @@ struct TlsSession::Impl {
     mbedtls_ssl_context ssl;
     int fd;
     Endpoint to;
-    bool verified = false;
-    Impl(int f, Endpoint e) : fd(f), to(std::move(e)) { mbedtls_ssl_init(&ssl); }
+    const TlsConfig::Impl& config;
+    std::string ticket_name;   // the saved session's file (empty: none kept)
+    std::string offered;       // the ticket of the saved session offered (empty: none)
+    bool saw_certificate = false;
+    Impl(int f, Endpoint e, const TlsConfig::Impl& c) : fd(f), to(std::move(e)), config(c) { mbedtls_ssl_init(&ssl); }
     ~Impl() { mbedtls_ssl_free(&ssl); }
     Impl(const Impl&) = delete;
     Impl& operator=(const Impl&) = delete;
 };
 
 namespace {
+
+// The oldest saved session offered: a resumed handshake trusts the server's certificate as it
+// was verified when the session began (docs/cluster-ipam.md, Security).
+constexpr std::time_t kSessionMaxAge = 3600;
 
 std::string mbedtls_text(int ret) {
     char buf[160];
@@ -106,12 +123,71 @@ bool has_ip(const mbedtls_x509_crt& crt, const std::string& address) {
     return false;
 }
 
+// Feeds `text` with its length first, so that no two lists of texts feed the same bytes.
+void feed(mbedtls_sha256_context& h, std::string_view text) {
+    const std::uint64_t n = text.size();
+    unsigned char len[8];
+    for (int i = 0; i < 8; ++i) len[i] = static_cast<unsigned char>(n >> (8 * i));
+    mbedtls_sha256_update_ret(&h, len, sizeof len);
+    mbedtls_sha256_update_ret(&h, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+}
+
+// The file name of the session of `to` with the configuration's credentials: 64 hex digits.
+std::string ticket_name(const TlsConfig::Impl& c, const Endpoint& to) {
+    mbedtls_sha256_context h;
+    mbedtls_sha256_init(&h);
+    mbedtls_sha256_clone(&h, &c.credentials);
+    feed(h, to.address);
+    feed(h, std::to_string(to.port));
+    unsigned char sum[32];
+    mbedtls_sha256_finish_ret(&h, sum);
+    mbedtls_sha256_free(&h);
+    static const char hex[] = "0123456789abcdef";
+    std::string out;
+    for (unsigned char b : sum) (out += hex[b >> 4]) += hex[b & 15];
+    return out;
+}
+
+std::string ticket_of(const mbedtls_ssl_session& s) { return std::string(reinterpret_cast<const char*>(s.ticket), s.ticket ? s.ticket_len : 0); }
+
+// `bytes` as a session still worth offering, set on `ssl`: its ticket; empty when it does not
+// load (another version or build of mbedTLS, garbage), has no ticket, is too old, or its server
+// certificate has expired.
+std::string offer(mbedtls_ssl_context& ssl, const std::string& bytes) {
+    mbedtls_ssl_session s;
+    mbedtls_ssl_session_init(&s);
+    bool ok = mbedtls_ssl_session_load(&s, reinterpret_cast<const unsigned char*>(bytes.data()), bytes.size()) == 0;
+    const std::time_t now = std::time(nullptr);
+    ok = ok && s.ticket_len > 0 && s.start <= now && now - s.start < kSessionMaxAge && s.peer_cert &&
+         !mbedtls_x509_time_is_past(&s.peer_cert->valid_to) && mbedtls_ssl_set_session(&ssl, &s) == 0;
+    std::string ticket = ok ? ticket_of(s) : std::string();
+    mbedtls_ssl_session_free(&s);
+    return ticket;
+}
+
+// The session `ssl` ended its handshake with, serialized; empty when it cannot be.
+std::string saved_session(const mbedtls_ssl_context& ssl) {
+    mbedtls_ssl_session s;
+    mbedtls_ssl_session_init(&s);
+    std::string out;
+    if (mbedtls_ssl_get_session(&ssl, &s) == 0) {
+        std::size_t n = 0;
+        mbedtls_ssl_session_save(&s, nullptr, 0, &n);
+        out.resize(n);
+        if (n == 0 || n > kTicketFileLimit ||
+            mbedtls_ssl_session_save(&s, reinterpret_cast<unsigned char*>(out.data()), n, &n) != 0)
+            out.clear();
+    }
+    mbedtls_ssl_session_free(&s);
+    return out;
+}
+
 }  // namespace
 
 TlsConfig::TlsConfig(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 TlsConfig::~TlsConfig() = default;
 
-Result<std::shared_ptr<const TlsConfig>> TlsConfig::load(const TlsCredentials& in) {
+Result<std::shared_ptr<const TlsConfig>> TlsConfig::load(const TlsCredentials& in, std::optional<TicketStore> tickets) {
     auto c = std::make_unique<Impl>();
     auto bad = [](std::string_view what, const std::string& name, int ret) {
         return fail(code::invalid_config, std::string(what) + " \"" + name + "\": " + mbedtls_text(ret));
@@ -144,20 +220,48 @@ Result<std::shared_ptr<const TlsConfig>> TlsConfig::load(const TlsCredentials& i
     mbedtls_ssl_conf_rng(&c->conf, mbedtls_ctr_drbg_random, &c->drbg);
     if (!in.cert_pem.empty())
         if (int r = mbedtls_ssl_conf_own_cert(&c->conf, &c->cert, &c->key); r != 0) return bad("certificate file", in.cert_name, r);
+    mbedtls_ssl_conf_session_tickets(&c->conf, tickets ? MBEDTLS_SSL_SESSION_TICKETS_ENABLED : MBEDTLS_SSL_SESSION_TICKETS_DISABLED);
+    mbedtls_sha256_starts_ret(&c->credentials, 0);
+    for (const std::string* text : {&in.ca_pem, &in.cert_pem, &in.key_pem}) feed(c->credentials, *text);
+    c->tickets = std::move(tickets);
     return std::shared_ptr<const TlsConfig>(new TlsConfig(std::move(c)));
 }
 
-TlsSession::TlsSession(const TlsConfig& config, int fd, const Endpoint& to) : impl_(std::make_unique<Impl>(fd, to)) {
+TlsSession::TlsSession(const TlsConfig& config, int fd, const Endpoint& to, bool resume)
+    : impl_(std::make_unique<Impl>(fd, to, config.impl())) {
     // Setup fails only without memory; the handshake then reports the session unusable.
     mbedtls_ssl_setup(&impl_->ssl, &config.impl().conf);
     if (!to.literal) mbedtls_ssl_set_hostname(&impl_->ssl, to.address.c_str());
     mbedtls_ssl_set_bio(&impl_->ssl, &impl_->fd, send_cb, recv_cb, nullptr);
+    if (const auto& tickets = config.impl().tickets) {
+        impl_->ticket_name = ticket_name(config.impl(), to);
+        if (auto bytes = resume ? tickets->load(impl_->ticket_name) : std::nullopt) impl_->offered = offer(impl_->ssl, *bytes);
+    }
 }
 
 TlsSession::~TlsSession() = default;
 
+bool TlsSession::offered() const { return !impl_->offered.empty(); }
+bool TlsSession::resumed() const { return offered() && !impl_->saw_certificate && impl_->ssl.state == MBEDTLS_SSL_HANDSHAKE_OVER; }
+
 Result<Step> TlsSession::handshake() {
-    const int r = mbedtls_ssl_handshake(&impl_->ssl);
+    auto r = handshake_steps();
+    if (!r && offered()) impl_->config.tickets->forget(impl_->ticket_name);
+    // The session as it ends, when it has a ticket the file does not hold: a full handshake's, or
+    // a resumed one's to which the server gave a new ticket.
+    const mbedtls_ssl_session* ended = impl_->ssl.session;
+    if (r && r->wait == 0 && impl_->config.tickets && ended && ended->ticket_len > 0 && ticket_of(*ended) != impl_->offered)
+        if (const std::string bytes = saved_session(impl_->ssl); !bytes.empty()) impl_->config.tickets->save(impl_->ticket_name, bytes);
+    return r;
+}
+
+Result<Step> TlsSession::handshake_steps() {
+    // mbedtls_ssl_handshake's loop, watching for the state that reads the server's certificate.
+    int r = 0;
+    while (impl_->ssl.state != MBEDTLS_SSL_HANDSHAKE_OVER) {
+        if (impl_->ssl.state == MBEDTLS_SSL_SERVER_CERTIFICATE) impl_->saw_certificate = true;
+        if ((r = mbedtls_ssl_handshake_step(&impl_->ssl)) != 0) break;
+    }
     if (r == MBEDTLS_ERR_X509_CERT_VERIFY_FAILED) {
         char info[256];
         mbedtls_x509_crt_verify_info(info, sizeof info, "", mbedtls_ssl_get_verify_result(&impl_->ssl));

@@ -3,13 +3,18 @@
 // servers' certificates, and optionally a client certificate and key, loaded once and shared by
 // every connection; per connection, a TLS 1.2 session whose handshake verifies the server's
 // certificate against the CA and the endpoint's host name or address (a subjectAltName IP entry
-// for an address literal). mbedTLS's types stay inside tls.cpp.
+// for an address literal). With a TicketStore, each connection first offers the session saved
+// for its endpoint and credentials (tls_tickets.hpp), and saves the one it ends with, so a new
+// process resumes without public-key work (docs/cluster-ipam.md, Security). mbedTLS's types stay
+// inside tls.cpp.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "core/http/tls_tickets.hpp"
 #include "core/http/url.hpp"
 #include "core/result.hpp"
 
@@ -26,8 +31,10 @@ struct TlsCredentials {
 class TlsConfig {
 public:
     // The credentials parsed; an error names the credential and what is wrong with it, never
-    // what it holds.
-    static Result<std::shared_ptr<const TlsConfig>> load(const TlsCredentials& c);
+    // what it holds. `tickets`: where sessions are kept across processes (none: every
+    // connection makes a full handshake).
+    static Result<std::shared_ptr<const TlsConfig>> load(const TlsCredentials& c,
+                                                         std::optional<TicketStore> tickets = std::nullopt);
     ~TlsConfig();
     struct Impl;
     const Impl& impl() const { return *impl_; }
@@ -48,18 +55,24 @@ struct Step {
 // polls the socket as each step asks.
 class TlsSession {
 public:
-    TlsSession(const TlsConfig& config, int fd, const Endpoint& to);
+    // `resume`: offer the session saved for `to` and these credentials, if there is a good one.
+    TlsSession(const TlsConfig& config, int fd, const Endpoint& to, bool resume = true);
     ~TlsSession();
     TlsSession(const TlsSession&) = delete;
     TlsSession& operator=(const TlsSession&) = delete;
     // The handshake, then (wait 0) the server's certificate checked against the CA and the
     // endpoint's name or address; an error says why it was refused.
+    // A failed handshake that offered a saved session forgets it (the caller may try once more
+    // without: offered()).
     Result<Step> handshake();
+    bool offered() const;  // a saved session was offered
+    bool resumed() const;  // the finished handshake resumed it (no certificate was sent)
     Result<Step> write(std::string_view data);
     Result<Step> read(char* buf, std::size_t size);
     struct Impl;
 
 private:
+    Result<Step> handshake_steps();
     std::unique_ptr<Impl> impl_;
 };
 
