@@ -34,6 +34,15 @@ Result<Session> open_session(const ClusterConf& c, bool with_cache) {
     return s;
 }
 
+// The debug log's line of what a call cost (the bench reads it): "cluster-ipam: N round trips",
+// then its TLS handshakes, full and resumed, when there were any.
+std::string traffic(const Kv& kv) {
+    std::string out = "cluster-ipam: " + std::to_string(kv.round_trips()) + " round trips";
+    if (const auto h = kv.handshakes(); h.full + h.resumed > 0)
+        out += ", TLS handshakes: " + std::to_string(h.full) + " full, " + std::to_string(h.resumed) + " resumed";
+    return out;
+}
+
 std::string handle_of(const Request& req, const ClusterConf& c, const Session& s) {
     return handle_id(s.node, c.pool.name, req.container_id, req.ifname);
 }
@@ -45,7 +54,7 @@ Result<CniResult> add(const Context& ctx, const ClusterConf& c) {
                                           "are not supported");
     CNI_TRY_ASSIGN(auto s, open_session(c, true));
     CNI_TRY_ASSIGN(auto ips, allocate(s.call(c), c.sets, handle_of(ctx.req, c, s)));
-    ctx.step("cluster-ipam: " + std::to_string(s.kv->round_trips()) + " round trips");
+    ctx.step(traffic(*s.kv));
     CniResult r;
     r.ips = std::move(ips);
     r.routes = c.routes;
@@ -55,7 +64,7 @@ Result<CniResult> add(const Context& ctx, const ClusterConf& c) {
 Status del(const Context& ctx, const ClusterConf& c) {
     CNI_TRY_ASSIGN(auto s, open_session(c, true));
     CNI_TRY(release(s.call(c), handle_of(ctx.req, c, s)));
-    ctx.step("cluster-ipam: " + std::to_string(s.kv->round_trips()) + " round trips");
+    ctx.step(traffic(*s.kv));
     return {};
 }
 

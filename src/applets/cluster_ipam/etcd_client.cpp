@@ -38,7 +38,8 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::open(const EtcdOptions& o) {
     const bool any_tls = std::any_of(endpoints.begin(), endpoints.end(), [](auto& e) { return e.tls; });
     if (any_tls) {
         if (o.tls.ca_pem.empty()) return fail(code::invalid_config, "etcd: https:// endpoints without a CA file");
-        auto loaded = http::TlsConfig::load(o.tls);
+        auto tickets = o.tls_tickets.empty() ? std::nullopt : http::TicketStore::open(o.tls_tickets);
+        auto loaded = http::TlsConfig::load(o.tls, std::move(tickets));
         if (!loaded) return fail(code::invalid_config, "etcd TLS: " + loaded.error().msg);
         tls = *loaded;
     }
@@ -46,6 +47,15 @@ Result<std::unique_ptr<EtcdClient>> EtcdClient::open(const EtcdOptions& o) {
     c->dial_timeout_ = o.dial_timeout;
     if (const char* n = std::getenv("CNI_ALL_TEST_KILL_AFTER_WRITE")) c->kill_after_write_ = std::strtoull(n, nullptr, 10);
     return c;
+}
+
+Kv::Handshakes EtcdClient::handshakes() const {
+    Handshakes h;
+    for (const auto& m : members_) {
+        h.full += m.full_handshakes();
+        h.resumed += m.resumed();
+    }
+    return h;
 }
 
 Result<std::string> EtcdClient::call(std::string_view path, const std::string& body) {

@@ -32,6 +32,9 @@ struct EtcdOptions {
     std::vector<std::string> endpoints;  // http:// or https:// URLs, a host name or an address each
     http::TlsCredentials tls;            // https:// endpoints: the CA, and a client certificate and key or none
     std::chrono::milliseconds dial_timeout{5000};
+    // Root's folder where TLS sessions are kept across processes (http::TicketStore; empty:
+    // none). Only the calling code chooses it, never a config.
+    std::string tls_tickets;
 };
 
 // The largest answer read from etcd (a range over every block of a pool).
@@ -47,6 +50,7 @@ public:
     Result<TxnResult> txn(const std::vector<Compare>& compares, const std::vector<Op>& success,
                           const std::vector<Op>& failure) override;
     std::uint64_t round_trips() const override { return round_trips_; }
+    Handshakes handshakes() const override;
     // A lease of `ttl` seconds (for keys that go away with it); its ID.
     Result<std::int64_t> lease_grant(std::int64_t ttl);
 

@@ -63,6 +63,11 @@ public:
                                   const std::vector<Op>& failure) = 0;
     // How many round trips to the store this object has made (the bench counts them per call).
     virtual std::uint64_t round_trips() const = 0;
+    // The TLS handshakes this object has made: full ones and resumed ones (none without TLS).
+    struct Handshakes {
+        std::uint64_t full = 0, resumed = 0;
+    };
+    virtual Handshakes handshakes() const { return {}; }
 };
 
 // The range_end that makes [prefix, range_end) every key starting with prefix (etcd's rule: the

@@ -18,6 +18,8 @@
 namespace cni::cluster_ipam {
 
 inline constexpr const char* kCacheDir = "/var/lib/cni/cluster-ipam";
+// Where etcd's client keeps its TLS sessions (open_store.cpp).
+inline constexpr const char* kTlsTicketDir = "/var/lib/cni/cluster-ipam/tls";
 
 class NodeCache {
 public:
