@@ -4,9 +4,10 @@
 // then one command per line of stdin and one JSON line per command on stdout, so a test can
 // kill members between the calls of one client.
 //   etcd-kv --endpoints URL[,URL...] [--ca FILE] [--cert FILE] [--key FILE] [--timeout-ms N]
+//           [--tls-tickets DIR]
 //   range KEY [END] | prefix KEY | create KEY VALUE | cas KEY MOD_REVISION VALUE | lease TTL
-// Each answer: {"ok": true, ...what the call returned..., "roundTrips": N} or
-// {"ok": false, "code": N, "msg": "..."}.
+// Each answer: {"ok": true, ...what the call returned..., "roundTrips": N, "tlsFull": F,
+// "tlsResumed": R} (the client's counts so far) or {"ok": false, "code": N, "msg": "..."}.
 #include <iostream>
 #include <fstream>
 #include <sstream>
@@ -32,11 +33,18 @@ std::string failed(const Error& e) {
     return "{\"ok\":false,\"code\":" + std::to_string(e.code) + ",\"msg\":" + json::quote(e.msg) + "}";
 }
 
+// The client's counts so far, as the answer's last members.
+std::string counts(const EtcdClient& c) {
+    const auto h = c.handshakes();
+    return ",\"roundTrips\":" + std::to_string(c.round_trips()) + ",\"tlsFull\":" + std::to_string(h.full) +
+           ",\"tlsResumed\":" + std::to_string(h.resumed) + "}";
+}
+
 std::string txn_json(const Result<TxnResult>& t, const EtcdClient& c) {
     if (!t) return failed(t.error());
     return "{\"ok\":true,\"succeeded\":" + std::string(t->succeeded ? "true" : "false") + ",\"revision\":" +
            std::to_string(t->revision) + ",\"ranges\":" + std::to_string(t->ranges.size()) +
-           (t->ranges.empty() ? "" : ",\"kvs\":" + kvs_json(t->ranges.front())) + ",\"roundTrips\":" + std::to_string(c.round_trips()) + "}";
+           (t->ranges.empty() ? "" : ",\"kvs\":" + kvs_json(t->ranges.front())) + counts(c);
 }
 
 std::string run(EtcdClient& c, const std::string& line) {
@@ -46,7 +54,7 @@ std::string run(EtcdClient& c, const std::string& line) {
     if (verb == "range" || verb == "prefix") {
         auto r = c.range(key, verb == "prefix" ? prefix_end(key) : a);
         if (!r) return failed(r.error());
-        return "{\"ok\":true,\"kvs\":" + kvs_json(*r) + ",\"roundTrips\":" + std::to_string(c.round_trips()) + "}";
+        return "{\"ok\":true,\"kvs\":" + kvs_json(*r) + counts(c);
     }
     if (verb == "create")  // put if absent, and read it back in the same txn
         return txn_json(c.txn({Compare{key, Compare::Target::mod_revision, 0, {}}},
@@ -58,7 +66,7 @@ std::string run(EtcdClient& c, const std::string& line) {
     if (verb == "lease") {
         auto id = c.lease_grant(std::stoll(key));
         if (!id) return failed(id.error());
-        return "{\"ok\":true,\"lease\":" + std::to_string(*id) + ",\"roundTrips\":" + std::to_string(c.round_trips()) + "}";
+        return "{\"ok\":true,\"lease\":" + std::to_string(*id) + counts(c);
     }
     return failed(Error{code::invalid_config, "unknown command \"" + verb + "\"", {}});
 }
@@ -81,6 +89,7 @@ int main(int argc, char** argv) {
         } else if (flag == "--ca") o.tls.ca_pem = read_all(o.tls.ca_name = value);
         else if (flag == "--cert") o.tls.cert_pem = read_all(o.tls.cert_name = value);
         else if (flag == "--key") o.tls.key_pem = read_all(o.tls.key_name = value);
+        else if (flag == "--tls-tickets") o.tls_tickets = value;
         else if (flag == "--timeout-ms") o.dial_timeout = std::chrono::milliseconds(std::stoll(value));
         else {
             std::cerr << "etcd-kv: unknown option " << flag << "\n";

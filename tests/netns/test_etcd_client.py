@@ -9,9 +9,16 @@ whose DNS server is silent, answered within the dial timeout; failover when
 the member the client talks to (the leader) is killed between calls; code 11 naming every
 endpoint within the dial timeout when none answers; and TLS refused without a client
 certificate, with another CA's client certificate, and against a CA that did not sign the
-servers'. No namespaces: the cluster listens on loopback ports of its own."""
+servers'; TLS sessions kept across processes (--tls-tickets): the second process resumes, another
+client certificate gets a file of its own, a planted file (garbage, 0644, not ours, a symbolic
+link) or another member's session costs a full handshake and is replaced, and a ticket folder
+that is a symbolic link is refused. No namespaces: the cluster listens on loopback ports of its
+own."""
 import json
 import os
+import re
+import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -19,7 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import check, eq, run_all, test  # noqa: E402
-from etcd_cluster import EtcdCluster  # noqa: E402
+from etcd_cluster import EtcdCluster, make_cert  # noqa: E402
 
 ETCD_KV = os.environ.get("ETCD_KV", "")
 _cluster = []
@@ -34,7 +41,7 @@ def cluster():
 class Client:
     """One etcd-kv process: one EtcdClient for every call sent to it."""
 
-    def __init__(self, endpoints=None, ca=True, cert=True, key=True, timeout_ms=3000, files=None, wrap=()):
+    def __init__(self, endpoints=None, ca=True, cert=True, key=True, timeout_ms=3000, files=None, wrap=(), tickets=None):
         c = cluster()
         ca_f, cert_f, key_f = files or (c.ca, c.cert, c.key)
         args = [*wrap, ETCD_KV, "--endpoints", ",".join(endpoints or c.endpoints()), "--timeout-ms", str(timeout_ms)]
@@ -44,6 +51,8 @@ class Client:
             args += ["--cert", cert_f]
         if key:
             args += ["--key", key_f]
+        if tickets:
+            args += ["--tls-tickets", tickets]
         self.p = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def __call__(self, line):
@@ -160,6 +169,99 @@ def test_tls_refused():
                 check("certificate is refused" in r["msg"], r)
         finally:
             c.close()
+
+
+@test
+def test_tls_resumption():
+    """TLS sessions kept across processes: resumed by the next, per endpoint and credentials, planted files ignored and replaced"""
+    cl = cluster()
+    base = tempfile.mkdtemp(prefix="cipam-tickets.")
+    tickets = os.path.join(base, "tls")  # made by the client, 0700
+
+    def handshakes(files=None, where=tickets, member=0):
+        c = Client(endpoints=[cl.endpoints()[member]], files=files, tickets=where, timeout_ms=5000)
+        try:
+            r = ok(c("range /t7"), "a call with kept TLS sessions")
+            return r["tlsFull"], r["tlsResumed"]
+        finally:
+            c.close()
+
+    def only_file():
+        names = os.listdir(tickets)
+        eq(len(names), 1, f"one session file: {names}")
+        return os.path.join(tickets, names[0])
+
+    def check_ours(path, what):
+        st = os.lstat(path)
+        check(stat.S_ISREG(st.st_mode) and st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600,
+              f"{what}: not replaced by a 0600 file of root's: {oct(st.st_mode)} uid {st.st_uid}")
+
+    try:
+        eq(handshakes(), (1, 0), "the first process: a full handshake")
+        eq(stat.S_IMODE(os.stat(tickets).st_mode), 0o700, "the ticket folder's mode")
+        path = only_file()
+        check(re.fullmatch(r"[0-9a-f]{64}", os.path.basename(path)), path)
+        check_ours(path, "the first session")
+        eq(handshakes(), (0, 1), "the second process resumes (etcd issues TLS 1.2 tickets to clients with certificates)")
+        good = open(path, "rb").read()
+
+        # Another client certificate of the same CA: a file of its own, never the first one's.
+        cert2, key2 = make_cert(cl.dir, "ca", "client-other")
+        eq(handshakes(files=(cl.ca, cert2, key2)), (1, 0), "another client certificate: a full handshake")
+        eq(len(os.listdir(tickets)), 2, "another client certificate: a file of its own")
+        eq(open(path, "rb").read(), good, "the first credentials' file untouched")
+        eq(handshakes(files=(cl.ca, cert2, key2)), (0, 1), "another client certificate resumes its own")
+
+        # Member 0's session under member 1's name: member 1 refuses the ticket, a full handshake.
+        before = set(os.listdir(tickets))
+        eq(handshakes(member=1), (1, 0), "member 1: a full handshake")
+        (name1,) = set(os.listdir(tickets)) - before
+        path1 = os.path.join(tickets, name1)
+        with open(path1, "wb") as f:
+            f.write(good)
+        eq(handshakes(member=1), (1, 0), "another member's session: a full handshake")
+        check(open(path1, "rb").read() != good, "another member's session replaced")
+        eq(handshakes(member=1), (0, 1), "member 1 resumes its own")
+
+        def plant(what):
+            if os.path.lexists(path):
+                os.unlink(path)
+            if what == "garbage":
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                os.write(fd, b"not a session\n")
+                os.close(fd)
+            elif what == "a symbolic link":
+                target = os.path.join(base, "target")
+                with open(target, "wb") as f:
+                    f.write(good)
+                os.chmod(target, 0o600)
+                os.symlink(target, path)
+            else:
+                with open(path, "wb") as f:
+                    f.write(good)
+                os.chmod(path, 0o644 if what == "0644" else 0o600)
+                if what == "not root's":
+                    os.chown(path, 65534, 65534)
+
+        for what in ["garbage", "0644", "not root's", "a symbolic link"]:
+            plant(what)
+            eq(handshakes(), (1, 0), f"a planted session file ({what}): ignored")
+            check_ours(path, what)
+            if what == "a symbolic link":
+                eq(open(os.path.join(base, "target"), "rb").read(), good, "the link's target untouched")
+            eq(handshakes(), (0, 1), f"after {what}: the replaced file resumes")
+            good = open(path, "rb").read()
+
+        # The ticket folder as a symbolic link: refused (a full handshake), nothing written.
+        real = os.path.join(base, "real")
+        os.mkdir(real, 0o700)
+        link = os.path.join(base, "linked")
+        os.symlink(real, link)
+        for n in range(2):
+            eq(handshakes(where=link), (1, 0), f"a linked ticket folder, call {n + 1}: a full handshake")
+        eq(os.listdir(real), [], "nothing written through the linked folder")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @test
