@@ -1003,7 +1003,7 @@ def add_leaves_an_address_routed_elsewhere():
 
 @test
 def add_waits_for_node_setup():
-    """vpc-eni ADD on a node not set up since boot (no record in stateDir, which a reboot empties) is refused with code 11, try again later, naming the record, and changes nothing; once the record is there it works (fails before the fix: the pod was added, routed through ENI tables not there yet)"""
+    """vpc-eni ADD on a node not set up since boot (no record in stateDir, which a reboot empties) is refused with code 11, try again later, naming the record, and changes nothing; STATUS says 50 with the same text; once the record is there it works (fails before the fix: the pod was added, routed through ENI tables not there yet)"""
     with node_and_data() as (state, data):
         plugin = Plugin(os.path.join(BIN, "vpc-eni"))
         with netns("node") as node, netns("pod") as ns:
@@ -1017,8 +1017,11 @@ def add_waits_for_node_setup():
                         "since boot, or node-teardown ran since): try again once it has"))
                 eq(host_state(node), before)
                 eq(held(state), [])
+                status = plugin.run("STATUS", dict(c, cniVersion="1.1.0"), host_ns=node).error()
+                eq((status["code"], status["msg"]), (50, err["msg"]), "STATUS: not ready before node-setup")
                 os.makedirs(os.path.dirname(record), mode=0o700, exist_ok=True)
             pretend_set_up(os.path.dirname(record))
+            plugin.run("STATUS", dict(c, cniVersion="1.1.0"), host_ns=node).ok()
             plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id="early", args=pod_args("early")).ok()
             plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id="early", args=pod_args("early")).ok()
             eq(held(state), [])

@@ -381,7 +381,10 @@ Status vpc_eni_check(const Context& ctx) {
 
 Status vpc_eni_status(const Context& ctx) {
     CNI_TRY_ASSIGN(auto c, parse_conf(ctx.req));
-    if (auto node = load_configured_node_file(c.node_file); !node) return fail(code::plugin_not_available, node.error().msg);
+    auto node = load_configured_node_file(c.node_file);
+    if (!node) return fail(code::plugin_not_available, node.error().msg);
+    // Not ready before node-setup, as ADD is refused then: the runtime reports the node not ready.
+    if (auto up = node_is_set_up(*node); !up) return fail(code::plugin_not_available, up.error().msg);
     return ipam::delegate_status(ctx, c.net.ipam_type, ctx.req.config);
 }
 
