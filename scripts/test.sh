@@ -65,7 +65,7 @@ if [ $# -eq 0 ] && [ -f "$artifacts/SANITIZER" ]; then
   rm -rf build-sanitize/sanitizer-reports && mkdir build-sanitize/sanitizer-reports
   set +e
   # The hostile-input shards try 6 single-key and 1 multi-key variants per applet (the release
-  # pass: 24 and 4; tests/netns/test_fuzz.py), drawn with another seed than the release pass's,
+  # pass: 16 and 2; tests/netns/test_fuzz.py), drawn with another seed than the release pass's,
   # and every hostile path: under the sanitizers a call costs several times more (12 and 2 took
   # 25 of the pass's 68 minutes of suite time).
   $sudo env CNI_FUZZ_SAMPLE=6 CNI_FUZZ_MULTI=1 CNI_FUZZ_SEED=$(( $(date +%s) / 86400 + 100000 )) \

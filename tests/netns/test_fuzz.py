@@ -12,10 +12,10 @@ successful ADD's DEL, nothing of the attachment may remain: no extra link, addre
 rule (any table) in the container, no veth, macvlan, tap or ifb left on the host, no
 iptables/nftables rule naming the container or a test address, no host-local allocation, saved
 state or flannel file (also under /var/lib/cni and /run/cni, private tmpfs mounts for the run). One TAP test per applet; the
-failing variants are listed. CNI_FUZZ_SAMPLE=N tries N variants per applet (default 24; 0: all),
+failing variants are listed. CNI_FUZZ_SAMPLE=N tries N variants per applet (default 16; 0: all),
 drawn with the seed CNI_FUZZ_SEED (default: the day's number, so each day's runs try others; the
 output names it, and setting it repeats a run's draw). Beyond those, every applet gets MULTI_KEY
-(CNI_FUZZ_MULTI, default 4) variants that mutate two or
+(CNI_FUZZ_MULTI, default 2) variants that mutate two or
 three keys at once, and every key naming a file or folder (dataDir, subnetFile, resolvConf,
 daemonSocketPath) is set in turn to a hostile path: a link to a folder elsewhere, /proc, /sys, a
 file where a folder belongs, a path below a file, a folder owned by someone else, /dev/zero and
@@ -37,9 +37,9 @@ import uuid
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 from cnitest import BIN, check, netns, ns_path, run_all, sh, test  # noqa: E402
 
-SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "24"))
+SAMPLE = int(os.environ.get("CNI_FUZZ_SAMPLE", "16"))
 # Variants per applet that mutate several keys at once (CNI_FUZZ_MULTI; the VM's: 1).
-MULTI_KEY = int(os.environ.get("CNI_FUZZ_MULTI", "4"))
+MULTI_KEY = int(os.environ.get("CNI_FUZZ_MULTI", "2"))
 # The draw of the sampled variants: a day's runs try the same ones, the next day's others.
 SEED = int(os.environ.get("CNI_FUZZ_SEED", str(int(time.time()) // 86400)))
 CONTAINER_ID = "fuzz" + uuid.uuid4().hex[:8]  # per run: tuning and others keep state per container ID

@@ -12,7 +12,7 @@ too, with the same exceptions as ADD (a node switched implementations with pods 
 Go plugins run with the node's `iptables`, Debian's iptables-nft). Where Go fails or crashes and
 we succeed is fine: our DEL is more lenient, and Go panics on some null entries. Left out: applets whose kernel features or daemon this machine
 lacks (vlan, ipvlan, dummy, vrf, dhcp) and those Debian's 1.1.1 does not ship (tap, flannel).
-CNI_FUZZ_REFERENCE_SAMPLE variants per applet (default 16, always the same ones; 0: all):
+CNI_FUZZ_REFERENCE_SAMPLE variants per applet (default 10, always the same ones; 0: all):
 each variant costs five pairs of fresh namespaces and both implementations' calls, about 2.3 s."""
 import glob
 import json
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
 import test_fuzz as fuzz  # noqa: E402
 from cnitest import BIN, REF, check, netns, run_all, test  # noqa: E402
 
-SAMPLE = int(os.environ.get("CNI_FUZZ_REFERENCE_SAMPLE", "16"))
+SAMPLE = int(os.environ.get("CNI_FUZZ_REFERENCE_SAMPLE", "10"))
 APPLETS = ["bridge", "ptp", "macvlan", "host-device", "loopback", "host-local", "static",
            "portmap", "firewall", "tuning", "bandwidth", "sbr"]
 # Messages of ours that may refuse an ADD Go's plugin completes, and why.
