@@ -131,6 +131,11 @@ def _run(cmd, label="", **kw):
     return r
 
 
+# The environment of a plugin run under strace: a sanitizer build's LeakSanitizer cannot stop the
+# process's threads under another tracer, and ends it with code 86 (src/sanitizer_options.cpp.in).
+UNDER_STRACE = {"ASAN_OPTIONS": "detect_leaks=0"}
+
+
 def sh(*args, check_rc=True, **kw):
     kw.setdefault("timeout", CALL_TIMEOUT)
     r = _run(list(args), **kw)

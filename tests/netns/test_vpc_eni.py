@@ -42,7 +42,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "lib"))
-from cnitest import BIN, Plugin, check, eq, legacy_iptables_path, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, UNDER_STRACE, Plugin, check, eq, legacy_iptables_path, netns, ns_path, run_all, sh, test  # noqa: E402
 
 VPC_CIDR = "10.80.0.0/16"
 PRIMARY_IP, ENI1_IP = "10.80.1.10", "10.80.2.10"
@@ -1070,7 +1070,7 @@ def del_dumps_the_rules_once():
             plugin.run("ADD", c, host_ns=node, netns=ns_path(ns), container_id="once", args=pod_args("once", "10.80.2.20")).ok()
             trace = os.path.join(data, "strace.log")
             plugin.run("DEL", c, host_ns=node, netns=ns_path(ns), container_id="once", args=pod_args("once"),
-                       wrap=["strace", "-f", "-qq", "-e", "trace=sendto,sendmsg", "-o", trace]).ok()
+                       wrap=["strace", "-f", "-qq", "-e", "trace=sendto,sendmsg", "-o", trace], extra_env=UNDER_STRACE).ok()
             with open(trace) as f:
                 sent = f.read()
             eq(sent.count("RTM_GETRULE"), 1, sent)

@@ -40,7 +40,7 @@ import cnitest  # noqa: E402
 _registered = len(cnitest._TESTS)
 import test_vpc_eni as vpc  # noqa: E402 - the simulated VPC; its own tests are its suite's
 del cnitest._TESTS[_registered:]
-from cnitest import BIN, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
+from cnitest import BIN, UNDER_STRACE, Plugin, check, eq, netns, ns_path, run_all, sh, test  # noqa: E402
 
 IMDS = "169.254.169.254"
 SERVER = os.path.join(os.path.dirname(__file__), "..", "lib", "fake_imds.py")
@@ -611,7 +611,7 @@ def a_fresh_setup_keeps_its_node_file_before_its_record():
     with vpc_with_eni2() as (state, node, path, record, md):
         initial = vpc.node_state(node)
         r = sh("ip", "netns", "exec", node, "strace", "-f", "-qq", "-e", "trace=openat,fsync,rename,renameat,renameat2",
-               os.path.join(BIN, "vpc-eni"), "node-setup", "--imds", path)
+               os.path.join(BIN, "vpc-eni"), "node-setup", "--imds", path, env=dict(os.environ, **UNDER_STRACE))
         calls = [line.split("] ", 1)[-1] for line in r.stderr.splitlines()]
         names = ("node-applied.json", "node-backup.json", os.path.basename(path))
         renamed = [name for call in calls if call.startswith("rename") for name in names if f', "{name}"' in call]
