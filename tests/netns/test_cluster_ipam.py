@@ -9,13 +9,16 @@ and a network of its own and asserts on etcd's keys (every handle's address is i
 allocation, none twice):
 dual stack, exclude, the same ADD twice, DEL without prevResult and twice; two configs of one
 name, whose GCs release only their own; one container ID on two nodes; the prefix and endpoints
-root's files allow; 8 nodes racing
-(CNI_TEST_CIPAM_ADDS, default 200); a /28 exhausted by two nodes, then borrowing; kill -9 of
-the etcd leader in the middle of a run; ADD, DEL and GC killed after each of their etcd writes
-(CNI_ALL_TEST_KILL_AFTER_WRITE), then GC; and end to end, macvlan with cluster-ipam on two node
-namespaces sharing one layer-2 segment, reaching a second etcd cluster that runs in a "lan"
-namespace (kernel state: the pods' addresses and traffic between them), called as a runtime
-calls the plugin and through `cni-all exec`."""
+root's files allow; a /28 exhausted by two nodes, then borrowing; kill -9 of the etcd leader in
+the middle of a run; ADD, DEL and GC killed after each of their etcd writes
+(CNI_ALL_TEST_KILL_AFTER_WRITE), then GC. A lab (two_node_lab) has two node namespaces sharing
+one layer-2 segment and a second etcd cluster in a "lan" namespace, reached by both: 8 nodes
+race ADDs (CNI_TEST_CIPAM_ADDS, default 200) on it, as processes in the lan namespace, two of
+them also the lab's node namespaces, each adding a pod (macvlan with cluster-ipam) during the
+race: the pods' addresses are in their nodes' own blocks, apart from the race's, and reach each
+other; then every DEL, the pods' with the race's; and end to end, macvlan with cluster-ipam on
+the two node namespaces (kernel state: the pods' addresses and traffic between them), called as
+a runtime calls the plugin and through `cni-all exec`."""
 import concurrent.futures
 import contextlib
 import ctypes
@@ -34,6 +37,7 @@ from cnitest import BIN, CNI_ALL, addrs, check, eq, link, netns, ns_path, run_al
 from etcd_cluster import EtcdCluster  # noqa: E402
 
 CLONE_NEWUTS = 0x04000000
+CLONE_NEWNET = 0x40000000
 CRED_DIR = "/etc/cni/cluster-ipam"
 ADDS = int(os.environ.get("CNI_TEST_CIPAM_ADDS") or "200")
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -69,9 +73,13 @@ def setup():
     return _state["cluster"]
 
 
-def conf(prefix, ranges, version="1.0.0", name=None, **ipam):
-    setup()
-    body = {"type": "cluster-ipam", "ranges": ranges, "etcd": dict(_state["etcd"], prefix=prefix)}
+def conf(prefix, ranges, version="1.0.0", name=None, etcd=None, **ipam):
+    """A network config of cluster-ipam on `etcd` (a config's etcd section; the loopback cluster's
+    by default)."""
+    if etcd is None:
+        setup()
+        etcd = _state["etcd"]
+    body = {"type": "cluster-ipam", "ranges": ranges, "etcd": dict(etcd, prefix=prefix)}
     body.update(ipam)
     return {"cniVersion": version, "name": name or prefix.strip("/").split("/")[-1], "ipam": body}
 
@@ -86,9 +94,15 @@ def hname(node, net, ctr, ifname="eth0"):
     return f"{node}/{net}/{ctr}/{ifname}"
 
 
-def _enter_node(node):
-    """In the child, before exec: a UTS namespace whose host name is the node's name."""
+def _enter_node(node, client_ns=None):
+    """In the child, before exec: a UTS namespace whose host name is the node's name (and the
+    named network namespace client_ns, whence the lab's etcd is reached)."""
     def enter():
+        if client_ns:
+            fd = os.open(ns_path(client_ns), os.O_RDONLY)
+            if _libc.setns(fd, CLONE_NEWNET) != 0:
+                os._exit(122)
+            os.close(fd)
         if _libc.unshare(CLONE_NEWUTS) != 0:
             os._exit(120)
         name = node.encode()
@@ -98,9 +112,11 @@ def _enter_node(node):
 
 
 def call(node, command, cfg, ctr="c1", ifname="eth0", applet="cluster-ipam", netns="/proc/1/ns/net", host_ns=None,
-         kill_after_write=None):
+         kill_after_write=None, client_ns=None):
     """One CNI call of `applet` as `node`: (rc, parsed stdout or None). kill_after_write=N: the
-    plugin kills itself after its N-th etcd write (CNI_ALL_TEST_KILL_AFTER_WRITE, rc -9)."""
+    plugin kills itself after its N-th etcd write (CNI_ALL_TEST_KILL_AFTER_WRITE, rc -9).
+    host_ns: the call runs in that named network namespace through `ip netns exec`; client_ns:
+    the process enters it itself (cheaper: for cluster-ipam alone, reaching the lab's etcd)."""
     env = {"CNI_COMMAND": command, "CNI_CONTAINERID": ctr, "CNI_NETNS": netns, "CNI_IFNAME": ifname,
            "CNI_PATH": BIN, "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")}
     if kill_after_write:
@@ -110,7 +126,7 @@ def call(node, command, cfg, ctr="c1", ifname="eth0", applet="cluster-ipam", net
     if host_ns:
         cmd, exe = ["ip", "netns", "exec", host_ns, os.path.join(BIN, applet)], None
     r = subprocess.run(cmd, executable=exe, input=json.dumps(cfg), env=env, capture_output=True, text=True,
-                       timeout=60, preexec_fn=_enter_node(node))
+                       timeout=60, preexec_fn=_enter_node(node, client_ns))
     try:
         out = json.loads(r.stdout) if r.stdout.strip() else None
     except ValueError:
@@ -202,23 +218,24 @@ def test_dual_stack_exclude_idempotent_del():
     check("no IP addresses available" in out["msg"], out)
 
 
-def race(cfg, nodes, adds, workers=2, command="ADD"):
+def race(cfg, nodes, adds, workers=2, command="ADD", client_ns=None):
     """`adds` calls spread over `nodes`, `workers` at a time per node: [(node, ctr, rc, out)]."""
     jobs = [(nodes[i % len(nodes)], f"r{i}") for i in range(adds)]
     with concurrent.futures.ThreadPoolExecutor(len(nodes) * workers) as pool:
-        futures = [pool.submit(lambda n=n, ctr=ctr: (n, ctr, *call(n, command, cfg, ctr))) for n, ctr in jobs]
+        futures = [pool.submit(lambda n=n, ctr=ctr: (n, ctr, *call(n, command, cfg, ctr, client_ns=client_ns)))
+                   for n, ctr in jobs]
         return [f.result() for f in futures]
 
 
-def gc_call(node, cfg, valid=(), kill_after_write=None):
+def gc_call(node, cfg, valid=(), kill_after_write=None, client_ns=None):
     """CNI GC as `node` with the containers in `valid` (interface eth0) as the valid list: (rc, out)."""
     gc = dict(cfg, cniVersion="1.1.0")
     gc["cni.dev/valid-attachments"] = [{"containerID": ctr, "ifname": "eth0"} for ctr in valid]
-    return call(node, "GC", gc, ctr="", kill_after_write=kill_after_write)
+    return call(node, "GC", gc, ctr="", kill_after_write=kill_after_write, client_ns=client_ns)
 
 
-def gc_node(node, cfg, valid=()):
-    rc, out = gc_call(node, cfg, valid)
+def gc_node(node, cfg, valid=(), client_ns=None):
+    rc, out = gc_call(node, cfg, valid, client_ns=client_ns)
     eq(rc, 0, f"GC on {node}: {out}")
 
 
@@ -233,35 +250,64 @@ def age_blocks(prefix, seconds, c=None):
 
 @test
 def test_eight_nodes_race():
-    """8 nodes race ADDs: no address twice, every handle in its block; after every DEL and the grace period, GC empties the pool"""
+    """8 nodes race ADDs on the lab's etcd, two of them also node namespaces whose pod (macvlan) is added during the race: no address twice, every handle in its block, the pods' in their nodes' own, traffic between them; after every DEL (the pods' among them) and the grace period, GC empties the pool"""
+    c, lab_nodes, etcd = lab()
+    lan = lab_nodes[0][2]
     p = new_prefix("cipam-r")
     nodes = [f"rnode{i}" for i in range(8)]
-    cfg = conf(p, [[{"subnet": "10.73.0.0/21"}]], blockSize=27, blockGracePeriod=30)
+    cfg = conf(p, [[{"subnet": "10.73.0.0/21"}]], etcd=etcd, blockSize=27, blockGracePeriod=30)
+    net = cfg["name"]
+    plugin = dict(cfg, type="macvlan", master="eth1", mode="bridge")
+
+    def pod(i, command):  # the runtime's call of macvlan for the pod of node namespace i, as race node i
+        return call(nodes[i], command, plugin, ctr=f"pod{i}", applet="macvlan", netns=ns_path(lab_nodes[i][1]),
+                    host_ns=lab_nodes[i][0])
+
     start = time.monotonic()
-    results = race(cfg, nodes, ADDS)
+    with concurrent.futures.ThreadPoolExecutor(2) as side:
+        pods = [side.submit(pod, i, "ADD") for i in range(2)]
+        results = race(cfg, nodes, ADDS, client_ns=lan)
+        pods = [f.result() for f in pods]
     took = time.monotonic() - start
     failed = [r for r in results if r[2] != 0]
     eq(failed, [], "every ADD succeeds")
+    for i, (rc, out) in enumerate(pods):
+        check(rc == 0, f"pod {i}'s ADD on {nodes[i]}: rc {rc} {out}")
+    pod_addrs = [out["ips"][0]["address"] for _, out in pods]
     addresses = [r[3]["ips"][0]["address"] for r in results]
-    eq(len(set(addresses)), ADDS, "no address handed out twice")
-    held, blocks = consistent(p)
-    eq(len(held), ADDS, "one handle per ADD")
+    eq(len(set(addresses + pod_addrs)), ADDS + 2, "no address handed out twice")
+    held, blocks = consistent(p, c)
+    eq(len(held), ADDS + 2, "one handle per ADD")
     for node, ctr, _, out in results:
-        eq(held[hname(node, cfg['name'], ctr)], [out["ips"][0]["address"]], f"{ctr}'s handle")
+        eq(held[hname(node, net, ctr)], [out["ips"][0]["address"]], f"{ctr}'s handle")
+    kvs = etcd_kvs(p, c)
+    for i, (_, pod_ns, _) in enumerate(lab_nodes):
+        eq([a for a in addrs(pod_ns, "eth0") if not a.startswith("fe80:")], [pod_addrs[i]], f"pod {i}'s eth0")
+        eq(held[hname(nodes[i], net, f"pod{i}")], [pod_addrs[i]], f"pod {i}'s handle")
+        block = kvs["handles/" + hname(nodes[i], net, f"pod{i}")]["addresses"][0]["block"][len(p):]
+        eq(blocks[block]["node"], nodes[i], f"pod {i}'s address is in a block of its node")
+    for i in range(2):
+        sh("ip", "netns", "exec", lab_nodes[i][1], "ping", "-c1", "-W5", pod_addrs[1 - i].split("/")[0])
     owners = {b["node"] for b in blocks.values()}
     eq(owners, set(nodes), "every node claimed blocks of its own")
     print(f"# {ADDS} ADDs on 8 nodes in {took:.1f} s ({ADDS / took:.0f}/s), {len(blocks)} blocks", flush=True)
-    results = race(cfg, nodes, ADDS, command="DEL")
+    with concurrent.futures.ThreadPoolExecutor(2) as side:
+        pods = [side.submit(pod, i, "DEL") for i in range(2)]
+        results = race(cfg, nodes, ADDS, command="DEL", client_ns=lan)
+        pods = [f.result() for f in pods]
     eq([r for r in results if r[2] != 0], [], "every DEL succeeds")
-    held, blocks = consistent(p)
+    eq([rc for rc, _ in pods], [0, 0], f"the pods' DELs: {pods}")
+    for i in range(2):
+        check(link(lab_nodes[i][1], "eth0") is None, f"pod {i}'s eth0 is gone")
+    held, blocks = consistent(p, c)
     eq(held, {}, "no handle left")
     check(all(not b["allocations"] for b in blocks.values()), "an allocation left")
-    gc_node(nodes[0], cfg)
-    eq(sorted(consistent(p)[1]), sorted(blocks), "blocks are kept through the grace period")
-    age_blocks(p, 31)
+    gc_node(nodes[0], cfg, client_ns=lan)
+    eq(sorted(consistent(p, c)[1]), sorted(blocks), "blocks are kept through the grace period")
+    age_blocks(p, 31, c)
     for n in nodes:
-        gc_node(n, cfg)
-    eq([k for k in etcd_kvs(p) if "/blocks/" in k], [], "the pool is empty after the grace period")
+        gc_node(n, cfg, client_ns=lan)
+    eq([k for k in etcd_kvs(p, c) if "/blocks/" in k], [], "the pool is empty after the grace period")
 
 
 @test
@@ -472,7 +518,7 @@ def two_node_lab():
     """Two node namespaces, each with two legs into a "lan" namespace: eth1 on one layer-2
     segment (a bridge there; the macvlan master) and etcd0 on another bridge, where a 3-member
     etcd (TLS, client certificates) listens on 10.78.0.1; and a pod namespace per node.
-    (cluster, [(node, pod)]); everything goes on exit."""
+    (cluster, [(node, pod, lan)]); everything goes on exit."""
     with contextlib.ExitStack() as stack:
         lan = stack.enter_context(netns("cilan"))
         for br in ("etcdbr", "l2br"):
@@ -487,18 +533,29 @@ def two_node_lab():
                 sh("ip", "-n", lan, "link", "set", f"{br}-{i}", "master", br, "up")
                 sh("ip", "-n", node, "link", "set", leg, "up")
             sh("ip", "-n", node, "addr", "add", f"{E2E_ETCD}.1{i}/24", "dev", "etcd0")
-            nodes.append((node, pod))
+            nodes.append((node, pod, lan))
         yield stack.enter_context(EtcdCluster(netns=lan, address=f"{E2E_ETCD}.1")), nodes
+
+
+def lab():
+    """two_node_lab(), made by the first test that needs it and kept for the run (the race and
+    the end-to-end test share it): (cluster, [(node, pod, lan)], the config's etcd section)."""
+    if "lab" not in _state:
+        stack = _state["lab_stack"] = contextlib.ExitStack()
+        c, nodes = stack.enter_context(two_node_lab())
+        _state["lab"] = (c, nodes, credentials(c, "e2e-"))
+    return _state["lab"]
 
 
 @test
 def test_macvlan_two_nodes_and_exec():
     """end to end: macvlan + cluster-ipam on two node namespaces sharing one layer-2 segment, a pod each: one pool, traffic, DEL; the same conflist through `cni-all exec`"""
-    with two_node_lab() as (c, nodes), tempfile.TemporaryDirectory() as work:
+    c, nodes, etcd = lab()
+    with tempfile.TemporaryDirectory() as work:
         p = new_prefix("cipam-m")
         net, names, subnet = p.strip("/").split("/")[-1], ["m-node0", "m-node1"], ipaddress.ip_network("10.77.0.0/24")
         ipam = {"type": "cluster-ipam", "ranges": [[{"subnet": str(subnet)}]], "blockSize": 28,
-                "etcd": dict(credentials(c, "e2e-"), prefix=p)}
+                "etcd": dict(etcd, prefix=p)}
         conflist = {"cniVersion": "1.1.0", "name": net,
                     "plugins": [{"type": "macvlan", "master": "eth1", "mode": "bridge", "ipam": ipam}]}
         os.mkdir(f"{work}/net.d")
@@ -526,7 +583,7 @@ def test_macvlan_two_nodes_and_exec():
                 got.append(out["ips"][0]["address"])
             check(got[0] != got[1] and all(ipaddress.ip_interface(a).ip in subnet for a in got), got)
             kvs = etcd_kvs(p, c)
-            for i, (node, pod) in enumerate(nodes):
+            for i, (node, pod, _) in enumerate(nodes):
                 eq([a for a in addrs(pod, "eth0") if not a.startswith("fe80:")], [got[i]], f"pod {i}'s eth0")
                 h = kvs["handles/" + hname(names[i], net, f"{ctr}{i}")]
                 eq((h["node"], kvs[h["addresses"][0]["block"][len(p):]]["node"]), (names[i], names[i]),
@@ -550,4 +607,6 @@ if __name__ == "__main__":
     finally:
         if "cluster" in _state:
             _state["cluster"].close()
+        if "lab_stack" in _state:
+            _state["lab_stack"].close()
         subprocess.run(["umount", "/etc/cni"], capture_output=True)
