@@ -255,7 +255,7 @@ def test_eight_nodes_race():
     lan = lab_nodes[0][2]
     p = new_prefix("cipam-r")
     nodes = [f"rnode{i}" for i in range(8)]
-    cfg = conf(p, [[{"subnet": "10.73.0.0/21"}]], etcd=etcd, blockSize=27, blockGracePeriod=30)
+    cfg = conf(p, [[{"subnet": "10.73.0.0/21"}]], etcd=etcd, blockSize=27, blockGracePeriod=600)
     net = cfg["name"]
     plugin = dict(cfg, type="macvlan", master="eth1", mode="bridge")
 
@@ -304,7 +304,7 @@ def test_eight_nodes_race():
     check(all(not b["allocations"] for b in blocks.values()), "an allocation left")
     gc_node(nodes[0], cfg, client_ns=lan)
     eq(sorted(consistent(p, c)[1]), sorted(blocks), "blocks are kept through the grace period")
-    age_blocks(p, 31, c)
+    age_blocks(p, 601, c)
     for n in nodes:
         gc_node(n, cfg, client_ns=lan)
     eq([k for k in etcd_kvs(p, c) if "/blocks/" in k], [], "the pool is empty after the grace period")
