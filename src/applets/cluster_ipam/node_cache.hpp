@@ -18,8 +18,9 @@
 namespace cni::cluster_ipam {
 
 inline constexpr const char* kCacheDir = "/var/lib/cni/cluster-ipam";
-// Where etcd's client keeps its TLS sessions (open_store.cpp).
-inline constexpr const char* kTlsTicketDir = "/var/lib/cni/cluster-ipam/tls";
+// Where etcd's client keeps its TLS sessions (open_store.cpp): each file holds a session's
+// master secret, so they live on tmpfs, out of backups and node images, gone at reboot.
+inline constexpr const char* kTlsTicketDir = "/run/cni/cluster-ipam-tls";
 
 class NodeCache {
 public:

@@ -12,8 +12,8 @@ Result<std::unique_ptr<Kv>> open_store(const EtcdSettings& s) {
     EtcdOptions o{s.endpoints,
                   {s.ca_file, s.ca_pem, s.cert_file, s.cert_pem, s.key_file, s.key_pem},
                   std::chrono::milliseconds(s.dial_timeout_ms), {}};
-    // The ticket folder is made inside kCacheDir, which is made first when missing (0700).
-    if (os::Dir::open_trusted(kCacheDir, 0700)) o.tls_tickets = kTlsTicketDir;
+    // The ticket folder and /run/cni before it are made when missing (0700, 0755).
+    if (os::Dir::make_trusted(kTlsTicketDir, 0755, 0700)) o.tls_tickets = kTlsTicketDir;
     CNI_TRY_ASSIGN(auto client, EtcdClient::open(o));
     return std::unique_ptr<Kv>(std::move(client));
 }
