@@ -173,7 +173,7 @@ def test_tls_refused():
 
 @test
 def test_tls_resumption():
-    """TLS sessions kept across processes: resumed by the next, per endpoint and credentials, planted files ignored and replaced"""
+    """TLS sessions kept across processes: resumed by the next, per endpoint and credentials, planted files ignored and replaced, no new file in a folder of 256 entries"""
     cl = cluster()
     base = tempfile.mkdtemp(prefix="cipam-tickets.")
     tickets = os.path.join(base, "tls")  # made by the client, 0700
@@ -251,6 +251,15 @@ def test_tls_resumption():
                 eq(open(os.path.join(base, "target"), "rb").read(), good, "the link's target untouched")
             eq(handshakes(), (0, 1), f"after {what}: the replaced file resumes")
             good = open(path, "rb").read()
+
+        # A folder of 256 entries takes no new file (tenants' endpoints would grow it in memory),
+        # and a known name is still renewed.
+        os.unlink(path1)
+        for n in range(256 - len(os.listdir(tickets))):
+            open(os.path.join(tickets, f"filler{n}"), "w").close()
+        eq(handshakes(member=1), (1, 0), "a full folder: a full handshake")
+        check(name1 not in os.listdir(tickets), "a full folder: no new file")
+        eq(handshakes(), (0, 1), "a full folder: a kept session still resumes")
 
         # The ticket folder as a symbolic link: refused (a full handshake), nothing written.
         real = os.path.join(base, "real")

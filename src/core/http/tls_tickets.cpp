@@ -28,6 +28,7 @@ std::optional<std::string> TicketStore::load(const std::string& name) const {
 }
 
 void TicketStore::save(const std::string& name, std::string_view bytes) const {
+    if (!dir_.stat(name) && dir_.names().size() >= kTicketFilesMax) return;
     (void)dir_.write_atomic(name, bytes, 0600);
 }
 

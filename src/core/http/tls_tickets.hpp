@@ -18,6 +18,10 @@ namespace cni::http {
 
 // The largest session file read (a saved session with the server's certificate is about 1 KB).
 inline constexpr std::size_t kTicketFileLimit = 16384;
+// The most entries the folder may hold for a new file to be saved: each endpoint a config names
+// (a tenant's, without root's endpoints file) may add one, so the folder, in memory on tmpfs,
+// stays within about 4 MB; past it a new endpoint only goes without resumption.
+inline constexpr std::size_t kTicketFilesMax = 256;
 
 class TicketStore {
 public:
@@ -30,7 +34,8 @@ public:
     // The file's bytes when `name` is a regular file (never through a link) owned by us, of mode
     // 0600 exactly and at most kTicketFileLimit bytes; nothing otherwise.
     std::optional<std::string> load(const std::string& name) const;
-    // Written whole through an exclusive temporary renamed over `name` (best effort).
+    // Written whole through an exclusive temporary renamed over `name` (best effort); a new
+    // name only while the folder holds fewer than kTicketFilesMax entries.
     void save(const std::string& name, std::string_view bytes) const;
     void forget(const std::string& name) const;
 
