@@ -134,7 +134,7 @@ def path_keys(value, prefix=()):
 
 def mutated(conf, *changes):
     """conf with each (path, value, remove) applied in turn; a change whose path an earlier one
-    removed or replaced is skipped."""
+    removed or replaced is left out."""
     c = copy.deepcopy(conf)
     for path, value, remove in changes:
         node = c

@@ -885,8 +885,8 @@ def del_removes_only_its_exact_rules():
                     sh("ip", "-n", node, "rule", "del", "from", "10.80.2.20", "lookup", "2", "pref", "1536")
                 check("10.80.2.20" not in sh("ip", "-n", node, "rule").stdout, sh("ip", "-n", node, "rule").stdout)
             eq(held(state), [])
-            # A rule the kernel takes for the pod's (its "exists" test skips a source the new rule
-            # lacks): the ADD is refused, that rule left, nothing of the pod's kept.
+            # A rule the kernel takes for the pod's (its "exists" test ignores a source the new
+            # rule lacks): the ADD is refused, that rule left, nothing of the pod's kept.
             wide = ["from", "10.80.9.0/24", "to", "10.80.2.20", "lookup", "main", "pref", "512"]
             sh("ip", "-n", node, "rule", "add", *wide)
             before = host_state(node)
