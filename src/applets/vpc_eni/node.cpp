@@ -525,20 +525,18 @@ Result<os::FileLock> lock_node(const std::string& state_dir) {
 
 Status node_is_set_up(const NodeFile& f) {
     const std::string record = f.state_dir + "/" + kBackupName;
-    if (struct stat st{}; ::lstat(f.state_dir.c_str(), &st) == 0) {
-        CNI_TRY_ASSIGN(auto state, os::Dir::open_trusted(f.state_dir));
-        if (state.stat(kBackupName)) return {};
-    }
+    CNI_TRY_ASSIGN(auto state, os::Dir::open_trusted_if_exists(f.state_dir));
+    if (state && state->stat(kBackupName)) return {};
     return fail(code::try_again_later, "vpc-eni: the node is not set up: " + record + ", node-setup's record, is missing (node-setup " +
                                            "has not run since boot, or node-teardown ran since): try again once it has");
 }
 
 Result<std::optional<NodeFile>> kept_node_file(const std::string& state_dir) {
-    if (struct stat st{}; ::lstat(state_dir.c_str(), &st) != 0 && errno == ENOENT) return std::optional<NodeFile>{};
-    CNI_TRY_ASSIGN(auto state, os::Dir::open_trusted(state_dir));
-    CNI_TRY_ASSIGN(auto applied, load_applied(state, state_dir));
-    if (!applied && state.stat(kBackupName))
-        return fail(code::invalid_config, copy_missing(state) + ": run node-teardown with the node file the node was set up by");
+    CNI_TRY_ASSIGN(auto state, os::Dir::open_trusted_if_exists(state_dir));
+    if (!state) return std::optional<NodeFile>{};
+    CNI_TRY_ASSIGN(auto applied, load_applied(*state, state_dir));
+    if (!applied && state->stat(kBackupName))
+        return fail(code::invalid_config, copy_missing(*state) + ": run node-teardown with the node file the node was set up by");
     return applied;
 }
 

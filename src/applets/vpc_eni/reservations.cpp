@@ -39,10 +39,9 @@ std::optional<net::IpAddr> address_named(const std::string& name) {
 
 Result<std::optional<os::Dir>> open_ipam_dir(const NodeFile& node, bool make) {
     if (make) CNI_TRY(os::mkdir_all(node.ipam_dir, 0755));
-    else if (struct stat st{}; ::lstat(node.ipam_dir.c_str(), &st) != 0 && errno == ENOENT) return std::optional<os::Dir>{};
-    CNI_TRY_ASSIGN(auto dir, os::Dir::open_trusted(node.ipam_dir));
-    CNI_TRY(os::mark_node_folder(dir, node.ipam_dir + ", vpc-eni-ipam's ipamDir"));
-    return std::optional<os::Dir>(std::move(dir));
+    CNI_TRY_ASSIGN(auto dir, os::Dir::open_trusted_if_exists(node.ipam_dir));
+    if (dir) CNI_TRY(os::mark_node_folder(*dir, node.ipam_dir + ", vpc-eni-ipam's ipamDir"));
+    return dir;
 }
 
 std::string Claim::text() const {

@@ -177,6 +177,12 @@ Result<Dir> Dir::open_trusted(const std::string& path, std::optional<mode_t> mod
     return Dir(std::move(fd), path);
 }
 
+Result<std::optional<Dir>> Dir::open_trusted_if_exists(const std::string& path) {
+    if (struct stat st{}; ::lstat(path.c_str(), &st) != 0 && errno == ENOENT) return std::optional<Dir>{};
+    CNI_TRY_ASSIGN(auto dir, open_trusted(path));
+    return std::optional<Dir>(std::move(dir));
+}
+
 Result<Dir> Dir::make_trusted(const std::string& path, mode_t folders, mode_t mode) {
     if (!path.starts_with('/') || has_dot_name(path)) return open_trusted(path);  // its error
     const std::vector<std::string> names = path_names(path);

@@ -77,6 +77,8 @@ public:
     // open_trusted with every missing folder on the way made: the last `mode`, those before it
     // `folders` (a node's own folder whose parents a fresh node may lack, /run/cni-all/vpc-eni).
     static Result<Dir> make_trusted(const std::string& path, mode_t folders, mode_t mode);
+    // open_trusted, or nothing when `path` itself is missing (an optional folder of the node's).
+    static Result<std::optional<Dir>> open_trusted_if_exists(const std::string& path);
     // The directory `name` in this one, made when missing; never through a link.
     Result<Dir> subdir(std::string_view name, mode_t mode) const;
     // The same, never made: nothing when it is missing.
